@@ -1,0 +1,13 @@
+import type { Route } from './route.js';
+import { identityRoutes } from './routes/identity.js';
+import { keysRoutes } from './routes/keys.js';
+import { plannedRoutes } from './routes/planned.js';
+import { systemRoutes } from './routes/system.js';
+
+export * from './openapi.js';
+export * from './route.js';
+export * from './routes/identity.js';
+export * from './routes/keys.js';
+
+/** Every operation of the public API, in matching order (static paths before parameters). */
+export const routes: Route[] = [...systemRoutes, ...identityRoutes, ...keysRoutes, ...plannedRoutes];

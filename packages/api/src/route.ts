@@ -1,0 +1,75 @@
+import { z } from 'zod';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+export type PrincipalKind = 'human' | 'agent' | 'host';
+export type ServiceName = 'gateway' | 'keys' | 'accounts' | 'drive' | 'agents' | 'models' | 'trading' | 'profiles' | 'mcp';
+
+/** The validated input of an operation: path params, query and body, each parsed by its schema. */
+export interface RouteInput {
+  params: Record<string, any>;
+  query: Record<string, any>;
+  body: any;
+}
+
+/**
+ * One operation of the public API, declared once. The gateway's express routes, input
+ * validation, authority checks and the OpenAPI document all come from these entries.
+ */
+export interface Route {
+  /** operationId, `<group>.<verb>`. */
+  id: string;
+  method: HttpMethod;
+  /** Express-style path without the optional /v1 prefix (`/agents/:id/keys`). */
+  path: string;
+  summary: string;
+  tag: string;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  response: z.ZodType;
+  /** Success status (200 unless given). */
+  status?: number;
+  /** `none`: no credential needed. */
+  auth: 'key' | 'none';
+  /** Principal kinds that may call it at all. */
+  principals: PrincipalKind[];
+  /** Changes authority (grants, owners, settings, signing keys, hosts): agents get 403. */
+  authority: boolean;
+  /**
+   * How it is served: `rpc` maps to one gRPC method of a service; `local` is answered by the
+   * gateway itself; `unimplemented` answers 501 until its service lands.
+   */
+  handler:
+    | { kind: 'rpc'; service: ServiceName; method: string; request?: (input: RouteInput) => unknown; response?: (res: any, input: RouteInput) => unknown }
+    | { kind: 'local'; name: string }
+    | { kind: 'unimplemented'; service: ServiceName };
+}
+
+export function route(r: Route): Route {
+  return r;
+}
+
+// Shared schemas ------------------------------------------------------------------------------
+
+export const ErrorBody = z
+  .object({
+    error: z.object({
+      code: z.string().describe('Stable snake_case error code.'),
+      message: z.string().describe('A human sentence.'),
+      requestId: z.string(),
+    }),
+  })
+  .meta({ id: 'Error' });
+
+export const Timestamp = z.string().describe('ISO 8601 UTC with milliseconds');
+export const Nullable = <T extends z.ZodType>(t: T) => t.nullable().default(null as never);
+
+export const ListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(200).optional(),
+});
+
+export const Success = z.object({ success: z.literal(true) });
+
+/** Placeholder schemas of operations whose service has not landed yet. */
+export const Unspecified = z.unknown();

@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+export const SERVICE_NAMES = [
+  'gateway',
+  'keys',
+  'accounts',
+  'drive',
+  'agents',
+  'models',
+  'trading',
+  'profiles',
+  'mcp',
+] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+const KEY_RE = /^svc_[0-9a-f]{64}$/;
+const bool = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+const port = z.coerce.number().int().min(0).max(65535);
+const url = (protocols: string[]) =>
+  z
+    .string()
+    .url()
+    .refine((v) => protocols.some((p) => v.startsWith(p)), `must start with ${protocols.join(' or ')}`)
+    .optional();
+
+const addrVars = Object.fromEntries(
+  SERVICE_NAMES.map((n) => [`SVC_${n.toUpperCase()}_ADDR`, z.string().min(3).optional()]),
+) as Record<`SVC_${Uppercase<ServiceName>}_ADDR`, z.ZodOptional<z.ZodString>>;
+
+const EnvSchema = z
+  .object({
+    SVC_SERVICE: z.enum(['all', ...SERVICE_NAMES]).default('all'),
+    PORT: port.default(8080),
+    HOST: z.string().default('0.0.0.0'),
+    GRPC_PORT: port.optional(),
+    GRPC_HOST: z.string().optional(),
+    SVC_DATA_DIR: z.string().min(1).default('.data'),
+    SVC_NAMESPACE: z
+      .string()
+      .regex(/^[a-z][a-z0-9]{0,30}$/, 'must be lowercase letters and digits, starting with a letter')
+      .default('svc'),
+    SVC_BOOTSTRAP_KEY: z.string().regex(KEY_RE, 'must be svc_ followed by 64 lowercase hex characters').optional(),
+    SVC_INTERNAL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    SVC_MIGRATE_ONLY: bool,
+    SVC_BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, 'must look like 1mb or 512kb').default('1mb'),
+    SVC_GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
+    SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    DATABASE_URL: url(['postgres://', 'postgresql://']),
+    REDIS_URL: url(['redis://', 'rediss://']),
+    NATS_URL: url(['nats://', 'tls://']),
+    S3_ENDPOINT: url(['http://', 'https://']),
+    S3_ACCESS_KEY: z.string().optional(),
+    S3_SECRET_KEY: z.string().optional(),
+    S3_BUCKET: z.string().optional(),
+    S3_REGION: z.string().default('us-east-1'),
+    ...addrVars,
+  })
+  .superRefine((env, ctx) => {
+    if (env.S3_ENDPOINT && !(env.S3_ACCESS_KEY && env.S3_SECRET_KEY && env.S3_BUCKET)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['S3_ENDPOINT'],
+        message: 'S3_ENDPOINT needs S3_ACCESS_KEY, S3_SECRET_KEY and S3_BUCKET too',
+      });
+    }
+    if (env.SVC_SERVICE !== 'all' && !env.SVC_INTERNAL_SECRET) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SVC_INTERNAL_SECRET'],
+        message: 'is required when services run as separate processes (SVC_SERVICE is set)',
+      });
+    }
+  });
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config extends Env {
+  /** The secret that signs principal tokens; generated per process when all services share one. */
+  internalSecret: string;
+  /** gRPC address of each service (host:port), when known from the environment. */
+  addresses: Partial<Record<ServiceName, string>>;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads and validates the environment; a bad value stops the process with a readable message. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
+  const parsed = EnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const addresses: Partial<Record<ServiceName, string>> = {};
+  for (const name of SERVICE_NAMES) {
+    const addr = e[`SVC_${name.toUpperCase() as Uppercase<ServiceName>}_ADDR`];
+    if (addr) addresses[name] = addr;
+  }
+  return {
+    ...e,
+    internalSecret: e.SVC_INTERNAL_SECRET ?? randomBytes(32).toString('hex'),
+    addresses,
+  };
+}

@@ -1,0 +1,73 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+
+/**
+ * The one table that maps an error kind to its gRPC status and its HTTP status.
+ * Services throw DomainError with a kind and a stable snake_case code; the gRPC layer sends the
+ * kind and code in trailing metadata; the gateway turns them into the contract's error body.
+ */
+export const ERROR_KINDS = {
+  invalid_argument: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 400 },
+  unauthenticated: { grpc: GrpcStatus.UNAUTHENTICATED, http: 401 },
+  forbidden: { grpc: GrpcStatus.PERMISSION_DENIED, http: 403 },
+  not_found: { grpc: GrpcStatus.NOT_FOUND, http: 404 },
+  conflict: { grpc: GrpcStatus.ALREADY_EXISTS, http: 409 },
+  precondition_failed: { grpc: GrpcStatus.FAILED_PRECONDITION, http: 412 },
+  too_large: { grpc: GrpcStatus.OUT_OF_RANGE, http: 413 },
+  unsupported_media_type: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 415 },
+  unprocessable: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 422 },
+  precondition_required: { grpc: GrpcStatus.FAILED_PRECONDITION, http: 428 },
+  rate_limited: { grpc: GrpcStatus.RESOURCE_EXHAUSTED, http: 429 },
+  internal: { grpc: GrpcStatus.INTERNAL, http: 500 },
+  not_implemented: { grpc: GrpcStatus.UNIMPLEMENTED, http: 501 },
+  unavailable: { grpc: GrpcStatus.UNAVAILABLE, http: 503 },
+  deadline_exceeded: { grpc: GrpcStatus.DEADLINE_EXCEEDED, http: 504 },
+} as const;
+
+export type ErrorKind = keyof typeof ERROR_KINDS;
+
+/** HTTP status for a gRPC status that arrived without a kind (a transport failure, say). */
+const HTTP_BY_GRPC: Record<number, number> = {
+  [GrpcStatus.INVALID_ARGUMENT]: 400,
+  [GrpcStatus.UNAUTHENTICATED]: 401,
+  [GrpcStatus.PERMISSION_DENIED]: 403,
+  [GrpcStatus.NOT_FOUND]: 404,
+  [GrpcStatus.ALREADY_EXISTS]: 409,
+  [GrpcStatus.ABORTED]: 409,
+  [GrpcStatus.FAILED_PRECONDITION]: 412,
+  [GrpcStatus.OUT_OF_RANGE]: 400,
+  [GrpcStatus.RESOURCE_EXHAUSTED]: 429,
+  [GrpcStatus.UNIMPLEMENTED]: 501,
+  [GrpcStatus.UNAVAILABLE]: 503,
+  [GrpcStatus.DEADLINE_EXCEEDED]: 504,
+  [GrpcStatus.CANCELLED]: 499,
+};
+
+/** A rule said no. The message is public: it is shown to the API caller as is. */
+export class DomainError extends Error {
+  override name = 'DomainError';
+  constructor(
+    readonly kind: ErrorKind,
+    readonly code: string,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  get httpStatus(): number {
+    return ERROR_KINDS[this.kind].http;
+  }
+}
+
+export const notFound = (what: string) => new DomainError('not_found', 'not_found', `${what} was not found.`);
+export const invalid = (message: string, code = 'invalid_request') => new DomainError('invalid_argument', code, message);
+
+export function isErrorKind(value: unknown): value is ErrorKind {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_KINDS, value);
+}
+
+export function httpStatusForGrpc(code: number, kind?: string): number {
+  if (kind && isErrorKind(kind)) return ERROR_KINDS[kind].http;
+  return HTTP_BY_GRPC[code] ?? 500;
+}

@@ -1,0 +1,204 @@
+import * as grpc from '@grpc/grpc-js';
+import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
+
+import { DomainError, ERROR_KINDS, isErrorKind } from './errors.js';
+import type { Logger } from './log.js';
+import { PRINCIPAL_METADATA_KEY, type Principal, type PrincipalSigner } from './principal.js';
+
+/** One unary method of a ts-proto generated service definition. */
+interface MethodDef<Req, Res> {
+  path: string;
+  requestStream: false;
+  responseStream: false;
+  requestSerialize(value: Req): Buffer;
+  requestDeserialize(value: Buffer): Req;
+  responseSerialize(value: Res): Buffer;
+  responseDeserialize(value: Buffer): Res;
+}
+type AnyDef = Record<string, MethodDef<any, any>>;
+type ReqOf<M> = M extends MethodDef<infer Req, any> ? Req : never;
+type ResOf<M> = M extends MethodDef<any, infer Res> ? Res : never;
+
+export interface CallContext {
+  principal: Principal;
+  requestId: string;
+  /** The signed principal token, to pass along when this service calls another as the caller. */
+  principalToken: string;
+  log: Logger;
+}
+
+export type Handlers<D extends AnyDef> = {
+  [K in keyof D]: (request: ReqOf<D[K]>, ctx: CallContext) => Promise<ResOf<D[K]>>;
+};
+
+const ERROR_KIND_KEY = 'svc-error-kind';
+const ERROR_CODE_KEY = 'svc-error-code';
+const REQUEST_ID_KEY = 'x-request-id';
+
+function toServiceError(err: unknown, log: Logger, method: string): Partial<grpc.StatusObject> {
+  const metadata = new grpc.Metadata();
+  if (err instanceof DomainError) {
+    metadata.set(ERROR_KIND_KEY, err.kind);
+    metadata.set(ERROR_CODE_KEY, err.code);
+    if (err.details) metadata.set('svc-error-details-bin', Buffer.from(JSON.stringify(err.details)));
+    return { code: ERROR_KINDS[err.kind].grpc, details: err.message, metadata };
+  }
+  log.error({ err, method }, 'unhandled error in gRPC handler');
+  metadata.set(ERROR_KIND_KEY, 'internal');
+  metadata.set(ERROR_CODE_KEY, 'internal_error');
+  return { code: grpc.status.INTERNAL, details: 'Internal error.', metadata };
+}
+
+/**
+ * Turns async handlers into a grpc-js service implementation: every call must carry a valid
+ * signed principal, and every thrown DomainError becomes a gRPC status with its kind and code.
+ */
+export function bindService<D extends AnyDef>(
+  definition: D,
+  handlers: Handlers<D>,
+  deps: { signer: PrincipalSigner; log: Logger },
+): grpc.UntypedServiceImplementation {
+  const impl: grpc.UntypedServiceImplementation = {};
+  for (const name of Object.keys(definition)) {
+    const handler = handlers[name as keyof D];
+    impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      const token = call.metadata.get(PRINCIPAL_METADATA_KEY)[0];
+      const requestId = String(call.metadata.get(REQUEST_ID_KEY)[0] ?? '');
+      const log = requestId ? deps.log.child({ requestId }) : deps.log;
+      const run = async () => {
+        if (typeof token !== 'string') {
+          throw new DomainError('unauthenticated', 'missing_principal', 'The call carries no principal.');
+        }
+        const principal = await deps.signer.verify(token);
+        return handler(call.request as never, { principal, requestId, principalToken: token, log });
+      };
+      run().then(
+        (res) => callback(null, res),
+        (err: unknown) => callback(toServiceError(err, log, name)),
+      );
+    };
+  }
+  return impl;
+}
+
+export interface GrpcServerHandle {
+  server: grpc.Server;
+  address: string;
+  health: HealthImplementation;
+  setServing(status: ServingStatus): void;
+  /** Stops taking calls, lets in-flight calls finish within graceMs, then forces the rest. */
+  shutdown(graceMs: number): Promise<void>;
+}
+
+export async function startGrpcServer(options: {
+  host: string;
+  port: number;
+  serviceName: string;
+  services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
+}): Promise<GrpcServerHandle> {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  for (const s of options.services) {
+    // A service with no methods yet serves health only.
+    if (Object.keys(s.definition).length) server.addService(s.definition, s.implementation);
+  }
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [options.serviceName]: 'NOT_SERVING' });
+  health.addToServer(server);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${options.host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  const host = options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
+  return {
+    server,
+    address: `${host}:${port}`,
+    health,
+    setServing(status) {
+      health.setStatus('', status);
+      health.setStatus(options.serviceName, status);
+    },
+    shutdown(graceMs) {
+      health.setStatus('', 'NOT_SERVING');
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        timer.unref();
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+}
+
+/** Per-call options of a typed client. */
+export interface RpcCallOptions {
+  principalToken: string;
+  requestId?: string;
+  deadlineMs?: number;
+}
+
+export type RpcClient<D extends AnyDef> = {
+  [K in keyof D]: (request: ReqOf<D[K]>, options: RpcCallOptions) => Promise<ResOf<D[K]>>;
+} & { close(): void };
+
+/**
+ * A promise client for one service, with a default deadline. A DomainError thrown by the
+ * service arrives here as the same DomainError, so it crosses any number of hops unchanged.
+ */
+export function createRpcClient<D extends AnyDef>(
+  definition: D,
+  serviceName: string,
+  address: string,
+  defaults: { deadlineMs: number },
+): RpcClient<D> {
+  const Ctor = grpc.makeGenericClientConstructor(definition as grpc.ServiceDefinition, serviceName);
+  const client = new Ctor(address, grpc.credentials.createInsecure(), {
+    'grpc.keepalive_time_ms': 30_000,
+  }) as unknown as Record<string, Function> & grpc.Client;
+  const out: Record<string, unknown> = { close: () => client.close() };
+  for (const name of Object.keys(definition)) {
+    out[name] = (request: unknown, options: RpcCallOptions) =>
+      new Promise((resolve, reject) => {
+        const md = new grpc.Metadata();
+        md.set(PRINCIPAL_METADATA_KEY, options.principalToken);
+        if (options.requestId) md.set(REQUEST_ID_KEY, options.requestId);
+        const deadline = Date.now() + (options.deadlineMs ?? defaults.deadlineMs);
+        client[name]!.call(client, request, md, { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
+          err ? reject(fromServiceError(err, serviceName)) : resolve(res),
+        );
+      });
+  }
+  return out as RpcClient<D>;
+}
+
+function fromServiceError(err: grpc.ServiceError, serviceName: string): DomainError {
+  const kind = err.metadata?.get(ERROR_KIND_KEY)[0];
+  const code = err.metadata?.get(ERROR_CODE_KEY)[0];
+  if (isErrorKind(kind) && typeof code === 'string') {
+    const raw = err.metadata.get('svc-error-details-bin')[0];
+    const details = Buffer.isBuffer(raw) ? (JSON.parse(raw.toString()) as Record<string, unknown>) : undefined;
+    return new DomainError(kind, code, err.details, details, { cause: err });
+  }
+  const short = serviceName.split('.').slice(-1)[0];
+  switch (err.code) {
+    case grpc.status.DEADLINE_EXCEEDED:
+      return new DomainError('deadline_exceeded', 'upstream_timeout', `The ${short} did not answer in time.`, undefined, {
+        cause: err,
+      });
+    case grpc.status.UNIMPLEMENTED:
+      return new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.', undefined, {
+        cause: err,
+      });
+    case grpc.status.UNAVAILABLE:
+    case grpc.status.CANCELLED:
+      return new DomainError('unavailable', 'service_unavailable', `The ${short} is unavailable.`, undefined, {
+        cause: err,
+      });
+    default:
+      return new DomainError('internal', 'upstream_error', 'An internal service failed.', undefined, { cause: err });
+  }
+}

@@ -1,0 +1,36 @@
+import { trace } from '@opentelemetry/api';
+import pino, { type Logger } from 'pino';
+
+export type { Logger };
+
+/**
+ * JSON logs on stdout. Every line carries the active trace and span ids, so a log line leads
+ * to its trace. Credentials are redacted wherever they might appear.
+ */
+export function createLogger(options: { level?: string; service: string }): Logger {
+  return pino({
+    level: options.level ?? 'info',
+    base: { service: options.service },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    redact: {
+      paths: [
+        'authorization',
+        'headers.authorization',
+        'req.headers.authorization',
+        '*.authorization',
+        'key',
+        'plaintext',
+        '*.plaintext',
+        'password',
+      ],
+      censor: '[redacted]',
+    },
+    mixin() {
+      const span = trace.getActiveSpan();
+      if (!span) return {};
+      const { traceId, spanId } = span.spanContext();
+      return { traceId, spanId };
+    },
+  });
+}

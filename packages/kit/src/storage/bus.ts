@@ -1,0 +1,221 @@
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  AckPolicy,
+  connect,
+  DeliverPolicy,
+  headers as natsHeaders,
+  type JetStreamClient,
+  type NatsConnection,
+  RetentionPolicy,
+} from 'nats';
+
+/** The event shape on the wire (DESIGN §5). */
+export interface EventEnvelope<D = unknown> {
+  id: string;
+  type: string;
+  occurredAt: string;
+  accountId: string;
+  data: D;
+}
+
+export type EventHandler = (event: EventEnvelope, meta: { subject: string }) => Promise<void>;
+
+export interface Subscription {
+  unsubscribe(): Promise<void>;
+}
+
+export interface SubscribeOptions {
+  /**
+   * With a durable name, each event is handled once by one replica of the subscribing service
+   * (a JetStream durable consumer, redelivered until acked). Without, every replica gets every
+   * event as it happens (a broadcast, for cache invalidation).
+   */
+  durable?: string;
+}
+
+/**
+ * Domain events. Subjects are given without the namespace (`keys.key.revoked`); the bus puts
+ * them under `<namespace>.` (`svc.keys.key.revoked` by default).
+ */
+export interface Bus {
+  readonly kind: 'memory' | 'nats';
+  publish(subject: string, event: EventEnvelope, headers?: Record<string, string>): Promise<void>;
+  subscribe(subject: string, handler: EventHandler, options?: SubscribeOptions): Promise<Subscription>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const tracer = trace.getTracer('svc-bus');
+
+/** Runs a handler inside a consumer span that continues the producer's trace. */
+function traced(subject: string, headers: Record<string, string>, fn: () => Promise<void>): Promise<void> {
+  const parent = propagation.extract(context.active(), headers);
+  return context.with(parent, () =>
+    tracer.startActiveSpan(
+      `${subject} process`,
+      { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject } },
+      async (span) => {
+        try {
+          await fn();
+        } catch (err) {
+          span.recordException(err as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          throw err;
+        } finally {
+          span.end();
+        }
+      },
+    ),
+  );
+}
+
+/** The trace context of the current call, to carry in message headers. */
+export function currentTraceHeaders(): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier;
+}
+
+function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length) return false;
+    if (p[i] !== '*' && p[i] !== s[i]) return false;
+  }
+  return p.length === s.length;
+}
+
+/** In-process bus for the embedded stack: same semantics, including dedupe by event id. */
+export function createMemoryBus(namespace: string, onError: (err: unknown) => void = () => {}): Bus {
+  const subs = new Set<{ pattern: string; handler: EventHandler; durable?: string }>();
+  const seen = new Set<string>();
+  return {
+    kind: 'memory',
+    async publish(subject, event, headers = currentTraceHeaders()) {
+      if (seen.has(event.id)) return;
+      seen.add(event.id);
+      if (seen.size > 50_000) seen.clear();
+      const full = `${namespace}.${subject}`;
+      const durables = new Set<string>();
+      for (const sub of subs) {
+        if (!subjectMatches(sub.pattern, full)) continue;
+        if (sub.durable) {
+          if (durables.has(sub.durable)) continue; // one delivery per durable consumer
+          durables.add(sub.durable);
+        }
+        const deliver = (attempt: number): void => {
+          setImmediate(() => {
+            traced(full, headers, () => sub.handler(event, { subject: full })).catch((err) => {
+              onError(err);
+              if (sub.durable && attempt < 5) setTimeout(() => deliver(attempt + 1), 100 * 2 ** attempt);
+            });
+          });
+        };
+        deliver(0);
+      }
+    },
+    async subscribe(subject, handler, options = {}) {
+      const sub = { pattern: `${namespace}.${subject}`, handler, durable: options.durable };
+      subs.add(sub);
+      return { unsubscribe: async () => void subs.delete(sub) };
+    },
+    async ping() {},
+    async close() {
+      subs.clear();
+    },
+  };
+}
+
+/** NATS JetStream: one stream per namespace holding `<namespace>.>`, dedupe by Nats-Msg-Id. */
+export async function createNatsBus(
+  url: string,
+  namespace: string,
+  onError: (err: unknown) => void = () => {},
+): Promise<Bus> {
+  const nc: NatsConnection = await connect({ servers: url, name: `svc-${process.pid}`, maxReconnectAttempts: -1 });
+  const jsm = await nc.jetstreamManager();
+  const stream = namespace.toUpperCase();
+  const config = {
+    name: stream,
+    subjects: [`${namespace}.>`],
+    retention: RetentionPolicy.Limits,
+    max_age: 7 * 24 * 3600 * 1e9,
+    duplicate_window: 120 * 1e9,
+  };
+  try {
+    await jsm.streams.info(stream);
+  } catch {
+    try {
+      await jsm.streams.add(config);
+    } catch (err) {
+      // Another replica created it first.
+      await jsm.streams.info(stream).catch(() => Promise.reject(err));
+    }
+  }
+  const js: JetStreamClient = nc.jetstream();
+  const encode = (e: EventEnvelope) => Buffer.from(JSON.stringify(e));
+  const decode = (b: Uint8Array) => JSON.parse(Buffer.from(b).toString('utf8')) as EventEnvelope;
+  const toRecord = (h: ReturnType<typeof natsHeaders> | undefined) => {
+    const out: Record<string, string> = {};
+    if (h) for (const [k, v] of h) out[k.toLowerCase()] = v[0] ?? '';
+    return out;
+  };
+  return {
+    kind: 'nats',
+    async publish(subject, event, headers = currentTraceHeaders()) {
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(headers)) h.set(k, v);
+      await js.publish(`${namespace}.${subject}`, encode(event), { msgID: event.id, headers: h });
+    },
+    async subscribe(subject, handler, options = {}) {
+      const full = `${namespace}.${subject}`;
+      if (!options.durable) {
+        const sub = nc.subscribe(full, {
+          callback: (err, msg) => {
+            if (err) return onError(err);
+            traced(msg.subject, toRecord(msg.headers), () => handler(decode(msg.data), { subject: msg.subject })).catch(
+              onError,
+            );
+          },
+        });
+        return { unsubscribe: async () => sub.unsubscribe() };
+      }
+      const durable = `${options.durable}`.replace(/[^A-Za-z0-9_-]/g, '_');
+      try {
+        await jsm.consumers.info(stream, durable);
+      } catch {
+        await jsm.consumers.add(stream, {
+          durable_name: durable,
+          filter_subject: full,
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.New,
+          ack_wait: 30 * 1e9,
+          max_deliver: 20,
+        });
+      }
+      const consumer = await js.consumers.get(stream, durable);
+      const messages = await consumer.consume({ max_messages: 64 });
+      void (async () => {
+        for await (const msg of messages) {
+          try {
+            await traced(msg.subject, toRecord(msg.headers), () => handler(decode(msg.data), { subject: msg.subject }));
+            msg.ack();
+          } catch (err) {
+            onError(err);
+            msg.nak(1000);
+          }
+        }
+      })();
+      return { unsubscribe: async () => void (await messages.close()) };
+    },
+    async ping() {
+      await nc.flush();
+      if (nc.isClosed()) throw new Error('NATS connection closed');
+    },
+    async close() {
+      await nc.drain().catch(() => nc.close());
+    },
+  };
+}

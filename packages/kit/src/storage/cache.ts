@@ -1,0 +1,135 @@
+import { Redis } from 'ioredis';
+
+/**
+ * A small cache and counter store. Keys are given without the namespace; the implementation
+ * prefixes them (`svc:` by default) so several stacks can share one Redis.
+ */
+export interface Cache {
+  readonly kind: 'memory' | 'redis';
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, ttlMs: number): Promise<void>;
+  del(...keys: string[]): Promise<void>;
+  /** Adds to a counter in a hash field and returns the new value. */
+  hincrby(key: string, field: string, by: number): Promise<number>;
+  /** Sets hash fields to the larger of the old and new values (numbers). */
+  hmax(key: string, values: Record<string, number>): Promise<void>;
+  /** Atomically reads and empties a hash. */
+  hdrain(key: string): Promise<Record<string, string>>;
+  /** Counts events in a fixed window; returns the count including this one. */
+  hit(key: string, windowMs: number): Promise<number>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createMemoryCache(): Cache {
+  const values = new Map<string, { v: string; exp: number }>();
+  const hashes = new Map<string, Map<string, string>>();
+  const live = (k: string) => {
+    const e = values.get(k);
+    if (!e) return null;
+    if (e.exp <= Date.now()) {
+      values.delete(k);
+      return null;
+    }
+    return e.v;
+  };
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [k, e] of values) if (e.exp <= now) values.delete(k);
+  }, 30_000);
+  sweep.unref();
+  const hash = (k: string) => {
+    let h = hashes.get(k);
+    if (!h) hashes.set(k, (h = new Map()));
+    return h;
+  };
+  return {
+    kind: 'memory',
+    async get(k) {
+      return live(k);
+    },
+    async set(k, v, ttlMs) {
+      values.set(k, { v, exp: Date.now() + ttlMs });
+    },
+    async del(...ks) {
+      for (const k of ks) {
+        values.delete(k);
+        hashes.delete(k);
+      }
+    },
+    async hincrby(k, f, by) {
+      const h = hash(k);
+      const n = Number(h.get(f) ?? 0) + by;
+      h.set(f, String(n));
+      return n;
+    },
+    async hmax(k, vals) {
+      const h = hash(k);
+      for (const [f, v] of Object.entries(vals)) if (Number(h.get(f) ?? -Infinity) < v) h.set(f, String(v));
+    },
+    async hdrain(k) {
+      const h = hashes.get(k);
+      hashes.delete(k);
+      return h ? Object.fromEntries(h) : {};
+    },
+    async hit(k, windowMs) {
+      const cur = live(k);
+      const n = (cur ? Number(cur) : 0) + 1;
+      const exp = cur ? values.get(k)!.exp : Date.now() + windowMs;
+      values.set(k, { v: String(n), exp });
+      return n;
+    },
+    async ping() {},
+    async close() {
+      clearInterval(sweep);
+      values.clear();
+      hashes.clear();
+    },
+  };
+}
+
+const HMAX = `
+for i = 1, #ARGV, 2 do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if (not cur) or tonumber(cur) < tonumber(ARGV[i + 1]) then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+return 1`;
+
+export function createRedisCache(url: string, namespace: string): Cache {
+  const redis = new Redis(url, { keyPrefix: `${namespace}:`, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  redis.on('error', () => {}); // reconnects on its own; readiness reports the outage
+  redis.defineCommand('hmax', { numberOfKeys: 1, lua: HMAX });
+  return {
+    kind: 'redis',
+    get: (k) => redis.get(k),
+    async set(k, v, ttlMs) {
+      await redis.set(k, v, 'PX', ttlMs);
+    },
+    async del(...ks) {
+      if (ks.length) await redis.del(...ks);
+    },
+    hincrby: (k, f, by) => redis.hincrby(k, f, by),
+    async hmax(k, vals) {
+      const args = Object.entries(vals).flatMap(([f, v]) => [f, String(v)]);
+      if (args.length) await (redis as unknown as { hmax(k: string, ...a: string[]): Promise<number> }).hmax(k, ...args);
+    },
+    async hdrain(k) {
+      const res = await redis.multi().hgetall(k).del(k).exec();
+      const first = res?.[0];
+      if (!first || first[0]) throw first?.[0] ?? new Error('hdrain failed');
+      return first[1] as Record<string, string>;
+    },
+    async hit(k, windowMs) {
+      const res = await redis.multi().incr(k).pexpire(k, windowMs, 'NX').exec();
+      return Number(res?.[0]?.[1] ?? 0);
+    },
+    async ping() {
+      await redis.ping();
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}

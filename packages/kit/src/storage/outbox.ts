@@ -1,0 +1,142 @@
+import type { Logger } from '../log.js';
+import { newId } from '../ids.js';
+import { type Bus, currentTraceHeaders, type EventEnvelope } from './bus.js';
+import type { Queryable, Sql } from './sql.js';
+
+/**
+ * Writes an event in the caller's transaction: it is published only if the change commits,
+ * and it is published even if the process dies right after the commit (the relay picks it up).
+ */
+export async function enqueueEvent<D>(
+  q: Queryable,
+  schema: string,
+  event: { subject: string; accountId: string; data: D; type?: string },
+): Promise<EventEnvelope<D>> {
+  const envelope: EventEnvelope<D> = {
+    id: newId('evt'),
+    type: event.type ?? event.subject,
+    occurredAt: new Date().toISOString(),
+    accountId: event.accountId,
+    data: event.data,
+  };
+  await q.query(`INSERT INTO ${schema}.outbox (id, subject, payload, headers) VALUES ($1, $2, $3, $4)`, [
+    envelope.id,
+    event.subject,
+    JSON.stringify(envelope),
+    JSON.stringify(currentTraceHeaders()),
+  ]);
+  return envelope;
+}
+
+export interface OutboxRelay {
+  /** Publish now (call after a commit that enqueued events). */
+  kick(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Publishes committed outbox rows in id order. Rows are claimed with SKIP LOCKED so replicas
+ * share the work; a row published twice (crash between publish and mark) is dropped by
+ * JetStream's dedupe on the event id, and consumers are idempotent anyway.
+ */
+export function startOutboxRelay(deps: {
+  sql: Sql;
+  schema: string;
+  bus: Bus;
+  log: Logger;
+  intervalMs?: number;
+}): OutboxRelay {
+  const { sql, schema, bus, log } = deps;
+  let running: Promise<void> | null = null;
+  let again = false;
+  let stopped = false;
+
+  const drainOnce = async (): Promise<number> =>
+    sql.tx(async (q) => {
+      const rows = await q.query<{ id: string; subject: string; payload: unknown; headers: unknown }>(
+        `SELECT id, subject, payload, headers FROM ${schema}.outbox
+          WHERE published_at IS NULL ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`,
+      );
+      const done: string[] = [];
+      for (const row of rows) {
+        const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as EventEnvelope;
+        const headers = (typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers) as Record<
+          string,
+          string
+        >;
+        try {
+          await bus.publish(row.subject, payload, headers);
+          done.push(row.id);
+        } catch (err) {
+          log.warn({ err, subject: row.subject }, 'outbox publish failed; will retry');
+          break;
+        }
+      }
+      if (done.length) {
+        await q.query(`UPDATE ${schema}.outbox SET published_at = now() WHERE id = ANY($1)`, [done]);
+      }
+      return done.length;
+    });
+
+  const run = (): void => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      try {
+        do {
+          again = false;
+          while ((await drainOnce()) === 100);
+        } while (again);
+      } catch (err) {
+        log.warn({ err }, 'outbox relay pass failed');
+      } finally {
+        running = null;
+      }
+    })();
+  };
+
+  const timer = setInterval(run, deps.intervalMs ?? 500);
+  timer.unref();
+  const cleanup = setInterval(() => {
+    sql
+      .query(`DELETE FROM ${schema}.outbox WHERE published_at < now() - interval '1 day'`)
+      .catch((err) => log.warn({ err }, 'outbox cleanup failed'));
+  }, 3600_000);
+  cleanup.unref();
+  run();
+
+  return {
+    kick: run,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      clearInterval(cleanup);
+      await running;
+    },
+  };
+}
+
+/**
+ * Runs a consumer's effect at most once per event: the inbox row and the effect commit
+ * together, so a redelivered event is recognised and skipped.
+ */
+export async function handleOnce(
+  sql: Sql,
+  schema: string,
+  consumer: string,
+  event: EventEnvelope,
+  effect: (q: Queryable) => Promise<void>,
+): Promise<boolean> {
+  return sql.tx(async (q) => {
+    const inserted = await q.query(
+      `INSERT INTO ${schema}.inbox (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id`,
+      [consumer, event.id],
+    );
+    if (inserted.length === 0) return false;
+    await effect(q);
+    return true;
+  });
+}

@@ -1,0 +1,150 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+
+export interface Queryable {
+  /** One statement with $1-style parameters. */
+  query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
+  /** Several statements, no parameters (migrations). */
+  exec(text: string): Promise<void>;
+}
+
+export interface Sql extends Queryable {
+  readonly kind: 'pg' | 'pglite';
+  /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
+  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+// int8 and numeric as JS numbers: counters here stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export function createPgSql(url: string, options: { max?: number; applicationName?: string } = {}): Sql {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    application_name: options.applicationName ?? 'svc',
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 5_000,
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const wrap = (c: pg.Pool | pg.PoolClient): Queryable => ({
+    async query<R>(text: string, params?: unknown[]) {
+      return (await c.query(text, params as unknown[])).rows as R[];
+    },
+    async exec(text: string) {
+      await c.query(text);
+    },
+  });
+  const base = wrap(pool);
+  return {
+    kind: 'pg',
+    ...base,
+    async tx(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const out = await fn(wrap(client));
+        await client.query('COMMIT');
+        return out;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+/** Embedded PostgreSQL (WebAssembly) with its data in a folder; one instance per process. */
+export async function createPgliteSql(dataDir: string): Promise<Sql> {
+  fs.mkdirSync(path.dirname(dataDir), { recursive: true });
+  const db = await PGlite.create(dataDir);
+  const wrap = (c: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
+    async query<R>(text: string, params?: unknown[]) {
+      return (await c.query<R>(text, params)).rows;
+    },
+    async exec(text: string) {
+      await c.exec(text);
+    },
+  });
+  return {
+    kind: 'pglite',
+    ...wrap(db),
+    tx: (fn) => db.transaction((t) => fn(wrap(t))),
+    async ping() {
+      await db.query('SELECT 1');
+    },
+    async close() {
+      await db.close();
+    },
+  };
+}
+
+export interface Migration {
+  id: string;
+  sql: string;
+}
+
+/**
+ * Applies forward-only migrations to one service's schema, each once, in order. An advisory
+ * lock makes replicas that start together (or a migration Job) take turns.
+ */
+export async function migrate(sql: Sql, schema: string, migrations: Migration[]): Promise<string[]> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
+  return sql.tx(async (q) => {
+    await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`svc.migrate.${schema}`]);
+    await q.exec(
+      `CREATE SCHEMA IF NOT EXISTS ${schema};
+       CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
+         id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());`,
+    );
+    const done = new Set(
+      (await q.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).map((r) => r.id),
+    );
+    const applied: string[] = [];
+    for (const m of [...KIT_MIGRATIONS(schema), ...migrations]) {
+      if (done.has(m.id)) continue;
+      await q.exec(m.sql);
+      await q.query(`INSERT INTO ${schema}.schema_migrations (id) VALUES ($1)`, [m.id]);
+      applied.push(m.id);
+    }
+    return applied;
+  });
+}
+
+/** Tables every service schema gets: the transactional outbox and the consumer inbox. */
+function KIT_MIGRATIONS(schema: string): Migration[] {
+  return [
+    {
+      id: 'kit_0001_outbox_inbox',
+      sql: `
+        CREATE TABLE ${schema}.outbox (
+          id text PRIMARY KEY,
+          subject text NOT NULL,
+          payload jsonb NOT NULL,
+          headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          published_at timestamptz
+        );
+        CREATE INDEX outbox_unpublished ON ${schema}.outbox (id) WHERE published_at IS NULL;
+        CREATE TABLE ${schema}.inbox (
+          consumer text NOT NULL,
+          event_id text NOT NULL,
+          processed_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (consumer, event_id)
+        );`,
+    },
+  ];
+}

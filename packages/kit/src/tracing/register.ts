@@ -1,0 +1,43 @@
+/**
+ * OpenTelemetry setup, loaded before anything else with `node --require
+ * @svc/kit/dist/tracing/register.js`. Configured only by the standard OTEL_* variables; it
+ * starts when an OTLP endpoint (or OTEL_TRACES_EXPORTER) is set and stays out of the way
+ * (no SDK, no cost) otherwise. Context crosses NATS through message headers (see storage/bus.ts).
+ */
+import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
+import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+
+const env = process.env;
+const enabled =
+  env.OTEL_SDK_DISABLED !== 'true' &&
+  Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
+
+if (enabled) {
+  if (!env.OTEL_SERVICE_NAME) {
+    env.OTEL_SERVICE_NAME = env.SVC_SERVICE && env.SVC_SERVICE !== 'all' ? `svc-${env.SVC_SERVICE}` : 'svc';
+  }
+  env.OTEL_METRICS_EXPORTER ??= 'none';
+  env.OTEL_LOGS_EXPORTER ??= 'none';
+  const sdk = new NodeSDK({
+    instrumentations: [
+      new HttpInstrumentation({
+        // Health probes would drown the traces.
+        ignoreIncomingRequestHook: (req) => req.url === '/health' || req.url === '/ready',
+      }),
+      new ExpressInstrumentation(),
+      new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch'] }),
+      new PgInstrumentation(),
+      new IORedisInstrumentation(),
+    ],
+  });
+  sdk.start();
+  const stop = () => {
+    sdk.shutdown().catch(() => {});
+  };
+  process.once('beforeExit', stop);
+  (globalThis as { __svcTracingShutdown?: () => Promise<void> }).__svcTracingShutdown = () => sdk.shutdown();
+}

@@ -1,0 +1,96 @@
+import { accountsService } from '@svc/accounts';
+import { agentsService } from '@svc/agents';
+import { driveService } from '@svc/drive';
+import { type RunningGateway, startGateway } from '@svc/gateway';
+import { keysService } from '@svc/keys';
+import {
+  Backends,
+  type Config,
+  createLogger,
+  loadConfig,
+  type Logger,
+  Registry,
+  runMigrations,
+  type RunningService,
+  runService,
+  type ServiceModule,
+} from '@svc/kit';
+import { mcpService } from '@svc/mcp';
+import { modelsService } from '@svc/models';
+import { profilesService } from '@svc/profiles';
+import { tradingService } from '@svc/trading';
+
+export const VERSION: string = require('../package.json').version;
+
+/** Start order: keys first (accounts bootstraps the operator's key through it). */
+export const MODULES: ServiceModule[] = [
+  keysService,
+  accountsService,
+  driveService,
+  agentsService,
+  modelsService,
+  tradingService,
+  profilesService,
+  mcpService,
+] as ServiceModule[];
+
+export interface Stack {
+  config: Config;
+  log: Logger;
+  backends: Backends;
+  registry: Registry;
+  services: RunningService[];
+  gateway?: RunningGateway;
+  /** Gateway port, when this process runs the gateway. */
+  port?: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs SVC_SERVICE: `all` (the default) starts every service on free loopback ports and the
+ * gateway on PORT; a service name starts that service alone on GRPC_PORT (how Kubernetes runs it).
+ */
+export async function startStack(env: NodeJS.ProcessEnv = process.env): Promise<Stack> {
+  const config = loadConfig(env);
+  const log = createLogger({ level: config.LOG_LEVEL, service: config.SVC_SERVICE === 'all' ? 'svc' : config.SVC_SERVICE });
+  const backends = new Backends(config, log);
+  const registry = new Registry(config.addresses, config.SVC_GRPC_DEADLINE_MS);
+  const all = config.SVC_SERVICE === 'all';
+  const selected = all ? MODULES : MODULES.filter((m) => m.name === config.SVC_SERVICE);
+  const services: RunningService[] = [];
+  let gateway: RunningGateway | undefined;
+
+  const stop = async () => {
+    await gateway?.stop(config.SVC_SHUTDOWN_GRACE_MS);
+    for (const s of [...services].reverse()) await s.stop(config.SVC_SHUTDOWN_GRACE_MS);
+    registry.close();
+    await backends.close();
+  };
+
+  try {
+    if (config.SVC_MIGRATE_ONLY) {
+      for (const m of selected) log.info({ service: m.name, applied: await runMigrations(m, backends) }, 'migrations done');
+      await backends.close();
+      return { config, log, backends, registry, services, stop: async () => {} };
+    }
+    for (const m of selected) {
+      services.push(
+        await runService(m, {
+          config,
+          log,
+          backends,
+          registry,
+          host: config.GRPC_HOST ?? (all ? '127.0.0.1' : '0.0.0.0'),
+          port: all ? 0 : (config.GRPC_PORT ?? 50051),
+        }),
+      );
+    }
+    if (all || config.SVC_SERVICE === 'gateway') {
+      gateway = await startGateway({ config, log, backends, registry, host: config.HOST, port: config.PORT, version: VERSION });
+    }
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+  return { config, log, backends, registry, services, gateway, port: gateway?.port, stop };
+}

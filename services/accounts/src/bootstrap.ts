@@ -1,0 +1,66 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { API_KEY_RE, generateApiKey, hashSecret, keyPrefix, newId, type ServiceContext } from '@svc/kit';
+import { keys } from '@svc/proto';
+
+import type { AccountStore } from './store.js';
+
+export const BOOTSTRAP_KEY_FILE = 'bootstrap-key';
+
+/** The operator's first key: SVC_BOOTSTRAP_KEY, or one generated into <data dir>/bootstrap-key (0600). */
+function bootstrapKey(ctx: ServiceContext): { key: string; file?: string } {
+  if (ctx.config.SVC_BOOTSTRAP_KEY) return { key: ctx.config.SVC_BOOTSTRAP_KEY };
+  const file = path.resolve(ctx.config.SVC_DATA_DIR, BOOTSTRAP_KEY_FILE);
+  try {
+    const existing = fs.readFileSync(file, 'utf8').trim();
+    if (API_KEY_RE.test(existing)) return { key: existing, file };
+  } catch {
+    // not written yet
+  }
+  const key = generateApiKey();
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, key + '\n', { mode: 0o600 });
+  fs.chmodSync(file, 0o600);
+  return { key, file };
+}
+
+/**
+ * DESIGN §2: when the store has no accounts, create the operator (a person) whose first API key
+ * is the bootstrap key. Safe to run on every start and from several replicas: the key import is
+ * idempotent by hash, and the account insert only happens into an empty table.
+ */
+export async function bootstrap(ctx: ServiceContext, store: AccountStore): Promise<void> {
+  if ((await store.count()) > 0) return;
+  const { key, file } = bootstrapKey(ctx);
+  const client = ctx.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService');
+  const operatorId = newId('acct');
+  let imported: keys.ImportKeyResponse | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      imported = await client.importKey(
+        {
+          keyHash: hashSecret(key),
+          prefix: keyPrefix(key),
+          name: 'bootstrap',
+          accountId: operatorId,
+          ownerKind: 'human',
+          ownerId: operatorId,
+        },
+        { principalToken: await ctx.systemToken() },
+      );
+      break;
+    } catch (err) {
+      if (attempt >= 30) throw err;
+      ctx.log.info({ err: (err as Error).message }, 'waiting for the keys service to bootstrap the operator');
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  // A key imported by an earlier, interrupted bootstrap keeps its account id: adopt it.
+  const accountId = imported.key!.accountId;
+  await store.insertOperatorIfEmpty(accountId);
+  ctx.log.info(
+    file ? { accountId, keyFile: file } : { accountId, keyFrom: 'SVC_BOOTSTRAP_KEY' },
+    'bootstrap: operator account created',
+  );
+}

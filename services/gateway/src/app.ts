@@ -1,0 +1,192 @@
+import { randomBytes } from 'node:crypto';
+
+import express, { type NextFunction, type Request, type Response } from 'express';
+
+import { buildOpenApi, type Route, type RouteInput, routes as allRoutes } from '@svc/api';
+import { type Backends, DomainError, type Logger, type Registry, type ServiceName } from '@svc/kit';
+import * as proto from '@svc/proto';
+
+import type { AuthContext, Authenticator } from './auth.js';
+import { checkHealth } from './health-client.js';
+import { sendDomainError, sendError } from './http-errors.js';
+
+/** The proto definition of each service the route table can name. */
+const DEFINITIONS: Partial<Record<ServiceName, [Record<string, any>, string]>> = {
+  keys: [proto.keys.KeysServiceService, 'svc.keys.v1.KeysService'],
+  accounts: [proto.accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService'],
+};
+
+export interface GatewayDeps {
+  log: Logger;
+  registry: Registry;
+  backends: Backends;
+  auth: Authenticator;
+  bodyLimit: string;
+  /** Services whose health decides readiness. */
+  services: ServiceName[];
+  version: string;
+}
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+type LocalHandler = (req: Request, res: Response, input: RouteInput, auth: AuthContext | undefined) => Promise<void>;
+
+function bearer(req: Request): string | undefined {
+  const h = req.headers.authorization;
+  if (!h) return undefined;
+  if (h.startsWith('Bearer ')) return h.slice(7).trim();
+  return '';
+}
+
+function parseOr400(schema: { safeParse(v: unknown): { success: boolean; data?: unknown; error?: any } } | undefined, value: unknown, where: string) {
+  if (!schema) return where === 'body' ? undefined : {};
+  const r = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  const field = issue.path.length ? `${where}.${issue.path.join('.')}` : where;
+  throw new DomainError('invalid_argument', 'invalid_request', `${field}: ${issue.message}`);
+}
+
+/** Builds the express app from the route table. */
+export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  // Request id (echoed when the client sent a sane one) and the optional /v1 prefix.
+  app.use((req, res, next) => {
+    const given = req.headers['x-request-id'];
+    req.requestId = typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : `req_${randomBytes(12).toString('hex')}`;
+    res.setHeader('x-request-id', req.requestId);
+    if (req.url === '/v1' || req.url.startsWith('/v1/') || req.url.startsWith('/v1?')) {
+      req.url = req.url.slice(3) || '/';
+      if (req.url.startsWith('?')) req.url = '/' + req.url;
+    }
+    next();
+  });
+  app.use(express.json({ limit: deps.bodyLimit, type: ['application/json', 'application/*+json'] }));
+
+  const openapi = buildOpenApi(routes, { version: deps.version });
+  const locals: Record<string, LocalHandler> = {
+    async health(_req, res) {
+      res.json({ status: 'ok' });
+    },
+    async ready(_req, res) {
+      const backends = await deps.backends.check(['cache', 'bus']);
+      const services: Record<string, { ok: boolean; address: string; error?: string }> = {};
+      await Promise.all(
+        deps.services.map(async (name) => {
+          const address = deps.registry.address(name) ?? `${name}:50051`;
+          services[name] = { address, ...(await checkHealth(address)) };
+        }),
+      );
+      const ok = Object.values(backends).every((b) => b.ok) && Object.values(services).every((s) => s.ok);
+      res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'unavailable', backends, services });
+    },
+    async openapi(_req, res) {
+      res.json(openapi);
+    },
+    async me(req, res, _input, auth) {
+      const client = deps.registry.client('accounts', proto.accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService');
+      const me = await client.getMe({}, { principalToken: auth!.token, requestId: req.requestId });
+      const p = auth!.principal;
+      const ref = (a: proto.accounts.Account) => ({ id: a.id, kind: a.kind, name: a.name, createdAt: a.createdAt });
+      res.json({
+        kind: p.kind,
+        userId: p.userId ?? null,
+        agentId: p.agentId ?? null,
+        accountId: p.accountId,
+        keyId: p.keyId,
+        projectId: p.projectId ?? null,
+        account: me.account ? ref(me.account) : null,
+        organizations: me.organizations.map((m) => ({ ...ref(m.account!), role: m.role })),
+      });
+    },
+  };
+
+  for (const route of routes) {
+    const handle = async (req: Request, res: Response) => {
+      let auth: AuthContext | undefined;
+      if (route.auth === 'key') {
+        const account = req.headers['x-svc-account'];
+        auth = await deps.auth.authenticate(
+          bearer(req),
+          typeof account === 'string' && account ? account : undefined,
+          req.socket.remoteAddress ?? 'unknown',
+        );
+        const kind = auth.principal.kind;
+        if (route.authority && kind !== 'human') {
+          throw new DomainError(
+            'forbidden',
+            'human_principal_required',
+            'This operation changes authority and must be made by a person, not an agent or host key.',
+          );
+        }
+        if (kind !== 'system' && !route.principals.includes(kind)) {
+          throw new DomainError('forbidden', 'principal_not_allowed', `A ${kind} key cannot call this operation.`);
+        }
+      }
+      const h = route.handler;
+      if (h.kind === 'unimplemented') {
+        throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);
+      }
+      if (route.body && req.body === undefined && !req.is('application/json')) {
+        throw new DomainError('unsupported_media_type', 'unsupported_media_type', 'The request body must be JSON (Content-Type: application/json).');
+      }
+      const input: RouteInput = {
+        params: parseOr400(route.params, req.params, 'path') as Record<string, unknown>,
+        query: parseOr400(route.query, req.query, 'query') as Record<string, unknown>,
+        body: parseOr400(route.body, req.body, 'body'),
+      };
+      if (h.kind === 'local') return locals[h.name]!(req, res, input, auth);
+      const def = DEFINITIONS[h.service];
+      if (!def) throw new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.');
+      const client = deps.registry.client(h.service, def[0], def[1]) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
+      const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
+      const result = await client[h.method]!(request, { principalToken: auth!.token, requestId: req.requestId });
+      res.status(route.status ?? 200).json(h.response ? h.response(result, input) : result);
+    };
+    app[route.method](route.path, handle);
+  }
+
+  // The slot where the hosted MCP server is mounted when its service lands.
+  app.all('/mcp', (req, res) => sendError(req, res, 501, 'not_implemented', 'The MCP endpoint is not implemented yet.'));
+
+  const known = routes.map((r) => ({ method: r.method.toUpperCase(), re: new RegExp(`^${r.path.replace(/:\w+/g, '[^/]+')}/?$`) }));
+  app.use((req, res) => {
+    const allowed = known.filter((k) => k.re.test(req.path)).map((k) => k.method);
+    if (allowed.length) {
+      res.setHeader('Allow', [...new Set(allowed)].join(', '));
+      return sendError(req, res, 405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}.`);
+    }
+    sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.path}.`);
+  });
+
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const e = err as { type?: string; status?: number };
+    if (err instanceof DomainError) {
+      if (err.kind === 'rate_limited' && err.details?.retryAfterSeconds) {
+        res.setHeader('Retry-After', String(err.details.retryAfterSeconds));
+      }
+      if (err.httpStatus >= 500 && err.httpStatus !== 501) deps.log.warn({ err: err.cause ?? err, requestId: req.requestId }, 'upstream failure');
+      return sendDomainError(req, res, err);
+    }
+    switch (e.type) {
+      case 'entity.parse.failed':
+        return sendError(req, res, 400, 'invalid_json', 'The request body is not valid JSON.');
+      case 'entity.too.large':
+        return sendError(req, res, 413, 'payload_too_large', `The request body is larger than ${deps.bodyLimit}.`);
+      case 'encoding.unsupported':
+      case 'charset.unsupported':
+        return sendError(req, res, 415, 'unsupported_media_type', 'Unsupported content encoding or charset.');
+      case 'request.aborted':
+        return sendError(req, res, 400, 'request_aborted', 'The request was aborted.');
+    }
+    if (e.status && e.status >= 400 && e.status < 500) {
+      return sendError(req, res, e.status, 'bad_request', 'The request could not be read.');
+    }
+    deps.log.error({ err, requestId: req.requestId }, 'unhandled error');
+    sendError(req, res, 500, 'internal_error', 'Internal error.');
+  });
+  return app;
+}

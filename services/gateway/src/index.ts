@@ -1,0 +1,96 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+import {
+  type Backends,
+  type Config,
+  createSystemTokenSource,
+  type Logger,
+  PrincipalSigner,
+  type Registry,
+  SERVICE_NAMES,
+  type ServiceName,
+} from '@svc/kit';
+
+import { createApp } from './app.js';
+import { Authenticator } from './auth.js';
+import { closeHealthClients } from './health-client.js';
+
+export { createApp } from './app.js';
+export { AUTH_FAILURE_LIMIT, Authenticator } from './auth.js';
+
+export interface RunningGateway {
+  port: number;
+  server: http.Server;
+  stop(graceMs: number): Promise<void>;
+}
+
+/** How often this replica's key usage counts go to the shared cache. */
+const USAGE_FLUSH_MS = 1000;
+
+export async function startGateway(deps: {
+  config: Config;
+  log: Logger;
+  backends: Backends;
+  registry: Registry;
+  host: string;
+  port: number;
+  version: string;
+}): Promise<RunningGateway> {
+  const log = deps.log.child({ component: 'gateway' });
+  const signer = new PrincipalSigner(deps.config.internalSecret);
+  const auth = new Authenticator({ registry: deps.registry, signer, systemToken: createSystemTokenSource(signer), log });
+  const [bus, cache] = await Promise.all([deps.backends.bus(), deps.backends.cache()]);
+
+  // Every replica hears every revocation (a broadcast, not a work queue) and evicts the key at once.
+  const revoked = await bus.subscribe('keys.key.revoked', async (event) => {
+    const id = (event.data as { id?: string }).id;
+    if (id) auth.evict(id);
+  });
+  const usageTimer = setInterval(() => {
+    auth.flushUsage(cache).catch((err) => log.warn({ err }, 'usage flush failed'));
+  }, USAGE_FLUSH_MS);
+  usageTimer.unref();
+
+  const services = SERVICE_NAMES.filter((s): s is ServiceName => s !== 'gateway');
+  const app = createApp({
+    log,
+    registry: deps.registry,
+    backends: deps.backends,
+    auth,
+    bodyLimit: deps.config.SVC_BODY_LIMIT,
+    services,
+    version: deps.version,
+  });
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(deps.port, deps.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  log.info({ port }, 'gateway listening');
+  return {
+    port,
+    server,
+    async stop(graceMs) {
+      clearInterval(usageTimer);
+      await revoked.unsubscribe();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.closeAllConnections();
+          resolve();
+        }, graceMs);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      await auth.flushUsage(cache).catch(() => {});
+      closeHealthClients();
+    },
+  };
+}

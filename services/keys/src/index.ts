@@ -1,0 +1,42 @@
+import { defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
+import { keys } from '@svc/proto';
+
+import { KeysDomain } from './keys.js';
+import { migrations } from './migrations/index.js';
+import { handlers } from './server.js';
+import { SCHEMA } from './store.js';
+
+export { KeysDomain } from './keys.js';
+
+/** How often gateway-counted usage is written to PostgreSQL. */
+const USAGE_FLUSH_MS = 2000;
+
+export const keysService = defineService({
+  name: 'keys',
+  grpcServiceName: 'svc.keys.v1.KeysService',
+  definition: keys.KeysServiceService,
+  needs: ['sql', 'cache', 'bus'],
+  schema: SCHEMA,
+  migrations,
+  async create(ctx) {
+    const [sql, cache, bus] = await Promise.all([ctx.backends.sql(), ctx.backends.cache(), ctx.backends.bus()]);
+    let relay: OutboxRelay | undefined;
+    const domain = new KeysDomain(sql, cache, () => relay);
+    let timer: NodeJS.Timeout | undefined;
+    return {
+      handlers: handlers(domain),
+      async start() {
+        relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+        timer = setInterval(() => {
+          domain.flushUsage().catch((err) => ctx.log.warn({ err }, 'usage flush failed'));
+        }, USAGE_FLUSH_MS);
+        timer.unref();
+      },
+      async stop() {
+        clearInterval(timer);
+        await domain.flushUsage().catch(() => {});
+        await relay?.stop();
+      },
+    };
+  },
+});

@@ -1,0 +1,260 @@
+import {
+  type Cache,
+  DomainError,
+  enqueueEvent,
+  generateApiKey,
+  hashSecret,
+  keyPrefix,
+  newId,
+  type OutboxRelay,
+  type Principal,
+  type Sql,
+} from '@svc/kit';
+
+import { type KeyRow, KeyStore, SCHEMA } from './store.js';
+
+/** How long a verification stays in the shared cache; revocation deletes it at once. */
+export const VERIFY_CACHE_MS = 60_000;
+/** Keys one account may create per minute. */
+export const CREATE_LIMIT_PER_MINUTE = 60;
+
+export const USAGE_COUNT_KEY = 'keys:usage:count';
+export const USAGE_LAST_KEY = 'keys:usage:last';
+const verifyCacheKey = (hash: string) => `keys:verify:${hash}`;
+
+const notFound = () => new DomainError('not_found', 'key_not_found', 'API key not found.');
+
+export interface CreateInput {
+  name: string;
+  projectId?: string;
+  expiresInDays?: number;
+  agentId?: string;
+}
+
+/** Who a new or listed key belongs to, given the caller and an optional agent id (route /agents/:id/keys). */
+function ownerFor(p: Principal, agentId: string | undefined): { kind: 'human' | 'agent'; id: string } {
+  if (p.kind === 'agent') {
+    // An agent's key only ever makes keys of that same agent, never a person's.
+    if (agentId && agentId !== p.agentId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
+    return { kind: 'agent', id: p.agentId! };
+  }
+  if (p.kind !== 'human') throw new DomainError('forbidden', 'forbidden', 'This principal cannot manage API keys.');
+  if (agentId) {
+    // Keys of an agent need the agents service to confirm the agent is the caller's.
+    throw new DomainError('not_implemented', 'not_implemented', 'Agent keys arrive with the agents service.');
+  }
+  return { kind: 'human', id: p.userId! };
+}
+
+/** A project-scoped key works inside its project only, and cannot make keys outside it. */
+function projectFor(p: Principal, requested: string | undefined): string | undefined {
+  if (p.projectId && requested && requested !== p.projectId) {
+    throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}.`);
+  }
+  return p.projectId ?? requested;
+}
+
+/** People see their own keys; owners and admins of an organization see every member's. */
+function sees(p: Principal, row: KeyRow): boolean {
+  if (row.account_id !== p.accountId) return false;
+  if (p.projectId && row.project_id !== p.projectId) return false;
+  if (p.kind === 'agent') return row.owner_kind === 'agent' && row.owner_id === p.agentId;
+  if (row.owner_kind === 'agent') return true; // agents of the account are managed by its people
+  return row.owner_id === p.userId || p.role === 'owner' || p.role === 'admin';
+}
+
+export class KeysDomain {
+  readonly store: KeyStore;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly cache: Cache,
+    private readonly outbox: () => OutboxRelay | undefined,
+  ) {
+    this.store = new KeyStore(sql);
+  }
+
+  async create(p: Principal, input: CreateInput): Promise<{ row: KeyRow; plaintext: string }> {
+    const owner = ownerFor(p, input.agentId);
+    const projectId = projectFor(p, input.projectId);
+    const attempts = await this.cache.hit(`keys:create:${p.accountId}`, 60_000);
+    if (attempts > CREATE_LIMIT_PER_MINUTE) {
+      throw new DomainError('rate_limited', 'rate_limited', 'Too many keys created for this account; try again in a minute.');
+    }
+    const plaintext = generateApiKey();
+    const expiresAt = input.expiresInDays ? new Date(Date.now() + input.expiresInDays * 86_400_000) : null;
+    const row = await this.sql.tx(async (q) => {
+      const r = await this.store.insert(q, {
+        id: newId('key'),
+        key_hash: hashSecret(plaintext),
+        prefix: keyPrefix(plaintext),
+        name: input.name,
+        account_id: p.accountId,
+        owner_kind: owner.kind,
+        owner_id: owner.id,
+        project_id: projectId ?? null,
+        created_by_key_id: p.keyId ?? null,
+        expires_at: expiresAt,
+      });
+      await enqueueEvent(q, SCHEMA, { subject: 'keys.key.created', accountId: p.accountId, data: publicView(r) });
+      return r;
+    });
+    this.outbox()?.kick();
+    return { row, plaintext };
+  }
+
+  async list(
+    p: Principal,
+    input: { projectId?: string; agentId?: string; limit: number; cursor?: string },
+  ): Promise<{ rows: KeyRow[]; nextCursor?: string }> {
+    const owner = p.kind === 'agent' || input.agentId ? ownerFor(p, input.agentId) : null;
+    const projectId = projectFor(p, input.projectId);
+    const limit = Math.min(Math.max(input.limit || 50, 1), 200);
+    const before = input.cursor ? decodeCursor(input.cursor) : undefined;
+    const privileged = p.role === 'owner' || p.role === 'admin' || p.accountId === p.userId;
+    const rows = await this.store.listActive({
+      accountId: p.accountId,
+      ownerKind: owner?.kind ?? 'human',
+      ownerId: owner?.id ?? (privileged ? undefined : p.userId),
+      projectId,
+      before,
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return { rows: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : undefined };
+  }
+
+  /** Revokes at once: the row, the shared verification cache, and an event every gateway hears. */
+  async revoke(p: Principal, input: { id: string; agentId?: string }): Promise<void> {
+    if (input.agentId || p.kind === 'agent') ownerFor(p, input.agentId);
+    const hash = await this.sql.tx(async (q) => {
+      const row = await this.store.byId(q, input.id, p.accountId);
+      if (!row || !sees(p, row)) throw notFound();
+      if (input.agentId && !(row.owner_kind === 'agent' && row.owner_id === input.agentId)) throw notFound();
+      if (row.revoked_at) return row.key_hash; // retried revocation: already done
+      await this.store.markRevoked(q, row.id);
+      await enqueueEvent(q, SCHEMA, {
+        subject: 'keys.key.revoked',
+        accountId: row.account_id,
+        data: { id: row.id, prefix: row.prefix, revokedByKeyId: p.keyId ?? null },
+      });
+      return row.key_hash;
+    });
+    await this.cache.del(verifyCacheKey(hash));
+    this.outbox()?.kick();
+  }
+
+  /** Revokes every key of an owner (an agent being deleted). */
+  async revokeOwner(p: Principal, ownerKind: string, ownerId: string): Promise<number> {
+    if (p.kind !== 'system' && p.kind !== 'human') throw new DomainError('forbidden', 'forbidden', 'Not allowed.');
+    const rows = await this.sql.tx(async (q) => {
+      const revoked = await this.store.revokeOwner(q, ownerKind, ownerId, p.kind === 'system' ? undefined : p.accountId);
+      for (const r of revoked) {
+        await enqueueEvent(q, SCHEMA, {
+          subject: 'keys.key.revoked',
+          accountId: r.account_id,
+          data: { id: r.id, prefix: r.prefix, revokedByKeyId: p.keyId ?? null },
+        });
+      }
+      return revoked;
+    });
+    if (rows.length) await this.cache.del(...rows.map((r) => verifyCacheKey(r.key_hash)));
+    this.outbox()?.kick();
+    return rows.length;
+  }
+
+  /** The key for a hash, if it exists and is usable now. Cached in the shared cache. */
+  async verify(hash: string): Promise<KeyRow> {
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw invalidKey();
+    let row: KeyRow | null;
+    const cached = await this.cache.get(verifyCacheKey(hash));
+    if (cached) {
+      row = reviveRow(JSON.parse(cached));
+    } else {
+      row = await this.store.byHash(hash);
+      if (row && !row.revoked_at) await this.cache.set(verifyCacheKey(hash), JSON.stringify(row), VERIFY_CACHE_MS);
+    }
+    if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) throw invalidKey();
+    return row;
+  }
+
+  async import(input: { keyHash: string; prefix: string; name: string; accountId: string; ownerKind: string; ownerId: string }) {
+    if (!/^[0-9a-f]{64}$/.test(input.keyHash)) throw new DomainError('invalid_argument', 'invalid_key_hash', 'Bad key hash.');
+    if (input.ownerKind !== 'human' && input.ownerKind !== 'agent') {
+      throw new DomainError('invalid_argument', 'invalid_owner', 'Owner kind must be human or agent.');
+    }
+    return this.sql.tx((q) =>
+      this.store.insertIfAbsent(q, {
+        id: newId('key'),
+        key_hash: input.keyHash,
+        prefix: input.prefix,
+        name: input.name,
+        account_id: input.accountId,
+        owner_kind: input.ownerKind as 'human' | 'agent',
+        owner_id: input.ownerId,
+        project_id: null,
+        created_by_key_id: null,
+        expires_at: null,
+      }),
+    );
+  }
+
+  /**
+   * Moves usage counted by gateways (in the cache) into PostgreSQL: one UPDATE per flush for all
+   * keys, not one per request. A failed write puts the counts back.
+   */
+  async flushUsage(): Promise<number> {
+    const counts = await this.cache.hdrain(USAGE_COUNT_KEY);
+    const lasts = await this.cache.hdrain(USAGE_LAST_KEY);
+    const ids = new Set([...Object.keys(counts), ...Object.keys(lasts)]);
+    const usage = [...ids].map((id) => ({
+      id,
+      count: Number(counts[id] ?? 0),
+      lastUsedAt: lasts[id] ? new Date(Number(lasts[id])) : null,
+    }));
+    try {
+      await this.store.addUsage(usage);
+    } catch (err) {
+      for (const u of usage) {
+        if (u.count) await this.cache.hincrby(USAGE_COUNT_KEY, u.id, u.count);
+        if (u.lastUsedAt) await this.cache.hmax(USAGE_LAST_KEY, { [u.id]: u.lastUsedAt.getTime() });
+      }
+      throw err;
+    }
+    return usage.length;
+  }
+}
+
+const invalidKey = () => new DomainError('unauthenticated', 'invalid_api_key', 'The API key is invalid, expired or revoked.');
+
+function reviveRow(r: Record<string, unknown>): KeyRow {
+  const d = (v: unknown) => (v ? new Date(v as string) : null);
+  return {
+    ...(r as unknown as KeyRow),
+    expires_at: d(r.expires_at),
+    revoked_at: d(r.revoked_at),
+    last_used_at: d(r.last_used_at),
+    created_at: new Date(r.created_at as string),
+  };
+}
+
+/** What events and logs may say about a key: never the hash, never the plaintext. */
+export function publicView(r: KeyRow) {
+  return {
+    id: r.id,
+    prefix: r.prefix,
+    name: r.name,
+    ownerKind: r.owner_kind,
+    ownerId: r.owner_id,
+    projectId: r.project_id,
+    createdByKeyId: r.created_by_key_id,
+    expiresAt: r.expires_at?.toISOString() ?? null,
+  };
+}
+
+const encodeCursor = (id: string) => Buffer.from(id).toString('base64url');
+function decodeCursor(c: string): string {
+  const id = Buffer.from(c, 'base64url').toString();
+  if (!/^key_[0-9a-z]{26}$/.test(id)) throw new DomainError('invalid_argument', 'invalid_cursor', 'The cursor is not valid.');
+  return id;
+}

@@ -1,0 +1,26 @@
+import type { Migration } from '@svc/kit';
+
+export const migrations: Migration[] = [
+  {
+    id: '0001_api_keys',
+    sql: `
+      CREATE TABLE keys.api_keys (
+        id text PRIMARY KEY,
+        key_hash text NOT NULL UNIQUE,
+        prefix text NOT NULL,
+        name text NOT NULL,
+        account_id text NOT NULL,
+        owner_kind text NOT NULL CHECK (owner_kind IN ('human', 'agent')),
+        owner_id text NOT NULL,
+        project_id text,
+        created_by_key_id text,
+        expires_at timestamptz,
+        revoked_at timestamptz,
+        last_used_at timestamptz,
+        usage_count bigint NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX api_keys_active_by_account ON keys.api_keys (account_id, id) WHERE revoked_at IS NULL;
+      CREATE INDEX api_keys_by_owner ON keys.api_keys (owner_kind, owner_id) WHERE revoked_at IS NULL;`,
+  },
+];

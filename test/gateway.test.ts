@@ -1,0 +1,114 @@
+import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
+
+let t: TestStack;
+beforeAll(async () => {
+  t = await startTestStack();
+});
+afterAll(() => t?.stop());
+
+describe('gateway', () => {
+  test('GET /health and /v1/health answer 200 without a key', async () => {
+    for (const p of ['/health', '/v1/health']) {
+      const res = await t.call('GET', p);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ status: 'ok' });
+    }
+  });
+
+  test('readiness reports each backend and service', async () => {
+    const res = await t.call('GET', '/ready');
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('ready');
+    expect(Object.keys(res.body.backends).sort()).toEqual(['bus', 'cache']);
+    expect(res.body.services.keys.ok).toBe(true);
+    expect(Object.keys(res.body.services)).toHaveLength(8);
+  });
+
+  test('an unknown route answers 404 with the error body, with and without /v1', async () => {
+    for (const p of ['/no/such/route', '/v1/no/such/route']) {
+      const res = await t.call('GET', p, { key: t.bootstrapKey });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual(ERROR_BODY);
+      expect(res.body.error.code).toBe('not_found');
+      expect(res.body.error.requestId).toBe(res.headers.get('x-request-id'));
+    }
+  });
+
+  test('a known path with the wrong method answers 405 with Allow', async () => {
+    const res = await t.call('PUT', '/health');
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET');
+    expect(res.body.error.code).toBe('method_not_allowed');
+  });
+
+  test('malformed JSON answers 400 invalid_json', async () => {
+    const res = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body: '{"name": ' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(ERROR_BODY);
+    expect(res.body.error.code).toBe('invalid_json');
+  });
+
+  test('a body over the limit answers 413', async () => {
+    const res = await t.call('POST', '/api/api-keys', {
+      key: t.bootstrapKey,
+      body: JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
+  });
+
+  test('a non-JSON body on a JSON route answers 415', async () => {
+    const res = await t.call('POST', '/api/api-keys', {
+      key: t.bootstrapKey,
+      body: 'name=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(res.status).toBe(415);
+    expect(res.body.error.code).toBe('unsupported_media_type');
+  });
+
+  test('x-request-id is echoed when sent and generated when not', async () => {
+    const mine = await t.call('GET', '/health', { headers: { 'x-request-id': 'client-abc.123' } });
+    expect(mine.headers.get('x-request-id')).toBe('client-abc.123');
+    const generated = await t.call('GET', '/health');
+    expect(generated.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{24}$/);
+    const hostile = await t.call('GET', '/health', { headers: { 'x-request-id': 'a b<script>' } });
+    expect(hostile.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
+  test('an operation whose service has not landed answers 501 with the error body, after auth', async () => {
+    expect((await t.call('GET', '/drive')).status).toBe(401);
+    const res = await t.call('GET', '/v1/drive', { key: t.bootstrapKey });
+    expect(res.status).toBe(501);
+    expect(res.body).toEqual(ERROR_BODY);
+    expect(res.body.error.code).toBe('not_implemented');
+    const mcp = await t.call('POST', '/mcp', { body: {} });
+    expect(mcp.status).toBe(501);
+  });
+
+  test('input is validated with a message that names the field', async () => {
+    const res = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body: { name: '' } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('invalid_request');
+    expect(res.body.error.message).toMatch(/^body\.name: /);
+    const extra = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body: { name: 'a', admin: true } });
+    expect(extra.status).toBe(400);
+    const q = await t.call('GET', '/api/api-keys?limit=500', { key: t.bootstrapKey });
+    expect(q.status).toBe(400);
+    expect(q.body.error.message).toMatch(/^query\.limit/);
+  });
+
+  test('GET /openapi.json is an OpenAPI 3.1 document built from the route table', async () => {
+    const res = await t.call('GET', '/v1/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe('3.1.0');
+    const post = res.body.paths['/api/api-keys'].post;
+    expect(post.operationId).toBe('apiKeys.create');
+    expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateKeyRequestInput' });
+    expect(res.body.components.schemas.CreateKeyRequestInput.required).toEqual(['name']);
+    expect(res.body.components.schemas.ApiKey.required).toContain('usageCount');
+    expect(res.body.paths['/agents/{id}/keys/{keyId}'].delete.parameters.map((p: any) => p.name)).toEqual(['id', 'keyId']);
+    expect(res.body.paths['/drive'].get['x-svc-status']).toBe('unimplemented');
+    expect(res.body.paths['/accounts/{id}/standing-grants'].post['x-svc-authority']).toBe(true);
+  });
+});
