@@ -10,4 +10,5 @@ export * from './routes/identity.js';
 export * from './routes/keys.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
-export const routes: Route[] = [...systemRoutes, ...identityRoutes, ...keysRoutes, ...plannedRoutes];
+const declared: Route[] = [...systemRoutes, ...identityRoutes, ...keysRoutes];
+export const routes: Route[] = [...declared, ...plannedRoutes(declared)];

@@ -9,6 +9,27 @@ export interface RouteInput {
   params: Record<string, any>;
   query: Record<string, any>;
   body: any;
+  /** The headers the route declares (lowercase names), parsed by its `headers` schema. */
+  headers: Record<string, any>;
+}
+
+/**
+ * What a response mapper returns when it needs more than a JSON body: a status, headers
+ * (ETag, Location, ...). Build it with `reply()`.
+ */
+export interface HttpReply {
+  readonly $reply: true;
+  status?: number;
+  headers?: Record<string, string>;
+  body: unknown;
+}
+
+export function reply(body: unknown, opts: { status?: number; headers?: Record<string, string> } = {}): HttpReply {
+  return { $reply: true, body, ...opts };
+}
+
+export function isReply(v: unknown): v is HttpReply {
+  return typeof v === 'object' && v !== null && (v as { $reply?: unknown }).$reply === true;
 }
 
 /**
@@ -26,6 +47,8 @@ export interface Route {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
+  /** Request headers the operation reads (lowercase names, e.g. `if-match`). */
+  headers?: z.ZodObject;
   response: z.ZodType;
   /** Success status (200 unless given). */
   status?: number;
@@ -40,7 +63,16 @@ export interface Route {
    * gateway itself; `unimplemented` answers 501 until its service lands.
    */
   handler:
-    | { kind: 'rpc'; service: ServiceName; method: string; request?: (input: RouteInput) => unknown; response?: (res: any, input: RouteInput) => unknown }
+    | {
+        kind: 'rpc';
+        service: ServiceName;
+        method: string;
+        /** Builds the gRPC request (default: params, query and body merged). */
+        request?: (input: RouteInput) => unknown;
+        /** Builds the HTTP answer from the gRPC response (default: the response as is). */
+        response?: (res: any, input: RouteInput) => unknown;
+      }
+    /** Served by a gateway handler registered under `name` (streams, WebDAV-like bodies). */
     | { kind: 'local'; name: string }
     | { kind: 'unimplemented'; service: ServiceName };
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 import express, { type NextFunction, type Request, type Response } from 'express';
 
-import { buildOpenApi, type Route, type RouteInput, routes as allRoutes } from '@svc/api';
+import { buildOpenApi, isReply, type Route, type RouteInput, routes as allRoutes } from '@svc/api';
 import { type Backends, DomainError, type Logger, type Registry, type ServiceName } from '@svc/kit';
 import * as proto from '@svc/proto';
 
@@ -11,9 +11,15 @@ import { checkHealth } from './health-client.js';
 import { sendDomainError, sendError } from './http-errors.js';
 
 /** The proto definition of each service the route table can name. */
-const DEFINITIONS: Partial<Record<ServiceName, [Record<string, any>, string]>> = {
+export const DEFINITIONS: Partial<Record<ServiceName, [Record<string, any>, string]>> = {
   keys: [proto.keys.KeysServiceService, 'svc.keys.v1.KeysService'],
   accounts: [proto.accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService'],
+  drive: [proto.drive.DriveServiceService, 'svc.drive.v1.DriveService'],
+  agents: [proto.agents.AgentsServiceService, 'svc.agents.v1.AgentsService'],
+  models: [proto.models.ModelsServiceService, 'svc.models.v1.ModelsService'],
+  trading: [proto.trading.TradingServiceService, 'svc.trading.v1.TradingService'],
+  profiles: [proto.profiles.ProfilesServiceService, 'svc.profiles.v1.ProfilesService'],
+  mcp: [proto.mcp.McpServiceService, 'svc.mcp.v1.McpService'],
 };
 
 export interface GatewayDeps {
@@ -25,11 +31,17 @@ export interface GatewayDeps {
   /** Services whose health decides readiness. */
   services: ServiceName[];
   version: string;
+  /** Local handlers contributed by gateway modules (see local/), by name. */
+  locals?: Record<string, LocalHandler>;
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
-type LocalHandler = (req: Request, res: Response, input: RouteInput, auth: AuthContext | undefined) => Promise<void>;
+/**
+ * A route answered by the gateway itself (`handler: {kind: 'local'}`): auth, authority and input
+ * validation have run; the body of a non-JSON request is still unread (a stream to pipe on).
+ */
+export type LocalHandler = (req: Request, res: Response, input: RouteInput, auth: AuthContext | undefined) => Promise<void>;
 
 function bearer(req: Request): string | undefined {
   const h = req.headers.authorization;
@@ -68,6 +80,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
 
   const openapi = buildOpenApi(routes, { version: deps.version });
   const locals: Record<string, LocalHandler> = {
+    ...deps.locals,
     async health(_req, res) {
       res.json({ status: 'ok' });
     },
@@ -137,14 +150,27 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         params: parseOr400(route.params, req.params, 'path') as Record<string, unknown>,
         query: parseOr400(route.query, req.query, 'query') as Record<string, unknown>,
         body: parseOr400(route.body, req.body, 'body'),
+        headers: parseOr400(route.headers, req.headers, 'header') as Record<string, unknown>,
       };
-      if (h.kind === 'local') return locals[h.name]!(req, res, input, auth);
+      if (h.kind === 'local') {
+        const local = locals[h.name];
+        if (!local) throw new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.');
+        return local(req, res, input, auth);
+      }
       const def = DEFINITIONS[h.service];
       if (!def) throw new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.');
       const client = deps.registry.client(h.service, def[0], def[1]) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
       const result = await client[h.method]!(request, { principalToken: auth!.token, requestId: req.requestId });
-      res.status(route.status ?? 200).json(h.response ? h.response(result, input) : result);
+      const out = h.response ? h.response(result, input) : result;
+      if (isReply(out)) {
+        for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
+        res.status(out.status ?? route.status ?? 200);
+        if (out.body === undefined) res.end();
+        else res.json(out.body);
+      } else {
+        res.status(route.status ?? 200).json(out);
+      }
     };
     app[route.method](route.path, handle);
   }

@@ -15,6 +15,7 @@ import {
 import { createApp } from './app.js';
 import { Authenticator } from './auth.js';
 import { closeHealthClients } from './health-client.js';
+import { localHandlers } from './local/index.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator } from './auth.js';
@@ -61,6 +62,7 @@ export async function startGateway(deps: {
     bodyLimit: deps.config.SVC_BODY_LIMIT,
     services,
     version: deps.version,
+    locals: localHandlers({ log, registry: deps.registry }),
   });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;

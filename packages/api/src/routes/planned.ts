@@ -52,7 +52,13 @@ const planned: Array<[HttpMethod, string, ServiceName, string, { authority?: boo
   ['get', '/profiles/:id/diff', 'profiles', 'Difference between two versions.'],
 ];
 
-export const plannedRoutes: Route[] = planned.map(([method, path, service, summary, o = {}]) => ({
+/** Planned operations, minus those some route file already declares (that one wins). */
+export function plannedRoutes(declared: Route[]): Route[] {
+  const taken = new Set(declared.map((r) => `${r.method} ${r.path}`));
+  return all.filter((r) => !taken.has(`${r.method} ${r.path}`));
+}
+
+const all: Route[] = planned.map(([method, path, service, summary, o = {}]) => ({
   id: `${service}.${method}${path.replace(/[/:-]+(\w)?/g, (_, c?: string) => (c ? c.toUpperCase() : ''))}`,
   method,
   path,
