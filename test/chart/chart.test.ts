@@ -140,14 +140,14 @@ if (unavailable) {
 }
 const renderIt = unavailable ? it.skip : it;
 
-/** Renders and validates the chart with one values file (check-chart), returning the objects. */
-function render(valuesFile: string): { status: number | null; output: string; objects: Manifest[] } {
+/** Renders and validates the chart (check-chart) with helm flags, returning the objects. */
+function render(...flags: string[]): { status: number | null; output: string; objects: Manifest[] } {
   const dir = mkdtempSync(join(tmpdir(), "svc-chart-"));
   try {
     const out = join(dir, "rendered.yaml");
     const result = spawnSync(
       CHECK_CHART,
-      ["-o", out, RELEASE, CHART, "-n", NAMESPACE, "-f", valuesFile],
+      ["-o", out, RELEASE, CHART, "-n", NAMESPACE, ...flags],
       { encoding: "utf8", timeout: 120_000 },
     );
     const output = `${result.stdout ?? ""}${result.stderr ?? ""}`;
@@ -169,7 +169,7 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))("helm template wi
     rendered.objects.find((o) => o.kind === kind && o.metadata.name === name);
 
   beforeAll(() => {
-    if (!unavailable) rendered = render(file);
+    if (!unavailable) rendered = render("-f", file);
   }, 180_000);
 
   renderIt("renders and validates (check-chart exits 0)", () => {
@@ -214,6 +214,7 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))("helm template wi
         const env = migration.spec.template.spec.containers[0].env as { name: string; value?: string }[];
         expect(env).toContainEqual({ name: "SVC_MIGRATE_ONLY", value: "true" });
         expect(env).toContainEqual({ name: "SVC_SERVICE", value: name });
+        expect(env.find((e) => e.name === "SVC_INTERNAL_SECRET")).toHaveProperty("valueFrom.secretKeyRef.key", "internal-secret");
       }
     }
   });
@@ -288,5 +289,44 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))("helm template wi
       expect({ backend, statefulSet: !!find("StatefulSet", `${PREFIX}-${backend}`) }).toEqual({ backend, statefulSet: bundled });
       expect({ backend, policy: !!find("NetworkPolicy", `${PREFIX}-${backend}`) }).toEqual({ backend, policy: bundled });
     }
+  });
+});
+
+describe("helm template with --set overrides", () => {
+  const containerOf = (objects: Manifest[], name: string) =>
+    objects.find((o) => o.kind === "Deployment" && o.metadata.name === `${PREFIX}-${name}`)?.spec.template.spec.containers[0];
+  const envOf = (objects: Manifest[], name: string) =>
+    new Map<string, any>((containerOf(objects, name)?.env ?? []).map((e: any) => [e.name, e.value ?? e.valueFrom]));
+
+  renderIt("drops every object of a disabled service", () => {
+    const { status, output, objects } = render("--set", "services.trading.enabled=false");
+    expect({ status, output: status === 0 ? "" : output }).toEqual({ status: 0, output: "" });
+    expect(objects.filter((o) => o.metadata.labels?.["app.kubernetes.io/component"]?.startsWith("trading"))).toEqual([]);
+    expect(containerOf(objects, "keys")).toBeDefined();
+  });
+
+  renderIt("merges env by name: default.env, then the service's, over the chart's; null removes", () => {
+    const { status, objects } = render(
+      "--set-json",
+      'default.env={"SVC_TRADING_ADDR":"trading.example.internal:443","EXTRA":"1"}',
+      "--set-json",
+      'services.keys.env={"LOG_LEVEL":"debug","EXTRA":null,"FROM_SECRET":{"valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}}',
+    );
+    expect(status).toBe(0);
+    const keys = envOf(objects, "keys");
+    const drive = envOf(objects, "drive");
+    expect(keys.get("SVC_TRADING_ADDR")).toBe("trading.example.internal:443");
+    expect(keys.get("LOG_LEVEL")).toBe("debug");
+    expect(keys.has("EXTRA")).toBe(false);
+    expect(keys.get("FROM_SECRET")).toEqual({ secretKeyRef: { name: "s", key: "k" } });
+    expect(keys.get("SVC_SERVICE")).toBe("keys"); // the chart's variables are still there
+    expect(drive.get("EXTRA")).toBe("1");
+    expect(drive.get("LOG_LEVEL")).toBe("info");
+  });
+
+  renderIt("fails with a message when a backend is neither bundled nor external", () => {
+    const { status, output } = render("--set", "postgresql.enabled=false");
+    expect(status).not.toBe(0);
+    expect(output).toMatch(/postgresql: no backend/);
   });
 });

@@ -20,7 +20,10 @@ export interface TestStack {
  * (each suite gets its own database, NATS namespace, Redis prefix and S3 bucket) and embedded
  * ones elsewhere.
  */
-export async function startTestStack(extraEnv: Record<string, string> = {}): Promise<TestStack> {
+export async function startTestStack(
+  extraEnv: Record<string, string> = {},
+  options: { logDestination?: { write(line: string): void } } = {},
+): Promise<TestStack> {
   const dataDir = tempDir();
   const namespace = randomName('t');
   const db = REAL.pg ? await createDatabase(REAL.pg) : null;
@@ -33,13 +36,14 @@ export async function startTestStack(extraEnv: Record<string, string> = {}): Pro
     SVC_NAMESPACE: namespace,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SVC_SHUTDOWN_GRACE_MS: '2000',
+    SVC_INTERNAL_SECRET: randomName('secret-') + randomName('').repeat(4),
     ...(db ? { DATABASE_URL: db.url } : {}),
     ...(REAL.redis ? { REDIS_URL: REAL.redis } : {}),
     ...(REAL.nats ? { NATS_URL: REAL.nats } : {}),
     ...extraEnv,
     ...(s3 ? { S3_ENDPOINT: s3.endpoint, S3_ACCESS_KEY: s3.accessKey, S3_SECRET_KEY: s3.secretKey, S3_BUCKET: namespace } : {}),
   };
-  const stack = await startStack(env);
+  const stack = await startStack(env, options);
   const url = `http://127.0.0.1:${stack.port}`;
   const bootstrapKey = env.SVC_BOOTSTRAP_KEY ?? fs.readFileSync(path.join(dataDir, 'bootstrap-key'), 'utf8').trim();
   return {

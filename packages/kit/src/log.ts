@@ -7,8 +7,9 @@ export type { Logger };
  * JSON logs on stdout. Every line carries the active trace and span ids, so a log line leads
  * to its trace. Credentials are redacted wherever they might appear.
  */
-export function createLogger(options: { level?: string; service: string }): Logger {
-  return pino({
+export function createLogger(options: { level?: string; service: string; destination?: pino.DestinationStream }): Logger {
+  return pino(
+    {
     level: options.level ?? 'info',
     base: { service: options.service },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -32,5 +33,7 @@ export function createLogger(options: { level?: string; service: string }): Logg
       const { traceId, spanId } = span.spanContext();
       return { traceId, spanId };
     },
-  });
+  },
+    options.destination ?? pino.destination({ sync: false }),
+  );
 }

@@ -50,9 +50,16 @@ export interface Stack {
  * Runs SVC_SERVICE: `all` (the default) starts every service on free loopback ports and the
  * gateway on PORT; a service name starts that service alone on GRPC_PORT (how Kubernetes runs it).
  */
-export async function startStack(env: NodeJS.ProcessEnv = process.env): Promise<Stack> {
+export async function startStack(
+  env: NodeJS.ProcessEnv = process.env,
+  options: { logDestination?: { write(line: string): void } } = {},
+): Promise<Stack> {
   const config = loadConfig(env);
-  const log = createLogger({ level: config.LOG_LEVEL, service: config.SVC_SERVICE === 'all' ? 'svc' : config.SVC_SERVICE });
+  const log = createLogger({
+    level: config.LOG_LEVEL,
+    service: config.SVC_SERVICE === 'all' ? 'svc' : config.SVC_SERVICE,
+    destination: options.logDestination,
+  });
   const backends = new Backends(config, log);
   const registry = new Registry(config.addresses, config.SVC_GRPC_DEADLINE_MS);
   const all = config.SVC_SERVICE === 'all';

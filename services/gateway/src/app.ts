@@ -6,7 +6,7 @@ import { buildOpenApi, isReply, type Route, type RouteInput, routes as allRoutes
 import { type Backends, DomainError, type Logger, type Registry, type ServiceName } from '@svc/kit';
 import * as proto from '@svc/proto';
 
-import type { AuthContext, Authenticator } from './auth.js';
+import { type AuthContext, type Authenticator, presentedSecret } from './auth.js';
 import { checkHealth } from './health-client.js';
 import { sendDomainError, sendError } from './http-errors.js';
 
@@ -43,12 +43,6 @@ const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export type LocalHandler = (req: Request, res: Response, input: RouteInput, auth: AuthContext | undefined) => Promise<void>;
 
-function bearer(req: Request): string | undefined {
-  const h = req.headers.authorization;
-  if (!h) return undefined;
-  if (h.startsWith('Bearer ')) return h.slice(7).trim();
-  return '';
-}
 
 function parseOr400(schema: { safeParse(v: unknown): { success: boolean; data?: unknown; error?: any } } | undefined, value: unknown, where: string) {
   if (!schema) return where === 'body' ? undefined : {};
@@ -123,7 +117,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       if (route.auth === 'key') {
         const account = req.headers['x-svc-account'];
         auth = await deps.auth.authenticate(
-          bearer(req),
+          presentedSecret(req.headers.authorization, { basic: false }),
           typeof account === 'string' && account ? account : undefined,
           req.socket.remoteAddress ?? 'unknown',
         );
@@ -162,6 +156,8 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       const client = deps.registry.client(h.service, def[0], def[1]) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
       const result = await client[h.method]!(request, { principalToken: auth!.token, requestId: req.requestId });
+      // This replica forgets a revoked key before answering; other replicas hear the NATS event.
+      if (h.service === 'keys' && h.method === 'revokeKey') deps.auth.evict((request as { id: string }).id);
       const out = h.response ? h.response(result, input) : result;
       if (isReply(out)) {
         for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);

@@ -24,6 +24,24 @@ interface Entry extends AuthContext {
   keyExpiresAt: number | null;
 }
 
+/**
+ * The secret a request presents: `Authorization: Bearer <key>`, or, where `basic` is allowed
+ * (WebDAV, Git), HTTP Basic with the key as the password and any user name.
+ */
+export function presentedSecret(header: string | undefined, options: { basic: boolean }): string | undefined {
+  if (!header) return undefined;
+  const space = header.indexOf(' ');
+  const scheme = (space < 0 ? header : header.slice(0, space)).toLowerCase();
+  const value = space < 0 ? '' : header.slice(space + 1).trim();
+  if (scheme === 'bearer') return value;
+  if (scheme === 'basic' && options.basic) {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    return colon < 0 ? '' : decoded.slice(colon + 1);
+  }
+  return '';
+}
+
 /** How long a verified key is trusted without asking the keys service (revocation events cut it short). */
 const VERIFIED_TTL_MS = 60_000;
 /** How long an x-svc-account membership answer is trusted. */

@@ -18,7 +18,7 @@ import { closeHealthClients } from './health-client.js';
 import { localHandlers } from './local/index.js';
 
 export { createApp } from './app.js';
-export { AUTH_FAILURE_LIMIT, Authenticator } from './auth.js';
+export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
 
 export interface RunningGateway {
   port: number;

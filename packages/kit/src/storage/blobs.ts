@@ -101,7 +101,23 @@ export async function createS3Blobs(options: {
     kind: 's3',
     async put(key, body, size) {
       checkKey(key);
-      await client.putObject(bucket, key, body, size);
+      const upload = client.putObject(bucket, key, body, size);
+      if (Buffer.isBuffer(body)) {
+        await upload;
+      } else {
+        // The minio client does not notice a source stream that fails (a client that went away):
+        // stop waiting on it; the unfinished upload never becomes an object.
+        upload.catch(() => {});
+        await Promise.race([
+          upload,
+          new Promise((_, reject) => {
+            body.once('error', reject);
+            body.once('close', () => {
+              if (!body.readableEnded) reject(new Error('upload stream closed before its end'));
+            });
+          }),
+        ]);
+      }
       const st = await client.statObject(bucket, key);
       return { size: st.size };
     },
