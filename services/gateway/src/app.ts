@@ -33,6 +33,11 @@ export interface GatewayDeps {
   version: string;
   /** Local handlers contributed by gateway modules (see local/), by name. */
   locals?: Record<string, LocalHandler>;
+  /**
+   * Protocol fronts outside the route table (WebDAV at /dav, Git), mounted before the JSON body
+   * parser so that they read raw request bodies. They authenticate with `auth` themselves.
+   */
+  mount?: (app: express.Express) => void;
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -70,6 +75,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
     }
     next();
   });
+  deps.mount?.(app);
   app.use(express.json({ limit: deps.bodyLimit, type: ['application/json', 'application/*+json'] }));
 
   const openapi = buildOpenApi(routes, { version: deps.version });

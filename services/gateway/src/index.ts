@@ -15,7 +15,7 @@ import {
 import { createApp } from './app.js';
 import { Authenticator } from './auth.js';
 import { closeHealthClients } from './health-client.js';
-import { localHandlers } from './local/index.js';
+import { localHandlers, mountProtocols } from './local/index.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
@@ -62,7 +62,8 @@ export async function startGateway(deps: {
     bodyLimit: deps.config.SVC_BODY_LIMIT,
     services,
     version: deps.version,
-    locals: localHandlers({ log, registry: deps.registry }),
+    locals: localHandlers({ log, registry: deps.registry, auth }),
+    mount: (app) => mountProtocols(app, { log, registry: deps.registry, auth }),
   });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;

@@ -1,10 +1,14 @@
+import type express from 'express';
+
 import type { Logger, Registry } from '@svc/kit';
 
 import type { LocalHandler } from '../app.js';
+import type { Authenticator } from '../auth.js';
 
 export interface LocalDeps {
   log: Logger;
   registry: Registry;
+  auth: Authenticator;
 }
 
 /**
@@ -14,3 +18,6 @@ export interface LocalDeps {
 export function localHandlers(_deps: LocalDeps): Record<string, LocalHandler> {
   return {};
 }
+
+/** Protocol fronts (WebDAV, Git) that live outside the route table; see GatewayDeps.mount. */
+export function mountProtocols(_app: express.Express, _deps: LocalDeps): void {}
