@@ -31,6 +31,9 @@ export type Handlers<D extends AnyDef> = {
   [K in keyof D]: (request: ReqOf<D[K]>, ctx: CallContext) => Promise<ResOf<D[K]>>;
 };
 
+/** Channelz bookkeeping costs CPU on every call; nothing here reads it. */
+const GRPC_OPTIONS = { 'grpc.enable_channelz': 0 } as const;
+
 const ERROR_KIND_KEY = 'svc-error-kind';
 const ERROR_CODE_KEY = 'svc-error-code';
 const REQUEST_ID_KEY = 'x-request-id';
@@ -61,6 +64,11 @@ export function bindService<D extends AnyDef>(
   const impl: grpc.UntypedServiceImplementation = {};
   for (const name of Object.keys(definition)) {
     const handler = handlers[name as keyof D];
+    if (isRawHandler(handler)) {
+      // A streaming method's grpc-js handler, written by its service (see rawHandler).
+      impl[name] = handler as unknown as grpc.UntypedHandleCall;
+      continue;
+    }
     impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       const token = call.metadata.get(PRINCIPAL_METADATA_KEY)[0];
       const requestId = String(call.metadata.get(REQUEST_ID_KEY)[0] ?? '');
@@ -96,7 +104,7 @@ export async function startGrpcServer(options: {
   serviceName: string;
   services: Array<{ definition: grpc.ServiceDefinition; implementation: grpc.UntypedServiceImplementation }>;
 }): Promise<GrpcServerHandle> {
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  const server = new grpc.Server({ ...GRPC_OPTIONS, 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
   for (const s of options.services) {
     // A service with no methods yet serves health only.
     if (Object.keys(s.definition).length) server.addService(s.definition, s.implementation);
@@ -157,7 +165,10 @@ export function createRpcClient<D extends AnyDef>(
 ): RpcClient<D> {
   const Ctor = grpc.makeGenericClientConstructor(definition as grpc.ServiceDefinition, serviceName);
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
+    ...GRPC_OPTIONS,
     'grpc.keepalive_time_ms': 30_000,
+    // Calls are retried by callers that know they are idempotent, not by the channel.
+    'grpc.enable_retries': 0,
   }) as unknown as Record<string, Function> & grpc.Client;
   const out: Record<string, unknown> = { close: () => client.close() };
   for (const name of Object.keys(definition)) {
@@ -201,4 +212,57 @@ function fromServiceError(err: grpc.ServiceError, serviceName: string): DomainEr
     default:
       return new DomainError('internal', 'upstream_error', 'An internal service failed.', undefined, { cause: err });
   }
+}
+
+// Streaming methods ---------------------------------------------------------------------------
+// bindService and createRpcClient serve and call unary methods. A service with client- or
+// server-streaming methods writes those handlers and calls itself, with these helpers so that the
+// principal, the request id and DomainError travel exactly as they do for unary calls.
+
+const RAW_HANDLER = Symbol.for('svc.grpc.rawHandler');
+
+/**
+ * Marks a grpc-js handler (`(call, callback)` for client streaming, `(call)` for server
+ * streaming) that bindService installs as is instead of wrapping it as a unary handler. The
+ * handler checks the principal itself, with verifyCallPrincipal.
+ */
+export function rawHandler<F extends (call: any, callback?: any) => void>(fn: F): F {
+  return Object.assign(fn, { [RAW_HANDLER]: true });
+}
+
+function isRawHandler(fn: unknown): boolean {
+  return typeof fn === 'function' && (fn as unknown as Record<symbol, unknown>)[RAW_HANDLER] === true;
+}
+
+/** The CallContext of an incoming call: its signed principal verified, as bindService does. */
+export async function verifyCallPrincipal(
+  metadata: grpc.Metadata,
+  deps: { signer: PrincipalSigner; log: Logger },
+): Promise<CallContext> {
+  const token = metadata.get(PRINCIPAL_METADATA_KEY)[0];
+  const requestId = String(metadata.get(REQUEST_ID_KEY)[0] ?? '');
+  const log = requestId ? deps.log.child({ requestId }) : deps.log;
+  if (typeof token !== 'string') {
+    throw new DomainError('unauthenticated', 'missing_principal', 'The call carries no principal.');
+  }
+  const principal = await deps.signer.verify(token);
+  return { principal, requestId, principalToken: token, log };
+}
+
+/** The gRPC status a handler's error becomes (DomainError kind and code in trailing metadata). */
+export function grpcStatusFor(err: unknown, log: Logger, method: string): Partial<grpc.StatusObject> {
+  return toServiceError(err, log, method);
+}
+
+/** The DomainError a failed call carries, as createRpcClient rejects with it. */
+export function domainErrorFor(err: grpc.ServiceError, serviceName: string): DomainError {
+  return fromServiceError(err, serviceName);
+}
+
+/** Call metadata with the principal token and request id, as createRpcClient sends them. */
+export function callMetadata(options: RpcCallOptions): grpc.Metadata {
+  const md = new grpc.Metadata();
+  md.set(PRINCIPAL_METADATA_KEY, options.principalToken);
+  if (options.requestId) md.set(REQUEST_ID_KEY, options.requestId);
+  return md;
 }

@@ -41,6 +41,8 @@ export interface GatewayDeps {
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+/** How long GET /me answers from its per-principal cache. */
+const ME_CACHE_MS = 5000;
 
 /**
  * A route answered by the gateway itself (`handler: {kind: 'local'}`): auth, authority and input
@@ -79,6 +81,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   app.use(express.json({ limit: deps.bodyLimit, type: ['application/json', 'application/*+json'] }));
 
   const openapi = buildOpenApi(routes, { version: deps.version });
+  const meCache = new Map<string, { body: unknown; until: number }>();
   const locals: Record<string, LocalHandler> = {
     ...deps.locals,
     async health(_req, res) {
@@ -100,11 +103,18 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       res.json(openapi);
     },
     async me(req, res, _input, auth) {
+      // The identity changes rarely: answered from a short per-principal cache, so a client that
+      // polls /me (or a load balancer check with a key) costs no service call.
+      const hit = meCache.get(auth!.token);
+      if (hit && hit.until > Date.now()) {
+        res.json(hit.body);
+        return;
+      }
       const client = deps.registry.client('accounts', proto.accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService');
       const me = await client.getMe({}, { principalToken: auth!.token, requestId: req.requestId });
       const p = auth!.principal;
       const ref = (a: proto.accounts.Account) => ({ id: a.id, kind: a.kind, name: a.name, createdAt: a.createdAt });
-      res.json({
+      const body = {
         kind: p.kind,
         userId: p.userId ?? null,
         agentId: p.agentId ?? null,
@@ -113,7 +123,10 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         projectId: p.projectId ?? null,
         account: me.account ? ref(me.account) : null,
         organizations: me.organizations.map((m) => ({ ...ref(m.account!), role: m.role })),
-      });
+      };
+      if (meCache.size > 10_000) meCache.clear();
+      meCache.set(auth!.token, { body, until: Date.now() + ME_CACHE_MS });
+      res.json(body);
     },
   };
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+'use strict';
+// Key verification and routing cost, measured in one run on one machine (issue: keys and auth):
+//   1. a bare node:http server, 2. a bare express app (same express, one route),
+//   3. the gateway answering an authenticated request that does no further work (GET /me),
+//   4. an authenticated request over gRPC to the keys service and SQL (GET /api/api-keys).
+// Reports requests/s, p50/p99 latency and the server's CPU time per request, and the ratios
+// to bare express. Backends follow the environment (DATABASE_URL etc.), embedded otherwise.
+// Usage: node scripts/bench/auth.js [seconds=5]
+const { measure, startTarget } = require('./lib.js');
+
+async function main() {
+  const seconds = Number(process.argv[2] ?? 5);
+  const rows = [];
+  const run = async (name, kind, path, withKey) => {
+    const t = await startTarget(kind);
+    try {
+      const headers = withKey ? { authorization: `Bearer ${t.key}` } : {};
+      const r = await measure(t, path, headers, seconds);
+      if (r.errors) throw new Error(`${name}: ${r.errors} failed requests (statuses ${r.statuses})`);
+      rows.push({ name, ...r, backends: t.backends });
+    } finally {
+      await t.stop();
+    }
+  };
+  await run('node:http (bare)', 'node-http', '/x', false);
+  await run('express (bare, one route)', 'express', '/x', false);
+  await run('gateway GET /me (auth, no further work)', 'stack', '/me', true);
+  await run('gateway GET /api/api-keys (auth + gRPC + SQL)', 'stack', '/api/api-keys?limit=10', true);
+
+  const express = rows[1].rps;
+  const node = rows[0].rps;
+  console.log(`\n${seconds}s per target, 32 keep-alive connections, node ${process.version}, backends: ${JSON.stringify(rows[3].backends)}\n`);
+  console.log('| target | req/s | p50 ms | p99 ms | CPU µs/req | vs express | vs node:http |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${((r.rps / express) * 100).toFixed(0)}% | ${((r.rps / node) * 100).toFixed(0)}% |`,
+    );
+  }
+  const me = rows[2].rps / express;
+  const list = rows[3].rps / express;
+  console.log(`\ntargets: auth no-work >= 80% of express: ${(me * 100).toFixed(0)}% ${me >= 0.8 ? 'MET' : 'NOT MET'}; gRPC + SQL >= 30%: ${(list * 100).toFixed(0)}% ${list >= 0.3 ? 'MET' : 'NOT MET'}`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
