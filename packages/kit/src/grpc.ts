@@ -111,15 +111,16 @@ export async function startGrpcServer(options: {
   }
   const health = new HealthImplementation({ '': 'NOT_SERVING', [options.serviceName]: 'NOT_SERVING' });
   health.addToServer(server);
+  // `unix:/path` binds a Unix socket (the all-in-one stack's default); otherwise host:port.
+  const unix = options.host.startsWith('unix:');
+  const target = unix ? options.host : `${options.host}:${options.port}`;
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${options.host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
+    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
   const host = options.host === '0.0.0.0' ? '127.0.0.1' : options.host;
   return {
     server,
-    address: `${host}:${port}`,
+    address: unix ? options.host : `${host}:${port}`,
     health,
     setServing(status) {
       health.setStatus('', status);

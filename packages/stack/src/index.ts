@@ -1,3 +1,7 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
 import { accountsService } from '@svc/accounts';
 import { agentsService } from '@svc/agents';
 import { driveService } from '@svc/drive';
@@ -65,6 +69,9 @@ export async function startStack(
   const all = config.SVC_SERVICE === 'all';
   const selected = all ? MODULES : MODULES.filter((m) => m.name === config.SVC_SERVICE);
   const services: RunningService[] = [];
+  // All in one process: services talk gRPC over Unix sockets in a private folder (cheaper than
+  // loopback TCP, and two stacks never collide); GRPC_HOST overrides it.
+  const socketDir = all && !config.GRPC_HOST ? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-')) : undefined;
   let gateway: RunningGateway | undefined;
 
   const stop = async () => {
@@ -72,6 +79,7 @@ export async function startStack(
     for (const s of [...services].reverse()) await s.stop(config.SVC_SHUTDOWN_GRACE_MS);
     registry.close();
     await backends.close();
+    if (socketDir) fs.rmSync(socketDir, { recursive: true, force: true });
   };
 
   try {
@@ -87,7 +95,7 @@ export async function startStack(
           log,
           backends,
           registry,
-          host: config.GRPC_HOST ?? (all ? '127.0.0.1' : '0.0.0.0'),
+          host: config.GRPC_HOST ?? (all ? `unix:${path.join(socketDir!, `${m.name}.sock`)}` : '0.0.0.0'),
           port: all ? 0 : (config.GRPC_PORT ?? 50051),
         }),
       );

@@ -1,0 +1,99 @@
+import {
+  bindService,
+  createLogger,
+  createRpcClient,
+  DomainError,
+  type GrpcServerHandle,
+  type Handlers,
+  PrincipalSigner,
+  startGrpcServer,
+} from '@svc/kit';
+import { keys } from '@svc/proto';
+
+// A real grpc-js server and client on loopback, with the keys service's definition and test handlers.
+type Def = typeof keys.KeysServiceService;
+const SECRET = 'k'.repeat(40);
+const signer = new PrincipalSigner(SECRET);
+const log = createLogger({ level: 'silent', service: 'test' });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const handlers = {
+  async verifyKey(req, ctx) {
+    if (req.keyHash === 'missing') throw new DomainError('not_found', 'key_not_found', 'API key not found.');
+    if (req.keyHash === 'crash') throw new Error('database password is hunter2');
+    if (req.keyHash.startsWith('slow')) await sleep(Number(req.keyHash.slice(4)));
+    return { key: { id: ctx.principal.accountId, name: ctx.requestId, prefix: '', usageCount: 0, createdAt: '', accountId: '', ownerKind: '', ownerId: '' } };
+  },
+} as Partial<Handlers<Def>> as Handlers<Def>;
+
+let server: GrpcServerHandle;
+let client: ReturnType<typeof createRpcClient<Def>>;
+let token: string;
+
+beforeAll(async () => {
+  server = await startGrpcServer({
+    host: '127.0.0.1',
+    port: 0,
+    serviceName: 'svc.keys.v1.KeysService',
+    services: [{ definition: keys.KeysServiceService as never, implementation: bindService({ verifyKey: keys.KeysServiceService.verifyKey } as Def, handlers, { signer, log }) }],
+  });
+  server.setServing('SERVING');
+  client = createRpcClient(keys.KeysServiceService, 'svc.keys.v1.KeysService', server.address, { deadlineMs: 2000 });
+  token = (await signer.sign({ kind: 'human', userId: 'acct_me', accountId: 'acct_me', channel: 'api' })).token;
+});
+afterAll(async () => {
+  client.close();
+  await server.shutdown(100);
+});
+
+const codeOf = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(DomainError);
+    const e = err as DomainError;
+    return `${e.kind}/${e.code}: ${e.message}`;
+  }
+  throw new Error('expected the call to fail');
+};
+
+test('the principal and request id arrive with the call', async () => {
+  const res = await client.verifyKey({ keyHash: 'ok' }, { principalToken: token, requestId: 'req_1' });
+  expect(res.key).toMatchObject({ id: 'acct_me', name: 'req_1' });
+});
+
+test('a call without a principal, or with a forged one, is refused', async () => {
+  expect(await codeOf(client.verifyKey({ keyHash: 'ok' }, { principalToken: '' }))).toMatch(/^unauthenticated\//);
+  const forged = (await new PrincipalSigner('z'.repeat(40)).sign({ kind: 'system', accountId: 'system', channel: 'internal' })).token;
+  expect(await codeOf(client.verifyKey({ keyHash: 'ok' }, { principalToken: forged }))).toBe(
+    'unauthenticated/invalid_principal: The call carries no valid principal.',
+  );
+});
+
+test('a domain error crosses the hop unchanged; an unexpected one leaks nothing', async () => {
+  expect(await codeOf(client.verifyKey({ keyHash: 'missing' }, { principalToken: token }))).toBe('not_found/key_not_found: API key not found.');
+  const crash = await codeOf(client.verifyKey({ keyHash: 'crash' }, { principalToken: token }));
+  expect(crash).toBe('internal/internal_error: Internal error.');
+});
+
+test('deadlines end slow calls', async () => {
+  expect(await codeOf(client.verifyKey({ keyHash: 'slow500' }, { principalToken: token, deadlineMs: 100 }))).toMatch(/^deadline_exceeded\//);
+});
+
+test('shutdown drains calls in flight and refuses new ones', async () => {
+  const other = await startGrpcServer({
+    host: '127.0.0.1',
+    port: 0,
+    serviceName: 'svc.keys.v1.KeysService',
+    services: [{ definition: keys.KeysServiceService as never, implementation: bindService({ verifyKey: keys.KeysServiceService.verifyKey } as Def, handlers, { signer, log }) }],
+  });
+  const c = createRpcClient(keys.KeysServiceService, 'svc.keys.v1.KeysService', other.address, { deadlineMs: 5000 });
+  const inFlight = c.verifyKey({ keyHash: 'slow400' }, { principalToken: token });
+  await sleep(100);
+  const stopped = other.shutdown(3000);
+  const late = await codeOf(c.verifyKey({ keyHash: 'ok' }, { principalToken: token }));
+  expect(late).toMatch(/^unavailable\//);
+  await expect(inFlight).resolves.toMatchObject({ key: { id: 'acct_me' } });
+  await stopped;
+  c.close();
+});
