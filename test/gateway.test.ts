@@ -77,8 +77,8 @@ describe('gateway', () => {
   });
 
   test('an operation whose service has not landed answers 501 with the error body, after auth', async () => {
-    expect((await t.call('GET', '/drive')).status).toBe(401);
-    const res = await t.call('GET', '/v1/drive', { key: t.bootstrapKey });
+    expect((await t.call('GET', '/models')).status).toBe(401);
+    const res = await t.call('GET', '/v1/models', { key: t.bootstrapKey });
     expect(res.status).toBe(501);
     expect(res.body).toEqual(ERROR_BODY);
     expect(res.body.error.code).toBe('not_implemented');
@@ -108,7 +108,7 @@ describe('gateway', () => {
     expect(res.body.components.schemas.CreateKeyRequestInput.required).toEqual(['name']);
     expect(res.body.components.schemas.ApiKey.required).toContain('usageCount');
     expect(res.body.paths['/agents/{id}/keys/{keyId}'].delete.parameters.map((p: any) => p.name)).toEqual(['id', 'keyId']);
-    expect(res.body.paths['/drive'].get['x-svc-status']).toBe('unimplemented');
+    expect(res.body.paths['/models'].get['x-svc-status']).toBe('unimplemented');
     expect(res.body.paths['/accounts/{id}/standing-grants'].post['x-svc-authority']).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import type { Route } from './route.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { plannedRoutes } from './routes/planned.js';
+import { profilesRoutes } from './routes/profiles.js';
 import { systemRoutes } from './routes/system.js';
 
 export * from './openapi.js';
@@ -10,5 +11,5 @@ export * from './routes/identity.js';
 export * from './routes/keys.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
-const declared: Route[] = [...systemRoutes, ...identityRoutes, ...keysRoutes];
+const declared: Route[] = [...systemRoutes, ...identityRoutes, ...keysRoutes, ...profilesRoutes];
 export const routes: Route[] = [...declared, ...plannedRoutes(declared)];

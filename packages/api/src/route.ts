@@ -47,6 +47,8 @@ export interface Route {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
+  /** JSON body limit when the operation needs more than SVC_BODY_LIMIT (e.g. `16mb`). */
+  bodyLimit?: string;
   /** Request headers the operation reads (lowercase names, e.g. `if-match`). */
   headers?: z.ZodObject;
   response: z.ZodType;

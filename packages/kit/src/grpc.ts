@@ -168,6 +168,7 @@ export function createRpcClient<D extends AnyDef>(
   const client = new Ctor(address, grpc.credentials.createInsecure(), {
     ...GRPC_OPTIONS,
     'grpc.keepalive_time_ms': 30_000,
+    'grpc.max_receive_message_length': 16 * 1024 * 1024,
     // Calls are retried by callers that know they are idempotent, not by the channel.
     'grpc.enable_retries': 0,
   }) as unknown as Record<string, Function> & grpc.Client;

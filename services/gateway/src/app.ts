@@ -78,7 +78,13 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
     next();
   });
   deps.mount?.(app);
-  app.use(express.json({ limit: deps.bodyLimit, type: ['application/json', 'application/*+json'] }));
+  // JSON bodies are parsed per route, with the route's own limit where it declares one.
+  const parsers = new Map<string, express.RequestHandler>();
+  const jsonParser = (limit: string) => {
+    let p = parsers.get(limit);
+    if (!p) parsers.set(limit, (p = express.json({ limit, type: ['application/json', 'application/*+json'] })));
+    return p;
+  };
 
   const openapi = buildOpenApi(routes, { version: deps.version });
   const meCache = new Map<string, { body: unknown; until: number }>();
@@ -187,7 +193,8 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         res.status(route.status ?? 200).json(out);
       }
     };
-    app[route.method](route.path, handle);
+    if (route.body) app[route.method](route.path, jsonParser(route.bodyLimit ?? deps.bodyLimit), handle);
+    else app[route.method](route.path, handle);
   }
 
   // The slot where the hosted MCP server is mounted when its service lands.
@@ -216,7 +223,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       case 'entity.parse.failed':
         return sendError(req, res, 400, 'invalid_json', 'The request body is not valid JSON.');
       case 'entity.too.large':
-        return sendError(req, res, 413, 'payload_too_large', `The request body is larger than ${deps.bodyLimit}.`);
+        return sendError(req, res, 413, 'payload_too_large', `The request body is larger than ${(err as { limit?: number }).limit ?? deps.bodyLimit} bytes.`);
       case 'encoding.unsupported':
       case 'charset.unsupported':
         return sendError(req, res, 415, 'unsupported_media_type', 'Unsupported content encoding or charset.');

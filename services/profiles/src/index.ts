@@ -1,16 +1,36 @@
-import { defineService } from '@svc/kit';
+import { defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { profiles } from '@svc/proto';
 
-/**
- * The profiles service: for now a gRPC server with the standard health service only. Its HTTP routes
- * are declared in the route table and answer 501 until its issue lands.
- */
+import { migrations } from './migrations/index.js';
+import { ProfilesDomain } from './profiles.js';
+import { handlers } from './server.js';
+import { SCHEMA } from './store.js';
+
+export { migrations } from './migrations/index.js';
+export { buildCommitSnapshot, etagOf, ifMatchPasses, ProfilesDomain } from './profiles.js';
+export { chunkItems, nextManifest, snapshotParts, toManifest } from './snapshots.js';
+export { SCHEMA } from './store.js';
+
+/** The profiles service: taste profiles with immutable versions, branches and merges. */
 export const profilesService = defineService({
   name: 'profiles',
   grpcServiceName: 'svc.profiles.v1.ProfilesService',
   definition: profiles.ProfilesServiceService,
-  needs: [],
-  async create() {
-    return { handlers: {} };
+  needs: ['sql', 'bus'],
+  schema: SCHEMA,
+  migrations,
+  async create(ctx) {
+    const [sql, bus] = await Promise.all([ctx.backends.sql(), ctx.backends.bus()]);
+    let relay: OutboxRelay | undefined;
+    const domain = new ProfilesDomain(sql, () => relay);
+    return {
+      handlers: handlers(domain),
+      async start() {
+        relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+      },
+      async stop() {
+        await relay?.stop();
+      },
+    };
   },
 });

@@ -1,0 +1,74 @@
+import type { Handlers } from '@svc/kit';
+import { profiles } from '@svc/proto';
+
+import { parseJson } from './schemas.js';
+import type { ProfilesDomain } from './profiles.js';
+
+type Def = typeof profiles.ProfilesServiceService;
+
+const reply = (r: { result: unknown; etag: string }) => ({ json: JSON.stringify(r.result), etag: r.etag });
+
+/** gRPC handlers: translate messages (JSON documents travel as text), let the domain decide. */
+export function handlers(domain: ProfilesDomain): Handlers<Def> {
+  return {
+    async createProfile(req, ctx) {
+      const doc = await domain.create(ctx.principal, parseJson(req.bodyJson));
+      return { profileJson: doc.json, etag: doc.etag };
+    },
+    async listProfiles(req, ctx) {
+      const { profiles: rows, nextCursor } = await domain.list(ctx.principal, req);
+      return {
+        profiles: rows.map((r) => ({ ...r, projectId: r.projectId ?? undefined })),
+        nextCursor,
+      };
+    },
+    async getProfile(req, ctx) {
+      const doc = await domain.get(ctx.principal, req.id, { snapshots: req.snapshots });
+      return { profileJson: doc.json, etag: doc.etag };
+    },
+    async updateProfile(req, ctx) {
+      const doc = await domain.update(ctx.principal, req.id, parseJson(req.patchJson), req.ifMatch, { snapshots: req.snapshots });
+      return { profileJson: doc.json, etag: doc.etag };
+    },
+    async deleteProfile(req, ctx) {
+      await domain.remove(ctx.principal, req.id, req.ifMatch);
+      return {};
+    },
+    async commit(req, ctx) {
+      return reply(await domain.commit(ctx.principal, req.id, { message: req.message, branchId: req.branchId }, req.ifMatch));
+    },
+    async createBranch(req, ctx) {
+      return reply(
+        await domain.createBranch(
+          ctx.principal,
+          req.id,
+          { name: req.name, description: req.description, parentBranchId: req.parentBranchId },
+          req.ifMatch,
+        ),
+      );
+    },
+    async deleteBranch(req, ctx) {
+      return reply(await domain.deleteBranch(ctx.principal, req.id, req.branchId, req.ifMatch));
+    },
+    async checkout(req, ctx) {
+      const doc = await domain.checkout(ctx.principal, req.id, req.branchId, req.ifMatch, { snapshots: req.snapshots });
+      return { profileJson: doc.json, etag: doc.etag };
+    },
+    async rollback(req, ctx) {
+      const input = { versionId: req.versionId, branchId: req.branchId, message: req.message };
+      return reply(await domain.rollback(ctx.principal, req.id, input, req.ifMatch));
+    },
+    async merge(req, ctx) {
+      return reply(await domain.merge(ctx.principal, req.id, parseJson(req.bodyJson), req.ifMatch));
+    },
+    async getLog(req, ctx) {
+      return { json: JSON.stringify(await domain.log(ctx.principal, req.id, req)), etag: '' };
+    },
+    async getDiff(req, ctx) {
+      return { json: JSON.stringify(await domain.diff(ctx.principal, req.id, req)), etag: '' };
+    },
+    async getVersion(req, ctx) {
+      return { json: await domain.version(ctx.principal, req.id, req.versionId), etag: '' };
+    },
+  };
+}
