@@ -1,4 +1,6 @@
 import type { Route } from './route.js';
+import { accountsRoutes } from './routes/accounts.js';
+import { agentsRoutes } from './routes/agents.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { plannedRoutes } from './routes/planned.js';
@@ -11,5 +13,5 @@ export * from './routes/identity.js';
 export * from './routes/keys.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
-const declared: Route[] = [...systemRoutes, ...identityRoutes, ...keysRoutes, ...profilesRoutes];
+const declared: Route[] = [...systemRoutes, ...identityRoutes, ...accountsRoutes, ...agentsRoutes, ...keysRoutes, ...profilesRoutes];
 export const routes: Route[] = [...declared, ...plannedRoutes(declared)];

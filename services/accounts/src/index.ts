@@ -1,23 +1,67 @@
-import { defineService } from '@svc/kit';
-import { accounts } from '@svc/proto';
+import { defineService, handleOnce, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
+import { accounts, agents, keys } from '@svc/proto';
 
+import { AccountsDomain } from './accounts.js';
 import { bootstrap } from './bootstrap.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
+import { KeyVault, vaultSecret } from './signing.js';
 import { AccountStore, SCHEMA } from './store.js';
+
+export { type AccountsDeps, AccountsDomain } from './accounts.js';
+export { scopeWithin, verbCovers } from './access.js';
+export { migrations } from './migrations/index.js';
+export { checkIfMatch, DEFAULT_SETTINGS, mergePatch, SettingsSchema, settingsEtag, validateSettings } from './settings.js';
+export { generateSigningKey, KeyVault, privateKeyFrom, signCompact, vaultSecret, verifyCompact } from './signing.js';
+export { AccountStore, SCHEMA } from './store.js';
 
 export const accountsService = defineService({
   name: 'accounts',
   grpcServiceName: 'svc.accounts.v1.AccountsService',
   definition: accounts.AccountsServiceService,
+  // Not 'bus': events wait in the outbox through a NATS outage, and the gateway needs this service
+  // (ResolveActingAccount) to stay in rotation; only host calls fail (503) meanwhile.
   needs: ['sql'],
   schema: SCHEMA,
   migrations,
   async create(ctx) {
-    const store = new AccountStore(await ctx.backends.sql());
+    const sql = await ctx.backends.sql();
+    const store = new AccountStore(sql);
+    let relay: OutboxRelay | undefined;
+    let consumer: Subscription | undefined;
+    const domain = new AccountsDomain({
+      store,
+      outbox: () => relay,
+      bus: () => ctx.backends.bus(),
+      vault: new KeyVault(vaultSecret(ctx.config)),
+      keysClient: () => ctx.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService'),
+      agentsClient: () => ctx.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService'),
+      systemToken: () => ctx.systemToken(),
+      log: ctx.log,
+    });
     return {
-      handlers: handlers(store),
-      start: () => bootstrap(ctx, store),
+      handlers: handlers(domain, store),
+      async start() {
+        await bootstrap(ctx, store);
+        const bus = await ctx.backends.bus();
+        relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+        // Agents created, deleted or moved to another owner enter the audit trail of their accounts.
+        consumer = await bus.subscribe(
+          'agents.agent.>',
+          async (event) => {
+            const rows = domain.auditRowsForAgentEvent(event);
+            if (!rows.length) return;
+            await handleOnce(sql, SCHEMA, 'audit-agents', event, async (q) => {
+              for (const r of rows) await store.insertAudit(q, r);
+            });
+          },
+          { durable: 'accounts-audit-agents' },
+        );
+      },
+      async stop() {
+        await consumer?.unsubscribe();
+        await relay?.stop();
+      },
     };
   },
 });

@@ -1,7 +1,7 @@
-import { defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
-import { keys } from '@svc/proto';
+import { defineService, DomainError, type OutboxRelay, startOutboxRelay } from '@svc/kit';
+import { agents, keys } from '@svc/proto';
 
-import { KeysDomain } from './keys.js';
+import { type AgentCheck, KeysDomain } from './keys.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
@@ -21,7 +21,14 @@ export const keysService = defineService({
   async create(ctx) {
     const [sql, cache, bus] = await Promise.all([ctx.backends.sql(), ctx.backends.cache(), ctx.backends.bus()]);
     let relay: OutboxRelay | undefined;
-    const domain = new KeysDomain(sql, cache, () => relay);
+    // An agent's keys are managed by its account: the agents service answers, as the caller.
+    const checkAgent: AgentCheck = async (p, agentId) => {
+      const client = ctx.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService');
+      const { token } = await ctx.signer.sign(p);
+      const { agent } = await client.getAgent({ id: agentId }, { principalToken: token });
+      if (!agent || agent.ownerAccountId !== p.accountId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
+    };
+    const domain = new KeysDomain(sql, cache, () => relay, checkAgent);
     let timer: NodeJS.Timeout | undefined;
     return {
       handlers: handlers(domain),

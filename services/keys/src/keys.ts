@@ -31,8 +31,18 @@ export interface CreateInput {
   agentId?: string;
 }
 
+/**
+ * Confirms, through the agents service and as the caller, that an agent is one the caller may
+ * manage (an agent of its acting account); throws agent_not_found (404) otherwise.
+ */
+export type AgentCheck = (p: Principal, agentId: string) => Promise<void>;
+
 /** Who a new or listed key belongs to, given the caller and an optional agent id (route /agents/:id/keys). */
-function ownerFor(p: Principal, agentId: string | undefined): { kind: 'human' | 'agent'; id: string } {
+async function ownerFor(
+  p: Principal,
+  agentId: string | undefined,
+  checkAgent: AgentCheck | undefined,
+): Promise<{ kind: 'human' | 'agent'; id: string }> {
   if (p.kind === 'agent') {
     // An agent's key only ever makes keys of that same agent, never a person's.
     if (agentId && agentId !== p.agentId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
@@ -41,7 +51,9 @@ function ownerFor(p: Principal, agentId: string | undefined): { kind: 'human' | 
   if (p.kind !== 'human') throw new DomainError('forbidden', 'forbidden', 'This principal cannot manage API keys.');
   if (agentId) {
     // Keys of an agent need the agents service to confirm the agent is the caller's.
-    throw new DomainError('not_implemented', 'not_implemented', 'Agent keys arrive with the agents service.');
+    if (!checkAgent) throw new DomainError('not_implemented', 'not_implemented', 'Agent keys need the agents service.');
+    await checkAgent(p, agentId);
+    return { kind: 'agent', id: agentId };
   }
   return { kind: 'human', id: p.userId! };
 }
@@ -70,12 +82,13 @@ export class KeysDomain {
     private readonly sql: Sql,
     private readonly cache: Cache,
     private readonly outbox: () => OutboxRelay | undefined,
+    private readonly checkAgent?: AgentCheck,
   ) {
     this.store = new KeyStore(sql);
   }
 
   async create(p: Principal, input: CreateInput): Promise<{ row: KeyRow; plaintext: string }> {
-    const owner = ownerFor(p, input.agentId);
+    const owner = await ownerFor(p, input.agentId, this.checkAgent);
     const projectId = projectFor(p, input.projectId);
     const attempts = await this.cache.hit(`keys:create:${p.accountId}`, 60_000);
     if (attempts > CREATE_LIMIT_PER_MINUTE) {
@@ -107,7 +120,7 @@ export class KeysDomain {
     p: Principal,
     input: { projectId?: string; agentId?: string; limit: number; cursor?: string },
   ): Promise<{ rows: KeyRow[]; nextCursor?: string }> {
-    const owner = p.kind === 'agent' || input.agentId ? ownerFor(p, input.agentId) : null;
+    const owner = p.kind === 'agent' || input.agentId ? await ownerFor(p, input.agentId, this.checkAgent) : null;
     const projectId = projectFor(p, input.projectId);
     const limit = Math.min(Math.max(input.limit || 50, 1), 200);
     const before = input.cursor ? decodeCursor(input.cursor) : undefined;
@@ -126,7 +139,7 @@ export class KeysDomain {
 
   /** Revokes at once: the row, the shared verification cache, and an event every gateway hears. */
   async revoke(p: Principal, input: { id: string; agentId?: string }): Promise<void> {
-    if (input.agentId || p.kind === 'agent') ownerFor(p, input.agentId);
+    if (input.agentId || p.kind === 'agent') await ownerFor(p, input.agentId, this.checkAgent);
     const hash = await this.sql.tx(async (q) => {
       const row = await this.store.byId(q, input.id, p.accountId);
       if (!row || !sees(p, row)) throw notFound();

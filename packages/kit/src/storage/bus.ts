@@ -3,6 +3,7 @@ import {
   AckPolicy,
   connect,
   DeliverPolicy,
+  ErrorCode,
   headers as natsHeaders,
   type JetStreamClient,
   type NatsConnection,
@@ -41,9 +42,42 @@ export interface Bus {
   readonly kind: 'memory' | 'nats';
   publish(subject: string, event: EventEnvelope, headers?: Record<string, string>): Promise<void>;
   subscribe(subject: string, handler: EventHandler, options?: SubscribeOptions): Promise<Subscription>;
+  /**
+   * Request/reply (NATS core, not JetStream): sends `data` to one responder of `subject` and
+   * resolves with its answer. Rejects with BusRequestError `no_responders` at once when nobody
+   * listens, `timeout` when the responder does not answer within timeoutMs, `responder_failed`
+   * when its handler threw. Subjects live outside the event stream (`<namespace>_rpc.<subject>`),
+   * so a request is never stored or answered by JetStream.
+   */
+  request(subject: string, data: unknown, timeoutMs: number): Promise<unknown>;
+  /**
+   * Answers requests on `subject` (wildcards allowed). With several responders on one subject
+   * (replicas), each request goes to one of them.
+   */
+  respond(subject: string, handler: RequestHandler): Promise<Subscription>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+export type RequestHandler = (data: unknown, meta: { subject: string }) => Promise<unknown>;
+
+export type BusRequestErrorCode = 'no_responders' | 'timeout' | 'responder_failed';
+
+/** Why a bus request got no answer. */
+export class BusRequestError extends Error {
+  override name = 'BusRequestError';
+  constructor(
+    readonly code: BusRequestErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Reply envelope of request/reply: the handler's answer, or why it failed. */
+type ReplyEnvelope = { ok: true; data: unknown } | { ok: false; error: string };
+
+const rpcSubject = (namespace: string, subject: string) => `${namespace}_rpc.${subject}`;
 
 const tracer = trace.getTracer('svc-bus');
 
@@ -90,6 +124,7 @@ function subjectMatches(pattern: string, subject: string): boolean {
 /** In-process bus for the embedded stack: same semantics, including dedupe by event id. */
 export function createMemoryBus(namespace: string, onError: (err: unknown) => void = () => {}): Bus {
   const subs = new Set<{ pattern: string; handler: EventHandler; durable?: string }>();
+  const responders = new Set<{ pattern: string; handler: RequestHandler }>();
   const seen = new Set<string>();
   return {
     kind: 'memory',
@@ -121,9 +156,44 @@ export function createMemoryBus(namespace: string, onError: (err: unknown) => vo
       subs.add(sub);
       return { unsubscribe: async () => void subs.delete(sub) };
     },
+    async request(subject, data, timeoutMs) {
+      const full = rpcSubject(namespace, subject);
+      const matching = [...responders].filter((r) => subjectMatches(r.pattern, full));
+      if (!matching.length) throw new BusRequestError('no_responders', `No responder for ${subject}.`);
+      const r = matching[Math.floor(Math.random() * matching.length)]!;
+      // A copy, as over the wire: neither side can change the other's objects.
+      const payload = data === undefined ? undefined : JSON.parse(JSON.stringify(data));
+      const headers = currentTraceHeaders();
+      let timer: NodeJS.Timeout | undefined;
+      const answer = new Promise<unknown>((resolve, reject) => {
+        setImmediate(() => {
+          let out: unknown;
+          traced(full, headers, async () => {
+            out = await r.handler(payload, { subject: full });
+          }).then(
+            () => resolve(out === undefined ? null : JSON.parse(JSON.stringify(out))),
+            (err) => reject(new BusRequestError('responder_failed', (err as Error)?.message ?? 'The responder failed.')),
+          );
+        });
+      });
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new BusRequestError('timeout', `No answer on ${subject} within ${timeoutMs} ms.`)), timeoutMs);
+      });
+      try {
+        return await Promise.race([answer, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async respond(subject, handler) {
+      const r = { pattern: rpcSubject(namespace, subject), handler };
+      responders.add(r);
+      return { unsubscribe: async () => void responders.delete(r) };
+    },
     async ping() {},
     async close() {
       subs.clear();
+      responders.clear();
     },
   };
 }
@@ -162,6 +232,8 @@ export async function createNatsBus(
     if (h) for (const [k, v] of h) out[k.toLowerCase()] = v[0] ?? '';
     return out;
   };
+  const encodeJson = (v: unknown) => Buffer.from(JSON.stringify(v === undefined ? null : v));
+  const decodeJson = (b: Uint8Array): unknown => (b.length ? JSON.parse(Buffer.from(b).toString('utf8')) : null);
   return {
     kind: 'nats',
     async publish(subject, event, headers = currentTraceHeaders()) {
@@ -209,6 +281,50 @@ export async function createNatsBus(
         }
       })();
       return { unsubscribe: async () => void (await messages.close()) };
+    },
+    async request(subject, data, timeoutMs) {
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(currentTraceHeaders())) h.set(k, v);
+      let msg;
+      try {
+        msg = await nc.request(rpcSubject(namespace, subject), encodeJson(data), { timeout: timeoutMs, headers: h });
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === ErrorCode.NoResponders) throw new BusRequestError('no_responders', `No responder for ${subject}.`);
+        if (code === ErrorCode.Timeout) throw new BusRequestError('timeout', `No answer on ${subject} within ${timeoutMs} ms.`);
+        throw err;
+      }
+      let reply: ReplyEnvelope | null = null;
+      try {
+        reply = decodeJson(msg.data) as ReplyEnvelope | null;
+      } catch {
+        // not JSON: handled below
+      }
+      if (!reply || typeof reply !== 'object' || !('ok' in reply)) {
+        throw new BusRequestError('responder_failed', 'The responder sent an answer that is not a reply envelope.');
+      }
+      if (!reply.ok) throw new BusRequestError('responder_failed', reply.error);
+      return reply.data ?? null;
+    },
+    async respond(subject, handler) {
+      // A queue group: with several responders on a subject, each request goes to one of them.
+      const sub = nc.subscribe(rpcSubject(namespace, subject), {
+        queue: 'responders',
+        callback: (err, msg) => {
+          if (err) return onError(err);
+          let out: unknown;
+          traced(msg.subject, toRecord(msg.headers), async () => {
+            out = await handler(decodeJson(msg.data), { subject: msg.subject });
+          }).then(
+            () => msg.respond(encodeJson({ ok: true, data: out ?? null } satisfies ReplyEnvelope)),
+            (e) => {
+              onError(e);
+              msg.respond(encodeJson({ ok: false, error: (e as Error)?.message ?? 'The responder failed.' } satisfies ReplyEnvelope));
+            },
+          );
+        },
+      });
+      return { unsubscribe: async () => sub.unsubscribe() };
     },
     async ping() {
       await nc.flush();

@@ -21,4 +21,76 @@ export const migrations: Migration[] = [
       );
       CREATE INDEX memberships_by_member ON accounts.memberships (member_id);`,
   },
+  {
+    id: '0002_orgs_settings_grants_signing_hosts_audit',
+    sql: `
+      CREATE UNIQUE INDEX accounts_email ON accounts.accounts (lower(email)) WHERE email IS NOT NULL;
+      ALTER TABLE accounts.accounts ADD COLUMN created_by jsonb;
+      ALTER TABLE accounts.memberships ADD COLUMN added_by jsonb;
+
+      CREATE TABLE accounts.settings (
+        account_id text PRIMARY KEY REFERENCES accounts.accounts (id),
+        document jsonb NOT NULL,
+        etag text NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        updated_by jsonb NOT NULL
+      );
+
+      CREATE TABLE accounts.standing_grants (
+        id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts.accounts (id),
+        grantee_kind text NOT NULL CHECK (grantee_kind IN ('agent', 'host', 'account')),
+        grantee_id text NOT NULL,
+        verbs text[] NOT NULL,
+        scope text NOT NULL,
+        expires_at timestamptz,
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        revoked_at timestamptz,
+        revoked_by jsonb
+      );
+      -- One live grant per (account, grantee, scope): a second POST widens it.
+      CREATE UNIQUE INDEX standing_grants_live ON accounts.standing_grants (account_id, grantee_id, scope)
+        WHERE revoked_at IS NULL;
+      CREATE INDEX standing_grants_by_grantee ON accounts.standing_grants (grantee_id, id) WHERE revoked_at IS NULL;
+
+      CREATE TABLE accounts.signing_keys (
+        id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts.accounts (id),
+        public_jwk jsonb NOT NULL,
+        -- AES-256-GCM under a key derived (HKDF) from the internal secret; see signing.ts.
+        private_key_enc text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        retired_at timestamptz,
+        verify_until timestamptz
+      );
+      CREATE UNIQUE INDEX signing_keys_current ON accounts.signing_keys (account_id) WHERE retired_at IS NULL;
+      CREATE INDEX signing_keys_by_account ON accounts.signing_keys (account_id, id);
+
+      CREATE TABLE accounts.hosts (
+        id text PRIMARY KEY,
+        account_id text NOT NULL REFERENCES accounts.accounts (id),
+        name text NOT NULL,
+        credential_hash text NOT NULL UNIQUE,
+        credential_prefix text NOT NULL,
+        paired_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        last_seen_at timestamptz,
+        unpaired_at timestamptz
+      );
+      CREATE INDEX hosts_by_account ON accounts.hosts (account_id, id) WHERE unpaired_at IS NULL;
+
+      CREATE TABLE accounts.audit_events (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        action text NOT NULL,
+        actor jsonb NOT NULL,
+        target_kind text,
+        target_id text,
+        data jsonb NOT NULL DEFAULT '{}'::jsonb,
+        occurred_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX audit_events_by_account ON accounts.audit_events (account_id, id);`,
+  },
 ];

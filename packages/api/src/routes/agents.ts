@@ -1,0 +1,237 @@
+import { z } from 'zod';
+
+import { ListQuery, Nullable, route, type RouteInput, Timestamp } from '../route.js';
+
+/**
+ * Agents as principals (issue 4): an agent acts inside its owner's account. Its keys live at
+ * /agents/:id/keys (routes/keys.ts). Moving an agent to another owner (`ownerAccountId` in PATCH)
+ * is an authority change: the agents service answers 403 human_principal_required to an agent key.
+ */
+
+const AgentId = z.string().regex(/^agt_[0-9a-z]{26}$/, 'must be an agent id (agt_…)');
+const Name = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(100, 'must be at most 100 characters')
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
+const Description = z.string().max(2000, 'must be at most 2000 characters');
+const Model = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9_.:/@-]+$/, 'may hold letters, digits and _ . : / @ - only');
+const Instructions = z.string().max(100_000, 'must be at most 100000 characters');
+const ProjectId = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+
+export const Agent = z
+  .object({
+    id: z.string(),
+    ownerAccountId: z.string().describe('The account the agent acts in.'),
+    name: z.string(),
+    description: Nullable(z.string()),
+    model: Nullable(z.string()),
+    instructions: Nullable(z.string()),
+    projectId: Nullable(z.string()),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Agent' });
+
+interface RpcAgent {
+  id: string;
+  ownerAccountId: string;
+  name: string;
+  description?: string;
+  model?: string;
+  instructions?: string;
+  projectId?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const agentJson = (a: RpcAgent) => ({
+  id: a.id,
+  ownerAccountId: a.ownerAccountId,
+  name: a.name,
+  description: a.description ?? null,
+  model: a.model ?? null,
+  instructions: a.instructions ?? null,
+  projectId: a.projectId ?? null,
+  createdAt: a.createdAt,
+  updatedAt: a.updatedAt,
+});
+
+const CreateAgentBody = z
+  .object({
+    name: Name,
+    description: Description.optional(),
+    model: Model.optional(),
+    instructions: Instructions.optional(),
+    projectId: ProjectId.optional().describe('A project-scoped key creates agents in its own project.'),
+  })
+  .strict()
+  .meta({ id: 'CreateAgentRequest' });
+
+const UpdateAgentBody = z
+  .object({
+    name: Name.optional(),
+    description: Description.nullable().optional(),
+    model: Model.nullable().optional(),
+    instructions: Instructions.nullable().optional(),
+    ownerAccountId: z
+      .string()
+      .regex(/^acct_[0-9a-z]{26}$/, 'must be an account id (acct_…)')
+      .optional()
+      .describe('Move the agent to another account (a person managing both; its keys are revoked).'),
+  })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
+  .meta({ id: 'UpdateAgentRequest' });
+
+const params = z.object({ id: AgentId });
+const byId = (i: RouteInput) => ({ id: i.params.id as string });
+
+function updateReq(i: RouteInput) {
+  const b = i.body as Record<string, unknown>;
+  const clearFields = (['description', 'model', 'instructions'] as const).filter((f) => b[f] === null);
+  const set = Object.fromEntries(Object.entries(b).filter(([, v]) => v !== null));
+  return { id: i.params.id, ...set, clearFields };
+}
+
+const DefaultAgents = z
+  .object({ agentIds: z.array(z.string()), agents: z.array(Agent) })
+  .meta({ id: 'DefaultAgents', description: 'The account’s default agents, in order.' });
+const defaults = (res: { agents: RpcAgent[] }) => ({ agentIds: res.agents.map((a) => a.id), agents: res.agents.map(agentJson) });
+
+export const agentsRoutes = [
+  route({
+    id: 'agents.list',
+    method: 'get',
+    path: '/agents',
+    summary: 'Agents of the acting account (of its project, for a project-scoped key), newest first.',
+    tag: 'agents',
+    query: ListQuery.extend({ projectId: ProjectId.optional() }),
+    response: z.object({ agents: z.array(Agent), nextCursor: Nullable(z.string()) }).meta({ id: 'AgentList' }),
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'agents',
+      method: 'listAgents',
+      request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor, projectId: i.query.projectId }),
+      response: (res: { agents: RpcAgent[]; nextCursor?: string }) => ({ agents: res.agents.map(agentJson), nextCursor: res.nextCursor ?? null }),
+    },
+  }),
+  route({
+    id: 'agents.create',
+    method: 'post',
+    path: '/agents',
+    summary: 'Create an agent in the acting account.',
+    tag: 'agents',
+    body: CreateAgentBody,
+    response: Agent,
+    status: 201,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'agents',
+      method: 'createAgent',
+      request: (i) => i.body,
+      response: (res: { agent: RpcAgent }) => agentJson(res.agent),
+    },
+  }),
+  route({
+    id: 'defaultAgents.get',
+    method: 'get',
+    path: '/default-agents',
+    summary: "The acting account's default agents, in order.",
+    tag: 'agents',
+    response: DefaultAgents,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: { kind: 'rpc', service: 'agents', method: 'getDefaultAgents', request: () => ({}), response: defaults },
+  }),
+  route({
+    id: 'defaultAgents.set',
+    method: 'put',
+    path: '/default-agents',
+    summary: "Replace the acting account's default agents (ordered agent ids of the account, at most 20).",
+    tag: 'agents',
+    body: z
+      .object({ agentIds: z.array(AgentId).max(20, 'may hold at most 20 agents') })
+      .strict()
+      .meta({ id: 'SetDefaultAgentsRequest' }),
+    response: DefaultAgents,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'agents',
+      method: 'setDefaultAgents',
+      request: (i) => ({ agentIds: i.body.agentIds }),
+      response: defaults,
+    },
+  }),
+  route({
+    id: 'agents.get',
+    method: 'get',
+    path: '/agents/:id',
+    summary: 'An agent of the acting account (404 for any other).',
+    tag: 'agents',
+    params,
+    response: Agent,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: { kind: 'rpc', service: 'agents', method: 'getAgent', request: byId, response: (res: { agent: RpcAgent }) => agentJson(res.agent) },
+  }),
+  route({
+    id: 'agents.update',
+    method: 'patch',
+    path: '/agents/:id',
+    summary: 'Change an agent (null clears description, model, instructions); a new ownerAccountId moves it (a person only).',
+    tag: 'agents',
+    params,
+    body: UpdateAgentBody,
+    response: Agent,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'agents',
+      method: 'updateAgent',
+      request: updateReq,
+      response: (res: { agent: RpcAgent }) => agentJson(res.agent),
+    },
+  }),
+  route({
+    id: 'agents.delete',
+    method: 'delete',
+    path: '/agents/:id',
+    summary: 'Delete an agent; its keys are revoked at once.',
+    tag: 'agents',
+    params,
+    response: z.object({ success: z.literal(true), revokedKeys: z.number().int() }).meta({ id: 'DeletedAgent' }),
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'agents',
+      method: 'deleteAgent',
+      request: byId,
+      response: (res: { revokedKeys: number }) => ({ success: true as const, revokedKeys: res.revokedKeys }),
+    },
+  }),
+];

@@ -1,0 +1,332 @@
+import {
+  DomainError,
+  enqueueEvent,
+  newId,
+  type OutboxRelay,
+  type Principal,
+  requireHuman,
+  type RpcClient,
+  type Sql,
+} from '@svc/kit';
+import type { accounts, keys } from '@svc/proto';
+import { z } from 'zod';
+
+import { type Actor, type AgentRow, AgentStore, SCHEMA } from './store.js';
+
+/**
+ * Agents are principals that act inside their owner's account. People and agents of an account
+ * see and manage its agents; a project-scoped key sees the agents of its project; an agent always
+ * sees itself. Moving an agent to another owner is an authority change: a person, through the API,
+ * who manages both accounts. Deleting an agent, or moving it, revokes its keys at once.
+ */
+
+export const AGENT_ID_RE = /^agt_[0-9a-z]{26}$/;
+const ACCOUNT_ID_RE = /^acct_[0-9a-z]{26}$/;
+export const MAX_DEFAULT_AGENTS = 20;
+
+const agentNotFound = () => new DomainError('not_found', 'agent_not_found', 'Agent not found.');
+
+const noControl = (s: string) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(s);
+const Name = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(100, 'must be at most 100 characters')
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
+const Description = z.string().max(2000, 'must be at most 2000 characters').refine(noControl, 'must not hold control characters');
+const Model = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9_.:/@-]+$/, 'may hold letters, digits and _ . : / @ - only');
+const Instructions = z.string().max(100_000, 'must be at most 100000 characters');
+const ProjectId = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+
+const CreateInput = z.object({
+  name: Name,
+  description: Description.optional(),
+  model: Model.optional(),
+  instructions: Instructions.optional(),
+  projectId: ProjectId.optional(),
+});
+const UpdateInput = z.object({
+  name: Name.optional(),
+  description: Description.optional(),
+  model: Model.optional(),
+  instructions: Instructions.optional(),
+  ownerAccountId: z.string().regex(ACCOUNT_ID_RE, 'must be an account id (acct_…)').optional(),
+  clearFields: z.array(z.enum(['description', 'model', 'instructions'], { error: 'only description, model and instructions can be cleared' })).max(3),
+});
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const field = issue.path.join('.');
+  throw new DomainError('invalid_argument', 'invalid_request', field ? `${field}: ${issue.message}` : issue.message);
+}
+
+export function actorOf(p: Principal): Actor {
+  const id = p.kind === 'human' ? p.userId : p.kind === 'agent' ? p.agentId : p.kind === 'host' ? p.hostId : 'system';
+  return { kind: p.kind, id: id ?? 'unknown', keyId: p.keyId ?? null, channel: p.channel, accountId: p.accountId };
+}
+
+/** What events say about an agent (instructions stay out of the event stream). */
+export function eventView(a: AgentRow) {
+  return { id: a.id, name: a.name, ownerAccountId: a.owner_account_id, projectId: a.project_id, model: a.model };
+}
+
+const encodeCursor = (id: string) => Buffer.from(id).toString('base64url');
+function decodeCursor(c: string | undefined): string | undefined {
+  if (!c) return undefined;
+  const id = Buffer.from(c, 'base64url').toString();
+  if (!AGENT_ID_RE.test(id)) throw new DomainError('invalid_argument', 'invalid_cursor', 'The cursor is not valid.');
+  return id;
+}
+
+export interface AgentsDeps {
+  sql: Sql;
+  outbox: () => OutboxRelay | undefined;
+  accountsClient: () => RpcClient<typeof accounts.AccountsServiceService>;
+  keysClient: () => RpcClient<typeof keys.KeysServiceService>;
+  systemToken: () => Promise<string>;
+  log: { warn(obj: unknown, msg: string): void; error(obj: unknown, msg: string): void };
+}
+
+export class AgentsDomain {
+  readonly store: AgentStore;
+
+  constructor(private readonly deps: AgentsDeps) {
+    this.store = new AgentStore(deps.sql);
+  }
+
+  private kick(): void {
+    this.deps.outbox()?.kick();
+  }
+
+  /** Who may see an agent: its account's principals (its project's, for a scoped key), itself, the platform. */
+  private sees(p: Principal, a: AgentRow): boolean {
+    if (p.kind === 'system') return true;
+    if (p.kind === 'agent' && p.agentId === a.id) return true;
+    if (a.owner_account_id !== p.accountId) return false;
+    return !p.projectId || a.project_id === p.projectId;
+  }
+
+  private async visible(p: Principal, id: string): Promise<AgentRow> {
+    if (!AGENT_ID_RE.test(id)) throw agentNotFound();
+    const a = await this.store.byId(id);
+    if (!a || !this.sees(p, a)) throw agentNotFound();
+    return a;
+  }
+
+  private usable(p: Principal): void {
+    if (p.kind !== 'human' && p.kind !== 'agent' && p.kind !== 'system') {
+      throw new DomainError('forbidden', 'principal_not_allowed', 'This principal cannot manage agents.');
+    }
+  }
+
+  async create(
+    p: Principal,
+    input: { name: string; description?: string; model?: string; instructions?: string; projectId?: string },
+  ): Promise<AgentRow> {
+    this.usable(p);
+    const body = parse(CreateInput, input);
+    if (p.projectId && body.projectId && body.projectId !== p.projectId) {
+      throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}.`);
+    }
+    const actor = actorOf(p);
+    const agent = await this.deps.sql.tx(async (q) => {
+      const a = await this.store.insert(q, {
+        id: newId('agt'),
+        owner_account_id: p.accountId,
+        project_id: p.projectId ?? body.projectId ?? null,
+        name: body.name,
+        description: body.description ?? null,
+        model: body.model ?? null,
+        instructions: body.instructions ?? null,
+        created_by: actor,
+      });
+      await enqueueEvent(q, SCHEMA, { subject: 'agents.agent.created', accountId: a.owner_account_id, data: { agent: eventView(a), actor } });
+      return a;
+    });
+    this.kick();
+    return agent;
+  }
+
+  async list(p: Principal, input: { limit?: number; cursor?: string; projectId?: string }): Promise<{ rows: AgentRow[]; nextCursor?: string }> {
+    this.usable(p);
+    if (p.projectId && input.projectId && input.projectId !== p.projectId) {
+      throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}.`);
+    }
+    const limit = Math.min(Math.max(input.limit || 50, 1), 200);
+    const rows = await this.store.list({
+      ownerAccountId: p.accountId,
+      projectId: p.projectId ?? input.projectId,
+      before: decodeCursor(input.cursor),
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return { rows: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : undefined };
+  }
+
+  async get(p: Principal, id: string): Promise<AgentRow> {
+    return this.visible(p, id);
+  }
+
+  /** Revokes every key of the agent (all accounts it acted in). */
+  private async revokeKeys(agentId: string): Promise<number> {
+    const res = await this.deps
+      .keysClient()
+      .revokeOwnerKeys({ ownerKind: 'agent', ownerId: agentId }, { principalToken: await this.deps.systemToken() });
+    return res.revoked;
+  }
+
+  /** The caller's role in an account, through the accounts service; null when not a member. */
+  private async roleIn(p: Principal, accountId: string): Promise<string | null> {
+    if (accountId === p.accountId && p.role) return p.role;
+    try {
+      const res = await this.deps
+        .accountsClient()
+        .resolveActingAccount({ userId: p.userId!, accountId }, { principalToken: await this.deps.systemToken() });
+      return res.role;
+    } catch (err) {
+      if (err instanceof DomainError && err.kind === 'not_found') return null;
+      throw err;
+    }
+  }
+
+  async update(
+    p: Principal,
+    id: string,
+    input: {
+      name?: string;
+      description?: string;
+      model?: string;
+      instructions?: string;
+      ownerAccountId?: string;
+      clearFields?: string[];
+    },
+  ): Promise<AgentRow> {
+    this.usable(p);
+    const body = parse(UpdateInput, { ...input, clearFields: input.clearFields ?? [] });
+    for (const f of body.clearFields) {
+      if (body[f] !== undefined) throw new DomainError('invalid_argument', 'invalid_request', `${f}: cannot be both set and cleared`);
+    }
+    const current = await this.visible(p, id);
+    const moving = body.ownerAccountId !== undefined && body.ownerAccountId !== current.owner_account_id;
+    if (moving) await this.checkMove(p, current, body.ownerAccountId!);
+    const actor = actorOf(p);
+    if (moving) await this.revokeKeys(id); // before: no key acts for the old owner once the move is visible
+    const out = await this.deps.sql.tx(async (q) => {
+      const a = await this.store.byId(id, q, true);
+      if (!a || !this.sees(p, a)) throw agentNotFound();
+      const next = {
+        name: body.name ?? a.name,
+        description: body.clearFields.includes('description') ? null : (body.description ?? a.description),
+        model: body.clearFields.includes('model') ? null : (body.model ?? a.model),
+        instructions: body.clearFields.includes('instructions') ? null : (body.instructions ?? a.instructions),
+        owner_account_id: moving ? body.ownerAccountId! : a.owner_account_id,
+      };
+      const changed = (Object.keys(next) as Array<keyof typeof next>).filter((k) => next[k] !== a[k]);
+      if (!changed.length) return { agent: a, changed };
+      const updated = await this.store.update(q, id, next);
+      if (moving) {
+        await this.store.dropFromDefaults(q, id);
+        await enqueueEvent(q, SCHEMA, {
+          subject: 'agents.agent.owner_changed',
+          accountId: a.owner_account_id,
+          data: { agent: eventView(updated), actor, fromAccountId: a.owner_account_id, toAccountId: updated.owner_account_id },
+        });
+      } else {
+        await enqueueEvent(q, SCHEMA, {
+          subject: 'agents.agent.updated',
+          accountId: updated.owner_account_id,
+          data: { agent: eventView(updated), actor, changed },
+        });
+      }
+      return { agent: updated, changed };
+    });
+    if (moving) {
+      // And after: a key made for the old owner while the move was in flight goes too.
+      await this.revokeKeys(id).catch((err) => this.deps.log.error({ err, agentId: id }, 'revoking keys after an owner change failed'));
+    }
+    if (out.changed.length) this.kick();
+    return out.agent;
+  }
+
+  /** A new owner: a person, through the API, owner or admin of both the current and the new account. */
+  private async checkMove(p: Principal, a: AgentRow, to: string): Promise<void> {
+    requireHuman(p);
+    if (p.kind !== 'human' || p.channel === 'mcp') {
+      throw new DomainError('forbidden', 'human_principal_required', 'Changing an agent’s owner is made by a person through the API.');
+    }
+    if (p.projectId) {
+      throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}; moving an agent needs an unscoped key.`);
+    }
+    const manages = (role: string | null) => role === 'owner' || role === 'admin';
+    if (!manages(await this.roleIn(p, a.owner_account_id))) {
+      throw new DomainError('forbidden', 'insufficient_role', 'Moving an agent needs the owner or admin role in its account.');
+    }
+    const target = await this.roleIn(p, to);
+    if (!target) throw new DomainError('not_found', 'account_not_found', 'Account not found.');
+    if (!manages(target)) throw new DomainError('forbidden', 'insufficient_role', 'Moving an agent needs the owner or admin role in the new account.');
+  }
+
+  /** Deletes the agent; its keys are revoked before the delete is visible, and again by the event consumer. */
+  async remove(p: Principal, id: string): Promise<number> {
+    this.usable(p);
+    await this.visible(p, id);
+    const revoked = await this.revokeKeys(id);
+    const actor = actorOf(p);
+    await this.deps.sql.tx(async (q) => {
+      const a = await this.store.byId(id, q, true);
+      if (!a || !this.sees(p, a)) throw agentNotFound();
+      await this.store.markDeleted(q, id);
+      await this.store.dropFromDefaults(q, id);
+      await enqueueEvent(q, SCHEMA, {
+        subject: 'agents.agent.deleted',
+        accountId: a.owner_account_id,
+        data: { agent: eventView(a), actor, revokedKeys: revoked },
+      });
+    });
+    this.kick();
+    return revoked;
+  }
+
+  /** Keys of a deleted agent never come back: the consumer of agents.agent.deleted revokes again. */
+  async onDeleted(agentId: string): Promise<void> {
+    if (AGENT_ID_RE.test(agentId)) await this.revokeKeys(agentId);
+  }
+
+  async getDefaults(p: Principal): Promise<AgentRow[]> {
+    this.usable(p);
+    const rows = await this.store.defaults(p.accountId);
+    return rows.filter((a) => this.sees(p, a));
+  }
+
+  /** Replaces the account's default agents (ordered, each an agent of the account). */
+  async setDefaults(p: Principal, agentIds: string[]): Promise<AgentRow[]> {
+    this.usable(p);
+    if (p.projectId) throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}; default agents are account-wide.`);
+    if (agentIds.length > MAX_DEFAULT_AGENTS) {
+      throw new DomainError('invalid_argument', 'invalid_request', `agentIds: at most ${MAX_DEFAULT_AGENTS} default agents`);
+    }
+    if (new Set(agentIds).size !== agentIds.length) throw new DomainError('invalid_argument', 'invalid_request', 'agentIds: must not repeat an id');
+    for (const id of agentIds) if (!AGENT_ID_RE.test(id)) throw new DomainError('invalid_argument', 'invalid_request', 'agentIds: must be agent ids (agt_…)');
+    const actor = actorOf(p);
+    await this.deps.sql.tx(async (q) => {
+      for (const id of agentIds) {
+        const a = await this.store.byId(id, q);
+        if (!a || a.owner_account_id !== p.accountId) throw agentNotFound();
+      }
+      await this.store.setDefaults(q, p.accountId, agentIds);
+      await enqueueEvent(q, SCHEMA, { subject: 'agents.default_agents.updated', accountId: p.accountId, data: { agentIds, actor } });
+    });
+    this.kick();
+    return this.store.defaults(p.accountId);
+  }
+}

@@ -1,0 +1,49 @@
+import type { Handlers } from '@svc/kit';
+import { agents } from '@svc/proto';
+
+import type { AgentsDomain } from './agents.js';
+import type { AgentRow } from './store.js';
+
+type Def = typeof agents.AgentsServiceService;
+
+export function toAgent(a: AgentRow): agents.Agent {
+  return {
+    id: a.id,
+    ownerAccountId: a.owner_account_id,
+    name: a.name,
+    description: a.description ?? undefined,
+    model: a.model ?? undefined,
+    instructions: a.instructions ?? undefined,
+    projectId: a.project_id ?? undefined,
+    createdAt: a.created_at.toISOString(),
+    updatedAt: a.updated_at.toISOString(),
+  };
+}
+
+/** gRPC handlers: translate messages, let the domain decide. */
+export function handlers(domain: AgentsDomain): Handlers<Def> {
+  return {
+    async createAgent(req, { principal }) {
+      return { agent: toAgent(await domain.create(principal, req)) };
+    },
+    async listAgents(req, { principal }) {
+      const { rows, nextCursor } = await domain.list(principal, req);
+      return { agents: rows.map(toAgent), nextCursor };
+    },
+    async getAgent(req, { principal }) {
+      return { agent: toAgent(await domain.get(principal, req.id)) };
+    },
+    async updateAgent(req, { principal }) {
+      return { agent: toAgent(await domain.update(principal, req.id, req)) };
+    },
+    async deleteAgent(req, { principal }) {
+      return { revokedKeys: await domain.remove(principal, req.id) };
+    },
+    async getDefaultAgents(_req, { principal }) {
+      return { agents: (await domain.getDefaults(principal)).map(toAgent) };
+    },
+    async setDefaultAgents(req, { principal }) {
+      return { agents: (await domain.setDefaults(principal, req.agentIds)).map(toAgent) };
+    },
+  };
+}

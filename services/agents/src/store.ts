@@ -1,0 +1,115 @@
+import type { Queryable, Sql } from '@svc/kit';
+
+export const SCHEMA = 'agents';
+
+/** Who did something, as carried in events (the accounts service turns them into audit entries). */
+export interface Actor {
+  kind: 'human' | 'agent' | 'host' | 'system';
+  id: string;
+  keyId: string | null;
+  channel: string;
+  accountId: string;
+}
+
+export interface AgentRow {
+  id: string;
+  owner_account_id: string;
+  project_id: string | null;
+  name: string;
+  description: string | null;
+  model: string | null;
+  instructions: string | null;
+  created_by: Actor;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+export type AgentFields = Pick<AgentRow, 'name' | 'description' | 'model' | 'instructions'>;
+
+const COLUMNS = `id, owner_account_id, project_id, name, description, model, instructions, created_by, created_at,
+  updated_at, deleted_at`;
+
+const row = (r: AgentRow): AgentRow => ({ ...r, created_by: typeof r.created_by === 'string' ? JSON.parse(r.created_by) : r.created_by });
+
+/** SQL for agents. Rules live in agents.ts. */
+export class AgentStore {
+  constructor(readonly sql: Sql) {}
+
+  async insert(q: Queryable, a: Omit<AgentRow, 'created_at' | 'updated_at' | 'deleted_at'>): Promise<AgentRow> {
+    const rows = await q.query<AgentRow>(
+      `INSERT INTO agents.agents (id, owner_account_id, project_id, name, description, model, instructions, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING ${COLUMNS}`,
+      [a.id, a.owner_account_id, a.project_id, a.name, a.description, a.model, a.instructions, JSON.stringify(a.created_by)],
+    );
+    return row(rows[0]!);
+  }
+
+  /** A live (not deleted) agent. */
+  async byId(id: string, q: Queryable = this.sql, lock = false): Promise<AgentRow | null> {
+    const rows = await q.query<AgentRow>(
+      `SELECT ${COLUMNS} FROM agents.agents WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
+      [id],
+    );
+    return rows[0] ? row(rows[0]) : null;
+  }
+
+  async byIds(ids: string[]): Promise<AgentRow[]> {
+    if (!ids.length) return [];
+    const rows = await this.sql.query<AgentRow>(`SELECT ${COLUMNS} FROM agents.agents WHERE id = ANY($1::text[]) AND deleted_at IS NULL`, [ids]);
+    return rows.map(row);
+  }
+
+  /** Live agents of an account, newest first. */
+  async list(f: { ownerAccountId: string; projectId?: string; before?: string; limit: number }): Promise<AgentRow[]> {
+    const rows = await this.sql.query<AgentRow>(
+      `SELECT ${COLUMNS} FROM agents.agents
+        WHERE owner_account_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR project_id = $2) AND ($3::text IS NULL OR id < $3)
+        ORDER BY id DESC LIMIT $4`,
+      [f.ownerAccountId, f.projectId ?? null, f.before ?? null, f.limit],
+    );
+    return rows.map(row);
+  }
+
+  async update(q: Queryable, id: string, fields: AgentFields & { owner_account_id: string }): Promise<AgentRow> {
+    const rows = await q.query<AgentRow>(
+      `UPDATE agents.agents SET name = $2, description = $3, model = $4, instructions = $5, owner_account_id = $6, updated_at = now()
+        WHERE id = $1 RETURNING ${COLUMNS}`,
+      [id, fields.name, fields.description, fields.model, fields.instructions, fields.owner_account_id],
+    );
+    return row(rows[0]!);
+  }
+
+  async markDeleted(q: Queryable, id: string): Promise<void> {
+    await q.query(`UPDATE agents.agents SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL`, [id]);
+  }
+
+  /** Removes the agent from every account's defaults. */
+  async dropFromDefaults(q: Queryable, agentId: string): Promise<void> {
+    await q.query(`DELETE FROM agents.default_agents WHERE agent_id = $1`, [agentId]);
+  }
+
+  async defaults(accountId: string): Promise<AgentRow[]> {
+    const rows = await this.sql.query<AgentRow>(
+      `SELECT ${COLUMNS.split(',')
+        .map((c) => `a.${c.trim()}`)
+        .join(', ')}
+         FROM agents.default_agents d JOIN agents.agents a ON a.id = d.agent_id
+        WHERE d.account_id = $1 AND a.deleted_at IS NULL ORDER BY d.position`,
+      [accountId],
+    );
+    return rows.map(row);
+  }
+
+  async setDefaults(q: Queryable, accountId: string, agentIds: string[]): Promise<void> {
+    // Concurrent replacements of one account's defaults take turns.
+    await q.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`agents.defaults:${accountId}`]);
+    await q.query(`DELETE FROM agents.default_agents WHERE account_id = $1`, [accountId]);
+    if (!agentIds.length) return;
+    await q.query(
+      `INSERT INTO agents.default_agents (account_id, position, agent_id)
+       SELECT $1, p.pos::int, p.id FROM unnest($2::text[]) WITH ORDINALITY AS p(id, pos)`,
+      [accountId, agentIds],
+    );
+  }
+}

@@ -1,0 +1,313 @@
+import { type Route, routes } from '@svc/api';
+import { DomainError, type Principal, PrincipalSigner } from '@svc/kit';
+import { accounts, agents } from '@svc/proto';
+
+import { startTestStack, type TestStack } from './support/stack';
+
+/**
+ * The authority matrix (DESIGN §3–4), generated from the gateway's route table so that a new route
+ * cannot escape it:
+ * - every route with `authority: true` answers 403 human_principal_required to an agent key, also
+ *   when the agent acts for an organization of its owner (x-svc-account);
+ * - the services refuse the same operations to an agent or MCP principal on their own;
+ * - every route that names a resource answers 404 when the resource is another tenant's
+ *   (501 while the route is still planned).
+ */
+
+let t: TestStack;
+beforeAll(async () => {
+  t = await startTestStack();
+  await setUp();
+}, 60_000);
+afterAll(() => t?.stop());
+
+interface Tenant {
+  userId: string;
+  key: string;
+  orgId: string;
+  agentId: string;
+  agentKey: string;
+  agentKeyId: string;
+  keyId: string;
+  grantId: string;
+  hostId: string;
+  driveId?: string;
+  profileId?: string;
+}
+let A: Tenant;
+let B: Tenant;
+
+async function ok(method: string, path: string, key: string, body?: unknown, headers?: Record<string, string>) {
+  const res = await t.call(method, path, { key, body, headers });
+  if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+async function tenant(name: string): Promise<Tenant> {
+  const user = await ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name });
+  const key = user.key as string;
+  const userId = user.account.id as string;
+  const orgId = (await ok('POST', '/accounts', key, { kind: 'organization', name: `${name} Org` })).id;
+  const agentId = (await ok('POST', '/agents', key, { name: `${name} agent` })).id;
+  const agentKey = await ok('POST', `/agents/${agentId}/keys`, key, { name: 'agent key' });
+  const keyId = (await ok('POST', '/me/api-keys', key, { name: 'spare' })).id;
+  const grantId = (await ok('POST', `/accounts/${userId}/standing-grants`, key, { granteeId: agentId, verbs: ['drive.read'] })).id;
+  const hostId = (await ok('POST', `/accounts/${userId}/hosts`, key, { name: `${name} laptop` })).host.id;
+  const optional = async (f: () => Promise<string>) => f().catch(() => undefined);
+  return {
+    userId,
+    key,
+    orgId,
+    agentId,
+    agentKey: agentKey.key,
+    agentKeyId: agentKey.id,
+    keyId,
+    grantId,
+    hostId,
+    driveId: await optional(async () => (await ok('POST', '/drive/folders', key, { name: `${name} folder` })).id),
+    profileId: await optional(async () => (await ok('POST', '/profiles', key, { name: `${name} profile` })).id),
+  };
+}
+
+async function setUp() {
+  A = await tenant('Alice');
+  B = await tenant('Bob');
+}
+
+/** A valid body for each route that takes one, so that only authority or ownership can refuse it. */
+function sampleBody(r: Route, who: Tenant): unknown {
+  const samples: Record<string, unknown> = {
+    'post /accounts': { kind: 'organization', name: 'x' },
+    'post /accounts/:id/members': { accountId: who.userId, role: 'member' },
+    'put /accounts/:id/settings': {},
+    'patch /accounts/:id/settings': { locale: 'de-DE' },
+    'post /accounts/:id/standing-grants': { granteeId: who.agentId, verbs: ['drive.write'] },
+    'post /accounts/:id/signatures': { payload: { a: 1 } },
+    'post /accounts/:id/signatures/verify': { signature: 'a.b.c' },
+    'post /accounts/:id/hosts': { name: 'h' },
+    'post /hosts/:hostId/call': { tool: 'echo' },
+    'post /agents': { name: 'x' },
+    'put /default-agents': { agentIds: [] },
+    'patch /agents/:id': { name: 'renamed' },
+    'post /agents/:id/keys': { name: 'x' },
+    'post /api/api-keys': { name: 'x' },
+    'post /me/api-keys': { name: 'x' },
+    'post /drive/folders': { name: 'x' },
+    'patch /drive/:id': { name: 'renamed' },
+    'post /profiles': { name: 'x' },
+    'patch /profiles/:id': { name: 'renamed' },
+    'post /profiles/:id/commits': { message: 'm' },
+    'post /profiles/:id/branches': { name: 'b' },
+    'post /profiles/:id/checkout': { branchId: 'main' },
+    'post /profiles/:id/rollback': { versionId: 'v1' },
+    'post /profiles/:id/merge': { sourceBranchId: 'main' },
+  };
+  const k = `${r.method} ${r.path}`;
+  if (!r.body) return undefined;
+  const body = k in samples ? samples[k] : {};
+  const parsed = r.body.safeParse(body);
+  if (!parsed.success) throw new Error(`test/authority.test.ts needs a valid sample body for ${k}: ${parsed.error.issues[0]?.message}`);
+  return body;
+}
+
+/** Query strings a route needs to be valid. */
+function sampleQuery(r: Route, who: Tenant): string {
+  const samples: Record<string, string> = {
+    'delete /api/api-keys': `id=${who.keyId}`,
+    'get /profiles/:id/diff': 'from=main&to=main',
+  };
+  const k = `${r.method} ${r.path}`;
+  const q = samples[k] ?? '';
+  if (r.query) {
+    const parsed = r.query.safeParse(Object.fromEntries(new URLSearchParams(q)));
+    if (!parsed.success) throw new Error(`test/authority.test.ts needs a valid sample query for ${k}: ${parsed.error.issues[0]?.message}`);
+  }
+  return q ? `?${q}` : '';
+}
+
+/** The route's path with the ids of `who`'s resources; null if a parameter has no known source (a test gap). */
+function pathFor(r: Route, who: Tenant, accountId: string): string {
+  return r.path.replace(/:(\w+)/g, (_, name: string) => {
+    const id = idFor(r.path, name, who, accountId);
+    if (!id) throw new Error(`test/authority.test.ts has no id for :${name} of ${r.method} ${r.path}: add one`);
+    return id;
+  });
+}
+
+function idFor(path: string, name: string, who: Tenant, accountId: string): string | undefined {
+  const base = path.split('/')[1];
+  switch (`${base}:${name}`) {
+    case 'accounts:id':
+      return accountId;
+    case 'accounts:memberId':
+      return who.userId;
+    case 'standing-grants:id':
+      return who.grantId;
+    case 'hosts:hostId':
+      return who.hostId;
+    case 'agents:id':
+      return who.agentId;
+    case 'agents:keyId':
+      return who.agentKeyId;
+    case 'me:keyId':
+      return who.keyId;
+    case 'drive:id':
+      return who.driveId ?? 'fld_01m7zzzzzzzzzzzzzzzzzzzzzz';
+    case 'profiles:id':
+      return who.profileId ?? 'prof_01m7zzzzzzzzzzzzzzzzzzzzzz';
+    case 'profiles:branchId':
+      return 'main';
+    case 'profiles:versionId':
+      return 'v1';
+  }
+  return undefined;
+}
+
+function call(r: Route, path: string, key: string, body: unknown, extra: Record<string, string> = {}) {
+  // A route that takes a precondition gets one that any existing resource meets: the answer must
+  // then depend on ownership alone (a missing If-Match may rightly answer 428 first).
+  const headers = r.headers?.shape && 'if-match' in r.headers.shape ? { 'if-match': '*', ...extra } : extra;
+  // Raw-body routes (drive content) take bytes, not JSON.
+  const raw = r.handler.kind === 'local' && r.method === 'put';
+  return t.call(r.method.toUpperCase(), path, {
+    key,
+    body: raw ? 'bytes' : body,
+    headers: raw ? { ...headers, 'content-type': 'application/octet-stream' } : headers,
+  });
+}
+
+const keyed = routes.filter((r) => r.auth === 'key');
+const authority = keyed.filter((r) => r.authority);
+
+describe('authority: agent keys never change authority', () => {
+  test('the route table marks every authority-changing operation of the spec', () => {
+    const marked = new Set(authority.map((r) => `${r.method} ${r.path}`));
+    for (const op of [
+      'post /accounts',
+      'put /accounts/:id/settings',
+      'patch /accounts/:id/settings',
+      'post /accounts/:id/standing-grants',
+      'delete /standing-grants/:id',
+      'post /accounts/:id/signing-key/rotate',
+      'post /accounts/:id/hosts',
+      'delete /hosts/:hostId',
+      'post /accounts/:id/members',
+      'delete /accounts/:id/members/:memberId',
+    ]) {
+      expect([op, marked.has(op)]).toEqual([op, true]);
+    }
+  });
+
+  test.each(authority.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
+    '%s answers 403 human_principal_required to an agent key, in its own account and acting for an organization',
+    async (_name, r) => {
+      const cases: Array<[string, Record<string, string>]> = [
+        [A.userId, {}],
+        [A.orgId, { 'x-svc-account': A.orgId }],
+      ];
+      for (const [accountId, headers] of cases) {
+        const res = await call(r, pathFor(r, A, accountId) + sampleQuery(r, A), A.agentKey, sampleBody(r, A), headers);
+        expect([headers, res.status, res.body?.error?.code]).toEqual([headers, 403, 'human_principal_required']);
+      }
+    },
+  );
+
+  test('…and nothing changed: the audit trails show no change made by an agent', async () => {
+    for (const [account, key] of [
+      [A.userId, A.key],
+      [A.orgId, A.key],
+    ]) {
+      const events = (await ok('GET', `/accounts/${account}/audit?limit=200`, key)).events as Array<{ actor: { kind: string } }>;
+      expect(events.length).toBeGreaterThan(0);
+      expect(events.filter((e) => e.actor.kind === 'agent')).toEqual([]);
+    }
+  });
+
+  test('moving an agent to another owner (PATCH ownerAccountId) answers 403 to an agent key', async () => {
+    for (const headers of [{}, { 'x-svc-account': A.orgId }]) {
+      const res = await t.call('PATCH', `/agents/${A.agentId}`, { key: A.agentKey, body: { ownerAccountId: A.orgId }, headers });
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('human_principal_required');
+    }
+  });
+
+  test('the services refuse authority changes to an agent principal and to the MCP channel on their own', async () => {
+    const signer = new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!);
+    const acc = t.stack.registry.client('accounts', accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService');
+    const agt = t.stack.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService');
+    const principals: Principal[] = [
+      { kind: 'agent', agentId: A.agentId, accountId: A.userId, keyId: A.agentKeyId, channel: 'api' },
+      { kind: 'agent', agentId: A.agentId, accountId: A.orgId, keyId: A.agentKeyId, channel: 'api', role: 'owner' },
+      { kind: 'human', userId: A.userId, accountId: A.userId, keyId: 'key_01m7zzzzzzzzzzzzzzzzzzzzzz', channel: 'mcp' },
+    ];
+    const ops: Array<[string, (o: { principalToken: string }) => Promise<unknown>]> = [
+      ['CreateGrant', (o) => acc.createGrant({ accountId: A.userId, granteeId: A.agentId, verbs: ['drive.admin'] }, o)],
+      ['DeleteGrant', (o) => acc.deleteGrant({ id: A.grantId }, o)],
+      ['ReplaceSettings', (o) => acc.replaceSettings({ accountId: A.userId, documentJson: '{"locale":"fr-FR"}' }, o)],
+      ['PatchSettings', (o) => acc.patchSettings({ accountId: A.userId, patchJson: '{"locale":"fr-FR"}' }, o)],
+      ['RotateSigningKey', (o) => acc.rotateSigningKey({ accountId: A.userId }, o)],
+      ['PairHost', (o) => acc.pairHost({ accountId: A.userId, name: 'sneaky' }, o)],
+      ['UnpairHost', (o) => acc.unpairHost({ hostId: A.hostId }, o)],
+      ['AddMember', (o) => acc.addMember({ accountId: A.orgId, memberId: B.userId, role: 'owner' }, o)],
+      ['RemoveMember', (o) => acc.removeMember({ accountId: A.orgId, memberId: A.userId }, o)],
+      ['CreateAccount', (o) => acc.createAccount({ kind: 'organization', name: 'x' }, o)],
+      ['UpdateAgent(owner)', (o) => agt.updateAgent({ id: A.agentId, ownerAccountId: A.orgId, clearFields: [] }, o)],
+    ];
+    for (const p of principals) {
+      const { token } = await signer.sign(p);
+      for (const [name, op] of ops) {
+        const err = await op({ principalToken: token }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect([p.kind, p.channel, name, err instanceof DomainError ? err.code : String(err)]).toEqual([
+          p.kind,
+          p.channel,
+          name,
+          'human_principal_required',
+        ]);
+      }
+    }
+    // Still there, unchanged.
+    expect((await ok('GET', `/accounts/${A.userId}/standing-grants`, A.key)).grants.map((g: any) => [g.id, g.verbs])).toEqual([
+      [A.grantId, ['drive.read']],
+    ]);
+    expect((await ok('GET', `/agents/${A.agentId}`, A.key)).ownerAccountId).toBe(A.userId);
+  });
+});
+
+describe('authority: another tenant’s resources answer 404', () => {
+  const named = keyed.filter((r) => r.path.includes(':') || r.query?.shape?.id);
+
+  test('the matrix covers every route that names a resource', () => {
+    expect(named.length).toBeGreaterThan(30);
+    for (const r of named) expect(() => pathFor(r, B, B.userId)).not.toThrow();
+  });
+
+  test.each(named.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
+    "%s with another tenant's ids answers 404",
+    async (_name, r) => {
+      const expected = r.handler.kind === 'unimplemented' ? 501 : 404;
+      const accounts = r.path.startsWith('/accounts/:id') ? [B.userId, B.orgId] : [B.userId];
+      // A person of tenant A, then A's agent (authority routes already stop agents with 403).
+      const callers = r.authority ? [A.key] : [A.key, A.agentKey];
+      for (const accountId of accounts) {
+        for (const key of callers) {
+          const res = await call(r, pathFor(r, B, accountId) + sampleQuery(r, B), key, sampleBody(r, A));
+          expect([accountId, key === A.key ? 'person' : 'agent', res.status]).toEqual([accountId, key === A.key ? 'person' : 'agent', expected]);
+          expect(res.body?.error?.code).toEqual(expect.any(String));
+        }
+      }
+    },
+  );
+
+  test("…and B's resources are all still there", async () => {
+    expect((await ok('GET', `/agents/${B.agentId}`, B.key)).id).toBe(B.agentId);
+    expect((await ok('GET', `/accounts/${B.userId}/standing-grants`, B.key)).grants.map((g: any) => g.id)).toEqual([B.grantId]);
+    expect((await ok('GET', `/accounts/${B.userId}/hosts`, B.key)).hosts.map((h: any) => h.id)).toEqual([B.hostId]);
+    expect((await ok('GET', '/me/api-keys', B.key)).keys.map((k: any) => k.id)).toContain(B.keyId);
+    expect((await t.call('GET', '/me', { key: B.agentKey })).status).toBe(200);
+    const members = (await ok('GET', `/accounts/${B.orgId}/members`, B.key)).members;
+    expect(members.map((m: any) => m.accountId)).toEqual([B.userId]);
+  });
+});
