@@ -158,6 +158,15 @@ describe('accounts', () => {
     expect(demote.status).toBe(409);
     expect((await t.call('DELETE', `/accounts/${orgId}/members/${member.id}`, { key: member.key })).status).toBe(200); // leaves
     expect((await t.call('GET', `/accounts/${orgId}`, { key: member.key })).status).toBe(404);
+    // The gateway forgets the cached membership at once (accounts.member.removed), not after its TTL.
+    const leftAt = Date.now();
+    let acting = 200;
+    while (acting === 200 && Date.now() - leftAt < 3000) {
+      acting = (await t.call('GET', '/me', { key: member.key, headers: { 'x-svc-account': orgId } })).status;
+      if (acting === 200) await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(acting).toBe(404);
+    expect(Date.now() - leftAt).toBeLessThan(1500);
     expect((await t.call('POST', `/accounts/${orgId}/members`, { key: owner.key, body: { accountId: orgId, role: 'member' } })).status).toBe(422);
     expect((await t.call('POST', `/accounts/${owner.id}/members`, { key: owner.key, body: { accountId: admin.id, role: 'member' } })).status).toBe(422);
 

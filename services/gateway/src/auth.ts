@@ -84,6 +84,20 @@ export class Authenticator {
     for (const [k, v] of this.acting) if (v.keyId === keyId) this.acting.delete(k);
   }
 
+  /**
+   * Forgets every cached principal acting in an account (its membership changed), so the next
+   * request asks the accounts service again.
+   */
+  evictAccount(accountId: string): void {
+    for (const [k, v] of this.acting) if (v.principal.accountId === accountId) this.acting.delete(k);
+    for (const [hash, v] of this.verified) {
+      if (v.principal.accountId === accountId && v.principal.kind === 'human' && v.principal.userId !== accountId) {
+        this.verified.delete(hash);
+        this.hashByKeyId.delete(v.keyId);
+      }
+    }
+  }
+
   /** 429 for a client that keeps failing to authenticate. */
   checkFlood(client: string): void {
     const f = this.failures.get(client);

@@ -48,6 +48,10 @@ export async function startGateway(deps: {
     const id = (event.data as { id?: string }).id;
     if (id) auth.evict(id);
   });
+  // A member removed or given another role: its cached principals in that organization go.
+  const membership = await bus.subscribe('accounts.member.*', async (event) => {
+    auth.evictAccount(event.accountId);
+  });
   const usageTimer = setInterval(() => {
     auth.flushUsage(cache).catch((err) => log.warn({ err }, 'usage flush failed'));
   }, USAGE_FLUSH_MS);
@@ -80,6 +84,7 @@ export async function startGateway(deps: {
     async stop(graceMs) {
       clearInterval(usageTimer);
       await revoked.unsubscribe();
+      await membership.unsubscribe();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.closeAllConnections();
