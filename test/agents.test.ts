@@ -115,6 +115,18 @@ describe('agents', () => {
     expect((await ok('GET', '/agents', k.key)).body.agents.map((x: any) => x.id)).toEqual([a.id]);
     const own = await ok('POST', `/agents/${a.id}/keys`, k.key, { name: 'child' });
     expect((await ok('GET', '/me', own.body.key)).body.agentId).toBe(a.id);
+    // An agent key cannot mint a person's key: at every key route, what it creates is the agent's.
+    for (const base of ['/api/api-keys', '/v1/api/api-keys', '/me/api-keys', '/v1/me/api-keys']) {
+      const minted = await t.call('POST', base, { key: k.key, body: { name: 'escalate?' } });
+      expect(minted.status).toBe(201);
+      const who = (await ok('GET', '/me', minted.body.key)).body;
+      expect(who).toMatchObject({ kind: 'agent', agentId: a.id, userId: null });
+    }
+    // ...and it does not see the person's keys.
+    const adaKeyId = (await ok('GET', '/me', ada.key)).body.keyId;
+    const seen = (await ok('GET', '/api/api-keys', k.key)).body.keys.map((x: any) => x.id);
+    expect(seen).not.toContain(adaKeyId);
+    expect(seen).toContain(k.id);
     const sibling = await agent(ada.key);
     expect((await t.call('POST', `/agents/${sibling.id}/keys`, { key: k.key, body: { name: 'x' } })).status).toBe(404);
     // Revoking an agent key by its path.
