@@ -1,6 +1,7 @@
 import type { Route } from './route.js';
 import { accountsRoutes } from './routes/accounts.js';
 import { agentsRoutes } from './routes/agents.js';
+import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { plannedRoutes } from './routes/planned.js';
@@ -13,5 +14,5 @@ export * from './routes/identity.js';
 export * from './routes/keys.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
-const declared: Route[] = [...systemRoutes, ...identityRoutes, ...accountsRoutes, ...agentsRoutes, ...keysRoutes, ...profilesRoutes];
+const declared: Route[] = [...systemRoutes, ...identityRoutes, ...accountsRoutes, ...agentsRoutes, ...keysRoutes, ...driveRoutes, ...profilesRoutes];
 export const routes: Route[] = [...declared, ...plannedRoutes(declared)];

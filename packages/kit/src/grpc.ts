@@ -228,6 +228,9 @@ function fromServiceError(err: grpc.ServiceError, serviceName: string): DomainEr
 // server-streaming methods writes those handlers and calls itself, with these helpers so that the
 // principal, the request id and DomainError travel exactly as they do for unary calls.
 
+/** The grpc-js call types a streaming handler works with (so that services need not import grpc-js). */
+export type { sendUnaryData, ServerReadableStream, ServerWritableStream } from '@grpc/grpc-js';
+
 const RAW_HANDLER = Symbol.for('svc.grpc.rawHandler');
 
 /**

@@ -19,6 +19,12 @@ export interface Blobs {
   get(key: string, range?: BlobRange): Promise<Readable>;
   stat(key: string): Promise<{ size: number } | null>;
   remove(key: string): Promise<void>;
+  /**
+   * Moves a stored object to another key, replacing what is there: atomic on the filesystem
+   * (rename); on S3 a server-side copy, then the source is removed. Readers of `to` see the old
+   * object or the new one, never a partial one.
+   */
+  move(from: string, to: string): Promise<void>;
   ping(): Promise<void>;
 }
 
@@ -32,6 +38,15 @@ function checkKey(key: string): void {
 export function createFsBlobs(root: string): Blobs {
   const tmp = path.join(root, '.tmp');
   fs.mkdirSync(tmp, { recursive: true });
+  // Partial writes of a process that was killed are never readable; remove the stale ones.
+  for (const name of fs.readdirSync(tmp)) {
+    const f = path.join(tmp, name);
+    try {
+      if (Date.now() - fs.statSync(f).mtimeMs > 3600_000) fs.rmSync(f, { force: true });
+    } catch {
+      // gone already
+    }
+  }
   const file = (key: string) => {
     checkKey(key);
     return path.join(root, key);
@@ -67,11 +82,20 @@ export function createFsBlobs(root: string): Blobs {
     async remove(key) {
       await fs.promises.rm(file(key), { force: true });
     },
+    async move(from, to) {
+      const source = file(from);
+      const target = file(to);
+      await fs.promises.mkdir(path.dirname(target), { recursive: true });
+      await fs.promises.rename(source, target);
+    },
     async ping() {
       await fs.promises.access(tmp, fs.constants.W_OK);
     },
   };
 }
+
+/** The largest object one S3 CopyObject call copies. */
+const S3_MAX_COPY_BYTES = 5 * 1024 ** 3;
 
 /** MinIO or any S3 API, through the minio client. */
 export async function createS3Blobs(options: {
@@ -90,6 +114,8 @@ export async function createS3Blobs(options: {
     secretKey: options.secretKey,
     region: options.region,
     pathStyle: true,
+    // The client buffers one part in memory: keep parts small (its default grows to ~550 MiB).
+    partSize: 16 * 1024 * 1024,
   });
   const { bucket } = options;
   if (!(await client.bucketExists(bucket))) {
@@ -140,6 +166,20 @@ export async function createS3Blobs(options: {
     async remove(key) {
       checkKey(key);
       await client.removeObject(bucket, key);
+    },
+    async move(from, to) {
+      checkKey(from);
+      checkKey(to);
+      const st = await client.statObject(bucket, from);
+      if (st.size > S3_MAX_COPY_BYTES) {
+        // CopyObject stops at 5 GiB; larger objects are copied part by part.
+        await client.composeObject(new Minio.CopyDestinationOptions({ Bucket: bucket, Object: to }), [
+          new Minio.CopySourceOptions({ Bucket: bucket, Object: from }),
+        ]);
+      } else {
+        await client.copyObject(bucket, to, `/${bucket}/${from}`, new Minio.CopyConditions());
+      }
+      await client.removeObject(bucket, from);
     },
     async ping() {
       await client.bucketExists(bucket);

@@ -4,6 +4,8 @@ import type { Logger, Registry } from '@svc/kit';
 
 import type { LocalHandler } from '../app.js';
 import type { Authenticator } from '../auth.js';
+import { mountDav } from './dav.js';
+import { driveHandlers, protectRawBodies } from './drive.js';
 
 export interface LocalDeps {
   log: Logger;
@@ -15,9 +17,12 @@ export interface LocalDeps {
  * Gateway-side handlers for routes declared with `handler: {kind: 'local', name}` that need more
  * than one unary gRPC call (streamed bodies, protocol fronts). Each module adds its own here.
  */
-export function localHandlers(_deps: LocalDeps): Record<string, LocalHandler> {
-  return {};
+export function localHandlers(deps: LocalDeps): Record<string, LocalHandler> {
+  return { ...driveHandlers(deps) };
 }
 
 /** Protocol fronts (WebDAV, Git) that live outside the route table; see GatewayDeps.mount. */
-export function mountProtocols(_app: express.Express, _deps: LocalDeps): void {}
+export function mountProtocols(app: express.Express, deps: LocalDeps): void {
+  protectRawBodies(app);
+  mountDav(app, deps);
+}

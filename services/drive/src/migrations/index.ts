@@ -1,0 +1,77 @@
+import type { Migration } from '@svc/kit';
+
+export const migrations: Migration[] = [
+  {
+    id: '0001_drive',
+    sql: `
+      -- Files and folders. A file's content is the blob of its sha256 in its account; its ETag is
+      -- the quoted sha256. project_id NULL is the account's own drive; a project has its own tree.
+      CREATE TABLE drive.items (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        project_id text,
+        parent_id text REFERENCES drive.items (id),
+        name text NOT NULL,
+        kind text NOT NULL CHECK (kind IN ('file', 'folder')),
+        size bigint NOT NULL DEFAULT 0,
+        content_type text,
+        sha256 text,
+        version integer NOT NULL DEFAULT 1,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        created_by jsonb NOT NULL,
+        updated_by jsonb NOT NULL,
+        CHECK ((kind = 'file') = (sha256 IS NOT NULL))
+      );
+      -- One name per folder (and per drive root), the compare-and-swap of creating by name.
+      CREATE UNIQUE INDEX items_name ON drive.items (account_id, COALESCE(project_id, ''), COALESCE(parent_id, ''), name);
+      CREATE INDEX items_parent ON drive.items (parent_id) WHERE parent_id IS NOT NULL;
+      CREATE INDEX items_blob ON drive.items (account_id, sha256) WHERE sha256 IS NOT NULL;
+
+      -- Content blobs, per account and sha256. held_until protects a blob from collection while
+      -- an upload or copy is about to reference it, and for a grace period after it stops being
+      -- referenced (readers still streaming it).
+      CREATE TABLE drive.blobs (
+        account_id text NOT NULL,
+        sha256 text NOT NULL,
+        size bigint NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        held_until timestamptz NOT NULL,
+        PRIMARY KEY (account_id, sha256)
+      );
+      CREATE INDEX blobs_held_until ON drive.blobs (held_until);
+
+      -- Uploads in progress: a crashed one leaves its temporary blob to collect.
+      CREATE TABLE drive.uploads (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        tmp_key text NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now()
+      );
+
+      -- WebDAV dead properties: the property element, serialized.
+      CREATE TABLE drive.props (
+        item_id text NOT NULL REFERENCES drive.items (id) ON DELETE CASCADE,
+        ns text NOT NULL,
+        name text NOT NULL,
+        xml text NOT NULL,
+        PRIMARY KEY (item_id, ns, name)
+      );
+
+      -- WebDAV write locks.
+      CREATE TABLE drive.locks (
+        token text PRIMARY KEY,
+        account_id text NOT NULL,
+        item_id text NOT NULL REFERENCES drive.items (id) ON DELETE CASCADE,
+        scope text NOT NULL CHECK (scope IN ('exclusive', 'shared')),
+        deep boolean NOT NULL,
+        owner_xml text NOT NULL DEFAULT '',
+        timeout_seconds integer NOT NULL,
+        expires_at timestamptz NOT NULL,
+        holder jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX locks_item ON drive.locks (item_id);
+      CREATE INDEX locks_expires ON drive.locks (expires_at);`,
+  },
+];

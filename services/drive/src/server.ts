@@ -1,0 +1,100 @@
+import { type CallContext, DomainError, type Handlers } from '@svc/kit';
+import { drive } from '@svc/proto';
+
+import type { DriveDomain, ItemView } from './drive.js';
+import { etagOf } from './rules.js';
+import type { Actor, LockRow } from './store.js';
+
+/** The unary methods; Upload and Download stream (stream.ts). */
+export type UnaryDef = Omit<typeof drive.DriveServiceService, 'upload' | 'download'>;
+
+const actor = (a: Actor): drive.Actor => ({ kind: a.kind, id: a.id, keyId: a.keyId ?? undefined });
+
+export function toLock(l: LockRow & { rootPath: string }): drive.Lock {
+  return {
+    token: l.token,
+    rootId: l.item_id,
+    rootPath: l.rootPath,
+    scope: l.scope,
+    deep: l.deep,
+    ownerXml: l.owner_xml,
+    timeoutSeconds: l.timeout_seconds,
+    expiresAt: l.expires_at.toISOString(),
+    holder: actor(l.holder),
+  };
+}
+
+export function toItem(v: ItemView): drive.Item {
+  const r = v.row;
+  return {
+    id: r.id,
+    name: r.name,
+    kind: r.kind,
+    parentId: r.parent_id ?? undefined,
+    projectId: r.project_id ?? undefined,
+    size: r.size,
+    contentType: r.content_type ?? undefined,
+    sha256: r.sha256 ?? undefined,
+    etag: etagOf(r),
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+    createdBy: actor(r.created_by),
+    updatedBy: actor(r.updated_by),
+    locks: (v.locks ?? []).map(toLock),
+    properties: (v.props ?? []).map((x) => ({ ns: x.ns, name: x.name, xml: x.xml })),
+    path: v.path,
+  };
+}
+
+function systemOnly(ctx: CallContext): void {
+  if (ctx.principal.kind !== 'system') {
+    throw new DomainError('forbidden', 'internal_only', 'This call is for platform services only.');
+  }
+}
+
+/** gRPC handlers of the unary methods: translate messages, let the domain decide. */
+export function handlers(domain: DriveDomain): Handlers<UnaryDef> {
+  return {
+    async listItems(req, ctx) {
+      const { items, nextCursor } = await domain.list(ctx.principal, req);
+      return { items: items.map(toItem), nextCursor };
+    },
+    async getItem(req, ctx) {
+      return { item: toItem(await domain.get(ctx.principal, req.id, req.includeDav)), created: false };
+    },
+    async resolvePath(req, ctx) {
+      const r = await domain.resolve(ctx.principal, req);
+      return { item: r.item && toItem(r.item), parentExists: r.parentExists, parent: r.parent && toItem(r.parent) };
+    },
+    async createFolder(req, ctx) {
+      return { item: toItem({ row: await domain.createFolder(ctx.principal, req) }), created: true };
+    },
+    async updateItem(req, ctx) {
+      const { row, created } = await domain.update(ctx.principal, req);
+      return { item: toItem({ row }), created };
+    },
+    async deleteItem(req, ctx) {
+      return { deleted: await domain.delete(ctx.principal, req) };
+    },
+    async copyItem(req, ctx) {
+      const { row, created } = await domain.copy(ctx.principal, req);
+      return { item: toItem({ row }), created };
+    },
+    async setProperties(req, ctx) {
+      return { item: toItem(await domain.setProperties(ctx.principal, req)), created: false };
+    },
+    async lockItem(req, ctx) {
+      const { lock, item, created } = await domain.lock(ctx.principal, req);
+      return { lock: toLock(lock), item: toItem(item), created };
+    },
+    async unlockItem(req, ctx) {
+      await domain.unlock(ctx.principal, req);
+      return {};
+    },
+    async collectGarbage(req, ctx) {
+      systemOnly(ctx);
+      const r = await domain.collect(req.graceSeconds);
+      return { blobsRemoved: r.blobs, uploadsRemoved: r.uploads, locksRemoved: r.locks };
+    },
+  };
+}
