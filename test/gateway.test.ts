@@ -71,7 +71,7 @@ describe('gateway', () => {
     const mine = await t.call('GET', '/health', { headers: { 'x-request-id': 'client-abc.123' } });
     expect(mine.headers.get('x-request-id')).toBe('client-abc.123');
     const generated = await t.call('GET', '/health');
-    expect(generated.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(generated.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{24,}$/);
     const hostile = await t.call('GET', '/health', { headers: { 'x-request-id': 'a b<script>' } });
     expect(hostile.headers.get('x-request-id')).toMatch(/^req_/);
   });

@@ -3,9 +3,30 @@
 // over IPC and answers CPU-usage questions, so only the server's own CPU is counted.
 const http = require('node:http');
 
+/** The CPU to report: this process's own, unless a target replaces it (split topology). */
+let cpuOf = () => process.cpuUsage();
 process.on('message', (m) => {
-  if (m.cpu) process.send({ id: m.id, cpu: process.cpuUsage() });
+  if (m.cpu) process.send({ id: m.id, cpu: cpuOf() });
 });
+
+/** A fresh database on the real server named by DATABASE_URL, or nothing (embedded). */
+async function freshDatabase() {
+  const base = process.env.DATABASE_URL;
+  if (!base) return { url: undefined, drop: async () => {} };
+  const pg = require('pg');
+  const name = `svc_bench_${process.pid}`;
+  const run = async (sql) => {
+    const c = new pg.Client({ connectionString: base });
+    await c.connect();
+    await c.query(sql);
+    await c.end();
+  };
+  await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await run(`CREATE DATABASE ${name}`);
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return { url: u.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
 
 async function main(kind) {
   if (kind === 'node-http') {
@@ -71,6 +92,76 @@ async function main(kind) {
     process.send({ ready: true, port: stack.port, key, backends: {
       sql: stack.backends.describe('sql'), cache: stack.backends.describe('cache'), bus: stack.backends.describe('bus'),
     } });
+    return;
+  }
+  if (kind === 'split') {
+    // The cluster's shape: gateway, keys and accounts as separate processes talking gRPC over
+    // loopback TCP. CPU is the sum over the three processes (from /proc, 10 ms resolution).
+    const { spawn } = require('node:child_process');
+    const fs = require('node:fs');
+    const os = require('node:os');
+    const path = require('node:path');
+    const net = require('node:net');
+    const root = path.resolve(__dirname, '../..');
+    const free = () =>
+      new Promise((resolve) => {
+        const srv = net.createServer().listen(0, '127.0.0.1', () => {
+          const { port } = srv.address();
+          srv.close(() => resolve(port));
+        });
+      });
+    const key = `svc_${require('node:crypto').randomBytes(32).toString('hex')}`;
+    const secret = require('node:crypto').randomBytes(32).toString('hex');
+    const db = await freshDatabase();
+    const [keysPort, accountsPort, gwPort] = [await free(), await free(), await free()];
+    const common = {
+      ...process.env,
+      SVC_INTERNAL_SECRET: secret,
+      SVC_BOOTSTRAP_KEY: key,
+      SVC_NAMESPACE: `bench${process.pid}`,
+      SVC_KEYS_ADDR: `127.0.0.1:${keysPort}`,
+      SVC_ACCOUNTS_ADDR: `127.0.0.1:${accountsPort}`,
+      LOG_LEVEL: 'warn',
+      ...(db.url ? { DATABASE_URL: db.url } : {}),
+    };
+    const procs = [
+      ['keys', { GRPC_PORT: String(keysPort) }],
+      ['accounts', { GRPC_PORT: String(accountsPort) }],
+      ['gateway', { PORT: String(gwPort), HOST: '127.0.0.1' }],
+    ].map(([name, env]) =>
+      spawn(process.execPath, ['packages/stack/dist/main.js'], {
+        cwd: root,
+        env: { ...common, ...env, SVC_SERVICE: name, SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), `svc-bench-${name}-`)) },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      }),
+    );
+    for (;;) {
+      try {
+        const r = await fetch(`http://127.0.0.1:${gwPort}/me`, { headers: { authorization: `Bearer ${key}` } });
+        if (r.ok) break;
+      } catch {
+        // not yet
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const tick = 1e6 / 100; // µs per clock tick (USER_HZ = 100)
+    cpuOf = () => {
+      let user = 0;
+      let system = 0;
+      for (const p of procs) {
+        const f = fs.readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+        user += Number(f[11]) * tick;
+        system += Number(f[12]) * tick;
+      }
+      return { user, system };
+    };
+    process.once('SIGTERM', async () => {
+      for (const p of procs) p.kill('SIGTERM');
+      await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))));
+      await db.drop();
+      process.exit(0);
+    });
+    process.send({ ready: true, port: gwPort, key, backends: { topology: 'gateway, keys, accounts in 3 processes', sql: db.url ? 'postgresql' : 'pglite' } });
     return;
   }
   throw new Error(`unknown target ${kind}`);

@@ -41,6 +41,11 @@ export interface GatewayDeps {
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+// Request ids: a random per-process prefix and a counter (unique across replicas, no entropy
+// drawn per request).
+const REQUEST_ID_PREFIX = `req_${randomBytes(8).toString('hex')}`;
+let requestCounter = 0;
+const nextRequestId = () => `${REQUEST_ID_PREFIX}${(++requestCounter).toString(16).padStart(8, '0')}`;
 /** How long GET /me answers from its per-principal cache. */
 const ME_CACHE_MS = 5000;
 
@@ -69,7 +74,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   // Request id (echoed when the client sent a sane one) and the optional /v1 prefix.
   app.use((req, res, next) => {
     const given = req.headers['x-request-id'];
-    req.requestId = typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : `req_${randomBytes(12).toString('hex')}`;
+    req.requestId = typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : nextRequestId();
     res.setHeader('x-request-id', req.requestId);
     if (req.url === '/v1' || req.url.startsWith('/v1/') || req.url.startsWith('/v1?')) {
       req.url = req.url.slice(3) || '/';
@@ -87,7 +92,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   };
 
   const openapi = buildOpenApi(routes, { version: deps.version });
-  const meCache = new Map<string, { body: unknown; until: number }>();
+  const meCache = new Map<string, { json: string; until: number }>();
   const locals: Record<string, LocalHandler> = {
     ...deps.locals,
     async health(_req, res) {
@@ -113,7 +118,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       // polls /me (or a load balancer check with a key) costs no service call.
       const hit = meCache.get(auth!.token);
       if (hit && hit.until > Date.now()) {
-        res.json(hit.body);
+        res.type('application/json').send(hit.json);
         return;
       }
       const client = deps.registry.client('accounts', proto.accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService');
@@ -131,8 +136,9 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         organizations: me.organizations.map((m) => ({ ...ref(m.account!), role: m.role })),
       };
       if (meCache.size > 10_000) meCache.clear();
-      meCache.set(auth!.token, { body, until: Date.now() + ME_CACHE_MS });
-      res.json(body);
+      const json = JSON.stringify(body);
+      meCache.set(auth!.token, { json, until: Date.now() + ME_CACHE_MS });
+      res.type('application/json').send(json);
     },
   };
 
