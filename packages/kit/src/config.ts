@@ -58,6 +58,11 @@ const EnvSchema = z
     S3_SECRET_KEY: z.string().optional(),
     S3_BUCKET: z.string().optional(),
     S3_REGION: z.string().default('us-east-1'),
+    // Drive (services/drive reads them through this config, so a bad value stops the start).
+    SVC_DRIVE_MAX_FILE_BYTES: z.coerce.number().int().min(1).optional(),
+    SVC_DRIVE_GRACE_SECONDS: z.coerce.number().int().min(0).optional(),
+    SVC_DRIVE_COLLECT_INTERVAL_MS: z.coerce.number().int().min(1000).optional(),
+    SVC_DRIVE_MAX_LOCK_SECONDS: z.coerce.number().int().min(1).optional(),
     ...addrVars,
   })
   .superRefine((env, ctx) => {

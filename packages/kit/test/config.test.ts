@@ -27,6 +27,7 @@ describe('loadConfig', () => {
     expect(bad({ SVC_BOOTSTRAP_KEY: 'svc_123' })).toMatch(/SVC_BOOTSTRAP_KEY: must be svc_ followed by 64/);
     expect(bad({ S3_ENDPOINT: 'http://minio:9000' })).toMatch(/S3_ENDPOINT needs S3_ACCESS_KEY/);
     expect(bad({ SVC_SERVICE: 'keys' })).toMatch(/SVC_INTERNAL_SECRET/);
+    expect(bad({ SVC_DRIVE_MAX_FILE_BYTES: 'lots' })).toMatch(/SVC_DRIVE_MAX_FILE_BYTES/);
   });
 
   test('service addresses come from SVC_<NAME>_ADDR', () => {
