@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { createDatabase, REAL, tempDir } from './support/backends';
+import { createDatabase, REAL, startS3, tempDir } from './support/backends';
 import { exitCode, freePort, spawnSvc, waitFor } from './support/process';
 
 interface Span {
@@ -33,6 +33,7 @@ const KEY = `svc_${'7e'.repeat(32)}`;
 let child: ReturnType<typeof spawnSvc>;
 let base: string;
 let dropDb: (() => Promise<void>) | undefined;
+let s3: Awaited<ReturnType<typeof startS3>>;
 
 beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
@@ -40,7 +41,13 @@ beforeAll(async () => {
   const port = await freePort();
   const db = REAL.pg ? await createDatabase(REAL.pg) : undefined;
   dropDb = db?.drop;
+  // Drive content goes over the S3 API to s3rver, so its calls show in the trace.
+  s3 = await startS3();
   child = spawnSvc({
+    S3_ENDPOINT: s3.endpoint,
+    S3_ACCESS_KEY: s3.accessKey,
+    S3_SECRET_KEY: s3.secretKey,
+    S3_BUCKET: `trace${port}`,
     PORT: String(port),
     HOST: '127.0.0.1',
     SVC_DATA_DIR: tempDir(),
@@ -63,6 +70,7 @@ afterAll(async () => {
   child?.kill('SIGTERM');
   if (child) expect(await exitCode(child)).toBe(0);
   receiver.close();
+  await s3?.stop();
   await dropDb?.();
 });
 
@@ -105,4 +113,42 @@ test('one request is one trace: gateway span, service span, and the event consum
   // Nothing exported to the trace backend carries a key.
   expect(rawExports).not.toContain(made.key.slice(4));
   expect(rawExports).not.toContain(KEY.slice(4));
+}, 30_000);
+
+test('a drive upload and download are one trace each: gateway, drive service, SQL and the S3 calls', async () => {
+  const auth = { authorization: `Bearer ${KEY}` };
+  const body = Buffer.from('traced content '.repeat(100));
+  const up = await fetch(`${base}/v1/drive/upload?name=traced.txt`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'text/plain', 'if-none-match': '*' },
+    body,
+  });
+  expect(up.status).toBe(201);
+  const item = (await up.json()) as { id: string };
+  const down = await fetch(`${base}/v1/drive/${item.id}/content`, { headers: auth });
+  expect(down.status).toBe(200);
+  expect(Buffer.from(await down.arrayBuffer()).equals(body)).toBe(true);
+
+  const s3Port = new URL(s3.endpoint).port;
+  const isS3 = (s: Span) => s.kind === 3 && String(attr(s, 'server.port') ?? attr(s, 'net.peer.port') ?? '') === s3Port;
+  for (const method of ['POST', 'GET']) {
+    const found = await waitFor(
+      async () => {
+        const gatewaySpans = spans.filter((s) => s.kind === 2 && (attr(s, 'http.request.method') ?? attr(s, 'http.method')) === method && /drive/.test(String(attr(s, 'url.path') ?? attr(s, 'http.target') ?? attr(s, 'http.route') ?? s.name)));
+        for (const g of gatewaySpans) {
+          const same = spans.filter((s) => s.traceId === g.traceId);
+          const drive = same.find((s) => s.kind === 2 && s.name.startsWith('grpc.svc.drive.v1.DriveService/'));
+          const s3Call = same.find(isS3);
+          const sql = same.find((s) => s.name.startsWith('pg.query') || /^(query|exec)/.test(s.name));
+          if (drive && s3Call && (!REAL.pg || sql)) return { g, drive, s3Call };
+        }
+        return undefined;
+      },
+      15_000,
+      `the spans of the drive ${method}`,
+    ).catch((err) => {
+      throw new Error(`${(err as Error).message}; got ${spans.map((s) => `${s.name}/${s.kind}`).join(', ')}`);
+    });
+    expect(found.drive.traceId).toBe(found.g.traceId);
+  }
 }, 30_000);
