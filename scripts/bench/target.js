@@ -129,7 +129,7 @@ async function main(kind) {
       ['accounts', { GRPC_PORT: String(accountsPort) }],
       ['gateway', { PORT: String(gwPort), HOST: '127.0.0.1' }],
     ].map(([name, env]) =>
-      spawn(process.execPath, ['packages/stack/dist/main.js'], {
+      spawn(process.execPath, [...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'packages/stack/dist/main.js'], {
         cwd: root,
         env: { ...common, ...env, SVC_SERVICE: name, SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), `svc-bench-${name}-`)) },
         stdio: ['ignore', 'ignore', 'inherit'],
