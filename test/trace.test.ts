@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { createDatabase, REAL, startS3, tempDir } from './support/backends';
+import { createDatabase, dropNatsNamespace, REAL, startS3, tempDir } from './support/backends';
 import { exitCode, freePort, spawnSvc, waitFor } from './support/process';
 
 interface Span {
@@ -33,6 +33,7 @@ const KEY = `svc_${'7e'.repeat(32)}`;
 let child: ReturnType<typeof spawnSvc>;
 let base: string;
 let dropDb: (() => Promise<void>) | undefined;
+let namespace = '';
 let s3: Awaited<ReturnType<typeof startS3>>;
 
 beforeAll(async () => {
@@ -52,7 +53,7 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     SVC_DATA_DIR: tempDir(),
     SVC_BOOTSTRAP_KEY: KEY,
-    SVC_NAMESPACE: `tr${port}`,
+    SVC_NAMESPACE: (namespace = `tr${port}`),
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_BSP_SCHEDULE_DELAY: '100',
@@ -72,6 +73,7 @@ afterAll(async () => {
   receiver.close();
   await s3?.stop();
   await dropDb?.();
+  if (namespace) await dropNatsNamespace(namespace);
 });
 
 const attr = (s: Span, key: string) => {

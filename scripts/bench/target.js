@@ -9,6 +9,16 @@ process.on('message', (m) => {
   if (m.cpu) process.send({ id: m.id, cpu: cpuOf() });
 });
 
+/** Deletes this run's JetStream stream (the namespace's), when NATS is real. */
+async function dropStream(namespace) {
+  if (!process.env.NATS_URL) return;
+  const { connect } = require('nats');
+  const nc = await connect({ servers: process.env.NATS_URL });
+  const jsm = await nc.jetstreamManager();
+  await jsm.streams.delete(namespace.toUpperCase()).catch(() => false);
+  await nc.close();
+}
+
 /** A fresh database on the real server named by DATABASE_URL, or nothing (embedded). */
 async function freshDatabase() {
   const base = process.env.DATABASE_URL;
@@ -86,6 +96,7 @@ async function main(kind) {
     process.once('SIGTERM', async () => {
       await stack.stop();
       await dropDb();
+      await dropStream(`bench${process.pid}`);
       fs.rmSync(dir, { recursive: true, force: true });
       process.exit(0);
     });
@@ -159,6 +170,7 @@ async function main(kind) {
       for (const p of procs) p.kill('SIGTERM');
       await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))));
       await db.drop();
+      await dropStream(`bench${process.pid}`);
       process.exit(0);
     });
     process.send({ ready: true, port: gwPort, key, backends: { topology: 'gateway, keys, accounts in 3 processes', sql: db.url ? 'postgresql' : 'pglite' } });

@@ -55,3 +55,17 @@ export async function startS3(): Promise<{ endpoint: string; accessKey: string; 
     },
   };
 }
+
+/** Deletes the JetStream stream of a test namespace, so runs do not pile streams up on the server. */
+export async function dropNatsNamespace(namespace: string): Promise<void> {
+  if (!REAL.nats) return;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { connect } = require('nats') as typeof import('nats');
+  const nc = await connect({ servers: REAL.nats });
+  try {
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.delete(namespace.toUpperCase()).catch(() => false);
+  } finally {
+    await nc.close();
+  }
+}

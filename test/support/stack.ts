@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { startStack, type Stack } from '@svc/stack';
 
-import { createDatabase, randomName, REAL, startS3, tempDir } from './backends';
+import { createDatabase, dropNatsNamespace, randomName, REAL, startS3, tempDir } from './backends';
 
 export interface TestStack {
   url: string;
@@ -71,6 +71,7 @@ export async function startTestStack(
     },
     async stop() {
       await stack.stop();
+      await dropNatsNamespace(namespace);
       await s3?.stop();
       await db?.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });

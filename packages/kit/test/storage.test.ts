@@ -22,7 +22,7 @@ import {
   startOutboxRelay,
 } from '@svc/kit';
 
-import { createDatabase, randomName, REAL, startS3, tempDir } from '../../../test/support/backends';
+import { createDatabase, dropNatsNamespace, randomName, REAL, startS3, tempDir } from '../../../test/support/backends';
 
 const log = createLogger({ level: 'silent', service: 'test' });
 const until = async (cond: () => boolean, ms = 3000) => {
@@ -119,8 +119,9 @@ const buses: Maker<Bus>[] = [['in-process', async () => {
 }]];
 if (REAL.nats) {
   buses.push(['nats-jetstream', async () => {
-    const it = await createNatsBus(REAL.nats!, randomName('ns'));
-    return { it, close: () => it.close() };
+    const ns = randomName('ns');
+    const it = await createNatsBus(REAL.nats!, ns);
+    return { it, close: async () => { await it.close(); await dropNatsNamespace(ns); } };
   }]);
 }
 
