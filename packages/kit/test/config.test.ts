@@ -9,6 +9,8 @@ describe('loadConfig', () => {
     expect(c.SVC_NAMESPACE).toBe('svc');
     expect(c.internalSecret).toHaveLength(64);
     expect(c.DATABASE_URL).toBeUndefined();
+    expect(c.SVC_TRUST_PROXY).toBe(false);
+    expect(loadConfig({ SVC_TRUST_PROXY: '2' }).SVC_TRUST_PROXY).toBe(2);
   });
 
   test('a bad value stops the start with a message naming the variable', () => {
@@ -28,6 +30,7 @@ describe('loadConfig', () => {
     expect(bad({ S3_ENDPOINT: 'http://minio:9000' })).toMatch(/S3_ENDPOINT needs S3_ACCESS_KEY/);
     expect(bad({ SVC_SERVICE: 'keys' })).toMatch(/SVC_INTERNAL_SECRET/);
     expect(bad({ SVC_DRIVE_MAX_FILE_BYTES: 'lots' })).toMatch(/SVC_DRIVE_MAX_FILE_BYTES/);
+    expect(bad({ SVC_TRUST_PROXY: 'yes' })).toMatch(/SVC_TRUST_PROXY/);
   });
 
   test('service addresses come from SVC_<NAME>_ADDR', () => {

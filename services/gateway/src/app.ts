@@ -28,6 +28,8 @@ export interface GatewayDeps {
   backends: Backends;
   auth: Authenticator;
   bodyLimit: string;
+  /** Express's `trust proxy`: whose X-Forwarded-For decides `req.ip` (SVC_TRUST_PROXY). */
+  trustProxy?: boolean | number;
   /** Services whose health decides readiness. */
   services: ServiceName[];
   version: string;
@@ -70,6 +72,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.set('trust proxy', deps.trustProxy ?? false);
 
   // Request id (echoed when the client sent a sane one) and the optional /v1 prefix.
   app.use((req, res, next) => {
@@ -150,7 +153,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         auth = await deps.auth.authenticate(
           presentedSecret(req.headers.authorization, { basic: false }),
           typeof account === 'string' && account ? account : undefined,
-          req.socket.remoteAddress ?? 'unknown',
+          req.ip ?? req.socket.remoteAddress ?? 'unknown',
         );
         const kind = auth.principal.kind;
         if (route.authority && kind !== 'human') {

@@ -64,6 +64,7 @@ export async function startGateway(deps: {
     backends: deps.backends,
     auth,
     bodyLimit: deps.config.SVC_BODY_LIMIT,
+    trustProxy: deps.config.SVC_TRUST_PROXY,
     services,
     version: deps.version,
     locals: localHandlers({ log, registry: deps.registry, auth }),

@@ -967,7 +967,7 @@ export function mountDav(app: express.Express, deps: LocalDeps): void {
       const auth = await deps.auth.authenticate(
         presentedSecret(req.headers.authorization, { basic: true }),
         undefined,
-        req.socket.remoteAddress ?? 'unknown',
+        req.ip ?? req.socket.remoteAddress ?? 'unknown',
       );
       if (auth.principal.kind !== 'human' && auth.principal.kind !== 'agent') {
         throw new DomainError('forbidden', 'principal_not_allowed', 'This credential cannot use the drive.');
