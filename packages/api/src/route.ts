@@ -73,6 +73,8 @@ export interface Route {
         request?: (input: RouteInput) => unknown;
         /** Builds the HTTP answer from the gRPC response (default: the response as is). */
         response?: (res: any, input: RouteInput) => unknown;
+        /** The id of the API key this operation revokes: the gateway forgets it before answering. */
+        revokesKey?: (input: RouteInput) => string;
       }
     /** Served by a gateway handler registered under `name` (streams, WebDAV-like bodies). */
     | { kind: 'local'; name: string }
@@ -104,6 +106,28 @@ export const ListQuery = z.object({
 });
 
 export const Success = z.object({ success: z.literal(true) });
+
+/** An id of one type (DESIGN §3): `<prefix>_` + 26 lowercase base32 characters. */
+export const prefixedId = (prefix: string, what: string) =>
+  z.string().regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what} (${prefix}_…)`);
+
+export const AccountId = prefixedId('acct', 'an account id');
+export const AgentId = prefixedId('agt', 'an agent id');
+
+/** A project scope, as keys carry it and resources are filed under. */
+export const ProjectId = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+
+/** A display name: 1–100 characters, trimmed, no control characters. */
+export const DisplayName = z
+  .string()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(100, 'must be at most 100 characters')
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
 
 /** Placeholder schemas of operations whose service has not landed yet. */
 export const Unspecified = z.unknown();

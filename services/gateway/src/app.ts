@@ -191,7 +191,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
       const result = await client[h.method]!(request, { principalToken: auth!.token, requestId: req.requestId });
       // This replica forgets a revoked key before answering; other replicas hear the NATS event.
-      if (h.service === 'keys' && h.method === 'revokeKey') deps.auth.evict((request as { id: string }).id);
+      if (h.revokesKey) deps.auth.evict(h.revokesKey(input));
       const out = h.response ? h.response(result, input) : result;
       if (isReply(out)) {
         for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);

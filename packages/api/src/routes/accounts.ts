@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { ListQuery, Nullable, reply, route, type RouteInput, Success, Timestamp } from '../route.js';
+import { AccountId, DisplayName, ListQuery, Nullable, prefixedId, reply, route, type RouteInput, Success, Timestamp } from '../route.js';
 
 /**
  * Accounts (issue 4): accounts and organizations, members, settings, standing grants, signing
@@ -9,15 +9,9 @@ import { ListQuery, Nullable, reply, route, type RouteInput, Success, Timestamp 
  * rules again, plus roles, project scope and the MCP channel. See docs/accounts.md.
  */
 
-export const AccountId = z.string().regex(/^acct_[0-9a-z]{26}$/, 'must be an account id (acct_…)');
-const GrantId = z.string().regex(/^grt_[0-9a-z]{26}$/, 'must be a standing grant id (grt_…)');
-const HostId = z.string().regex(/^host_[0-9a-z]{26}$/, 'must be a host id (host_…)');
-const Name = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(100, 'must be at most 100 characters')
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
+const GrantId = prefixedId('grt', 'a standing grant id');
+const HostId = prefixedId('host', 'a host id');
+const Name = DisplayName;
 const Role = z.enum(['owner', 'admin', 'member'], { error: 'must be owner, admin or member' });
 const Iso = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' });
 const JsonObject = z.record(z.string(), z.unknown(), { error: 'must be a JSON object' });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { ListQuery, Nullable, route, type RouteInput, Timestamp } from '../route.js';
+import { AccountId, AgentId, DisplayName, ListQuery, Nullable, ProjectId, route, type RouteInput, Timestamp } from '../route.js';
 
 /**
  * Agents as principals (issue 4): an agent acts inside its owner's account. Its keys live at
@@ -8,13 +8,7 @@ import { ListQuery, Nullable, route, type RouteInput, Timestamp } from '../route
  * is an authority change: the agents service answers 403 human_principal_required to an agent key.
  */
 
-const AgentId = z.string().regex(/^agt_[0-9a-z]{26}$/, 'must be an agent id (agt_…)');
-const Name = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(100, 'must be at most 100 characters')
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
+const Name = DisplayName;
 const Description = z.string().max(2000, 'must be at most 2000 characters');
 const Model = z
   .string()
@@ -22,11 +16,6 @@ const Model = z
   .max(200)
   .regex(/^[A-Za-z0-9_.:/@-]+$/, 'may hold letters, digits and _ . : / @ - only');
 const Instructions = z.string().max(100_000, 'must be at most 100000 characters');
-const ProjectId = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
 
 export const Agent = z
   .object({
@@ -83,10 +72,7 @@ const UpdateAgentBody = z
     description: Description.nullable().optional(),
     model: Model.nullable().optional(),
     instructions: Instructions.nullable().optional(),
-    ownerAccountId: z
-      .string()
-      .regex(/^acct_[0-9a-z]{26}$/, 'must be an account id (acct_…)')
-      .optional()
+    ownerAccountId: AccountId.optional()
       .describe('Move the agent to another account (a person managing both; its keys are revoked).'),
   })
   .strict()

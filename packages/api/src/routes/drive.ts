@@ -1,14 +1,9 @@
 import { z } from 'zod';
 
-import { ListQuery, Nullable, reply, route, type RouteInput, Timestamp } from '../route.js';
+import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Timestamp } from '../route.js';
 
 export const DriveItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
-const FolderId = z.string().regex(/^fld_[0-9a-z]{26}$/, 'must be a folder id (fld_…)');
-const ProjectId = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+const FolderId = prefixedId('fld', 'a folder id');
 /** A name as the drive accepts it (the service checks the UTF-8 length too). */
 const Name = z
   .string()

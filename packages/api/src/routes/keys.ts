@@ -1,14 +1,8 @@
 import { z } from 'zod';
 
-import { ListQuery, Nullable, route, type RouteInput, Success, Timestamp } from '../route.js';
+import { AgentId, ListQuery, Nullable, prefixedId, ProjectId, route, type RouteInput, Success, Timestamp } from '../route.js';
 
-const KeyId = z.string().regex(/^key_[0-9a-z]{26}$/, 'must be a key id (key_…)');
-const AgentId = z.string().regex(/^agt_[0-9a-z]{26}$/, 'must be an agent id (agt_…)');
-const ProjectId = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+const KeyId = prefixedId('key', 'a key id');
 
 export const CreateKeyBody = z
   .object({
@@ -143,6 +137,7 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
             method: 'revokeKey',
             request: (i) => ({ id: i.params.keyId, ...agentOf(i) }),
             response: success,
+            revokesKey: (i) => i.params.keyId,
           },
         })
       : route({
@@ -156,7 +151,14 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
           auth: 'key',
           principals: ['human', 'agent'],
           authority: false,
-          handler: { kind: 'rpc', service: 'keys', method: 'revokeKey', request: (i) => ({ id: i.query.id }), response: success },
+          handler: {
+            kind: 'rpc',
+            service: 'keys',
+            method: 'revokeKey',
+            request: (i) => ({ id: i.query.id }),
+            response: success,
+            revokesKey: (i) => i.query.id,
+          },
         }),
   ];
 }

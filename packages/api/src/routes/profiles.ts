@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { ListQuery, Nullable, reply, route, type RouteInput, Success, Timestamp } from '../route.js';
+import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Success, Timestamp } from '../route.js';
 
 /**
  * Taste profiles (issue 6): a profile, its versions (immutable commits) and branches, working
@@ -8,17 +8,12 @@ import { ListQuery, Nullable, reply, route, type RouteInput, Success, Timestamp 
  * (422) whatever would corrupt history. Every write honours If-Match and answers the new ETag.
  */
 
-const ProfileId = z.string().regex(/^prof_[0-9a-z]{26}$/, 'must be a profile id (prof_…)');
+const ProfileId = prefixedId('prof', 'a profile id');
 const RefId = z
   .string()
   .min(1, 'must not be empty')
   .max(128)
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.:/@-]*$/, 'may hold letters, digits and _ . : / @ - only');
-const ProjectId = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
 const Message = z.string().max(10_000);
 const BranchName = z
   .string()
