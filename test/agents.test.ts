@@ -1,5 +1,3 @@
-import { routes } from '@svc/api';
-
 import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
 
 /** Agents as principals: CRUD, their keys, deletion revoking keys, owner changes, default agents. */
@@ -14,21 +12,8 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const AGENT_FIELDS = ['createdAt', 'description', 'id', 'instructions', 'model', 'name', 'ownerAccountId', 'projectId', 'updatedAt'];
 let seq = 0;
 
-/** Every success answer matches the response schema the route table documents (OpenAPI). */
-function conforms(method: string, path: string, body: unknown): void {
-  const bare = path.split('?')[0]!.replace(/^\/v1(?=\/)/, '');
-  const r = routes.find((x) => x.method === method.toLowerCase() && new RegExp(`^${x.path.replace(/:\w+/g, '[^/]+')}$`).test(bare));
-  if (!r) throw new Error(`no route for ${method} ${bare}`);
-  const parsed = r.response.safeParse(body);
-  if (!parsed.success) throw new Error(`${method} ${bare}: answer does not match its schema: ${JSON.stringify(parsed.error.issues[0])}`);
-}
-
-async function ok(method: string, path: string, key: string, body?: unknown, headers?: Record<string, string>) {
-  const res = await t.call(method, path, { key, body, headers });
-  if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status} ${JSON.stringify(res.body)}`);
-  conforms(method, path, res.body);
-  return res;
-}
+/** Success with an answer that matches its documented schema (see TestStack.ok). */
+const ok: TestStack['ok'] = (...args) => t.ok(...args);
 async function person() {
   const res = await ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `person ${++seq}` });
   return { id: res.body.account.id as string, key: res.body.key as string };

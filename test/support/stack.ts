@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { routes } from '@svc/api';
 import { startStack, type Stack } from '@svc/stack';
 
 import { createDatabase, dropNatsNamespace, randomName, REAL, startS3, tempDir } from './backends';
@@ -12,7 +13,21 @@ export interface TestStack {
   bootstrapKey: string;
   /** Calls the gateway; JSON in and out. */
   call(method: string, p: string, opts?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  /**
+   * Calls the gateway and expects success (status < 300) with an answer that matches the response
+   * schema the route table documents (and OpenAPI publishes).
+   */
+  ok(method: string, p: string, key: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   stop(): Promise<void>;
+}
+
+/** Throws unless `body` matches the documented response schema of the route `method path`. */
+export function conforms(method: string, path: string, body: unknown): void {
+  const bare = path.split('?')[0]!.replace(/^\/v1(?=\/)/, '');
+  const r = routes.find((x) => x.method === method.toLowerCase() && new RegExp(`^${x.path.replace(/:\w+/g, '[^/]+')}$`).test(bare));
+  if (!r) throw new Error(`no route for ${method} ${bare}`);
+  const parsed = r.response.safeParse(body);
+  if (!parsed.success) throw new Error(`${method} ${bare}: answer does not match its schema: ${JSON.stringify(parsed.error.issues[0])}`);
 }
 
 /**
@@ -68,6 +83,12 @@ export async function startTestStack(
         // not JSON
       }
       return { status: res.status, body: parsed, headers: res.headers };
+    },
+    async ok(method, p, key, body, headers) {
+      const res = await this.call(method, p, { key, body, headers });
+      if (res.status >= 300) throw new Error(`${method} ${p} -> ${res.status} ${JSON.stringify(res.body)}`);
+      conforms(method, p, res.body);
+      return res;
     },
     async stop() {
       await stack.stop();
