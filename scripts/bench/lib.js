@@ -93,4 +93,32 @@ async function measure(target, path, headers, seconds) {
   return { ...r, cpuPerRequestUs: cpuUs / Math.max(1, r.requests) };
 }
 
-module.exports = { startTarget, load, measure };
+/** Deletes this run's JetStream stream (the namespace's), when NATS is real. */
+async function dropStream(namespace) {
+  if (!process.env.NATS_URL) return;
+  const { connect } = require('nats');
+  const nc = await connect({ servers: process.env.NATS_URL });
+  const jsm = await nc.jetstreamManager();
+  await jsm.streams.delete(namespace.toUpperCase()).catch(() => false);
+  await nc.close();
+}
+
+/** A fresh database on the real server named by DATABASE_URL, or nothing (embedded). */
+async function freshDatabase(base = process.env.DATABASE_URL) {
+  if (!base) return { url: undefined, drop: async () => {} };
+  const pg = require('pg');
+  const name = `svc_bench_${require('node:crypto').randomBytes(5).toString('hex')}`;
+  const run = async (sql) => {
+    const c = new pg.Client({ connectionString: base });
+    await c.connect();
+    await c.query(sql);
+    await c.end();
+  };
+  await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await run(`CREATE DATABASE ${name}`);
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return { url: u.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+module.exports = { startTarget, load, measure, freshDatabase, dropStream };

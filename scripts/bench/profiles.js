@@ -14,6 +14,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 
+const { freshDatabase } = require('./lib.js');
+
 const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 1000);
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 10000);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 30);
@@ -23,7 +25,7 @@ async function main() {
   const { startStack } = require('@svc/stack');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-profiles-'));
   let db = null;
-  if (process.env.DATABASE_URL) db = await createDatabase(process.env.DATABASE_URL);
+  if (process.env.DATABASE_URL) db = await freshDatabase(process.env.DATABASE_URL);
   const env = {
     SVC_SERVICE: 'all',
     PORT: '0',
@@ -175,26 +177,6 @@ function stats(xs) {
   return { median: q(0.5), p95: q(0.95), min: s[0] };
 }
 const fmt = (s) => `median ${s.median.toFixed(1)} ms, p95 ${s.p95.toFixed(1)} ms`;
-
-async function createDatabase(baseUrl) {
-  const pg = require('pg');
-  const name = `svc_bench_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: baseUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
 
 main().catch((err) => {
   console.error(err);

@@ -3,40 +3,13 @@
 // over IPC and answers CPU-usage questions, so only the server's own CPU is counted.
 const http = require('node:http');
 
+const { dropStream, freshDatabase } = require('./lib.js');
+
 /** The CPU to report: this process's own, unless a target replaces it (split topology). */
 let cpuOf = () => process.cpuUsage();
 process.on('message', (m) => {
   if (m.cpu) process.send({ id: m.id, cpu: cpuOf() });
 });
-
-/** Deletes this run's JetStream stream (the namespace's), when NATS is real. */
-async function dropStream(namespace) {
-  if (!process.env.NATS_URL) return;
-  const { connect } = require('nats');
-  const nc = await connect({ servers: process.env.NATS_URL });
-  const jsm = await nc.jetstreamManager();
-  await jsm.streams.delete(namespace.toUpperCase()).catch(() => false);
-  await nc.close();
-}
-
-/** A fresh database on the real server named by DATABASE_URL, or nothing (embedded). */
-async function freshDatabase() {
-  const base = process.env.DATABASE_URL;
-  if (!base) return { url: undefined, drop: async () => {} };
-  const pg = require('pg');
-  const name = `svc_bench_${process.pid}`;
-  const run = async (sql) => {
-    const c = new pg.Client({ connectionString: base });
-    await c.connect();
-    await c.query(sql);
-    await c.end();
-  };
-  await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await run(`CREATE DATABASE ${name}`);
-  const u = new URL(base);
-  u.pathname = `/${name}`;
-  return { url: u.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
 
 async function main(kind) {
   if (kind === 'node-http') {
@@ -62,30 +35,10 @@ async function main(kind) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
     const key = `svc_${require('node:crypto').randomBytes(32).toString('hex')}`;
     // A fresh database per run on a real server, so the bootstrap key is this run's.
-    let databaseUrl = process.env.DATABASE_URL;
-    let dropDb = async () => {};
-    if (databaseUrl) {
-      const pg = require('pg');
-      const name = `svc_bench_${process.pid}`;
-      const admin = new pg.Client({ connectionString: databaseUrl });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.end();
-      const base = databaseUrl;
-      const u = new URL(base);
-      u.pathname = `/${name}`;
-      databaseUrl = u.toString();
-      dropDb = async () => {
-        const c = new pg.Client({ connectionString: base });
-        await c.connect();
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await c.end();
-      };
-    }
+    const db = await freshDatabase();
     const stack = await startStack({
       ...process.env,
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      ...(db.url ? { DATABASE_URL: db.url } : {}),
       SVC_SERVICE: 'all',
       PORT: '0',
       HOST: '127.0.0.1',
@@ -95,7 +48,7 @@ async function main(kind) {
     });
     process.once('SIGTERM', async () => {
       await stack.stop();
-      await dropDb();
+      await db.drop();
       await dropStream(`bench${process.pid}`);
       fs.rmSync(dir, { recursive: true, force: true });
       process.exit(0);
