@@ -70,20 +70,12 @@ export function bindService<D extends AnyDef>(
       continue;
     }
     impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      const token = call.metadata.get(PRINCIPAL_METADATA_KEY)[0];
-      const requestId = String(call.metadata.get(REQUEST_ID_KEY)[0] ?? '');
-      const log = requestId ? deps.log.child({ requestId }) : deps.log;
-      const run = async () => {
-        if (typeof token !== 'string') {
-          throw new DomainError('unauthenticated', 'missing_principal', 'The call carries no principal.');
-        }
-        const principal = await deps.signer.verify(token);
-        return handler(call.request as never, { principal, requestId, principalToken: token, log });
-      };
-      run().then(
-        (res) => callback(null, res),
-        (err: unknown) => callback(toServiceError(err, log, name)),
-      );
+      verifyCallPrincipal(call.metadata, deps)
+        .then((ctx) => handler(call.request as never, ctx))
+        .then(
+          (res) => callback(null, res),
+          (err: unknown) => callback(toServiceError(err, requestLogger(deps.log, call.metadata), name)),
+        );
     };
   }
   return impl;
@@ -252,13 +244,27 @@ export async function verifyCallPrincipal(
   deps: { signer: PrincipalSigner; log: Logger },
 ): Promise<CallContext> {
   const token = metadata.get(PRINCIPAL_METADATA_KEY)[0];
-  const requestId = String(metadata.get(REQUEST_ID_KEY)[0] ?? '');
-  const log = requestId ? deps.log.child({ requestId }) : deps.log;
   if (typeof token !== 'string') {
     throw new DomainError('unauthenticated', 'missing_principal', 'The call carries no principal.');
   }
   const principal = await deps.signer.verify(token);
-  return { principal, requestId, principalToken: token, log };
+  const requestId = String(metadata.get(REQUEST_ID_KEY)[0] ?? '');
+  let log: Logger | undefined;
+  return {
+    principal,
+    requestId,
+    principalToken: token,
+    // The request's child logger is made only when something logs (not on every call).
+    get log() {
+      return (log ??= requestLogger(deps.log, metadata));
+    },
+  };
+}
+
+/** The logger of one call: the service's, with the caller's request id. */
+function requestLogger(base: Logger, metadata: grpc.Metadata): Logger {
+  const requestId = metadata.get(REQUEST_ID_KEY)[0];
+  return requestId ? base.child({ requestId: String(requestId) }) : base;
 }
 
 /** The gRPC status a handler's error becomes (DomainError kind and code in trailing metadata). */
