@@ -110,6 +110,27 @@ describe('API keys', () => {
     }
   });
 
+  test("a revocation event clears the shared verification cache even if the revoking call's delete was lost", async () => {
+    const k = await createKey({ name: 'stale cache' });
+    expect((await t.call('GET', '/me', { key: k.key })).status).toBe(200);
+    expect((await t.call('DELETE', `/api/api-keys?id=${k.id}`, { key: t.bootstrapKey })).status).toBe(200);
+    const cache = await t.stack.backends.cache();
+    const entry = `keys:verify:${require('node:crypto').createHash('sha256').update(k.key).digest('hex')}`;
+    // Plant the entry the revoking call deleted, as if that delete had failed, and announce again.
+    await cache.set(entry, '{"stale":true}', 60_000);
+    const bus = await t.stack.backends.bus();
+    await bus.publish('keys.key.revoked', {
+      id: `evt_${Date.now().toString(36)}replay`,
+      type: 'keys.key.revoked',
+      occurredAt: new Date().toISOString(),
+      accountId: 'acct_test',
+      data: { id: k.id },
+    });
+    const started = Date.now();
+    while ((await cache.get(entry)) !== null && Date.now() - started < 5000) await new Promise((r) => setTimeout(r, 25));
+    expect(await cache.get(entry)).toBeNull();
+  });
+
   test('a key may revoke itself', async () => {
     const k = await createKey({ name: 'self' });
     expect((await t.call('DELETE', `/me/api-keys/${k.id}`, { key: k.key })).status).toBe(200);

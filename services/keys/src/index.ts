@@ -1,4 +1,4 @@
-import { defineService, DomainError, type OutboxRelay, startOutboxRelay } from '@svc/kit';
+import { defineService, DomainError, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
 import { agents, keys } from '@svc/proto';
 
 import { type AgentCheck, KeysDomain } from './keys.js';
@@ -30,10 +30,18 @@ export const keysService = defineService({
     };
     const domain = new KeysDomain(sql, cache, () => relay, checkAgent);
     let timer: NodeJS.Timeout | undefined;
+    let revoked: Subscription | undefined;
     return {
       handlers: handlers(domain),
       async start() {
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+        // Each revocation's cache entry is deleted at least once, even when the delete made by
+        // the revoking call failed (a durable consumer is redelivered until it succeeds).
+        revoked = await bus.subscribe(
+          'keys.key.revoked',
+          async (event) => domain.forgetVerification((event.data as { id: string }).id),
+          { durable: 'keys-verify-cache' },
+        );
         timer = setInterval(() => {
           domain.flushUsage().catch((err) => ctx.log.warn({ err }, 'usage flush failed'));
         }, USAGE_FLUSH_MS);
@@ -42,6 +50,7 @@ export const keysService = defineService({
       async stop() {
         clearInterval(timer);
         await domain.flushUsage().catch(() => {});
+        await revoked?.unsubscribe();
         await relay?.stop();
       },
     };

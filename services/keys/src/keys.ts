@@ -153,8 +153,16 @@ export class KeysDomain {
       });
       return row.key_hash;
     });
-    await this.cache.del(verifyCacheKey(hash));
+    // The committed revocation stands even if this delete fails: the durable consumer of
+    // keys.key.revoked (forgetVerification) deletes the entry again until it succeeds.
+    await this.cache.del(verifyCacheKey(hash)).catch(() => {});
     this.outbox()?.kick();
+  }
+
+  /** Drops the shared verification cache entry of a revoked key (idempotent). */
+  async forgetVerification(keyId: string): Promise<void> {
+    const hash = await this.store.hashById(keyId);
+    if (hash) await this.cache.del(verifyCacheKey(hash));
   }
 
   /** Revokes every key of an owner (an agent being deleted). */
@@ -171,7 +179,7 @@ export class KeysDomain {
       }
       return revoked;
     });
-    if (rows.length) await this.cache.del(...rows.map((r) => verifyCacheKey(r.key_hash)));
+    if (rows.length) await this.cache.del(...rows.map((r) => verifyCacheKey(r.key_hash))).catch(() => {});
     this.outbox()?.kick();
     return rows.length;
   }

@@ -60,6 +60,11 @@ export class KeyStore {
     return (await this.byHash(k.key_hash, q))!;
   }
 
+  async hashById(id: string): Promise<string | null> {
+    const rows = await this.sql.query<{ key_hash: string }>(`SELECT key_hash FROM keys.api_keys WHERE id = $1`, [id]);
+    return rows[0]?.key_hash ?? null;
+  }
+
   async byHash(hash: string, q: Queryable = this.sql): Promise<KeyRow | null> {
     const rows = await q.query<KeyRow>(`SELECT ${COLUMNS} FROM keys.api_keys WHERE key_hash = $1`, [hash]);
     return rows[0] ?? null;
