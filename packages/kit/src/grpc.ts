@@ -4,6 +4,7 @@ import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import { DomainError, ERROR_KINDS, isErrorKind } from './errors.js';
 import type { Logger } from './log.js';
 import { PRINCIPAL_METADATA_KEY, type Principal, type PrincipalSigner } from './principal.js';
+import { UnaryCallError, UnaryChannel } from './unary.js';
 
 /** One unary method of a ts-proto generated service definition. */
 interface MethodDef<Req, Res> {
@@ -156,6 +157,7 @@ export type RpcClient<D extends AnyDef> = {
 /**
  * A promise client for one service, with a default deadline. A DomainError thrown by the
  * service arrives here as the same DomainError, so it crosses any number of hops unchanged.
+ * Calls go over UnaryChannel (the gRPC wire protocol on node:http2; see unary.ts for why).
  */
 export function createRpcClient<D extends AnyDef>(
   definition: D,
@@ -163,55 +165,55 @@ export function createRpcClient<D extends AnyDef>(
   address: string,
   defaults: { deadlineMs: number },
 ): RpcClient<D> {
-  const Ctor = grpc.makeGenericClientConstructor(definition as grpc.ServiceDefinition, serviceName);
-  const client = new Ctor(address, grpc.credentials.createInsecure(), {
-    ...GRPC_OPTIONS,
-    'grpc.keepalive_time_ms': 30_000,
-    'grpc.max_receive_message_length': 16 * 1024 * 1024,
-    // Calls are retried by callers that know they are idempotent, not by the channel.
-    'grpc.enable_retries': 0,
-  }) as unknown as Record<string, Function> & grpc.Client;
-  const out: Record<string, unknown> = { close: () => client.close() };
-  for (const name of Object.keys(definition)) {
-    out[name] = (request: unknown, options: RpcCallOptions) =>
-      new Promise((resolve, reject) => {
-        const md = new grpc.Metadata();
-        md.set(PRINCIPAL_METADATA_KEY, options.principalToken);
-        if (options.requestId) md.set(REQUEST_ID_KEY, options.requestId);
-        const deadline = Date.now() + (options.deadlineMs ?? defaults.deadlineMs);
-        client[name]!.call(client, request, md, { deadline }, (err: grpc.ServiceError | null, res: unknown) =>
-          err ? reject(fromServiceError(err, serviceName)) : resolve(res),
-        );
-      });
+  const channel = new UnaryChannel(address);
+  const out: Record<string, unknown> = { close: () => channel.close() };
+  for (const [name, method] of Object.entries(definition)) {
+    const { path, requestSerialize, responseDeserialize } = method;
+    out[name] = async (request: unknown, options: RpcCallOptions) => {
+      const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };
+      if (options.requestId) headers[REQUEST_ID_KEY] = options.requestId;
+      try {
+        const res = await channel.call(path, requestSerialize(request), { headers, deadlineMs: options.deadlineMs ?? defaults.deadlineMs });
+        return responseDeserialize(res);
+      } catch (err) {
+        if (err instanceof UnaryCallError) throw fromStatus(err.code, err.details, (k) => err.get(k), serviceName, err);
+        throw err;
+      }
+    };
   }
   return out as RpcClient<D>;
 }
 
 function fromServiceError(err: grpc.ServiceError, serviceName: string): DomainError {
-  const kind = err.metadata?.get(ERROR_KIND_KEY)[0];
-  const code = err.metadata?.get(ERROR_CODE_KEY)[0];
+  return fromStatus(err.code, err.details, (k) => err.metadata?.get(k)[0], serviceName, err);
+}
+
+/** The DomainError of a failed call: the service's own when it sent one, else one per status. */
+function fromStatus(
+  status: number,
+  details: string,
+  get: (key: string) => string | Buffer | undefined,
+  serviceName: string,
+  cause: Error,
+): DomainError {
+  const kind = get(ERROR_KIND_KEY);
+  const code = get(ERROR_CODE_KEY);
   if (isErrorKind(kind) && typeof code === 'string') {
-    const raw = err.metadata.get('svc-error-details-bin')[0];
-    const details = Buffer.isBuffer(raw) ? (JSON.parse(raw.toString()) as Record<string, unknown>) : undefined;
-    return new DomainError(kind, code, err.details, details, { cause: err });
+    const raw = get('svc-error-details-bin');
+    const details2 = Buffer.isBuffer(raw) ? (JSON.parse(raw.toString()) as Record<string, unknown>) : undefined;
+    return new DomainError(kind, code, details, details2, { cause });
   }
   const short = serviceName.split('.').slice(-1)[0];
-  switch (err.code) {
+  switch (status) {
     case grpc.status.DEADLINE_EXCEEDED:
-      return new DomainError('deadline_exceeded', 'upstream_timeout', `The ${short} did not answer in time.`, undefined, {
-        cause: err,
-      });
+      return new DomainError('deadline_exceeded', 'upstream_timeout', `The ${short} did not answer in time.`, undefined, { cause });
     case grpc.status.UNIMPLEMENTED:
-      return new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.', undefined, {
-        cause: err,
-      });
+      return new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.', undefined, { cause });
     case grpc.status.UNAVAILABLE:
     case grpc.status.CANCELLED:
-      return new DomainError('unavailable', 'service_unavailable', `The ${short} is unavailable.`, undefined, {
-        cause: err,
-      });
+      return new DomainError('unavailable', 'service_unavailable', `The ${short} is unavailable.`, undefined, { cause });
     default:
-      return new DomainError('internal', 'upstream_error', 'An internal service failed.', undefined, { cause: err });
+      return new DomainError('internal', 'upstream_error', 'An internal service failed.', undefined, { cause });
   }
 }
 

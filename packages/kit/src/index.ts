@@ -12,3 +12,4 @@ export * from './storage/cache.js';
 export * from './storage/outbox.js';
 export * from './storage/sql.js';
 export * from './apikey.js';
+export * from './unary.js';

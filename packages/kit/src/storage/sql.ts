@@ -22,6 +22,22 @@ export interface Sql extends Queryable {
 // int8 and numeric as JS numbers: counters here stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
 
+/**
+ * Names for prepared statements: a query with parameters is prepared once per connection and
+ * then only bound and executed (PostgreSQL skips parsing and planning it; the client sends less).
+ * Bounded: the first MAX_PREPARED distinct texts get names, later ones run unprepared, so SQL
+ * built at run time cannot grow every connection's statement cache without end.
+ */
+const MAX_PREPARED = 500;
+function statementNames(): (text: string) => string | undefined {
+  const names = new Map<string, string>();
+  return (text) => {
+    let name = names.get(text);
+    if (name === undefined && names.size < MAX_PREPARED) names.set(text, (name = `svc_${names.size}`));
+    return name;
+  };
+}
+
 export function createPgSql(url: string, options: { max?: number; applicationName?: string } = {}): Sql {
   const pool = new pg.Pool({
     connectionString: url,
@@ -32,9 +48,18 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  const named = statementNames();
   const wrap = (c: pg.Pool | pg.PoolClient): Queryable => ({
     async query<R>(text: string, params?: unknown[]) {
-      return (await c.query(text, params as unknown[])).rows as R[];
+      const name = params ? named(text) : undefined;
+      if (!name) return (await c.query(text, params as unknown[])).rows as R[];
+      try {
+        return (await c.query({ name, text, values: params })).rows as R[];
+      } catch (err) {
+        // A migration changed a table under a statement this connection prepared: run it unprepared.
+        if ((err as { code?: string }).code !== '0A000') throw err;
+        return (await c.query(text, params as unknown[])).rows as R[];
+      }
     },
     async exec(text: string) {
       await c.query(text);

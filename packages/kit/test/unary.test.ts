@@ -1,0 +1,129 @@
+import net from 'node:net';
+
+import * as grpc from '@grpc/grpc-js';
+
+import { GrpcStatus, parseTarget, UnaryCallError, UnaryChannel } from '@svc/kit';
+
+// The hand-written unary client against real grpc-js servers: connection rotation, restarts,
+// dead peers and limits, the situations grpc-js's own client used to handle for us.
+const echo = {
+  Echo: {
+    path: '/t.T/Echo',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (b: Buffer) => b,
+    requestDeserialize: (b: Buffer) => b,
+    responseSerialize: (b: Buffer) => b,
+    responseDeserialize: (b: Buffer) => b,
+  },
+} as grpc.ServiceDefinition;
+
+async function serve(options: grpc.ChannelOptions = {}, port = 0, reply?: (req: Buffer, md: grpc.Metadata) => Buffer) {
+  const server = new grpc.Server(options);
+  server.addService(echo, {
+    Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      const req = call.request;
+      if (req.toString() === 'fail') {
+        const md = new grpc.Metadata();
+        md.set('svc-error-code', 'boom');
+        md.set('svc-error-details-bin', Buffer.from('{"a":1}'));
+        return cb({ code: grpc.status.FAILED_PRECONDITION, details: 'it failed: 100% sure', metadata: md });
+      }
+      cb(null, reply ? reply(req, call.metadata) : Buffer.concat([Buffer.from('echo:'), req]));
+    },
+  });
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return { server, port: bound, stop: () => new Promise<void>((r) => server.tryShutdown(() => r())) };
+}
+
+const call = (ch: UnaryChannel, body: string, deadlineMs = 2000, headers: Record<string, string> = {}) =>
+  ch.call('/t.T/Echo', Buffer.from(body), { headers, deadlineMs });
+
+const failure = async (p: Promise<unknown>) => {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(UnaryCallError);
+    return err as UnaryCallError;
+  }
+  throw new Error('expected the call to fail');
+};
+
+test('targets parse as grpc-js reads them', () => {
+  expect(parseTarget('unix:/tmp/a.sock')).toEqual({ path: '/tmp/a.sock' });
+  expect(parseTarget('unix:///tmp/a.sock')).toEqual({ path: '/tmp/a.sock' });
+  expect(parseTarget('keys:50051')).toEqual({ host: 'keys', port: 50051 });
+  expect(parseTarget('dns:///keys.svc:7000')).toEqual({ host: 'keys.svc', port: 7000 });
+  expect(parseTarget('[::1]:9')).toEqual({ host: '::1', port: 9 });
+  expect(parseTarget('keys')).toEqual({ host: 'keys', port: 443 });
+});
+
+test('a call carries its metadata; a failed call carries status, message and -bin metadata', async () => {
+  const s = await serve({}, 0, (req, md) => Buffer.from(`${req}|${md.get('x-test')[0]}`));
+  const ch = new UnaryChannel(`127.0.0.1:${s.port}`);
+  expect((await call(ch, 'hi', 2000, { 'x-test': 'v1' })).toString()).toBe('hi|v1');
+  const err = await failure(call(ch, 'fail'));
+  expect(err.code).toBe(grpc.status.FAILED_PRECONDITION);
+  expect(err.details).toBe('it failed: 100% sure');
+  expect(err.get('svc-error-code')).toBe('boom');
+  expect(err.get('svc-error-details-bin')).toEqual(Buffer.from('{"a":1}'));
+  ch.close();
+  await s.stop();
+});
+
+test('calls keep succeeding while the server rotates its connections (GOAWAY)', async () => {
+  const s = await serve({ 'grpc.max_connection_age_ms': 50, 'grpc.max_connection_age_grace_ms': 1000 });
+  const ch = new UnaryChannel(`127.0.0.1:${s.port}`);
+  const until = Date.now() + 600;
+  let n = 0;
+  while (Date.now() < until) {
+    const batch = await Promise.all(Array.from({ length: 8 }, (_, i) => call(ch, `m${i}`)));
+    expect(batch.map(String)).toEqual(Array.from({ length: 8 }, (_, i) => `echo:m${i}`));
+    n += 8;
+  }
+  expect(n).toBeGreaterThan(50);
+  ch.close();
+  await s.stop();
+});
+
+test('a server that restarts is reached again; while it is down calls fail fast as unavailable', async () => {
+  const first = await serve();
+  const ch = new UnaryChannel(`127.0.0.1:${first.port}`);
+  expect(String(await call(ch, 'a'))).toBe('echo:a');
+  first.server.forceShutdown();
+  const started = Date.now();
+  expect((await failure(call(ch, 'b'))).code).toBe(GrpcStatus.UNAVAILABLE);
+  expect(Date.now() - started).toBeLessThan(1000);
+  const second = await serve({}, first.port);
+  expect(String(await call(ch, 'c'))).toBe('echo:c');
+  ch.close();
+  await second.stop();
+});
+
+test('a peer that accepts but never answers ends in the deadline, and the connection is replaced', async () => {
+  const sockets: net.Socket[] = [];
+  const silent = net.createServer((sock) => sockets.push(sock));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  const ch = new UnaryChannel(`127.0.0.1:${(silent.address() as net.AddressInfo).port}`);
+  for (let i = 0; i < 2; i++) {
+    const started = Date.now();
+    expect((await failure(call(ch, 'x', 150))).code).toBe(GrpcStatus.DEADLINE_EXCEEDED);
+    expect(Date.now() - started).toBeLessThan(1000);
+  }
+  // The stalled connection was dropped, so the second call opened another one.
+  expect(sockets.length).toBe(2);
+  ch.close();
+  for (const s of sockets) s.destroy();
+  await new Promise((r) => silent.close(r));
+});
+
+test('a response larger than the limit is refused; a closed channel refuses calls', async () => {
+  const s = await serve({}, 0, () => Buffer.alloc(64 * 1024, 1));
+  const small = new UnaryChannel(`127.0.0.1:${s.port}`, 1024);
+  expect((await failure(call(small, 'big'))).code).toBe(8);
+  small.close();
+  expect((await failure(call(small, 'again'))).code).toBe(GrpcStatus.UNAVAILABLE);
+  await s.stop();
+});
