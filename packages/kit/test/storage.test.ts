@@ -82,6 +82,17 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
     expect(await sql.query('SELECT id, n FROM t.items')).toEqual([{ id: 'b', n: 2 }]);
   });
 
+  test('statements keep working after a migration changes the table under them (prepared statements are replanned or rerun)', async () => {
+    await sql.exec('CREATE TABLE t.shape (id text PRIMARY KEY)');
+    await sql.query('INSERT INTO t.shape (id) VALUES ($1)', ['a']);
+    const select = 'SELECT * FROM t.shape WHERE id = $1';
+    // In parallel, so that every pooled connection prepares it.
+    const all = () => Promise.all(Array.from({ length: 24 }, () => sql.query(select, ['a'])));
+    expect(new Set((await all()).map((r) => JSON.stringify(r)))).toEqual(new Set([JSON.stringify([{ id: 'a' }])]));
+    await sql.exec('ALTER TABLE t.shape ADD COLUMN extra int');
+    expect(new Set((await all()).map((r) => JSON.stringify(r)))).toEqual(new Set([JSON.stringify([{ id: 'a', extra: null }])]));
+  });
+
   test('outbox: committed events are published once, rolled-back ones never; consumers run once per event', async () => {
     const bus = createMemoryBus(randomName('ns'));
     const got: EventEnvelope[] = [];

@@ -29,13 +29,14 @@ pg.types.setTypeParser(20, (v) => Number(v));
  * built at run time cannot grow every connection's statement cache without end.
  */
 const MAX_PREPARED = 500;
-function statementNames(): (text: string) => string | undefined {
+function statementNames(): { (text: string): string | undefined; disable(text: string): void } {
   const names = new Map<string, string>();
-  return (text) => {
+  const nameOf = (text: string) => {
     let name = names.get(text);
     if (name === undefined && names.size < MAX_PREPARED) names.set(text, (name = `svc_${names.size}`));
-    return name;
+    return name || undefined;
   };
+  return Object.assign(nameOf, { disable: (text: string) => void names.set(text, '') });
 }
 
 export function createPgSql(url: string, options: { max?: number; applicationName?: string } = {}): Sql {
@@ -56,8 +57,10 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
       try {
         return (await c.query({ name, text, values: params })).rows as R[];
       } catch (err) {
-        // A migration changed a table under a statement this connection prepared: run it unprepared.
+        // A migration changed a table under a statement a connection prepared ("cached plan must
+        // not change result type"): run it unprepared, from now on.
         if ((err as { code?: string }).code !== '0A000') throw err;
+        named.disable(text);
         return (await c.query(text, params as unknown[])).rows as R[];
       }
     },
