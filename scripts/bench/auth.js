@@ -50,6 +50,8 @@ async function main() {
       `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${r.loadCpuPerRequestUs.toFixed(0)} | ${((r.rps / express) * 100).toFixed(0)}% | ${((r.rps / node) * 100).toFixed(0)}% |`,
     );
   }
+  const split = rows[4].perProcessUs;
+  if (split) console.log(`\nsplit, CPU µs per request by process: ${Object.entries(split).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
   const me = rows[2].rps / express;
   const list = Math.max(rows[3].rps, rows[4].rps) / express;
   console.log(`\ntargets: auth no-work >= 80% of express: ${(me * 100).toFixed(0)}% ${me >= 0.8 ? 'MET' : 'NOT MET'}; gRPC + SQL >= 30%: ${(list * 100).toFixed(0)}% ${list >= 0.3 ? 'MET' : 'NOT MET'}`);

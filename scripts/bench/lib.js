@@ -122,7 +122,10 @@ async function measure(target, path, headers, seconds) {
   const after = await target.cpu();
   const cpuUs = after.user + after.system - before.user - before.system;
   const n = Math.max(1, r.requests);
-  return { ...r, cpuPerRequestUs: cpuUs / n, loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / n };
+  const perProcessUs = after.perProcess
+    ? Object.fromEntries(Object.keys(after.perProcess).map((k) => [k, (after.perProcess[k] - before.perProcess[k]) / n]))
+    : undefined;
+  return { ...r, cpuPerRequestUs: cpuUs / n, loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / n, perProcessUs };
 }
 
 /** Deletes this run's JetStream stream (the namespace's), when NATS is real. */

@@ -88,11 +88,13 @@ async function main(kind) {
       LOG_LEVEL: 'warn',
       ...(db.url ? { DATABASE_URL: db.url } : {}),
     };
-    const procs = [
+    const layout = [
       ['keys', { GRPC_PORT: String(keysPort) }],
       ['accounts', { GRPC_PORT: String(accountsPort) }],
       ['gateway', { PORT: String(gwPort), HOST: '127.0.0.1' }],
-    ].map(([name, env]) =>
+    ];
+    const names = layout.map(([name]) => name);
+    const procs = layout.map(([name, env]) =>
       spawn(process.execPath, [...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'packages/stack/dist/main.js'], {
         cwd: root,
         env: { ...common, ...env, SVC_SERVICE: name, SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), `svc-bench-${name}-`)) },
@@ -112,12 +114,14 @@ async function main(kind) {
     cpuOf = () => {
       let user = 0;
       let system = 0;
-      for (const p of procs) {
+      const perProcess = {};
+      for (const [i, p] of procs.entries()) {
         const f = fs.readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1].split(' ');
         user += Number(f[11]) * tick;
         system += Number(f[12]) * tick;
+        perProcess[names[i]] = (Number(f[11]) + Number(f[12])) * tick;
       }
-      return { user, system };
+      return { user, system, perProcess };
     };
     process.once('SIGTERM', async () => {
       for (const p of procs) p.kill('SIGTERM');
