@@ -1,17 +1,26 @@
 #!/usr/bin/env node
 // Drive throughput: uploads and downloads of 1 MiB and 64 MiB files through the gateway
-// (HTTP → gateway → gRPC stream → drive service → SHA-256 → blob store, and back), against a plain
-// write of the same bytes to disk in the same run; then a 1 GiB upload and download with the
-// stack's resident memory sampled, to show that content is streamed in bounded memory.
+// (HTTP → gateway → gRPC stream → drive service → SHA-256 → blob store, and back), against two
+// plain writes of the same bytes to the same disk, in the same run: a page-cache write
+// (`fs.promises.writeFile`: a copy into memory) and a durable write (open, write, fsync, close:
+// what the blob store does before a file counts as stored). Then a 1 GiB upload and download with
+// the stack's resident memory sampled, to show that content is streamed in bounded memory.
 //
 //   npm run build && node scripts/bench/drive.js          # embedded backends (PGlite, filesystem)
 //
 // The stack runs as its own process (the image's entrypoint), so the client's CPU is not the
-// server's. Options (environment): BENCH_RUNS_1M (20), BENCH_RUNS_64M (6), BENCH_BIG_MIB (1024,
-// 0 to skip), BENCH_STACK_NODE_ARGS (node flags for the stack, e.g. --cpu-prof), plus any SVC_* /
-// S3_* / DATABASE_URL to benchmark other backends.
+// server's. Every timed write (each baseline, each upload) starts from the same disk state:
+// dirty pages are flushed (`sync`) first, and what the previous run wrote is deleted (the
+// uploaded files through the API, their blobs collected at once), so that a disk that absorbs a
+// burst quickly and then slows down (virtual disks with a host-side write cache do) treats the
+// baselines and the uploads alike. Medians of the runs; the baselines are measured right before
+// each upload (BENCH_BASELINES of each kind, interleaved). Each size starts with one uncounted
+// round (warm-up). Options (environment): BENCH_RUNS_1M (20), BENCH_RUNS_64M (9), BENCH_BASELINES
+// (3), BENCH_BIG_MIB (1024, 0 to skip), BENCH_NO_DOWNLOAD (1: uploads only), BENCH_VERBOSE (1:
+// every sample, and the stack's CPU time per upload), BENCH_STACK_NODE_ARGS (node flags for the
+// stack, e.g. --cpu-prof), plus any SVC_* / S3_* / DATABASE_URL to benchmark other backends.
 'use strict';
-const { spawn } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -22,7 +31,9 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..', '..');
 const MiB = 1024 * 1024;
 const RUNS_1M = Number(process.env.BENCH_RUNS_1M ?? 20);
-const RUNS_64M = Number(process.env.BENCH_RUNS_64M ?? 6);
+const RUNS_64M = Number(process.env.BENCH_RUNS_64M ?? 9);
+const NO_DOWNLOAD = process.env.BENCH_NO_DOWNLOAD === '1';
+const BASELINES = Number(process.env.BENCH_BASELINES ?? 3);
 const BIG_MIB = Number(process.env.BENCH_BIG_MIB ?? 1024);
 
 const freePort = () =>
@@ -38,7 +49,17 @@ async function startStack(dataDir) {
   const extra = process.env.BENCH_STACK_NODE_ARGS ? process.env.BENCH_STACK_NODE_ARGS.split(' ') : [];
   const child = spawn(process.execPath, [...extra, './packages/stack/dist/main.js'], {
     cwd: ROOT,
-    env: { ...process.env, SVC_SERVICE: 'all', PORT: String(port), HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      SVC_SERVICE: 'all',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SVC_DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      // Deleted files' content is collected within a second, so that runs do not pile up on the disk.
+      SVC_DRIVE_GRACE_SECONDS: '0',
+      SVC_DRIVE_COLLECT_INTERVAL_MS: '1000',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const deadline = Date.now() + 120_000;
@@ -63,6 +84,38 @@ async function startStack(dataDir) {
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** CPU time (ms) of each thread of a process, from /proc (Linux); null elsewhere. */
+function threadCpu(pid) {
+  const dir = `/proc/${pid}/task`;
+  if (!fs.existsSync(dir)) return null;
+  const tick = 1000 / 100; // USER_HZ
+  const out = new Map();
+  for (const tid of fs.readdirSync(dir)) {
+    try {
+      const st = fs.readFileSync(`${dir}/${tid}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), (Number(f[11]) + Number(f[12])) * tick);
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+/** CPU time since `before`: the main thread's (its id is the process id) and the other threads'. */
+function cpuSince(pid, before) {
+  const after = threadCpu(pid);
+  if (!before || !after) return null;
+  let main = 0;
+  let other = 0;
+  for (const [tid, ms] of after) {
+    const d = ms - (before.get(tid) ?? 0);
+    if (tid === pid) main += d;
+    else other += d;
+  }
+  return { main, other };
 }
 
 const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
@@ -114,6 +167,41 @@ function download(stack, id, hash) {
   });
 }
 
+/** Deletes a file through the API and waits until its blob is gone from the disk (collected). */
+async function remove(stack, dataDir, item) {
+  const res = await fetch(`http://127.0.0.1:${stack.port}/v1/drive/${item.id}`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${stack.key}` },
+  });
+  if (!res.ok) throw new Error(`delete: ${res.status} ${await res.text()}`);
+  const blobDir = path.join(dataDir, 'blobs', 'drive');
+  const deadline = Date.now() + 30_000;
+  const stored = () =>
+    fs.existsSync(blobDir) && fs.readdirSync(blobDir).some((a) => fs.existsSync(path.join(blobDir, a, item.sha256.slice(0, 2), item.sha256)));
+  while (stored()) {
+    if (Date.now() > deadline) {
+      // Seen rarely: the run goes on (the disk keeps one more file) rather than fail.
+      console.log(`  (a deleted file's content was not collected within 30 s: ${item.sha256})`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Flushes dirty pages (everyone's), so that the next timed write does not pay for earlier ones. */
+const settle = () => spawnSync('sync');
+
+/** The durable write: open, write, fsync, close (the blob store also renames and syncs the folder). */
+async function durableWrite(file, chunks) {
+  const fh = await fs.promises.open(file, 'w');
+  try {
+    for (const c of chunks) await fh.write(c);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
 const seconds = async (fn) => {
   const t = process.hrtime.bigint();
   const out = await fn();
@@ -138,31 +226,90 @@ async function main() {
       [64, RUNS_64M],
     ]) {
       if (!runs) continue;
-      const disk = [];
+      const cached = [];
+      const durable = [];
       const up = [];
       const down = [];
-      for (let i = 0; i < runs; i++) {
+      const mainCpu = [];
+      const otherCpu = [];
+      // Round -1 warms this size up (not counted).
+      for (let i = -1; i < runs; i++) {
         // Fresh bytes each run (no deduplication), the same bytes for the disk and the upload.
         const bytes = randomBytes(mib * MiB);
         const file = path.join(diskDir, `plain-${i}.bin`);
-        disk.push(mib / (await seconds(() => fs.promises.writeFile(file, bytes))).s);
-        fs.rmSync(file);
+        // The baselines, right before the upload, interleaved, each from a flushed disk.
+        const pc = [];
+        const du = [];
+        for (let b = 0; b < BASELINES; b++) {
+          settle();
+          pc.push(mib / (await seconds(() => fs.promises.writeFile(file, bytes))).s);
+          fs.rmSync(file);
+          settle();
+          du.push(mib / (await seconds(() => durableWrite(file, [bytes]))).s);
+          fs.rmSync(file);
+        }
+        settle();
+        const cpu0 = threadCpu(stack.pid);
         const u = await seconds(() => upload(stack, `bench-${mib}-${i}`, bytes, bytes.length));
+        const cpu = cpuSince(stack.pid, cpu0);
+        let d = null;
+        if (!NO_DOWNLOAD) {
+          d = await seconds(() => download(stack, u.out.id, false));
+          if (d.out.size !== bytes.length) throw new Error('short download');
+        }
+        await remove(stack, dataDir, u.out);
+        if (i < 0) continue;
+        cached.push(...pc);
+        durable.push(...du);
         up.push(mib / u.s);
-        const d = await seconds(() => download(stack, u.out.id, false));
-        if (d.out.size !== bytes.length) throw new Error('short download');
-        down.push(mib / d.s);
+        if (d) down.push(mib / d.s);
+        if (cpu) {
+          mainCpu.push(cpu.main);
+          otherCpu.push(cpu.other);
+        }
       }
-      const r = { size: `${mib} MiB`, runs, diskMiBs: median(disk), uploadMiBs: median(up), downloadMiBs: median(down) };
-      r.uploadRatio = r.uploadMiBs / r.diskMiBs;
-      r.downloadRatio = r.downloadMiBs / r.diskMiBs;
+      const r = {
+        size: `${mib} MiB`,
+        runs,
+        baselineWrites: runs * BASELINES,
+        pageCacheMiBs: median(cached),
+        durableMiBs: median(durable),
+        uploadMiBs: median(up),
+        downloadMiBs: NO_DOWNLOAD ? null : median(down),
+      };
+      r.uploadVsDurable = r.uploadMiBs / r.durableMiBs;
+      r.uploadVsPageCache = r.uploadMiBs / r.pageCacheMiBs;
+      r.downloadVsDurable = NO_DOWNLOAD ? null : r.downloadMiBs / r.durableMiBs;
+      r.downloadVsPageCache = NO_DOWNLOAD ? null : r.downloadMiBs / r.pageCacheMiBs;
+      if (mainCpu.length) {
+        // CPU time of the stack per upload: its main thread (the event loop that runs the gateway
+        // and the service) and all its other threads (hashing, file I/O, garbage collection).
+        r.uploadMainThreadCpuMs = median(mainCpu);
+        r.uploadOtherThreadsCpuMs = median(otherCpu);
+        r.uploadWallMs = (mib * 1000) / r.uploadMiBs;
+      }
+      if (process.env.BENCH_VERBOSE) {
+        const list = (xs) => xs.map((x) => x.toFixed(0)).join(' ');
+        console.log(`  ${r.size}: page cache ${list(cached)}\n    durable ${list(durable)}\n    upload ${list(up)}\n    download ${list(down)}`);
+        if (mainCpu.length) console.log(`    stack CPU per upload, ms: main thread ${list(mainCpu)} | other threads ${list(otherCpu)}`);
+      }
       results.push(r);
     }
-    console.log('\n  size     runs  disk MiB/s  upload MiB/s  download MiB/s  upload/disk  download/disk');
+    const pct = (x) => (x === null ? '   -' : `${(x * 100).toFixed(0).padStart(3)}%`);
+    console.log('\n  size     runs  page-cache  durable  upload  download   upload/durable  upload/page-cache  download/durable');
+    console.log('                 write MiB/s  MiB/s    MiB/s   MiB/s');
     for (const r of results) {
       console.log(
-        `  ${r.size.padEnd(7)} ${String(r.runs).padStart(5)}  ${fmt(r.diskMiBs)}      ${fmt(r.uploadMiBs)}        ${fmt(r.downloadMiBs)}          ${(r.uploadRatio * 100).toFixed(0).padStart(3)}%         ${(r.downloadRatio * 100).toFixed(0).padStart(3)}%`,
+        `  ${r.size.padEnd(7)} ${String(r.runs).padStart(5)}  ${fmt(r.pageCacheMiBs)}      ${fmt(r.durableMiBs)}   ${fmt(r.uploadMiBs)}  ${r.downloadMiBs === null ? '     -' : fmt(r.downloadMiBs)}   ` +
+          `${pct(r.uploadVsDurable)}             ${pct(r.uploadVsPageCache)}                ${pct(r.downloadVsDurable)}`,
       );
+    }
+    for (const r of results) {
+      if (r.uploadMainThreadCpuMs !== undefined) {
+        console.log(
+          `  ${r.size} upload: ${r.uploadWallMs.toFixed(0)} ms; stack CPU ${r.uploadMainThreadCpuMs.toFixed(0)} ms on its main thread, ${r.uploadOtherThreadsCpuMs.toFixed(0)} ms on others (medians)`,
+        );
+      }
     }
 
     if (BIG_MIB > 0) {
@@ -172,6 +319,13 @@ async function main() {
       const h = createHash('sha256');
       for (let i = 0; i < BIG_MIB; i++) h.update(block);
       const expected = h.digest('hex');
+      // The same bytes written durably, for the disk's sustained speed (a large write outlasts a
+      // host-side write cache).
+      const file = path.join(diskDir, 'plain-big.bin');
+      settle();
+      const disk = await seconds(() => durableWrite(file, Array.from({ length: BIG_MIB }, () => block)));
+      fs.rmSync(file);
+      settle();
       await new Promise((r) => setTimeout(r, 500));
       const base = rss(stack.pid);
       let peak = base;
@@ -184,6 +338,7 @@ async function main() {
       if (u.out.sha256 !== expected || d.out.sha256 !== expected) throw new Error('the large file does not hash as sent');
       const big = {
         size: `${BIG_MIB} MiB`,
+        durableMiBs: BIG_MIB / disk.s,
         uploadMiBs: BIG_MIB / u.s,
         downloadMiBs: BIG_MIB / d.s,
         rssBaseMiB: base / MiB,
@@ -192,7 +347,7 @@ async function main() {
       };
       results.push(big);
       console.log(
-        `\n  ${big.size}: upload ${fmt(big.uploadMiBs)} MiB/s, download ${fmt(big.downloadMiBs)} MiB/s; stack RSS ${big.rssBaseMiB.toFixed(0)} MiB at rest, ` +
+        `\n  ${big.size}: durable write ${fmt(big.durableMiBs)} MiB/s, upload ${fmt(big.uploadMiBs)} MiB/s, download ${fmt(big.downloadMiBs)} MiB/s; stack RSS ${big.rssBaseMiB.toFixed(0)} MiB at rest, ` +
           `peak growth +${big.uploadPeakGrowthMiB.toFixed(0)} MiB uploading, +${big.downloadPeakGrowthMiB.toFixed(0)} MiB downloading (hash verified both ways)`,
       );
     }

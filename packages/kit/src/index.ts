@@ -2,6 +2,7 @@ export * from './backends.js';
 export * from './config.js';
 export * from './errors.js';
 export * from './grpc.js';
+export * from './hashing.js';
 export * from './ids.js';
 export * from './log.js';
 export * from './principal.js';

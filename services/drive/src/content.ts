@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 
-import { type Blobs, type BlobRange, DomainError, type Logger, newId } from '@svc/kit';
+import { type Blobs, type BlobRange, DomainError, type HashPool, type Logger, newId } from '@svc/kit';
 
 import type { DriveStore } from './store.js';
 
@@ -35,6 +34,7 @@ export class Content {
     private readonly blobs: Blobs,
     private readonly store: DriveStore,
     private readonly log: Logger,
+    private readonly hashes: HashPool,
   ) {}
 
   /**
@@ -50,30 +50,42 @@ export class Content {
     const uploadId = newId('upl');
     const key = tmpKey(uploadId);
     await this.store.startUpload(uploadId, accountId, key);
-    const hash = createHash('sha256');
+    // SHA-256 runs on a worker thread (about as slow as the disk write itself): this thread only
+    // copies each chunk over, and keeps reading the stream and writing the blob meanwhile. (A
+    // small file, by its declared length, is hashed here: quicker than the trip to the worker.)
+    const hash = this.hashes.hash('sha256', opts.declaredSize);
     let size = 0;
     const limit = opts.limit;
+    let digest: Promise<string> | undefined;
     async function* counted() {
       for await (const chunk of chunks) {
         size += chunk.length;
         if (size > limit) throw tooLarge(limit);
-        hash.update(chunk);
+        const behind = hash.update(chunk);
+        if (behind) await behind;
         yield chunk;
       }
+      // The source is whole: the digest is computed while the blob store finishes its write.
+      digest = hash.digest();
+      digest.catch(() => {}); // awaited below; a failed put must not leave it unhandled
     }
     const body = Readable.from(counted(), { objectMode: false, highWaterMark: 1 << 20 });
     // The S3 client sizes its multipart parts (each held in memory) from the length it is told;
     // told nothing, it plans for 5 TiB objects (~550 MiB parts). The limit bounds the length.
     const sizeHint = opts.declaredSize ?? (this.blobs.kind === 's3' ? limit : undefined);
+    let sha256: string;
     try {
       const stored = await this.blobs.put(key, body, sizeHint);
       if (stored.size !== size) throw new Error(`stored ${stored.size} bytes of ${size}`);
+      if (!digest) throw new Error('the blob store finished before the upload ended');
+      sha256 = await digest;
     } catch (err) {
       body.destroy();
+      hash.abort();
       await this.discard(uploadId, key);
       throw err;
     }
-    return { uploadId, tmpKey: key, sha256: hash.digest('hex'), size };
+    return { uploadId, tmpKey: key, sha256, size };
   }
 
   /**

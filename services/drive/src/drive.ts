@@ -5,6 +5,7 @@ import {
   type Blobs,
   DomainError,
   enqueueEvent,
+  type HashPool,
   type Logger,
   newId,
   type OutboxRelay,
@@ -151,9 +152,11 @@ export class DriveDomain {
     readonly settings: DriveSettings,
     private readonly outbox: () => OutboxRelay | undefined,
     private readonly log: Logger,
+    /** Where content is hashed (worker threads). */
+    hashes: HashPool,
   ) {
     this.store = new DriveStore(sql);
-    this.content = new Content(blobs, this.store, log);
+    this.content = new Content(blobs, this.store, log, hashes);
   }
 
   // Scope -------------------------------------------------------------------------------------

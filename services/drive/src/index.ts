@@ -1,4 +1,4 @@
-import { type Config, defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
+import { type Config, createHashPool, defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 
 import { DriveDomain, type DriveSettings } from './drive.js';
 import { migrations } from './migrations/index.js';
@@ -43,11 +43,13 @@ export const driveService = defineService({
     const [sql, bus, blobs] = await Promise.all([ctx.backends.sql(), ctx.backends.bus(), ctx.backends.blobs()]);
     const settings = driveSettings(ctx.config);
     let relay: OutboxRelay | undefined;
-    const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log);
+    // Content is hashed on worker threads (started on the first upload, stopped with the service).
+    const hashes = createHashPool({ name: 'drive-sha256' });
+    const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log, hashes);
     let timer: NodeJS.Timeout | undefined;
     // Unary methods through the kit's bindService; Upload and Download are grpc-js handlers of their own.
     // (The kit's Handlers type knows unary methods only, hence the cast.)
-    const all = { ...handlers(domain), ...streamHandlers(domain, { signer: ctx.signer, log: ctx.log }) };
+    const all = { ...handlers(domain), ...streamHandlers(domain, { signer: ctx.signer, log: ctx.log, hashes }) };
     return {
       handlers: all as never,
       async start() {
@@ -60,6 +62,7 @@ export const driveService = defineService({
       async stop() {
         clearInterval(timer);
         await relay?.stop();
+        await hashes.close();
       },
     };
   },

@@ -1,16 +1,16 @@
-import { createHash } from 'node:crypto';
-
 import {
   decodeBytesMessage,
   DomainError,
   encodeBytesMessage,
   grpcStatusFor,
+  type HashPool,
   type Logger,
   type PrincipalSigner,
   rawHandler,
   type sendUnaryData,
   type ServerReadableStream,
   type ServerWritableStream,
+  type StreamingHash,
   verifyCallPrincipal,
 } from '@svc/kit';
 import { drive } from '@svc/proto';
@@ -90,7 +90,7 @@ function drained(call: ServerWritableStream<unknown, unknown>): Promise<void> {
  * The streaming methods, as grpc-js handlers: the principal is verified as for unary calls and
  * errors travel as DomainError kinds and codes.
  */
-export function streamHandlers(domain: DriveDomain, deps: { signer: PrincipalSigner; log: Logger }) {
+export function streamHandlers(domain: DriveDomain, deps: { signer: PrincipalSigner; log: Logger; hashes: HashPool }) {
   /** Upload: a header, chunks, an end marker with the byte count; anything else is an aborted upload. */
   const upload = rawHandler(
     (call: ServerReadableStream<drive.UploadRequest, drive.ItemResponse>, callback: sendUnaryData<drive.ItemResponse>) => {
@@ -138,6 +138,7 @@ export function streamHandlers(domain: DriveDomain, deps: { signer: PrincipalSig
   const download = rawHandler((call: ServerWritableStream<drive.DownloadRequest, drive.DownloadResponse>) => {
     let log = deps.log;
     let result: DownloadResult | undefined;
+    let hashing: StreamingHash | null = null;
     const run = async () => {
       const ctx = await verifyCallPrincipal(call.metadata, deps);
       log = ctx.log;
@@ -156,7 +157,9 @@ export function streamHandlers(domain: DriveDomain, deps: { signer: PrincipalSig
         await drained(call);
       }
       if (r.body) {
-        const hash = r.partial ? null : createHash('sha256');
+        // Hashed on a worker thread (a small file here), like uploads; the digest is checked before the call ends.
+        const hash = r.partial ? null : deps.hashes.hash('sha256', r.item.size);
+        hashing = hash;
         let sent = 0;
         let pending: Buffer[] = [];
         let pendingBytes = 0;
@@ -168,16 +171,21 @@ export function streamHandlers(domain: DriveDomain, deps: { signer: PrincipalSig
         };
         for await (const chunk of r.body as AsyncIterable<Buffer>) {
           if (call.cancelled) break;
-          hash?.update(chunk);
+          const behind = hash?.update(chunk);
+          if (behind) await behind;
           sent += chunk.length;
           pending.push(chunk);
           pendingBytes += chunk.length;
           if (pendingBytes >= DOWNLOAD_CHUNK_BYTES) await flush();
         }
-        if (call.cancelled) return;
+        if (call.cancelled) {
+          hash?.abort();
+          return;
+        }
         if (pendingBytes) await flush();
         const expected = r.end - r.start + 1;
-        if (sent !== expected || (hash && hash.digest('hex') !== r.item.sha256)) {
+        const digest = hash ? await hash.digest() : null;
+        if (sent !== expected || (hash && digest !== r.item.sha256)) {
           // Never let a damaged blob pass as the file: the reader sees a failed transfer.
           log.error({ id: r.item.id, sha256: r.item.sha256, sent, expected }, 'stored content does not match its metadata');
           throw new DomainError('internal', 'content_damaged', 'The stored content does not match the file; it was not served.');
@@ -186,6 +194,7 @@ export function streamHandlers(domain: DriveDomain, deps: { signer: PrincipalSig
       call.end();
     };
     run().catch((err: unknown) => {
+      hashing?.abort();
       result?.body?.destroy();
       if (call.cancelled) return;
       call.emit('error', grpcStatusFor(err, log, 'download'));

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { type Readable } from 'node:stream';
+import { type Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 import * as Minio from 'minio';
@@ -12,7 +12,11 @@ export interface BlobRange {
   end: number;
 }
 
-/** Content storage by key. A put is all-or-nothing: a failed put leaves no partial object. */
+/**
+ * Content storage by key. A put is all-or-nothing (a failed put leaves no partial object) and
+ * durable when it returns (the filesystem store flushes the data and the new name to the disk;
+ * MinIO/S3 acknowledge a put once it is stored), so a crash after it cannot leave a cut object.
+ */
 export interface Blobs {
   readonly kind: 'fs' | 's3';
   put(key: string, body: Readable | Buffer, size?: number): Promise<{ size: number }>;
@@ -21,8 +25,9 @@ export interface Blobs {
   remove(key: string): Promise<void>;
   /**
    * Moves a stored object to another key, replacing what is there: atomic on the filesystem
-   * (rename); on S3 a server-side copy, then the source is removed. Readers of `to` see the old
-   * object or the new one, never a partial one.
+   * (rename, then the folder is flushed so that the new name is durable); on S3 a server-side
+   * copy, then the source is removed. Readers of `to` see the old object or the new one, never a
+   * partial one.
    */
   move(from: string, to: string): Promise<void>;
   ping(): Promise<void>;
@@ -34,7 +39,105 @@ function checkKey(key: string): void {
   }
 }
 
-/** Files under a folder; writes go to a temporary file and are renamed into place. */
+/** While a file is being written, its data is flushed to the disk every this many bytes (in the background). */
+const FS_SYNC_EVERY = 8 * 1024 * 1024;
+/** Bytes a file write gathers before it waits for the disk (several chunks go out in one writev). */
+const FS_WRITE_BUFFER = 1024 * 1024;
+
+/**
+ * fsync of a directory: makes the names created, renamed or removed in it durable. Not possible
+ * on Windows (a directory cannot be opened there); there the rename is what there is.
+ */
+async function syncDir(dir: string): Promise<void> {
+  if (process.platform === 'win32') return;
+  const fh = await fs.promises.open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Makes `dir`'s entries durable, and, when `mkdir` created folders on the way (`created`: the
+ * first one it made), each new folder's entry in its parent too.
+ */
+async function syncDirs(dir: string, created: string | undefined): Promise<void> {
+  const dirs = [dir];
+  if (created) {
+    for (let d = dir; d !== created && path.dirname(d) !== d; ) {
+      d = path.dirname(d);
+      dirs.push(d);
+    }
+    dirs.push(path.dirname(created));
+  }
+  await Promise.all(dirs.map(syncDir));
+}
+
+/** Writes all of `buffers` (a short write continues where it stopped). */
+async function writeAll(fh: fs.promises.FileHandle, buffers: Buffer[]): Promise<void> {
+  let total = buffers.reduce((n, b) => n + b.length, 0);
+  while (total > 0) {
+    const { bytesWritten } = buffers.length === 1 ? await fh.write(buffers[0]!) : await fh.writev(buffers);
+    total -= bytesWritten;
+    if (total <= 0) break;
+    let skip = bytesWritten;
+    while (skip >= buffers[0]!.length) skip -= buffers.shift()!.length;
+    if (skip) buffers[0] = buffers[0]!.subarray(skip);
+  }
+}
+
+/**
+ * A stream into an open file whose data is on the disk when the stream finishes: several chunks
+ * go out in one writev, the data written so far is flushed (fdatasync) in the background every
+ * FS_SYNC_EVERY bytes so that the last flush has little left to do, and `final` flushes the rest.
+ */
+function durableFileSink(fh: fs.promises.FileHandle): Writable {
+  let unsynced = 0;
+  let syncing: Promise<void> | null = null;
+  let syncError: unknown = null;
+  const startSync = () => {
+    unsynced = 0;
+    syncing = fh.datasync().then(
+      () => {
+        syncing = null;
+      },
+      (err: unknown) => {
+        syncing = null;
+        syncError ??= err;
+      },
+    );
+  };
+  const wrote = (n: number, cb: (err?: Error | null) => void) => {
+    if (syncError) return cb(syncError as Error);
+    unsynced += n;
+    if (unsynced >= FS_SYNC_EVERY && !syncing) startSync();
+    cb();
+  };
+  return new Writable({
+    highWaterMark: FS_WRITE_BUFFER,
+    writev(chunks, cb) {
+      const buffers = chunks.map((c) => c.chunk as Buffer);
+      const n = buffers.reduce((s, b) => s + b.length, 0);
+      writeAll(fh, buffers).then(() => wrote(n, cb), cb);
+    },
+    final(cb) {
+      (async () => {
+        await syncing;
+        if (syncError) throw syncError;
+        await fh.datasync();
+      })().then(() => cb(), cb);
+    },
+  });
+}
+
+/**
+ * Files under a folder. A put is durable when it returns: the data is written to a temporary
+ * file and flushed to the disk (fdatasync), the file is renamed into place, and the folder is
+ * flushed (fsync) so that the new name survives a crash too. A put that fails leaves nothing
+ * (the temporary file is removed); a crash in the middle leaves at most a temporary file, never
+ * a partial object.
+ */
 export function createFsBlobs(root: string): Blobs {
   const tmp = path.join(root, '.tmp');
   fs.mkdirSync(tmp, { recursive: true });
@@ -56,11 +159,25 @@ export function createFsBlobs(root: string): Blobs {
     async put(key, body) {
       const target = file(key);
       const partial = path.join(tmp, randomBytes(12).toString('hex'));
+      const dir = path.dirname(target);
       try {
-        if (Buffer.isBuffer(body)) await fs.promises.writeFile(partial, body);
-        else await pipeline(body, fs.createWriteStream(partial));
-        await fs.promises.mkdir(path.dirname(target), { recursive: true });
+        // The folder is made while the data is being written.
+        const made = fs.promises.mkdir(dir, { recursive: true });
+        made.catch(() => {});
+        const fh = await fs.promises.open(partial, 'wx');
+        try {
+          if (Buffer.isBuffer(body)) {
+            await writeAll(fh, [body]);
+            await fh.datasync();
+          } else {
+            await pipeline(body, durableFileSink(fh));
+          }
+        } finally {
+          await fh.close();
+        }
+        const created = await made;
         await fs.promises.rename(partial, target);
+        await syncDirs(dir, created);
       } catch (err) {
         await fs.promises.rm(partial, { force: true });
         throw err;
@@ -85,8 +202,12 @@ export function createFsBlobs(root: string): Blobs {
     async move(from, to) {
       const source = file(from);
       const target = file(to);
-      await fs.promises.mkdir(path.dirname(target), { recursive: true });
+      const dir = path.dirname(target);
+      const created = await fs.promises.mkdir(dir, { recursive: true });
+      // The source's data was flushed when it was put; the rename is made durable by flushing
+      // the folder it lands in (and the folders made for it).
       await fs.promises.rename(source, target);
+      await syncDirs(dir, created);
     },
     async ping() {
       await fs.promises.access(tmp, fs.constants.W_OK);
