@@ -200,8 +200,8 @@ function fromStatus(
   const code = get(ERROR_CODE_KEY);
   if (isErrorKind(kind) && typeof code === 'string') {
     const raw = get('svc-error-details-bin');
-    const details2 = Buffer.isBuffer(raw) ? (JSON.parse(raw.toString()) as Record<string, unknown>) : undefined;
-    return new DomainError(kind, code, details, details2, { cause });
+    const extra = Buffer.isBuffer(raw) ? (JSON.parse(raw.toString()) as Record<string, unknown>) : undefined;
+    return new DomainError(kind, code, details, extra, { cause });
   }
   const short = serviceName.split('.').slice(-1)[0];
   switch (status) {

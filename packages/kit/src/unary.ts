@@ -16,10 +16,9 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
-/** gRPC status codes used here (the rest arrive as numbers from the server). */
-export const GrpcStatus = { OK: 0, CANCELLED: 1, UNKNOWN: 2, DEADLINE_EXCEEDED: 4, INTERNAL: 13, UNAVAILABLE: 14 } as const;
 
 /** The outcome of a failed call: status, message and the server's trailing metadata. */
 export class UnaryCallError extends Error {
@@ -190,7 +189,7 @@ export class UnaryChannel {
         received += d.length;
         if (received > this.maxReceiveBytes + 5) {
           stream.close(NGHTTP2_CANCEL);
-          finish(new UnaryCallError(8, `The response is larger than ${this.maxReceiveBytes} bytes.`));
+          finish(new UnaryCallError(GrpcStatus.RESOURCE_EXHAUSTED, `The response is larger than ${this.maxReceiveBytes} bytes.`));
           return;
         }
         chunks.push(d);

@@ -157,7 +157,7 @@ export function streamHandlers(domain: DriveDomain, deps: { signer: PrincipalSig
         await drained(call);
       }
       if (r.body) {
-        // Hashed on a worker thread (a small file here), like uploads; the digest is checked before the call ends.
+        // Hashed as uploads are (on a worker thread, unless the file is small); checked before the call ends.
         const hash = r.partial ? null : deps.hashes.hash('sha256', r.item.size);
         hashing = hash;
         let sent = 0;
