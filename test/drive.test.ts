@@ -318,6 +318,88 @@ describe('nothing lost', () => {
     }
   });
 
+  test('a stored blob that no longer matches its hash is never served whole; a range of it still is', async () => {
+    const content = randomBytes(3 * 1024 * 1024); // hashed on a worker (over 1 MiB)
+    const small = randomBytes(1000); // hashed inline
+    for (const bytes of [content, small]) {
+      const up = await uploadFile(`damaged-${Date.now()}.bin`, bytes);
+      expect(up.status).toBe(201);
+      const blob = path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive', accountId, up.body.sha256.slice(0, 2), up.body.sha256);
+      const damaged = Buffer.from(bytes);
+      damaged[damaged.length - 10] ^= 0xff; // same length, one byte flipped near the end
+      fs.writeFileSync(blob, damaged);
+      try {
+        // The last chunk is withheld: the client sees a cut transfer (or, for a one-chunk file, a
+        // closed connection), never a complete damaged file.
+        const whole = async () => {
+          const res = await fetch(`${t.url}/v1/drive/${up.body.id}/content`, { headers: { authorization: `Bearer ${t.bootstrapKey}` } });
+          expect(res.headers.get('content-length')).toBe(String(bytes.length));
+          return Buffer.from(await res.arrayBuffer());
+        };
+        await expect(whole()).rejects.toThrow();
+        const range = await req('GET', `/v1/drive/${up.body.id}/content`, { headers: { range: 'bytes=0-99' } });
+        expect(range.status).toBe(206);
+        expect(range.bytes.equals(bytes.subarray(0, 100))).toBe(true);
+      } finally {
+        fs.writeFileSync(blob, bytes);
+      }
+      expect((await req('GET', `/v1/drive/${up.body.id}/content`)).bytes.equals(bytes)).toBe(true);
+    }
+  });
+
+  test('the service side of an upload: it belongs to its account, and a commit checks what the blob holds', async () => {
+    const signer = new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!);
+    const as = async (account: string) => ({ principalToken: (await signer.sign({ kind: 'human', userId: account, accountId: account, channel: 'api' })).token });
+    const client = t.stack.registry.client('drive', drive.DriveServiceService, 'svc.drive.v1.DriveService');
+    const blobs = await t.stack.backends.blobs();
+    const header = { name: `steps-${Date.now()}.txt`, requirePrecondition: false, overwrite: false, lockTokens: [] };
+    const bytes = Buffer.from('written by the gateway');
+    const pending = async (id: string) => (await sql<{ n: number }>('SELECT count(*)::int AS n FROM drive.uploads WHERE id = $1', [id]))[0]!.n;
+
+    const first = await client.beginUpload(header, await as(accountId));
+    expect(first.blobKey).toBe(`drive-tmp/${first.uploadId}`);
+    await blobs.put(first.blobKey, bytes);
+    const commit = { header, uploadId: first.uploadId, sha256: sha(bytes), size: bytes.length };
+    // Another account cannot commit (or abort) it: the upload does not exist for it.
+    await expect(client.commitUpload(commit, await as(newId('acct')))).rejects.toMatchObject({ code: 'upload_not_found' });
+    await client.abortUpload({ uploadId: first.uploadId }, await as(newId('acct')));
+    expect(await pending(first.uploadId)).toBe(1);
+    // A size the blob does not hold: refused, and the upload and its blob are gone.
+    await expect(client.commitUpload({ ...commit, size: bytes.length + 1 }, await as(accountId))).rejects.toMatchObject({ code: 'upload_incomplete' });
+    expect(await pending(first.uploadId)).toBe(0);
+    expect(await blobs.stat(first.blobKey)).toBeNull();
+    await expect(client.commitUpload(commit, await as(accountId))).rejects.toMatchObject({ code: 'upload_not_found' });
+    await expect(client.commitUpload({ ...commit, sha256: 'not-a-digest' }, await as(accountId))).rejects.toMatchObject({ code: 'invalid_request' });
+
+    const second = await client.beginUpload(header, await as(accountId));
+    await blobs.put(second.blobKey, bytes);
+    const done = await client.commitUpload({ ...commit, uploadId: second.uploadId }, await as(accountId));
+    expect(done.item).toMatchObject({ name: header.name, size: bytes.length, sha256: sha(bytes) });
+    expect(await pending(second.uploadId)).toBe(0);
+    expect(await blobs.stat(second.blobKey)).toBeNull();
+    expect((await req('GET', `/drive/${done.item!.id}/content`)).bytes.equals(bytes)).toBe(true);
+    // The name is taken now: a second begin fails before any byte is sent.
+    await expect(client.beginUpload(header, await as(accountId))).rejects.toMatchObject({ code: 'name_taken' });
+  });
+
+  test('content an open upload is placing is not collected, whatever its hold; once the upload ends it is', async () => {
+    const bytes = randomBytes(1000);
+    const digest = sha(bytes);
+    const blobs = await t.stack.backends.blobs();
+    const key = `drive/${accountId}/${digest.slice(0, 2)}/${digest}`;
+    await blobs.put(key, bytes);
+    // What an upload leaves between moving its blob into place and its commit: a hold that may
+    // already be over (grace 0), no item yet, and the upload row naming the content.
+    const uploadId = newId('upl');
+    await sql(`INSERT INTO drive.blobs (account_id, sha256, size, held_until) VALUES ($1, $2, $3, now() - interval '1 hour')`, [accountId, digest, bytes.length]);
+    await sql(`INSERT INTO drive.uploads (id, account_id, tmp_key, sha256) VALUES ($1, $2, $3, $4)`, [uploadId, accountId, `drive-tmp/${uploadId}`, digest]);
+    await collectGarbage(0);
+    expect(await blobs.stat(key)).toEqual({ size: bytes.length });
+    await sql(`DELETE FROM drive.uploads WHERE id = $1`, [uploadId]);
+    await collectGarbage(0);
+    expect(await blobs.stat(key)).toBeNull();
+  });
+
   test('replaced and deleted content is collected after the grace period, current content stays', async () => {
     const { body } = await uploadFile(`gc-${Date.now()}.bin`, 'gc version one');
     await req('PUT', `/drive/${body.id}/content`, { body: 'gc version two', headers: { 'if-match': quoted('gc version one') } });

@@ -65,11 +65,6 @@ export function bindService<D extends AnyDef>(
   const impl: grpc.UntypedServiceImplementation = {};
   for (const name of Object.keys(definition)) {
     const handler = handlers[name as keyof D];
-    if (isRawHandler(handler)) {
-      // A streaming method's grpc-js handler, written by its service (see rawHandler).
-      impl[name] = handler as unknown as grpc.UntypedHandleCall;
-      continue;
-    }
     impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       verifyCallPrincipal(call.metadata, deps)
         .then((ctx) => handler(call.request as never, ctx))
@@ -184,10 +179,6 @@ export function createRpcClient<D extends AnyDef>(
   return out as RpcClient<D>;
 }
 
-function fromServiceError(err: grpc.ServiceError, serviceName: string): DomainError {
-  return fromStatus(err.code, err.details, (k) => err.metadata?.get(k)[0], serviceName, err);
-}
-
 /** The DomainError of a failed call: the service's own when it sent one, else one per status. */
 function fromStatus(
   status: number,
@@ -217,31 +208,8 @@ function fromStatus(
   }
 }
 
-// Streaming methods ---------------------------------------------------------------------------
-// bindService and createRpcClient serve and call unary methods. A service with client- or
-// server-streaming methods writes those handlers and calls itself, with these helpers so that the
-// principal, the request id and DomainError travel exactly as they do for unary calls.
-
-/** The grpc-js call types a streaming handler works with (so that services need not import grpc-js). */
-export type { sendUnaryData, ServerReadableStream, ServerWritableStream } from '@grpc/grpc-js';
-
-const RAW_HANDLER = Symbol.for('svc.grpc.rawHandler');
-
-/**
- * Marks a grpc-js handler (`(call, callback)` for client streaming, `(call)` for server
- * streaming) that bindService installs as is instead of wrapping it as a unary handler. The
- * handler checks the principal itself, with verifyCallPrincipal.
- */
-export function rawHandler<F extends (call: any, callback?: any) => void>(fn: F): F {
-  return Object.assign(fn, { [RAW_HANDLER]: true });
-}
-
-function isRawHandler(fn: unknown): boolean {
-  return typeof fn === 'function' && (fn as unknown as Record<symbol, unknown>)[RAW_HANDLER] === true;
-}
-
-/** The CallContext of an incoming call: its signed principal verified, as bindService does. */
-export async function verifyCallPrincipal(
+/** The CallContext of an incoming call: its signed principal verified. */
+async function verifyCallPrincipal(
   metadata: grpc.Metadata,
   deps: { signer: PrincipalSigner; log: Logger },
 ): Promise<CallContext> {
@@ -267,64 +235,4 @@ export async function verifyCallPrincipal(
 function requestLogger(base: Logger, metadata: grpc.Metadata): Logger {
   const requestId = metadata.get(REQUEST_ID_KEY)[0];
   return requestId ? base.child({ requestId: String(requestId) }) : base;
-}
-
-/** The gRPC status a handler's error becomes (DomainError kind and code in trailing metadata). */
-export function grpcStatusFor(err: unknown, log: Logger, method: string): Partial<grpc.StatusObject> {
-  return toServiceError(err, log, method);
-}
-
-/** The DomainError a failed call carries, as createRpcClient rejects with it. */
-export function domainErrorFor(err: grpc.ServiceError, serviceName: string): DomainError {
-  return fromServiceError(err, serviceName);
-}
-
-/** Call metadata with the principal token and request id, as createRpcClient sends them. */
-export function callMetadata(options: RpcCallOptions): grpc.Metadata {
-  const md = new grpc.Metadata();
-  md.set(PRINCIPAL_METADATA_KEY, options.principalToken);
-  if (options.requestId) md.set(REQUEST_ID_KEY, options.requestId);
-  return md;
-}
-
-// Bulk bytes over streaming methods ------------------------------------------------------------
-// A chunk message (a message whose only field set is one `bytes` field) is framed by hand: built
-// from pieces in one copy, and read as a view of the received buffer. The generated codecs copy
-// the bytes two or three times, which is most of the CPU of a large transfer.
-
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n > 0x7f) {
-    out.push((n % 0x80) | 0x80);
-    n = Math.floor(n / 0x80);
-  }
-  out.push(n);
-  return out;
-}
-
-/** Encodes `{ [field]: concat(parts) }` (a length-delimited field) in one copy. */
-export function encodeBytesMessage(field: number, parts: Buffer[], total = parts.reduce((n, p) => n + p.length, 0)): Buffer {
-  const head = Buffer.from([(field << 3) | 2, ...varint(total)]);
-  return Buffer.concat([head, ...parts], head.length + total);
-}
-
-/**
- * The bytes of a message whose only content is length-delimited field `field`, as a view of
- * `buf` (no copy); undefined for any other message (decode it with the generated codec).
- */
-export function decodeBytesMessage(buf: Buffer, field: number): Buffer | undefined {
-  if (!buf.length || buf[0] !== ((field << 3) | 2)) return undefined;
-  let len = 0;
-  let mul = 1;
-  let i = 1;
-  for (; i < buf.length && i < 10; i++) {
-    const b = buf[i]!;
-    len += (b & 0x7f) * mul;
-    mul *= 0x80;
-    if (b < 0x80) {
-      i++;
-      return i + len === buf.length ? buf.subarray(i) : undefined;
-    }
-  }
-  return undefined;
 }

@@ -9,6 +9,7 @@ export * from './principal.js';
 export * from './service.js';
 export * from './storage/blobs.js';
 export * from './storage/bus.js';
+export * from './storage/content.js';
 export * from './storage/cache.js';
 export * from './storage/outbox.js';
 export * from './storage/sql.js';

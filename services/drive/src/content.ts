@@ -1,6 +1,4 @@
-import { Readable } from 'node:stream';
-
-import { type Blobs, type BlobRange, DomainError, type HashPool, type Logger, newId } from '@svc/kit';
+import { type Blobs, DomainError, type Logger, newId } from '@svc/kit';
 
 import type { DriveStore } from './store.js';
 
@@ -21,79 +19,62 @@ export interface Received {
   size: number;
 }
 
-export const tooLarge = (limit: number) =>
-  new DomainError('too_large', 'file_too_large', `The file is larger than the limit of ${limit} bytes.`, { limitBytes: limit });
+const unknownUpload = () =>
+  new DomainError('not_found', 'upload_not_found', 'No such upload in progress (it was committed, aborted or collected).');
 
 /**
- * Content: streamed into a temporary blob while it is hashed and counted, then moved to its
- * content-addressed key. Nothing is buffered whole; a stream that fails or stops early leaves
- * no blob (the kit's puts are all-or-nothing), so a previous version is never touched.
+ * Content: the gateway writes an upload's bytes to a temporary blob this service names (and
+ * registers, so that the collector removes it if the upload is never finished); a commit moves
+ * it to its content-addressed key. A put is all-or-nothing, so a previous version is never touched.
  */
 export class Content {
   constructor(
     private readonly blobs: Blobs,
     private readonly store: DriveStore,
     private readonly log: Logger,
-    private readonly hashes: HashPool,
   ) {}
 
-  /**
-   * Streams `chunks` to a temporary blob. `chunks` yields the bytes, and must finish by calling
-   * `end(size)` through the returned promise protocol: a source that stops without reporting its
-   * end (a client that went away) rejects and leaves nothing.
-   */
-  async receive(
-    accountId: string,
-    chunks: AsyncIterable<Buffer>,
-    opts: { limit: number; declaredSize?: number },
-  ): Promise<Received> {
+  /** Registers a new upload of the account; its bytes go to the returned key. */
+  async begin(accountId: string): Promise<{ uploadId: string; key: string }> {
     const uploadId = newId('upl');
     const key = tmpKey(uploadId);
     await this.store.startUpload(uploadId, accountId, key);
-    // SHA-256 runs on a worker thread (about as slow as the disk write itself): this thread only
-    // copies each chunk over, and keeps reading the stream and writing the blob meanwhile. (A
-    // small file, by its declared length, is hashed here: quicker than the trip to the worker.)
-    const hash = this.hashes.hash('sha256', opts.declaredSize);
-    let size = 0;
-    const limit = opts.limit;
-    let digest: Promise<string> | undefined;
-    async function* counted() {
-      for await (const chunk of chunks) {
-        size += chunk.length;
-        if (size > limit) throw tooLarge(limit);
-        const behind = hash.update(chunk);
-        if (behind) await behind;
-        yield chunk;
-      }
-      // The source is whole: the digest is computed while the blob store finishes its write.
-      digest = hash.digest();
-      digest.catch(() => {}); // awaited below; a failed put must not leave it unhandled
-    }
-    const body = Readable.from(counted(), { objectMode: false, highWaterMark: 1 << 20 });
-    // The S3 client sizes its multipart parts (each held in memory) from the length it is told;
-    // told nothing, it plans for 5 TiB objects (~550 MiB parts). The limit bounds the length.
-    const sizeHint = opts.declaredSize ?? (this.blobs.kind === 's3' ? limit : undefined);
-    let sha256: string;
-    try {
-      const stored = await this.blobs.put(key, body, sizeHint);
-      if (stored.size !== size) throw new Error(`stored ${stored.size} bytes of ${size}`);
-      if (!digest) throw new Error('the blob store finished before the upload ended');
-      sha256 = await digest;
-    } catch (err) {
-      body.destroy();
-      hash.abort();
-      await this.discard(uploadId, key);
-      throw err;
-    }
-    return { uploadId, tmpKey: key, sha256, size };
+    return { uploadId, key };
   }
 
   /**
-   * Makes the received content readable at its content key. The blob row is held first (in its
-   * own commit), so the collector cannot remove the key between this and the metadata commit.
+   * The upload the gateway says it wrote, once checked: it is the account's, in progress, and its
+   * blob holds `size` bytes. (The digest is the gateway's, computed as the bytes went by; every
+   * full read checks it again.)
+   */
+  async received(accountId: string, uploadId: string, sha256: string, size: number): Promise<Received> {
+    const upload = await this.store.upload(uploadId);
+    if (!upload || upload.account_id !== accountId) throw unknownUpload();
+    const stored = await this.blobs.stat(upload.tmp_key);
+    if (!stored || stored.size !== size) {
+      await this.discard(uploadId, upload.tmp_key);
+      throw new DomainError('invalid_argument', 'upload_incomplete', `The upload holds ${stored?.size ?? 0} of ${size} bytes; nothing was written.`);
+    }
+    return { uploadId, tmpKey: upload.tmp_key, sha256, size };
+  }
+
+  /** Forgets an upload of the account that will not be committed (its bytes did not arrive). */
+  async abort(accountId: string, uploadId: string): Promise<void> {
+    const upload = await this.store.upload(uploadId);
+    if (upload && upload.account_id === accountId) await this.discard(uploadId, upload.tmp_key);
+  }
+
+  /**
+   * Makes the received content readable at its content key. The upload is marked as placing that
+   * content and the blob row is held first (in their own commit), so the collector cannot remove
+   * the key between this and the metadata commit, even with no grace period; once the upload ends
+   * the hold counts.
    */
   async place(accountId: string, r: Received, holdSeconds: number): Promise<void> {
-    await this.store.hold(this.store.sql, accountId, r.sha256, r.size, holdSeconds);
+    await this.store.sql.tx(async (q) => {
+      await this.store.placing(q, r.uploadId, r.sha256);
+      await this.store.hold(q, accountId, r.sha256, r.size, holdSeconds);
+    });
     const target = contentKey(accountId, r.sha256);
     const existing = await this.blobs.stat(target);
     if (existing && existing.size === r.size) {
@@ -119,10 +100,6 @@ export class Content {
 
   async finish(uploadId: string): Promise<void> {
     await this.store.endUpload(uploadId).catch((err) => this.log.warn({ err, uploadId }, 'could not forget an upload'));
-  }
-
-  open(accountId: string, sha256: string, range?: BlobRange): Promise<Readable> {
-    return this.blobs.get(contentKey(accountId, sha256), range);
   }
 
   /**

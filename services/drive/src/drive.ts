@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
-
 import {
   type Blobs,
+  contentTooLarge,
   DomainError,
   enqueueEvent,
-  type HashPool,
   type Logger,
   newId,
   type OutboxRelay,
@@ -14,7 +12,7 @@ import {
   type Sql,
 } from '@svc/kit';
 
-import { Content, EMPTY_SHA256, type Received, tooLarge } from './content.js';
+import { Content, contentKey, EMPTY_SHA256, type Received } from './content.js';
 import {
   contentTypeFor,
   decodeCursor,
@@ -77,7 +75,14 @@ export interface DownloadResult {
   rangeNotSatisfiable: boolean;
   start: number;
   end: number;
-  body?: Readable;
+  /** The blob to read the bytes from, when there are bytes to send. */
+  blobKey?: string;
+}
+
+export interface UploadCommit {
+  uploadId: string;
+  sha256: string;
+  size: number;
 }
 
 const notFound = () => new DomainError('not_found', 'item_not_found', 'File or folder not found.');
@@ -152,11 +157,9 @@ export class DriveDomain {
     readonly settings: DriveSettings,
     private readonly outbox: () => OutboxRelay | undefined,
     private readonly log: Logger,
-    /** Where content is hashed (worker threads). */
-    hashes: HashPool,
   ) {
     this.store = new DriveStore(sql);
-    this.content = new Content(blobs, this.store, log, hashes);
+    this.content = new Content(blobs, this.store, log);
   }
 
   // Scope -------------------------------------------------------------------------------------
@@ -725,13 +728,34 @@ export class DriveDomain {
    * blob store while hashed, then committed by compare-and-swap. Whatever fails (a stale
    * precondition, a client gone mid-body, a crash), the version before stays as it was.
    */
-  async upload(p: Principal, h: UploadHeader, chunks: AsyncIterable<Buffer>): Promise<{ row: ItemRow; created: boolean }> {
+  /**
+   * An upload's first step: the write is checked as far as it can be before any byte (who may
+   * write, the precondition, a declared size over the limit), and the upload gets a temporary
+   * blob key for its bytes.
+   */
+  async beginUpload(p: Principal, h: UploadHeader): Promise<{ uploadId: string; blobKey: string; limitBytes: number }> {
     writer(p);
     const limit = this.settings.maxFileBytes;
-    if (h.declaredSize !== undefined && h.declaredSize > limit) throw tooLarge(limit);
+    if (h.declaredSize !== undefined && h.declaredSize > limit) throw contentTooLarge(limit);
     await this.writeTarget(this.sql, p, h, false);
-    // A failed receive leaves nothing behind (receive cleans up after itself).
-    const received = await this.content.receive(p.accountId, chunks, { limit, declaredSize: h.declaredSize });
+    const { uploadId, key } = await this.content.begin(p.accountId);
+    return { uploadId, blobKey: key, limitBytes: limit };
+  }
+
+  /**
+   * An upload's last step: its bytes are placed under their SHA-256 and the file's version is
+   * swapped in one transaction (the precondition checked again). Whatever the outcome, the upload
+   * is over; a blob placed for a commit that lost its race is collected after the grace period.
+   */
+  async commitUpload(p: Principal, h: UploadHeader, c: UploadCommit): Promise<{ row: ItemRow; created: boolean }> {
+    writer(p);
+    if (!/^[0-9a-f]{64}$/.test(c.sha256)) throw new DomainError('invalid_argument', 'invalid_request', 'sha256: 64 lowercase hex characters.');
+    if (!Number.isSafeInteger(c.size) || c.size < 0) throw new DomainError('invalid_argument', 'invalid_request', 'size: a byte count.');
+    if (c.size > this.settings.maxFileBytes) {
+      await this.content.abort(p.accountId, c.uploadId);
+      throw contentTooLarge(this.settings.maxFileBytes);
+    }
+    const received = await this.content.received(p.accountId, c.uploadId, c.sha256, c.size);
     try {
       await this.content.place(p.accountId, received, this.settings.graceSeconds);
     } catch (err) {
@@ -739,11 +763,16 @@ export class DriveDomain {
       throw err;
     }
     try {
-      // A commit that fails (a lost race) leaves the placed blob held for the grace period, then collected.
       return await this.commitContent(p, h, received);
     } finally {
       await this.content.finish(received.uploadId);
     }
+  }
+
+  /** Forgets an upload whose bytes did not arrive (a no-op for one already over). */
+  async abortUpload(p: Principal, uploadId: string): Promise<void> {
+    writer(p);
+    await this.content.abort(p.accountId, uploadId);
   }
 
   private async commitContent(p: Principal, h: UploadHeader, r: Received): Promise<{ row: ItemRow; created: boolean }> {
@@ -818,7 +847,7 @@ export class DriveDomain {
     const out: DownloadResult = range ? { ...base, partial: true, start: range.start, end: range.end } : base;
     if (req.headOnly) return out;
     if (row.size === 0) return out;
-    return { ...out, body: await this.content.open(p.accountId, row.sha256!, range) };
+    return { ...out, blobKey: contentKey(p.accountId, row.sha256!) };
   }
 
   /**

@@ -1,10 +1,10 @@
-import { type Config, createHashPool, defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
+import { type Config, defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
+import { drive } from '@svc/proto';
 
 import { DriveDomain, type DriveSettings } from './drive.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
-import { definition, streamHandlers } from './stream.js';
 
 export { DriveDomain, type DriveSettings } from './drive.js';
 export { etagOf, ifMatchPasses, ifNoneMatchPasses, parseEtags, validName } from './rules.js';
@@ -35,7 +35,7 @@ export function driveSettings(config: Config, env: NodeJS.ProcessEnv = process.e
 export const driveService = defineService({
   name: 'drive',
   grpcServiceName: 'svc.drive.v1.DriveService',
-  definition,
+  definition: drive.DriveServiceService,
   needs: ['sql', 'bus', 'blobs'],
   schema: SCHEMA,
   migrations,
@@ -43,15 +43,10 @@ export const driveService = defineService({
     const [sql, bus, blobs] = await Promise.all([ctx.backends.sql(), ctx.backends.bus(), ctx.backends.blobs()]);
     const settings = driveSettings(ctx.config);
     let relay: OutboxRelay | undefined;
-    // Content is hashed on worker threads (started on the first upload, stopped with the service).
-    const hashes = createHashPool({ name: 'drive-sha256' });
-    const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log, hashes);
+    const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log);
     let timer: NodeJS.Timeout | undefined;
-    // Unary methods through the kit's bindService; Upload and Download are grpc-js handlers of their own.
-    // (The kit's Handlers type knows unary methods only, hence the cast.)
-    const all = { ...handlers(domain), ...streamHandlers(domain, { signer: ctx.signer, log: ctx.log, hashes }) };
     return {
-      handlers: all as never,
+      handlers: handlers(domain),
       async start() {
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         timer = setInterval(() => {
@@ -62,7 +57,6 @@ export const driveService = defineService({
       async stop() {
         clearInterval(timer);
         await relay?.stop();
-        await hashes.close();
       },
     };
   },

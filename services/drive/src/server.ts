@@ -1,12 +1,10 @@
 import { type CallContext, DomainError, type Handlers } from '@svc/kit';
 import { drive } from '@svc/proto';
 
-import type { DriveDomain, ItemView } from './drive.js';
+import type { DriveDomain, ItemView, UploadHeader } from './drive.js';
 import { etagOf } from './rules.js';
 import type { Actor, LockRow } from './store.js';
 
-/** The unary methods; Upload and Download stream (stream.ts). */
-export type UnaryDef = Omit<typeof drive.DriveServiceService, 'upload' | 'download'>;
 
 const actor = (a: Actor): drive.Actor => ({ kind: a.kind, id: a.id, keyId: a.keyId ?? undefined });
 
@@ -46,6 +44,23 @@ export function toItem(v: ItemView): drive.Item {
   };
 }
 
+function uploadHeader(h: drive.UploadHeader | undefined): UploadHeader {
+  if (!h) throw new DomainError('invalid_argument', 'invalid_upload', 'An upload names its header.');
+  return {
+    itemId: h.itemId || undefined,
+    parentId: h.parentId || undefined,
+    name: h.name,
+    projectId: h.projectId || undefined,
+    contentType: h.contentType || undefined,
+    declaredSize: h.declaredSize,
+    ifMatch: h.ifMatch,
+    ifNoneMatch: h.ifNoneMatch,
+    requirePrecondition: h.requirePrecondition,
+    overwrite: h.overwrite,
+    lockTokens: h.lockTokens,
+  };
+}
+
 function systemOnly(ctx: CallContext): void {
   if (ctx.principal.kind !== 'system') {
     throw new DomainError('forbidden', 'internal_only', 'This call is for platform services only.');
@@ -53,7 +68,7 @@ function systemOnly(ctx: CallContext): void {
 }
 
 /** gRPC handlers of the unary methods: translate messages, let the domain decide. */
-export function handlers(domain: DriveDomain): Handlers<UnaryDef> {
+export function handlers(domain: DriveDomain): Handlers<typeof drive.DriveServiceService> {
   return {
     async listItems(req, ctx) {
       const { items, nextCursor } = await domain.list(ctx.principal, req);
@@ -90,6 +105,35 @@ export function handlers(domain: DriveDomain): Handlers<UnaryDef> {
     async unlockItem(req, ctx) {
       await domain.unlock(ctx.principal, req);
       return {};
+    },
+    async beginUpload(req, ctx) {
+      return domain.beginUpload(ctx.principal, uploadHeader(req));
+    },
+    async commitUpload(req, ctx) {
+      const { row, created } = await domain.commitUpload(ctx.principal, uploadHeader(req.header), {
+        uploadId: req.uploadId,
+        sha256: req.sha256,
+        size: req.size,
+      });
+      return { item: toItem({ row }), created };
+    },
+    async abortUpload(req, ctx) {
+      await domain.abortUpload(ctx.principal, req.uploadId);
+      return {};
+    },
+    async openContent(req, ctx) {
+      const r = await domain.download(ctx.principal, req);
+      return {
+        header: {
+          item: toItem({ row: r.item }),
+          notModified: r.notModified,
+          partial: r.partial,
+          rangeNotSatisfiable: r.rangeNotSatisfiable,
+          start: r.start,
+          end: r.end,
+        },
+        blobKey: r.blobKey ?? '',
+      };
     },
     async collectGarbage(req, ctx) {
       systemOnly(ctx);

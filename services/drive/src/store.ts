@@ -243,6 +243,7 @@ export class DriveStore {
       `SELECT b.account_id, b.sha256 FROM drive.blobs b
         WHERE b.held_until < now() + make_interval(secs => $2)
           AND NOT EXISTS (SELECT 1 FROM drive.items i WHERE i.account_id = b.account_id AND i.sha256 = b.sha256)
+          AND NOT EXISTS (SELECT 1 FROM drive.uploads u WHERE u.account_id = b.account_id AND u.sha256 = b.sha256)
         ORDER BY b.held_until LIMIT $1 FOR UPDATE OF b SKIP LOCKED`,
       [limit, earlierBy],
     );
@@ -264,6 +265,16 @@ export class DriveStore {
 
   async startUpload(id: string, accountId: string, tmpKey: string): Promise<void> {
     await this.sql.query(`INSERT INTO drive.uploads (id, account_id, tmp_key) VALUES ($1, $2, $3)`, [id, accountId, tmpKey]);
+  }
+
+  async upload(id: string): Promise<{ account_id: string; tmp_key: string } | null> {
+    const r = await this.sql.query<{ account_id: string; tmp_key: string }>(`SELECT account_id, tmp_key FROM drive.uploads WHERE id = $1`, [id]);
+    return r[0] ?? null;
+  }
+
+  /** Marks the content an upload is placing (its blob is then not collected until the upload ends). */
+  async placing(q: Queryable, id: string, sha256: string): Promise<void> {
+    await q.query(`UPDATE drive.uploads SET sha256 = $2 WHERE id = $1`, [id, sha256]);
   }
 
   async endUpload(id: string): Promise<void> {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import {
   type Backends,
   type Config,
+  createHashPool,
   createSystemTokenSource,
   type Logger,
   PrincipalSigner,
@@ -57,6 +58,10 @@ export async function startGateway(deps: {
   }, USAGE_FLUSH_MS);
   usageTimer.unref();
 
+  // Drive content is hashed on worker threads (started on the first large transfer).
+  const hashes = createHashPool({ name: 'gateway-sha256' });
+  const local = { log, registry: deps.registry, auth, backends: deps.backends, hashes };
+
   const services = SERVICE_NAMES.filter((s): s is ServiceName => s !== 'gateway');
   const app = createApp({
     log,
@@ -67,8 +72,8 @@ export async function startGateway(deps: {
     trustProxy: deps.config.SVC_TRUST_PROXY,
     services,
     version: deps.version,
-    locals: localHandlers({ log, registry: deps.registry, auth }),
-    mount: (app) => mountProtocols(app, { log, registry: deps.registry, auth }),
+    locals: localHandlers(local),
+    mount: (app) => mountProtocols(app, local),
   });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
@@ -99,6 +104,7 @@ export async function startGateway(deps: {
         server.closeIdleConnections();
       });
       await auth.flushUsage(cache).catch(() => {});
+      await hashes.close();
       closeHealthClients();
     },
   };

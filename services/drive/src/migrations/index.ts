@@ -74,4 +74,13 @@ export const migrations: Migration[] = [
       CREATE INDEX locks_item ON drive.locks (item_id);
       CREATE INDEX locks_expires ON drive.locks (expires_at);`,
   },
+  {
+    id: '0002_upload_placing',
+    sql: `
+      -- The content an open upload is placing: its blob is never collected while the upload is
+      -- open (between the move to its content key and the commit that references it), whatever
+      -- the grace period.
+      ALTER TABLE drive.uploads ADD COLUMN sha256 text;
+      CREATE INDEX uploads_placing ON drive.uploads (account_id, sha256) WHERE sha256 IS NOT NULL;`,
+  },
 ];

@@ -7,7 +7,7 @@
 import type { Request, Response } from 'express';
 import type express from 'express';
 
-import { DomainError, type Registry } from '@svc/kit';
+import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
 import { type AuthContext, presentedSecret } from '../auth.js';
@@ -537,7 +537,7 @@ function timeoutSeconds(v: string | undefined): number {
 
 class Dav {
   constructor(
-    private readonly registry: Registry,
+    private readonly deps: LocalDeps,
     private readonly req: Request,
     private readonly res: Response,
     private readonly auth: AuthContext,
@@ -553,7 +553,7 @@ class Dav {
   }
 
   private client() {
-    return driveClient(this.registry);
+    return driveClient(this.deps.registry);
   }
 
   private async resolve(segments: string[]): Promise<drive.ResolvePathResponse> {
@@ -733,7 +733,7 @@ class Dav {
     const r = segs.length ? await this.resolve(segs) : undefined;
     if (r && !r.item) return sendText(this.res, 404, 'Not found.');
     if (!r || r.item!.kind === 'folder') return this.index(r?.item ?? undefined, head);
-    const d = await download(this.registry, this.caller, {
+    const d = await download(this.deps, this.caller, {
       id: r.item!.id,
       ...parseRange(this.req.headers.range),
       ifNoneMatch: this.req.headers['if-none-match'],
@@ -774,7 +774,7 @@ class Dav {
     const ifMatch = (this.req.headers['if-match'] as string | undefined) ?? etag;
     const ct = meaningfulType(this.req.headers['content-type']);
     const result = await upload(
-      this.registry,
+      this.deps,
       this.caller,
       {
         ...(r.item ? { itemId: r.item.id } : { parentId: r.parent?.id, name: segs[segs.length - 1] }),
@@ -962,7 +962,7 @@ export function mountDav(app: express.Express, deps: LocalDeps): void {
       const target: Target = { prefix, segments };
       if (req.method === 'OPTIONS' && !req.headers.authorization) {
         // Capability discovery works before credentials (Windows and macOS clients ask first).
-        return new Dav(deps.registry, req, res, undefined as unknown as AuthContext, target).options();
+        return new Dav(deps, req, res, undefined as unknown as AuthContext, target).options();
       }
       const auth = await deps.auth.authenticate(
         presentedSecret(req.headers.authorization, { basic: true }),
@@ -972,7 +972,7 @@ export function mountDav(app: express.Express, deps: LocalDeps): void {
       if (auth.principal.kind !== 'human' && auth.principal.kind !== 'agent') {
         throw new DomainError('forbidden', 'principal_not_allowed', 'This credential cannot use the drive.');
       }
-      await new Dav(deps.registry, req, res, auth, target).handle();
+      await new Dav(deps, req, res, auth, target).handle();
     };
     run().catch((err: unknown) => {
       if (err instanceof DomainError) return sendDavDomainError(req, res, err, prefix, segments);

@@ -1,10 +1,9 @@
-import * as grpc from '@grpc/grpc-js';
 import type express from 'express';
 import type { Request, Response } from 'express';
 
 import type { RouteInput } from '@svc/api';
 import { driveItem } from '@svc/api/dist/routes/drive.js';
-import { callMetadata, decodeBytesMessage, DomainError, domainErrorFor, encodeBytesMessage, type Registry } from '@svc/kit';
+import { DomainError, type Registry, storeHashed, verifiedContent } from '@svc/kit';
 import { drive } from '@svc/proto';
 
 import type { LocalHandler } from '../app.js';
@@ -13,58 +12,18 @@ import { sendDomainError, sendError } from '../http-errors.js';
 import type { LocalDeps } from './index.js';
 
 const SERVICE = 'svc.drive.v1.DriveService';
-/** Bytes per Upload message: request chunks are gathered up to this before they go to the service. */
-export const UPLOAD_MESSAGE_BYTES = 256 * 1024;
+/** A commit may move a large blob (a server-side copy on S3): more time than a usual call. */
+const COMMIT_DEADLINE_MS = 120_000;
 
-// The streaming client ---------------------------------------------------------------------------
+// Content through the gateway --------------------------------------------------------------------
+// Bytes never pass through the drive service: it checks a write and names a temporary blob key,
+// the gateway streams the client's bytes to that key (hashed on the way), and the service commits
+// the new version (or forgets the upload). Reads are the same: the service answers with the
+// version and range, the gateway streams them from the blob store and checks the hash.
 
-type DriveStreamClient = grpc.Client & {
-  upload(md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res?: drive.ItemResponse) => void): grpc.ClientWritableStream<drive.UploadRequest>;
-  download(req: drive.DownloadRequest, md: grpc.Metadata): grpc.ClientReadableStream<drive.DownloadResponse>;
-};
-
-/** A chunk message given as pieces, framed in one copy by the codec below. */
-interface ChunkParts {
-  parts: Buffer[];
-  size: number;
-}
-
-/**
- * The streaming methods with codecs for the bulk messages: an Upload chunk is framed from its
- * pieces in one copy, a Download chunk is read as a view of the received buffer.
- */
-const streamingDefinition = {
-  upload: {
-    ...drive.DriveServiceService.upload,
-    requestSerialize: (m: drive.UploadRequest | ChunkParts): Buffer =>
-      'parts' in m ? encodeBytesMessage(2, m.parts, m.size) : Buffer.from(drive.UploadRequest.encode(m).finish()),
-  },
-  download: {
-    ...drive.DriveServiceService.download,
-    responseDeserialize: (b: Buffer): drive.DownloadResponse => {
-      const chunk = decodeBytesMessage(b, 2);
-      return chunk ? { chunk } : drive.DownloadResponse.decode(b);
-    },
-  },
-};
-
-const clients = new Map<string, DriveStreamClient>();
-const Ctor = grpc.makeGenericClientConstructor(streamingDefinition as unknown as grpc.ServiceDefinition, SERVICE);
-
-/** A grpc-js client for the drive's streaming methods (the kit's RPC client does unary ones). */
-function streamClient(registry: Registry): DriveStreamClient {
-  const address = registry.address('drive') ?? 'drive:50051';
-  let c = clients.get(address);
-  if (!c) {
-    c = new Ctor(address, grpc.credentials.createInsecure(), { 'grpc.keepalive_time_ms': 30_000 }) as unknown as DriveStreamClient;
-    clients.set(address, c);
-  }
-  return c;
-}
-
-/** The unary drive client. */
+/** The drive client. */
 export function driveClient(registry: Registry) {
-  return registry.client('drive', drive.DriveServiceService as unknown as Omit<typeof drive.DriveServiceService, 'upload' | 'download'>, SERVICE);
+  return registry.client('drive', drive.DriveServiceService, SERVICE);
 }
 
 export interface Caller {
@@ -73,101 +32,63 @@ export interface Caller {
 }
 
 /**
- * Streams `chunks` to the drive's Upload: the header, the bytes in messages of ~256 KiB (with
- * backpressure: the source is read only as fast as the service takes it), then the end marker
- * with the byte count. A source that fails (a client gone mid-body) cancels the call, and the
- * service writes nothing.
+ * Writes `chunks` as a file's content: BeginUpload (a failed precondition answers before any
+ * byte is read), the bytes to the blob store, then CommitUpload. A source that fails (a client
+ * gone mid-body) or goes over the limit leaves nothing, and the upload is forgotten.
  */
-export function upload(registry: Registry, caller: Caller, header: drive.UploadHeader, chunks: AsyncIterable<Buffer>): Promise<drive.ItemResponse> {
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    // The pump waits for room on the call, or for the service's answer (then nothing more is sent).
-    let wake: (() => void) | null = null;
-    const resume = () => {
-      const w = wake;
-      wake = null;
-      w?.();
-    };
-    const drained = () => new Promise<void>((ok) => (wake = ok));
-    const call = streamClient(registry).upload(callMetadata({ principalToken: caller.token, requestId: caller.requestId }), (err, res) => {
-      settled = true;
-      resume();
-      if (err) reject(domainErrorFor(err, SERVICE));
-      else resolve(res!);
+export async function upload(deps: LocalDeps, caller: Caller, header: drive.UploadHeader, chunks: AsyncIterable<Buffer>): Promise<drive.ItemResponse> {
+  const client = driveClient(deps.registry);
+  const call = { principalToken: caller.token, requestId: caller.requestId };
+  const slot = await client.beginUpload(header, call);
+  let stored;
+  try {
+    stored = await storeHashed(await deps.backends.blobs(), deps.hashes, slot.blobKey, chunks, {
+      limit: slot.limitBytes,
+      declaredSize: header.declaredSize,
     });
-    call.on('error', () => {}); // reported through the callback
-    call.on('drain', resume);
-    const pump = async () => {
-      call.write({ header });
-      let size = 0;
-      let pending: Buffer[] = [];
-      let pendingBytes = 0;
-      const flush = async () => {
-        const message: ChunkParts = { parts: pending, size: pendingBytes };
-        pending = [];
-        pendingBytes = 0;
-        if (!call.write(message as drive.UploadRequest) && !settled) await drained();
-      };
-      for await (const chunk of chunks) {
-        if (settled) return; // the service answered early (a failed precondition): stop reading
-        size += chunk.length;
-        pending.push(chunk);
-        pendingBytes += chunk.length;
-        if (pendingBytes >= UPLOAD_MESSAGE_BYTES) await flush();
-      }
-      if (settled) return;
-      if (pendingBytes) await flush();
-      call.write({ end: { size } });
-      call.end();
-    };
-    pump().catch((err: unknown) => {
-      // The body did not arrive whole (or was malformed): the upload is abandoned, nothing changes.
-      call.cancel();
-      if (!settled) {
-        settled = true;
-        reject(
-          err instanceof DomainError
-            ? err
-            : new DomainError('invalid_argument', 'request_aborted', 'The upload was interrupted; nothing was written.'),
-        );
-      }
-    });
-  });
+  } catch (err) {
+    client.abortUpload({ uploadId: slot.uploadId }, call).catch((e: unknown) => deps.log.warn({ err: e, uploadId: slot.uploadId }, 'could not abort an upload'));
+    throw err;
+  }
+  return client.commitUpload({ header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size }, { ...call, deadlineMs: COMMIT_DEADLINE_MS });
 }
 
 export interface Download {
   header: drive.DownloadHeader;
-  /** The bytes, when the answer has any. */
+  /** The bytes, when the answer has any (verified against the file's hash on a full read). */
   body?: AsyncIterable<Buffer>;
+  /** Stops reading (the client went away); nothing is held after it. */
   cancel(): void;
 }
 
-/** Opens the drive's Download and waits for its header. */
-export function download(registry: Registry, caller: Caller, request: drive.DownloadRequest): Promise<Download> {
-  const call = streamClient(registry).download(request, callMetadata({ principalToken: caller.token, requestId: caller.requestId }));
-  call.on('error', () => {}); // reported through the iterator
-  const messages = call[Symbol.asyncIterator]() as AsyncIterator<drive.DownloadResponse>;
-  const fail = (err: unknown) => (err instanceof Error && 'code' in err && 'metadata' in err ? domainErrorFor(err as grpc.ServiceError, SERVICE) : err);
-  return messages.next().then(
-    (first) => {
-      if (first.done || !first.value.header) throw new DomainError('internal', 'upstream_error', 'The drive answered without a header.');
-      async function* body(): AsyncGenerator<Buffer> {
-        try {
-          for (;;) {
-            const n = await messages.next();
-            if (n.done) return;
-            if (n.value.chunk) yield n.value.chunk;
-          }
-        } catch (err) {
-          throw fail(err);
-        }
-      }
-      return { header: first.value.header, body: body(), cancel: () => call.cancel() };
+/** Asks the drive what to serve, and opens the blob when there are bytes to send. */
+export async function download(deps: LocalDeps, caller: Caller, request: drive.DownloadRequest): Promise<Download> {
+  const opened = await driveClient(deps.registry).openContent(request, { principalToken: caller.token, requestId: caller.requestId });
+  const header = opened.header;
+  if (!header?.item) throw new DomainError('internal', 'upstream_error', 'The drive answered without the file.');
+  if (!opened.blobKey) return { header, cancel: () => {} };
+  const item = header.item;
+  const range = header.partial ? { start: header.start, end: header.end } : undefined;
+  const blob = await (await deps.backends.blobs()).get(opened.blobKey, range);
+  const verified = verifiedContent(blob, deps.hashes, { bytes: header.end - header.start + 1, sha256: header.partial ? undefined : item.sha256 });
+  async function* logged(): AsyncGenerator<Buffer> {
+    try {
+      yield* verified;
+    } catch (err) {
+      // The reader sees a broken transfer; the operator must hear of it.
+      deps.log.error({ err, id: item.id, sha256: item.sha256, key: opened.blobKey, requestId: caller.requestId }, 'stored content does not match its file');
+      throw err;
+    }
+  }
+  const body = logged();
+  return {
+    header,
+    body,
+    cancel: () => {
+      blob.destroy();
+      void body.return(undefined);
     },
-    (err: unknown) => {
-      throw fail(err);
-    },
-  );
+  };
 }
 
 // Request helpers -------------------------------------------------------------------------------
@@ -402,8 +323,6 @@ const preconditions = (input: RouteInput) => ({
 
 /** The drive's routes served by the gateway: content in and out, streamed. */
 export function driveHandlers(deps: LocalDeps): Record<string, LocalHandler> {
-  const { registry } = deps;
-
   const uploadHandler: LocalHandler = async (req, res, input, auth) => {
     const raw = req.headers[ORIGINAL_CONTENT_TYPE] ?? req.headers['content-type'];
     const boundary = MultipartReader.boundaryOf(typeof raw === 'string' ? raw : undefined);
@@ -438,14 +357,14 @@ export function driveHandlers(deps: LocalDeps): Record<string, LocalHandler> {
           throw new DomainError('invalid_argument', 'invalid_request', 'parentId: must be a folder id (fld_…)');
         }
         result = await upload(
-          registry,
+          deps,
           caller(req, auth),
           { ...base, name, parentId, projectId: input.query.projectId ?? (fields.projectId || undefined), contentType: file.contentType },
           form.body(),
         );
       } else {
         if (!input.query.name) throw new DomainError('invalid_argument', 'invalid_request', 'query.name: a file name is required (?name=).');
-        result = await upload(registry, caller(req, auth), { ...base, contentType: ct, declaredSize: declaredLength(req) }, bodyOf(req));
+        result = await upload(deps, caller(req, auth), { ...base, contentType: ct, declaredSize: declaredLength(req) }, bodyOf(req));
       }
     } catch (err) {
       return sendWriteError(req, res, err);
@@ -458,7 +377,7 @@ export function driveHandlers(deps: LocalDeps): Record<string, LocalHandler> {
     let result: drive.ItemResponse;
     try {
       result = await upload(
-        registry,
+        deps,
         caller(req, auth),
         {
           itemId: input.params.id,
@@ -479,7 +398,7 @@ export function driveHandlers(deps: LocalDeps): Record<string, LocalHandler> {
 
   const readHandler: LocalHandler = async (req, res, input, auth) => {
     const head = req.method === 'HEAD';
-    const d = await download(registry, caller(req, auth), {
+    const d = await download(deps, caller(req, auth), {
       id: input.params.id,
       ...parseRange(input.headers.range),
       ifNoneMatch: input.headers['if-none-match'],

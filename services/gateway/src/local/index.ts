@@ -1,6 +1,6 @@
 import type express from 'express';
 
-import type { Logger, Registry } from '@svc/kit';
+import type { Backends, HashPool, Logger, Registry } from '@svc/kit';
 
 import type { LocalHandler } from '../app.js';
 import type { Authenticator } from '../auth.js';
@@ -11,6 +11,10 @@ export interface LocalDeps {
   log: Logger;
   registry: Registry;
   auth: Authenticator;
+  /** The blob store (drive content goes through the gateway, not through the drive service). */
+  backends: Pick<Backends, 'blobs'>;
+  /** SHA-256 of content on its way in and out, on worker threads. */
+  hashes: HashPool;
 }
 
 /**

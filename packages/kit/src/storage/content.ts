@@ -1,0 +1,120 @@
+import { Readable } from 'node:stream';
+
+import { DomainError } from '../errors.js';
+import type { HashPool } from '../hashing.js';
+import type { Blobs } from './blobs.js';
+
+/**
+ * Content in and out of the blob store, hashed on the way (the drive's bytes: the gateway moves
+ * them between the client and the blob store, the drive service decides and keeps the metadata).
+ */
+
+export interface StoredContent {
+  /** Lowercase hex SHA-256 of the bytes. */
+  sha256: string;
+  size: number;
+}
+
+export const contentTooLarge = (limit: number) =>
+  new DomainError('too_large', 'file_too_large', `The file is larger than the limit of ${limit} bytes.`, { limitBytes: limit });
+
+const interrupted = () => new DomainError('invalid_argument', 'request_aborted', 'The upload was interrupted; nothing was written.');
+
+/**
+ * Streams `source` to the blob `key` while it is hashed (on the pool's workers, unless the
+ * declared size is small) and counted. Nothing is held whole in memory; the blob store reads
+ * only as fast as it writes. All or nothing: a source that fails (a client gone mid-body: a
+ * `request_aborted` error, unless the source threw a DomainError of its own), content over
+ * `limit` (`file_too_large`) or a failed write leaves no blob at `key`.
+ */
+export async function storeHashed(
+  blobs: Blobs,
+  hashes: HashPool,
+  key: string,
+  source: AsyncIterable<Buffer>,
+  opts: { limit: number; declaredSize?: number },
+): Promise<StoredContent> {
+  const { limit, declaredSize } = opts;
+  if (declaredSize !== undefined && declaredSize > limit) throw contentTooLarge(limit);
+  const hash = hashes.hash('sha256', declaredSize);
+  let size = 0;
+  let digest: Promise<string> | undefined;
+  async function* counted(): AsyncGenerator<Buffer> {
+    const chunks = source[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await chunks.next();
+      } catch (err) {
+        throw err instanceof DomainError ? err : interrupted();
+      }
+      if (next.done) break;
+      const chunk = next.value;
+      size += chunk.length;
+      if (size > limit) throw contentTooLarge(limit);
+      const behind = hash.update(chunk);
+      if (behind) await behind;
+      yield chunk;
+    }
+    // The source is whole: the digest is computed while the blob store finishes its write.
+    digest = hash.digest();
+    digest.catch(() => {}); // awaited below; a failed put must not leave it unhandled
+  }
+  const body = Readable.from(counted(), { objectMode: false, highWaterMark: 1 << 20 });
+  // The S3 client sizes its multipart parts (each held in memory) from the length it is told;
+  // told nothing, it plans for 5 TiB objects (~550 MiB parts). The limit bounds the length.
+  const sizeHint = declaredSize ?? (blobs.kind === 's3' ? limit : undefined);
+  try {
+    const stored = await blobs.put(key, body, sizeHint);
+    if (stored.size !== size) throw new Error(`stored ${stored.size} bytes of ${size}`);
+    if (!digest) throw new Error('the blob store finished before the content ended');
+    return { sha256: await digest, size };
+  } catch (err) {
+    body.destroy();
+    hash.abort();
+    // The put is all-or-nothing; this removes what a store finished just before a late failure.
+    if (digest) await blobs.remove(key).catch(() => {});
+    throw err;
+  }
+}
+
+/**
+ * The bytes `body` holds, passed through; a whole content (`sha256` given) is hashed on the way
+ * and must match, and the byte count must be `bytes`. The last chunk is held back until both are
+ * checked: on a mismatch it is never sent and `content_damaged` is thrown, so a reader of a
+ * damaged blob gets fewer bytes than announced (a failed transfer), never a damaged file that
+ * looks complete. Stopping early (a reader gone) destroys `body` and drops the hash.
+ */
+export async function* verifiedContent(
+  body: Readable,
+  hashes: HashPool,
+  expect: { bytes: number; sha256?: string },
+): AsyncGenerator<Buffer> {
+  const hash = expect.sha256 ? hashes.hash('sha256', expect.bytes) : null;
+  let read = 0;
+  let held: Buffer | undefined;
+  let ok = false;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      const behind = hash?.update(chunk);
+      if (behind) await behind;
+      read += chunk.length;
+      if (held) yield held;
+      held = chunk;
+    }
+    const digest = hash ? await hash.digest() : null;
+    if (read !== expect.bytes || (hash && digest !== expect.sha256)) {
+      throw new DomainError('internal', 'content_damaged', 'The stored content does not match the file; it was not served.', {
+        expectedBytes: expect.bytes,
+        readBytes: read,
+      });
+    }
+    ok = true;
+  } finally {
+    if (!ok) {
+      hash?.abort();
+      body.destroy();
+    }
+  }
+  if (held) yield held;
+}
