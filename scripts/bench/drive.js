@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Drive throughput: uploads and downloads of 1 MiB and 64 MiB files through the gateway
-// (HTTP → gateway → gRPC stream → drive service → SHA-256 → blob store, and back), against two
-// plain writes of the same bytes to the same disk, in the same run: a page-cache write
+// (HTTP → gateway → SHA-256 → blob store, the drive service deciding and committing over gRPC;
+// and back), against two plain writes of the same bytes to the same disk, in the same run: a page-cache write
 // (`fs.promises.writeFile`: a copy into memory) and a durable write (open, write, fsync, close:
 // what the blob store does before a file counts as stored). Then a 1 GiB upload and download with
 // the stack's resident memory sampled, to show that content is streamed in bounded memory.
