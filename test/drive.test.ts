@@ -364,6 +364,10 @@ describe('nothing lost', () => {
     await expect(client.commitUpload(commit, await as(newId('acct')))).rejects.toMatchObject({ code: 'upload_not_found' });
     await client.abortUpload({ uploadId: first.uploadId }, await as(newId('acct')));
     expect(await pending(first.uploadId)).toBe(1);
+    // No content at the upload's key (a gateway on another blob store): refused, and the upload is gone.
+    const orphan = await client.beginUpload(header, await as(accountId));
+    await expect(client.commitUpload({ ...commit, uploadId: orphan.uploadId }, await as(accountId))).rejects.toMatchObject({ code: 'upload_content_missing' });
+    expect(await pending(orphan.uploadId)).toBe(0);
     // A size the blob does not hold: refused, and the upload and its blob are gone.
     await expect(client.commitUpload({ ...commit, size: bytes.length + 1 }, await as(accountId))).rejects.toMatchObject({ code: 'upload_incomplete' });
     expect(await pending(first.uploadId)).toBe(0);

@@ -51,9 +51,15 @@ export class Content {
     const upload = await this.store.upload(uploadId);
     if (!upload || upload.account_id !== accountId) throw unknownUpload();
     const stored = await this.blobs.stat(upload.tmp_key);
-    if (!stored || stored.size !== size) {
+    if (!stored) {
+      // The gateway wrote somewhere this service cannot see: not the same blob store.
       await this.discard(uploadId, upload.tmp_key);
-      throw new DomainError('invalid_argument', 'upload_incomplete', `The upload holds ${stored?.size ?? 0} of ${size} bytes; nothing was written.`);
+      this.log.error({ uploadId, key: upload.tmp_key }, 'an upload committed without its content: do the gateway and the drive share one blob store?');
+      throw new DomainError('internal', 'upload_content_missing', 'The upload\'s content is not in the file store; nothing was written.');
+    }
+    if (stored.size !== size) {
+      await this.discard(uploadId, upload.tmp_key);
+      throw new DomainError('invalid_argument', 'upload_incomplete', `The upload holds ${stored.size} of ${size} bytes; nothing was written.`);
     }
     return { uploadId, tmpKey: upload.tmp_key, sha256, size };
   }
