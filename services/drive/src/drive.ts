@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+
 import {
   type Blobs,
   contentTooLarge,
@@ -724,14 +725,10 @@ export class DriveDomain {
   }
 
   /**
-   * Writes a file's content from a stream of chunks: checked before reading, streamed to the
-   * blob store while hashed, then committed by compare-and-swap. Whatever fails (a stale
-   * precondition, a client gone mid-body, a crash), the version before stays as it was.
-   */
-  /**
    * An upload's first step: the write is checked as far as it can be before any byte (who may
    * write, the precondition, a declared size over the limit), and the upload gets a temporary
-   * blob key for its bytes.
+   * blob key for its bytes (the gateway writes them there). Whatever fails later (a stale
+   * precondition, a client gone mid-body, a crash), the version before stays as it was.
    */
   async beginUpload(p: Principal, h: UploadHeader): Promise<{ uploadId: string; blobKey: string; limitBytes: number }> {
     writer(p);

@@ -5,7 +5,6 @@ import type { DriveDomain, ItemView, UploadHeader } from './drive.js';
 import { etagOf } from './rules.js';
 import type { Actor, LockRow } from './store.js';
 
-
 const actor = (a: Actor): drive.Actor => ({ kind: a.kind, id: a.id, keyId: a.keyId ?? undefined });
 
 export function toLock(l: LockRow & { rootPath: string }): drive.Lock {
