@@ -145,6 +145,24 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
     },
   };
 
+  // Routes are grouped by their first path segment, one router per group: a request is matched
+  // against a dozen prefixes and then against its group's routes, not against every route in
+  // turn (express tries routes one by one). Groups never overlap, so the order within the table
+  // is kept where it matters.
+  const groups = new Map<string, express.Router>();
+  const routerFor = (path: string): { router: express.Router; path: string } => {
+    const [, segment = '', ...rest] = path.split('/');
+    // A path that starts with a parameter (none does today) goes to a group of its own at the root.
+    const first = segment.startsWith(':') ? '' : segment;
+    let group = groups.get(first);
+    if (!group) {
+      group = express.Router();
+      groups.set(first, group);
+      app.use(`/${first}`, group);
+    }
+    return { router: group, path: first ? `/${rest.join('/')}` : path };
+  };
+
   for (const route of routes) {
     const handle = async (req: Request, res: Response) => {
       let auth: AuthContext | undefined;
@@ -202,8 +220,9 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         res.status(route.status ?? 200).json(out);
       }
     };
-    if (route.body) app[route.method](route.path, jsonParser(route.bodyLimit ?? deps.bodyLimit), handle);
-    else app[route.method](route.path, handle);
+    const at = routerFor(route.path);
+    if (route.body) at.router[route.method](at.path, jsonParser(route.bodyLimit ?? deps.bodyLimit), handle);
+    else at.router[route.method](at.path, handle);
   }
 
   // The slot where the hosted MCP server is mounted when its service lands.
