@@ -347,6 +347,21 @@ describe('nothing lost', () => {
     }
   });
 
+  test('a file whose stored content is gone answers 500 content_missing with the error body', async () => {
+    const bytes = randomBytes(2000);
+    const up = await uploadFile(`lost-${Date.now()}.bin`, bytes);
+    const blob = path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive', accountId, up.body.sha256.slice(0, 2), up.body.sha256);
+    fs.rmSync(blob);
+    try {
+      const res = await req('GET', `/drive/${up.body.id}/content`);
+      expect(res.status).toBe(500);
+      expect(res.body).toMatchObject(ERROR_BODY);
+      expect(res.body.error.code).toBe('content_missing');
+    } finally {
+      fs.writeFileSync(blob, bytes);
+    }
+  });
+
   test('the service side of an upload: it belongs to its account, and a commit checks what the blob holds', async () => {
     const signer = new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!);
     const as = async (account: string) => ({ principalToken: (await signer.sign({ kind: 'human', userId: account, accountId: account, channel: 'api' })).token });

@@ -69,14 +69,27 @@ export async function download(deps: LocalDeps, caller: Caller, request: drive.D
   if (!opened.blobKey) return { header, cancel: () => {} };
   const item = header.item;
   const range = header.partial ? { start: header.start, end: header.end } : undefined;
-  const blob = await (await deps.backends.blobs()).get(opened.blobKey, range);
+  const where = { id: item.id, sha256: item.sha256, key: opened.blobKey, requestId: caller.requestId };
+  let blob;
+  try {
+    blob = await (await deps.backends.blobs()).get(opened.blobKey, range);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'NoSuchKey' || code === 'NotFound') {
+      // A committed file whose blob is gone: content was lost, the operator must hear of it.
+      deps.log.error({ err, ...where }, 'the content of a file is missing from the blob store');
+      throw new DomainError('internal', 'content_missing', "The file's content could not be read.", undefined, { cause: err });
+    }
+    throw new DomainError('unavailable', 'storage_unavailable', "The file store is unavailable; try again.", undefined, { cause: err });
+  }
   const verified = verifiedContent(blob, deps.hashes, { bytes: header.end - header.start + 1, sha256: header.partial ? undefined : item.sha256 });
   async function* logged(): AsyncGenerator<Buffer> {
     try {
       yield* verified;
     } catch (err) {
-      // The reader sees a broken transfer; the operator must hear of it.
-      deps.log.error({ err, id: item.id, sha256: item.sha256, key: opened.blobKey, requestId: caller.requestId }, 'stored content does not match its file');
+      // The reader sees a broken transfer; the operator must hear why.
+      const damaged = err instanceof DomainError && err.code === 'content_damaged';
+      deps.log.error({ err, ...where }, damaged ? 'stored content does not match its file' : "reading a file's content failed");
       throw err;
     }
   }
