@@ -347,6 +347,25 @@ describe('nothing lost', () => {
     }
   });
 
+  test('a blob store that cannot take an upload answers 503 storage_unavailable; nothing is written', async () => {
+    const tmpDir = path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive-tmp');
+    const name = `unstorable-${Date.now()}.bin`;
+    fs.rmSync(tmpDir, { recursive: true, force: true });
+    fs.writeFileSync(tmpDir, 'not a folder'); // every put under drive-tmp/ now fails
+    try {
+      const res = await uploadFile(name, randomBytes(5000));
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject(ERROR_BODY);
+      expect(res.body.error.code).toBe('storage_unavailable');
+    } finally {
+      fs.rmSync(tmpDir, { force: true });
+    }
+    const listed = await req('GET', '/drive');
+    expect(listed.body.items.map((i: { name: string }) => i.name)).not.toContain(name);
+    await until(async () => (await sql<{ n: number }>('SELECT count(*)::int AS n FROM drive.uploads'))[0]!.n === 0);
+    expect((await uploadFile(name, 'stored now')).status).toBe(201);
+  });
+
   test('a file whose stored content is gone answers 500 content_missing with the error body', async () => {
     const bytes = randomBytes(2000);
     const up = await uploadFile(`lost-${Date.now()}.bin`, bytes);

@@ -48,7 +48,10 @@ export async function upload(deps: LocalDeps, caller: Caller, header: drive.Uplo
     });
   } catch (err) {
     client.abortUpload({ uploadId: slot.uploadId }, call).catch((e: unknown) => deps.log.warn({ err: e, uploadId: slot.uploadId }, 'could not abort an upload'));
-    throw err;
+    if (err instanceof DomainError) throw err;
+    // Not the client's doing (a full disk, an S3 error, a failed hash): nothing was written.
+    deps.log.error({ err, uploadId: slot.uploadId, key: slot.blobKey, requestId: caller.requestId }, 'storing an upload failed');
+    throw new DomainError('unavailable', 'storage_unavailable', 'The file store could not take the content; nothing was written.', undefined, { cause: err });
   }
   return client.commitUpload({ header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size }, { ...call, deadlineMs: COMMIT_DEADLINE_MS });
 }
