@@ -760,9 +760,11 @@ export class DriveDomain {
       throw err;
     }
     try {
+      // The upload ends in the commit's own transaction (one commit fewer: PGlite's cost ~2 ms each).
       return await this.commitContent(p, h, received);
-    } finally {
+    } catch (err) {
       await this.content.finish(received.uploadId);
+      throw err;
     }
   }
 
@@ -775,6 +777,7 @@ export class DriveDomain {
   private async commitContent(p: Principal, h: UploadHeader, r: Received): Promise<{ row: ItemRow; created: boolean }> {
     const actor = actorOf(p);
     return this.tx(async (q) => {
+      await this.store.endUploadIn(q, r.uploadId);
       const { place, name, existing } = await this.writeTarget(q, p, h, true);
       // A replacement keeps the file's content type unless the writer gives one.
       const contentType = h.contentType || !existing?.content_type ? contentTypeFor(h.contentType, name) : existing.content_type;
