@@ -22,10 +22,10 @@ export const keysService = defineService({
     const [sql, cache, bus] = await Promise.all([ctx.backends.sql(), ctx.backends.cache(), ctx.backends.bus()]);
     let relay: OutboxRelay | undefined;
     // An agent's keys are managed by its account: the agents service answers, as the caller.
-    const checkAgent: AgentCheck = async (p, agentId) => {
+    // The agents service is asked as the caller, with the caller's own signed principal.
+    const checkAgent: AgentCheck = async (p, agentId, principalToken) => {
       const client = ctx.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService');
-      const { token } = await ctx.signer.sign(p);
-      const { agent } = await client.getAgent({ id: agentId }, { principalToken: token });
+      const { agent } = await client.getAgent({ id: agentId }, { principalToken });
       if (!agent || agent.ownerAccountId !== p.accountId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
     };
     const domain = new KeysDomain(sql, cache, () => relay, checkAgent);

@@ -35,13 +35,14 @@ export interface CreateInput {
  * Confirms, through the agents service and as the caller, that an agent is one the caller may
  * manage (an agent of its acting account); throws agent_not_found (404) otherwise.
  */
-export type AgentCheck = (p: Principal, agentId: string) => Promise<void>;
+export type AgentCheck = (p: Principal, agentId: string, principalToken: string) => Promise<void>;
 
 /** Who a new or listed key belongs to, given the caller and an optional agent id (route /agents/:id/keys). */
 async function ownerFor(
   p: Principal,
   agentId: string | undefined,
   checkAgent: AgentCheck | undefined,
+  principalToken: string,
 ): Promise<{ kind: 'human' | 'agent'; id: string }> {
   if (p.kind === 'agent') {
     // An agent's key only ever makes keys of that same agent, never a person's.
@@ -52,7 +53,7 @@ async function ownerFor(
   if (agentId) {
     // Keys of an agent need the agents service to confirm the agent is the caller's.
     if (!checkAgent) throw new DomainError('not_implemented', 'not_implemented', 'Agent keys need the agents service.');
-    await checkAgent(p, agentId);
+    await checkAgent(p, agentId, principalToken);
     return { kind: 'agent', id: agentId };
   }
   return { kind: 'human', id: p.userId! };
@@ -87,8 +88,8 @@ export class KeysDomain {
     this.store = new KeyStore(sql);
   }
 
-  async create(p: Principal, input: CreateInput): Promise<{ row: KeyRow; plaintext: string }> {
-    const owner = await ownerFor(p, input.agentId, this.checkAgent);
+  async create(p: Principal, input: CreateInput, principalToken: string): Promise<{ row: KeyRow; plaintext: string }> {
+    const owner = await ownerFor(p, input.agentId, this.checkAgent, principalToken);
     const projectId = projectFor(p, input.projectId);
     const attempts = await this.cache.hit(`keys:create:${p.accountId}`, 60_000);
     if (attempts > CREATE_LIMIT_PER_MINUTE) {
@@ -119,8 +120,9 @@ export class KeysDomain {
   async list(
     p: Principal,
     input: { projectId?: string; agentId?: string; limit: number; cursor?: string },
+    principalToken: string,
   ): Promise<{ rows: KeyRow[]; nextCursor?: string }> {
-    const owner = p.kind === 'agent' || input.agentId ? await ownerFor(p, input.agentId, this.checkAgent) : null;
+    const owner = p.kind === 'agent' || input.agentId ? await ownerFor(p, input.agentId, this.checkAgent, principalToken) : null;
     const projectId = projectFor(p, input.projectId);
     const limit = Math.min(Math.max(input.limit || 50, 1), 200);
     const before = input.cursor ? decodeCursor(input.cursor) : undefined;
@@ -138,8 +140,8 @@ export class KeysDomain {
   }
 
   /** Revokes at once: the row, the shared verification cache, and an event every gateway hears. */
-  async revoke(p: Principal, input: { id: string; agentId?: string }): Promise<void> {
-    if (input.agentId || p.kind === 'agent') await ownerFor(p, input.agentId, this.checkAgent);
+  async revoke(p: Principal, input: { id: string; agentId?: string }, principalToken: string): Promise<void> {
+    if (input.agentId || p.kind === 'agent') await ownerFor(p, input.agentId, this.checkAgent, principalToken);
     const hash = await this.sql.tx(async (q) => {
       const row = await this.store.byId(q, input.id, p.accountId);
       if (!row || !sees(p, row)) throw notFound();

@@ -34,15 +34,15 @@ function systemOnly(ctx: CallContext): void {
 export function handlers(domain: KeysDomain): Handlers<Def> {
   return {
     async createKey(req, ctx) {
-      const { row, plaintext } = await domain.create(ctx.principal, req);
+      const { row, plaintext } = await domain.create(ctx.principal, req, ctx.principalToken);
       return { key: toApiKey(row), plaintext };
     },
     async listKeys(req, ctx) {
-      const { rows, nextCursor } = await domain.list(ctx.principal, req);
+      const { rows, nextCursor } = await domain.list(ctx.principal, req, ctx.principalToken);
       return { keys: rows.map(toApiKey), nextCursor };
     },
     async revokeKey(req, ctx) {
-      await domain.revoke(ctx.principal, req);
+      await domain.revoke(ctx.principal, req, ctx.principalToken);
       return {};
     },
     async verifyKey(req, ctx) {
