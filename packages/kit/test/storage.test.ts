@@ -93,6 +93,23 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
     expect(new Set((await all()).map((r) => JSON.stringify(r)))).toEqual(new Set([JSON.stringify([{ id: 'a', extra: null }])]));
   });
 
+  test('inside a transaction, a statement whose plan a migration invalidated fails with its own error once, then runs', async () => {
+    await sql.exec('CREATE TABLE t.shape2 (id text PRIMARY KEY)');
+    await sql.query('INSERT INTO t.shape2 (id) VALUES ($1)', ['a']);
+    const select = 'SELECT * FROM t.shape2 WHERE id = $1';
+    await Promise.all(Array.from({ length: 24 }, () => sql.query(select, ['a'])));
+    await sql.exec('ALTER TABLE t.shape2 ADD COLUMN extra int');
+    // The first try may hit a connection that prepared the old plan: the transaction is aborted,
+    // and the error is PostgreSQL's (not "current transaction is aborted" from a retry in it).
+    const first = await sql.tx((q) => q.query(select, ['a'])).then(
+      (rows) => ({ rows }),
+      (err: { code?: string }) => ({ code: err.code }),
+    );
+    if ('code' in first) expect(first.code).toBe('0A000');
+    else expect(first.rows).toEqual([{ id: 'a', extra: null }]);
+    expect(await sql.tx((q) => q.query(select, ['a']))).toEqual([{ id: 'a', extra: null }]);
+  });
+
   test('outbox: committed events are published once, rolled-back ones never; consumers run once per event', async () => {
     const bus = createMemoryBus(randomName('ns'));
     const got: EventEnvelope[] = [];

@@ -101,11 +101,12 @@ export class Content {
   /** Forgets an upload: its temporary blob and its row. */
   async discard(uploadId: string, key: string): Promise<void> {
     await this.blobs.remove(key).catch((err) => this.log.warn({ err, key }, 'could not remove a temporary blob'));
-    await this.store.endUpload(uploadId).catch((err) => this.log.warn({ err, uploadId }, 'could not forget an upload'));
+    await this.finish(uploadId);
   }
 
+  /** Forgets an upload's row (its blob was moved into place, or is gone). */
   async finish(uploadId: string): Promise<void> {
-    await this.store.endUpload(uploadId).catch((err) => this.log.warn({ err, uploadId }, 'could not forget an upload'));
+    await this.store.endUpload(this.store.sql, uploadId).catch((err) => this.log.warn({ err, uploadId }, 'could not forget an upload'));
   }
 
   /**
@@ -137,7 +138,7 @@ export class Content {
       const rows = await this.store.staleUploads(q, uploadAgeSeconds, 1000);
       for (const r of rows) {
         await this.blobs.remove(r.tmp_key);
-        await q.query(`DELETE FROM drive.uploads WHERE id = $1`, [r.id]);
+        await this.store.endUpload(q, r.id);
       }
       return rows.length;
     });

@@ -777,7 +777,7 @@ export class DriveDomain {
   private async commitContent(p: Principal, h: UploadHeader, r: Received): Promise<{ row: ItemRow; created: boolean }> {
     const actor = actorOf(p);
     return this.tx(async (q) => {
-      await this.store.endUploadIn(q, r.uploadId);
+      await this.store.endUpload(q, r.uploadId);
       const { place, name, existing } = await this.writeTarget(q, p, h, true);
       // A replacement keeps the file's content type unless the writer gives one.
       const contentType = h.contentType || !existing?.content_type ? contentTypeFor(h.contentType, name) : existing.content_type;

@@ -277,12 +277,8 @@ export class DriveStore {
     await q.query(`UPDATE drive.uploads SET sha256 = $2 WHERE id = $1`, [id, sha256]);
   }
 
-  async endUploadIn(q: Queryable, id: string): Promise<void> {
+  async endUpload(q: Queryable, id: string): Promise<void> {
     await q.query(`DELETE FROM drive.uploads WHERE id = $1`, [id]);
-  }
-
-  async endUpload(id: string): Promise<void> {
-    await this.sql.query(`DELETE FROM drive.uploads WHERE id = $1`, [id]);
   }
 
   /** Uploads started before the grace period that never finished (their process died). */

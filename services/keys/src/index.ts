@@ -21,8 +21,8 @@ export const keysService = defineService({
   async create(ctx) {
     const [sql, cache, bus] = await Promise.all([ctx.backends.sql(), ctx.backends.cache(), ctx.backends.bus()]);
     let relay: OutboxRelay | undefined;
-    // An agent's keys are managed by its account: the agents service answers, as the caller.
-    // The agents service is asked as the caller, with the caller's own signed principal.
+    // An agent's keys are managed by its account: the agents service answers, asked as the caller
+    // (with the caller's own signed principal).
     const checkAgent: AgentCheck = async (p, agentId, principalToken) => {
       const client = ctx.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService');
       const { agent } = await client.getAgent({ id: agentId }, { principalToken });

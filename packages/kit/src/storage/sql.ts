@@ -50,7 +50,7 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   const named = statementNames();
-  const wrap = (c: pg.Pool | pg.PoolClient): Queryable => ({
+  const wrap = (c: pg.Pool | pg.PoolClient, inTransaction: boolean): Queryable => ({
     async query<R>(text: string, params?: unknown[]) {
       const name = params ? named(text) : undefined;
       if (!name) return (await c.query(text, params as unknown[])).rows as R[];
@@ -58,9 +58,11 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
         return (await c.query({ name, text, values: params })).rows as R[];
       } catch (err) {
         // A migration changed a table under a statement a connection prepared ("cached plan must
-        // not change result type"): run it unprepared, from now on.
+        // not change result type"): run it unprepared, from now on. Inside a transaction the
+        // failure has aborted it, so the error stands (a retry of the transaction runs unprepared).
         if ((err as { code?: string }).code !== '0A000') throw err;
         named.disable(text);
+        if (inTransaction) throw err;
         return (await c.query(text, params as unknown[])).rows as R[];
       }
     },
@@ -68,7 +70,7 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
       await c.query(text);
     },
   });
-  const base = wrap(pool);
+  const base = wrap(pool, false);
   return {
     kind: 'pg',
     ...base,
@@ -76,7 +78,7 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
-        const out = await fn(wrap(client));
+        const out = await fn(wrap(client, true));
         await client.query('COMMIT');
         return out;
       } catch (err) {
