@@ -37,8 +37,33 @@ describe('gateway', () => {
   test('a known path with the wrong method answers 405 with Allow', async () => {
     const res = await t.call('PUT', '/health');
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('GET');
+    expect(res.headers.get('allow')).toBe('GET, HEAD');
     expect(res.body.error.code).toBe('method_not_allowed');
+    const keys = await t.call('PATCH', '/v1/api/api-keys', { key: t.bootstrapKey });
+    expect(keys.status).toBe(405);
+    expect(keys.headers.get('allow')!.split(', ').sort()).toEqual(['DELETE', 'GET', 'HEAD', 'POST']);
+  });
+
+  test('OPTIONS on a known path answers 204 with Allow, without a key', async () => {
+    const res = await fetch(`${t.url}/v1/api/api-keys`, { method: 'OPTIONS' });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('allow')!.split(', ').sort()).toEqual(['DELETE', 'GET', 'HEAD', 'POST']);
+  });
+
+  test('paths match as express matches them: any case, an optional trailing slash', async () => {
+    for (const p of ['/ME', '/me/', '/v1/Me/']) {
+      const res = await t.call('GET', p, { key: t.bootstrapKey });
+      expect(res.status).toBe(200);
+      expect(res.body.keyId).toMatch(/^key_/);
+    }
+    expect((await t.call('GET', '/me//', { key: t.bootstrapKey })).status).toBe(404);
+  });
+
+  test('a path parameter that is not valid percent-encoding answers 400', async () => {
+    const res = await t.call('GET', '/agents/%E0%A4%A/keys', { key: t.bootstrapKey });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(ERROR_BODY);
+    expect(res.body.error.code).toBe('invalid_request');
   });
 
   test('malformed JSON answers 400 invalid_json', async () => {

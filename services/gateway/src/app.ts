@@ -9,6 +9,7 @@ import * as proto from '@svc/proto';
 import { type AuthContext, type Authenticator, presentedSecret } from './auth.js';
 import { checkHealth } from './health-client.js';
 import { sendDomainError, sendError } from './http-errors.js';
+import { compileRoutes } from './routing.js';
 
 /** The proto definition of each service the route table can name. */
 export const DEFINITIONS: Partial<Record<ServiceName, [Record<string, any>, string]>> = {
@@ -145,24 +146,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
     },
   };
 
-  // Routes are grouped by their first path segment, one router per group: a request is matched
-  // against a dozen prefixes and then against its group's routes, not against every route in
-  // turn (express tries routes one by one). Groups never overlap, so the order within the table
-  // is kept where it matters.
-  const groups = new Map<string, express.Router>();
-  const routerFor = (path: string): { router: express.Router; path: string } => {
-    const [, segment = '', ...rest] = path.split('/');
-    // A path that starts with a parameter (none does today) goes to a group of its own at the root.
-    const first = segment.startsWith(':') ? '' : segment;
-    let group = groups.get(first);
-    if (!group) {
-      group = express.Router();
-      groups.set(first, group);
-      app.use(`/${first}`, group);
-    }
-    return { router: group, path: first ? `/${rest.join('/')}` : path };
-  };
-
+  const dispatchers = new Map<Route, express.RequestHandler>();
   for (const route of routes) {
     const handle = async (req: Request, res: Response) => {
       let auth: AuthContext | undefined;
@@ -220,23 +204,33 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         res.status(route.status ?? 200).json(out);
       }
     };
-    const at = routerFor(route.path);
-    if (route.body) at.router[route.method](at.path, jsonParser(route.bodyLimit ?? deps.bodyLimit), handle);
-    else at.router[route.method](at.path, handle);
+    if (route.body) {
+      const parse = jsonParser(route.bodyLimit ?? deps.bodyLimit);
+      dispatchers.set(route, (req, res, next) => parse(req, res, (err) => (err ? next(err) : handle(req, res).catch(next))));
+    } else {
+      dispatchers.set(route, (req, res, next) => handle(req, res).catch(next));
+    }
   }
+
+  // One middleware finds the route (see routing.ts) instead of an express route per entry.
+  const lookup = compileRoutes(routes);
+  app.use((req, res, next) => {
+    const found = lookup(req.method, req.path);
+    if (!found) return next();
+    if ('allowed' in found) {
+      const allowed = found.allowed.includes('GET') ? [...found.allowed, 'HEAD'] : found.allowed;
+      res.setHeader('Allow', allowed.join(', '));
+      if (req.method === 'OPTIONS') return void res.status(204).end();
+      return sendError(req, res, 405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}.`);
+    }
+    req.params = found.params;
+    dispatchers.get(found.route)!(req, res, next);
+  });
 
   // The slot where the hosted MCP server is mounted when its service lands.
   app.all('/mcp', (req, res) => sendError(req, res, 501, 'not_implemented', 'The MCP endpoint is not implemented yet.'));
 
-  const known = routes.map((r) => ({ method: r.method.toUpperCase(), re: new RegExp(`^${r.path.replace(/:\w+/g, '[^/]+')}/?$`) }));
-  app.use((req, res) => {
-    const allowed = known.filter((k) => k.re.test(req.path)).map((k) => k.method);
-    if (allowed.length) {
-      res.setHeader('Allow', [...new Set(allowed)].join(', '));
-      return sendError(req, res, 405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}.`);
-    }
-    sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.path}.`);
-  });
+  app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.path}.`));
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = err as { type?: string; status?: number };

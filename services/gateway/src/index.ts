@@ -20,6 +20,7 @@ import { localHandlers, mountProtocols } from './local/index.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
+export { compileRoutes } from './routing.js';
 
 export interface RunningGateway {
   port: number;
