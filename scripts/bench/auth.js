@@ -2,8 +2,10 @@
 'use strict';
 // Key verification and routing cost, measured in one run on one machine (issue: keys and auth):
 //   1. a bare node:http server, 2. a bare express app (same express, one route),
-//   3. the gateway answering an authenticated request that does no further work (GET /me),
-//   4. an authenticated request over gRPC to the keys service and SQL (GET /api/api-keys).
+//   3. the same express app on a server that builds requests with express's prototypes, as the
+//      gateway's does (services/gateway/src/server.ts): how much of the gateway's lead is that,
+//   4. the gateway answering an authenticated request that does no further work (GET /me),
+//   5. an authenticated request over gRPC to the keys service and SQL (GET /api/api-keys).
 // Reports requests/s, p50/p99 latency and the server's CPU time per request, and the ratios
 // to bare express. Backends follow the environment (DATABASE_URL etc.), embedded otherwise.
 // Usage: node scripts/bench/auth.js [seconds=5]
@@ -15,6 +17,7 @@ async function main() {
   const specs = [
     ['node:http (bare)', 'node-http', '/x', false],
     ['express (bare, one route)', 'express', '/x', false],
+    ['express, requests built with its prototypes (as the gateway)', 'express-preset', '/x', false],
     ['gateway GET /me (auth, no further work)', 'stack', '/me', true],
     ['gateway GET /api/api-keys (auth + gRPC + SQL)', 'stack', '/api/api-keys?limit=10', true],
     ['same, gateway/keys/accounts as 3 processes', 'split', '/api/api-keys?limit=10', true],
@@ -42,7 +45,7 @@ async function main() {
 
   const express = rows[1].rps;
   const node = rows[0].rps;
-  console.log(`\nmedian of ${rounds} rounds of ${seconds}s per target, 32 keep-alive connections, node ${process.version}, backends: ${JSON.stringify(rows[3].backends)}; split: ${JSON.stringify(rows[4].backends)}\n`);
+  console.log(`\nmedian of ${rounds} rounds of ${seconds}s per target, 32 keep-alive connections, node ${process.version}, backends: ${JSON.stringify(rows[4].backends)}; split: ${JSON.stringify(rows[5].backends)}\n`);
   console.log('| target | req/s | p50 ms | p99 ms | CPU µs/req | load gen µs/req | vs express | vs node:http |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
@@ -50,10 +53,12 @@ async function main() {
       `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${r.loadCpuPerRequestUs.toFixed(0)} | ${((r.rps / express) * 100).toFixed(0)}% | ${((r.rps / node) * 100).toFixed(0)}% |`,
     );
   }
-  const split = rows[4].perProcessUs;
+  const split = rows[5].perProcessUs;
   if (split) console.log(`\nsplit, CPU µs per request by process: ${Object.entries(split).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
-  const me = rows[2].rps / express;
-  const list = Math.max(rows[3].rps, rows[4].rps) / express;
+  const me = rows[3].rps / express;
+  const list = Math.max(rows[4].rps, rows[5].rps) / express;
+  const preset = rows[2].rps;
+  console.log(`\nagainst express with its prototypes preset: GET /me ${((rows[3].rps / preset) * 100).toFixed(0)}%, gRPC + SQL ${((Math.max(rows[4].rps, rows[5].rps) / preset) * 100).toFixed(0)}%`);
   console.log(`\ntargets: auth no-work >= 80% of express: ${(me * 100).toFixed(0)}% ${me >= 0.8 ? 'MET' : 'NOT MET'}; gRPC + SQL >= 30%: ${(list * 100).toFixed(0)}% ${list >= 0.3 ? 'MET' : 'NOT MET'}`);
 }
 

@@ -20,11 +20,14 @@ async function main(kind) {
     server.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
     return;
   }
-  if (kind === 'express') {
+  if (kind === 'express' || kind === 'express-preset') {
     const express = require('express');
     const app = express();
     app.get('/x', (req, res) => res.json({ ok: true }));
-    const server = app.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
+    // express-preset: node builds requests with express's prototypes, as the gateway's server does.
+    const options = kind === 'express-preset' ? require('@svc/gateway').expressServerOptions(app) : {};
+    const server = http.createServer(options, app);
+    server.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
     return;
   }
   if (kind === 'stack') {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** `svc_` + 64 lowercase hex (256 bits): an API key. `svch_` + 64 hex: a host credential. */
 export const API_KEY_RE = /^svc_[0-9a-f]{64}$/;
@@ -18,7 +18,7 @@ export function generateHostCredential(): string {
  * nothing for a slow hash to protect against, and verification stays one hash.
  */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function keyPrefix(key: string): string {

@@ -8,7 +8,7 @@ import * as proto from '@svc/proto';
 
 import { type AuthContext, type Authenticator, presentedSecret } from './auth.js';
 import { checkHealth } from './health-client.js';
-import { sendDomainError, sendError } from './http-errors.js';
+import { sendDomainError, sendError, sendJson, writeJson } from './replies.js';
 import { compileRoutes } from './routing.js';
 
 /** The proto definition of each service the route table can name. */
@@ -121,10 +121,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       // The identity changes rarely: answered from a short per-principal cache, so a client that
       // polls /me (or a load balancer check with a key) costs no service call.
       const hit = meCache.get(auth!.token);
-      if (hit && hit.until > Date.now()) {
-        res.type('application/json').send(hit.json);
-        return;
-      }
+      if (hit && hit.until > Date.now()) return writeJson(res, 200, hit.json);
       const client = deps.registry.client('accounts', proto.accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService');
       const me = await client.getMe({}, { principalToken: auth!.token, requestId: req.requestId });
       const p = auth!.principal;
@@ -142,7 +139,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       if (meCache.size > 10_000) meCache.clear();
       const json = JSON.stringify(body);
       meCache.set(auth!.token, { json, until: Date.now() + ME_CACHE_MS });
-      res.type('application/json').send(json);
+      writeJson(res, 200, json);
     },
   };
 
@@ -199,9 +196,9 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
         res.status(out.status ?? route.status ?? 200);
         if (out.body === undefined) res.end();
-        else res.json(out.body);
+        else res.json(out.body); // may carry an ETag: express answers If-None-Match with 304
       } else {
-        res.status(route.status ?? 200).json(out);
+        sendJson(res, route.status ?? 200, out);
       }
     };
     if (route.body) {

@@ -17,10 +17,12 @@ import { createApp } from './app.js';
 import { Authenticator } from './auth.js';
 import { closeHealthClients } from './health-client.js';
 import { localHandlers, mountProtocols } from './local/index.js';
+import { expressServerOptions } from './server.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
 export { compileRoutes } from './routing.js';
+export { expressServerOptions } from './server.js';
 
 export interface RunningGateway {
   port: number;
@@ -76,7 +78,7 @@ export async function startGateway(deps: {
     locals: localHandlers(local),
     mount: (app) => mountProtocols(app, local),
   });
-  const server = http.createServer(app);
+  const server = http.createServer(expressServerOptions(app), app);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {

@@ -8,7 +8,7 @@ import { drive } from '@svc/proto';
 
 import type { LocalHandler } from '../app.js';
 import type { AuthContext } from '../auth.js';
-import { sendDomainError, sendError } from '../http-errors.js';
+import { sendDomainError, sendError } from '../replies.js';
 import type { LocalDeps } from './index.js';
 
 const SERVICE = 'svc.drive.v1.DriveService';
