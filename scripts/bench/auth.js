@@ -3,7 +3,7 @@
 // Key verification and routing cost, measured in one run on one machine (issue: keys and auth):
 //   1. a bare node:http server, 2. a bare express app (same express, one route),
 //   3. the same express app on a server that builds requests with express's prototypes, as the
-//      gateway's does (services/gateway/src/server.ts): how much of the gateway's lead is that,
+//      gateway's does (services/gateway/src/http-server.ts): how much of the gateway's lead is that,
 //   4. the gateway answering an authenticated request that does no further work (GET /me),
 //   5. an authenticated request over gRPC to the keys service and SQL (GET /api/api-keys).
 // Reports requests/s, p50/p99 latency and the server's CPU time per request, and the ratios

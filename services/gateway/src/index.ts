@@ -17,12 +17,12 @@ import { createApp } from './app.js';
 import { Authenticator } from './auth.js';
 import { closeHealthClients } from './health-client.js';
 import { localHandlers, mountProtocols } from './local/index.js';
-import { expressServerOptions } from './server.js';
+import { expressServerOptions } from './http-server.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
 export { compileRoutes } from './routing.js';
-export { expressServerOptions } from './server.js';
+export { expressServerOptions } from './http-server.js';
 
 export interface RunningGateway {
   port: number;
