@@ -143,7 +143,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
     },
   };
 
-  const dispatchers = new Map<Route, express.RequestHandler>();
+  const entries: Array<{ method: string; path: string; dispatch: express.RequestHandler }> = [];
   for (const route of routes) {
     const handle = async (req: Request, res: Response) => {
       let auth: AuthContext | undefined;
@@ -201,16 +201,15 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
         sendJson(res, route.status ?? 200, out);
       }
     };
-    if (route.body) {
-      const parse = jsonParser(route.bodyLimit ?? deps.bodyLimit);
-      dispatchers.set(route, (req, res, next) => parse(req, res, (err) => (err ? next(err) : handle(req, res).catch(next))));
-    } else {
-      dispatchers.set(route, (req, res, next) => handle(req, res).catch(next));
-    }
+    const parse = route.body ? jsonParser(route.bodyLimit ?? deps.bodyLimit) : undefined;
+    const dispatch: express.RequestHandler = parse
+      ? (req, res, next) => parse(req, res, (err) => (err ? next(err) : handle(req, res).catch(next)))
+      : (req, res, next) => handle(req, res).catch(next);
+    entries.push({ method: route.method, path: route.path, dispatch });
   }
 
   // One middleware finds the route (see routing.ts) instead of an express route per entry.
-  const lookup = compileRoutes(routes);
+  const lookup = compileRoutes(entries);
   app.use((req, res, next) => {
     const found = lookup(req.method, req.path);
     if (!found) return next();
@@ -221,7 +220,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       return sendError(req, res, 405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}.`);
     }
     req.params = found.params;
-    dispatchers.get(found.route)!(req, res, next);
+    found.route.dispatch(req, res, next);
   });
 
   // The slot where the hosted MCP server is mounted when its service lands.
