@@ -106,6 +106,9 @@ test('one request is one trace: gateway span, service span, and the event consum
 
   const names = trace.same.map((s) => s.name);
   expect(names).toContain('grpc.svc.keys.v1.KeysService/RevokeKey');
+  // The gateway's server span names the route template it matched, not the URL.
+  expect(attr(trace.gatewaySpan, 'http.route')).toBe('/api/api-keys');
+  expect(trace.gatewaySpan.name).toBe('DELETE /api/api-keys');
   // The gRPC client span in the gateway is the parent of the keys service's server span.
   const client = trace.same.find((s) => s.spanId === trace.grpcServer.parentSpanId);
   expect(client?.kind).toBe(3);

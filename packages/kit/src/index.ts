@@ -15,3 +15,4 @@ export * from './storage/outbox.js';
 export * from './storage/sql.js';
 export * from './apikey.js';
 export * from './unary.js';
+export * from './tracing/route.js';

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 
 import { buildOpenApi, isReply, type Route, type RouteInput, routes as allRoutes } from '@svc/api';
-import { type Backends, DomainError, type Logger, type Registry, type ServiceName } from '@svc/kit';
+import { type Backends, DomainError, type Logger, type Registry, type ServiceName, setHttpRoute } from '@svc/kit';
 import * as proto from '@svc/proto';
 
 import { type AuthContext, type Authenticator, presentedSecret } from './auth.js';
@@ -220,6 +220,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       return sendError(req, res, 405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}.`);
     }
     req.params = found.params;
+    setHttpRoute(found.route.path);
     found.route.dispatch(req, res, next);
   });
 
