@@ -142,6 +142,19 @@ describe('content and ETags', () => {
     expect(head.bytes.length).toBe(0);
   });
 
+  test("an item's JSON answer carries its ETag, and If-None-Match with it answers 304", async () => {
+    const { body } = await uploadFile(`meta-${Date.now()}.txt`, 'metadata');
+    const first = await req('GET', `/v1/drive/${body.id}`);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get('etag');
+    expect(etag).toBeTruthy();
+    expect(first.body.id).toBe(body.id);
+    const again = await req('GET', `/v1/drive/${body.id}`, { headers: { 'if-none-match': etag! } });
+    expect(again.status).toBe(304);
+    expect(again.bytes.length).toBe(0);
+    expect((await req('GET', `/v1/drive/${body.id}`, { headers: { 'if-none-match': '"other"' } })).status).toBe(200);
+  });
+
   test('If-None-Match answers 304; Range answers 206 (and 416 outside the file)', async () => {
     const content = Buffer.from('0123456789abcdef');
     const { body } = await uploadFile(`range-${Date.now()}.bin`, content);

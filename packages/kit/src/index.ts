@@ -16,3 +16,4 @@ export * from './storage/sql.js';
 export * from './apikey.js';
 export * from './unary.js';
 export * from './tracing/route.js';
+export * from './etags.js';

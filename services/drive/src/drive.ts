@@ -5,6 +5,8 @@ import {
   contentTooLarge,
   DomainError,
   enqueueEvent,
+  ifMatchPasses,
+  ifNoneMatchPasses,
   type Logger,
   newId,
   type OutboxRelay,
@@ -19,8 +21,6 @@ import {
   decodeCursor,
   encodeCursor,
   etagOf,
-  ifMatchPasses,
-  ifNoneMatchPasses,
   sqlState,
   validName,
 } from './rules.js';

@@ -7,7 +7,7 @@ import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
 
 export { DriveDomain, type DriveSettings } from './drive.js';
-export { etagOf, ifMatchPasses, ifNoneMatchPasses, parseEtags, validName } from './rules.js';
+export { etagOf, validName } from './rules.js';
 
 /**
  * Drive settings from the environment (SVC_DRIVE_*):

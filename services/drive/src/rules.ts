@@ -7,42 +7,6 @@ export function etagOf(r: Pick<ItemRow, 'id' | 'kind' | 'sha256' | 'version'>): 
   return r.kind === 'file' ? `"${r.sha256}"` : `"${r.id}.${r.version}"`;
 }
 
-/**
- * The entity tags of an If-Match / If-None-Match value: `*`, or a list of tags. Weak tags keep
- * their W/ prefix (they never match strongly). A bare 64-hex value is taken as the quoted sha256
- * (a client that forgot the quotes).
- */
-export function parseEtags(header: string): '*' | string[] {
-  const v = header.trim();
-  if (v === '*') return '*';
-  const out: string[] = [];
-  const re = /\s*(W\/)?("[^"]*"|[^\s,]+)\s*(?:,|$)/gy;
-  let m: RegExpExecArray | null;
-  while (re.lastIndex < v.length && (m = re.exec(v))) {
-    let tag = m[2]!;
-    if (!tag.startsWith('"')) tag = `"${tag}"`;
-    out.push((m[1] ?? '') + tag);
-  }
-  return out;
-}
-
-/** RFC 9110 If-Match: strong comparison; `*` needs a current version. */
-export function ifMatchPasses(header: string, current: string | null): boolean {
-  const tags = parseEtags(header);
-  if (current === null) return false;
-  if (tags === '*') return true;
-  return tags.some((t) => !t.startsWith('W/') && t === current);
-}
-
-/** RFC 9110 If-None-Match: weak comparison; `*` passes only when nothing exists. */
-export function ifNoneMatchPasses(header: string, current: string | null): boolean {
-  const tags = parseEtags(header);
-  if (current === null) return true;
-  if (tags === '*') return false;
-  const bare = (t: string) => t.replace(/^W\//, '');
-  return !tags.some((t) => bare(t) === bare(current));
-}
-
 export const MAX_NAME_BYTES = 255;
 
 /** A file or folder name: not empty, no `/`, no control characters, at most 255 bytes. */

@@ -8,7 +8,7 @@ import * as proto from '@svc/proto';
 
 import { type AuthContext, type Authenticator, presentedSecret } from './auth.js';
 import { checkHealth } from './health-client.js';
-import { sendDomainError, sendError, sendJson, writeJson } from './replies.js';
+import { sendDomainError, sendError, sendJson, sendReply, writeJson } from './replies.js';
 import { compileRoutes } from './routing.js';
 
 /** The proto definition of each service the route table can name. */
@@ -192,14 +192,8 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       // This replica forgets a revoked key before answering; other replicas hear the NATS event.
       if (h.revokesKey) deps.auth.evict(h.revokesKey(input));
       const out = h.response ? h.response(result, input) : result;
-      if (isReply(out)) {
-        for (const [k, v] of Object.entries(out.headers ?? {})) res.setHeader(k, v);
-        res.status(out.status ?? route.status ?? 200);
-        if (out.body === undefined) res.end();
-        else res.json(out.body); // may carry an ETag: express answers If-None-Match with 304
-      } else {
-        sendJson(res, route.status ?? 200, out);
-      }
+      if (isReply(out)) sendReply(req, res, out.status ?? route.status ?? 200, out.headers ?? {}, out.body);
+      else sendJson(res, route.status ?? 200, out);
     };
     const parse = route.body ? jsonParser(route.bodyLimit ?? deps.bodyLimit) : undefined;
     const dispatch: express.RequestHandler = parse

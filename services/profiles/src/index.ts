@@ -7,7 +7,7 @@ import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
 
 export { migrations } from './migrations/index.js';
-export { buildCommitSnapshot, etagOf, ifMatchPasses, ProfilesDomain } from './profiles.js';
+export { buildCommitSnapshot, etagOf, ProfilesDomain } from './profiles.js';
 export { chunkItems, nextManifest, snapshotParts, toManifest } from './snapshots.js';
 export { SCHEMA } from './store.js';
 

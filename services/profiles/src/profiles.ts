@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import { DomainError, enqueueEvent, newId, type OutboxRelay, type Principal, type Queryable, type Sql } from '@svc/kit';
+import { DomainError, enqueueEvent, ifMatchPasses, newId, type OutboxRelay, type Principal, type Queryable, type Sql } from '@svc/kit';
 
 import {
   ancestors,
@@ -71,17 +71,6 @@ const versionNotFound = (id: string) => new DomainError('not_found', 'version_no
 /** A quoted strong entity tag that changes on every write. */
 export function etagOf(row: { id: string; rev: number }): string {
   return `"${createHash('sha256').update(`${row.id}:${row.rev}`).digest('base64url').slice(0, 27)}"`;
-}
-
-/** If-Match: absent passes, `*` passes, otherwise one of the listed strong tags must match. */
-export function ifMatchPasses(ifMatch: string | undefined, etag: string): boolean {
-  if (ifMatch === undefined) return true;
-  const v = ifMatch.trim();
-  if (v === '*') return true;
-  return v
-    .split(',')
-    .map((t) => t.trim())
-    .some((t) => !t.startsWith('W/') && (t === etag || `"${t}"` === etag));
 }
 
 function scopeOf(p: Principal): Scope {
@@ -642,7 +631,7 @@ export class ProfilesDomain {
     const out = await this.sql.tx(async (q) => {
       const row = await this.store.profile(q, id, scope, true);
       if (!row) throw profileNotFound();
-      if (!ifMatchPasses(ifMatch, etagOf(row))) {
+      if (ifMatch !== undefined && !ifMatchPasses(ifMatch, etagOf(row))) {
         throw new DomainError(
           'precondition_failed',
           'etag_mismatch',
