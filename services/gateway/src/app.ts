@@ -192,7 +192,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       // This replica forgets a revoked key before answering; other replicas hear the NATS event.
       if (h.revokesKey) deps.auth.evict(h.revokesKey(input));
       const out = h.response ? h.response(result, input) : result;
-      if (isReply(out)) sendReply(req, res, out.status ?? route.status ?? 200, out.headers ?? {}, out.body);
+      if (isReply(out)) sendReply(res, out.status ?? route.status ?? 200, out.headers ?? {}, out.body);
       else sendJson(res, route.status ?? 200, out);
     };
     const parse = route.body ? jsonParser(route.bodyLimit ?? deps.bodyLimit) : undefined;

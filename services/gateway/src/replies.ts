@@ -1,11 +1,11 @@
 import type { Request, Response } from 'express';
 
-import { DomainError, ifNoneMatchPasses } from '@svc/kit';
+import { DomainError } from '@svc/kit';
 
 /**
  * Writes a JSON text as the answer, straight to node's response. Express's res.json/res.send
  * also work out the content type's charset, hash the body when ETags are on and check the
- * request's freshness on every call; the API needs none of that (see sendReply for 304s).
+ * request's freshness on every call; the API needs none of that (see sendReply on 304s).
  */
 export function writeJson(res: Response, status: number, json: string): void {
   res.statusCode = status;
@@ -20,25 +20,17 @@ export function sendJson(res: Response, status: number, body: unknown): void {
 }
 
 /**
- * Sends an operation's answer with its headers (ETag, Location) and status. A GET or HEAD whose
- * If-None-Match names the answer's ETag gets 304 and no body (RFC 9110 §13.1.2, weak
- * comparison). This is not left to express's `req.fresh`, which answers in full whenever the
- * request says `Cache-Control: no-cache`, and fetch() says that on every conditional request.
+ * Sends an operation's answer with its headers (ETag, Location) and status. A JSON answer is
+ * always sent whole, never 304: its ETag is the version token for If-Match on the next write,
+ * and it does not always validate the JSON (a drive file's ETag is its content's hash, which a
+ * rename leaves as it was). Express's res.json would answer 304 to an If-None-Match naming it
+ * (unless the request said `Cache-Control: no-cache`), handing a client stale metadata.
  */
-export function sendReply(req: Request, res: Response, status: number, headers: Record<string, string>, body: unknown): void {
+export function sendReply(res: Response, status: number, headers: Record<string, string>, body: unknown): void {
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-  const etag = res.getHeader('etag');
-  const condition = req.headers['if-none-match'];
-  const conditional = (req.method === 'GET' || req.method === 'HEAD') && status >= 200 && status < 300;
-  if (conditional && typeof etag === 'string' && condition !== undefined && !ifNoneMatchPasses(condition, etag)) {
-    res.statusCode = 304;
-    res.end();
-  } else if (body === undefined) {
-    res.statusCode = status;
-    res.end();
-  } else {
-    sendJson(res, status, body);
-  }
+  if (body !== undefined) return sendJson(res, status, body);
+  res.statusCode = status;
+  res.end();
 }
 
 /** The contract's error body: {"error": {"code", "message", "requestId"}}. */
