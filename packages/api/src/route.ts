@@ -33,7 +33,7 @@ export function isReply(v: unknown): v is HttpReply {
 }
 
 /**
- * One operation of the public API, declared once. The gateway's express routes, input
+ * One operation of the public API, declared once. The gateway's routing, input
  * validation, authority checks and the OpenAPI document all come from these entries.
  */
 export interface Route {
