@@ -8,7 +8,7 @@ import { drive } from '@svc/proto';
 
 import type { LocalHandler } from '../app.js';
 import type { AuthContext } from '../auth.js';
-import { sendDomainError, sendError } from '../replies.js';
+import { sendDomainError, sendError, sendJson } from '../replies.js';
 import type { LocalDeps } from './index.js';
 
 const SERVICE = 'svc.drive.v1.DriveService';
@@ -320,7 +320,7 @@ function caller(req: Request, auth: AuthContext | undefined): Caller {
 function sendItem(res: Response, item: drive.Item, status: number): void {
   res.setHeader('ETag', item.etag);
   if (status === 201) res.setHeader('Location', `/v1/drive/${item.id}`);
-  res.status(status).json(driveItem(item));
+  sendJson(res, status, driveItem(item));
 }
 
 /** A failed write: the error body (with the current ETag as a header on a 412), then the unread body dropped. */
