@@ -1,6 +1,6 @@
 /**
  * HTTP conditional requests (RFC 9110 §13.1): the entity tags of an If-Match / If-None-Match
- * value and whether a request passes them. One set of rules for every service and the gateway.
+ * value and whether a request passes them. One set of rules for every service.
  */
 
 /**

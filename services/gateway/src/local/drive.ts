@@ -8,7 +8,7 @@ import { drive } from '@svc/proto';
 
 import type { LocalHandler } from '../app.js';
 import type { AuthContext } from '../auth.js';
-import { sendDomainError, sendError, sendJson } from '../replies.js';
+import { sendDomainError, sendError, sendReply } from '../replies.js';
 import type { LocalDeps } from './index.js';
 
 const SERVICE = 'svc.drive.v1.DriveService';
@@ -318,9 +318,9 @@ function caller(req: Request, auth: AuthContext | undefined): Caller {
 }
 
 function sendItem(res: Response, item: drive.Item, status: number): void {
-  res.setHeader('ETag', item.etag);
-  if (status === 201) res.setHeader('Location', `/v1/drive/${item.id}`);
-  sendJson(res, status, driveItem(item));
+  const headers: Record<string, string> = { ETag: item.etag };
+  if (status === 201) headers.Location = `/v1/drive/${item.id}`;
+  sendReply(res, status, headers, driveItem(item));
 }
 
 /** A failed write: the error body (with the current ETag as a header on a 412), then the unread body dropped. */
