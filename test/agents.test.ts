@@ -114,9 +114,13 @@ describe('agents', () => {
     expect(seen).toContain(k.id);
     const sibling = await agent(ada.key);
     expect((await t.call('POST', `/agents/${sibling.id}/keys`, { key: k.key, body: { name: 'x' } })).status).toBe(404);
-    // Revoking an agent key by its path.
+    // Revoking an agent key by its path, or by ?id= as at /api/api-keys; Bob's agent is not a way in.
     expect((await t.call('DELETE', `/agents/${a.id}/keys/${own.body.id}`, { key: ada.key })).status).toBe(200);
     expect((await t.call('GET', '/me', { key: own.body.key })).status).toBe(401);
+    const byQuery = await ok('POST', `/agents/${a.id}/keys`, ada.key, { name: 'by query' });
+    expect((await t.call('DELETE', `/v1/agents/${bobAgent.id}/keys?id=${byQuery.body.id}`, { key: ada.key })).status).toBe(404);
+    expect((await ok('DELETE', `/v1/agents/${a.id}/keys?id=${byQuery.body.id}`, ada.key)).body).toEqual({ success: true });
+    expect((await t.call('GET', '/me', { key: byQuery.body.key })).status).toBe(401);
   });
 
   test('deleting an agent revokes its keys at once', async () => {

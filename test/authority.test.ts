@@ -114,6 +114,8 @@ function sampleBody(r: Route, who: Tenant): unknown {
 function sampleQuery(r: Route, who: Tenant): string {
   const samples: Record<string, string> = {
     'delete /api/api-keys': `id=${who.keyId}`,
+    'delete /me/api-keys': `id=${who.keyId}`,
+    'delete /agents/:id/keys': `id=${who.keyId}`,
     'get /profiles/:id/diff': 'from=main&to=main',
   };
   const k = `${r.method} ${r.path}`;

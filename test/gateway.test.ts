@@ -51,11 +51,15 @@ describe('gateway', () => {
   });
 
   test('paths match as express matches them: any case, an optional trailing slash', async () => {
-    for (const p of ['/ME', '/me/', '/v1/Me/']) {
+    for (const p of ['/ME', '/me/', '/v1/Me/', '/V1/ME']) {
       const res = await t.call('GET', p, { key: t.bootstrapKey });
       expect(res.status).toBe(200);
       expect(res.body.keyId).toMatch(/^key_/);
     }
+    const unknown = await t.call('GET', '/v1/v1/me', { key: t.bootstrapKey });
+    expect(unknown.status).toBe(404);
+    // The message names the path as the client sent it.
+    expect(unknown.body.error.message).toBe('No route for GET /v1/v1/me.');
     expect((await t.call('GET', '/me//', { key: t.bootstrapKey })).status).toBe(404);
   });
 
@@ -71,6 +75,36 @@ describe('gateway', () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual(ERROR_BODY);
     expect(res.body.error.code).toBe('invalid_json');
+  });
+
+  test('a JSON body that is not an object answers 400 invalid_request, naming what was expected', async () => {
+    for (const body of ['"abc"', 'null', '[1]', '42']) {
+      const res = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body });
+      expect([body, res.status]).toEqual([body, 400]);
+      expect(res.body).toEqual(ERROR_BODY);
+      expect(res.body.error.code).toBe('invalid_request');
+    }
+  });
+
+  test('headers over the limit and requests that are not HTTP answer with the error body', async () => {
+    const net = await import('node:net');
+    const raw = (text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(t.url).port), '127.0.0.1');
+        let got = '';
+        socket.on('data', (d) => (got += d));
+        socket.on('end', () => resolve(got));
+        socket.on('error', reject);
+        socket.end(text);
+      });
+    const huge = await raw(`GET /me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+    const hugeBody = JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4));
+    expect(hugeBody).toEqual(ERROR_BODY);
+    expect(hugeBody.error.code).toBe('headers_too_large');
+    const garbage = await raw('HELLO\r\n\r\n');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4)).error.code).toBe('bad_request');
   });
 
   test('a body over the limit answers 413', async () => {

@@ -34,6 +34,8 @@ describe('API keys', () => {
       expect(res.body.expiresAt).toBeNull();
       expect(res.body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       expect(res.body.warning).toMatch(/once/);
+      // The answer holds a secret: no cache may keep it.
+      expect(res.headers.get('cache-control')).toBe('no-store');
     }
     const scoped = await createKey({ name: 'scoped', projectId: 'proj-a', expiresInDays: 30 });
     expect(scoped.projectId).toBe('proj-a');
@@ -135,6 +137,11 @@ describe('API keys', () => {
     const k = await createKey({ name: 'self' });
     expect((await t.call('DELETE', `/me/api-keys/${k.id}`, { key: k.key })).status).toBe(200);
     expect((await t.call('GET', '/me', { key: k.key })).status).toBe(401);
+    // /me/api-keys also takes the key by ?id=, as /api/api-keys does.
+    const q = await createKey({ name: 'by query' });
+    const res = await t.call('DELETE', `/V1/me/api-keys?id=${q.id}`, { key: t.bootstrapKey });
+    expect([res.status, res.body]).toEqual([200, { success: true }]);
+    expect((await t.call('GET', '/me', { key: q.key })).status).toBe(401);
   });
 
   test('revoking an unknown key answers 404; a malformed id answers 400', async () => {
@@ -172,7 +179,27 @@ describe('API keys', () => {
       const res = await t.call('GET', '/api/api-keys', { headers });
       expect(res.status).toBe(401);
       expect(res.body).toEqual(ERROR_BODY);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="svc"');
     }
+  });
+
+  test('requests without any credential do not count towards the failed-authentication limit', async () => {
+    for (let i = 0; i < 35; i++) {
+      const res = await t.call('GET', '/me');
+      expect([i, res.status, res.body.error.code]).toEqual([i, 401, 'missing_api_key']);
+    }
+    expect((await t.call('GET', '/me', { key: t.bootstrapKey })).status).toBe(200);
+  });
+
+  test('a string holding U+0000 answers 400 and creates nothing', async () => {
+    const before = (await t.call('GET', '/api/api-keys?limit=200', { key: t.bootstrapKey })).body.keys.length;
+    const res = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body: '{"name":"a\\u0000b"}' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(ERROR_BODY);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('body.name') });
+    const query = await t.call('GET', '/api/api-keys?projectId=a%00b', { key: t.bootstrapKey });
+    expect([query.status, query.body.error.code]).toEqual([400, 'invalid_request']);
+    expect((await t.call('GET', '/api/api-keys?limit=200', { key: t.bootstrapKey })).body.keys.length).toBe(before);
   });
 
   test('a project-scoped key sees only its project and cannot leave it', async () => {
@@ -189,6 +216,15 @@ describe('API keys', () => {
     expect(out.status).toBe(403);
     expect(out.body.error.code).toBe('project_scope');
     expect((await t.call('DELETE', `/api/api-keys?id=${elsewhere.id}`, { key: scoped.key })).status).toBe(404);
+    // Its project is one of its own account's: the key cannot carry it into an organization.
+    const org = await t.call('POST', '/accounts', { key: t.bootstrapKey, body: { kind: 'organization', name: 'Scoped Org' } });
+    expect(org.status).toBe(201);
+    for (const [method, path] of [['GET', '/me'], ['POST', '/api/api-keys'], ['GET', '/agents']] as const) {
+      const res = await t.call(method, path, { key: scoped.key, headers: { 'x-svc-account': org.body.id }, body: method === 'POST' ? { name: 'x' } : undefined });
+      expect([path, res.status, res.body.error.code]).toEqual([path, 403, 'project_scope']);
+    }
+    // The key's creator, a person without a project scope, acts in it.
+    expect((await t.call('GET', '/me', { key: t.bootstrapKey, headers: { 'x-svc-account': org.body.id } })).status).toBe(200);
   });
 
   test('GET /me describes the caller', async () => {
@@ -283,7 +319,9 @@ describe('API keys', () => {
       if (res.status === 429) limited = res;
       else expect(res.status).toBe(201);
     }
+    expect(limited?.body).toEqual(ERROR_BODY);
     expect(limited?.body.error.code).toBe('rate_limited');
+    expect(limited?.headers.get('retry-after')).toMatch(/^\d+$/);
   });
 
   test('a flood of failed authentications from one client answers 429', async () => {
@@ -296,6 +334,7 @@ describe('API keys', () => {
     // Even a good key is turned away while the client is flooding.
     const res = await t.call('GET', '/me', { key: t.bootstrapKey });
     expect(res.status).toBe(429);
+    expect(res.body).toEqual(ERROR_BODY);
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
   });
 });

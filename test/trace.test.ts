@@ -86,6 +86,8 @@ test('one request is one trace: gateway span, service span, and the event consum
   const created = await fetch(`${base}/v1/api/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'traced' }) });
   expect(created.status).toBe(201);
   const made = (await created.json()) as { id: string; key: string };
+  // A careless client pastes a key into a URL; the span must not carry it.
+  expect((await fetch(`${base}/api/api-keys?cursor=${made.key}`, { headers: auth })).status).toBe(400);
   const revoked = await fetch(`${base}/api/api-keys?id=${made.id}`, { method: 'DELETE', headers: auth });
   expect(revoked.status).toBe(200);
 
@@ -114,6 +116,13 @@ test('one request is one trace: gateway span, service span, and the event consum
   expect(client?.kind).toBe(3);
   if (REAL.pg) expect(names.some((n) => n.startsWith('pg.query'))).toBe(true);
   if (REAL.redis) expect(trace.same.some((s) => (attr(s, 'db.system.name') ?? attr(s, 'db.system')) === 'redis')).toBe(true);
+
+  const careless = await waitFor(
+    async () => spans.find((s) => s.kind === 2 && String(attr(s, 'url.query') ?? '').startsWith('cursor=')),
+    15_000,
+    'the span of the request with a key in its URL',
+  );
+  expect(attr(careless, 'url.query')).toBe('cursor=svc_[redacted]');
 
   // Nothing exported to the trace backend carries a key.
   expect(rawExports).not.toContain(made.key.slice(4));

@@ -24,3 +24,13 @@ export function hashSecret(secret: string): string {
 export function keyPrefix(key: string): string {
   return key.slice(0, KEY_PREFIX_LENGTH);
 }
+
+const SECRET_ANYWHERE_RE = /svch?_[0-9a-f]{64}/gi;
+
+/**
+ * Text with every API key or host credential in it cut to its kind (`svc_[redacted]`): for what
+ * a client sent that may end up in a trace or a log, such as a URL with a key pasted into it.
+ */
+export function redactSecrets(text: string): string {
+  return text.replace(SECRET_ANYWHERE_RE, (m) => `${m.slice(0, m.indexOf('_') + 1)}[redacted]`);
+}

@@ -24,6 +24,10 @@ export function createLogger(options: { level?: string; service: string; destina
         'plaintext',
         '*.plaintext',
         'password',
+        // A failed statement's error carries its parameters (key hashes, names, ...).
+        'err.params',
+        'err.parameters',
+        'err.cause.params',
       ],
       censor: '[redacted]',
     },

@@ -44,11 +44,12 @@ export interface GatewayDeps {
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+const V1_PREFIX_RE = /^\/v1(?:$|[/?])/i;
 // Request ids: a random per-process prefix and a counter (unique across replicas, no entropy
 // drawn per request).
 const REQUEST_ID_PREFIX = `req_${randomBytes(8).toString('hex')}`;
 let requestCounter = 0;
-const nextRequestId = () => `${REQUEST_ID_PREFIX}${(++requestCounter).toString(16).padStart(8, '0')}`;
+export const nextRequestId = () => `${REQUEST_ID_PREFIX}${(++requestCounter).toString(16).padStart(8, '0')}`;
 /** How long GET /me answers from its per-principal cache. */
 const ME_CACHE_MS = 5000;
 
@@ -59,8 +60,23 @@ const ME_CACHE_MS = 5000;
 export type LocalHandler = (req: Request, res: Response, input: RouteInput, auth: AuthContext | undefined) => Promise<void>;
 
 
+/** The path of the first string in a JSON value that holds U+0000, if any. */
+function nulPath(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? path : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    const found = nulPath(v, `${path}.${k}`);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 function parseOr400(schema: { safeParse(v: unknown): { success: boolean; data?: unknown; error?: any } } | undefined, value: unknown, where: string) {
   if (!schema) return where === 'body' ? undefined : {};
+  // No text column or JSON document in PostgreSQL can hold U+0000: refused here, as bad input,
+  // rather than failing in a service's SQL.
+  const nul = nulPath(value, where);
+  if (nul) throw new DomainError('invalid_argument', 'invalid_request', `${nul}: must not contain the NUL character (U+0000).`);
   const r = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
   if (r.success) return r.data;
   const issue = r.error.issues[0];
@@ -80,7 +96,8 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
     const given = req.headers['x-request-id'];
     req.requestId = typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : nextRequestId();
     res.setHeader('x-request-id', req.requestId);
-    if (req.url === '/v1' || req.url.startsWith('/v1/') || req.url.startsWith('/v1?')) {
+    // Case-insensitive, as the routes themselves are (`/V1/ME` is `/me`).
+    if (V1_PREFIX_RE.test(req.url)) {
       req.url = req.url.slice(3) || '/';
       if (req.url.startsWith('?')) req.url = '/' + req.url;
     }
@@ -91,7 +108,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   const parsers = new Map<string, express.RequestHandler>();
   const jsonParser = (limit: string) => {
     let p = parsers.get(limit);
-    if (!p) parsers.set(limit, (p = express.json({ limit, type: ['application/json', 'application/*+json'] })));
+    if (!p) parsers.set(limit, (p = express.json({ limit, strict: false, type: ['application/json', 'application/*+json'] })));
     return p;
   };
 
@@ -118,6 +135,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       res.json(openapi);
     },
     async me(req, res, _input, auth) {
+      res.setHeader('Cache-Control', 'no-store');
       // The identity changes rarely: answered from a short per-principal cache, so a client that
       // polls /me (or a load balancer check with a key) costs no service call.
       const hit = meCache.get(auth!.token);
@@ -186,6 +204,8 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       }
       const def = DEFINITIONS[h.service];
       if (!def) throw new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.');
+      // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
+      res.setHeader('Cache-Control', 'no-store');
       const client = deps.registry.client(h.service, def[0], def[1]) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
       const result = await client[h.method]!(request, { principalToken: auth!.token, requestId: req.requestId });
@@ -221,11 +241,12 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   // The slot where the hosted MCP server is mounted when its service lands.
   app.all('/mcp', (req, res) => sendError(req, res, 501, 'not_implemented', 'The MCP endpoint is not implemented yet.'));
 
-  app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.path}.`));
+  app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.originalUrl.split('?')[0]}.`));
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = err as { type?: string; status?: number };
     if (err instanceof DomainError) {
+      if (err.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Bearer realm="svc"');
       if (err.kind === 'rate_limited' && err.details?.retryAfterSeconds) {
         res.setHeader('Retry-After', String(err.details.retryAfterSeconds));
       }

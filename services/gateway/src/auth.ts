@@ -120,7 +120,9 @@ export class Authenticator {
   /** Authenticates one presented secret; `account` is the x-svc-account header, if any. */
   async authenticate(secret: string | undefined, account: string | undefined, client: string): Promise<AuthContext> {
     this.checkFlood(client);
-    if (!secret) throw this.fail(client, unauthenticated('missing_api_key', 'An API key is required: Authorization: Bearer <key>.'));
+    // No credential is not a guess: clients (WebDAV ones especially) ask without one first, and
+    // only presented keys count towards the flood limit.
+    if (!secret) throw unauthenticated('missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
     if (!API_KEY_RE.test(secret)) {
       if (HOST_CREDENTIAL_RE.test(secret)) {
         throw this.fail(client, unauthenticated('invalid_api_key', 'A host credential is not an API key.'));
@@ -144,6 +146,10 @@ export class Authenticator {
     }
     this.countUse(entry.keyId, now);
     if (!account || account === entry.principal.accountId) return entry;
+    if (entry.principal.projectId) {
+      // A project is a project of the key's own account: the key cannot take it elsewhere.
+      throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${entry.principal.projectId} of its own account; it cannot act in another account.`);
+    }
     return this.actAs(entry, account);
   }
 

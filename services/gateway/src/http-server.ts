@@ -35,3 +35,37 @@ export function expressServerOptions(app: express.Express): http.ServerOptions {
     ServerResponse: Response as unknown as typeof http.ServerResponse,
   };
 }
+
+/** What node's parser errors mean to a client (node's own answers carry no body). */
+function clientErrorAnswer(code: string | undefined): [number, string, string] {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, 'headers_too_large', 'The request headers are too large.'];
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return [413, 'payload_too_large', 'The chunk extensions of the request body are too large.'];
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [408, 'request_timeout', 'The request was not received in time.'];
+    default:
+      return [400, 'bad_request', 'The request is not valid HTTP.'];
+  }
+}
+
+/**
+ * A request node cannot parse (headers over the limit, malformed HTTP, a timeout) never reaches
+ * express: node answers it with a bare status line. This answers with the contract's error body
+ * instead, under the same rule as node's: only when no answer has started on the connection.
+ */
+export function answerClientErrors(server: http.Server, nextRequestId: () => string): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex & { _httpMessage?: { headersSent?: boolean } }) => {
+    if (err.code !== 'ECONNRESET' && socket.writable && !socket._httpMessage?.headersSent) {
+      const [status, code, message] = clientErrorAnswer(err.code);
+      const requestId = nextRequestId();
+      const body = JSON.stringify({ error: { code, message, requestId } });
+      socket.write(
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  });
+}

@@ -13,11 +13,11 @@ import {
   type ServiceName,
 } from '@svc/kit';
 
-import { createApp } from './app.js';
+import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
 import { closeHealthClients } from './health-client.js';
 import { localHandlers, mountProtocols } from './local/index.js';
-import { expressServerOptions } from './http-server.js';
+import { answerClientErrors, expressServerOptions } from './http-server.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
@@ -79,6 +79,7 @@ export async function startGateway(deps: {
     mount: (app) => mountProtocols(app, local),
   });
   const server = http.createServer(expressServerOptions(app), app);
+  answerClientErrors(server, nextRequestId);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {

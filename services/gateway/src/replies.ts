@@ -40,7 +40,9 @@ export function sendError(req: Request, res: Response, status: number, code: str
 }
 
 export function sendDomainError(req: Request, res: Response, err: DomainError): void {
-  const extra = err.details ? { details: err.details } : undefined;
+  // The wait before a retry travels in the Retry-After header, not in the body.
+  const { retryAfterSeconds: _inHeader, ...details } = err.details ?? {};
+  const extra = Object.keys(details).length ? { details } : undefined;
   sendError(req, res, err.httpStatus, err.code, err.message, extra);
 }
 

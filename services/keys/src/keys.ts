@@ -93,7 +93,9 @@ export class KeysDomain {
     const projectId = projectFor(p, input.projectId);
     const attempts = await this.cache.hit(`keys:create:${p.accountId}`, 60_000);
     if (attempts > CREATE_LIMIT_PER_MINUTE) {
-      throw new DomainError('rate_limited', 'rate_limited', 'Too many keys created for this account; try again in a minute.');
+      throw new DomainError('rate_limited', 'rate_limited', 'Too many keys created for this account; try again in a minute.', {
+        retryAfterSeconds: 60,
+      });
     }
     const plaintext = generateApiKey();
     const expiresAt = input.expiresInDays ? new Date(Date.now() + input.expiresInDays * 86_400_000) : null;

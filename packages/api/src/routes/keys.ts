@@ -85,10 +85,22 @@ const agentOf = (i: RouteInput) => (i.params.id ? { agentId: i.params.id as stri
 const createReq = (i: RouteInput) => ({ ...i.body, ...agentOf(i) });
 const listReq = (i: RouteInput) => ({ projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor, ...agentOf(i) });
 
-/** The same three operations are served at three places (spec): /api/api-keys, /me/api-keys, /agents/:id/keys. */
-function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: boolean; deleteByPath: boolean }) {
+/**
+ * The same operations are served at three places (spec): /api/api-keys, /me/api-keys,
+ * /agents/:id/keys. Revocation names the key by `?id=` everywhere, and also by path
+ * (`/:keyId`) under /me/api-keys and /agents/:id/keys.
+ */
+function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: boolean; revokeByPath: boolean }) {
   const params = opts.agent ? z.object({ id: AgentId }) : undefined;
   const who = opts.agent ? "the agent's" : "the caller's";
+  const revoke = (id: (i: RouteInput) => string) => ({
+    kind: 'rpc' as const,
+    service: 'keys' as const,
+    method: 'revokeKey',
+    request: (i: RouteInput) => ({ id: id(i), ...agentOf(i) }),
+    response: success,
+    revokesKey: id,
+  });
   return [
     route({
       id: `${idPrefix}.create`,
@@ -119,52 +131,42 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       authority: false,
       handler: { kind: 'rpc', service: 'keys', method: 'listKeys', request: listReq, response: listed },
     }),
-    opts.deleteByPath
-      ? route({
-          id: `${idPrefix}.revoke`,
-          method: 'delete',
-          path: `${base}/:keyId`,
-          summary: 'Revoke an API key, at once and for good.',
-          tag,
-          params: (params ?? z.object({})).extend({ keyId: KeyId }),
-          response: Success,
-          auth: 'key',
-          principals: ['human', 'agent'],
-          authority: false,
-          handler: {
-            kind: 'rpc',
-            service: 'keys',
-            method: 'revokeKey',
-            request: (i) => ({ id: i.params.keyId, ...agentOf(i) }),
-            response: success,
-            revokesKey: (i) => i.params.keyId,
-          },
-        })
-      : route({
-          id: `${idPrefix}.revoke`,
-          method: 'delete',
-          path: base,
-          summary: 'Revoke an API key (`?id=`), at once and for good.',
-          tag,
-          query: z.object({ id: KeyId }),
-          response: Success,
-          auth: 'key',
-          principals: ['human', 'agent'],
-          authority: false,
-          handler: {
-            kind: 'rpc',
-            service: 'keys',
-            method: 'revokeKey',
-            request: (i) => ({ id: i.query.id }),
-            response: success,
-            revokesKey: (i) => i.query.id,
-          },
-        }),
+    route({
+      id: opts.revokeByPath ? `${idPrefix}.revokeByQuery` : `${idPrefix}.revoke`,
+      method: 'delete',
+      path: base,
+      summary: 'Revoke an API key (`?id=`), at once and for good.',
+      tag,
+      params,
+      query: z.object({ id: KeyId }),
+      response: Success,
+      auth: 'key',
+      principals: ['human', 'agent'],
+      authority: false,
+      handler: revoke((i) => i.query.id),
+    }),
+    ...(opts.revokeByPath
+      ? [
+          route({
+            id: `${idPrefix}.revoke`,
+            method: 'delete',
+            path: `${base}/:keyId`,
+            summary: 'Revoke an API key, at once and for good.',
+            tag,
+            params: (params ?? z.object({})).extend({ keyId: KeyId }),
+            response: Success,
+            auth: 'key',
+            principals: ['human', 'agent'],
+            authority: false,
+            handler: revoke((i) => i.params.keyId),
+          }),
+        ]
+      : []),
   ];
 }
 
 export const keysRoutes = [
-  ...keyRoutes('/api/api-keys', 'keys', 'apiKeys', { agent: false, deleteByPath: false }),
-  ...keyRoutes('/me/api-keys', 'keys', 'meApiKeys', { agent: false, deleteByPath: true }),
-  ...keyRoutes('/agents/:id/keys', 'agents', 'agentKeys', { agent: true, deleteByPath: true }),
+  ...keyRoutes('/api/api-keys', 'keys', 'apiKeys', { agent: false, revokeByPath: false }),
+  ...keyRoutes('/me/api-keys', 'keys', 'meApiKeys', { agent: false, revokeByPath: true }),
+  ...keyRoutes('/agents/:id/keys', 'agents', 'agentKeys', { agent: true, revokeByPath: true }),
 ];

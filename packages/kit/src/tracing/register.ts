@@ -11,6 +11,8 @@ import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 
+import { redactSecrets } from '../apikey.js';
+
 const env = process.env;
 const enabled =
   env.OTEL_SDK_DISABLED !== 'true' &&
@@ -27,6 +29,15 @@ if (enabled) {
       new HttpInstrumentation({
         // Health probes would drown the traces.
         ignoreIncomingRequestHook: (req) => req.url === '/health' || req.url === '/ready',
+        // A key pasted into a URL by a careless client must not reach the traces: the URL's
+        // attributes are replaced by a redacted copy (keys are only ever read from headers).
+        startIncomingSpanHook: (req) => {
+          const url = (req as { url?: string }).url ?? '';
+          const redacted = redactSecrets(url);
+          if (redacted === url) return {};
+          const q = redacted.indexOf('?');
+          return q < 0 ? { 'url.path': redacted } : { 'url.path': redacted.slice(0, q), 'url.query': redacted.slice(q + 1) };
+        },
       }),
       new ExpressInstrumentation(),
       new GrpcInstrumentation({ ignoreGrpcMethods: ['Check', 'Watch'] }),
