@@ -155,6 +155,22 @@ describe('gateway', () => {
     const q = await t.call('GET', '/api/api-keys?limit=500', { key: t.bootstrapKey });
     expect(q.status).toBe(400);
     expect(q.body.error.message).toMatch(/^query\.limit/);
+    // Sentences, not the validator's generic wording.
+    const messages: Array<[unknown, string]> = [
+      [{}, 'body.name: a string is required.'],
+      [{ name: 5 }, 'body.name: must be a string.'],
+      [{ name: 'a', admin: true, root: 1 }, 'body: unknown fields "admin", "root".'],
+      [{ name: 'x'.repeat(101) }, 'body.name: must be at most 100 characters.'],
+      [{ name: 'a', expiresInDays: 0 }, 'body.expiresInDays: must be at least 1.'],
+      [{ name: 'a', expiresInDays: 1.5 }, 'body.expiresInDays: must be an integer.'],
+    ];
+    for (const [body, message] of messages) {
+      const res = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body });
+      expect([res.status, res.body.error.message]).toEqual([400, message]);
+    }
+    // A POST with no body at all says what is missing (400), not what type it lacked (415).
+    const none = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey });
+    expect([none.status, none.body.error.code, none.body.error.message]).toEqual([400, 'invalid_request', 'body: a JSON object is required.']);
   });
 
   test('GET /openapi.json is an OpenAPI 3.1 document built from the route table', async () => {

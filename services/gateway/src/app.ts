@@ -81,7 +81,53 @@ function parseOr400(schema: { safeParse(v: unknown): { success: boolean; data?: 
   if (r.success) return r.data;
   const issue = r.error.issues[0];
   const field = issue.path.length ? `${where}.${issue.path.join('.')}` : where;
-  throw new DomainError('invalid_argument', 'invalid_request', `${field}: ${issue.message}`);
+  throw new DomainError('invalid_argument', 'invalid_request', `${field}: ${describeIssue(issue)}`);
+}
+
+const KINDS: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'an array',
+};
+const UNITS: Record<string, string> = { string: ' characters', array: ' items', set: ' items', file: ' bytes' };
+
+/**
+ * A validation issue as a sentence for the client. Messages a schema wrote itself pass through;
+ * zod's generic ones ("Invalid input: expected string, received undefined") are reworded.
+ */
+export function describeIssue(issue: {
+  code: string;
+  message: string;
+  expected?: string;
+  keys?: string[];
+  origin?: string;
+  minimum?: number | bigint;
+  maximum?: number | bigint;
+  inclusive?: boolean;
+  values?: unknown[];
+}): string {
+  const kind = (k: string | undefined) => (k && KINDS[k]) ?? k ?? 'another type';
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.message.endsWith('received undefined') ? `${kind(issue.expected)} is required.` : `must be ${kind(issue.expected)}.`;
+    case 'unrecognized_keys':
+      return `unknown field${issue.keys!.length > 1 ? 's' : ''} ${issue.keys!.map((k) => JSON.stringify(k)).join(', ')}.`;
+    case 'too_big':
+    case 'too_small': {
+      if (!/^Too (big|small):/.test(issue.message)) return issue.message;
+      const big = issue.code === 'too_big';
+      const bound = big ? issue.maximum : issue.minimum;
+      const word = issue.inclusive === false ? (big ? 'less than' : 'more than') : big ? 'at most' : 'at least';
+      return `must be ${word} ${bound}${UNITS[issue.origin ?? ''] ?? ''}.`;
+    }
+    case 'invalid_value':
+      return issue.values ? `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}.` : issue.message;
+    default:
+      return issue.message;
+  }
 }
 
 /** Builds the express app from the route table. */
@@ -188,7 +234,8 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       if (h.kind === 'unimplemented') {
         throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);
       }
-      if (route.body && req.body === undefined && !req.is('application/json')) {
+      const sentBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+      if (route.body && req.body === undefined && sentBody && !req.is('application/json')) {
         throw new DomainError('unsupported_media_type', 'unsupported_media_type', 'The request body must be JSON (Content-Type: application/json).');
       }
       const input: RouteInput = {
