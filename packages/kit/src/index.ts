@@ -17,3 +17,4 @@ export * from './apikey.js';
 export * from './unary.js';
 export * from './tracing/route.js';
 export * from './etags.js';
+export * from './validation.js';

@@ -9,6 +9,7 @@ import {
   keyPrefix,
   newId,
   type OutboxRelay,
+  parseInput,
   type Principal,
   type Queryable,
   type RpcClient,
@@ -109,12 +110,8 @@ const Tool = z
   .regex(/^[A-Za-z0-9_.:/-]+$/, 'may hold letters, digits and _ . : / - only');
 const RoleInput = z.enum(['owner', 'admin', 'member'], { error: 'must be owner, admin or member' });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown, code = 'invalid_request'): T {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const field = issue.path.join('.');
-  throw new DomainError('invalid_argument', code, field ? `${field}: ${issue.message}` : issue.message);
+function parse<T extends z.ZodType>(schema: T, value: unknown, code = 'invalid_request'): z.infer<T> {
+  return parseInput(schema, value, { code });
 }
 
 function parseJson(text: string, what: string): unknown {

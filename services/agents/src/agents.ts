@@ -4,6 +4,7 @@ import {
   newId,
   type OutboxRelay,
   type Principal,
+  parseInput,
   requireHuman,
   type RpcClient,
   type Sql,
@@ -62,12 +63,8 @@ const UpdateInput = z.object({
   clearFields: z.array(z.enum(['description', 'model', 'instructions'], { error: 'only description, model and instructions can be cleared' })).max(3),
 });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const field = issue.path.join('.');
-  throw new DomainError('invalid_argument', 'invalid_request', field ? `${field}: ${issue.message}` : issue.message);
+function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
+  return parseInput(schema, value);
 }
 
 export function actorOf(p: Principal): Actor {

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 
 import express, { type NextFunction, type Request, type Response } from 'express';
+import type { z } from 'zod';
 
 import { buildOpenApi, isReply, type Route, type RouteInput, routes as allRoutes } from '@svc/api';
-import { type Backends, DomainError, type Logger, type Registry, type ServiceName, setHttpRoute } from '@svc/kit';
+import { type Backends, DomainError, type Logger, parseInput, type Registry, type ServiceName, setHttpRoute } from '@svc/kit';
 import * as proto from '@svc/proto';
 
 import { type AuthContext, type Authenticator, presentedSecret } from './auth.js';
@@ -71,63 +72,15 @@ function nulPath(value: unknown, path: string): string | undefined {
   return undefined;
 }
 
-function parseOr400(schema: { safeParse(v: unknown): { success: boolean; data?: unknown; error?: any } } | undefined, value: unknown, where: string) {
+const hasBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+
+function parseOr400(schema: z.ZodType | undefined, value: unknown, where: string) {
   if (!schema) return where === 'body' ? undefined : {};
   // No text column or JSON document in PostgreSQL can hold U+0000: refused here, as bad input,
   // rather than failing in a service's SQL.
   const nul = nulPath(value, where);
   if (nul) throw new DomainError('invalid_argument', 'invalid_request', `${nul}: must not contain the NUL character (U+0000).`);
-  const r = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
-  if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const field = issue.path.length ? `${where}.${issue.path.join('.')}` : where;
-  throw new DomainError('invalid_argument', 'invalid_request', `${field}: ${describeIssue(issue)}`);
-}
-
-const KINDS: Record<string, string> = {
-  string: 'a string',
-  number: 'a number',
-  int: 'an integer',
-  boolean: 'true or false',
-  object: 'a JSON object',
-  array: 'an array',
-};
-const UNITS: Record<string, string> = { string: ' characters', array: ' items', set: ' items', file: ' bytes' };
-
-/**
- * A validation issue as a sentence for the client. Messages a schema wrote itself pass through;
- * zod's generic ones ("Invalid input: expected string, received undefined") are reworded.
- */
-export function describeIssue(issue: {
-  code: string;
-  message: string;
-  expected?: string;
-  keys?: string[];
-  origin?: string;
-  minimum?: number | bigint;
-  maximum?: number | bigint;
-  inclusive?: boolean;
-  values?: unknown[];
-}): string {
-  const kind = (k: string | undefined) => (k && KINDS[k]) ?? k ?? 'another type';
-  switch (issue.code) {
-    case 'invalid_type':
-      return issue.message.endsWith('received undefined') ? `${kind(issue.expected)} is required.` : `must be ${kind(issue.expected)}.`;
-    case 'unrecognized_keys':
-      return `unknown field${issue.keys!.length > 1 ? 's' : ''} ${issue.keys!.map((k) => JSON.stringify(k)).join(', ')}.`;
-    case 'too_big':
-    case 'too_small': {
-      if (!/^Too (big|small):/.test(issue.message)) return issue.message;
-      const big = issue.code === 'too_big';
-      const bound = big ? issue.maximum : issue.minimum;
-      const word = issue.inclusive === false ? (big ? 'less than' : 'more than') : big ? 'at most' : 'at least';
-      return `must be ${word} ${bound}${UNITS[issue.origin ?? ''] ?? ''}.`;
-    }
-    case 'invalid_value':
-      return issue.values ? `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}.` : issue.message;
-    default:
-      return issue.message;
-  }
+  return parseInput(schema, value ?? (where === 'body' ? undefined : {}), { where });
 }
 
 /** Builds the express app from the route table. */
@@ -234,8 +187,8 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       if (h.kind === 'unimplemented') {
         throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);
       }
-      const sentBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
-      if (route.body && req.body === undefined && sentBody && !req.is('application/json')) {
+      // A body that is there but not JSON is 415; no body at all is for the schema to judge (400).
+      if (route.body && req.body === undefined && hasBody(req) && !req.is('application/json')) {
         throw new DomainError('unsupported_media_type', 'unsupported_media_type', 'The request body must be JSON (Content-Type: application/json).');
       }
       const input: RouteInput = {
@@ -293,10 +246,6 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = err as { type?: string; status?: number };
     if (err instanceof DomainError) {
-      if (err.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Bearer realm="svc"');
-      if (err.kind === 'rate_limited' && err.details?.retryAfterSeconds) {
-        res.setHeader('Retry-After', String(err.details.retryAfterSeconds));
-      }
       if (err.httpStatus >= 500 && err.httpStatus !== 501) deps.log.warn({ err: err.cause ?? err, requestId: req.requestId }, 'upstream failure');
       return sendDomainError(req, res, err);
     }

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type { Duplex } from 'node:stream';
 
 import type express from 'express';
 
@@ -56,7 +57,7 @@ function clientErrorAnswer(code: string | undefined): [number, string, string] {
  * instead, under the same rule as node's: only when no answer has started on the connection.
  */
 export function answerClientErrors(server: http.Server, nextRequestId: () => string): void {
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex & { _httpMessage?: { headersSent?: boolean } }) => {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: { headersSent?: boolean } }) => {
     if (err.code !== 'ECONNRESET' && socket.writable && !socket._httpMessage?.headersSent) {
       const [status, code, message] = clientErrorAnswer(err.code);
       const requestId = nextRequestId();

@@ -39,9 +39,14 @@ export function sendError(req: Request, res: Response, status: number, code: str
   sendJson(res, status, { error: { code, message, requestId: req.requestId, ...extra } });
 }
 
+/**
+ * A DomainError as the error body, with the headers its kind calls for: a 401 names the scheme
+ * (`WWW-Authenticate`), and the wait before a retry travels in `Retry-After`, not in the body.
+ */
 export function sendDomainError(req: Request, res: Response, err: DomainError): void {
-  // The wait before a retry travels in the Retry-After header, not in the body.
-  const { retryAfterSeconds: _inHeader, ...details } = err.details ?? {};
+  const { retryAfterSeconds, ...details } = err.details ?? {};
+  if (err.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Bearer realm="svc"');
+  if (retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(retryAfterSeconds));
   const extra = Object.keys(details).length ? { details } : undefined;
   sendError(req, res, err.httpStatus, err.code, err.message, extra);
 }

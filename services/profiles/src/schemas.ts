@@ -1,4 +1,4 @@
-import { DomainError } from '@svc/kit';
+import { DomainError, parseInput } from '@svc/kit';
 import { z } from 'zod';
 
 /**
@@ -144,11 +144,7 @@ export const Message = z.string().max(LIMITS.message);
 
 /** Parses with a schema; a failure is a 400 whose message names the field. */
 export function parse<T extends z.ZodType>(schema: T, value: unknown, where = 'body'): z.infer<T> {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const field = issue.path.length ? `${where}.${issue.path.join('.')}` : where;
-  throw new DomainError('invalid_argument', 'invalid_request', `${field}: ${issue.message}`);
+  return parseInput(schema, value, { where });
 }
 
 export function parseJson(text: string, where = 'body'): unknown {
