@@ -35,7 +35,7 @@ export interface GatewayDeps {
   /** Services whose health decides readiness. */
   services: ServiceName[];
   version: string;
-  /** Local handlers contributed by gateway modules (see local/), by name. */
+  /** Local handlers contributed by gateway modules (see fronts/), by name. */
   locals?: Record<string, LocalHandler>;
   /**
    * Protocol fronts outside the route table (WebDAV at /dav, Git), mounted before the JSON body

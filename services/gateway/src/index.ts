@@ -16,7 +16,7 @@ import {
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
 import { closeHealthClients } from './health-client.js';
-import { localHandlers, mountProtocols } from './local/index.js';
+import { localHandlers, mountProtocols } from './fronts/index.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
 
 export { createApp } from './app.js';

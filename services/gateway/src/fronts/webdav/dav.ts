@@ -10,20 +10,11 @@ import type express from 'express';
 import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
-import { type AuthContext, presentedSecret } from '../auth.js';
-import {
-  bodyOf,
-  type Caller,
-  declaredLength,
-  download,
-  driveClient,
-  finishUnreadBody,
-  meaningfulType,
-  parseRange,
-  sendContent,
-  upload,
-} from './drive.js';
-import type { LocalDeps } from './index.js';
+import { type Caller, download, driveClient, upload } from '@svc/dispatch';
+
+import { type AuthContext, presentedSecret } from '../../auth.js';
+import { bodyOf, declaredLength, finishUnreadBody, meaningfulType, parseRange, sendContent } from '../../http/content.js';
+import type { FrontDeps } from '../index.js';
 
 const DAV = 'DAV:';
 /** Largest XML request body read (PROPFIND, PROPPATCH, LOCK). */
@@ -537,7 +528,7 @@ function timeoutSeconds(v: string | undefined): number {
 
 class Dav {
   constructor(
-    private readonly deps: LocalDeps,
+    private readonly deps: FrontDeps,
     private readonly req: Request,
     private readonly res: Response,
     private readonly auth: AuthContext,
@@ -950,7 +941,7 @@ function sendDavDomainError(req: Request, res: Response, err: DomainError, prefi
 }
 
 /** Mounts /dav (and /v1/dav, the gateway strips /v1 first). */
-export function mountDav(app: express.Express, deps: LocalDeps): void {
+export function mountDav(app: express.Express, deps: FrontDeps): void {
   app.use('/dav', (req: Request, res: Response) => {
     const prefix = req.originalUrl.startsWith('/v1/') ? '/v1/dav' : '/dav';
     let segments: string[] = [];

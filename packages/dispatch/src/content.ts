@@ -1,0 +1,110 @@
+import type { Backends, HashPool, Logger, Registry } from '@svc/kit';
+import { DomainError, storeHashed, verifiedContent } from '@svc/kit';
+import { drive } from '@svc/proto';
+
+const SERVICE = 'svc.drive.v1.DriveService';
+/** A commit may move a large blob (a server-side copy on S3): more time than a usual call. */
+const COMMIT_DEADLINE_MS = 120_000;
+
+/** What moving drive content needs: the drive's client, the blob store, the hash pool. */
+export interface ContentDeps {
+  log: Logger;
+  registry: Registry;
+  /** The blob store (drive content goes through the front, not through the drive service). */
+  backends: Pick<Backends, 'blobs'>;
+  /** SHA-256 of content on its way in and out, on worker threads. */
+  hashes: HashPool;
+}
+
+// Content through the gateway --------------------------------------------------------------------
+// Bytes never pass through the drive service: it checks a write and names a temporary blob key,
+// the gateway streams the client's bytes to that key (hashed on the way), and the service commits
+// the new version (or forgets the upload). Reads are the same: the service answers with the
+// version and range, the gateway streams them from the blob store and checks the hash.
+
+/** The drive client. */
+export function driveClient(registry: Registry) {
+  return registry.client('drive', drive.DriveServiceService, SERVICE);
+}
+
+export interface Caller {
+  token: string;
+  requestId: string;
+}
+
+/**
+ * Writes `chunks` as a file's content: BeginUpload (a failed precondition answers before any
+ * byte is read), the bytes to the blob store, then CommitUpload. A source that fails (a client
+ * gone mid-body) or goes over the limit leaves nothing, and the upload is forgotten.
+ */
+export async function upload(deps: ContentDeps, caller: Caller, header: drive.UploadHeader, chunks: AsyncIterable<Buffer>): Promise<drive.ItemResponse> {
+  const client = driveClient(deps.registry);
+  const call = { principalToken: caller.token, requestId: caller.requestId };
+  const slot = await client.beginUpload(header, call);
+  let stored;
+  try {
+    stored = await storeHashed(await deps.backends.blobs(), deps.hashes, slot.blobKey, chunks, {
+      limit: slot.limitBytes,
+      declaredSize: header.declaredSize,
+    });
+  } catch (err) {
+    client.abortUpload({ uploadId: slot.uploadId }, call).catch((e: unknown) => deps.log.warn({ err: e, uploadId: slot.uploadId }, 'could not abort an upload'));
+    if (err instanceof DomainError) throw err;
+    // Not the client's doing (a full disk, an S3 error, a failed hash): nothing was written.
+    deps.log.error({ err, uploadId: slot.uploadId, key: slot.blobKey, requestId: caller.requestId }, 'storing an upload failed');
+    throw new DomainError('unavailable', 'storage_unavailable', 'The file store could not take the content; nothing was written.', undefined, { cause: err });
+  }
+  return client.commitUpload({ header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size }, { ...call, deadlineMs: COMMIT_DEADLINE_MS });
+}
+
+export interface Download {
+  header: drive.DownloadHeader;
+  /** The bytes, when the answer has any (verified against the file's hash on a full read). */
+  body?: AsyncIterable<Buffer>;
+  /** Stops reading (the client went away); nothing is held after it. */
+  cancel(): void;
+}
+
+/** Asks the drive what to serve, and opens the blob when there are bytes to send. */
+export async function download(deps: ContentDeps, caller: Caller, request: drive.DownloadRequest): Promise<Download> {
+  const opened = await driveClient(deps.registry).openContent(request, { principalToken: caller.token, requestId: caller.requestId });
+  const header = opened.header;
+  if (!header?.item) throw new DomainError('internal', 'upstream_error', 'The drive answered without the file.');
+  if (!opened.blobKey) return { header, cancel: () => {} };
+  const item = header.item;
+  const range = header.partial ? { start: header.start, end: header.end } : undefined;
+  const where = { id: item.id, sha256: item.sha256, key: opened.blobKey, requestId: caller.requestId };
+  let blob;
+  try {
+    blob = await (await deps.backends.blobs()).get(opened.blobKey, range);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'NoSuchKey' || code === 'NotFound') {
+      // A committed file whose blob is gone: content was lost, the operator must hear of it.
+      deps.log.error({ err, ...where }, 'the content of a file is missing from the blob store');
+      throw new DomainError('internal', 'content_missing', "The file's content could not be read.", undefined, { cause: err });
+    }
+    throw new DomainError('unavailable', 'storage_unavailable', "The file store is unavailable; try again.", undefined, { cause: err });
+  }
+  const verified = verifiedContent(blob, deps.hashes, { bytes: header.end - header.start + 1, sha256: header.partial ? undefined : item.sha256 });
+  async function* logged(): AsyncGenerator<Buffer> {
+    try {
+      yield* verified;
+    } catch (err) {
+      // The reader sees a broken transfer; the operator must hear why.
+      const damaged = err instanceof DomainError && err.code === 'content_damaged';
+      deps.log.error({ err, ...where }, damaged ? 'stored content does not match its file' : "reading a file's content failed");
+      throw err;
+    }
+  }
+  const body = logged();
+  return {
+    header,
+    body,
+    cancel: () => {
+      blob.destroy();
+      void body.return(undefined);
+    },
+  };
+}
+

@@ -1,0 +1,132 @@
+/**
+ * Reading request bodies and writing file content over HTTP: shared by the fronts that move drive
+ * content (the API's content operations, WebDAV).
+ */
+import type { Request, Response } from 'express';
+
+import type { Download } from '@svc/dispatch';
+import type { drive } from '@svc/proto';
+
+import { sendError } from '../replies.js';
+
+// Request helpers -------------------------------------------------------------------------------
+
+/**
+ * The content type a client declared for the bytes it sends, if it said anything meaningful:
+ * generic types (octet-stream, curl's default form type) leave the drive to guess from the name.
+ */
+export function meaningfulType(v: string | undefined): string | undefined {
+  if (!v) return undefined;
+  const base = v.split(';')[0]!.trim().toLowerCase();
+  return base === 'application/octet-stream' || base === 'application/x-www-form-urlencoded' ? undefined : v;
+}
+
+export function contentTypeOf(req: Request): string | undefined {
+  const v = req.headers['content-type'];
+  return typeof v === 'string' ? meaningfulType(v) : undefined;
+}
+
+/** The request body as chunks; stopping early leaves the request open (to answer, then drain it). */
+export function bodyOf(req: Request): AsyncIterable<Buffer> {
+  return req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>;
+}
+
+export function declaredLength(req: Request): number | undefined {
+  const v = req.headers['content-length'];
+  return typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined;
+}
+
+/** `bytes=a-b`, `bytes=a-`, `bytes=-n`: one range; anything else is ignored (the whole content). */
+export function parseRange(v: string | undefined): Pick<drive.DownloadRequest, 'rangeStart' | 'rangeEnd' | 'suffixLength'> {
+  const m = v && /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(v);
+  if (!m || (m[1] === '' && m[2] === '')) return {};
+  if (m[1] === '') return { suffixLength: Number(m[2]) };
+  const start = Number(m[1]);
+  const end = m[2] === '' ? undefined : Number(m[2]);
+  if (end !== undefined && end < start) return {};
+  if (!Number.isSafeInteger(start) || (end !== undefined && !Number.isSafeInteger(end))) return {};
+  return { rangeStart: start, rangeEnd: end };
+}
+
+/**
+ * After an error answered before the body was read: read and drop the rest (bounded), so that
+ * the client sees the answer rather than a reset connection, then close.
+ */
+export function finishUnreadBody(req: Request, res: Response): void {
+  if (req.complete || req.destroyed) return;
+  res.setHeader('Connection', 'close');
+  let dropped = 0;
+  const onData = (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > 64 * 1024 * 1024) req.destroy();
+  };
+  req.on('data', onData);
+  req.on('error', () => {});
+  req.resume();
+}
+
+/** Answers a Download: 200/206 with the bytes streamed (backpressure both ways), 304 or 416. */
+export async function sendContent(req: Request, res: Response, d: Download, opts: { head: boolean }): Promise<void> {
+  const h = d.header;
+  const item = h.item!;
+  res.setHeader('ETag', item.etag);
+  res.setHeader('Last-Modified', new Date(item.updatedAt).toUTCString());
+  res.setHeader('Cache-Control', 'private, no-cache');
+  res.setHeader('Accept-Ranges', 'bytes');
+  if (h.notModified) {
+    d.cancel();
+    res.status(304).end();
+    return;
+  }
+  if (h.rangeNotSatisfiable) {
+    d.cancel();
+    res.setHeader('Content-Range', `bytes */${item.size}`);
+    return sendError(req, res, 416, 'range_not_satisfiable', `The range is outside the file's ${item.size} bytes.`);
+  }
+  // User content is never interpreted by a browser on the API's origin.
+  res.setHeader('Content-Type', item.contentType || 'application/octet-stream');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
+  res.setHeader('Content-Disposition', `inline; filename*=UTF-8''${encodeURIComponent(item.name)}`);
+  res.setHeader('Content-Length', String(h.end - h.start + 1 > 0 ? h.end - h.start + 1 : 0));
+  if (h.partial) {
+    res.setHeader('Content-Range', `bytes ${h.start}-${h.end}/${item.size}`);
+    res.status(206);
+  } else {
+    res.status(200);
+  }
+  if (opts.head || !d.body) {
+    d.cancel();
+    res.end();
+    return;
+  }
+  let clientGone = false;
+  res.on('close', () => {
+    if (!res.writableFinished) {
+      clientGone = true;
+      d.cancel();
+    }
+  });
+  try {
+    for await (const chunk of d.body) {
+      if (clientGone) return;
+      if (!res.write(chunk)) {
+        await new Promise<void>((ok) => {
+          const done = () => {
+            res.off('drain', done);
+            res.off('close', done);
+            ok();
+          };
+          res.on('drain', done);
+          res.on('close', done);
+        });
+      }
+    }
+    res.end();
+  } catch {
+    // The content failed mid-way (or did not match its hash): the client must see a broken
+    // transfer, never a short file that looks complete.
+    d.cancel();
+    res.destroy();
+  }
+}
