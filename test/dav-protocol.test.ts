@@ -1,9 +1,8 @@
-import { Readable } from 'node:stream';
+import { parseRange } from '@svc/dispatch';
+import { escapeXml, hrefOf, parseIfHeader, parseXml, serializeElement } from '@svc/gateway/dist/fronts/webdav/dav.js';
 
-import { escapeXml, hrefOf, parseIfHeader, parseXml, serializeElement } from '@svc/gateway/dist/local/dav.js';
-import { dispositionParams, MultipartReader, parseRange } from '@svc/gateway/dist/local/drive.js';
-
-// The protocol pieces of the WebDAV front and the upload route, without a stack.
+// The protocol pieces of the WebDAV front and of content reads, without a stack (multipart forms:
+// services/gateway/test/multipart.test.ts).
 
 describe('XML', () => {
   test('namespaces: prefixes, the default namespace, and scoping', () => {
@@ -71,53 +70,11 @@ describe('If header', () => {
   });
 });
 
-describe('upload helpers', () => {
+describe('content helpers', () => {
   test('Range: one range of bytes, else the whole file', () => {
     expect(parseRange('bytes=0-9')).toEqual({ rangeStart: 0, rangeEnd: 9 });
     expect(parseRange('bytes=5-')).toEqual({ rangeStart: 5, rangeEnd: undefined });
     expect(parseRange('bytes=-3')).toEqual({ suffixLength: 3 });
     for (const ignored of [undefined, 'bytes=5-1', 'bytes=0-1,3-4', 'items=0-1', 'bytes=-']) expect(parseRange(ignored)).toEqual({});
-  });
-
-  test('Content-Disposition parameters', () => {
-    expect(dispositionParams('form-data; name="file"; filename="a \\"b\\".txt"')).toEqual({ name: 'file', filename: 'a "b".txt' });
-    expect(dispositionParams(`form-data; name=f; filename="x.txt"; filename*=UTF-8''%E6%97%A5.txt`)).toEqual({ name: 'f', filename: '日.txt' });
-  });
-
-  async function parts(body: Buffer, boundary: string, chunk: number) {
-    const pieces: Buffer[] = [];
-    for (let i = 0; i < body.length; i += chunk) pieces.push(body.subarray(i, i + chunk));
-    const r = new MultipartReader(Readable.from(pieces), boundary);
-    const out: Array<{ headers: Record<string, string>; body: string }> = [];
-    for (let h = await r.nextPart(); h; h = await r.nextPart()) {
-      const bufs: Buffer[] = [];
-      for await (const b of r.body()) bufs.push(b);
-      out.push({ headers: h, body: Buffer.concat(bufs).toString('latin1') });
-    }
-    return out;
-  }
-
-  test('multipart: parts stream out whatever the chunking, boundaries inside data are not boundaries', async () => {
-    const boundary = '----x7';
-    const data = 'line\r\n------x-not\r\n--\r\n------x\r\n--';
-    const body = Buffer.from(
-      `preamble\r\n--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nn.txt\r\n--${boundary}\r\n` +
-        `Content-Disposition: form-data; name="file"; filename="f.bin"\r\nContent-Type: text/plain\r\n\r\n${data}\r\n--${boundary}--\r\nepilogue`,
-    );
-    for (const chunk of [1, 2, 3, 7, 13, 64, 1000]) {
-      const got = await parts(body, boundary, chunk);
-      expect(got).toEqual([
-        { headers: { 'content-disposition': 'form-data; name="name"' }, body: 'n.txt' },
-        { headers: { 'content-disposition': 'form-data; name="file"; filename="f.bin"', 'content-type': 'text/plain' }, body: data },
-      ]);
-    }
-    expect(MultipartReader.boundaryOf('multipart/form-data; boundary="a b"')).toBe('a b');
-    expect(MultipartReader.boundaryOf('multipart/form-data; charset=x; boundary=abc')).toBe('abc');
-    expect(MultipartReader.boundaryOf('application/octet-stream')).toBeUndefined();
-  });
-
-  test('multipart: a body cut short is malformed', async () => {
-    const body = Buffer.from('--b\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\nabc');
-    await expect(parts(body, 'b', 4)).rejects.toMatchObject({ code: 'invalid_multipart' });
   });
 });

@@ -4,15 +4,24 @@ import { agentsRoutes } from './routes/agents.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
-import { plannedRoutes } from './routes/planned.js';
+import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { systemRoutes } from './routes/system.js';
 
 export * from './openapi.js';
 export * from './route.js';
+export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
-const declared: Route[] = [...systemRoutes, ...identityRoutes, ...accountsRoutes, ...agentsRoutes, ...keysRoutes, ...driveRoutes, ...profilesRoutes];
-export const routes: Route[] = [...declared, ...plannedRoutes(declared)];
+export const routes: Route[] = [
+  ...systemRoutes,
+  ...identityRoutes,
+  ...accountsRoutes,
+  ...agentsRoutes,
+  ...keysRoutes,
+  ...driveRoutes,
+  ...profilesRoutes,
+  ...modelsRoutes,
+];

@@ -11,6 +11,34 @@ export interface RouteInput {
   body: any;
   /** The headers the route declares (lowercase names), parsed by its `headers` schema. */
   headers: Record<string, any>;
+  /** The bytes of a route that takes content (`content`), as the front received them. */
+  content?: Content;
+}
+
+/**
+ * A request body that is not JSON, as a front hands it over: the bytes of a raw body, or of the
+ * first file part of a multipart form (with the form's fields before it).
+ */
+export interface Content {
+  /** The bytes, streamed; reading stops early without consuming the rest. */
+  stream: AsyncIterable<Buffer>;
+  /** The content type the client declared for the bytes, if it said anything meaningful. */
+  type?: string;
+  /** The declared length in bytes, when the client sent one (a raw body's Content-Length). */
+  length?: number;
+  /** The file name a multipart file part carried. */
+  filename?: string;
+  /** The form fields that came before the file part (multipart only). */
+  fields: Record<string, string>;
+}
+
+/** A request body that is not JSON (`Route.content`). */
+export interface ContentBody {
+  /** `bytes`: the raw body, any content type; `multipart`: multipart/form-data with a file part. */
+  kinds: Array<'bytes' | 'multipart'>;
+  /** The fields a multipart form may carry before its file part (documented in OpenAPI). */
+  fields?: z.ZodObject;
+  description: string;
 }
 
 /**
@@ -49,9 +77,16 @@ export interface Route {
   body?: z.ZodType;
   /** JSON body limit when the operation needs more than SVC_BODY_LIMIT (e.g. `16mb`). */
   bodyLimit?: string;
+  /** A body that is not JSON (file content): never parsed by the front, streamed to the operation. */
+  content?: ContentBody;
   /** Request headers the operation reads (lowercase names, e.g. `if-match`). */
   headers?: z.ZodObject;
   response: z.ZodType;
+  /**
+   * What a success answer is: JSON described by `response` (the default), or `bytes` (a file's
+   * content, in its own content type, with Range support).
+   */
+  answer?: 'json' | 'bytes';
   /** Success status (200 unless given). */
   status?: number;
   /** `none`: no credential needed. */
@@ -61,8 +96,9 @@ export interface Route {
   /** Changes authority (grants, owners, settings, signing keys, hosts): agents get 403. */
   authority: boolean;
   /**
-   * How it is served: `rpc` maps to one gRPC method of a service; `local` is answered by the
-   * gateway itself; `unimplemented` answers 501 until its service lands.
+   * How it is served: `rpc` maps to one gRPC method of a service; `local` names an operation
+   * handler registered with the dispatcher (more than one unary call: content streamed to and from
+   * the blob store, the gateway's own answers); `unimplemented` answers 501 until its service lands.
    */
   handler:
     | {
@@ -76,7 +112,6 @@ export interface Route {
         /** The id of the API key this operation revokes: the gateway forgets it before answering. */
         revokesKey?: (input: RouteInput) => string;
       }
-    /** Served by a gateway handler registered under `name` (streams, WebDAV-like bodies). */
     | { kind: 'local'; name: string }
     | { kind: 'unimplemented'; service: ServiceName };
 }
@@ -128,6 +163,3 @@ export const DisplayName = z
   .min(1, 'must not be empty')
   .max(100, 'must be at most 100 characters')
   .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
-
-/** Placeholder schemas of operations whose service has not landed yet. */
-export const Unspecified = z.unknown();

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+import { driveOperations } from '@svc/dispatch';
 import {
   type Backends,
   type Config,
@@ -16,7 +17,7 @@ import {
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
 import { closeHealthClients } from './health-client.js';
-import { localHandlers, mountProtocols } from './fronts/index.js';
+import { mountProtocols } from './fronts/index.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
 
 export { createApp } from './app.js';
@@ -75,7 +76,7 @@ export async function startGateway(deps: {
     trustProxy: deps.config.SVC_TRUST_PROXY,
     services,
     version: deps.version,
-    locals: localHandlers(local),
+    operations: driveOperations(local),
     mount: (app) => mountProtocols(app, local),
   });
   const server = http.createServer(expressServerOptions(app), app);

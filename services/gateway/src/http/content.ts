@@ -36,18 +36,6 @@ export function declaredLength(req: Request): number | undefined {
   return typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined;
 }
 
-/** `bytes=a-b`, `bytes=a-`, `bytes=-n`: one range; anything else is ignored (the whole content). */
-export function parseRange(v: string | undefined): Pick<drive.DownloadRequest, 'rangeStart' | 'rangeEnd' | 'suffixLength'> {
-  const m = v && /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(v);
-  if (!m || (m[1] === '' && m[2] === '')) return {};
-  if (m[1] === '') return { suffixLength: Number(m[2]) };
-  const start = Number(m[1]);
-  const end = m[2] === '' ? undefined : Number(m[2]);
-  if (end !== undefined && end < start) return {};
-  if (!Number.isSafeInteger(start) || (end !== undefined && !Number.isSafeInteger(end))) return {};
-  return { rangeStart: start, rangeEnd: end };
-}
-
 /**
  * After an error answered before the body was read: read and drop the rest (bounded), so that
  * the client sees the answer rather than a reset connection, then close.

@@ -10,10 +10,10 @@ import type express from 'express';
 import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
-import { type Caller, download, driveClient, upload } from '@svc/dispatch';
+import { type Caller, download, driveClient, parseRange, upload } from '@svc/dispatch';
 
 import { type AuthContext, presentedSecret } from '../../auth.js';
-import { bodyOf, declaredLength, finishUnreadBody, meaningfulType, parseRange, sendContent } from '../../http/content.js';
+import { bodyOf, declaredLength, finishUnreadBody, meaningfulType, sendContent } from '../../http/content.js';
 import type { FrontDeps } from '../index.js';
 
 const DAV = 'DAV:';

@@ -1,0 +1,105 @@
+/**
+ * The HTTP JSON API: the route table over HTTP. This front reads a request the way its operation
+ * declares (JSON, raw bytes, a multipart form), authenticates it, hands it to the dispatcher and
+ * writes the answer; the rules themselves are the dispatcher's.
+ */
+import express, { type Request, type Response } from 'express';
+
+import type { Route } from '@svc/api';
+import type { Answer, Dispatcher, RawInput } from '@svc/dispatch';
+import { DomainError, setHttpRoute } from '@svc/kit';
+
+import { type Authenticator, presentedSecret } from '../../auth.js';
+import { finishUnreadBody, sendContent } from '../../http/content.js';
+import { readContent } from '../../http/multipart.js';
+import { sendDomainError, sendError, sendReply } from '../../replies.js';
+import { compileRoutes } from '../../routing.js';
+
+export interface ApiDeps {
+  dispatcher: Dispatcher;
+  auth: Authenticator;
+  /** JSON body limit (SVC_BODY_LIMIT) for operations that declare none of their own. */
+  bodyLimit: string;
+}
+
+const hasBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+
+/** The client address the failed-authentication limit counts by. */
+export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+
+/** Writes an operation's answer. */
+async function write(req: Request, res: Response, answer: Answer): Promise<void> {
+  if (answer.kind === 'content') return sendContent(req, res, answer.download, { head: req.method === 'HEAD' });
+  sendReply(res, answer.status, answer.headers, answer.body);
+}
+
+/**
+ * An error of an operation that takes content: the current ETag travels as a header on a 412, and
+ * the unread rest of the body is dropped so that the client sees the answer, not a reset.
+ */
+function sendContentError(req: Request, res: Response, err: DomainError): void {
+  const etag = err.details?.etag;
+  if (err.httpStatus === 412 && typeof etag === 'string') res.setHeader('ETag', etag);
+  finishUnreadBody(req, res);
+  sendDomainError(req, res, err);
+}
+
+/** Mounts every operation of the dispatcher's route table. */
+export function mountApi(app: express.Express, deps: ApiDeps): void {
+  // JSON bodies are parsed per operation, with the operation's own limit where it declares one.
+  const parsers = new Map<string, express.RequestHandler>();
+  const jsonParser = (limit: string) => {
+    let p = parsers.get(limit);
+    if (!p) parsers.set(limit, (p = express.json({ limit, strict: false, type: ['application/json', 'application/*+json'] })));
+    return p;
+  };
+
+  const entries = deps.dispatcher.routes.map((route: Route) => {
+    const handle = async (req: Request, res: Response) => {
+      let auth;
+      if (route.auth === 'key') {
+        const account = req.headers['x-svc-account'];
+        auth = await deps.auth.authenticate(
+          presentedSecret(req.headers.authorization, { basic: false }),
+          typeof account === 'string' && account ? account : undefined,
+          clientAddress(req),
+        );
+      }
+      const raw: RawInput = { params: req.params, query: req.query as Record<string, unknown>, headers: req.headers, body: req.body };
+      // A body that is there but not JSON is 415; no body at all is for the schema to judge (400).
+      if (route.body && req.body === undefined && hasBody(req) && !req.is('application/json')) {
+        raw.unreadableBody = new DomainError('unsupported_media_type', 'unsupported_media_type', 'The request body must be JSON (Content-Type: application/json).');
+      }
+      if (route.content) raw.content = () => readContent(req, route.content!);
+      let answer: Answer;
+      try {
+        answer = await deps.dispatcher.invoke(route, raw, { requestId: req.requestId, auth, head: req.method === 'HEAD' });
+      } catch (err) {
+        if (route.content && err instanceof DomainError) return sendContentError(req, res, err);
+        throw err;
+      }
+      await write(req, res, answer);
+    };
+    const parse = route.body ? jsonParser(route.bodyLimit ?? deps.bodyLimit) : undefined;
+    const dispatch: express.RequestHandler = parse
+      ? (req, res, next) => parse(req, res, (err) => (err ? next(err) : handle(req, res).catch(next)))
+      : (req, res, next) => handle(req, res).catch(next);
+    return { method: route.method, path: route.path, dispatch };
+  });
+
+  // One middleware finds the operation (see routing.ts) instead of an express route per entry.
+  const lookup = compileRoutes(entries);
+  app.use((req, res, next) => {
+    const found = lookup(req.method, req.path);
+    if (!found) return next();
+    if ('allowed' in found) {
+      const allowed = found.allowed.includes('GET') ? [...found.allowed, 'HEAD'] : found.allowed;
+      res.setHeader('Allow', allowed.join(', '));
+      if (req.method === 'OPTIONS') return void res.status(204).end();
+      return sendError(req, res, 405, 'method_not_allowed', `${req.method} is not allowed on ${req.path}.`);
+    }
+    req.params = found.params;
+    setHttpRoute(found.route.path);
+    found.route.dispatch(req, res, next);
+  });
+}
