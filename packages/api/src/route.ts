@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import type { RpcHandler } from './rpc.js';
+
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type PrincipalKind = 'human' | 'agent' | 'host';
 export type ServiceName = 'gateway' | 'keys' | 'accounts' | 'drive' | 'agents' | 'models' | 'trading' | 'profiles' | 'mcp';
@@ -101,17 +103,7 @@ export interface Route {
    * the blob store, the gateway's own answers); `unimplemented` answers 501 until its service lands.
    */
   handler:
-    | {
-        kind: 'rpc';
-        service: ServiceName;
-        method: string;
-        /** Builds the gRPC request (default: params, query and body merged). */
-        request?: (input: RouteInput) => unknown;
-        /** Builds the HTTP answer from the gRPC response (default: the response as is). */
-        response?: (res: any, input: RouteInput) => unknown;
-        /** The id of the API key this operation revokes: the gateway forgets it before answering. */
-        revokesKey?: (input: RouteInput) => string;
-      }
+    | RpcHandler
     | { kind: 'local'; name: string }
     | { kind: 'unimplemented'; service: ServiceName };
 }

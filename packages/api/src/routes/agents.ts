@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
+import type { agents } from '@svc/proto';
+
 import { AccountId, AgentId, DisplayName, ListQuery, Nullable, ProjectId, route, type RouteInput, Timestamp } from '../route.js';
+import { rpc } from '../rpc.js';
 
 /**
  * Agents as principals (issue 4): an agent acts inside its owner's account. Its keys live at
@@ -31,19 +34,8 @@ export const Agent = z
   })
   .meta({ id: 'Agent' });
 
-interface RpcAgent {
-  id: string;
-  ownerAccountId: string;
-  name: string;
-  description?: string;
-  model?: string;
-  instructions?: string;
-  projectId?: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export const agentJson = (a: RpcAgent) => ({
+/** An agent as the API shows it. */
+export const agentJson = (a: agents.Agent) => ({
   id: a.id,
   ownerAccountId: a.ownerAccountId,
   name: a.name,
@@ -92,7 +84,7 @@ function updateReq(i: RouteInput) {
 const DefaultAgents = z
   .object({ agentIds: z.array(z.string()), agents: z.array(Agent) })
   .meta({ id: 'DefaultAgents', description: 'The account’s default agents, in order.' });
-const defaults = (res: { agents: RpcAgent[] }) => ({ agentIds: res.agents.map((a) => a.id), agents: res.agents.map(agentJson) });
+const defaults = (res: agents.GetDefaultAgentsResponse | agents.SetDefaultAgentsResponse) => ({ agentIds: res.agents.map((a) => a.id), agents: res.agents.map(agentJson) });
 
 export const agentsRoutes = [
   route({
@@ -106,13 +98,10 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'agents',
-      method: 'listAgents',
+    handler: rpc('agents', 'listAgents', {
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor, projectId: i.query.projectId }),
-      response: (res: { agents: RpcAgent[]; nextCursor?: string }) => ({ agents: res.agents.map(agentJson), nextCursor: res.nextCursor ?? null }),
-    },
+      response: (res) => ({ agents: res.agents.map(agentJson), nextCursor: res.nextCursor ?? null }),
+    }),
   }),
   route({
     id: 'agents.create',
@@ -126,13 +115,10 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'agents',
-      method: 'createAgent',
+    handler: rpc('agents', 'createAgent', {
       request: (i) => i.body,
-      response: (res: { agent: RpcAgent }) => agentJson(res.agent),
-    },
+      response: (res) => agentJson(res.agent!),
+    }),
   }),
   route({
     id: 'defaultAgents.get',
@@ -144,7 +130,7 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: { kind: 'rpc', service: 'agents', method: 'getDefaultAgents', request: () => ({}), response: defaults },
+    handler: rpc('agents', 'getDefaultAgents', { request: () => ({}), response: defaults }),
   }),
   route({
     id: 'defaultAgents.set',
@@ -160,13 +146,10 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'agents',
-      method: 'setDefaultAgents',
+    handler: rpc('agents', 'setDefaultAgents', {
       request: (i) => ({ agentIds: i.body.agentIds }),
       response: defaults,
-    },
+    }),
   }),
   route({
     id: 'agents.get',
@@ -179,7 +162,7 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: { kind: 'rpc', service: 'agents', method: 'getAgent', request: byId, response: (res: { agent: RpcAgent }) => agentJson(res.agent) },
+    handler: rpc('agents', 'getAgent', { request: byId, response: (res) => agentJson(res.agent!) }),
   }),
   route({
     id: 'agents.update',
@@ -193,13 +176,10 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'agents',
-      method: 'updateAgent',
+    handler: rpc('agents', 'updateAgent', {
       request: updateReq,
-      response: (res: { agent: RpcAgent }) => agentJson(res.agent),
-    },
+      response: (res) => agentJson(res.agent!),
+    }),
   }),
   route({
     id: 'agents.delete',
@@ -212,12 +192,9 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'agents',
-      method: 'deleteAgent',
+    handler: rpc('agents', 'deleteAgent', {
       request: byId,
-      response: (res: { revokedKeys: number }) => ({ success: true as const, revokedKeys: res.revokedKeys }),
-    },
+      response: (res) => ({ success: true as const, revokedKeys: res.revokedKeys }),
+    }),
   }),
 ];

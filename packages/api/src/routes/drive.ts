@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
+import type { drive } from '@svc/proto';
+
 import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Timestamp } from '../route.js';
+import { rpc } from '../rpc.js';
 
 export const DriveItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
 const FolderId = prefixedId('fld', 'a folder id');
@@ -40,26 +43,10 @@ export const DriveItem = z
 
 export const DriveList = z.object({ items: z.array(DriveItem), nextCursor: Nullable(z.string()) }).meta({ id: 'DriveItemList' });
 
-/** The gRPC Item as the API shows it. */
-export interface RpcDriveItem {
-  id: string;
-  name: string;
-  kind: string;
-  parentId?: string;
-  projectId?: string;
-  size: number;
-  contentType?: string;
-  sha256?: string;
-  etag: string;
-  createdAt: string;
-  updatedAt: string;
-  createdBy?: { kind: string; id: string; keyId?: string };
-  updatedBy?: { kind: string; id: string; keyId?: string };
-}
+const actor = (a: drive.Item['updatedBy']) => ({ kind: a?.kind ?? '', id: a?.id ?? '', keyId: a?.keyId ?? null });
 
-const actor = (a: RpcDriveItem['updatedBy']) => ({ kind: a?.kind ?? '', id: a?.id ?? '', keyId: a?.keyId ?? null });
-
-export function driveItem(i: RpcDriveItem): z.output<typeof DriveItem> {
+/** A drive item as the API shows it. */
+export function driveItem(i: drive.Item): z.output<typeof DriveItem> {
   const file = i.kind === 'file';
   return {
     id: i.id,
@@ -79,8 +66,7 @@ export function driveItem(i: RpcDriveItem): z.output<typeof DriveItem> {
 }
 
 /** An item answer with its ETag (and a status). */
-const withEtag = (res: { item: RpcDriveItem; created?: boolean }, status?: number) =>
-  reply(driveItem(res.item), { status, headers: { ETag: res.item.etag } });
+const withEtag = (res: drive.ItemResponse, status?: number) => reply(driveItem(res.item!), { status, headers: { ETag: res.item!.etag } });
 
 const Preconditions = z.object({
   'if-match': z.string().max(2000).optional().describe('`"<etag>"` of the version this write replaces.'),
@@ -111,10 +97,7 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'drive',
-      method: 'listItems',
+    handler: rpc('drive', 'listItems', {
       request: (i) => ({
         parentId: i.query.parentId,
         projectId: i.query.projectId,
@@ -122,11 +105,11 @@ export const driveRoutes = [
         cursor: i.query.cursor,
         includeDav: false,
       }),
-      response: (res: { items: RpcDriveItem[]; nextCursor?: string }) => ({
+      response: (res) => ({
         items: res.items.map(driveItem),
         nextCursor: res.nextCursor ?? null,
       }),
-    },
+    }),
   }),
   route({
     id: 'drive.upload',
@@ -175,13 +158,10 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'drive',
-      method: 'createFolder',
+    handler: rpc('drive', 'createFolder', {
       request: (i) => ({ name: i.body.name, parentId: i.body.parentId ?? undefined, projectId: i.body.projectId, lockTokens: [] }),
-      response: (res: { item: RpcDriveItem }) => withEtag(res, 201),
-    },
+      response: (res) => withEtag(res, 201),
+    }),
   }),
   route({
     id: 'drive.get',
@@ -194,13 +174,10 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'drive',
-      method: 'getItem',
+    handler: rpc('drive', 'getItem', {
       request: (i) => ({ id: i.params.id, includeDav: false }),
-      response: (res: { item: RpcDriveItem }) => withEtag(res),
-    },
+      response: (res) => withEtag(res),
+    }),
   }),
   route({
     id: 'drive.read',
@@ -255,10 +232,7 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'drive',
-      method: 'updateItem',
+    handler: rpc('drive', 'updateItem', {
       request: (i) => ({
         id: i.params.id,
         name: i.body.name,
@@ -267,8 +241,8 @@ export const driveRoutes = [
         overwrite: false,
         lockTokens: [],
       }),
-      response: (res: { item: RpcDriveItem }) => withEtag(res),
-    },
+      response: (res) => withEtag(res),
+    }),
   }),
   route({
     id: 'drive.delete',
@@ -283,12 +257,9 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'drive',
-      method: 'deleteItem',
+    handler: rpc('drive', 'deleteItem', {
       request: (i) => ({ id: i.params.id, recursive: i.query.recursive, ifMatch: ifMatchOf(i), lockTokens: [] }),
-      response: (res: { deleted: number }) => ({ success: true as const, deleted: res.deleted }),
-    },
+      response: (res) => ({ success: true as const, deleted: res.deleted }),
+    }),
   }),
 ];
