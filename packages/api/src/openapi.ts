@@ -21,7 +21,13 @@ const pick = (codes: string[]) => Object.fromEntries(codes.map((c) => [c, ERROR_
  */
 function errorStatuses(r: Route): Record<string, string> {
   if (r.handler.kind === 'unimplemented') return { ...pick(r.auth === 'key' ? ['401', '403', '429'] : []), '501': 'Not implemented yet.' };
-  return r.auth === 'key' ? ERROR_STATUSES : pick(['400']);
+  const out = r.auth === 'key' ? { ...ERROR_STATUSES } : pick(['400']);
+  if (r.content) {
+    out['412'] = 'A precondition (`If-Match`, `If-None-Match`) does not hold; the current ETag is in the `ETag` header.';
+    out['413'] = 'The content is larger than the limit.';
+  }
+  if (r.answer === 'bytes') out['416'] = 'The range is outside the content (`Content-Range: bytes */<size>`).';
+  return out;
 }
 
 /** Path and query parameters; a path parameter the schema leaves out is still declared (a string). */
@@ -30,6 +36,7 @@ function parameters(r: Route, schemas: SchemaCollector): unknown[] {
   for (const [where, obj] of [
     ['path', r.params],
     ['query', r.query],
+    ['header', r.headers],
   ] as const) {
     if (!obj) continue;
     for (const [name, t] of Object.entries(obj.shape as Record<string, z.ZodType>)) {
@@ -43,13 +50,42 @@ function parameters(r: Route, schemas: SchemaCollector): unknown[] {
   return out;
 }
 
+/** Bytes of any type: a file's content on its way in or out. */
+const BINARY = { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream' };
+
+/** The success answers: JSON as `response` says, or a file's bytes (whole, a range, or not modified). */
+function successes(r: Route, schemas: SchemaCollector): Record<string, unknown> {
+  if (r.answer === 'bytes') {
+    const bytes = { '*/*': { schema: BINARY } };
+    return {
+      '200': { description: 'The content, in its own content type, with its ETag.', content: bytes },
+      '206': { description: 'The requested range of the content (`Range`), with `Content-Range`.', content: bytes },
+      '304': { description: 'Not modified (`If-None-Match` names the current ETag).' },
+    };
+  }
+  return { [String(r.status ?? 200)]: { description: 'Success.', content: { 'application/json': { schema: schemas.schema(r.response, 'output') } } } };
+}
+
+/** A request body that is not JSON: the raw bytes, or a multipart form with a file part and fields. */
+function contentBody(r: Route, schemas: SchemaCollector): Record<string, unknown> {
+  const c = r.content!;
+  const content: Record<string, unknown> = {};
+  if (c.kinds.includes('bytes')) content['*/*'] = { schema: BINARY };
+  if (c.kinds.includes('multipart')) {
+    const fields = c.fields ? (schemas.schema(c.fields, 'input') as { properties?: Record<string, unknown>; required?: string[] }) : {};
+    content['multipart/form-data'] = {
+      schema: {
+        type: 'object',
+        properties: { ...fields.properties, file: { ...BINARY, description: 'The file (the first file part of the form).' } },
+        required: [...(fields.required ?? []), 'file'],
+      },
+    };
+  }
+  return { required: true, description: c.description, content };
+}
+
 function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> {
-  const responses: Record<string, unknown> = {
-    [String(r.status ?? 200)]: {
-      description: 'Success.',
-      content: { 'application/json': { schema: schemas.schema(r.response, 'output') } },
-    },
-  };
+  const responses: Record<string, unknown> = successes(r, schemas);
   for (const [code, description] of Object.entries(errorStatuses(r))) {
     responses[code] = { description, content: { 'application/json': { schema: schemas.schema(ErrorBody, 'output') } } };
   }
@@ -66,6 +102,8 @@ function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> 
   if (r.auth === 'none') op.security = [];
   if (r.body) {
     op.requestBody = { required: true, content: { 'application/json': { schema: schemas.schema(r.body, 'input') } } };
+  } else if (r.content) {
+    op.requestBody = contentBody(r, schemas);
   }
   return op;
 }

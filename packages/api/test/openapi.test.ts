@@ -133,6 +133,23 @@ describe('the OpenAPI document of the route table', () => {
     expect(Object.keys(models.responses)).toEqual(['200', '401', '403', '429', '501']);
   });
 
+  test('uploads and downloads are described as what they are: bytes, a multipart form, ranges', () => {
+    const upload = doc.paths['/drive/upload'].post;
+    expect(Object.keys(upload.requestBody.content).sort()).toEqual(['*/*', 'multipart/form-data']);
+    expect(upload.requestBody.content['*/*'].schema).toMatchObject({ type: 'string', format: 'binary' });
+    const form = upload.requestBody.content['multipart/form-data'].schema;
+    expect(form.properties.file).toMatchObject({ type: 'string', format: 'binary' });
+    expect(Object.keys(form.properties).sort()).toEqual(['file', 'name', 'parentId', 'projectId']);
+    expect(form.required).toEqual(['file']);
+    expect(Object.keys(doc.paths['/drive/{id}/content'].put.requestBody.content)).toEqual(['*/*']);
+    const read = doc.paths['/drive/{id}/content'].get;
+    expect(read.requestBody).toBeUndefined();
+    for (const status of ['200', '206']) expect(read.responses[status].content['*/*'].schema).toMatchObject({ format: 'binary' });
+    expect(read.responses['304'].content).toBeUndefined();
+    expect(read.responses['416']).toBeDefined();
+    expect(read.parameters.filter((p: Json) => p.in === 'header').map((p: Json) => p.name)).toEqual(['if-none-match', 'range', 'if-range']);
+  });
+
   test("Redocly's linter finds no problem, and openapi-typescript's types compile", async () => {
     const { problems, types } = await outsideTools(doc);
     expect(problems).toEqual([]);

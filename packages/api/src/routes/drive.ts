@@ -129,8 +129,7 @@ export const driveRoutes = [
     content: {
       kinds: ['bytes', 'multipart'],
       fields: z.object({
-        file: z.string().describe('The file part (its filename names the file when no `name` is given).'),
-        name: Name.optional(),
+        name: Name.optional().describe('The file’s name (default: the file part’s filename).'),
         parentId: FolderId.optional(),
         projectId: ProjectId.optional(),
       }),
