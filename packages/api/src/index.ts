@@ -12,6 +12,7 @@ export * from './openapi.js';
 export * from './route.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
+export * from './schemas/profiles.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
 const declared: Route[] = [...systemRoutes, ...identityRoutes, ...accountsRoutes, ...agentsRoutes, ...keysRoutes, ...driveRoutes, ...profilesRoutes];
