@@ -1,5 +1,5 @@
 import type { Route } from './route.js';
-import { accountsRoutes } from './routes/accounts.js';
+import { accountsRoutes } from './routes/accounts/index.js';
 import { agentsRoutes } from './routes/agents.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
