@@ -1,5 +1,5 @@
 import type { Route } from './route.js';
-import { accountsRoutes } from './routes/accounts.js';
+import { accountsRoutes } from './routes/accounts/index.js';
 import { agentsRoutes } from './routes/agents.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
@@ -14,6 +14,7 @@ export * from './rpc.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
+export * from './schemas/profiles.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
 export const routes: Route[] = [

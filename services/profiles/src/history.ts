@@ -1,3 +1,4 @@
+import type { ProfileDataInput } from '@svc/api';
 import { DomainError } from '@svc/kit';
 
 /**
@@ -42,30 +43,6 @@ export interface Change {
   currentBranchId: string;
 }
 
-/** PATCH input, as validated by the schema. */
-export interface VersionIn {
-  id: string;
-  branchId?: string;
-  parentVersionId?: string | null;
-  message?: string;
-  snapshot?: Record<string, unknown>;
-  createdAt?: string;
-}
-export interface BranchIn {
-  id: string;
-  name?: string;
-  description?: string | null;
-  headVersionId?: string | null;
-  parentBranchId?: string | null;
-  createdAt?: string;
-}
-export interface ProfileDataIn {
-  versions?: VersionIn[];
-  branches?: BranchIn[];
-  currentBranchId?: string;
-  workingChanges?: Record<string, unknown>;
-}
-
 export const unprocessable = (code: string, message: string) => new DomainError('unprocessable', code, message);
 
 /**
@@ -75,7 +52,7 @@ export const unprocessable = (code: string, message: string) => new DomainError(
  */
 export function patchToChange(
   stored: History,
-  data: ProfileDataIn,
+  data: ProfileDataInput,
   now: Date,
 ): { change: Change; newSnapshots: Map<string, Record<string, unknown>>; sentSnapshots: Map<string, Record<string, unknown>> } {
   const storedVersions = new Map(stored.versions.map((v) => [v.id, v]));

@@ -2,12 +2,12 @@ import { defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { profiles } from '@svc/proto';
 
 import { migrations } from './migrations/index.js';
-import { ProfilesDomain } from './profiles.js';
+import { ProfilesDomain } from './profiles/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
 
 export { migrations } from './migrations/index.js';
-export { buildCommitSnapshot, etagOf, ProfilesDomain } from './profiles.js';
+export { buildCommitSnapshot, etagOf, ProfilesDomain } from './profiles/index.js';
 export { chunkItems, nextManifest, snapshotParts, toManifest } from './snapshots.js';
 export { SCHEMA } from './store.js';
 

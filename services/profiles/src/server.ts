@@ -1,8 +1,8 @@
 import type { Handlers } from '@svc/kit';
 import { profiles } from '@svc/proto';
 
-import { parseJson } from './schemas.js';
-import type { ProfilesDomain } from './profiles.js';
+import { parseJson } from './input.js';
+import type { ProfilesDomain } from './profiles/index.js';
 
 type Def = typeof profiles.ProfilesServiceService;
 

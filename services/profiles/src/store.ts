@@ -70,7 +70,7 @@ export interface Scope {
   projectId?: string;
 }
 
-/** SQL for profiles. Rules live in profiles.ts and history.ts. */
+/** SQL for profiles. Rules live in profiles/ and history.ts. */
 export class ProfileStore {
   constructor(private readonly sql: Sql) {}
 

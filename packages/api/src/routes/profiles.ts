@@ -1,134 +1,26 @@
 import { z } from 'zod';
 
 import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Success, Timestamp } from '../route.js';
+import {
+  CreateProfileBody,
+  MergeProfileBody as MergeBody,
+  PatchProfileBody,
+  ProfileBranchName as BranchName,
+  ProfileMergeSide as Side,
+  ProfileMessage as Message,
+  ProfileRefId as RefId,
+  ProfileSnapshot,
+  ProfileWorkingChanges as WorkingChanges,
+} from '../schemas/profiles.js';
 
 /**
  * Taste profiles (issue 6): a profile, its versions (immutable commits) and branches, working
  * changes, and the effective snapshot. PATCH replaces arrays as sent; the profiles service refuses
  * (422) whatever would corrupt history. Every write honours If-Match and answers the new ETag.
+ * The input shapes the service checks too are in ../schemas/profiles.ts; the answers' are here.
  */
 
 const ProfileId = prefixedId('prof', 'a profile id');
-const RefId = z
-  .string()
-  .min(1, 'must not be empty')
-  .max(128)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:/@-]*$/, 'may hold letters, digits and _ . : / @ - only');
-const Message = z.string().max(10_000);
-const BranchName = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(200)
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
-
-/** Checked as a plain object only (cheap for 10,000 items), and passed on as is. */
-const Item = z
-  .custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), { message: 'must be an object' })
-  .meta({ type: 'object', description: 'An item; `id` (string or number) identifies it in diffs, merges and working changes.' });
-const Items = z.array(Item).max(100_000);
-const Scores = z.record(z.string(), z.unknown(), { error: 'must be an object' });
-
-/**
- * Validates `shape` but passes the input itself on (a record), so that snapshots keep their keys in
- * the order sent; the documented schema is the shape's.
- */
-function keepingOrder(shape: z.ZodObject, meta: { id: string; description: string }) {
-  const doc = z.toJSONSchema(shape, { io: 'input', unrepresentable: 'any' }) as { properties?: unknown };
-  return z
-    .record(z.string(), z.unknown(), { error: 'must be an object' })
-    .superRefine((value, ctx) => {
-      const r = shape.safeParse(value);
-      if (!r.success) for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
-    })
-    .meta({ ...meta, properties: doc.properties });
-}
-
-export const ProfileSnapshot = keepingOrder(
-  z.looseObject({
-    constraints: Items.optional().describe('Question-and-answer rules.'),
-    exemplars: Items.optional().describe('Labeled reference images (label good or bad).'),
-    comparisons: Items.optional().describe('Pairwise preferences between frames.'),
-    latentScores: Scores.optional(),
-    embeddingCentroids: z.unknown().optional().describe('Computed at commit: centroids of the good and bad exemplar embeddings.'),
-    promptSummary: z.unknown().optional().describe('Computed at commit: a summary of the constraints.'),
-  }),
-  { id: 'ProfileSnapshot', description: 'A complete state, kept exactly as committed (other keys too).' },
-);
-
-export const WorkingChanges = keepingOrder(
-  z.looseObject({
-    constraints: Items.optional(),
-    exemplars: Items.optional(),
-    comparisons: Items.optional(),
-    latentScores: Scores.optional(),
-  }),
-  {
-    id: 'ProfileWorkingChanges',
-    description:
-      'Uncommitted changes, per profile. A commit applies them to the head: an item whose id matches a committed one replaces it, ' +
-      '`{"id": …, "$remove": true}` removes it, other items are appended.',
-  },
-);
-
-const Iso = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' });
-
-export const ProfileVersionIn = z
-  .object({
-    id: RefId,
-    branchId: RefId.optional(),
-    parentVersionId: RefId.nullable().optional(),
-    message: Message.optional(),
-    snapshot: ProfileSnapshot.optional(),
-    createdAt: Iso.optional(),
-  })
-  .strict()
-  .meta({ id: 'PatchVersion' });
-
-export const ProfileBranchIn = z
-  .object({
-    id: RefId,
-    name: BranchName.optional(),
-    description: z.string().max(2000).nullable().optional(),
-    headVersionId: RefId.nullable().optional(),
-    parentBranchId: RefId.nullable().optional(),
-    createdAt: z.string().max(64).optional(),
-  })
-  .strict()
-  .meta({ id: 'PatchBranch' });
-
-const ProfileDataIn = z
-  .object({
-    versions: z.array(ProfileVersionIn).max(100_000).optional().describe('Every version, all branches (committed ones unchanged).'),
-    branches: z.array(ProfileBranchIn).max(1000).optional(),
-    currentBranchId: RefId.optional(),
-    workingChanges: WorkingChanges.optional(),
-  })
-  .strict();
-
-const ProfileName = z.string().trim().min(1, 'must not be empty').max(200);
-
-export const CreateProfileBody = z
-  .object({
-    name: ProfileName.optional().describe('Default "Untitled profile".'),
-    projectId: ProjectId.optional(),
-    profileData: ProfileDataIn.optional().describe('Optional initial history (an import), checked as a PATCH would be.'),
-  })
-  .strict()
-  .meta({ id: 'CreateProfileRequest' });
-
-export const PatchProfileBody = z
-  .object({
-    name: ProfileName.optional(),
-    profileData: ProfileDataIn.optional(),
-    effectiveSnapshot: z.unknown().optional().describe('Accepted and ignored: the server recomputes it from the current branch head.'),
-    id: z.string().optional().describe('Read-only (must be the profile id if sent).'),
-    projectId: z.unknown().optional().describe('Read-only; ignored.'),
-    createdAt: z.unknown().optional().describe('Read-only; ignored.'),
-    updatedAt: z.unknown().optional().describe('Read-only; ignored.'),
-  })
-  .strict()
-  .meta({ id: 'PatchProfileRequest' });
 
 export const ProfileVersion = z
   .object({
@@ -200,29 +92,6 @@ const SnapshotDiff = z
     }),
   })
   .meta({ id: 'ProfileSnapshotDiff' });
-
-const Side = z.enum(['ours', 'theirs']);
-const SideMap = z.record(z.string(), Side).describe('Item id (or latentScores key) → ours | theirs.');
-
-export const MergeBody = z
-  .object({
-    sourceBranchId: RefId,
-    targetBranchId: RefId.optional().describe('Default: the current branch.'),
-    message: Message.optional(),
-    dryRun: z.boolean().optional().describe('Preview the merge and its conflicts; change nothing.'),
-    strategy: Side.optional().describe('How to resolve the conflicts not named in resolutions.'),
-    resolutions: z
-      .object({
-        constraints: SideMap.optional(),
-        exemplars: SideMap.optional(),
-        comparisons: SideMap.optional(),
-        latentScores: SideMap.optional(),
-      })
-      .strict()
-      .optional(),
-  })
-  .strict()
-  .meta({ id: 'MergeProfileRequest' });
 
 export const MergeResult = z
   .object({

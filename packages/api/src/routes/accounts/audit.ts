@@ -1,0 +1,64 @@
+import { z } from 'zod';
+
+import { ListQuery, route, Timestamp } from '../../route.js';
+import { AccountParams, list, page, PrincipalRef, principalRef, type RpcPrincipal } from './shared.js';
+
+/** The account's audit trail: every authority change and who made it. */
+
+export const AuditEvent = z
+  .object({
+    id: z.string(),
+    accountId: z.string(),
+    action: z.string().describe('grant.created, grant.widened, grant.deleted, member.added, settings.updated, ...'),
+    actor: PrincipalRef,
+    target: z.object({ kind: z.string(), id: z.string() }).nullable(),
+    data: z.record(z.string(), z.unknown()),
+    occurredAt: Timestamp,
+  })
+  .meta({ id: 'AuditEvent' });
+
+export const auditRoutes = [
+  route({
+    id: 'accounts.audit',
+    method: 'get',
+    path: '/accounts/:id/audit',
+    summary: "The account's audit trail, newest first: every authority change and who made it (owners and admins).",
+    tag: 'accounts',
+    params: AccountParams,
+    query: ListQuery.extend({ action: z.string().regex(/^[a-z_]+\.[a-z_]+$/, 'must look like grant.created').optional() }),
+    response: list('events', AuditEvent, 'AuditEventList'),
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'accounts',
+      method: 'listAudit',
+      request: (i) => ({ accountId: i.params.id, ...page(i), action: i.query.action }),
+      response: (res: {
+        events: Array<{
+          id: string;
+          accountId: string;
+          action: string;
+          actor?: RpcPrincipal;
+          targetKind?: string;
+          targetId?: string;
+          dataJson: string;
+          occurredAt: string;
+        }>;
+        nextCursor?: string;
+      }) => ({
+        events: res.events.map((e) => ({
+          id: e.id,
+          accountId: e.accountId,
+          action: e.action,
+          actor: principalRef(e.actor),
+          target: e.targetKind && e.targetId ? { kind: e.targetKind, id: e.targetId } : null,
+          data: JSON.parse(e.dataJson),
+          occurredAt: e.occurredAt,
+        })),
+        nextCursor: res.nextCursor ?? null,
+      }),
+    },
+  }),
+];

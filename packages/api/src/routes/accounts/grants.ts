@@ -1,0 +1,155 @@
+import { z } from 'zod';
+
+import { ListQuery, Nullable, prefixedId, reply, route, Success, Timestamp } from '../../route.js';
+import { AccountParams, Iso, list, page, PrincipalRef, principalRef, type RpcPrincipal, success } from './shared.js';
+
+/** Standing grants: the grants an account gives, the ones the caller holds, creating (or widening) and deleting one. */
+
+const GrantId = prefixedId('grt', 'a standing grant id');
+
+export const Grant = z
+  .object({
+    id: z.string(),
+    accountId: z.string().describe('The account that gives the grant.'),
+    granteeKind: z.enum(['agent', 'host', 'account']),
+    granteeId: z.string(),
+    verbs: z.array(z.string()),
+    scope: z.string(),
+    expiresAt: Nullable(Timestamp),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    createdBy: PrincipalRef,
+  })
+  .meta({ id: 'StandingGrant' });
+
+interface RpcGrant {
+  id: string;
+  accountId: string;
+  granteeKind: string;
+  granteeId: string;
+  verbs: string[];
+  scope: string;
+  expiresAt?: string;
+  createdAt: string;
+  updatedAt: string;
+  createdBy?: RpcPrincipal;
+}
+
+export const grantJson = (g: RpcGrant) => ({
+  id: g.id,
+  accountId: g.accountId,
+  granteeKind: g.granteeKind,
+  granteeId: g.granteeId,
+  verbs: g.verbs,
+  scope: g.scope,
+  expiresAt: g.expiresAt ?? null,
+  createdAt: g.createdAt,
+  updatedAt: g.updatedAt,
+  createdBy: principalRef(g.createdBy),
+});
+const GrantBody = z
+  .object({
+    granteeId: z
+      .string()
+      .regex(/^(agt|host|acct)_[0-9a-z]{26}$/, 'must be an agent (agt_…), host (host_…) or account (acct_…) id')
+      .describe('Who receives the grant: an agent, a host or another account.'),
+    verbs: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .max(64)
+          .regex(/^[A-Za-z0-9_.:*\/-]+$/, 'must be a verb such as drive.read, hosts.* or * (letters, digits and _ . : * / -)'),
+      )
+      .min(1, 'must hold at least one verb')
+      .max(50, 'may hold at most 50 verbs'),
+    scope: z
+      .string()
+      .max(200)
+      .min(1)
+      .regex(/^[\x21-\x7e]+$/, 'must be "account" or a scope such as project:web or host:host_… (printable, no spaces)')
+      .optional()
+      .describe(
+        'Default "account" (the whole account). "project:<id>[/…]" is a project (a project-scoped key grants inside its own only); "host:<id>" one host.',
+      ),
+    expiresAt: Iso.optional().describe('When the grant ends (in the future). Default: never.'),
+  })
+  .strict()
+  .meta({ id: 'CreateStandingGrantRequest' });
+
+export const grantRoutes = [
+  route({
+    id: 'grants.list',
+    method: 'get',
+    path: '/accounts/:id/standing-grants',
+    summary: 'Live standing grants given by an account (a project-scoped key sees its project only).',
+    tag: 'grants',
+    params: AccountParams,
+    query: ListQuery,
+    response: list('grants', Grant, 'StandingGrantList'),
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'accounts',
+      method: 'listGrants',
+      request: (i) => ({ accountId: i.params.id, ...page(i) }),
+      response: (res: { grants: RpcGrant[]; nextCursor?: string }) => ({ grants: res.grants.map(grantJson), nextCursor: res.nextCursor ?? null }),
+    },
+  }),
+  route({
+    id: 'grants.create',
+    method: 'post',
+    path: '/accounts/:id/standing-grants',
+    summary:
+      'Give a grantee verbs on a scope (201), or widen the live grant for the same grantee and scope (200). A person only, never through MCP.',
+    tag: 'grants',
+    params: AccountParams,
+    body: GrantBody,
+    response: Grant,
+    status: 201,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: true,
+    handler: {
+      kind: 'rpc',
+      service: 'accounts',
+      method: 'createGrant',
+      request: (i) => ({ accountId: i.params.id, ...i.body }),
+      response: (res: { grant: RpcGrant; outcome: string }) => reply(grantJson(res.grant), { status: res.outcome === 'created' ? 201 : 200 }),
+    },
+  }),
+  route({
+    id: 'grants.held',
+    method: 'get',
+    path: '/standing-grants/held',
+    summary: 'Live grants the caller holds (given to its agent id, its person or its acting account).',
+    tag: 'grants',
+    query: ListQuery,
+    response: list('grants', Grant, 'HeldGrantList'),
+    auth: 'key',
+    principals: ['human', 'agent', 'host'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'accounts',
+      method: 'listHeldGrants',
+      request: page,
+      response: (res: { grants: RpcGrant[]; nextCursor?: string }) => ({ grants: res.grants.map(grantJson), nextCursor: res.nextCursor ?? null }),
+    },
+  }),
+  route({
+    id: 'grants.delete',
+    method: 'delete',
+    path: '/standing-grants/:id',
+    summary: 'Delete a standing grant at once (deleting it again succeeds).',
+    tag: 'grants',
+    params: z.object({ id: GrantId }),
+    response: Success,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: true,
+    handler: { kind: 'rpc', service: 'accounts', method: 'deleteGrant', request: (i) => ({ id: i.params.id }), response: success },
+  }),
+];

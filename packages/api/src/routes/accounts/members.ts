@@ -1,0 +1,93 @@
+import { z } from 'zod';
+
+import { AccountId, ListQuery, Nullable, reply, route, Success, Timestamp } from '../../route.js';
+import type { RpcAccount } from './accounts.js';
+import { AccountParams, list, page, Role, success } from './shared.js';
+
+/** An organization's members and their roles. */
+
+export const Member = z
+  .object({ accountId: z.string(), name: z.string(), email: Nullable(z.string()), role: Role, addedAt: Timestamp })
+  .meta({ id: 'Member' });
+
+export const memberRoutes = [
+  route({
+    id: 'accounts.members.list',
+    method: 'get',
+    path: '/accounts/:id/members',
+    summary: "An organization's members and their roles.",
+    tag: 'accounts',
+    params: AccountParams,
+    query: ListQuery,
+    response: list('members', Member, 'MemberList'),
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: {
+      kind: 'rpc',
+      service: 'accounts',
+      method: 'listMembers',
+      request: (i) => ({ accountId: i.params.id, ...page(i) }),
+      response: (res: { members: Array<{ account: RpcAccount; role: string; addedAt: string }>; nextCursor?: string }) => ({
+        members: res.members.map((m) => ({
+          accountId: m.account.id,
+          name: m.account.name,
+          email: m.account.email ?? null,
+          role: m.role,
+          addedAt: m.addedAt,
+        })),
+        nextCursor: res.nextCursor ?? null,
+      }),
+    },
+  }),
+  route({
+    id: 'accounts.members.add',
+    method: 'post',
+    path: '/accounts/:id/members',
+    summary: "Add a person (a user account) to an organization, or change their role (201 when added, 200 otherwise).",
+    tag: 'accounts',
+    params: AccountParams,
+    body: z.object({ accountId: AccountId, role: Role }).strict().meta({ id: 'AddMemberRequest' }),
+    response: Member,
+    status: 201,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: true,
+    handler: {
+      kind: 'rpc',
+      service: 'accounts',
+      method: 'addMember',
+      request: (i) => ({ accountId: i.params.id, memberId: i.body.accountId, role: i.body.role }),
+      response: (res: { member: { account: RpcAccount; role: string; addedAt: string }; created: boolean }) =>
+        reply(
+          {
+            accountId: res.member.account.id,
+            name: res.member.account.name,
+            email: res.member.account.email ?? null,
+            role: res.member.role,
+            addedAt: res.member.addedAt,
+          },
+          { status: res.created ? 201 : 200 },
+        ),
+    },
+  }),
+  route({
+    id: 'accounts.members.remove',
+    method: 'delete',
+    path: '/accounts/:id/members/:memberId',
+    summary: 'Remove a member (anyone may leave; an organization keeps at least one owner).',
+    tag: 'accounts',
+    params: z.object({ id: AccountId, memberId: AccountId }),
+    response: Success,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: true,
+    handler: {
+      kind: 'rpc',
+      service: 'accounts',
+      method: 'removeMember',
+      request: (i) => ({ accountId: i.params.id, memberId: i.params.memberId }),
+      response: success,
+    },
+  }),
+];
