@@ -5,7 +5,7 @@ import type { ContentDeps } from '@svc/dispatch';
 import type { LocalHandler } from '../app.js';
 import type { Authenticator } from '../auth.js';
 import { driveHandlers } from './api/drive.js';
-import { mountDav } from './webdav/dav.js';
+import { mountDav } from './webdav/index.js';
 
 /** What the fronts share: the authentication step and what moving drive content needs. */
 export interface FrontDeps extends ContentDeps {

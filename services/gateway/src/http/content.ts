@@ -2,10 +2,10 @@
  * Reading request bodies and writing file content over HTTP: shared by the fronts that move drive
  * content (the API's content operations, WebDAV).
  */
+import contentDisposition from 'content-disposition';
 import type { Request, Response } from 'express';
 
 import type { Download } from '@svc/dispatch';
-import type { drive } from '@svc/proto';
 
 import { sendError } from '../replies.js';
 
@@ -36,16 +36,10 @@ export function declaredLength(req: Request): number | undefined {
   return typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined;
 }
 
-/** `bytes=a-b`, `bytes=a-`, `bytes=-n`: one range; anything else is ignored (the whole content). */
-export function parseRange(v: string | undefined): Pick<drive.DownloadRequest, 'rangeStart' | 'rangeEnd' | 'suffixLength'> {
-  const m = v && /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(v);
-  if (!m || (m[1] === '' && m[2] === '')) return {};
-  if (m[1] === '') return { suffixLength: Number(m[2]) };
-  const start = Number(m[1]);
-  const end = m[2] === '' ? undefined : Number(m[2]);
-  if (end !== undefined && end < start) return {};
-  if (!Number.isSafeInteger(start) || (end !== undefined && !Number.isSafeInteger(end))) return {};
-  return { rangeStart: start, rangeEnd: end };
+/** Whether a request says it carries a body (a length other than 0, or a chunked one). */
+export function hasBody(req: Request): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
 /**
@@ -65,7 +59,10 @@ export function finishUnreadBody(req: Request, res: Response): void {
   req.resume();
 }
 
-/** Answers a Download: 200/206 with the bytes streamed (backpressure both ways), 304 or 416. */
+/**
+ * Answers a Download: 200/206 with the bytes streamed (backpressure both ways), 304 or 416. The
+ * drive chose the range (it applies the client's Range header to the file's size).
+ */
 export async function sendContent(req: Request, res: Response, d: Download, opts: { head: boolean }): Promise<void> {
   const h = d.header;
   const item = h.item!;
@@ -87,7 +84,7 @@ export async function sendContent(req: Request, res: Response, d: Download, opts
   res.setHeader('Content-Type', item.contentType || 'application/octet-stream');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
-  res.setHeader('Content-Disposition', `inline; filename*=UTF-8''${encodeURIComponent(item.name)}`);
+  res.setHeader('Content-Disposition', contentDisposition(item.name, { type: 'inline' }));
   res.setHeader('Content-Length', String(h.end - h.start + 1 > 0 ? h.end - h.start + 1 : 0));
   if (h.partial) {
     res.setHeader('Content-Range', `bytes ${h.start}-${h.end}/${item.size}`);

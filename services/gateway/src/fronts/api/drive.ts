@@ -8,7 +8,7 @@ import type { drive } from '@svc/proto';
 
 import type { LocalHandler } from '../../app.js';
 import type { AuthContext } from '../../auth.js';
-import { bodyOf, contentTypeOf, declaredLength, finishUnreadBody, meaningfulType, parseRange, sendContent } from '../../http/content.js';
+import { bodyOf, contentTypeOf, declaredLength, finishUnreadBody, meaningfulType, sendContent } from '../../http/content.js';
 import { sendDomainError, sendReply } from '../../replies.js';
 
 // multipart/form-data ---------------------------------------------------------------------------
@@ -242,7 +242,7 @@ export function driveHandlers(deps: ContentDeps): Record<string, LocalHandler> {
     const head = req.method === 'HEAD';
     const d = await download(deps, caller(req, auth), {
       id: input.params.id,
-      ...parseRange(input.headers.range),
+      range: input.headers.range,
       ifNoneMatch: input.headers['if-none-match'],
       ifRange: input.headers['if-range'],
       headOnly: head,
