@@ -1,4 +1,4 @@
-/** Custom properties and locks of items (the drive keeps them; WebDAV clients use them most). */
+/** Items' custom properties and write locks. */
 import { randomUUID } from 'node:crypto';
 
 import { DomainError, newId, type Principal } from '@svc/kit';

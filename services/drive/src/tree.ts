@@ -6,6 +6,7 @@ import { nameTaken, stale } from './errors.js';
 import { etagOf, validName } from './rules.js';
 import type { ItemRow, Place } from './store.js';
 
+/** A new empty folder; its name must be free in its parent. */
 export async function createFolder(
   drive: DriveDomain,
   p: Principal,
@@ -113,6 +114,7 @@ export async function updateItem(
   }, { onUnique: async () => { throw new DomainError('conflict', 'name_taken', 'An item with that name already exists in the folder.'); } });
 }
 
+/** Deletes an item (a folder only with `recursive`, and then all it holds); returns how many items went. */
 export async function deleteItem(drive: DriveDomain, p: Principal, input: { id: string; recursive: boolean; ifMatch?: string; lockTokens: string[] }): Promise<number> {
   writer(p);
   return drive.tx(async (q) => {

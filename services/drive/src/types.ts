@@ -6,7 +6,7 @@ export interface DriveSettings {
   maxFileBytes: number;
   /** How long an unreferenced blob is kept before it is collected (readers may still stream it). */
   graceSeconds: number;
-  /** Longest item lock; a lock asked for longer (WebDAV `Timeout: Infinite`) gets this. */
+  /** Longest item lock; a lock asked for longer (or forever) gets this. */
   maxLockSeconds: number;
   /** How often the collector runs. */
   collectEveryMs: number;

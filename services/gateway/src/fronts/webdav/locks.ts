@@ -8,6 +8,7 @@ import { activeLock, type Resource } from './props.js';
 import type { DavRequest } from './request.js';
 import { child, DAV, readXml, serializeElement } from './xml.js';
 
+/** The Timeout header's first usable value in seconds (0: the drive's default). */
 function timeoutSeconds(v: string | undefined): number {
   if (!v) return 0;
   for (const part of v.split(',')) {
@@ -19,6 +20,7 @@ function timeoutSeconds(v: string | undefined): number {
   return 0;
 }
 
+/** LOCK: a new lock (a lockinfo body; an unmapped URL becomes an empty file), or a refresh (no body, the lock named in If). */
 export async function lock(d: DavRequest): Promise<void> {
   const segs = d.target.segments;
   if (!segs.length) return sendText(d.res, 403, 'The drive root cannot be locked.');
@@ -73,6 +75,7 @@ export async function lock(d: DavRequest): Promise<void> {
   );
 }
 
+/** UNLOCK: releases the lock named by Lock-Token (409 lock-token-matches-request-uri when it does not cover the URL). */
 export async function unlock(d: DavRequest): Promise<void> {
   const segs = d.target.segments;
   const raw = d.req.headers['lock-token'];

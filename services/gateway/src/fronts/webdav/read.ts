@@ -23,6 +23,7 @@ export function options(res: Response): void {
   res.status(200).end();
 }
 
+/** PROPFIND at Depth 0 or 1 (infinity: 403 propfind-finite-depth): allprop, propname or named properties. */
 export async function propfind(d: DavRequest): Promise<void> {
   const depth = (d.req.headers.depth ?? 'infinity').toString().toLowerCase();
   const body = await readXml(d.req);
@@ -58,6 +59,7 @@ export async function propfind(d: DavRequest): Promise<void> {
   sendXml(d.res, 207, `<D:multistatus xmlns:D="DAV:">${out.join('')}</D:multistatus>`);
 }
 
+/** GET and HEAD: a file's bytes (ranges, If-None-Match, If-Range), or a collection's index. */
 export async function get(d: DavRequest, head: boolean): Promise<void> {
   const segs = d.target.segments;
   const r = segs.length ? await d.resolve(segs) : undefined;

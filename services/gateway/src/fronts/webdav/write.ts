@@ -11,6 +11,7 @@ import { PROTECTED } from './props.js';
 import type { DavRequest } from './request.js';
 import { child, DAV, elements, emptyProp, escapeXml, readXml, serializeElement } from './xml.js';
 
+/** PROPPATCH: sets and removes dead properties, all or nothing (live ones are protected: 403, the rest 424). */
 export async function proppatch(d: DavRequest): Promise<void> {
   const segs = d.target.segments;
   const body = await readXml(d.req);
@@ -55,6 +56,7 @@ export async function proppatch(d: DavRequest): Promise<void> {
   );
 }
 
+/** PUT: a file's content, created or replaced (If-Match / If-None-Match as the API; without them it replaces). */
 export async function put(d: DavRequest): Promise<void> {
   const segs = d.target.segments;
   if (!segs.length) return sendText(d.res, 405, 'The drive root is a collection.');
@@ -84,6 +86,7 @@ export async function put(d: DavRequest): Promise<void> {
   d.res.status(result.created ? 201 : 204).end();
 }
 
+/** MKCOL: a new folder (no body; its parent must exist). */
 export async function mkcol(d: DavRequest): Promise<void> {
   const segs = d.target.segments;
   if (hasBody(d.req)) {
@@ -100,6 +103,7 @@ export async function mkcol(d: DavRequest): Promise<void> {
   d.res.status(201).end();
 }
 
+/** DELETE: an item, a folder with everything in it. */
 export async function remove(d: DavRequest): Promise<void> {
   const segs = d.target.segments;
   if (!segs.length) return sendText(d.res, 403, 'The drive root cannot be deleted.');
@@ -113,6 +117,7 @@ export async function remove(d: DavRequest): Promise<void> {
   d.res.status(204).end();
 }
 
+/** COPY and MOVE to the Destination header's path (Overwrite: T replaces what is there). */
 export async function copyMove(d: DavRequest, move: boolean): Promise<void> {
   const segs = d.target.segments;
   const dest = destinationOf(d.req, d.target.prefix);
