@@ -84,7 +84,8 @@ export async function sendContent(req: Request, res: Response, d: Download, opts
   res.setHeader('Content-Type', item.contentType || 'application/octet-stream');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
-  res.setHeader('Content-Disposition', contentDisposition(item.name, { type: 'inline' }));
+  // The header stays ASCII: an ASCII fallback name, and the real one as UTF-8 in filename*.
+  res.setHeader('Content-Disposition', contentDisposition(item.name, { type: 'inline', fallback: item.name.replace(/[^\x20-\x7e]/g, '?') }));
   res.setHeader('Content-Length', String(h.end - h.start + 1 > 0 ? h.end - h.start + 1 : 0));
   if (h.partial) {
     res.setHeader('Content-Range', `bytes ${h.start}-${h.end}/${item.size}`);

@@ -11,12 +11,11 @@ import type { PrincipalKind } from '@svc/api';
 import { DomainError, type Principal } from '@svc/kit';
 
 import { presentedSecret } from '../../auth.js';
-import type { FrontDeps } from '../index.js';
 import { sendDavDomainError, sendText } from './answers.js';
 import { lock, unlock } from './locks.js';
 import { segmentsOf } from './paths.js';
 import { ALLOW, get, options, propfind } from './read.js';
-import { DavRequest } from './request.js';
+import { type DavDeps, DavRequest } from './request.js';
 import { copyMove, mkcol, proppatch, put, remove } from './write.js';
 
 /** Who may use WebDAV: people and agents (not hosts); nothing here changes authority. */
@@ -70,7 +69,7 @@ function handle(d: DavRequest): Promise<void> | void {
 }
 
 /** Mounts /dav (and /v1/dav, the gateway strips /v1 first). */
-export function mountDav(app: express.Express, deps: FrontDeps): void {
+export function mountDav(app: express.Express, deps: DavDeps): void {
   app.use('/dav', (req: Request, res: Response) => {
     const prefix = req.originalUrl.startsWith('/v1/') ? '/v1/dav' : '/dav';
     let segments: string[] = [];

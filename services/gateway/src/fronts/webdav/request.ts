@@ -4,18 +4,22 @@
  */
 import type { Request, Response } from 'express';
 
-import { type Caller, driveClient } from '@svc/dispatch';
+import { type Caller, type ContentDeps, driveClient } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
-import type { AuthContext } from '../../auth.js';
-import type { FrontDeps } from '../index.js';
+import type { AuthContext, Authenticator } from '../../auth.js';
 import { type IfList, type IfState, listPasses, parseIfHeader, stateOf, submittedTokens } from './if-header.js';
 import { hrefOf, segmentsOf, type Target } from './paths.js';
 
+/** What the front needs: the authentication step, and what moving drive content needs. */
+export interface DavDeps extends ContentDeps {
+  auth: Authenticator;
+}
+
 export class DavRequest {
   constructor(
-    readonly deps: FrontDeps,
+    readonly deps: DavDeps,
     readonly req: Request,
     readonly res: Response,
     readonly auth: AuthContext,
