@@ -1,8 +1,11 @@
-import { parseRange } from '@svc/dispatch';
-import { escapeXml, hrefOf, parseIfHeader, parseXml, serializeElement } from '@svc/gateway/dist/fronts/webdav/dav.js';
+import { Readable } from 'node:stream';
 
-// The protocol pieces of the WebDAV front and of content reads, without a stack (multipart forms:
-// services/gateway/test/multipart.test.ts).
+import { parseIfHeader } from '@svc/gateway/dist/fronts/webdav/if-header.js';
+import { hrefOf } from '@svc/gateway/dist/fronts/webdav/paths.js';
+import { escapeXml, parseXml, serializeElement } from '@svc/gateway/dist/fronts/webdav/xml.js';
+
+// The protocol pieces of the WebDAV front, without a stack (multipart forms:
+// services/gateway/test/multipart.test.ts; ranges: services/drive/test/ranges.test.ts).
 
 describe('XML', () => {
   test('namespaces: prefixes, the default namespace, and scoping', () => {
@@ -67,14 +70,5 @@ describe('If header', () => {
     expect(hrefOf('/dav', ['a b', 'c#d'], false)).toBe('/dav/a%20b/c%23d');
     expect(hrefOf('/dav', ['dir'], true)).toBe('/dav/dir/');
     expect(hrefOf('/dav', [], true)).toBe('/dav/');
-  });
-});
-
-describe('content helpers', () => {
-  test('Range: one range of bytes, else the whole file', () => {
-    expect(parseRange('bytes=0-9')).toEqual({ rangeStart: 0, rangeEnd: 9 });
-    expect(parseRange('bytes=5-')).toEqual({ rangeStart: 5, rangeEnd: undefined });
-    expect(parseRange('bytes=-3')).toEqual({ suffixLength: 3 });
-    for (const ignored of [undefined, 'bytes=5-1', 'bytes=0-1,3-4', 'items=0-1', 'bytes=-']) expect(parseRange(ignored)).toEqual({});
   });
 });

@@ -107,16 +107,3 @@ export async function download(deps: ContentDeps, caller: Caller, request: drive
     },
   };
 }
-
-
-/** `bytes=a-b`, `bytes=a-`, `bytes=-n`: one range; anything else is ignored (the whole content). */
-export function parseRange(v: string | undefined): Pick<drive.DownloadRequest, 'rangeStart' | 'rangeEnd' | 'suffixLength'> {
-  const m = v && /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(v);
-  if (!m || (m[1] === '' && m[2] === '')) return {};
-  if (m[1] === '') return { suffixLength: Number(m[2]) };
-  const start = Number(m[1]);
-  const end = m[2] === '' ? undefined : Number(m[2]);
-  if (end !== undefined && end < start) return {};
-  if (!Number.isSafeInteger(start) || (end !== undefined && !Number.isSafeInteger(end))) return {};
-  return { rangeStart: start, rangeEnd: end };
-}

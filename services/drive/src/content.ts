@@ -2,7 +2,7 @@ import { type Blobs, DomainError, type Logger, newId } from '@svc/kit';
 
 import type { DriveStore } from './store.js';
 
-/** SHA-256 of no bytes: the content of an empty file (a WebDAV lock on a new name makes one). */
+/** SHA-256 of no bytes: the content of an empty file (locking a new name makes one). */
 export const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 /** Where the content of `sha256` in an account is kept: content-addressed, so a retried upload lands on the same key. */
@@ -91,7 +91,7 @@ export class Content {
     }
   }
 
-  /** Ensures the empty content exists (a new file made by a WebDAV LOCK). */
+  /** Ensures the empty content exists (for a new file made by locking a name). */
   async ensureEmpty(accountId: string, holdSeconds: number): Promise<void> {
     await this.store.hold(this.store.sql, accountId, EMPTY_SHA256, 0, holdSeconds);
     const key = contentKey(accountId, EMPTY_SHA256);

@@ -1,12 +1,14 @@
 import { type Config, defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { drive } from '@svc/proto';
 
-import { DriveDomain, type DriveSettings } from './drive.js';
+import { DriveDomain } from './domain.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
+import type { DriveSettings } from './types.js';
 
-export { DriveDomain, type DriveSettings } from './drive.js';
+export { DriveDomain } from './domain.js';
+export type { DriveSettings } from './types.js';
 export { etagOf, validName } from './rules.js';
 
 /**
@@ -14,7 +16,7 @@ export { etagOf, validName } from './rules.js';
  * - SVC_DRIVE_MAX_FILE_BYTES: largest file, default 5 GiB (413 above);
  * - SVC_DRIVE_GRACE_SECONDS: how long unreferenced content is kept before collection, default 3600;
  * - SVC_DRIVE_COLLECT_INTERVAL_MS: how often the collector runs, default 300000;
- * - SVC_DRIVE_MAX_LOCK_SECONDS: longest WebDAV lock, default 86400.
+ * - SVC_DRIVE_MAX_LOCK_SECONDS: longest item lock, default 86400.
  */
 export function driveSettings(config: Config, env: NodeJS.ProcessEnv = process.env): DriveSettings {
   const read = (name: string, fallback: number, min: number): number => {

@@ -1,9 +1,15 @@
 import { type CallContext, DomainError, type Handlers } from '@svc/kit';
 import { drive } from '@svc/proto';
 
-import type { DriveDomain, ItemView, UploadHeader } from './drive.js';
+import type { DriveDomain } from './domain.js';
+import { openContent } from './download.js';
+import { lockItem, setProperties, unlockItem } from './properties-locks.js';
+import { getItem, listItems, resolvePath } from './reads.js';
 import { etagOf } from './rules.js';
 import type { Actor, LockRow } from './store.js';
+import { copyItem, createFolder, deleteItem, updateItem } from './tree.js';
+import type { ItemView, UploadHeader } from './types.js';
+import { abortUpload, beginUpload, commitUpload } from './uploads.js';
 
 const actor = (a: Actor): drive.Actor => ({ kind: a.kind, id: a.id, keyId: a.keyId ?? undefined });
 
@@ -70,46 +76,46 @@ function systemOnly(ctx: CallContext): void {
 export function handlers(domain: DriveDomain): Handlers<typeof drive.DriveServiceService> {
   return {
     async listItems(req, ctx) {
-      const { items, nextCursor } = await domain.list(ctx.principal, req);
+      const { items, nextCursor } = await listItems(domain, ctx.principal, { ...req, full: req.includeDav });
       return { items: items.map(toItem), nextCursor };
     },
     async getItem(req, ctx) {
-      return { item: toItem(await domain.get(ctx.principal, req.id, req.includeDav)), created: false };
+      return { item: toItem(await getItem(domain, ctx.principal, req.id, req.includeDav)), created: false };
     },
     async resolvePath(req, ctx) {
-      const r = await domain.resolve(ctx.principal, req);
+      const r = await resolvePath(domain, ctx.principal, { ...req, full: req.includeDav });
       return { item: r.item && toItem(r.item), parentExists: r.parentExists, parent: r.parent && toItem(r.parent) };
     },
     async createFolder(req, ctx) {
-      return { item: toItem({ row: await domain.createFolder(ctx.principal, req) }), created: true };
+      return { item: toItem({ row: await createFolder(domain, ctx.principal, req) }), created: true };
     },
     async updateItem(req, ctx) {
-      const { row, created } = await domain.update(ctx.principal, req);
+      const { row, created } = await updateItem(domain, ctx.principal, req);
       return { item: toItem({ row }), created };
     },
     async deleteItem(req, ctx) {
-      return { deleted: await domain.delete(ctx.principal, req) };
+      return { deleted: await deleteItem(domain, ctx.principal, req) };
     },
     async copyItem(req, ctx) {
-      const { row, created } = await domain.copy(ctx.principal, req);
+      const { row, created } = await copyItem(domain, ctx.principal, req);
       return { item: toItem({ row }), created };
     },
     async setProperties(req, ctx) {
-      return { item: toItem(await domain.setProperties(ctx.principal, req)), created: false };
+      return { item: toItem(await setProperties(domain, ctx.principal, req)), created: false };
     },
     async lockItem(req, ctx) {
-      const { lock, item, created } = await domain.lock(ctx.principal, req);
+      const { lock, item, created } = await lockItem(domain, ctx.principal, req);
       return { lock: toLock(lock), item: toItem(item), created };
     },
     async unlockItem(req, ctx) {
-      await domain.unlock(ctx.principal, req);
+      await unlockItem(domain, ctx.principal, req);
       return {};
     },
     async beginUpload(req, ctx) {
-      return domain.beginUpload(ctx.principal, uploadHeader(req));
+      return beginUpload(domain, ctx.principal, uploadHeader(req));
     },
     async commitUpload(req, ctx) {
-      const { row, created } = await domain.commitUpload(ctx.principal, uploadHeader(req.header), {
+      const { row, created } = await commitUpload(domain, ctx.principal, uploadHeader(req.header), {
         uploadId: req.uploadId,
         sha256: req.sha256,
         size: req.size,
@@ -117,11 +123,11 @@ export function handlers(domain: DriveDomain): Handlers<typeof drive.DriveServic
       return { item: toItem({ row }), created };
     },
     async abortUpload(req, ctx) {
-      await domain.abortUpload(ctx.principal, req.uploadId);
+      await abortUpload(domain, ctx.principal, req.uploadId);
       return {};
     },
     async openContent(req, ctx) {
-      const r = await domain.download(ctx.principal, req);
+      const r = await openContent(domain, ctx.principal, req);
       return {
         header: {
           item: toItem({ row: r.item }),

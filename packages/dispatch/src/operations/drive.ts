@@ -2,7 +2,7 @@ import { DomainError } from '@svc/kit';
 import { driveItem, reply, type RouteInput } from '@svc/api';
 import type { drive } from '@svc/proto';
 
-import { type ContentDeps, download, parseRange, upload } from '../content.js';
+import { type ContentDeps, download, upload } from '../content.js';
 import { contentAnswer, type OperationContext, type OperationHandler } from '../dispatcher.js';
 
 const FOLDER_ID_RE = /^fld_[0-9a-z]{26}$/;
@@ -75,7 +75,7 @@ export function driveOperations(deps: ContentDeps): Record<string, OperationHand
   const readFile: OperationHandler = async (input, ctx) => {
     const d = await download(deps, callerOf(ctx), {
       id: input.params.id,
-      ...parseRange(input.headers.range),
+      range: input.headers.range,
       ifNoneMatch: input.headers['if-none-match'],
       ifRange: input.headers['if-range'],
       headOnly: ctx.head ?? false,

@@ -3,7 +3,7 @@ import type express from 'express';
 import type { ContentDeps } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
-import { mountDav } from './webdav/dav.js';
+import { mountDav } from './webdav/index.js';
 
 /** What the protocol fronts share: the authentication step and what moving drive content needs. */
 export interface FrontDeps extends ContentDeps {

@@ -2,10 +2,10 @@
  * Reading request bodies and writing file content over HTTP: shared by the fronts that move drive
  * content (the API's content operations, WebDAV).
  */
+import contentDisposition from 'content-disposition';
 import type { Request, Response } from 'express';
 
 import type { Download } from '@svc/dispatch';
-import type { drive } from '@svc/proto';
 
 import { sendError } from '../replies.js';
 
@@ -36,6 +36,12 @@ export function declaredLength(req: Request): number | undefined {
   return typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined;
 }
 
+/** Whether a request says it carries a body (a length other than 0, or a chunked one). */
+export function hasBody(req: Request): boolean {
+  const len = req.headers['content-length'];
+  return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
 /**
  * After an error answered before the body was read: read and drop the rest (bounded), so that
  * the client sees the answer rather than a reset connection, then close.
@@ -53,7 +59,10 @@ export function finishUnreadBody(req: Request, res: Response): void {
   req.resume();
 }
 
-/** Answers a Download: 200/206 with the bytes streamed (backpressure both ways), 304 or 416. */
+/**
+ * Answers a Download: 200/206 with the bytes streamed (backpressure both ways), 304 or 416. The
+ * drive chose the range (it applies the client's Range header to the file's size).
+ */
 export async function sendContent(req: Request, res: Response, d: Download, opts: { head: boolean }): Promise<void> {
   const h = d.header;
   const item = h.item!;
@@ -75,7 +84,8 @@ export async function sendContent(req: Request, res: Response, d: Download, opts
   res.setHeader('Content-Type', item.contentType || 'application/octet-stream');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Content-Security-Policy', "sandbox; default-src 'none'");
-  res.setHeader('Content-Disposition', `inline; filename*=UTF-8''${encodeURIComponent(item.name)}`);
+  // The header stays ASCII: an ASCII fallback name, and the real one as UTF-8 in filename*.
+  res.setHeader('Content-Disposition', contentDisposition(item.name, { type: 'inline', fallback: item.name.replace(/[^\x20-\x7e]/g, '?') }));
   res.setHeader('Content-Length', String(h.end - h.start + 1 > 0 ? h.end - h.start + 1 : 0));
   if (h.partial) {
     res.setHeader('Content-Range', `bytes ${h.start}-${h.end}/${item.size}`);

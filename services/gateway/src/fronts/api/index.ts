@@ -10,7 +10,7 @@ import type { Answer, Dispatcher, RawInput } from '@svc/dispatch';
 import { DomainError, setHttpRoute } from '@svc/kit';
 
 import { type Authenticator, presentedSecret } from '../../auth.js';
-import { finishUnreadBody, sendContent } from '../../http/content.js';
+import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { readContent } from '../../http/multipart.js';
 import { sendDomainError, sendError, sendReply } from '../../replies.js';
 import { compileRoutes } from '../../routing.js';
@@ -21,8 +21,6 @@ export interface ApiDeps {
   /** JSON body limit (SVC_BODY_LIMIT) for operations that declare none of their own. */
   bodyLimit: string;
 }
-
-const hasBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
 
 /** The client address the failed-authentication limit counts by. */
 export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';

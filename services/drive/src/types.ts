@@ -1,0 +1,65 @@
+/** The shapes the drive's operations take and give. */
+import type { ItemRow, LockRow, PropRow } from './store.js';
+
+export interface DriveSettings {
+  /** Largest file accepted, in bytes (413 above). */
+  maxFileBytes: number;
+  /** How long an unreferenced blob is kept before it is collected (readers may still stream it). */
+  graceSeconds: number;
+  /** Longest item lock; a lock asked for longer (or forever) gets this. */
+  maxLockSeconds: number;
+  /** How often the collector runs. */
+  collectEveryMs: number;
+}
+
+/** An item, with its locks, custom properties and path when a full view was asked. */
+export interface ItemView {
+  row: ItemRow;
+  locks?: Array<LockRow & { rootPath: string }>;
+  props?: PropRow[];
+  path?: string;
+}
+
+export interface UploadHeader {
+  itemId?: string;
+  parentId?: string;
+  name?: string;
+  projectId?: string;
+  contentType?: string;
+  declaredSize?: number;
+  ifMatch?: string;
+  ifNoneMatch?: string;
+  requirePrecondition: boolean;
+  overwrite: boolean;
+  lockTokens: string[];
+}
+
+export interface DownloadRequest {
+  id: string;
+  /** The client's Range header value. */
+  range?: string;
+  /** Deprecated parts of a range (older gateways), used when `range` is absent. */
+  rangeStart?: number;
+  rangeEnd?: number;
+  suffixLength?: number;
+  ifNoneMatch?: string;
+  ifRange?: string;
+  headOnly: boolean;
+}
+
+export interface DownloadResult {
+  item: ItemRow;
+  notModified: boolean;
+  partial: boolean;
+  rangeNotSatisfiable: boolean;
+  start: number;
+  end: number;
+  /** The blob to read the bytes from, when there are bytes to send. */
+  blobKey?: string;
+}
+
+export interface UploadCommit {
+  uploadId: string;
+  sha256: string;
+  size: number;
+}
