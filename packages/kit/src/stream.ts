@@ -74,7 +74,7 @@ async function* run(
     [HTTP2_HEADER_PATH]: path,
     [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
     [HTTP2_HEADER_TE]: 'trailers',
-    ...(options.deadlineMs === undefined ? {} : { 'grpc-timeout': `${Math.max(1, Math.ceil(options.deadlineMs))}m` }),
+    ...(options.deadlineMs === undefined ? {} : { 'grpc-timeout': grpcTimeout(options.deadlineMs) }),
     ...options.headers,
   };
   propagation.inject(trace.setSpan(parent, span), headers);
@@ -119,7 +119,9 @@ class ResponseReader {
     this.decoder = new MessageDecoder(channel.maxReceiveBytes);
     this.open(true);
     if (deadlineMs !== undefined) {
-      this.timer = setTimeout(() => this.fail(new UnaryCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded.')), deadlineMs);
+      // (setTimeout takes at most 2^31-1 ms, 24.8 days.)
+      const ms = Math.min(deadlineMs, 2 ** 31 - 1);
+      this.timer = setTimeout(() => this.fail(new UnaryCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded.')), ms);
     }
   }
 
@@ -270,6 +272,12 @@ class MessageDecoder {
     else this.chunks[0] = first.subarray(n);
     return first.subarray(0, n);
   }
+}
+
+/** `grpc-timeout` allows at most 8 digits: milliseconds up to ~27 hours, seconds beyond. */
+function grpcTimeout(ms: number): string {
+  const n = Math.max(1, Math.ceil(ms));
+  return n <= 99_999_999 ? `${n}m` : `${Math.min(Math.ceil(n / 1000), 99_999_999)}S`;
 }
 
 function decodeURIComponentSafe(s: string): string {
