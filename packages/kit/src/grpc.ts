@@ -4,13 +4,14 @@ import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import { DomainError, ERROR_KINDS, isErrorKind } from './errors.js';
 import type { Logger } from './log.js';
 import { PRINCIPAL_METADATA_KEY, type Principal, type PrincipalSigner } from './principal.js';
+import { streamCall } from './stream.js';
 import { UnaryCallError, UnaryChannel } from './unary.js';
 
-/** One unary method of a ts-proto generated service definition. */
+/** One method of a ts-proto generated service definition: unary, or server-streaming (`responseStream: true`). */
 interface MethodDef<Req, Res> {
   path: string;
   requestStream: false;
-  responseStream: false;
+  responseStream: boolean;
   requestSerialize(value: Req): Buffer;
   requestDeserialize(value: Buffer): Req;
   responseSerialize(value: Res): Buffer;
@@ -28,9 +29,27 @@ export interface CallContext {
   log: Logger;
 }
 
+/** What a server-streaming handler gets: a CallContext, and a signal for when the call ends early. */
+export interface StreamCallContext extends CallContext {
+  /**
+   * Aborted when the client cancels, the deadline passes or the server stops. The generator is then
+   * stopped with return() (its `finally` runs) at its next yield; one that waits for something
+   * (events, a model's next token) should pass the signal to the wait so it stops at once.
+   */
+  signal: AbortSignal;
+}
+
+/**
+ * The service's handlers: a unary method's returns its response; a server-streaming method's
+ * returns an AsyncIterable (an async generator) of its responses.
+ */
 export type Handlers<D extends AnyDef> = {
-  [K in keyof D]: (request: ReqOf<D[K]>, ctx: CallContext) => Promise<ResOf<D[K]>>;
+  [K in keyof D]: D[K] extends { responseStream: true }
+    ? (request: ReqOf<D[K]>, ctx: StreamCallContext) => AsyncIterable<ResOf<D[K]>>
+    : (request: ReqOf<D[K]>, ctx: CallContext) => Promise<ResOf<D[K]>>;
 };
+type UnaryHandler = (request: unknown, ctx: CallContext) => Promise<unknown>;
+type StreamHandler = (request: unknown, ctx: StreamCallContext) => AsyncIterable<unknown>;
 
 /** Channelz bookkeeping costs CPU on every call; nothing here reads it. */
 const GRPC_OPTIONS = { 'grpc.enable_channelz': 0 } as const;
@@ -56,6 +75,7 @@ function toServiceError(err: unknown, log: Logger, method: string): Partial<grpc
 /**
  * Turns async handlers into a grpc-js service implementation: every call must carry a valid
  * signed principal, and every thrown DomainError becomes a gRPC status with its kind and code.
+ * Methods whose definition says `responseStream: true` are served by serveStream.
  */
 export function bindService<D extends AnyDef>(
   definition: D,
@@ -64,7 +84,12 @@ export function bindService<D extends AnyDef>(
 ): grpc.UntypedServiceImplementation {
   const impl: grpc.UntypedServiceImplementation = {};
   for (const name of Object.keys(definition)) {
-    const handler = handlers[name as keyof D];
+    if (definition[name]!.responseStream) {
+      const handler = handlers[name as keyof D] as unknown as StreamHandler;
+      impl[name] = (call: grpc.ServerWritableStream<unknown, unknown>) => serveStream(call, handler, deps, name);
+      continue;
+    }
+    const handler = handlers[name as keyof D] as unknown as UnaryHandler;
     impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       verifyCallPrincipal(call.metadata, deps)
         .then((ctx) => handler(call.request as never, ctx))
@@ -75,6 +100,66 @@ export function bindService<D extends AnyDef>(
     };
   }
   return impl;
+}
+
+/**
+ * Serves one server-streaming call: verifies the principal as for unary calls, writes each message
+ * the handler yields, waiting for 'drain' when grpc-js's buffer is full (HTTP/2 flow control reaches
+ * back from a slow reader to here, so nothing piles up), then ends the call with OK, or with the
+ * status and trailing metadata of what the handler threw, after the messages before it. When the
+ * call ends early (client cancel, deadline, server shutdown) the signal aborts and the generator
+ * is stopped with return().
+ */
+function serveStream(
+  call: grpc.ServerWritableStream<unknown, unknown>,
+  handler: StreamHandler,
+  deps: { signer: PrincipalSigner; log: Logger },
+  method: string,
+): void {
+  const abort = new AbortController();
+  let wake: (() => void) | undefined;
+  // grpc-js emits 'cancelled' when the stream closes, also after a normal end (then nothing waits).
+  call.once('cancelled', () => {
+    abort.abort();
+    wake?.();
+  });
+  const run = async () => {
+    const ctx: StreamCallContext = Object.assign(await verifyCallPrincipal(call.metadata, deps), { signal: abort.signal });
+    if (call.cancelled) return;
+    const messages = handler(call.request, ctx)[Symbol.asyncIterator]();
+    // A generator that finished or threw needs no return(); one stopped at a yield does.
+    let suspended = false;
+    try {
+      for (;;) {
+        suspended = false;
+        const next = await messages.next();
+        if (next.done) return;
+        suspended = true;
+        if (call.cancelled) return;
+        if (!call.write(next.value)) {
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            call.once('drain', resolve);
+          });
+          wake = undefined;
+        }
+        if (call.cancelled) return;
+      }
+    } finally {
+      if (suspended) await messages.return?.();
+    }
+  };
+  run().then(
+    () => {
+      if (!call.cancelled) call.end();
+    },
+    (err: unknown) => {
+      const log = requestLogger(deps.log, call.metadata);
+      // An early-ended call has no one to tell; a generator that stops by throwing (an AbortError) is expected.
+      if (call.cancelled) log.debug({ err, method }, 'streaming handler ended after its call was cancelled');
+      else call.emit('error', toServiceError(err, log, method));
+    },
+  );
 }
 
 export interface GrpcServerHandle {
@@ -138,21 +223,29 @@ export async function startGrpcServer(options: {
   };
 }
 
-/** Per-call options of a typed client. */
+/**
+ * Per-call options of a typed client. `deadlineMs` of a unary call defaults to the client's; a
+ * streaming call's covers the whole stream and there is none unless given (see stream.ts).
+ */
 export interface RpcCallOptions {
   principalToken: string;
   requestId?: string;
   deadlineMs?: number;
 }
 
+/** A typed client: a unary method returns a promise, a server-streaming one an AsyncIterable. */
 export type RpcClient<D extends AnyDef> = {
-  [K in keyof D]: (request: ReqOf<D[K]>, options: RpcCallOptions) => Promise<ResOf<D[K]>>;
+  [K in keyof D]: D[K] extends { responseStream: true }
+    ? (request: ReqOf<D[K]>, options: RpcCallOptions) => AsyncIterable<ResOf<D[K]>>
+    : (request: ReqOf<D[K]>, options: RpcCallOptions) => Promise<ResOf<D[K]>>;
 } & { close(): void };
 
 /**
- * A promise client for one service, with a default deadline. A DomainError thrown by the
+ * A client for one service, with a default deadline for unary calls. A DomainError thrown by the
  * service arrives here as the same DomainError, so it crosses any number of hops unchanged.
- * Calls go over UnaryChannel (the gRPC wire protocol on node:http2; see unary.ts for why).
+ * Calls go over UnaryChannel (the gRPC wire protocol on node:http2; see unary.ts for why), and
+ * so do streams (stream.ts): `for await (const m of client.method(req, opts))` reads one; a
+ * `break` cancels it on the server; a failure is thrown after the messages sent before it.
  */
 export function createRpcClient<D extends AnyDef>(
   definition: D,
@@ -164,6 +257,15 @@ export function createRpcClient<D extends AnyDef>(
   const out: Record<string, unknown> = { close: () => channel.close() };
   for (const [name, method] of Object.entries(definition)) {
     const { path, requestSerialize, responseDeserialize } = method;
+    if (method.responseStream) {
+      out[name] = (request: unknown, options: RpcCallOptions) => {
+        const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };
+        if (options.requestId) headers[REQUEST_ID_KEY] = options.requestId;
+        const raw = streamCall(channel, path, requestSerialize(request), { headers, deadlineMs: options.deadlineMs });
+        return typedStream(raw, responseDeserialize, serviceName);
+      };
+      continue;
+    }
     out[name] = async (request: unknown, options: RpcCallOptions) => {
       const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };
       if (options.requestId) headers[REQUEST_ID_KEY] = options.requestId;
@@ -177,6 +279,20 @@ export function createRpcClient<D extends AnyDef>(
     };
   }
   return out as RpcClient<D>;
+}
+
+/** A stream's messages decoded, and its failure as the DomainError a unary call would throw. */
+async function* typedStream<Res>(
+  raw: AsyncGenerator<Buffer>,
+  deserialize: (b: Buffer) => Res,
+  serviceName: string,
+): AsyncGenerator<Res, void, undefined> {
+  try {
+    for await (const m of raw) yield deserialize(m);
+  } catch (err) {
+    if (err instanceof UnaryCallError) throw fromStatus(err.code, err.details, (k) => err.get(k), serviceName, err);
+    throw err;
+  }
 }
 
 /** The DomainError of a failed call: the service's own when it sent one, else one per status. */

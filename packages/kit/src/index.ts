@@ -15,6 +15,7 @@ export * from './storage/outbox.js';
 export * from './storage/sql.js';
 export * from './apikey.js';
 export * from './unary.js';
+export * from './stream.js';
 export * from './tracing/route.js';
 export * from './etags.js';
 export * from './validation.js';

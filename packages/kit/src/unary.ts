@@ -89,7 +89,7 @@ export class UnaryChannel {
 
   constructor(
     address: string,
-    private readonly maxReceiveBytes = 16 * 1024 * 1024,
+    readonly maxReceiveBytes = 16 * 1024 * 1024,
   ) {
     this.target = parseTarget(address);
   }
@@ -127,6 +127,31 @@ export class UnaryChannel {
         throw err;
       },
     );
+  }
+
+  /**
+   * Opens the HTTP/2 stream of a streaming call (stream.ts) on this channel's connection; it counts
+   * as in flight, so keepalive pings watch the connection, until it closes. A connection that went
+   * away before the call was sent is replaced once; a stream refused unprocessed (REFUSED_STREAM)
+   * retires its connection, as for unary calls. Throws a UnaryCallError (UNAVAILABLE) otherwise.
+   */
+  openStream(headers: http2.OutgoingHttpHeaders, mayRetry = true): http2.ClientHttp2Stream {
+    if (this.closed) throw new UnaryCallError(GrpcStatus.UNAVAILABLE, 'The channel is closed.');
+    const session = this.connection();
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = session.request(headers, { endStream: false });
+    } catch (err) {
+      if (session === this.session) this.session = undefined;
+      if (mayRetry) return this.openStream(headers, false);
+      throw new UnaryCallError(GrpcStatus.UNAVAILABLE, (err as Error).message);
+    }
+    this.inFlight++;
+    stream.once('close', () => {
+      this.inFlight--;
+      if (stream.rstCode === NGHTTP2_REFUSED_STREAM && session === this.session) this.session = undefined;
+    });
+    return stream;
   }
 
   close(): void {
