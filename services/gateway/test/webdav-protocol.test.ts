@@ -1,8 +1,6 @@
-import { Readable } from 'node:stream';
-
-import { parseIfHeader } from '@svc/gateway/dist/fronts/webdav/if-header.js';
-import { hrefOf } from '@svc/gateway/dist/fronts/webdav/paths.js';
-import { escapeXml, parseXml, serializeElement } from '@svc/gateway/dist/fronts/webdav/xml.js';
+import { parseIfHeader } from '../dist/fronts/webdav/if-header.js';
+import { hrefOf } from '../dist/fronts/webdav/paths.js';
+import { escapeXml, parseXml, serializeElement } from '../dist/fronts/webdav/xml.js';
 
 // The protocol pieces of the WebDAV front, without a stack (multipart forms:
 // services/gateway/test/multipart.test.ts; ranges: services/drive/test/ranges.test.ts).
