@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
+import type { profiles } from '@svc/proto';
+
 import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Success, Timestamp } from '../route.js';
+import { rpc } from '../rpc.js';
 import {
   CreateProfileBody,
   MergeProfileBody as MergeBody,
@@ -130,8 +133,8 @@ const IdParams = z.object({ id: ProfileId });
 const snapshotsOf = (i: RouteInput) => (i.query.snapshots === undefined ? undefined : i.query.snapshots === 'true');
 const ifMatchOf = (i: RouteInput) => i.headers['if-match'] as string | undefined;
 const etagged = (body: unknown, etag: string, status?: number) => reply(body, { status, headers: etag ? { ETag: etag } : {} });
-const doc = (res: { profileJson: string; etag: string }) => etagged(JSON.parse(res.profileJson), res.etag);
-const json = (res: { json: string; etag: string }) => etagged(JSON.parse(res.json), res.etag);
+const doc = (res: profiles.ProfileReply) => etagged(JSON.parse(res.profileJson), res.etag);
+const json = (res: profiles.JsonReply) => etagged(JSON.parse(res.json), res.etag);
 
 const common = { tag: 'profiles', auth: 'key' as const, principals: ['human' as const, 'agent' as const], authority: false };
 
@@ -144,16 +147,13 @@ export const profilesRoutes = [
     summary: 'List taste profiles (newest first).',
     query: ListQuery.extend({ projectId: ProjectId.optional() }),
     response: z.object({ profiles: z.array(ProfileSummary), nextCursor: Nullable(z.string()) }).meta({ id: 'ProfileList' }),
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'listProfiles',
+    handler: rpc('profiles', 'listProfiles', {
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor, projectId: i.query.projectId }),
-      response: (res: { profiles: Array<Record<string, unknown>>; nextCursor?: string }) => ({
+      response: (res) => ({
         profiles: res.profiles.map((p) => ({ ...p, projectId: p.projectId ?? null })),
         nextCursor: res.nextCursor ?? null,
       }),
-    },
+    }),
   }),
   route({
     ...common,
@@ -164,16 +164,13 @@ export const profilesRoutes = [
     body: CreateProfileBody,
     response: Profile,
     status: 201,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'createProfile',
+    handler: rpc('profiles', 'createProfile', {
       request: (i) => ({ bodyJson: JSON.stringify(i.body) }),
-      response: (res: { profileJson: string; etag: string }) => {
+      response: (res) => {
         const body = JSON.parse(res.profileJson) as { id: string };
         return reply(body, { headers: { ETag: res.etag, Location: `/v1/profiles/${body.id}` } });
       },
-    },
+    }),
   }),
   route({
     ...common,
@@ -184,13 +181,10 @@ export const profilesRoutes = [
     params: IdParams,
     query: SnapshotsQuery,
     response: Profile,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'getProfile',
+    handler: rpc('profiles', 'getProfile', {
       request: (i) => ({ id: i.params.id, snapshots: snapshotsOf(i) }),
       response: doc,
-    },
+    }),
   }),
   route({
     ...common,
@@ -205,13 +199,10 @@ export const profilesRoutes = [
     // The spec's PATCH commit resends every version: about 1.2 MB for 10k items and 1,000 versions.
     bodyLimit: '16mb',
     response: Profile,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'updateProfile',
+    handler: rpc('profiles', 'updateProfile', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), patchJson: JSON.stringify(i.body), snapshots: snapshotsOf(i) }),
       response: doc,
-    },
+    }),
   }),
   route({
     ...common,
@@ -222,13 +213,10 @@ export const profilesRoutes = [
     params: IdParams,
     headers: IfMatch,
     response: Success,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'deleteProfile',
+    handler: rpc('profiles', 'deleteProfile', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i) }),
       response: () => ({ success: true as const }),
-    },
+    }),
   }),
   route({
     ...common,
@@ -241,13 +229,10 @@ export const profilesRoutes = [
     body: z.object({ message: Message, branchId: RefId.optional() }).strict().meta({ id: 'CommitProfileRequest' }),
     response: ProfileVersion,
     status: 201,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'commit',
+    handler: rpc('profiles', 'commit', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), message: i.body.message, branchId: i.body.branchId }),
       response: json,
-    },
+    }),
   }),
   route({
     ...common,
@@ -263,13 +248,10 @@ export const profilesRoutes = [
       .meta({ id: 'CreateProfileBranchRequest' }),
     response: ProfileBranch,
     status: 201,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'createBranch',
+    handler: rpc('profiles', 'createBranch', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), ...i.body }),
       response: json,
-    },
+    }),
   }),
   route({
     ...common,
@@ -280,13 +262,10 @@ export const profilesRoutes = [
     params: IdParams.extend({ branchId: RefId }),
     headers: IfMatch,
     response: Success,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'deleteBranch',
+    handler: rpc('profiles', 'deleteBranch', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), branchId: i.params.branchId }),
       response: json,
-    },
+    }),
   }),
   route({
     ...common,
@@ -299,13 +278,10 @@ export const profilesRoutes = [
     headers: IfMatch,
     body: z.object({ branchId: RefId }).strict().meta({ id: 'CheckoutProfileRequest' }),
     response: Profile,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'checkout',
+    handler: rpc('profiles', 'checkout', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), branchId: i.body.branchId, snapshots: snapshotsOf(i) }),
       response: doc,
-    },
+    }),
   }),
   route({
     ...common,
@@ -321,13 +297,10 @@ export const profilesRoutes = [
       .meta({ id: 'RollbackProfileRequest' }),
     response: ProfileVersion,
     status: 201,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'rollback',
+    handler: rpc('profiles', 'rollback', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), ...i.body }),
       response: json,
-    },
+    }),
   }),
   route({
     ...common,
@@ -339,13 +312,10 @@ export const profilesRoutes = [
     headers: IfMatch,
     body: MergeBody,
     response: MergeResult,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'merge',
+    handler: rpc('profiles', 'merge', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), bodyJson: JSON.stringify(i.body) }),
       response: json,
-    },
+    }),
   }),
   route({
     ...common,
@@ -358,13 +328,10 @@ export const profilesRoutes = [
     response: z
       .object({ branchId: z.string(), versions: z.array(ProfileVersion), nextCursor: Nullable(z.string()) })
       .meta({ id: 'ProfileLog' }),
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'getLog',
+    handler: rpc('profiles', 'getLog', {
       request: (i) => ({ id: i.params.id, branchId: i.query.branchId, limit: i.query.limit, cursor: i.query.cursor }),
-      response: (res: { json: string }) => JSON.parse(res.json),
-    },
+      response: (res) => JSON.parse(res.json),
+    }),
   }),
   route({
     ...common,
@@ -378,13 +345,10 @@ export const profilesRoutes = [
       to: RefId.optional().describe('A version or branch id; default: the current branch head.'),
     }),
     response: SnapshotDiff.extend({ from: Nullable(z.string()), to: Nullable(z.string()) }),
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'getDiff',
+    handler: rpc('profiles', 'getDiff', {
       request: (i) => ({ id: i.params.id, from: i.query.from, to: i.query.to }),
-      response: (res: { json: string }) => JSON.parse(res.json),
-    },
+      response: (res) => JSON.parse(res.json),
+    }),
   }),
   route({
     ...common,
@@ -394,12 +358,9 @@ export const profilesRoutes = [
     summary: 'One version with its snapshot.',
     params: IdParams.extend({ versionId: RefId }),
     response: ProfileVersion,
-    handler: {
-      kind: 'rpc',
-      service: 'profiles',
-      method: 'getVersion',
+    handler: rpc('profiles', 'getVersion', {
       request: (i) => ({ id: i.params.id, versionId: i.params.versionId }),
-      response: (res: { json: string }) => JSON.parse(res.json),
-    },
+      response: (res) => JSON.parse(res.json),
+    }),
   }),
 ];

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
+import type { accounts } from '@svc/proto';
+
 import { ListQuery, Nullable, route, Timestamp } from '../../route.js';
+import { rpc } from '../../rpc.js';
 import { AccountParams, list, Name, page, WARNING } from './shared.js';
 
 /** Accounts and organizations: list, create (an organization, or a user account with its first key), the chain of authority, get. */
@@ -33,16 +36,8 @@ export const Chain = z
   })
   .meta({ id: 'AuthorityChain' });
 
-export interface RpcAccount {
-  id: string;
-  kind: string;
-  name: string;
-  createdAt: string;
-  email?: string;
-  role?: string;
-}
-
-const account = (a: RpcAccount) => ({
+/** An account as the API shows it. */
+const account = (a: accounts.Account) => ({
   id: a.id,
   kind: a.kind,
   name: a.name,
@@ -77,16 +72,13 @@ export const accountRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'listAccounts',
+    handler: rpc('accounts', 'listAccounts', {
       request: page,
-      response: (res: { accounts: RpcAccount[]; nextCursor?: string }) => ({
+      response: (res) => ({
         accounts: res.accounts.map(account),
         nextCursor: res.nextCursor ?? null,
       }),
-    },
+    }),
   }),
   route({
     id: 'accounts.create',
@@ -100,14 +92,11 @@ export const accountRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'createAccount',
+    handler: rpc('accounts', 'createAccount', {
       request: (i) => i.body,
-      response: (res: { account: RpcAccount; key?: string; keyId?: string }) =>
-        res.key ? { account: account(res.account), key: res.key, keyId: res.keyId, warning: WARNING } : account(res.account),
-    },
+      response: (res) =>
+        res.key ? { account: account(res.account!), key: res.key, keyId: res.keyId, warning: WARNING } : account(res.account!),
+    }),
   }),
   route({
     id: 'accounts.chain',
@@ -119,25 +108,15 @@ export const accountRoutes = [
     auth: 'key',
     principals: ['human', 'agent', 'host'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'getChain',
+    handler: rpc('accounts', 'getChain', {
       request: () => ({}),
-      response: (res: {
-        chain: Array<{ kind: string; id: string; name: string; relation: string; role?: string }>;
-        actingAccountId: string;
-        principalKind: string;
-        channel: string;
-        canChangeAuthority: boolean;
-        projectId?: string;
-      }) => ({
+      response: (res) => ({
         chain: res.chain.map((l) => ({ kind: l.kind, id: l.id, name: l.name, relation: l.relation, role: l.role ?? null })),
         actingAccountId: res.actingAccountId,
         principal: { kind: res.principalKind, channel: res.channel, projectId: res.projectId ?? null },
         canChangeAuthority: res.canChangeAuthority,
       }),
-    },
+    }),
   }),
   route({
     id: 'accounts.get',
@@ -150,12 +129,9 @@ export const accountRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'getAccount',
+    handler: rpc('accounts', 'getAccount', {
       request: (i) => ({ id: i.params.id }),
-      response: (res: { account: RpcAccount }) => account(res.account),
-    },
+      response: (res) => account(res.account!),
+    }),
   }),
 ];

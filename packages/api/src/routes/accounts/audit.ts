@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 import { ListQuery, route, Timestamp } from '../../route.js';
-import { AccountParams, list, page, PrincipalRef, principalRef, type RpcPrincipal } from './shared.js';
+import { rpc } from '../../rpc.js';
+import { AccountParams, list, page, PrincipalRef, principalRef } from './shared.js';
 
 /** The account's audit trail: every authority change and who made it. */
 
@@ -30,24 +31,9 @@ export const auditRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'listAudit',
+    handler: rpc('accounts', 'listAudit', {
       request: (i) => ({ accountId: i.params.id, ...page(i), action: i.query.action }),
-      response: (res: {
-        events: Array<{
-          id: string;
-          accountId: string;
-          action: string;
-          actor?: RpcPrincipal;
-          targetKind?: string;
-          targetId?: string;
-          dataJson: string;
-          occurredAt: string;
-        }>;
-        nextCursor?: string;
-      }) => ({
+      response: (res) => ({
         events: res.events.map((e) => ({
           id: e.id,
           accountId: e.accountId,
@@ -59,6 +45,6 @@ export const auditRoutes = [
         })),
         nextCursor: res.nextCursor ?? null,
       }),
-    },
+    }),
   }),
 ];

@@ -1,7 +1,10 @@
 import { z } from 'zod';
 
+import type { accounts } from '@svc/proto';
+
 import { ListQuery, Nullable, prefixedId, reply, route, Success, Timestamp } from '../../route.js';
-import { AccountParams, Iso, list, page, PrincipalRef, principalRef, type RpcPrincipal, success } from './shared.js';
+import { rpc } from '../../rpc.js';
+import { AccountParams, Iso, list, page, PrincipalRef, principalRef, success } from './shared.js';
 
 /** Standing grants: the grants an account gives, the ones the caller holds, creating (or widening) and deleting one. */
 
@@ -22,20 +25,8 @@ export const Grant = z
   })
   .meta({ id: 'StandingGrant' });
 
-interface RpcGrant {
-  id: string;
-  accountId: string;
-  granteeKind: string;
-  granteeId: string;
-  verbs: string[];
-  scope: string;
-  expiresAt?: string;
-  createdAt: string;
-  updatedAt: string;
-  createdBy?: RpcPrincipal;
-}
-
-export const grantJson = (g: RpcGrant) => ({
+/** A standing grant as the API shows it. */
+export const grantJson = (g: accounts.Grant) => ({
   id: g.id,
   accountId: g.accountId,
   granteeKind: g.granteeKind,
@@ -90,13 +81,10 @@ export const grantRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'listGrants',
+    handler: rpc('accounts', 'listGrants', {
       request: (i) => ({ accountId: i.params.id, ...page(i) }),
-      response: (res: { grants: RpcGrant[]; nextCursor?: string }) => ({ grants: res.grants.map(grantJson), nextCursor: res.nextCursor ?? null }),
-    },
+      response: (res) => ({ grants: res.grants.map(grantJson), nextCursor: res.nextCursor ?? null }),
+    }),
   }),
   route({
     id: 'grants.create',
@@ -112,13 +100,10 @@ export const grantRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'createGrant',
+    handler: rpc('accounts', 'createGrant', {
       request: (i) => ({ accountId: i.params.id, ...i.body }),
-      response: (res: { grant: RpcGrant; outcome: string }) => reply(grantJson(res.grant), { status: res.outcome === 'created' ? 201 : 200 }),
-    },
+      response: (res) => reply(grantJson(res.grant!), { status: res.outcome === 'created' ? 201 : 200 }),
+    }),
   }),
   route({
     id: 'grants.held',
@@ -131,13 +116,10 @@ export const grantRoutes = [
     auth: 'key',
     principals: ['human', 'agent', 'host'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'listHeldGrants',
+    handler: rpc('accounts', 'listHeldGrants', {
       request: page,
-      response: (res: { grants: RpcGrant[]; nextCursor?: string }) => ({ grants: res.grants.map(grantJson), nextCursor: res.nextCursor ?? null }),
-    },
+      response: (res) => ({ grants: res.grants.map(grantJson), nextCursor: res.nextCursor ?? null }),
+    }),
   }),
   route({
     id: 'grants.delete',
@@ -150,6 +132,6 @@ export const grantRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: { kind: 'rpc', service: 'accounts', method: 'deleteGrant', request: (i) => ({ id: i.params.id }), response: success },
+    handler: rpc('accounts', 'deleteGrant', { request: (i) => ({ id: i.params.id }), response: success }),
   }),
 ];

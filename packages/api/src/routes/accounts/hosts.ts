@@ -1,7 +1,10 @@
 import { z } from 'zod';
 
+import type { accounts } from '@svc/proto';
+
 import { ListQuery, Nullable, prefixedId, route, Success, Timestamp } from '../../route.js';
-import { AccountParams, JsonObject, list, Name, page, PrincipalRef, principalRef, type RpcPrincipal, success, WARNING } from './shared.js';
+import { rpc } from '../../rpc.js';
+import { AccountParams, JsonObject, list, Name, page, PrincipalRef, principalRef, success, WARNING } from './shared.js';
 
 /** Hosts (machines) paired to an account: list, pair, unpair, and relaying a tool call to one. */
 
@@ -19,17 +22,8 @@ export const Host = z
   })
   .meta({ id: 'Host' });
 
-interface RpcHost {
-  id: string;
-  accountId: string;
-  name: string;
-  credentialPrefix: string;
-  createdAt: string;
-  lastSeenAt?: string;
-  pairedBy?: RpcPrincipal;
-}
-
-const hostJson = (h: RpcHost) => ({
+/** A paired host as the API shows it. */
+const hostJson = (h: accounts.Host) => ({
   id: h.id,
   accountId: h.accountId,
   name: h.name,
@@ -51,13 +45,10 @@ export const hostRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'listHosts',
+    handler: rpc('accounts', 'listHosts', {
       request: (i) => ({ accountId: i.params.id, ...page(i) }),
-      response: (res: { hosts: RpcHost[]; nextCursor?: string }) => ({ hosts: res.hosts.map(hostJson), nextCursor: res.nextCursor ?? null }),
-    },
+      response: (res) => ({ hosts: res.hosts.map(hostJson), nextCursor: res.nextCursor ?? null }),
+    }),
   }),
   route({
     id: 'hosts.pair',
@@ -72,13 +63,10 @@ export const hostRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'pairHost',
+    handler: rpc('accounts', 'pairHost', {
       request: (i) => ({ accountId: i.params.id, name: i.body.name }),
-      response: (res: { host: RpcHost; credential: string }) => ({ host: hostJson(res.host), credential: res.credential, warning: WARNING }),
-    },
+      response: (res) => ({ host: hostJson(res.host!), credential: res.credential, warning: WARNING }),
+    }),
   }),
   route({
     id: 'hosts.unpair',
@@ -91,7 +79,7 @@ export const hostRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: { kind: 'rpc', service: 'accounts', method: 'unpairHost', request: (i) => ({ hostId: i.params.hostId }), response: success },
+    handler: rpc('accounts', 'unpairHost', { request: (i) => ({ hostId: i.params.hostId }), response: success }),
   }),
   route({
     id: 'hosts.call',
@@ -118,23 +106,20 @@ export const hostRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'callHost',
+    handler: rpc('accounts', 'callHost', {
       request: (i) => ({
         hostId: i.params.hostId,
         tool: i.body.tool,
         argumentsJson: JSON.stringify(i.body.arguments ?? {}),
         timeoutMs: i.body.timeoutMs,
       }),
-      response: (res: { callId: string; hostId: string; tool: string; resultJson: string; durationMs: number }) => ({
+      response: (res) => ({
         callId: res.callId,
         hostId: res.hostId,
         tool: res.tool,
         result: JSON.parse(res.resultJson),
         durationMs: res.durationMs,
       }),
-    },
+    }),
   }),
 ];

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 
+import type { accounts } from '@svc/proto';
+
 import { AccountId, ListQuery, Nullable, reply, route, Success, Timestamp } from '../../route.js';
-import type { RpcAccount } from './accounts.js';
+import { rpc } from '../../rpc.js';
 import { AccountParams, list, page, Role, success } from './shared.js';
 
 /** An organization's members and their roles. */
@@ -9,6 +11,15 @@ import { AccountParams, list, page, Role, success } from './shared.js';
 export const Member = z
   .object({ accountId: z.string(), name: z.string(), email: Nullable(z.string()), role: Role, addedAt: Timestamp })
   .meta({ id: 'Member' });
+
+/** A member as the API shows it (the service always names the member's account). */
+const memberJson = (m: accounts.Member) => ({
+  accountId: m.account!.id,
+  name: m.account!.name,
+  email: m.account!.email ?? null,
+  role: m.role,
+  addedAt: m.addedAt,
+});
 
 export const memberRoutes = [
   route({
@@ -23,22 +34,10 @@ export const memberRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'listMembers',
+    handler: rpc('accounts', 'listMembers', {
       request: (i) => ({ accountId: i.params.id, ...page(i) }),
-      response: (res: { members: Array<{ account: RpcAccount; role: string; addedAt: string }>; nextCursor?: string }) => ({
-        members: res.members.map((m) => ({
-          accountId: m.account.id,
-          name: m.account.name,
-          email: m.account.email ?? null,
-          role: m.role,
-          addedAt: m.addedAt,
-        })),
-        nextCursor: res.nextCursor ?? null,
-      }),
-    },
+      response: (res) => ({ members: res.members.map(memberJson), nextCursor: res.nextCursor ?? null }),
+    }),
   }),
   route({
     id: 'accounts.members.add',
@@ -53,23 +52,10 @@ export const memberRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'addMember',
+    handler: rpc('accounts', 'addMember', {
       request: (i) => ({ accountId: i.params.id, memberId: i.body.accountId, role: i.body.role }),
-      response: (res: { member: { account: RpcAccount; role: string; addedAt: string }; created: boolean }) =>
-        reply(
-          {
-            accountId: res.member.account.id,
-            name: res.member.account.name,
-            email: res.member.account.email ?? null,
-            role: res.member.role,
-            addedAt: res.member.addedAt,
-          },
-          { status: res.created ? 201 : 200 },
-        ),
-    },
+      response: (res) => reply(memberJson(res.member!), { status: res.created ? 201 : 200 }),
+    }),
   }),
   route({
     id: 'accounts.members.remove',
@@ -82,12 +68,9 @@ export const memberRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'removeMember',
+    handler: rpc('accounts', 'removeMember', {
       request: (i) => ({ accountId: i.params.id, memberId: i.params.memberId }),
       response: success,
-    },
+    }),
   }),
 ];

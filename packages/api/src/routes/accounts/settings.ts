@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
+import type { accounts } from '@svc/proto';
+
 import { reply, route } from '../../route.js';
+import { rpc } from '../../rpc.js';
 import { AccountParams, JsonObject } from './shared.js';
 
 /** An account's settings document: get, replace and merge-patch, guarded by If-Match. */
@@ -17,7 +20,7 @@ export const Settings = z
   })
   .meta({ id: 'AccountSettings' });
 
-const settingsReply = (res: { settings?: { documentJson: string; etag: string } }) =>
+const settingsReply = (res: accounts.GetSettingsResponse | accounts.ReplaceSettingsResponse | accounts.PatchSettingsResponse) =>
   reply(JSON.parse(res.settings!.documentJson), { headers: { etag: res.settings!.etag } });
 
 const IfMatch = z.object({ 'if-match': z.string().max(2000).optional().describe('An ETag from GET; 412 when the settings changed since.') });
@@ -34,13 +37,10 @@ export const settingsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'getSettings',
+    handler: rpc('accounts', 'getSettings', {
       request: (i) => ({ accountId: i.params.id }),
       response: settingsReply,
-    },
+    }),
   }),
   route({
     id: 'accounts.settings.replace',
@@ -55,13 +55,10 @@ export const settingsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'replaceSettings',
+    handler: rpc('accounts', 'replaceSettings', {
       request: (i) => ({ accountId: i.params.id, documentJson: JSON.stringify(i.body), ifMatch: i.headers['if-match'] }),
       response: settingsReply,
-    },
+    }),
   }),
   route({
     id: 'accounts.settings.patch',
@@ -76,12 +73,9 @@ export const settingsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'patchSettings',
+    handler: rpc('accounts', 'patchSettings', {
       request: (i) => ({ accountId: i.params.id, patchJson: JSON.stringify(i.body), ifMatch: i.headers['if-match'] }),
       response: settingsReply,
-    },
+    }),
   }),
 ];

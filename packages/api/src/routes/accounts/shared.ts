@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import type { accounts } from '@svc/proto';
+
 import { AccountId, DisplayName, Nullable, type RouteInput } from '../../route.js';
 
 /** Shapes and helpers the accounts routes share: params, names, roles, the principal reference, lists, pages. */
@@ -21,15 +23,8 @@ export const PrincipalRef = z
   })
   .meta({ id: 'PrincipalRef' });
 
-export interface RpcPrincipal {
-  kind: string;
-  id: string;
-  keyId?: string;
-  channel: string;
-  accountId: string;
-}
-
-export const principalRef = (p: RpcPrincipal | undefined) => ({
+/** Who did something, as the API shows it: `system` when the service names no principal. */
+export const principalRef = (p: accounts.Principal | undefined) => ({
   kind: p?.kind ?? 'system',
   id: p?.id ?? 'system',
   keyId: p?.keyId ?? null,

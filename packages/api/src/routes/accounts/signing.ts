@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
+import type { accounts } from '@svc/proto';
+
 import { Nullable, route, Timestamp } from '../../route.js';
+import { rpc } from '../../rpc.js';
 import { AccountParams } from './shared.js';
 
 /** The account's Ed25519 signing key: get, rotate, sign a JSON payload, verify a signature. */
@@ -22,15 +25,7 @@ export const SigningKey = z
   })
   .meta({ id: 'SigningKey' });
 
-interface RpcPublicKey {
-  id: string;
-  jwkJson: string;
-  createdAt: string;
-  retiredAt?: string;
-  verifyUntil?: string;
-}
-
-const signingKeyJson = (res: { keys?: { current?: RpcPublicKey; previous: RpcPublicKey[] } }) => {
+const signingKeyJson = (res: accounts.GetSigningKeyResponse | accounts.RotateSigningKeyResponse) => {
   const cur = res.keys!.current!;
   const previous = res.keys!.previous.map((k) => ({
     id: k.id,
@@ -67,13 +62,10 @@ export const signingRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'getSigningKey',
+    handler: rpc('accounts', 'getSigningKey', {
       request: (i) => ({ accountId: i.params.id }),
       response: signingKeyJson,
-    },
+    }),
   }),
   route({
     id: 'signingKey.rotate',
@@ -95,13 +87,10 @@ export const signingRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'rotateSigningKey',
+    handler: rpc('accounts', 'rotateSigningKey', {
       request: (i) => ({ accountId: i.params.id, gracePeriodHours: i.query.gracePeriodHours }),
       response: signingKeyJson,
-    },
+    }),
   }),
   route({
     id: 'signatures.sign',
@@ -115,13 +104,10 @@ export const signingRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'sign',
+    handler: rpc('accounts', 'sign', {
       request: (i) => ({ accountId: i.params.id, payloadJson: JSON.stringify(i.body.payload) }),
-      response: (res: { jws: string; keyId: string }) => ({ signature: res.jws, keyId: res.keyId, algorithm: 'EdDSA' as const }),
-    },
+      response: (res) => ({ signature: res.jws, keyId: res.keyId, algorithm: 'EdDSA' as const }),
+    }),
   }),
   route({
     id: 'signatures.verify',
@@ -145,12 +131,9 @@ export const signingRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: {
-      kind: 'rpc',
-      service: 'accounts',
-      method: 'verifySignature',
+    handler: rpc('accounts', 'verifySignature', {
       request: (i) => ({ accountId: i.params.id, jws: i.body.signature }),
-      response: (res: { valid: boolean; keyId?: string; payloadJson?: string; reason?: string }) => {
+      response: (res) => {
         let payload: unknown = null;
         try {
           payload = res.payloadJson !== undefined ? JSON.parse(res.payloadJson) : null;
@@ -159,6 +142,6 @@ export const signingRoutes = [
         }
         return { valid: res.valid, keyId: res.keyId ?? null, payload, reason: res.reason ?? null };
       },
-    },
+    }),
   }),
 ];
