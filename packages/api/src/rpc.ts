@@ -37,11 +37,12 @@ export interface RpcHandler {
  * of the generated proto code: a mapping that builds a wrong request or reads a field the response
  * does not have fails to compile.
  */
-export function rpc<S extends RpcService, M extends MethodOf<S>>(
+export function rpc<S extends RpcService, M extends MethodOf<S>, Q extends Partial<RequestOf<S, M>> = Partial<RequestOf<S, M>>>(
   service: S,
   method: M,
   map: {
-    request?: (input: RouteInput) => Partial<RequestOf<S, M>>;
+    /** A field the request does not have is a compile error (`never`), not silently dropped. */
+    request?: (input: RouteInput) => Q & Record<Exclude<keyof Q, keyof RequestOf<S, M>>, never>;
     response?: (res: ResponseOf<S, M>, input: RouteInput) => unknown;
     revokesKey?: (input: RouteInput) => string;
   } = {},
