@@ -1,5 +1,6 @@
+import { agentsClient, keysClient } from '@svc/clients';
 import { defineService, handleOnce, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
-import { accounts, agents, keys } from '@svc/proto';
+import { accounts } from '@svc/proto';
 
 import { AccountsDomain } from './accounts.js';
 import { bootstrap } from './bootstrap.js';
@@ -17,7 +18,6 @@ export { AccountStore, SCHEMA } from './store.js';
 
 export const accountsService = defineService({
   name: 'accounts',
-  grpcServiceName: 'svc.accounts.v1.AccountsService',
   definition: accounts.AccountsServiceService,
   // Not 'bus': events wait in the outbox through a NATS outage, and the gateway needs this service
   // (ResolveActingAccount) to stay in rotation; only host calls fail (503) meanwhile.
@@ -34,8 +34,8 @@ export const accountsService = defineService({
       outbox: () => relay,
       bus: () => ctx.backends.bus(),
       vault: new KeyVault(vaultSecret(ctx.config)),
-      keysClient: () => ctx.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService'),
-      agentsClient: () => ctx.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService'),
+      keysClient: () => keysClient(ctx.registry),
+      agentsClient: () => agentsClient(ctx.registry),
       systemToken: () => ctx.systemToken(),
       log: ctx.log,
     });

@@ -1,5 +1,6 @@
+import { accountsClient, keysClient } from '@svc/clients';
 import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
-import { accounts, agents, keys } from '@svc/proto';
+import { agents } from '@svc/proto';
 
 import { AgentsDomain } from './agents.js';
 import { migrations } from './migrations/index.js';
@@ -16,7 +17,6 @@ export { SCHEMA } from './store.js';
  */
 export const agentsService = defineService({
   name: 'agents',
-  grpcServiceName: 'svc.agents.v1.AgentsService',
   definition: agents.AgentsServiceService,
   // Not 'bus': events wait in the outbox through a NATS outage.
   needs: ['sql'],
@@ -29,8 +29,8 @@ export const agentsService = defineService({
     const domain = new AgentsDomain({
       sql,
       outbox: () => relay,
-      accountsClient: () => ctx.registry.client('accounts', accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService'),
-      keysClient: () => ctx.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService'),
+      accountsClient: () => accountsClient(ctx.registry),
+      keysClient: () => keysClient(ctx.registry),
       systemToken: () => ctx.systemToken(),
       log: ctx.log,
     });

@@ -1,5 +1,6 @@
+import { agentsClient } from '@svc/clients';
 import { defineService, DomainError, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
-import { agents, keys } from '@svc/proto';
+import { keys } from '@svc/proto';
 
 import { type AgentCheck, KeysDomain } from './keys.js';
 import { migrations } from './migrations/index.js';
@@ -13,7 +14,6 @@ const USAGE_FLUSH_MS = 2000;
 
 export const keysService = defineService({
   name: 'keys',
-  grpcServiceName: 'svc.keys.v1.KeysService',
   definition: keys.KeysServiceService,
   needs: ['sql', 'cache', 'bus'],
   schema: SCHEMA,
@@ -24,8 +24,7 @@ export const keysService = defineService({
     // An agent's keys are managed by its account: the agents service answers, asked as the caller
     // (with the caller's own signed principal).
     const checkAgent: AgentCheck = async (p, agentId, principalToken) => {
-      const client = ctx.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService');
-      const { agent } = await client.getAgent({ id: agentId }, { principalToken });
+      const { agent } = await agentsClient(ctx.registry).getAgent({ id: agentId }, { principalToken });
       if (!agent || agent.ownerAccountId !== p.accountId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
     };
     const domain = new KeysDomain(sql, cache, () => relay, checkAgent);
