@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import * as clients from '@svc/clients';
-import { CATALOGUE, downstreamOf, GRPC_SERVICE_NAMES, loadConfig, Registry, SERVICE_NAMES, type ServiceName } from '@svc/kit';
+import { callGraph, CATALOGUE, downstreamOf, findCallCycle, GRPC_SERVICE_NAMES, loadConfig, Registry, SERVICE_NAMES, type ServiceName } from '@svc/kit';
 import { MODULES } from '@svc/stack';
 import { parse } from 'yaml';
 
@@ -28,6 +28,31 @@ describe('the catalogue', () => {
     }
   });
 
+  test('calls name gRPC services (not the caller itself), or are the edge’s `*`', () => {
+    for (const name of SERVICE_NAMES) {
+      const calls = CATALOGUE[name].calls as readonly string[] | '*';
+      if (calls === '*') continue;
+      for (const callee of calls) expect([name, callee, (GRPC_SERVICE_NAMES as string[]).includes(callee) && callee !== name]).toEqual([name, callee, true]);
+    }
+  });
+
+  test('the declared call graph is a DAG: services call down (agents -> accounts -> keys); only the edge calls anything', () => {
+    expect(findCallCycle()).toBeNull();
+    expect(downstreamOf('agents')).toEqual(['keys', 'accounts']);
+    expect(downstreamOf('accounts')).toEqual(['keys']);
+    expect(downstreamOf('keys')).toEqual([]);
+    for (const name of SERVICE_NAMES) {
+      const callers = SERVICE_NAMES.filter((n) => downstreamOf(n).includes(name as never));
+      if (name === 'gateway') expect(callers).toEqual([]);
+      if (name === 'mcp') expect(callers).toEqual(['gateway']);
+    }
+    // The check itself: a back edge anywhere closes a cycle.
+    const graph: Record<string, string[]> = { ...callGraph() };
+    expect(findCallCycle({ ...graph, keys: ['agents'] })).toEqual(['keys', 'agents', 'keys']);
+    expect(findCallCycle({ ...graph, keys: ['accounts'], accounts: ['agents'] })).toEqual(expect.arrayContaining(['keys', 'accounts', 'agents']));
+    expect(findCallCycle({ ...graph, profiles: ['mcp'] })).not.toBeNull();
+  });
+
   test('every services/ folder is a catalogue entry and every entry a folder', () => {
     const folders = fs.readdirSync(path.join(ROOT, 'services')).filter((f) => fs.existsSync(path.join(ROOT, 'services', f, 'package.json')));
     expect(folders.sort()).toEqual([...SERVICE_NAMES].sort());
@@ -35,9 +60,14 @@ describe('the catalogue', () => {
 });
 
 describe('the stack', () => {
-  test('MODULES are the catalogue’s gRPC services, in its order, with its gRPC names', () => {
+  test('MODULES are the catalogue’s gRPC services, in its order, with its gRPC names; each starts after those it calls', () => {
     expect(MODULES.map((m) => m.name)).toEqual(GRPC_SERVICE_NAMES);
     for (const m of MODULES) expect([m.name, m.grpcServiceName]).toEqual([m.name, CATALOGUE[m.name].grpc]);
+    const order = MODULES.map((m) => m.name);
+    for (const m of MODULES) {
+      if (CATALOGUE[m.name].calls === '*') continue;
+      for (const callee of downstreamOf(m.name)) expect([m.name, callee, order.indexOf(callee) < order.indexOf(m.name)]).toEqual([m.name, callee, true]);
+    }
   });
 
   test('depends on every service and references it', () => {

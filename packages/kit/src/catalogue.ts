@@ -22,8 +22,8 @@ export interface CatalogueEntry {
 /** In start order: a service after the services it calls (the stack starts them so). */
 export const CATALOGUE = {
   gateway: { grpc: null, calls: '*', summary: 'HTTP edge: authentication, the route table, local handlers' },
-  keys: { grpc: 'svc.keys.v1.KeysService', calls: ['agents'], summary: 'API keys and their verification' },
-  accounts: { grpc: 'svc.accounts.v1.AccountsService', calls: ['keys', 'agents'], summary: 'accounts, organizations, grants, signing keys, hosts, audit' },
+  keys: { grpc: 'svc.keys.v1.KeysService', calls: [], summary: 'API keys and their verification' },
+  accounts: { grpc: 'svc.accounts.v1.AccountsService', calls: ['keys'], summary: 'accounts, organizations, grants, signing keys, hosts, audit' },
   drive: { grpc: 'svc.drive.v1.DriveService', calls: [], summary: 'the file drive' },
   agents: { grpc: 'svc.agents.v1.AgentsService', calls: ['accounts', 'keys'], summary: 'agents, their keys, default agents' },
   models: { grpc: 'svc.models.v1.ModelsService', calls: [], summary: 'models (stub)' },

@@ -12,9 +12,8 @@ import {
   parseInput,
   type Principal,
   type Queryable,
-  type RpcClient,
 } from '@svc/kit';
-import { agents, keys } from '@svc/proto';
+import type { KeysClient } from '@svc/clients';
 import type { JWK } from 'jose';
 import { z } from 'zod';
 
@@ -35,6 +34,7 @@ import {
   SYSTEM_ACTOR,
   verbCovers,
 } from './access.js';
+import { AgentDirectory } from './directory.js';
 import { checkIfMatch, DEFAULT_SETTINGS, mergePatch, type Settings, settingsEtag, validateSettings, canonicalJson } from './settings.js';
 import { generateSigningKey, type KeyVault, kidOf, privateKeyFrom, sealAad, signCompact, verifyCompact } from './signing.js';
 import {
@@ -61,8 +61,7 @@ export interface AccountsDeps {
   outbox: () => OutboxRelay | undefined;
   bus: () => Promise<Bus>;
   vault: KeyVault;
-  keysClient: () => RpcClient<typeof keys.KeysServiceService>;
-  agentsClient: () => RpcClient<typeof agents.AgentsServiceService>;
+  keysClient: () => KeysClient;
   systemToken: () => Promise<string>;
   log: { warn(obj: unknown, msg: string): void };
 }
@@ -170,8 +169,12 @@ export interface ChainLink {
 export class AccountsDomain {
   readonly store: AccountStore;
 
+  /** Agents as the agents service keeps them here (the chain of authority, grantees): see directory.ts. */
+  readonly agents: AgentDirectory;
+
   constructor(private readonly deps: AccountsDeps) {
     this.store = deps.store;
+    this.agents = new AgentDirectory(deps.store);
   }
 
   private get sql() {
@@ -350,15 +353,9 @@ export class AccountsDomain {
         standing = (p.role as Role | undefined) ?? null;
       } else standing = 'owner';
     } else if (p.kind === 'agent') {
-      const { agent } = await this.deps
-        .agentsClient()
-        .getAgent({ id: p.agentId! }, { principalToken: await this.deps.systemToken() })
-        .catch((err) => {
-          if (err instanceof DomainError && err.kind === 'not_found') return { agent: undefined };
-          throw err;
-        });
+      const agent = await this.agents.agent(p.agentId!);
       links.push({ kind: 'agent', id: p.agentId!, name: agent?.name ?? p.agentId!, relation: 'self' });
-      const ownerId = agent?.ownerAccountId ?? p.accountId;
+      const ownerId = agent?.owner_account_id ?? p.accountId;
       const owner = await this.store.byId(ownerId);
       if (owner) links.push(linkOf(owner, 'owner'));
       if (p.accountId !== ownerId) {
@@ -564,12 +561,7 @@ export class AccountsDomain {
       return 'host';
     }
     if (AGENT_ID_RE.test(granteeId)) {
-      await this.deps
-        .agentsClient()
-        .getAgent({ id: granteeId }, { principalToken: await this.deps.systemToken() })
-        .catch((err) => {
-          throw err instanceof DomainError && err.kind === 'not_found' ? notFound() : err;
-        });
+      if (!(await this.agents.agent(granteeId))) throw notFound();
       return 'agent';
     }
     throw new DomainError('invalid_argument', 'invalid_request', 'granteeId: must be an agent (agt_…), host (host_…) or account (acct_…) id');

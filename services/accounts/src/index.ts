@@ -1,9 +1,10 @@
-import { agentsClient, keysClient } from '@svc/clients';
+import { keysClient } from '@svc/clients';
 import { defineService, handleOnce, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
 import { accounts } from '@svc/proto';
 
 import { AccountsDomain } from './accounts.js';
 import { bootstrap } from './bootstrap.js';
+import { AgentDirectory } from './directory.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { KeyVault, vaultSecret } from './signing.js';
@@ -35,7 +36,6 @@ export const accountsService = defineService({
       bus: () => ctx.backends.bus(),
       vault: new KeyVault(vaultSecret(ctx.config)),
       keysClient: () => keysClient(ctx.registry),
-      agentsClient: () => agentsClient(ctx.registry),
       systemToken: () => ctx.systemToken(),
       log: ctx.log,
     });
@@ -45,10 +45,14 @@ export const accountsService = defineService({
         await bootstrap(ctx, store);
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
-        // Agents created, deleted or moved to another owner enter the audit trail of their accounts.
+        // Agents created, deleted or moved to another owner enter the audit trail of their accounts;
+        // every agent event also writes the agent's record again (the agents service writes it in
+        // the request; this repairs one that call could not make: older versions change nothing).
         consumer = await bus.subscribe(
           'agents.agent.>',
           async (event) => {
+            const record = AgentDirectory.recordOf(event);
+            if (record) await store.syncAgents(sql, [record]);
             const rows = domain.auditRowsForAgentEvent(event);
             if (!rows.length) return;
             await handleOnce(sql, SCHEMA, 'audit-agents', event, async (q) => {

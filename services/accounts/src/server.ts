@@ -210,5 +210,13 @@ export function handlers(domain: AccountsDomain, store: AccountStore): Handlers<
       const { rows, nextCursor } = await domain.listAudit(principal, req.accountId, req);
       return { events: rows.map(toAudit), nextCursor };
     },
+
+    async syncAgents(req, { principal }) {
+      return { applied: await domain.agents.sync(principal, req.agents) };
+    },
+    async forgetAgent(req, { principal }) {
+      await domain.agents.forget(principal, req.id);
+      return {};
+    },
   };
 }

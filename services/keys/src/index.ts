@@ -1,8 +1,7 @@
-import { agentsClient } from '@svc/clients';
-import { defineService, DomainError, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
+import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
 import { keys } from '@svc/proto';
 
-import { type AgentCheck, KeysDomain } from './keys.js';
+import { KeysDomain } from './keys.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
@@ -21,13 +20,9 @@ export const keysService = defineService({
   async create(ctx) {
     const [sql, cache, bus] = await Promise.all([ctx.backends.sql(), ctx.backends.cache(), ctx.backends.bus()]);
     let relay: OutboxRelay | undefined;
-    // An agent's keys are managed by its account: the agents service answers, asked as the caller
-    // (with the caller's own signed principal).
-    const checkAgent: AgentCheck = async (p, agentId, principalToken) => {
-      const { agent } = await agentsClient(ctx.registry).getAgent({ id: agentId }, { principalToken });
-      if (!agent || agent.ownerAccountId !== p.accountId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
-    };
-    const domain = new KeysDomain(sql, cache, () => relay, checkAgent);
+    // Keys call no other service: an agent's keys are managed through the agents service, which
+    // checks the agent is the caller's and calls the *AgentKey methods (catalogue: agents -> keys).
+    const domain = new KeysDomain(sql, cache, () => relay);
     let timer: NodeJS.Timeout | undefined;
     let revoked: Subscription | undefined;
     return {
