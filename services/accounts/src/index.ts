@@ -2,7 +2,7 @@ import { keysClient } from '@svc/clients';
 import { defineService, handleOnce, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
 import { accounts } from '@svc/proto';
 
-import { AccountsDomain } from './accounts.js';
+import { AccountsDomain } from './accounts/index.js';
 import { bootstrap } from './bootstrap.js';
 import { AgentDirectory } from './directory.js';
 import { migrations } from './migrations/index.js';
@@ -10,7 +10,7 @@ import { handlers } from './server.js';
 import { KeyVault, vaultSecret } from './signing.js';
 import { AccountStore, SCHEMA } from './store.js';
 
-export { type AccountsDeps, AccountsDomain } from './accounts.js';
+export { type AccountsDeps, AccountsDomain } from './accounts/index.js';
 export { scopeWithin, verbCovers } from './access.js';
 export { migrations } from './migrations/index.js';
 export { checkIfMatch, DEFAULT_SETTINGS, mergePatch, SettingsSchema, settingsEtag, validateSettings } from './settings.js';

@@ -1,7 +1,7 @@
 import { DomainError, type Handlers } from '@svc/kit';
 import { accounts } from '@svc/proto';
 
-import type { AccountsDomain, PublicKeyView } from './accounts.js';
+import type { AccountsDomain, PublicKeyView } from './accounts/index.js';
 import type { AccountRow, Actor, AuditRow, GrantRow, HostRow, MemberRow, AccountStore } from './store.js';
 
 type Def = typeof accounts.AccountsServiceService;

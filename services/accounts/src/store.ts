@@ -107,7 +107,7 @@ const hostRow = (r: HostRow): HostRow => ({ ...r, paired_by: json(r.paired_by) }
 const keyRow = (r: SigningKeyRow): SigningKeyRow => ({ ...r, public_jwk: json(r.public_jwk) });
 const auditRow = (r: AuditRow): AuditRow => ({ ...r, actor: json(r.actor), data: json(r.data) });
 
-/** SQL for accounts and everything they own. Rules live in accounts.ts. */
+/** SQL for accounts and everything they own. Rules live in accounts/ (one file per area). */
 export class AccountStore {
   constructor(readonly sql: Sql) {}
 
