@@ -1,10 +1,11 @@
+import type { ServiceName } from '@svc/kit';
 import { z } from 'zod';
 
 import type { RpcHandler } from './rpc.js';
 
+export type { ServiceName };
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type PrincipalKind = 'human' | 'agent' | 'host';
-export type ServiceName = 'gateway' | 'keys' | 'accounts' | 'drive' | 'agents' | 'models' | 'trading' | 'profiles' | 'mcp';
 
 /** The validated input of an operation: path params, query and body, each parsed by its schema. */
 export interface RouteInput {

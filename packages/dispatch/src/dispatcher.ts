@@ -1,9 +1,9 @@
 import { type HttpReply, isReply, type Route, type RouteInput, routes as allRoutes } from '@svc/api';
+import { DEFINITIONS } from '@svc/clients';
 import { DomainError, type Principal, type Registry } from '@svc/kit';
 
 import { checkPrincipal } from './access.js';
 import type { Download } from './content.js';
-import { DEFINITIONS } from './definitions.js';
 import { type RawInput, validateInput } from './input.js';
 
 /** Who invokes an operation, as a front authenticated them. */
@@ -106,7 +106,6 @@ export class Dispatcher {
     }
 
     const def = DEFINITIONS[h.service];
-    if (!def) throw new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.');
     const client = this.options.registry.client(h.service, def[0], def[1]) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
     const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
     const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId });

@@ -1,6 +1,5 @@
 export * from './access.js';
 export * from './content.js';
-export * from './definitions.js';
 export * from './dispatcher.js';
 export * from './input.js';
 export * from './operations/drive.js';

@@ -1,18 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
-export const SERVICE_NAMES = [
-  'gateway',
-  'keys',
-  'accounts',
-  'drive',
-  'agents',
-  'models',
-  'trading',
-  'profiles',
-  'mcp',
-] as const;
-export type ServiceName = (typeof SERVICE_NAMES)[number];
+import { SERVICE_NAMES, type ServiceName } from './catalogue.js';
 
 const KEY_RE = /^svc_[0-9a-f]{64}$/;
 const bool = z
@@ -65,11 +54,6 @@ const EnvSchema = z
     S3_SECRET_KEY: z.string().optional(),
     S3_BUCKET: z.string().optional(),
     S3_REGION: z.string().default('us-east-1'),
-    // Drive (services/drive reads them through this config, so a bad value stops the start).
-    SVC_DRIVE_MAX_FILE_BYTES: z.coerce.number().int().min(1).optional(),
-    SVC_DRIVE_GRACE_SECONDS: z.coerce.number().int().min(0).optional(),
-    SVC_DRIVE_COLLECT_INTERVAL_MS: z.coerce.number().int().min(1000).optional(),
-    SVC_DRIVE_MAX_LOCK_SECONDS: z.coerce.number().int().min(1).optional(),
     ...addrVars,
   })
   .superRefine((env, ctx) => {
@@ -102,14 +86,14 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+const cleanEnv = (env: NodeJS.ProcessEnv) => Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
+const configError = (issues: z.core.$ZodIssue[]) =>
+  new ConfigError(`invalid configuration:\n${issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`).join('\n')}`);
+
 /** Reads and validates the environment; a bad value stops the process with a readable message. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
-  const parsed = EnvSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
-    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
-  }
+  const parsed = EnvSchema.safeParse(cleanEnv(env));
+  if (!parsed.success) throw configError(parsed.error.issues);
   const e = parsed.data;
   const addresses: Partial<Record<ServiceName, string>> = {};
   for (const name of SERVICE_NAMES) {
@@ -122,3 +106,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     addresses,
   };
 }
+
+/**
+ * Reads the settings services declare for themselves (a module's `settings`: an object schema
+ * keyed by variable, e.g. SVC_DRIVE_MAX_FILE_BYTES) with loadConfig's rules: empty is unset, and
+ * every bad value of every schema is named in one ConfigError of the same format.
+ */
+export function loadSettings<T extends Record<string, z.ZodObject>>(
+  schemas: T,
+  env: NodeJS.ProcessEnv = process.env,
+): { [K in keyof T]: z.output<T[K]> } {
+  const cleaned = cleanEnv(env);
+  const out: Record<string, unknown> = {};
+  const issues: z.core.$ZodIssue[] = [];
+  for (const [name, schema] of Object.entries(schemas)) {
+    const parsed = schema.safeParse(cleaned);
+    if (parsed.success) out[name] = parsed.data;
+    else issues.push(...parsed.error.issues);
+  }
+  if (issues.length) throw configError(issues);
+  return out as { [K in keyof T]: z.output<T[K]> };
+}
+
+/**
+ * Builders of a module's settings schema (values are strings in the environment; these coerce and
+ * check them), so that a service declares its settings without its own zod.
+ */
+export const setting = {
+  /** An integer of at least `min`; `fallback` when unset. */
+  int: (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback),
+};
+export const defineSettings = <S extends Record<string, z.ZodType>>(shape: S) => z.object(shape);

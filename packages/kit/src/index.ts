@@ -1,4 +1,5 @@
 export * from './backends.js';
+export * from './catalogue.js';
 export * from './config.js';
 export * from './errors.js';
 export * from './grpc.js';

@@ -1,23 +1,39 @@
 import type * as grpc from '@grpc/grpc-js';
+import type { z } from 'zod';
 
 import type { BackendName, Backends } from './backends.js';
-import type { Config, ServiceName } from './config.js';
+import { CATALOGUE, mayCall, type ServiceName } from './catalogue.js';
+import { type Config, loadSettings } from './config.js';
 import { bindService, createRpcClient, type GrpcServerHandle, type Handlers, type RpcClient, startGrpcServer } from './grpc.js';
 import type { Logger } from './log.js';
 import { type Principal, PrincipalSigner } from './principal.js';
 import type { Migration } from './storage/sql.js';
 import { migrate } from './storage/sql.js';
 
-/** Where each service's gRPC server is; filled from config or as services start in-process. */
+/**
+ * Where each service's gRPC server is; filled from config or as services start in-process. A
+ * service gets a view of it for itself (`for(name)`) whose clients are limited to the services the
+ * catalogue declares it calls; the gateway's (and the stack's) is unrestricted.
+ */
 export class Registry {
-  private readonly addresses = new Map<ServiceName, string>();
-  private readonly clients = new Map<string, unknown>();
+  private readonly addresses: Map<ServiceName, string>;
+  private readonly clients: Map<string, unknown>;
+  /** The service whose view this is, if any. */
+  readonly caller: ServiceName | undefined;
 
   constructor(
     initial: Partial<Record<ServiceName, string>>,
     private readonly deadlineMs: number,
+    shared?: { addresses: Map<ServiceName, string>; clients: Map<string, unknown>; caller: ServiceName },
   ) {
-    for (const [k, v] of Object.entries(initial)) this.addresses.set(k as ServiceName, v);
+    this.addresses = shared?.addresses ?? new Map(Object.entries(initial) as Array<[ServiceName, string]>);
+    this.clients = shared?.clients ?? new Map();
+    this.caller = shared?.caller;
+  }
+
+  /** The registry as `caller` sees it: the same addresses and connections, its declared downstreams only. */
+  for(caller: ServiceName): Registry {
+    return new Registry({}, this.deadlineMs, { addresses: this.addresses, clients: this.clients, caller });
   }
 
   set(name: ServiceName, address: string): void {
@@ -28,8 +44,11 @@ export class Registry {
     return this.addresses.get(name);
   }
 
-  /** A typed client, created on first use. */
+  /** A typed client, created on first use. Throws when the caller has not declared `name` as a downstream. */
   client<D extends Record<string, any>>(name: ServiceName, definition: D, grpcServiceName: string): RpcClient<D> {
+    if (this.caller && !mayCall(this.caller, name)) {
+      throw new Error(`the ${this.caller} service calls ${name}, which the service catalogue does not declare as its downstream (packages/kit/src/catalogue.ts)`);
+    }
     const address = this.addresses.get(name) ?? `${name}:50051`;
     const key = `${grpcServiceName}@${address}`;
     let c = this.clients.get(key) as RpcClient<D> | undefined;
@@ -46,12 +65,19 @@ export class Registry {
   }
 }
 
-export interface ServiceContext {
+/** A module's own settings: an object schema keyed by environment variable (SVC_<NAME>_*). */
+export type SettingsSchema = z.ZodObject;
+type NoSettings = z.ZodObject<{}>;
+
+export interface ServiceContext<S = unknown> {
   config: Config;
   log: Logger;
   backends: Backends;
   signer: PrincipalSigner;
+  /** This service's view: clients of the services it declares it calls (the catalogue's `calls`). */
   registry: Registry;
+  /** The service's own settings, parsed by its module's `settings` schema. */
+  settings: S;
   /** A token for calls the service makes on its own behalf (bootstrap, background work). */
   systemToken(): Promise<string>;
 }
@@ -63,9 +89,9 @@ export interface ServiceInstance<D extends Record<string, any>> {
   stop?(): Promise<void>;
 }
 
-export interface ServiceModule<D extends Record<string, any> = Record<string, any>> {
+export interface ServiceModule<D extends Record<string, any> = Record<string, any>, S extends SettingsSchema = NoSettings> {
   name: ServiceName;
-  /** Full gRPC service name, also the health-check service name. */
+  /** Full gRPC service name, also the health-check service name (the catalogue's). */
   grpcServiceName: string;
   definition: D;
   /** Backends whose failure makes the service NOT_SERVING. */
@@ -73,7 +99,9 @@ export interface ServiceModule<D extends Record<string, any> = Record<string, an
   /** The schema this service owns, and its migrations. */
   schema?: string;
   migrations?: Migration[];
-  create(ctx: ServiceContext): Promise<ServiceInstance<D>>;
+  /** Settings of this service alone, validated when the stack starts (loadSettings); `ctx.settings` holds them. */
+  settings?: S;
+  create(ctx: ServiceContext<z.output<S>>): Promise<ServiceInstance<D>>;
 }
 
 export interface RunningService {
@@ -83,8 +111,19 @@ export interface RunningService {
   stop(graceMs: number): Promise<void>;
 }
 
-export function defineService<D extends Record<string, any>>(m: ServiceModule<D>): ServiceModule<D> {
-  return m;
+/**
+ * Declares a service module. Its gRPC service name comes from the catalogue; a module that states
+ * one must agree with it.
+ */
+export function defineService<D extends Record<string, any>, S extends SettingsSchema = NoSettings>(
+  m: Omit<ServiceModule<D, S>, 'grpcServiceName'> & { grpcServiceName?: string },
+): ServiceModule<D, S> {
+  const declared = CATALOGUE[m.name].grpc;
+  if (!declared) throw new Error(`${m.name} has no gRPC service in the service catalogue`);
+  if (m.grpcServiceName !== undefined && m.grpcServiceName !== declared) {
+    throw new Error(`${m.name}: grpcServiceName ${m.grpcServiceName} disagrees with the service catalogue (${declared})`);
+  }
+  return { ...m, grpcServiceName: declared };
 }
 
 export function createSystemTokenSource(signer: PrincipalSigner): () => Promise<string> {
@@ -104,16 +143,27 @@ export async function runMigrations(module: ServiceModule, backends: Backends): 
 /** Starts one service: migrations, gRPC server with health, background work, health loop. */
 export async function runService(
   module: ServiceModule,
-  deps: { config: Config; log: Logger; backends: Backends; registry: Registry; host: string; port: number },
+  deps: {
+    config: Config;
+    log: Logger;
+    backends: Backends;
+    registry: Registry;
+    host: string;
+    port: number;
+    /** The module's settings, already read (the stack reads every module's at once); else read from process.env. */
+    settings?: unknown;
+  },
 ): Promise<RunningService> {
   const log = deps.log.child({ component: module.name });
   const signer = new PrincipalSigner(deps.config.internalSecret);
-  const ctx: ServiceContext = {
+  // The module's settings schema parsed them (deps.settings, or here): the types agree.
+  const ctx: ServiceContext<any> = {
     config: deps.config,
     log,
     backends: deps.backends,
     signer,
-    registry: deps.registry,
+    registry: deps.registry.for(module.name),
+    settings: deps.settings ?? (module.settings ? loadSettings({ [module.name]: module.settings })[module.name] : {}),
     systemToken: createSystemTokenSource(signer),
   };
   const applied = await runMigrations(module, deps.backends);

@@ -29,7 +29,7 @@ describe('loadConfig', () => {
     expect(bad({ SVC_BOOTSTRAP_KEY: 'svc_123' })).toMatch(/SVC_BOOTSTRAP_KEY: must be svc_ followed by 64/);
     expect(bad({ S3_ENDPOINT: 'http://minio:9000' })).toMatch(/S3_ENDPOINT needs S3_ACCESS_KEY/);
     expect(bad({ SVC_SERVICE: 'keys' })).toMatch(/SVC_INTERNAL_SECRET/);
-    expect(bad({ SVC_DRIVE_MAX_FILE_BYTES: 'lots' })).toMatch(/SVC_DRIVE_MAX_FILE_BYTES/);
+    // SVC_DRIVE_* are the drive's own settings now: test/settings.test.ts.
     expect(bad({ SVC_TRUST_PROXY: 'yes' })).toMatch(/SVC_TRUST_PROXY/);
   });
 

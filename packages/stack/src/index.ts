@@ -12,6 +12,7 @@ import {
   type Config,
   createLogger,
   loadConfig,
+  loadSettings,
   type Logger,
   Registry,
   runMigrations,
@@ -26,7 +27,11 @@ import { tradingService } from '@svc/trading';
 
 export const VERSION: string = require('../package.json').version;
 
-/** Start order: keys first (accounts bootstraps the operator's key through it). */
+/**
+ * Every gRPC service of the catalogue (packages/kit/src/catalogue.ts), in its order: a service
+ * starts after the services it calls (accounts bootstraps the operator's key through keys).
+ * test/catalogue.test.ts holds this list to the catalogue.
+ */
 export const MODULES: ServiceModule[] = [
   keysService,
   accountsService,
@@ -59,6 +64,12 @@ export async function startStack(
   options: { logDestination?: { write(line: string): void } } = {},
 ): Promise<Stack> {
   const config = loadConfig(env);
+  // Each service's own settings (a module's `settings`), every module's, so that a bad value stops
+  // any start as the shared ones do. Read from `env`, then the process environment.
+  const settings = loadSettings(
+    Object.fromEntries(MODULES.filter((m) => m.settings).map((m) => [m.name, m.settings!])),
+    env === process.env ? env : { ...process.env, ...Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')) },
+  );
   const log = createLogger({
     level: config.LOG_LEVEL,
     service: config.SVC_SERVICE === 'all' ? 'svc' : config.SVC_SERVICE,
@@ -95,6 +106,7 @@ export async function startStack(
           log,
           backends,
           registry,
+          settings: settings[m.name],
           host: config.GRPC_HOST ?? (all ? `unix:${path.join(socketDir!, `${m.name}.sock`)}` : '0.0.0.0'),
           port: all ? 0 : (config.GRPC_PORT ?? 50051),
         }),

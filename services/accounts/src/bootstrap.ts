@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { keysClient } from '@svc/clients';
 import { API_KEY_RE, generateApiKey, hashSecret, keyPrefix, newId, type ServiceContext } from '@svc/kit';
-import { keys } from '@svc/proto';
+import type { keys } from '@svc/proto';
 
 import type { AccountStore } from './store.js';
 
@@ -33,7 +34,7 @@ function bootstrapKey(ctx: ServiceContext): { key: string; file?: string } {
 export async function bootstrap(ctx: ServiceContext, store: AccountStore): Promise<void> {
   if ((await store.count()) > 0) return;
   const { key, file } = bootstrapKey(ctx);
-  const client = ctx.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService');
+  const client = keysClient(ctx.registry);
   const operatorId = newId('acct');
   let imported: keys.ImportKeyResponse | undefined;
   for (let attempt = 0; ; attempt++) {

@@ -1,14 +1,16 @@
+import { keysClient } from '@svc/clients';
 import { defineService, handleOnce, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
-import { accounts, agents, keys } from '@svc/proto';
+import { accounts } from '@svc/proto';
 
-import { AccountsDomain } from './accounts.js';
+import { AccountsDomain } from './accounts/index.js';
 import { bootstrap } from './bootstrap.js';
+import { AgentDirectory } from './directory.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { KeyVault, vaultSecret } from './signing.js';
 import { AccountStore, SCHEMA } from './store.js';
 
-export { type AccountsDeps, AccountsDomain } from './accounts.js';
+export { type AccountsDeps, AccountsDomain } from './accounts/index.js';
 export { scopeWithin, verbCovers } from './access.js';
 export { migrations } from './migrations/index.js';
 export { checkIfMatch, DEFAULT_SETTINGS, mergePatch, SettingsSchema, settingsEtag, validateSettings } from './settings.js';
@@ -17,7 +19,6 @@ export { AccountStore, SCHEMA } from './store.js';
 
 export const accountsService = defineService({
   name: 'accounts',
-  grpcServiceName: 'svc.accounts.v1.AccountsService',
   definition: accounts.AccountsServiceService,
   // Not 'bus': events wait in the outbox through a NATS outage, and the gateway needs this service
   // (ResolveActingAccount) to stay in rotation; only host calls fail (503) meanwhile.
@@ -34,8 +35,7 @@ export const accountsService = defineService({
       outbox: () => relay,
       bus: () => ctx.backends.bus(),
       vault: new KeyVault(vaultSecret(ctx.config)),
-      keysClient: () => ctx.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService'),
-      agentsClient: () => ctx.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService'),
+      keysClient: () => keysClient(ctx.registry),
       systemToken: () => ctx.systemToken(),
       log: ctx.log,
     });
@@ -45,10 +45,14 @@ export const accountsService = defineService({
         await bootstrap(ctx, store);
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
-        // Agents created, deleted or moved to another owner enter the audit trail of their accounts.
+        // Agents created, deleted or moved to another owner enter the audit trail of their accounts;
+        // every agent event also writes the agent's record again (the agents service writes it in
+        // the request; this repairs one that call could not make: older versions change nothing).
         consumer = await bus.subscribe(
           'agents.agent.>',
           async (event) => {
+            const record = AgentDirectory.recordOf(event);
+            if (record) await store.syncAgents(sql, [record]);
             const rows = domain.auditRowsForAgentEvent(event);
             if (!rows.length) return;
             await handleOnce(sql, SCHEMA, 'audit-agents', event, async (q) => {

@@ -1,7 +1,7 @@
 import { DomainError, type Handlers } from '@svc/kit';
 import { accounts } from '@svc/proto';
 
-import type { AccountsDomain, PublicKeyView } from './accounts.js';
+import type { AccountsDomain, PublicKeyView } from './accounts/index.js';
 import type { AccountRow, Actor, AuditRow, GrantRow, HostRow, MemberRow, AccountStore } from './store.js';
 
 type Def = typeof accounts.AccountsServiceService;
@@ -209,6 +209,14 @@ export function handlers(domain: AccountsDomain, store: AccountStore): Handlers<
     async listAudit(req, { principal }) {
       const { rows, nextCursor } = await domain.listAudit(principal, req.accountId, req);
       return { events: rows.map(toAudit), nextCursor };
+    },
+
+    async syncAgents(req, { principal }) {
+      return { applied: await domain.agents.sync(principal, req.agents) };
+    },
+    async forgetAgent(req, { principal }) {
+      await domain.agents.forget(principal, req.id);
+      return {};
     },
   };
 }

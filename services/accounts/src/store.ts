@@ -71,6 +71,15 @@ export interface HostRow {
   unpaired_at: Date | null;
 }
 
+/** An agent as the agents service holds it, at a version (SyncAgents). */
+export interface AgentRecordRow {
+  id: string;
+  owner_account_id: string;
+  name: string;
+  version: number;
+  deleted: boolean;
+}
+
 export interface AuditRow {
   id: string;
   account_id: string;
@@ -98,7 +107,7 @@ const hostRow = (r: HostRow): HostRow => ({ ...r, paired_by: json(r.paired_by) }
 const keyRow = (r: SigningKeyRow): SigningKeyRow => ({ ...r, public_jwk: json(r.public_jwk) });
 const auditRow = (r: AuditRow): AuditRow => ({ ...r, actor: json(r.actor), data: json(r.data) });
 
-/** SQL for accounts and everything they own. Rules live in accounts.ts. */
+/** SQL for accounts and everything they own. Rules live in accounts/ (one file per area). */
 export class AccountStore {
   constructor(readonly sql: Sql) {}
 
@@ -402,6 +411,42 @@ export class AccountStore {
 
   async touchHost(id: string): Promise<void> {
     await this.sql.query(`UPDATE accounts.hosts SET last_seen_at = now() WHERE id = $1`, [id]);
+  }
+
+  // Agents (records the agents service keeps here) -----------------------------------------------
+
+  /** A live agent's record. */
+  async agentById(id: string): Promise<AgentRecordRow | null> {
+    const rows = await this.sql.query<AgentRecordRow>(
+      `SELECT id, owner_account_id, name, version, deleted FROM accounts.agents WHERE id = $1 AND NOT deleted`,
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Writes each record newer than the one held (ids distinct); returns the ids written. */
+  async syncAgents(q: Queryable, records: AgentRecordRow[]): Promise<string[]> {
+    if (!records.length) return [];
+    const rows = await q.query<{ id: string }>(
+      `INSERT INTO accounts.agents (id, owner_account_id, name, version, deleted)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::boolean[])
+       ON CONFLICT (id) DO UPDATE SET owner_account_id = EXCLUDED.owner_account_id, name = EXCLUDED.name,
+         version = EXCLUDED.version, deleted = EXCLUDED.deleted, synced_at = now()
+         WHERE accounts.agents.version < EXCLUDED.version
+       RETURNING id`,
+      [
+        records.map((r) => r.id),
+        records.map((r) => r.owner_account_id),
+        records.map((r) => r.name),
+        records.map((r) => r.version),
+        records.map((r) => r.deleted),
+      ],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  async forgetAgent(id: string): Promise<void> {
+    await this.sql.query(`DELETE FROM accounts.agents WHERE id = $1`, [id]);
   }
 
   // Audit --------------------------------------------------------------------------------------

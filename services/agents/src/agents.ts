@@ -6,10 +6,9 @@ import {
   type Principal,
   parseInput,
   requireHuman,
-  type RpcClient,
   type Sql,
 } from '@svc/kit';
-import type { accounts, keys } from '@svc/proto';
+import type { AccountsClient, KeysClient } from '@svc/clients';
 import { z } from 'zod';
 
 import { type Actor, type AgentRow, AgentStore, SCHEMA } from './store.js';
@@ -72,9 +71,37 @@ export function actorOf(p: Principal): Actor {
   return { kind: p.kind, id: id ?? 'unknown', keyId: p.keyId ?? null, channel: p.channel, accountId: p.accountId };
 }
 
-/** What events say about an agent (instructions stay out of the event stream). */
+/** What events say about an agent (instructions stay out of the event stream); `version` orders its states. */
 export function eventView(a: AgentRow) {
-  return { id: a.id, name: a.name, ownerAccountId: a.owner_account_id, projectId: a.project_id, model: a.model };
+  return { id: a.id, name: a.name, ownerAccountId: a.owner_account_id, projectId: a.project_id, model: a.model, version: a.version };
+}
+
+/** An agent as the accounts service records it (SyncAgents). */
+export interface AgentRecord {
+  id: string;
+  ownerAccountId: string;
+  name: string;
+  version: number;
+  deleted: boolean;
+}
+
+export const recordOf = (a: Pick<AgentRow, 'id' | 'owner_account_id' | 'name' | 'version' | 'deleted_at'>): AgentRecord => ({
+  id: a.id,
+  ownerAccountId: a.owner_account_id,
+  name: a.name,
+  version: a.version,
+  deleted: a.deleted_at !== null,
+});
+
+/**
+ * The accounts service's records of agents (accounts reads an agent's existence, owner and name
+ * there, never calling this service: agents -> accounts is the only edge between the two).
+ */
+export interface AgentRecords {
+  /** Writes the records (AccountsService.SyncAgents); a record no newer than the one held changes nothing. */
+  sync(records: AgentRecord[]): Promise<void>;
+  /** Drops the record of an agent whose creation failed (AccountsService.ForgetAgent). */
+  forget(id: string): Promise<void>;
 }
 
 const encodeCursor = (id: string) => Buffer.from(id).toString('base64url');
@@ -88,8 +115,14 @@ function decodeCursor(c: string | undefined): string | undefined {
 export interface AgentsDeps {
   sql: Sql;
   outbox: () => OutboxRelay | undefined;
-  accountsClient: () => RpcClient<typeof accounts.AccountsServiceService>;
-  keysClient: () => RpcClient<typeof keys.KeysServiceService>;
+  accountsClient: () => AccountsClient;
+  keysClient: () => KeysClient;
+  /**
+   * Where the accounts service's records of agents are written: in every create, change and
+   * delete. The service always passes it (index.ts); unit tests that fake no accounts service
+   * leave it out.
+   */
+  records?: AgentRecords;
   systemToken: () => Promise<string>;
   log: { warn(obj: unknown, msg: string): void; error(obj: unknown, msg: string): void };
 }
@@ -136,22 +169,32 @@ export class AgentsDomain {
       throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}.`);
     }
     const actor = actorOf(p);
-    const agent = await this.deps.sql.tx(async (q) => {
-      const a = await this.store.insert(q, {
-        id: newId('agt'),
-        owner_account_id: p.accountId,
-        project_id: p.projectId ?? body.projectId ?? null,
-        name: body.name,
-        description: body.description ?? null,
-        model: body.model ?? null,
-        instructions: body.instructions ?? null,
-        created_by: actor,
+    const id = newId('agt');
+    // Recorded in the accounts service first, so that a grant to the agent right after this answer
+    // finds it; when the agent cannot be written, the record goes again (as an account's first key
+    // does when its account cannot be).
+    await this.deps.records?.sync([{ id, ownerAccountId: p.accountId, name: body.name, version: 1, deleted: false }]);
+    try {
+      const agent = await this.deps.sql.tx(async (q) => {
+        const a = await this.store.insert(q, {
+          id,
+          owner_account_id: p.accountId,
+          project_id: p.projectId ?? body.projectId ?? null,
+          name: body.name,
+          description: body.description ?? null,
+          model: body.model ?? null,
+          instructions: body.instructions ?? null,
+          created_by: actor,
+        });
+        await enqueueEvent(q, SCHEMA, { subject: 'agents.agent.created', accountId: a.owner_account_id, data: { agent: eventView(a), actor } });
+        return a;
       });
-      await enqueueEvent(q, SCHEMA, { subject: 'agents.agent.created', accountId: a.owner_account_id, data: { agent: eventView(a), actor } });
-      return a;
-    });
-    this.kick();
-    return agent;
+      this.kick();
+      return agent;
+    } catch (err) {
+      await this.deps.records?.forget(id).catch((e) => this.deps.log.error({ err: e, agentId: id }, 'could not drop the record of an agent not created'));
+      throw err;
+    }
   }
 
   async list(p: Principal, input: { limit?: number; cursor?: string; projectId?: string }): Promise<{ rows: AgentRow[]; nextCursor?: string }> {
@@ -251,7 +294,10 @@ export class AgentsDomain {
       // And after: a key made for the old owner while the move was in flight goes too.
       await this.revokeKeys(id).catch((err) => this.deps.log.error({ err, agentId: id }, 'revoking keys after an owner change failed'));
     }
-    if (out.changed.length) this.kick();
+    if (out.changed.length) {
+      this.kick();
+      await this.record(out.agent);
+    }
     return out.agent;
   }
 
@@ -279,19 +325,42 @@ export class AgentsDomain {
     await this.visible(p, id);
     const revoked = await this.revokeKeys(id);
     const actor = actorOf(p);
-    await this.deps.sql.tx(async (q) => {
+    const deleted = await this.deps.sql.tx(async (q) => {
       const a = await this.store.byId(id, q, true);
       if (!a || !this.sees(p, a)) throw agentNotFound();
-      await this.store.markDeleted(q, id);
+      const d = (await this.store.markDeleted(q, id))!;
       await this.store.dropFromDefaults(q, id);
       await enqueueEvent(q, SCHEMA, {
         subject: 'agents.agent.deleted',
-        accountId: a.owner_account_id,
-        data: { agent: eventView(a), actor, revokedKeys: revoked },
+        accountId: d.owner_account_id,
+        data: { agent: eventView(d), actor, revokedKeys: revoked },
       });
+      return d;
     });
     this.kick();
+    await this.record(deleted);
     return revoked;
+  }
+
+  /**
+   * Writes a committed change to the accounts service's record. A failure is logged, not
+   * answered: the change stands, and its event writes the record again when accounts consumes it.
+   */
+  private async record(a: AgentRow): Promise<void> {
+    await this.deps.records?.sync([recordOf(a)]).catch((err) => this.deps.log.warn({ err, agentId: a.id }, 'could not record an agent change in accounts; its event will'));
+  }
+
+  /** Writes every agent's record (deleted ones too) to the accounts service: at start, for agents older than the records. */
+  async recordAll(pageSize = 500): Promise<number> {
+    let after: string | null = null;
+    let n = 0;
+    for (;;) {
+      const page = await this.store.page(after, pageSize);
+      if (!page.length) return n;
+      await this.deps.records?.sync(page.map(recordOf));
+      n += page.length;
+      after = page[page.length - 1]!.id;
+    }
   }
 
   /** Keys of a deleted agent never come back: the consumer of agents.agent.deleted revokes again. */

@@ -1,12 +1,15 @@
+import { accountsClient, keysClient } from '@svc/clients';
 import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
-import { accounts, agents, keys } from '@svc/proto';
+import { agents } from '@svc/proto';
 
-import { AgentsDomain } from './agents.js';
+import { AgentKeys } from './agent-keys.js';
+import { AgentsDomain, type AgentRecords } from './agents.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
 
-export { type AgentsDeps, AgentsDomain } from './agents.js';
+export { AgentKeys } from './agent-keys.js';
+export { type AgentRecord, type AgentRecords, type AgentsDeps, AgentsDomain } from './agents.js';
 export { migrations } from './migrations/index.js';
 export { SCHEMA } from './store.js';
 
@@ -16,7 +19,6 @@ export { SCHEMA } from './store.js';
  */
 export const agentsService = defineService({
   name: 'agents',
-  grpcServiceName: 'svc.agents.v1.AgentsService',
   definition: agents.AgentsServiceService,
   // Not 'bus': events wait in the outbox through a NATS outage.
   needs: ['sql'],
@@ -26,17 +28,45 @@ export const agentsService = defineService({
     const sql = await ctx.backends.sql();
     let relay: OutboxRelay | undefined;
     let consumer: Subscription | undefined;
+    let stopped = false;
+    const system = async () => ({ principalToken: await ctx.systemToken() });
+    // The accounts service's records of agents (the chain of authority, grants to agents).
+    const records: AgentRecords = {
+      async sync(agents) {
+        await accountsClient(ctx.registry).syncAgents({ agents }, await system());
+      },
+      async forget(id) {
+        await accountsClient(ctx.registry).forgetAgent({ id }, await system());
+      },
+    };
     const domain = new AgentsDomain({
       sql,
       outbox: () => relay,
-      accountsClient: () => ctx.registry.client('accounts', accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService'),
-      keysClient: () => ctx.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService'),
+      accountsClient: () => accountsClient(ctx.registry),
+      keysClient: () => keysClient(ctx.registry),
+      records,
       systemToken: () => ctx.systemToken(),
       log: ctx.log,
     });
+    const agentKeys = new AgentKeys(domain, { keysClient: () => keysClient(ctx.registry), systemToken: () => ctx.systemToken() });
+    // Every agent's record, once per start: agents from before the records, and any change whose
+    // record and event both went missing. Retried while the accounts service is not up yet.
+    const recordAll = async () => {
+      for (let attempt = 0; !stopped; attempt++) {
+        try {
+          const n = await domain.recordAll();
+          ctx.log.info({ agents: n }, 'agents recorded in the accounts service');
+          return;
+        } catch (err) {
+          ctx.log.warn({ err: (err as Error).message, attempt }, 'recording agents in the accounts service failed; retrying');
+          await new Promise((r) => setTimeout(r, Math.min(1000 * 2 ** attempt, 30_000)).unref());
+        }
+      }
+    };
     return {
-      handlers: handlers(domain),
+      handlers: handlers(domain, agentKeys),
       async start() {
+        void recordAll();
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         // A deleted agent's keys are revoked in the request; this catches a key made meanwhile.
@@ -51,6 +81,7 @@ export const agentsService = defineService({
         );
       },
       async stop() {
+        stopped = true;
         await consumer?.unsubscribe();
         await relay?.stop();
       },

@@ -1,6 +1,7 @@
 import type { Handlers } from '@svc/kit';
 import { agents } from '@svc/proto';
 
+import type { AgentKeys } from './agent-keys.js';
 import type { AgentsDomain } from './agents.js';
 import type { AgentRow } from './store.js';
 
@@ -21,7 +22,7 @@ export function toAgent(a: AgentRow): agents.Agent {
 }
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: AgentsDomain): Handlers<Def> {
+export function handlers(domain: AgentsDomain, agentKeys: AgentKeys): Handlers<Def> {
   return {
     async createAgent(req, { principal }) {
       return { agent: toAgent(await domain.create(principal, req)) };
@@ -44,6 +45,16 @@ export function handlers(domain: AgentsDomain): Handlers<Def> {
     },
     async setDefaultAgents(req, { principal }) {
       return { agents: (await domain.setDefaults(principal, req.agentIds)).map(toAgent) };
+    },
+    async createAgentKey(req, { principal }) {
+      return agentKeys.create(principal, req);
+    },
+    async listAgentKeys(req, { principal }) {
+      return agentKeys.list(principal, req);
+    },
+    async revokeAgentKey(req, { principal }) {
+      await agentKeys.revoke(principal, req);
+      return {};
     },
   };
 }

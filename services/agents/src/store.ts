@@ -23,12 +23,14 @@ export interface AgentRow {
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
+  /** 1 when created, +1 per change and on deletion. */
+  version: number;
 }
 
 export type AgentFields = Pick<AgentRow, 'name' | 'description' | 'model' | 'instructions'>;
 
 const COLUMNS = `id, owner_account_id, project_id, name, description, model, instructions, created_by, created_at,
-  updated_at, deleted_at`;
+  updated_at, deleted_at, version`;
 
 const row = (r: AgentRow): AgentRow => ({ ...r, created_by: typeof r.created_by === 'string' ? JSON.parse(r.created_by) : r.created_by });
 
@@ -36,7 +38,7 @@ const row = (r: AgentRow): AgentRow => ({ ...r, created_by: typeof r.created_by 
 export class AgentStore {
   constructor(readonly sql: Sql) {}
 
-  async insert(q: Queryable, a: Omit<AgentRow, 'created_at' | 'updated_at' | 'deleted_at'>): Promise<AgentRow> {
+  async insert(q: Queryable, a: Omit<AgentRow, 'created_at' | 'updated_at' | 'deleted_at' | 'version'>): Promise<AgentRow> {
     const rows = await q.query<AgentRow>(
       `INSERT INTO agents.agents (id, owner_account_id, project_id, name, description, model, instructions, created_by)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING ${COLUMNS}`,
@@ -73,15 +75,30 @@ export class AgentStore {
 
   async update(q: Queryable, id: string, fields: AgentFields & { owner_account_id: string }): Promise<AgentRow> {
     const rows = await q.query<AgentRow>(
-      `UPDATE agents.agents SET name = $2, description = $3, model = $4, instructions = $5, owner_account_id = $6, updated_at = now()
+      `UPDATE agents.agents SET name = $2, description = $3, model = $4, instructions = $5, owner_account_id = $6, updated_at = now(),
+        version = version + 1
         WHERE id = $1 RETURNING ${COLUMNS}`,
       [id, fields.name, fields.description, fields.model, fields.instructions, fields.owner_account_id],
     );
     return row(rows[0]!);
   }
 
-  async markDeleted(q: Queryable, id: string): Promise<void> {
-    await q.query(`UPDATE agents.agents SET deleted_at = now() WHERE id = $1 AND deleted_at IS NULL`, [id]);
+  /** Marks the agent deleted; the deleted row, or null when it already was. */
+  async markDeleted(q: Queryable, id: string): Promise<AgentRow | null> {
+    const rows = await q.query<AgentRow>(
+      `UPDATE agents.agents SET deleted_at = now(), version = version + 1 WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+      [id],
+    );
+    return rows[0] ? row(rows[0]) : null;
+  }
+
+  /** Every agent, deleted ones too, by id, a page at a time (for the accounts service's records). */
+  async page(after: string | null, limit: number): Promise<AgentRow[]> {
+    const rows = await this.sql.query<AgentRow>(
+      `SELECT ${COLUMNS} FROM agents.agents WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2`,
+      [after, limit],
+    );
+    return rows.map(row);
   }
 
   /** Removes the agent from every account's defaults. */

@@ -1,38 +1,17 @@
-import { type Config, defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
+import { defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { drive } from '@svc/proto';
 
 import { DriveDomain } from './domain.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
+import { driveSettings, driveSettingsSchema } from './settings.js';
 import { SCHEMA } from './store.js';
 import type { DriveSettings } from './types.js';
 
 export { DriveDomain } from './domain.js';
 export type { DriveSettings } from './types.js';
 export { etagOf, validName } from './rules.js';
-
-/**
- * Drive settings from the environment (SVC_DRIVE_*):
- * - SVC_DRIVE_MAX_FILE_BYTES: largest file, default 5 GiB (413 above);
- * - SVC_DRIVE_GRACE_SECONDS: how long unreferenced content is kept before collection, default 3600;
- * - SVC_DRIVE_COLLECT_INTERVAL_MS: how often the collector runs, default 300000;
- * - SVC_DRIVE_MAX_LOCK_SECONDS: longest item lock, default 86400.
- */
-export function driveSettings(config: Config, env: NodeJS.ProcessEnv = process.env): DriveSettings {
-  const read = (name: string, fallback: number, min: number): number => {
-    const raw = (config as unknown as Record<string, unknown>)[name] ?? env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be an integer of at least ${min}`);
-    return n;
-  };
-  return {
-    maxFileBytes: read('SVC_DRIVE_MAX_FILE_BYTES', 5 * 1024 ** 3, 1),
-    graceSeconds: read('SVC_DRIVE_GRACE_SECONDS', 3600, 0),
-    collectEveryMs: read('SVC_DRIVE_COLLECT_INTERVAL_MS', 300_000, 1000),
-    maxLockSeconds: read('SVC_DRIVE_MAX_LOCK_SECONDS', 86_400, 1),
-  };
-}
+export { driveSettings, driveSettingsSchema } from './settings.js';
 
 export const driveService = defineService({
   name: 'drive',
@@ -41,9 +20,10 @@ export const driveService = defineService({
   needs: ['sql', 'bus', 'blobs'],
   schema: SCHEMA,
   migrations,
+  settings: driveSettingsSchema,
   async create(ctx) {
     const [sql, bus, blobs] = await Promise.all([ctx.backends.sql(), ctx.backends.bus(), ctx.backends.blobs()]);
-    const settings = driveSettings(ctx.config);
+    const settings = driveSettings(ctx.settings);
     let relay: OutboxRelay | undefined;
     const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log);
     let timer: NodeJS.Timeout | undefined;

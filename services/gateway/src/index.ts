@@ -9,9 +9,8 @@ import {
   createSystemTokenSource,
   type Logger,
   PrincipalSigner,
+  GRPC_SERVICE_NAMES,
   type Registry,
-  SERVICE_NAMES,
-  type ServiceName,
 } from '@svc/kit';
 
 import { createApp, nextRequestId } from './app.js';
@@ -66,7 +65,7 @@ export async function startGateway(deps: {
   const hashes = createHashPool({ name: 'gateway-sha256' });
   const local = { log, registry: deps.registry, auth, backends: deps.backends, hashes };
 
-  const services = SERVICE_NAMES.filter((s): s is ServiceName => s !== 'gateway');
+  const services = [...GRPC_SERVICE_NAMES];
   const app = createApp({
     log,
     registry: deps.registry,

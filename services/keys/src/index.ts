@@ -1,7 +1,7 @@
-import { defineService, DomainError, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
-import { agents, keys } from '@svc/proto';
+import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
+import { keys } from '@svc/proto';
 
-import { type AgentCheck, KeysDomain } from './keys.js';
+import { KeysDomain } from './keys.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
@@ -13,7 +13,6 @@ const USAGE_FLUSH_MS = 2000;
 
 export const keysService = defineService({
   name: 'keys',
-  grpcServiceName: 'svc.keys.v1.KeysService',
   definition: keys.KeysServiceService,
   needs: ['sql', 'cache', 'bus'],
   schema: SCHEMA,
@@ -21,14 +20,9 @@ export const keysService = defineService({
   async create(ctx) {
     const [sql, cache, bus] = await Promise.all([ctx.backends.sql(), ctx.backends.cache(), ctx.backends.bus()]);
     let relay: OutboxRelay | undefined;
-    // An agent's keys are managed by its account: the agents service answers, asked as the caller
-    // (with the caller's own signed principal).
-    const checkAgent: AgentCheck = async (p, agentId, principalToken) => {
-      const client = ctx.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService');
-      const { agent } = await client.getAgent({ id: agentId }, { principalToken });
-      if (!agent || agent.ownerAccountId !== p.accountId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
-    };
-    const domain = new KeysDomain(sql, cache, () => relay, checkAgent);
+    // Keys call no other service: an agent's keys are managed through the agents service, which
+    // checks the agent is the caller's and calls the *AgentKey methods (catalogue: agents -> keys).
+    const domain = new KeysDomain(sql, cache, () => relay);
     let timer: NodeJS.Timeout | undefined;
     let revoked: Subscription | undefined;
     return {

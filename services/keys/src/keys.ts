@@ -32,18 +32,30 @@ export interface CreateInput {
 }
 
 /**
- * Confirms, through the agents service and as the caller, that an agent is one the caller may
- * manage (an agent of its acting account); throws agent_not_found (404) otherwise.
+ * For whom keys are made, listed or revoked: the account they act in, the calling key (recorded
+ * as creator or revoker) and its project scope. A principal is one; so is the explicit caller the
+ * agents service names when it manages an agent's keys (AgentKeyCaller).
  */
-export type AgentCheck = (p: Principal, agentId: string, principalToken: string) => Promise<void>;
+export interface Acting {
+  accountId: string;
+  keyId?: string;
+  projectId?: string;
+}
 
-/** Who a new or listed key belongs to, given the caller and an optional agent id (route /agents/:id/keys). */
-async function ownerFor(
-  p: Principal,
-  agentId: string | undefined,
-  checkAgent: AgentCheck | undefined,
-  principalToken: string,
-): Promise<{ kind: 'human' | 'agent'; id: string }> {
+/** The agent whose keys a system caller (the agents service) manages, for whom: checked by that caller. */
+export interface AgentKeyCaller extends Acting {
+  agentId: string;
+}
+
+type Owner = { kind: 'human' | 'agent'; id: string };
+
+/**
+ * Who owns a new or listed key, given the principal and an optional agent id: an agent key's keys
+ * are that agent's (it names itself, if anything); a person's are theirs. A person manages an
+ * agent's keys through the agents service, which checks the agent is theirs and calls the
+ * *AgentKey methods below.
+ */
+function ownerFor(p: Principal, agentId: string | undefined): Owner {
   if (p.kind === 'agent') {
     // An agent's key only ever makes keys of that same agent, never a person's.
     if (agentId && agentId !== p.agentId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
@@ -51,20 +63,23 @@ async function ownerFor(
   }
   if (p.kind !== 'human') throw new DomainError('forbidden', 'forbidden', 'This principal cannot manage API keys.');
   if (agentId) {
-    // Keys of an agent need the agents service to confirm the agent is the caller's.
-    if (!checkAgent) throw new DomainError('not_implemented', 'not_implemented', 'Agent keys need the agents service.');
-    await checkAgent(p, agentId, principalToken);
-    return { kind: 'agent', id: agentId };
+    throw new DomainError('invalid_argument', 'invalid_request', "agentId: an agent's keys are managed through the agents service (/agents/:id/keys).");
   }
   return { kind: 'human', id: p.userId! };
 }
 
 /** A project-scoped key works inside its project only, and cannot make keys outside it. */
-function projectFor(p: Principal, requested: string | undefined): string | undefined {
-  if (p.projectId && requested && requested !== p.projectId) {
-    throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}.`);
+function projectFor(a: Acting, requested: string | undefined): string | undefined {
+  if (a.projectId && requested && requested !== a.projectId) {
+    throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${a.projectId}.`);
   }
-  return p.projectId ?? requested;
+  return a.projectId ?? requested;
+}
+
+interface ListInput {
+  projectId?: string;
+  limit: number;
+  cursor?: string;
 }
 
 /** People see their own keys; owners and admins of an organization see every member's. */
@@ -83,15 +98,22 @@ export class KeysDomain {
     private readonly sql: Sql,
     private readonly cache: Cache,
     private readonly outbox: () => OutboxRelay | undefined,
-    private readonly checkAgent?: AgentCheck,
   ) {
     this.store = new KeyStore(sql);
   }
 
-  async create(p: Principal, input: CreateInput, principalToken: string): Promise<{ row: KeyRow; plaintext: string }> {
-    const owner = await ownerFor(p, input.agentId, this.checkAgent, principalToken);
-    const projectId = projectFor(p, input.projectId);
-    const attempts = await this.cache.hit(`keys:create:${p.accountId}`, 60_000);
+  async create(p: Principal, input: CreateInput): Promise<{ row: KeyRow; plaintext: string }> {
+    return this.insert(p, ownerFor(p, input.agentId), input);
+  }
+
+  /** A key of the agent, for the agents service (which has checked the caller may manage the agent's keys). */
+  async createAgentKey(c: AgentKeyCaller, input: Omit<CreateInput, 'agentId'>): Promise<{ row: KeyRow; plaintext: string }> {
+    return this.insert(c, { kind: 'agent', id: c.agentId }, input);
+  }
+
+  private async insert(a: Acting, owner: Owner, input: Omit<CreateInput, 'agentId'>): Promise<{ row: KeyRow; plaintext: string }> {
+    const projectId = projectFor(a, input.projectId);
+    const attempts = await this.cache.hit(`keys:create:${a.accountId}`, 60_000);
     if (attempts > CREATE_LIMIT_PER_MINUTE) {
       throw new DomainError('rate_limited', 'rate_limited', 'Too many keys created for this account; try again in a minute.', {
         retryAfterSeconds: 60,
@@ -105,34 +127,40 @@ export class KeysDomain {
         key_hash: hashSecret(plaintext),
         prefix: keyPrefix(plaintext),
         name: input.name,
-        account_id: p.accountId,
+        account_id: a.accountId,
         owner_kind: owner.kind,
         owner_id: owner.id,
         project_id: projectId ?? null,
-        created_by_key_id: p.keyId ?? null,
+        created_by_key_id: a.keyId ?? null,
         expires_at: expiresAt,
       });
-      await enqueueEvent(q, SCHEMA, { subject: 'keys.key.created', accountId: p.accountId, data: publicView(r) });
+      await enqueueEvent(q, SCHEMA, { subject: 'keys.key.created', accountId: a.accountId, data: publicView(r) });
       return r;
     });
     this.outbox()?.kick();
     return { row, plaintext };
   }
 
-  async list(
-    p: Principal,
-    input: { projectId?: string; agentId?: string; limit: number; cursor?: string },
-    principalToken: string,
-  ): Promise<{ rows: KeyRow[]; nextCursor?: string }> {
-    const owner = p.kind === 'agent' || input.agentId ? await ownerFor(p, input.agentId, this.checkAgent, principalToken) : null;
-    const projectId = projectFor(p, input.projectId);
+  async list(p: Principal, input: ListInput & { agentId?: string }): Promise<{ rows: KeyRow[]; nextCursor?: string }> {
+    const owner = p.kind === 'agent' || input.agentId ? ownerFor(p, input.agentId) : null;
+    const privileged = p.role === 'owner' || p.role === 'admin' || p.accountId === p.userId;
+    return this.page(p, { kind: owner?.kind ?? 'human', id: owner?.id ?? (privileged ? undefined : p.userId) }, input);
+  }
+
+  /** The agent's active keys, for the agents service. */
+  async listAgentKeys(c: AgentKeyCaller, input: ListInput): Promise<{ rows: KeyRow[]; nextCursor?: string }> {
+    return this.page(c, { kind: 'agent', id: c.agentId }, input);
+  }
+
+  /** Active keys of the acting account, of one owner kind (and owner, when given). */
+  private async page(a: Acting, owner: { kind: 'human' | 'agent'; id?: string }, input: ListInput): Promise<{ rows: KeyRow[]; nextCursor?: string }> {
+    const projectId = projectFor(a, input.projectId);
     const limit = Math.min(Math.max(input.limit || 50, 1), 200);
     const before = input.cursor ? decodeCursor(input.cursor) : undefined;
-    const privileged = p.role === 'owner' || p.role === 'admin' || p.accountId === p.userId;
     const rows = await this.store.listActive({
-      accountId: p.accountId,
-      ownerKind: owner?.kind ?? 'human',
-      ownerId: owner?.id ?? (privileged ? undefined : p.userId),
+      accountId: a.accountId,
+      ownerKind: owner.kind,
+      ownerId: owner.id,
       projectId,
       before,
       limit: limit + 1,
@@ -142,18 +170,26 @@ export class KeysDomain {
   }
 
   /** Revokes at once: the row, the shared verification cache, and an event every gateway hears. */
-  async revoke(p: Principal, input: { id: string; agentId?: string }, principalToken: string): Promise<void> {
-    if (input.agentId || p.kind === 'agent') await ownerFor(p, input.agentId, this.checkAgent, principalToken);
+  async revoke(p: Principal, input: { id: string; agentId?: string }): Promise<void> {
+    if (input.agentId || p.kind === 'agent') ownerFor(p, input.agentId);
+    await this.revokeIf(p, input.id, (row) => sees(p, row));
+  }
+
+  /** Revokes a key of the agent, for the agents service; another agent's key, or one outside the caller's project, is not found. */
+  async revokeAgentKey(c: AgentKeyCaller, id: string): Promise<void> {
+    await this.revokeIf(c, id, (row) => (!c.projectId || row.project_id === c.projectId) && row.owner_kind === 'agent' && row.owner_id === c.agentId);
+  }
+
+  private async revokeIf(a: Acting, id: string, visible: (row: KeyRow) => boolean): Promise<void> {
     const hash = await this.sql.tx(async (q) => {
-      const row = await this.store.byId(q, input.id, p.accountId);
-      if (!row || !sees(p, row)) throw notFound();
-      if (input.agentId && !(row.owner_kind === 'agent' && row.owner_id === input.agentId)) throw notFound();
+      const row = await this.store.byId(q, id, a.accountId);
+      if (!row || !visible(row)) throw notFound();
       if (row.revoked_at) return row.key_hash; // retried revocation: already done
       await this.store.markRevoked(q, row.id);
       await enqueueEvent(q, SCHEMA, {
         subject: 'keys.key.revoked',
         accountId: row.account_id,
-        data: { id: row.id, prefix: row.prefix, revokedByKeyId: p.keyId ?? null },
+        data: { id: row.id, prefix: row.prefix, revokedByKeyId: a.keyId ?? null },
       });
       return row.key_hash;
     });

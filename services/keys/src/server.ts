@@ -1,7 +1,7 @@
 import { type CallContext, DomainError, type Handlers } from '@svc/kit';
 import { keys } from '@svc/proto';
 
-import type { KeysDomain } from './keys.js';
+import type { AgentKeyCaller, KeysDomain } from './keys.js';
 import type { KeyRow } from './store.js';
 
 type Def = typeof keys.KeysServiceService;
@@ -30,19 +30,42 @@ function systemOnly(ctx: CallContext): void {
   }
 }
 
+/** The explicit caller of an *AgentKey call (a system call from the agents service). */
+function agentKeyCaller(c: keys.AgentKeyCaller | undefined): AgentKeyCaller {
+  if (!c || !/^acct_[0-9a-z]{26}$/.test(c.accountId) || !/^agt_[0-9a-z]{26}$/.test(c.agentId)) {
+    throw new DomainError('invalid_argument', 'invalid_request', 'caller: an account id and an agent id are required.');
+  }
+  return { accountId: c.accountId, agentId: c.agentId, keyId: c.keyId, projectId: c.projectId };
+}
+
 /** gRPC handlers: translate messages, let the domain decide. */
 export function handlers(domain: KeysDomain): Handlers<Def> {
   return {
     async createKey(req, ctx) {
-      const { row, plaintext } = await domain.create(ctx.principal, req, ctx.principalToken);
+      const { row, plaintext } = await domain.create(ctx.principal, req);
       return { key: toApiKey(row), plaintext };
     },
     async listKeys(req, ctx) {
-      const { rows, nextCursor } = await domain.list(ctx.principal, req, ctx.principalToken);
+      const { rows, nextCursor } = await domain.list(ctx.principal, req);
       return { keys: rows.map(toApiKey), nextCursor };
     },
     async revokeKey(req, ctx) {
-      await domain.revoke(ctx.principal, req, ctx.principalToken);
+      await domain.revoke(ctx.principal, req);
+      return {};
+    },
+    async createAgentKey(req, ctx) {
+      systemOnly(ctx);
+      const { row, plaintext } = await domain.createAgentKey(agentKeyCaller(req.caller), req);
+      return { key: toApiKey(row), plaintext };
+    },
+    async listAgentKeys(req, ctx) {
+      systemOnly(ctx);
+      const { rows, nextCursor } = await domain.listAgentKeys(agentKeyCaller(req.caller), req);
+      return { keys: rows.map(toApiKey), nextCursor };
+    },
+    async revokeAgentKey(req, ctx) {
+      systemOnly(ctx);
+      await domain.revokeAgentKey(agentKeyCaller(req.caller), req.id);
       return {};
     },
     async verifyKey(req, ctx) {

@@ -93,10 +93,12 @@ const listReq = (i: RouteInput) => ({ projectId: i.query.projectId, limit: i.que
 function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: boolean; revokeByPath: boolean }) {
   const params = opts.agent ? z.object({ id: AgentId }) : undefined;
   const who = opts.agent ? "the agent's" : "the caller's";
+  // An agent's keys go through the agents service, which checks the agent is the caller's and asks the keys service.
+  const rpc = (keysMethod: string, agentsMethod: string) =>
+    opts.agent ? { service: 'agents' as const, method: agentsMethod } : { service: 'keys' as const, method: keysMethod };
   const revoke = (id: (i: RouteInput) => string) => ({
     kind: 'rpc' as const,
-    service: 'keys' as const,
-    method: 'revokeKey',
+    ...rpc('revokeKey', 'revokeAgentKey'),
     request: (i: RouteInput) => ({ id: id(i), ...agentOf(i) }),
     response: success,
     revokesKey: id,
@@ -115,7 +117,7 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       auth: 'key',
       principals: ['human', 'agent'],
       authority: false,
-      handler: { kind: 'rpc', service: 'keys', method: 'createKey', request: createReq, response: created },
+      handler: { kind: 'rpc', ...rpc('createKey', 'createAgentKey'), request: createReq, response: created },
     }),
     route({
       id: `${idPrefix}.list`,
@@ -129,7 +131,7 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       auth: 'key',
       principals: ['human', 'agent'],
       authority: false,
-      handler: { kind: 'rpc', service: 'keys', method: 'listKeys', request: listReq, response: listed },
+      handler: { kind: 'rpc', ...rpc('listKeys', 'listAgentKeys'), request: listReq, response: listed },
     }),
     route({
       id: opts.revokeByPath ? `${idPrefix}.revokeByQuery` : `${idPrefix}.revoke`,

@@ -93,4 +93,18 @@ export const migrations: Migration[] = [
       );
       CREATE INDEX audit_events_by_account ON accounts.audit_events (account_id, id);`,
   },
+  {
+    // The agents as the agents service holds them (it writes them: SyncAgents), for the chain of
+    // authority and grants to agents; see docs/accounts.md, "Agents in accounts".
+    id: '0002_agent_records',
+    sql: `
+      CREATE TABLE accounts.agents (
+        id text PRIMARY KEY,
+        owner_account_id text NOT NULL,
+        name text NOT NULL,
+        version integer NOT NULL,
+        deleted boolean NOT NULL DEFAULT false,
+        synced_at timestamptz NOT NULL DEFAULT now()
+      );`,
+  },
 ];

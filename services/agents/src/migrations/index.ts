@@ -27,4 +27,10 @@ export const migrations: Migration[] = [
       );
       CREATE INDEX default_agents_by_agent ON agents.default_agents (agent_id);`,
   },
+  {
+    // 1 when created, +1 per change and on deletion (under the row lock): the order of an agent's
+    // states, carried to the accounts service's records of agents (SyncAgents) and in events.
+    id: '0002_agent_version',
+    sql: `ALTER TABLE agents.agents ADD COLUMN version integer NOT NULL DEFAULT 1;`,
+  },
 ];

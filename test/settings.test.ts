@@ -1,0 +1,53 @@
+import { driveService, driveSettings, driveSettingsSchema } from '@svc/drive';
+import { ConfigError, loadSettings } from '@svc/kit';
+import { startStack } from '@svc/stack';
+
+import { exitCode, spawnSvc } from './support/process';
+
+/**
+ * A service's own settings live with the service (its module's `settings`, e.g. the drive's
+ * SVC_DRIVE_*), not in the kit's config, and are checked at start with the kit's rules and message.
+ */
+
+const message = (f: () => unknown) => {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+};
+
+test('the drive declares its settings: defaults, and a bad value named as loadConfig names one', () => {
+  expect(driveService.settings).toBe(driveSettingsSchema);
+  expect(driveSettings(loadSettings({ drive: driveSettingsSchema }, {}).drive)).toEqual({
+    maxFileBytes: 5 * 1024 ** 3,
+    graceSeconds: 3600,
+    collectEveryMs: 300_000,
+    maxLockSeconds: 86_400,
+  });
+  // Empty is unset, as for every variable.
+  expect(loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '', SVC_DRIVE_MAX_LOCK_SECONDS: '60' }).drive).toMatchObject({
+    SVC_DRIVE_GRACE_SECONDS: 3600,
+    SVC_DRIVE_MAX_LOCK_SECONDS: 60,
+  });
+  expect(message(() => loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_MAX_FILE_BYTES: 'lots' }))).toMatch(
+    /^invalid configuration:\n {2}SVC_DRIVE_MAX_FILE_BYTES: /,
+  );
+  const both = message(() => loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '-1', SVC_DRIVE_COLLECT_INTERVAL_MS: '10' }));
+  expect(both).toMatch(/SVC_DRIVE_GRACE_SECONDS: /);
+  expect(both).toMatch(/SVC_DRIVE_COLLECT_INTERVAL_MS: /);
+});
+
+test('a bad service setting stops the stack before anything starts', async () => {
+  await expect(startStack({ SVC_SERVICE: 'all', SVC_DRIVE_MAX_FILE_BYTES: '1.5', LOG_LEVEL: 'silent' })).rejects.toThrow(
+    /invalid configuration:\n {2}SVC_DRIVE_MAX_FILE_BYTES: /,
+  );
+});
+
+test('the entrypoint prints it as it prints the shared settings', async () => {
+  const child = spawnSvc({ SVC_SERVICE: 'drive', SVC_INTERNAL_SECRET: 'x'.repeat(32), SVC_DRIVE_MAX_LOCK_SECONDS: 'forever' });
+  expect(await exitCode(child)).toBe(1);
+  expect(child.output()).toMatch(/^svc: invalid configuration:\n {2}SVC_DRIVE_MAX_LOCK_SECONDS: /m);
+});
