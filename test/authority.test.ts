@@ -31,8 +31,12 @@ interface Tenant {
   keyId: string;
   grantId: string;
   hostId: string;
-  driveId?: string;
-  profileId?: string;
+  folderId: string;
+  fileId: string;
+  profileId: string;
+  /** A committed version of the profile, and a branch beside main (not current, so deletable). */
+  versionId: string;
+  branchId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -42,6 +46,8 @@ async function ok(method: string, path: string, key: string, body?: unknown, hea
   if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
 }
+
+const FILE_CONTENT = (name: string) => `${name}'s file`;
 
 async function tenant(name: string): Promise<Tenant> {
   const user = await ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name });
@@ -53,7 +59,15 @@ async function tenant(name: string): Promise<Tenant> {
   const keyId = (await ok('POST', '/me/api-keys', key, { name: 'spare' })).id;
   const grantId = (await ok('POST', `/accounts/${userId}/standing-grants`, key, { granteeId: agentId, verbs: ['drive.read'] })).id;
   const hostId = (await ok('POST', `/accounts/${userId}/hosts`, key, { name: `${name} laptop` })).host.id;
-  const optional = async (f: () => Promise<string>) => f().catch(() => undefined);
+  // Every resource a route names exists, so that only the ownership check can answer 404 to
+  // another tenant: a fixture that cannot be made fails the suite here.
+  const folderId = (await ok('POST', '/drive/folders', key, { name: `${name} folder` })).id;
+  const fileId = (await ok('POST', `/drive/upload?name=${name}.txt`, key, FILE_CONTENT(name), { 'content-type': 'application/octet-stream' })).id;
+  const profileId = (await ok('POST', '/profiles', key, { name: `${name} profile` })).id;
+  const working = { constraints: [{ id: 'a', question: 'Warm?', answer: 'yes' }], exemplars: [], comparisons: [] };
+  await ok('PATCH', `/profiles/${profileId}`, key, { profileData: { workingChanges: working } });
+  const versionId = (await ok('POST', `/profiles/${profileId}/commits`, key, { message: 'first' })).id;
+  const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
   return {
     userId,
     key,
@@ -64,8 +78,11 @@ async function tenant(name: string): Promise<Tenant> {
     keyId,
     grantId,
     hostId,
-    driveId: await optional(async () => (await ok('POST', '/drive/folders', key, { name: `${name} folder` })).id),
-    profileId: await optional(async () => (await ok('POST', '/profiles', key, { name: `${name} profile` })).id),
+    folderId,
+    fileId,
+    profileId,
+    versionId,
+    branchId,
   };
 }
 
@@ -74,8 +91,11 @@ async function setUp() {
   B = await tenant('Bob');
 }
 
-/** A valid body for each route that takes one, so that only authority or ownership can refuse it. */
-function sampleBody(r: Route, who: Tenant): unknown {
+/**
+ * A valid body for each route that takes one, so that only authority or ownership can refuse it:
+ * sent by `who` about `owner`'s resource (a profile's branch or version is `owner`'s).
+ */
+function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
   const samples: Record<string, unknown> = {
     'post /accounts': { kind: 'organization', name: 'x' },
     'post /accounts/:id/members': { accountId: who.userId, role: 'member' },
@@ -98,9 +118,9 @@ function sampleBody(r: Route, who: Tenant): unknown {
     'patch /profiles/:id': { name: 'renamed' },
     'post /profiles/:id/commits': { message: 'm' },
     'post /profiles/:id/branches': { name: 'b' },
-    'post /profiles/:id/checkout': { branchId: 'main' },
-    'post /profiles/:id/rollback': { versionId: 'v1' },
-    'post /profiles/:id/merge': { sourceBranchId: 'main' },
+    'post /profiles/:id/checkout': { branchId: owner.branchId },
+    'post /profiles/:id/rollback': { versionId: owner.versionId },
+    'post /profiles/:id/merge': { sourceBranchId: owner.branchId },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -115,8 +135,8 @@ function sampleQuery(r: Route, who: Tenant): string {
   const samples: Record<string, string> = {
     'delete /api/api-keys': `id=${who.keyId}`,
     'delete /me/api-keys': `id=${who.keyId}`,
-    'delete /agents/:id/keys': `id=${who.keyId}`,
-    'get /profiles/:id/diff': 'from=main&to=main',
+    'delete /agents/:id/keys': `id=${who.agentKeyId}`,
+    'get /profiles/:id/diff': `from=${who.versionId}&to=${who.branchId}`,
   };
   const k = `${r.method} ${r.path}`;
   const q = samples[k] ?? '';
@@ -154,13 +174,13 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
     case 'me:keyId':
       return who.keyId;
     case 'drive:id':
-      return who.driveId ?? 'fld_01m7zzzzzzzzzzzzzzzzzzzzzz';
+      return path.endsWith('/content') ? who.fileId : who.folderId;
     case 'profiles:id':
-      return who.profileId ?? 'prof_01m7zzzzzzzzzzzzzzzzzzzzzz';
+      return who.profileId;
     case 'profiles:branchId':
-      return 'main';
+      return who.branchId;
     case 'profiles:versionId':
-      return 'v1';
+      return who.versionId;
   }
   return undefined;
 }
@@ -295,7 +315,7 @@ describe('authority: another tenant’s resources answer 404', () => {
       const callers = r.authority ? [A.key] : [A.key, A.agentKey];
       for (const accountId of accounts) {
         for (const key of callers) {
-          const res = await call(r, pathFor(r, B, accountId) + sampleQuery(r, B), key, sampleBody(r, A));
+          const res = await call(r, pathFor(r, B, accountId) + sampleQuery(r, B), key, sampleBody(r, A, B));
           expect([accountId, key === A.key ? 'person' : 'agent', res.status]).toEqual([accountId, key === A.key ? 'person' : 'agent', expected]);
           expect(res.body?.error?.code).toEqual(expect.any(String));
         }
@@ -311,5 +331,12 @@ describe('authority: another tenant’s resources answer 404', () => {
     expect((await t.call('GET', '/me', { key: B.agentKey })).status).toBe(200);
     const members = (await ok('GET', `/accounts/${B.orgId}/members`, B.key)).members;
     expect(members.map((m: any) => m.accountId)).toEqual([B.userId]);
+    expect((await ok('GET', `/drive/${B.folderId}`, B.key)).name).toBe('Bob folder');
+    expect((await t.call('GET', `/drive/${B.fileId}/content`, { key: B.key })).body).toBe(FILE_CONTENT('Bob'));
+    const profile = await ok('GET', `/profiles/${B.profileId}`, B.key);
+    expect(profile.name).toBe('Bob profile');
+    expect(profile.profileData.currentBranchId).toBe('main');
+    expect(profile.profileData.branches.map((b: any) => b.id)).toEqual(['main', B.branchId]);
+    expect(profile.profileData.versions.map((v: any) => v.id)).toEqual([B.versionId]);
   });
 });

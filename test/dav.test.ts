@@ -5,6 +5,7 @@ import { createSystemTokenSource, generateApiKey, hashSecret, keyPrefix, newId, 
 import { drive, keys } from '@svc/proto';
 
 import { startTestStack, type TestStack } from './support/stack';
+import { withTools } from './support/tools';
 
 // WebDAV at /dav with HTTP Basic (the API key as the password), on a stack whose blobs are an S3
 // peer (s3rver, started by the harness): content goes over the real S3 protocol here.
@@ -196,17 +197,10 @@ describe('WebDAV', () => {
   });
 });
 
-// litmus (Debian's WebDAV compliance suite, a neon client) when it is installed: basic,
-// copymove, props and locks must all pass.
-const litmus = (() => {
-  try {
-    execFileSync('which', ['litmus'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-(litmus ? test : test.skip)('litmus: basic, copymove, props and locks pass', async () => {
+// litmus (Debian's WebDAV compliance suite, a neon client): basic, copymove, props and locks must
+// all pass. Skipped with a warning where litmus is not installed; in CI its absence fails the test.
+const litmus = withTools('the litmus WebDAV checks', { name: 'litmus', install: 'apt-get install -y litmus' });
+litmus.test('litmus: basic, copymove, props and locks pass', async () => {
   const output = await new Promise<string>((resolve) => {
     execFile(
       'litmus',
@@ -224,17 +218,11 @@ const litmus = (() => {
   for (const s of summaries) expect({ group: s.group, failed: s.failed }).toEqual({ group: s.group, failed: 0 });
 }, 90_000);
 
-// rclone (a widely used sync client) when it is installed: a tree copied up, listed, compared and
-// copied back byte for byte, over WebDAV with the API key as the password.
-const rclone = (() => {
-  try {
-    execFileSync('which', ['rclone'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-(rclone ? test : test.skip)('rclone copies a tree up and back through /dav', async () => {
+// rclone (a widely used sync client): a tree copied up, listed, compared and copied back byte for
+// byte, over WebDAV with the API key as the password. Skipped with a warning where rclone is not
+// installed; in CI its absence fails the test.
+const rclone = withTools('the rclone WebDAV checks', { name: 'rclone', install: 'apt-get install -y rclone' });
+rclone.test('rclone copies a tree up and back through /dav', async () => {
   const fs = require('node:fs') as typeof import('node:fs');
   const os = require('node:os') as typeof import('node:os');
   const path = require('node:path') as typeof import('node:path');

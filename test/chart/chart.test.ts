@@ -5,7 +5,7 @@
  *
  * Rendering uses the shared helm-render tool (helm itself cannot be installed here):
  * /work/shared/tools/helm-render/check-chart, or $HELM_RENDER_CHECK_CHART. Where the tool or
- * `go` is missing, the render tests are skipped, and say so.
+ * `go` is missing, the render tests are skipped and say so; in CI (CI=true) they fail instead.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -14,6 +14,8 @@ import { join, relative, resolve } from "node:path";
 
 import Ajv from "ajv";
 import { parse, parseAllDocuments } from "yaml";
+
+import { withTools } from "../support/tools";
 
 type Values = Record<string, unknown>;
 type Manifest = {
@@ -128,17 +130,24 @@ describe("values.schema.json", () => {
   });
 });
 
-/** Whether check-chart can run here: the tool exists and Go is installed to build it. */
-function renderUnavailable(): string | undefined {
-  if (!existsSync(CHECK_CHART)) return `${CHECK_CHART} not found`;
-  if (spawnSync("go", ["version"], { encoding: "utf8" }).status !== 0) return "`go` is not installed";
-  return undefined;
-}
-const unavailable = renderUnavailable();
-if (unavailable) {
-  console.warn(`chart.test.ts: SKIPPING the chart render tests: ${unavailable} (see /work/shared/tools/helm-render).`);
-}
-const renderIt = unavailable ? it.skip : it;
+/**
+ * check-chart needs the tool itself and Go to build it: without them the render tests are skipped
+ * with a warning, and fail in CI (CI=true).
+ */
+const renderTools = withTools(
+  "the chart render tests",
+  {
+    name: "check-chart",
+    install: "provide /work/shared/tools/helm-render or point HELM_RENDER_CHECK_CHART at check-chart",
+    missing: () => (existsSync(CHECK_CHART) ? undefined : `${CHECK_CHART} not found`),
+  },
+  {
+    name: "go",
+    install: "apt-get install -y golang-go (check-chart adds the Go libraries it builds with; .ci/run installs both)",
+    missing: () => (spawnSync("go", ["version"], { encoding: "utf8" }).status === 0 ? undefined : "`go` is not installed"),
+  },
+);
+const renderIt = renderTools.test;
 
 /** Renders and validates the chart (check-chart) with helm flags, returning the objects. */
 function render(...flags: string[]): { status: number | null; output: string; objects: Manifest[] } {
@@ -169,7 +178,7 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))("helm template wi
     rendered.objects.find((o) => o.kind === kind && o.metadata.name === name);
 
   beforeAll(() => {
-    if (!unavailable) rendered = render("-f", file);
+    if (renderTools.available) rendered = render("-f", file);
   }, 180_000);
 
   renderIt("renders and validates (check-chart exits 0)", () => {

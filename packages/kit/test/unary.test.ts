@@ -20,7 +20,7 @@ const echo = {
   },
 } as grpc.ServiceDefinition;
 
-async function serve(options: grpc.ChannelOptions = {}, port = 0, reply?: (req: Buffer, md: grpc.Metadata) => Buffer) {
+async function serve(options: grpc.ChannelOptions = {}, port = 0, reply?: (req: Buffer, md: grpc.Metadata, peer: string) => Buffer) {
   const server = new grpc.Server(options);
   server.addService(echo, {
     Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
@@ -31,7 +31,7 @@ async function serve(options: grpc.ChannelOptions = {}, port = 0, reply?: (req: 
         md.set('svc-error-details-bin', Buffer.from('{"a":1}'));
         return cb({ code: grpc.status.FAILED_PRECONDITION, details: 'it failed: 100% sure', metadata: md });
       }
-      cb(null, reply ? reply(req, call.metadata) : Buffer.concat([Buffer.from('echo:'), req]));
+      cb(null, reply ? reply(req, call.metadata, call.getPeer()) : Buffer.concat([Buffer.from('echo:'), req]));
     },
   });
   const bound = await new Promise<number>((resolve, reject) =>
@@ -76,18 +76,31 @@ test('a call carries its metadata; a failed call carries status, message and -bi
 });
 
 test('calls keep succeeding while the server rotates its connections (GOAWAY)', async () => {
-  const s = await serve({ 'grpc.max_connection_age_ms': 50, 'grpc.max_connection_age_grace_ms': 1000 });
+  // The server ends every connection 300 ms after it opened (GOAWAY, then a grace period for the
+  // calls in flight); calls sent after the GOAWAY are refused and retried on a new connection.
+  // Each connection is a client port the server sees as the peer, so a new peer is a rotation the
+  // client went through. (With 50 ms, a busy machine could let the fresh connection age out too
+  // before the retried call reached it: refused twice, and the client retries once.)
+  const peers = new Set<string>();
+  const s = await serve({ 'grpc.max_connection_age_ms': 300, 'grpc.max_connection_age_grace_ms': 1000 }, 0, (req, _md, peer) => {
+    peers.add(peer);
+    return Buffer.concat([Buffer.from('echo:'), req]);
+  });
   const ch = new UnaryChannel(`127.0.0.1:${s.port}`);
-  const until = Date.now() + 600;
-  let n = 0;
-  while (Date.now() < until) {
-    const batch = await Promise.all(Array.from({ length: 8 }, (_, i) => call(ch, `m${i}`)));
-    expect(batch.map(String)).toEqual(Array.from({ length: 8 }, (_, i) => `echo:m${i}`));
-    n += 8;
+  const ROTATIONS = 5;
+  // However slow the machine: the loop ends after enough rotations, or (a client stuck on one
+  // connection) after 15 s, and then the assertion below fails.
+  const giveUp = Date.now() + 15_000;
+  try {
+    for (let batch = 0; peers.size <= ROTATIONS && Date.now() < giveUp; batch++) {
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => call(ch, `m${batch}.${i}`)));
+      expect(answers.map(String)).toEqual(Array.from({ length: 8 }, (_, i) => `echo:m${batch}.${i}`));
+    }
+    expect(peers.size).toBeGreaterThan(ROTATIONS);
+  } finally {
+    ch.close();
+    await s.stop();
   }
-  expect(n).toBeGreaterThan(50);
-  ch.close();
-  await s.stop();
 });
 
 test('a server that restarts is reached again; while it is down calls fail fast as unavailable', async () => {
