@@ -8,6 +8,7 @@ import {
   requireHuman,
   type Sql,
 } from '@svc/kit';
+import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/api';
 import type { AccountsClient, KeysClient } from '@svc/clients';
 import { z } from 'zod';
 
@@ -26,25 +27,10 @@ export const MAX_DEFAULT_AGENTS = 20;
 
 const agentNotFound = () => new DomainError('not_found', 'agent_not_found', 'Agent not found.');
 
-const noControl = (s: string) => !/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(s);
-const Name = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(100, 'must be at most 100 characters')
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
-const Description = z.string().max(2000, 'must be at most 2000 characters').refine(noControl, 'must not hold control characters');
-const Model = z
-  .string()
-  .min(1)
-  .max(200)
-  .regex(/^[A-Za-z0-9_.:/@-]+$/, 'may hold letters, digits and _ . : / @ - only');
-const Instructions = z.string().max(100_000, 'must be at most 100000 characters');
-const ProjectId = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+const Name = AgentName;
+const Description = AgentDescription;
+const Model = AgentModel;
+const Instructions = AgentInstructions;
 
 const CreateInput = z.object({
   name: Name,

@@ -2,8 +2,9 @@ import { z } from 'zod';
 
 import type { agents } from '@svc/proto';
 
-import { AccountId, AgentId, DisplayName, ListQuery, Nullable, ProjectId, route, type RouteInput, Timestamp } from '../route.js';
+import { AccountId, AgentId, ListQuery, Nullable, ProjectId, route, type RouteInput, Timestamp } from '../route.js';
 import { rpc } from '../rpc.js';
+import { AgentDescription, AgentInstructions, AgentModel, AgentName } from '../schemas/agents.js';
 
 /**
  * Agents as principals (issue 4): an agent acts inside its owner's account. Its keys live at
@@ -11,14 +12,10 @@ import { rpc } from '../rpc.js';
  * is an authority change: the agents service answers 403 human_principal_required to an agent key.
  */
 
-const Name = DisplayName;
-const Description = z.string().max(2000, 'must be at most 2000 characters');
-const Model = z
-  .string()
-  .min(1)
-  .max(200)
-  .regex(/^[A-Za-z0-9_.:/@-]+$/, 'may hold letters, digits and _ . : / @ - only');
-const Instructions = z.string().max(100_000, 'must be at most 100000 characters');
+const Name = AgentName;
+const Description = AgentDescription;
+const Model = AgentModel;
+const Instructions = AgentInstructions;
 
 export const Agent = z
   .object({

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
+import type { keys } from '@svc/proto';
+
 import { AgentId, ListQuery, Nullable, prefixedId, ProjectId, route, type RouteInput, Success, Timestamp } from '../route.js';
+import { rpc } from '../rpc.js';
 
 const KeyId = prefixedId('key', 'a key id');
 
@@ -45,28 +48,20 @@ const ListKeysQuery = ListQuery.extend({ projectId: ProjectId.optional() });
 
 const WARNING = 'This key is displayed only once. Store it securely: it cannot be shown again.';
 
-interface RpcKey {
-  id: string;
-  name: string;
-  prefix: string;
-  projectId?: string;
-  lastUsedAt?: string;
-  usageCount: number;
-  expiresAt?: string;
-  createdAt: string;
-}
-
-const created = (res: { key: RpcKey; plaintext: string }) => ({
-  key: res.plaintext,
-  id: res.key.id,
-  name: res.key.name,
-  prefix: res.key.prefix,
-  ...(res.key.projectId ? { projectId: res.key.projectId } : {}),
-  expiresAt: res.key.expiresAt ?? null,
-  createdAt: res.key.createdAt,
-  warning: WARNING,
-});
-const listed = (res: { keys: RpcKey[]; nextCursor?: string }) => ({
+const created = (res: keys.CreateKeyResponse) => {
+  const k = res.key!;
+  return {
+    key: res.plaintext,
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    ...(k.projectId ? { projectId: k.projectId } : {}),
+    expiresAt: k.expiresAt ?? null,
+    createdAt: k.createdAt,
+    warning: WARNING,
+  };
+};
+const listed = (res: keys.ListKeysResponse) => ({
   keys: res.keys.map((k) => ({
     id: k.id,
     name: k.name,
@@ -81,9 +76,9 @@ const listed = (res: { keys: RpcKey[]; nextCursor?: string }) => ({
 });
 const success = () => ({ success: true as const });
 
-const agentOf = (i: RouteInput) => (i.params.id ? { agentId: i.params.id as string } : {});
-const createReq = (i: RouteInput) => ({ ...i.body, ...agentOf(i) });
-const listReq = (i: RouteInput) => ({ projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor, ...agentOf(i) });
+const agentOf = (i: RouteInput) => ({ agentId: i.params.id as string });
+const createReq = (i: RouteInput) => ({ name: i.body.name, projectId: i.body.projectId, expiresInDays: i.body.expiresInDays });
+const listReq = (i: RouteInput) => ({ projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor });
 
 /**
  * The same operations are served at three places (spec): /api/api-keys, /me/api-keys,
@@ -94,15 +89,10 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
   const params = opts.agent ? z.object({ id: AgentId }) : undefined;
   const who = opts.agent ? "the agent's" : "the caller's";
   // An agent's keys go through the agents service, which checks the agent is the caller's and asks the keys service.
-  const rpc = (keysMethod: string, agentsMethod: string) =>
-    opts.agent ? { service: 'agents' as const, method: agentsMethod } : { service: 'keys' as const, method: keysMethod };
-  const revoke = (id: (i: RouteInput) => string) => ({
-    kind: 'rpc' as const,
-    ...rpc('revokeKey', 'revokeAgentKey'),
-    request: (i: RouteInput) => ({ id: id(i), ...agentOf(i) }),
-    response: success,
-    revokesKey: id,
-  });
+  const revoke = (id: (i: RouteInput) => string) =>
+    opts.agent
+      ? rpc('agents', 'revokeAgentKey', { request: (i) => ({ id: id(i), ...agentOf(i) }), response: success, revokesKey: id })
+      : rpc('keys', 'revokeKey', { request: (i) => ({ id: id(i) }), response: success, revokesKey: id });
   return [
     route({
       id: `${idPrefix}.create`,
@@ -117,7 +107,9 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       auth: 'key',
       principals: ['human', 'agent'],
       authority: false,
-      handler: { kind: 'rpc', ...rpc('createKey', 'createAgentKey'), request: createReq, response: created },
+      handler: opts.agent
+        ? rpc('agents', 'createAgentKey', { request: (i) => ({ ...createReq(i), ...agentOf(i) }), response: created })
+        : rpc('keys', 'createKey', { request: createReq, response: created }),
     }),
     route({
       id: `${idPrefix}.list`,
@@ -131,7 +123,9 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       auth: 'key',
       principals: ['human', 'agent'],
       authority: false,
-      handler: { kind: 'rpc', ...rpc('listKeys', 'listAgentKeys'), request: listReq, response: listed },
+      handler: opts.agent
+        ? rpc('agents', 'listAgentKeys', { request: (i) => ({ ...listReq(i), ...agentOf(i) }), response: listed })
+        : rpc('keys', 'listKeys', { request: listReq, response: listed }),
     }),
     route({
       id: opts.revokeByPath ? `${idPrefix}.revokeByQuery` : `${idPrefix}.revoke`,
