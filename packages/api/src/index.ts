@@ -14,6 +14,7 @@ export * from './rpc.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
+export * from './schemas/accounts.js';
 export * from './schemas/agents.js';
 export * from './schemas/profiles.js';
 

@@ -1,3 +1,4 @@
+import { Email } from '@svc/api';
 import { DomainError, generateApiKey, hashSecret, keyPrefix, newId, type Principal } from '@svc/kit';
 import { z } from 'zod';
 
@@ -7,7 +8,7 @@ import { AccountsCore, decodeCursor, encodeCursor, isUniqueViolation, limitOf, N
 
 const CreateAccountInput = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('organization'), name: Name, email: z.undefined({ error: 'an organization has no email' }).optional() }),
-  z.object({ kind: z.literal('user'), name: Name, email: z.email('must be an email address').max(254).optional() }),
+  z.object({ kind: z.literal('user'), name: Name, email: Email.optional() }),
 ]);
 
 export interface ChainLink {

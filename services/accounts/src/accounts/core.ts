@@ -1,3 +1,4 @@
+import { DisplayName } from '@svc/api';
 import type { KeysClient } from '@svc/clients';
 import { type Bus, DomainError, enqueueEvent, type OutboxRelay, parseInput, type Principal, type Queryable } from '@svc/kit';
 import { z } from 'zod';
@@ -31,12 +32,7 @@ export interface Page {
 
 // Inputs, validated here too: the gateway is not the only possible caller. -----------------------
 
-export const Name = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(100, 'must be at most 100 characters')
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
+export const Name = DisplayName;
 
 export function parse<T extends z.ZodType>(schema: T, value: unknown, code = 'invalid_request'): z.infer<T> {
   return parseInput(schema, value, { code });

@@ -1,3 +1,4 @@
+import { GrantScope, GrantVerb } from '@svc/api';
 import { DomainError, newId, type Principal } from '@svc/kit';
 import { z } from 'zod';
 
@@ -16,19 +17,10 @@ import {
 import type { GrantRow } from '../store.js';
 import { AccountsCore, decodeCursor, isUniqueViolation, limitOf, type Page, paged, parse } from './core.js';
 
-const Verb = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(/^[A-Za-z0-9_.:*\/-]+$/, 'must be a verb such as drive.read, hosts.* or * (letters, digits and _ . : * / -)');
-export const Scope = z
-  .string()
-  .min(1)
-  .max(200)
-  .regex(/^[\x21-\x7e]+$/, 'must be "account" or a scope such as project:web or host:host_… (printable, no spaces)');
+export const Scope = GrantScope;
 const GrantInput = z.object({
   granteeId: z.string().min(1, 'is required').max(64),
-  verbs: z.array(Verb).min(1, 'must hold at least one verb').max(50, 'may hold at most 50 verbs'),
+  verbs: z.array(GrantVerb).min(1, 'must hold at least one verb').max(50, 'may hold at most 50 verbs'),
   scope: Scope.optional(),
   expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' }).optional(),
 });

@@ -4,6 +4,7 @@ import type { accounts } from '@svc/proto';
 
 import { ListQuery, Nullable, route, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
+import { Email } from '../../schemas/accounts.js';
 import { AccountParams, list, Name, page, WARNING } from './shared.js';
 
 /** Accounts and organizations: list, create (an organization, or a user account with its first key), the chain of authority, get. */
@@ -49,7 +50,7 @@ const account = (a: accounts.Account) => ({
 const CreateAccountBody = z
   .discriminatedUnion('kind', [
     z.object({ kind: z.literal('organization'), name: Name }).strict(),
-    z.object({ kind: z.literal('user'), name: Name, email: z.email('must be an email address').max(254).optional() }).strict(),
+    z.object({ kind: z.literal('user'), name: Name, email: Email.optional() }).strict(),
   ])
   .meta({
     id: 'CreateAccountRequest',

@@ -4,6 +4,7 @@ import type { accounts } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, reply, route, Success, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
+import { GrantScope, GrantVerb } from '../../schemas/accounts.js';
 import { AccountParams, Iso, list, page, PrincipalRef, principalRef, success } from './shared.js';
 
 /** Standing grants: the grants an account gives, the ones the caller holds, creating (or widening) and deleting one. */
@@ -44,25 +45,10 @@ const GrantBody = z
       .string()
       .regex(/^(agt|host|acct)_[0-9a-z]{26}$/, 'must be an agent (agt_…), host (host_…) or account (acct_…) id')
       .describe('Who receives the grant: an agent, a host or another account.'),
-    verbs: z
-      .array(
-        z
-          .string()
-          .min(1)
-          .max(64)
-          .regex(/^[A-Za-z0-9_.:*\/-]+$/, 'must be a verb such as drive.read, hosts.* or * (letters, digits and _ . : * / -)'),
-      )
-      .min(1, 'must hold at least one verb')
-      .max(50, 'may hold at most 50 verbs'),
-    scope: z
-      .string()
-      .max(200)
-      .min(1)
-      .regex(/^[\x21-\x7e]+$/, 'must be "account" or a scope such as project:web or host:host_… (printable, no spaces)')
-      .optional()
-      .describe(
-        'Default "account" (the whole account). "project:<id>[/…]" is a project (a project-scoped key grants inside its own only); "host:<id>" one host.',
-      ),
+    verbs: z.array(GrantVerb).min(1, 'must hold at least one verb').max(50, 'may hold at most 50 verbs'),
+    scope: GrantScope.optional().describe(
+      'Default "account" (the whole account). "project:<id>[/…]" is a project (a project-scoped key grants inside its own only); "host:<id>" one host.',
+    ),
     expiresAt: Iso.optional().describe('When the grant ends (in the future). Default: never.'),
   })
   .strict()
