@@ -50,7 +50,7 @@ export async function lockItem(
     projectId?: string;
     scope: string;
     deep: boolean;
-    ownerXml: string;
+    owner: string;
     timeoutSeconds: number;
     refreshToken?: string;
     lockTokens: string[];
@@ -121,7 +121,7 @@ export async function lockItem(
       item_id: row.id,
       scope: input.scope as 'exclusive' | 'shared',
       deep: input.deep && row.kind === 'folder',
-      owner_xml: input.ownerXml.slice(0, 4096),
+      owner_xml: input.owner.slice(0, 4096),
       timeout_seconds: seconds,
       holder: me,
     });

@@ -20,7 +20,7 @@ export function toLock(l: LockRow & { rootPath: string }): drive.Lock {
     rootPath: l.rootPath,
     scope: l.scope,
     deep: l.deep,
-    ownerXml: l.owner_xml,
+    owner: l.owner_xml,
     timeoutSeconds: l.timeout_seconds,
     expiresAt: l.expires_at.toISOString(),
     holder: actor(l.holder),
@@ -76,14 +76,14 @@ function systemOnly(ctx: CallContext): void {
 export function handlers(domain: DriveDomain): Handlers<typeof drive.DriveServiceService> {
   return {
     async listItems(req, ctx) {
-      const { items, nextCursor } = await listItems(domain, ctx.principal, { ...req, full: req.includeDav });
+      const { items, nextCursor } = await listItems(domain, ctx.principal, { ...req, full: req.includeDetails });
       return { items: items.map(toItem), nextCursor };
     },
     async getItem(req, ctx) {
-      return { item: toItem(await getItem(domain, ctx.principal, req.id, req.includeDav)), created: false };
+      return { item: toItem(await getItem(domain, ctx.principal, req.id, req.includeDetails)), created: false };
     },
     async resolvePath(req, ctx) {
-      const r = await resolvePath(domain, ctx.principal, { ...req, full: req.includeDav });
+      const r = await resolvePath(domain, ctx.principal, { ...req, full: req.includeDetails });
       return { item: r.item && toItem(r.item), parentExists: r.parentExists, parent: r.parent && toItem(r.parent) };
     },
     async createFolder(req, ctx) {

@@ -103,7 +103,7 @@ export const driveRoutes = [
         projectId: i.query.projectId,
         limit: i.query.limit,
         cursor: i.query.cursor,
-        includeDav: false,
+        includeDetails: false,
       }),
       response: (res) => ({
         items: res.items.map(driveItem),
@@ -174,7 +174,7 @@ export const driveRoutes = [
     principals: ['human', 'agent'],
     authority: false,
     handler: rpc('drive', 'getItem', {
-      request: (i) => ({ id: i.params.id, includeDav: false }),
+      request: (i) => ({ id: i.params.id, includeDetails: false }),
       response: (res) => withEtag(res),
     }),
   }),

@@ -39,7 +39,7 @@ export async function lock(d: DavRequest): Promise<void> {
     const token = tokens.find((t) => r.item!.locks.some((l) => l.token === t));
     if (!token) return sendText(d.res, 412, 'The If header names no lock of this resource.');
     result = await d.client().lockItem(
-      { id: r.item.id, scope: 'exclusive', deep: false, ownerXml: '', timeoutSeconds: timeout, refreshToken: token, lockTokens: [] },
+      { id: r.item.id, scope: 'exclusive', deep: false, owner: '', timeoutSeconds: timeout, refreshToken: token, lockTokens: [] },
       d.rpc,
     );
   } else {
@@ -59,7 +59,7 @@ export async function lock(d: DavRequest): Promise<void> {
         ...(r.item ? { id: r.item.id } : { parentId: r.parent?.id, name: segs[segs.length - 1] }),
         scope,
         deep: depth === 'infinity',
-        ownerXml: owner ? serializeElement(owner) : '',
+        owner: owner ? serializeElement(owner) : '',
         timeoutSeconds: timeout,
         lockTokens: tokens,
       },

@@ -36,7 +36,7 @@ export function activeLock(prefix: string, l: drive.Lock, self: Resource): strin
   const root = hrefOf(prefix, rootSegs, rootIsSelf ? isCollection(self) : true);
   return (
     `<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope><D:${l.scope}/></D:lockscope>` +
-    `<D:depth>${l.deep ? 'infinity' : '0'}</D:depth>${l.ownerXml}` +
+    `<D:depth>${l.deep ? 'infinity' : '0'}</D:depth>${l.owner}` +
     `<D:timeout>Second-${remaining}</D:timeout><D:locktoken><D:href>${escapeXml(l.token)}</D:href></D:locktoken>` +
     `<D:lockroot><D:href>${escapeXml(root)}</D:href></D:lockroot></D:activelock>`
   );

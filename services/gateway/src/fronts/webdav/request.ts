@@ -40,7 +40,7 @@ export class DavRequest {
 
   /** The item at a path (with its path, locks and custom properties), or its parent when it is missing. */
   async resolve(segments: string[]): Promise<drive.ResolvePathResponse> {
-    return this.client().resolvePath({ segments, includeDav: true }, this.rpc);
+    return this.client().resolvePath({ segments, includeDetails: true }, this.rpc);
   }
 
   href(segments: string[], collection: boolean): string {
