@@ -1,8 +1,8 @@
+import { driveClient } from '@svc/clients';
 import type { Backends, HashPool, Logger, Registry } from '@svc/kit';
 import { DomainError, storeHashed, verifiedContent } from '@svc/kit';
 import { drive } from '@svc/proto';
 
-const SERVICE = 'svc.drive.v1.DriveService';
 /** A commit may move a large blob (a server-side copy on S3): more time than a usual call. */
 const COMMIT_DEADLINE_MS = 120_000;
 
@@ -21,11 +21,6 @@ export interface ContentDeps {
 // the gateway streams the client's bytes to that key (hashed on the way), and the service commits
 // the new version (or forgets the upload). Reads are the same: the service answers with the
 // version and range, the gateway streams them from the blob store and checks the hash.
-
-/** The drive client. */
-export function driveClient(registry: Registry) {
-  return registry.client('drive', drive.DriveServiceService, SERVICE);
-}
 
 export interface Caller {
   token: string;

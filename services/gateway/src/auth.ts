@@ -9,7 +9,7 @@ import {
   type PrincipalSigner,
   type Registry,
 } from '@svc/kit';
-import { accounts, keys } from '@svc/proto';
+import { accountsClient, keysClient } from '@svc/clients';
 
 /** A verified key, ready to use: its principal and the signed token that carries it to services. */
 export interface AuthContext {
@@ -154,7 +154,7 @@ export class Authenticator {
   }
 
   private async verify(hash: string): Promise<Entry> {
-    const client = this.deps.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService');
+    const client = keysClient(this.deps.registry);
     const { key } = await client.verifyKey({ keyHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 });
     const k = key!;
     const human = k.ownerKind === 'human';
@@ -192,7 +192,7 @@ export class Authenticator {
   }
 
   private async resolveMembership(memberId: string, accountId: string): Promise<string> {
-    const client = this.deps.registry.client('accounts', accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService');
+    const client = accountsClient(this.deps.registry);
     const res = await client.resolveActingAccount(
       { userId: memberId, accountId },
       { principalToken: await this.systemToken(), deadlineMs: 3000 },

@@ -1,7 +1,8 @@
 import { buildOpenApi, reply, type Route } from '@svc/api';
+import { accountsClient } from '@svc/clients';
 import type { OperationHandler } from '@svc/dispatch';
 import type { Backends, Registry, ServiceName } from '@svc/kit';
-import * as proto from '@svc/proto';
+import type * as proto from '@svc/proto';
 
 import { checkHealth } from '../../health-client.js';
 
@@ -47,7 +48,7 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
       // polls /me (or a load balancer check with a key) costs no service call.
       const hit = meCache.get(token);
       if (hit && hit.until > Date.now()) return reply(hit.body, { headers: noStore });
-      const client = deps.registry.client('accounts', proto.accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService');
+      const client = accountsClient(deps.registry);
       const me = await client.getMe({}, { principalToken: token, requestId: ctx.requestId });
       const ref = (a: proto.accounts.Account) => ({ id: a.id, kind: a.kind, name: a.name, createdAt: a.createdAt });
       const body = {

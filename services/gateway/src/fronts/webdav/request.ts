@@ -4,7 +4,8 @@
  */
 import type { Request, Response } from 'express';
 
-import { type Caller, type ContentDeps, driveClient } from '@svc/dispatch';
+import { driveClient } from '@svc/clients';
+import type { Caller, ContentDeps } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
