@@ -1,8 +1,6 @@
 import type { ServiceName } from '@svc/kit';
 import { z } from 'zod';
 
-import type { RpcHandler } from './rpc.js';
-
 export type { ServiceName };
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type PrincipalKind = 'human' | 'agent' | 'host';
@@ -61,6 +59,19 @@ export function reply(body: unknown, opts: { status?: number; headers?: Record<s
 
 export function isReply(v: unknown): v is HttpReply {
   return typeof v === 'object' && v !== null && (v as { $reply?: unknown }).$reply === true;
+}
+
+/** How an operation maps to one gRPC method of a service (built with `rpc(...)`, which types it from the proto). */
+export interface RpcHandler {
+  kind: 'rpc';
+  service: Exclude<ServiceName, 'gateway'>;
+  method: string;
+  /** Builds the gRPC request (default: params, query and body merged). */
+  request?: (input: RouteInput) => unknown;
+  /** Builds the answer from the gRPC response (default: the response as is). */
+  response?: (res: any, input: RouteInput) => unknown;
+  /** The id of the API key this operation revokes: the front forgets it before answering. */
+  revokesKey?: (input: RouteInput) => string;
 }
 
 /**

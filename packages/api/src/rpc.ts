@@ -1,6 +1,6 @@
 import type * as proto from '@svc/proto';
 
-import type { RouteInput } from './route.js';
+import type { RouteInput, RpcHandler } from './route.js';
 
 /** Each service's generated definition: where the request and response types of an operation come from. */
 interface Definitions {
@@ -18,19 +18,6 @@ type RpcService = keyof Definitions;
 type MethodOf<S extends RpcService> = Extract<keyof Definitions[S], string>;
 type RequestOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { requestSerialize: (value: infer R) => Buffer } ? R : never;
 type ResponseOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { responseDeserialize: (value: Buffer) => infer R } ? R : never;
-
-/** How an operation maps to one gRPC method of a service (`handler: rpc(...)`). */
-export interface RpcHandler {
-  kind: 'rpc';
-  service: RpcService;
-  method: string;
-  /** Builds the gRPC request (default: params, query and body merged). */
-  request?: (input: RouteInput) => unknown;
-  /** Builds the answer from the gRPC response (default: the response as is). */
-  response?: (res: any, input: RouteInput) => unknown;
-  /** The id of the API key this operation revokes: the front forgets it before answering. */
-  revokesKey?: (input: RouteInput) => string;
-}
 
 /**
  * Declares that an operation is one call of `service.method`, with the request and response types
