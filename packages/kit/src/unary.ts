@@ -11,7 +11,9 @@
  * One HTTP/2 connection per target, opened on first use and replaced when it closes or the server
  * sends GOAWAY (servers rotate connections every few minutes so new replicas get traffic). A call
  * the server refused unprocessed (REFUSED_STREAM, or a connection that went away before the call
- * was sent) is retried once on a fresh connection; nothing else is retried.
+ * was sent) is retried on a fresh connection, up to REFUSED_RETRIES times within the deadline (a
+ * retry's new connection can itself be rotated away before the call reaches it, on a busy host);
+ * nothing else is retried.
  */
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -49,6 +51,8 @@ const {
 
 const KEEPALIVE_MS = 30_000;
 const PING_TIMEOUT_MS = 10_000;
+/** How many times a call the server refused unprocessed is sent again (each on a fresh connection). */
+const REFUSED_RETRIES = 3;
 const tracer = trace.getTracer('@svc/kit/unary');
 /** Connections whose peer has sent its HTTP/2 SETTINGS (it speaks HTTP/2 and is alive). */
 const handshaken = new WeakSet<http2.ClientHttp2Session>();
@@ -114,7 +118,7 @@ export class UnaryChannel {
     propagation.inject(trace.setSpan(context.active(), span), headers);
     const body = frame(message);
     const deadline = Date.now() + options.deadlineMs;
-    return this.attempt(path, body, headers, deadline, true).then(
+    return this.attempt(path, body, headers, deadline, REFUSED_RETRIES).then(
       (res) => {
         span.setAttribute('rpc.grpc.status_code', GrpcStatus.OK);
         span.end();
@@ -160,7 +164,7 @@ export class UnaryChannel {
     this.session = undefined;
   }
 
-  private attempt(path: string, body: Buffer, headers: http2.OutgoingHttpHeaders, deadline: number, mayRetry: boolean): Promise<Buffer> {
+  private attempt(path: string, body: Buffer, headers: http2.OutgoingHttpHeaders, deadline: number, retries: number): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       if (this.closed) return reject(new UnaryCallError(GrpcStatus.UNAVAILABLE, 'The channel is closed.'));
       const remaining = deadline - Date.now();
@@ -172,7 +176,7 @@ export class UnaryChannel {
       } catch (err) {
         // The connection went away between our check and the request: the call was never sent.
         if (session === this.session) this.session = undefined;
-        if (mayRetry) return resolve(this.attempt(path, body, headers, deadline, false));
+        if (retries > 0) return resolve(this.attempt(path, body, headers, deadline, retries - 1));
         return reject(new UnaryCallError(GrpcStatus.UNAVAILABLE, (err as Error).message));
       }
       const chunks: Buffer[] = [];
@@ -220,13 +224,13 @@ export class UnaryChannel {
       });
       stream.on('close', () => {
         if (settled) return;
-        if (stream.rstCode === NGHTTP2_REFUSED_STREAM && status === undefined && mayRetry) {
-          // Refused before any processing (a server draining its connection): one more try.
+        if (stream.rstCode === NGHTTP2_REFUSED_STREAM && status === undefined && retries > 0) {
+          // Refused before any processing (a server draining its connection): safe to try again.
           clearTimeout(timer);
           settled = true;
           this.inFlight--;
           if (session === this.session) this.session = undefined;
-          resolve(this.attempt(path, body, headers, deadline, false));
+          resolve(this.attempt(path, body, headers, deadline, retries - 1));
           return;
         }
         if (status === undefined) {

@@ -142,3 +142,46 @@ test('a response larger than the limit is refused; a closed channel refuses call
   expect((await failure(call(small, 'again'))).code).toBe(GrpcStatus.UNAVAILABLE);
   await s.stop();
 });
+
+test('a call refused unprocessed (REFUSED_STREAM) is sent again, on a fresh connection each time, until one takes it', async () => {
+  // An HTTP/2 peer that refuses the first three streams it sees, each on a new connection, then
+  // answers as a gRPC server: as when each retry's new connection is rotated away on a busy host.
+  const http2 = await import('node:http2');
+  let refusals = 0;
+  const sessions = new Set<import('node:http2').ServerHttp2Session>();
+  const server = http2.createServer();
+  server.on('session', (s) => sessions.add(s));
+  server.on('stream', (stream) => {
+    stream.on('error', () => {});
+    if (refusals < 3) {
+      refusals++;
+      stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
+    stream.on('data', () => {});
+    stream.on('end', () => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      const msg = Buffer.from('ok');
+      const frame = Buffer.alloc(5 + msg.length);
+      frame.writeUInt32BE(msg.length, 1);
+      msg.copy(frame, 5);
+      stream.end(frame);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  const ch = new UnaryChannel(`127.0.0.1:${port}`);
+  try {
+    expect((await call(ch, 'x', 5000)).toString()).toBe('ok');
+    expect(refusals).toBe(3);
+    expect(sessions.size).toBe(4);
+    // A peer that keeps refusing ends the call as unavailable, not in a loop.
+    refusals = -100;
+    expect((await failure(call(ch, 'y', 5000))).code).toBe(GrpcStatus.UNAVAILABLE);
+  } finally {
+    ch.close();
+    for (const s of sessions) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
