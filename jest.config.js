@@ -2,16 +2,9 @@
 module.exports = {
   testEnvironment: 'node',
   transform: {
-    '^.+\\.ts$': [
-      '@swc/jest',
-      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
-    ],
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  testMatch: [
-    '<rootDir>/packages/*/test/**/*.test.ts',
-    '<rootDir>/services/*/test/**/*.test.ts',
-    '<rootDir>/test/**/*.test.ts',
-  ],
+  testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   testTimeout: 30_000,
   maxWorkers: 2,

@@ -13,12 +13,12 @@ const out = path.join(root, 'packages/proto/gen');
 const stamp = path.join(out, '.stamp');
 
 function walk(dir) {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)],
-  );
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
 }
 
-const protos = walk(path.join(root, 'proto')).filter((f) => f.endsWith('.proto')).sort();
+const protos = walk(path.join(root, 'proto'))
+  .filter((f) => f.endsWith('.proto'))
+  .sort();
 const hash = crypto.createHash('sha256');
 for (const f of [...protos, path.join(root, 'buf.gen.yaml'), __filename]) {
   hash.update(path.relative(root, f)).update(fs.readFileSync(f));

@@ -15,7 +15,17 @@ const lock = JSON.parse(fs.readFileSync(file, 'utf8'));
 const pkgs = lock.packages;
 
 const OS = ['darwin', 'win32', 'linux', 'android', 'freebsd', 'openharmony', 'sunos', 'openbsd', 'netbsd', 'aix'];
-const CPU = { x64: 'x64', arm64: 'arm64', ia32: 'ia32', arm: 'arm', armv7: 'arm', ppc64: 'ppc64', s390x: 's390x', riscv64: 'riscv64', loong64: 'loong64' };
+const CPU = {
+  x64: 'x64',
+  arm64: 'arm64',
+  ia32: 'ia32',
+  arm: 'arm',
+  armv7: 'arm',
+  ppc64: 'ppc64',
+  s390x: 's390x',
+  riscv64: 'riscv64',
+  loong64: 'loong64',
+};
 
 function platformOf(name) {
   const tail = name.split('/').pop();

@@ -65,7 +65,13 @@ describe('accounts', () => {
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('operator_required');
 
-    for (const body of [{}, { kind: 'robot', name: 'x' }, { kind: 'user', name: '' }, { kind: 'user', name: 'x', email: 'nope' }, { kind: 'organization', name: 'x', email: 'a@b.c' }]) {
+    for (const body of [
+      {},
+      { kind: 'robot', name: 'x' },
+      { kind: 'user', name: '' },
+      { kind: 'user', name: 'x', email: 'nope' },
+      { kind: 'organization', name: 'x', email: 'a@b.c' },
+    ]) {
       const bad = await t.call('POST', '/accounts', { key: t.bootstrapKey, body });
       expect(bad.status).toBe(400);
       expect(bad.body).toEqual(ERROR_BODY);
@@ -87,7 +93,12 @@ describe('accounts', () => {
     const orgId = res.body.id;
 
     const list = await ok('GET', '/accounts', ada.key);
-    expect(list.body.accounts.map((a: any) => [a.id, a.role])).toEqual(expect.arrayContaining([[ada.id, 'owner'], [orgId, 'owner']]));
+    expect(list.body.accounts.map((a: any) => [a.id, a.role])).toEqual(
+      expect.arrayContaining([
+        [ada.id, 'owner'],
+        [orgId, 'owner'],
+      ]),
+    );
     expect(list.body.nextCursor).toBeNull();
     const page1 = await ok('GET', '/accounts?limit=1', ada.key);
     expect(page1.body.accounts).toHaveLength(1);
@@ -130,7 +141,11 @@ describe('accounts', () => {
 
     const members = await ok('GET', `/accounts/${orgId}/members`, member.key);
     expect(members.body.members.map((m: any) => [m.accountId, m.role]).sort()).toEqual(
-      [[owner.id, 'owner'], [admin.id, 'admin'], [member.id, 'member']].sort(),
+      [
+        [owner.id, 'owner'],
+        [admin.id, 'admin'],
+        [member.id, 'member'],
+      ].sort(),
     );
     // The member acts in the organization with x-svc-account.
     const me = await ok('GET', '/me', member.key, undefined, { 'x-svc-account': orgId });
@@ -153,12 +168,12 @@ describe('accounts', () => {
     expect(acting).toBe(404);
     expect(Date.now() - leftAt).toBeLessThan(1500);
     expect((await t.call('POST', `/accounts/${orgId}/members`, { key: owner.key, body: { accountId: orgId, role: 'member' } })).status).toBe(422);
-    expect((await t.call('POST', `/accounts/${owner.id}/members`, { key: owner.key, body: { accountId: admin.id, role: 'member' } })).status).toBe(422);
+    expect((await t.call('POST', `/accounts/${owner.id}/members`, { key: owner.key, body: { accountId: admin.id, role: 'member' } })).status).toBe(
+      422,
+    );
 
     const trail = await audit(orgId, owner.key);
-    expect(trail.map((e) => e.action)).toEqual(
-      expect.arrayContaining(['organization.created', 'member.added', 'member.removed']),
-    );
+    expect(trail.map((e) => e.action)).toEqual(expect.arrayContaining(['organization.created', 'member.added', 'member.removed']));
     const byAdmin = trail.find((e) => e.action === 'member.added' && e.data.memberId === member.id)!;
     expect(byAdmin.actor).toMatchObject({ kind: 'human', id: admin.id });
     expect((await t.call('GET', `/accounts/${orgId}/audit`, { key: member.key })).status).toBe(404); // gone now
@@ -181,9 +196,15 @@ describe('accounts', () => {
     expect(stale.status).toBe(412);
     expect(stale.body.error.code).toBe('precondition_failed');
 
-    const patched = await ok('PATCH', base, ada.key, { locale: 'fr-FR', notifications: { email: false }, metadata: { team: null, env: 'prod' } }, {
-      'if-match': etag1,
-    });
+    const patched = await ok(
+      'PATCH',
+      base,
+      ada.key,
+      { locale: 'fr-FR', notifications: { email: false }, metadata: { team: null, env: 'prod' } },
+      {
+        'if-match': etag1,
+      },
+    );
     expect(patched.body).toMatchObject({
       timezone: 'Europe/Paris',
       locale: 'fr-FR',
@@ -346,7 +367,10 @@ describe('accounts', () => {
 
     // Private keys are sealed at rest.
     const sql = await t.stack.backends.sql();
-    const rows = await sql.query<{ private_key_enc: string; public_jwk: unknown }>(`SELECT private_key_enc, public_jwk FROM accounts.signing_keys WHERE account_id = $1`, [ada.id]);
+    const rows = await sql.query<{ private_key_enc: string; public_jwk: unknown }>(
+      `SELECT private_key_enc, public_jwk FROM accounts.signing_keys WHERE account_id = $1`,
+      [ada.id],
+    );
     expect(rows.length).toBe(3);
     for (const r of rows) {
       expect(r.private_key_enc).toMatch(/^v1\.[\w-]+\.[\w-]+\.[\w-]+$/);

@@ -58,7 +58,13 @@ describe('agents', () => {
     const patched = await ok('PATCH', `/agents/${id}`, ada.key, { name: 'Reader', description: null });
     expect(patched.body).toMatchObject({ name: 'Reader', description: null, model: 'claude-sonnet-4', instructions: 'Be brief.' });
 
-    const cases: Array<[string, unknown?, string?]> = [['GET'], ['PATCH', { name: 'x' }], ['DELETE'], ['GET', undefined, '/keys'], ['POST', { name: 'k' }, '/keys']];
+    const cases: Array<[string, unknown?, string?]> = [
+      ['GET'],
+      ['PATCH', { name: 'x' }],
+      ['DELETE'],
+      ['GET', undefined, '/keys'],
+      ['POST', { name: 'k' }, '/keys'],
+    ];
     for (const [method, body, suffix] of cases) {
       const other = await t.call(method, `/agents/${id}${suffix ?? ''}`, { key: bob.key, body });
       expect(other.status).toBe(404);
@@ -66,7 +72,13 @@ describe('agents', () => {
     }
     expect((await ok('GET', '/agents', bob.key)).body.agents).toEqual([]);
 
-    for (const body of [{}, { name: '' }, { name: 'x', model: 'has space' }, { name: 'x', instructions: 'x'.repeat(100_001) }, { name: 'x', owner: 1 }]) {
+    for (const body of [
+      {},
+      { name: '' },
+      { name: 'x', model: 'has space' },
+      { name: 'x', instructions: 'x'.repeat(100_001) },
+      { name: 'x', owner: 1 },
+    ]) {
       const bad = await t.call('POST', '/agents', { key: ada.key, body });
       expect(bad.status).toBe(400);
       expect(bad.body).toEqual(ERROR_BODY);

@@ -306,22 +306,19 @@ describe('authority: another tenant’s resources answer 404', () => {
     for (const r of named) expect(() => pathFor(r, B, B.userId)).not.toThrow();
   });
 
-  test.each(named.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
-    "%s with another tenant's ids answers 404",
-    async (_name, r) => {
-      const expected = r.handler.kind === 'unimplemented' ? 501 : 404;
-      const accounts = r.path.startsWith('/accounts/:id') ? [B.userId, B.orgId] : [B.userId];
-      // A person of tenant A, then A's agent (authority routes already stop agents with 403).
-      const callers = r.authority ? [A.key] : [A.key, A.agentKey];
-      for (const accountId of accounts) {
-        for (const key of callers) {
-          const res = await call(r, pathFor(r, B, accountId) + sampleQuery(r, B), key, sampleBody(r, A, B));
-          expect([accountId, key === A.key ? 'person' : 'agent', res.status]).toEqual([accountId, key === A.key ? 'person' : 'agent', expected]);
-          expect(res.body?.error?.code).toEqual(expect.any(String));
-        }
+  test.each(named.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))("%s with another tenant's ids answers 404", async (_name, r) => {
+    const expected = r.handler.kind === 'unimplemented' ? 501 : 404;
+    const accounts = r.path.startsWith('/accounts/:id') ? [B.userId, B.orgId] : [B.userId];
+    // A person of tenant A, then A's agent (authority routes already stop agents with 403).
+    const callers = r.authority ? [A.key] : [A.key, A.agentKey];
+    for (const accountId of accounts) {
+      for (const key of callers) {
+        const res = await call(r, pathFor(r, B, accountId) + sampleQuery(r, B), key, sampleBody(r, A, B));
+        expect([accountId, key === A.key ? 'person' : 'agent', res.status]).toEqual([accountId, key === A.key ? 'person' : 'agent', expected]);
+        expect(res.body?.error?.code).toEqual(expect.any(String));
       }
-    },
-  );
+    }
+  });
 
   test("…and B's resources are all still there", async () => {
     expect((await ok('GET', `/agents/${B.agentId}`, B.key)).id).toBe(B.agentId);

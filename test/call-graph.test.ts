@@ -70,7 +70,10 @@ describe("an agent's keys: through the agents service", () => {
     const other = await agentOf(ada.key);
     const asAgent: Principal = { kind: 'agent', agentId: a.id, accountId: ada.id, keyId: made.key!.id, channel: 'api' };
     expect(await codeOf(c.agents.createAgentKey({ agentId: other.id, name: 'x' }, await token(asAgent)))).toBe('agent_not_found');
-    expect((await c.agents.createAgentKey({ agentId: a.id, name: 'self' }, await token(asAgent))).key).toMatchObject({ ownerId: a.id, accountId: ada.id });
+    expect((await c.agents.createAgentKey({ agentId: a.id, name: 'self' }, await token(asAgent))).key).toMatchObject({
+      ownerId: a.id,
+      accountId: ada.id,
+    });
     const host: Principal = { kind: 'host', hostId: 'host_x', accountId: ada.id, channel: 'api' } as Principal;
     expect(await codeOf(c.agents.listAgentKeys({ agentId: a.id, limit: 10 }, await token(host)))).toBe('forbidden');
   });

@@ -1,10 +1,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import * as clients from '@svc/clients';
-import { callGraph, CATALOGUE, downstreamOf, findCallCycle, GRPC_SERVICE_NAMES, loadConfig, Registry, SERVICE_NAMES, type ServiceName } from '@svc/kit';
-import { MODULES } from '@svc/stack';
 import { parse } from 'yaml';
+
+import * as clients from '@svc/clients';
+import {
+  callGraph,
+  CATALOGUE,
+  downstreamOf,
+  findCallCycle,
+  GRPC_SERVICE_NAMES,
+  loadConfig,
+  Registry,
+  SERVICE_NAMES,
+  type ServiceName,
+} from '@svc/kit';
+import { MODULES } from '@svc/stack';
 
 /**
  * The service catalogue (packages/kit/src/catalogue.ts) is the one list of services. What cannot
@@ -32,7 +43,8 @@ describe('the catalogue', () => {
     for (const name of SERVICE_NAMES) {
       const calls = CATALOGUE[name].calls as readonly string[] | '*';
       if (calls === '*') continue;
-      for (const callee of calls) expect([name, callee, (GRPC_SERVICE_NAMES as string[]).includes(callee) && callee !== name]).toEqual([name, callee, true]);
+      for (const callee of calls)
+        expect([name, callee, (GRPC_SERVICE_NAMES as string[]).includes(callee) && callee !== name]).toEqual([name, callee, true]);
     }
   });
 
@@ -66,7 +78,8 @@ describe('the stack', () => {
     const order = MODULES.map((m) => m.name);
     for (const m of MODULES) {
       if (CATALOGUE[m.name].calls === '*') continue;
-      for (const callee of downstreamOf(m.name)) expect([m.name, callee, order.indexOf(callee) < order.indexOf(m.name)]).toEqual([m.name, callee, true]);
+      for (const callee of downstreamOf(m.name))
+        expect([m.name, callee, order.indexOf(callee) < order.indexOf(m.name)]).toEqual([m.name, callee, true]);
     }
   });
 
@@ -107,7 +120,12 @@ describe('the chart', () => {
     const helpers = read('charts/svc/templates/_helpers.tpl');
     const grpc = /define "svc\.grpcServices" -}}\s*{{- list ((?:"[a-z]+" ?)+)/.exec(helpers);
     expect(grpc).not.toBeNull();
-    expect(grpc![1]!.trim().split(' ').map((s) => s.replace(/"/g, ''))).toEqual(GRPC_SERVICE_NAMES);
+    expect(
+      grpc![1]!
+        .trim()
+        .split(' ')
+        .map((s) => s.replace(/"/g, '')),
+    ).toEqual(GRPC_SERVICE_NAMES);
   });
 });
 
@@ -136,7 +154,13 @@ describe('protos and clients', () => {
       for (const file of sources(name)) {
         const text = read(file);
         for (const m of text.matchAll(/import\s*{([^}]*)}\s*from\s*'@svc\/clients'/g)) {
-          for (const id of m[1]!.split(',').map((s) => s.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!)) {
+          for (const id of m[1]!.split(',').map(
+            (s) =>
+              s
+                .trim()
+                .replace(/^type\s+/, '')
+                .split(/\s+as\s+/)[0]!,
+          )) {
             const callee = getters.get(id);
             if (callee) called.add(callee);
           }

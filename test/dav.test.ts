@@ -1,5 +1,8 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 import { createSystemTokenSource, generateApiKey, hashSecret, keyPrefix, newId, PrincipalSigner } from '@svc/kit';
 import { drive, keys } from '@svc/proto';
@@ -153,7 +156,10 @@ describe('WebDAV', () => {
     expect(viaApi.status).toBe(409);
     expect(viaApi.body.error.code).toBe('locked');
 
-    const pf = await dav('PROPFIND', p, { headers: { depth: '0' }, body: '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>' });
+    const pf = await dav('PROPFIND', p, {
+      headers: { depth: '0' },
+      body: '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>',
+    });
     expect(pf.text).toContain(token);
     expect((await dav('PUT', p, { body: 'v2', headers: { if: `(<${token}>)` } })).status).toBe(204);
     expect((await dav('UNLOCK', p, { headers: { 'lock-token': `<${token}>` } })).status).toBe(204);
@@ -173,7 +179,10 @@ describe('WebDAV', () => {
     const otherKey = generateApiKey();
     await t.stack.registry
       .client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService')
-      .importKey({ keyHash: hashSecret(otherKey), prefix: keyPrefix(otherKey), name: 'x', accountId: other, ownerKind: 'human', ownerId: other }, { principalToken: token });
+      .importKey(
+        { keyHash: hashSecret(otherKey), prefix: keyPrefix(otherKey), name: 'x', accountId: other, ownerKind: 'human', ownerId: other },
+        { principalToken: token },
+      );
     expect((await dav('GET', mine, { key: otherKey })).status).toBe(404);
     expect((await dav('DELETE', mine, { key: otherKey })).status).toBe(404);
     const root = await dav('PROPFIND', '/dav/', { key: otherKey, headers: { depth: '1' } });
@@ -200,63 +209,74 @@ describe('WebDAV', () => {
 // litmus (Debian's WebDAV compliance suite, a neon client): basic, copymove, props and locks must
 // all pass. Skipped with a warning where litmus is not installed; in CI its absence fails the test.
 const litmus = withTools('the litmus WebDAV checks', { name: 'litmus', install: 'apt-get install -y litmus' });
-litmus.test('litmus: basic, copymove, props and locks pass', async () => {
-  const output = await new Promise<string>((resolve) => {
-    execFile(
-      'litmus',
-      [`${t.url}/dav/`, 'litmus', t.bootstrapKey],
-      { env: { ...process.env, TESTS: 'basic copymove props locks' }, timeout: 60_000, cwd: require('node:os').tmpdir() },
-      (_err, stdout, stderr) => resolve(`${stdout}${stderr}`),
-    );
-  });
-  const summaries = [...output.matchAll(/summary for `(\w+)': of (\d+) tests run: (\d+) passed, (\d+) failed/g)].map((m) => ({
-    group: m[1],
-    run: Number(m[2]),
-    failed: Number(m[4]),
-  }));
-  expect(summaries.map((s) => s.group)).toEqual(['basic', 'copymove', 'props', 'locks']);
-  for (const s of summaries) expect({ group: s.group, failed: s.failed }).toEqual({ group: s.group, failed: 0 });
-}, 90_000);
+litmus.test(
+  'litmus: basic, copymove, props and locks pass',
+  async () => {
+    const output = await new Promise<string>((resolve) => {
+      execFile(
+        'litmus',
+        [`${t.url}/dav/`, 'litmus', t.bootstrapKey],
+        { env: { ...process.env, TESTS: 'basic copymove props locks' }, timeout: 60_000, cwd: os.tmpdir() },
+        (_err, stdout, stderr) => resolve(`${stdout}${stderr}`),
+      );
+    });
+    const summaries = [...output.matchAll(/summary for `(\w+)': of (\d+) tests run: (\d+) passed, (\d+) failed/g)].map((m) => ({
+      group: m[1],
+      run: Number(m[2]),
+      failed: Number(m[4]),
+    }));
+    expect(summaries.map((s) => s.group)).toEqual(['basic', 'copymove', 'props', 'locks']);
+    for (const s of summaries) expect({ group: s.group, failed: s.failed }).toEqual({ group: s.group, failed: 0 });
+  },
+  90_000,
+);
 
 // rclone (a widely used sync client): a tree copied up, listed, compared and copied back byte for
 // byte, over WebDAV with the API key as the password. Skipped with a warning where rclone is not
 // installed; in CI its absence fails the test.
 const rclone = withTools('the rclone WebDAV checks', { name: 'rclone', install: 'apt-get install -y rclone' });
-rclone.test('rclone copies a tree up and back through /dav', async () => {
-  const fs = require('node:fs') as typeof import('node:fs');
-  const os = require('node:os') as typeof import('node:os');
-  const path = require('node:path') as typeof import('node:path');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-rclone-'));
-  try {
-    fs.mkdirSync(path.join(dir, 'up', 'sub'), { recursive: true });
-    fs.writeFileSync(path.join(dir, 'up', 'a.txt'), 'hello\n');
-    fs.writeFileSync(path.join(dir, 'up', 'sub', 'name with spaces & ü.bin'), randomBytes(300_000));
-    const env = {
-      ...process.env,
-      RCLONE_CONFIG: path.join(dir, 'none.conf'),
-      RCLONE_CONFIG_SVC_TYPE: 'webdav',
-      RCLONE_CONFIG_SVC_URL: `${t.url}/dav/`,
-      RCLONE_CONFIG_SVC_VENDOR: 'other',
-      RCLONE_CONFIG_SVC_USER: 'me',
-      RCLONE_CONFIG_SVC_PASS: execFileSync('rclone', ['obscure', t.bootstrapKey]).toString().trim(),
-    };
-    // Asynchronously: the stack serving rclone runs in this process.
-    const run = (...args: string[]) =>
-      new Promise<string>((resolve, reject) =>
-        execFile('rclone', args, { env, timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
-      );
-    await run('copy', path.join(dir, 'up'), 'svc:rclone-tree');
-    expect((await run('lsf', '-R', 'svc:rclone-tree')).split('\n').filter(Boolean).sort()).toEqual(['a.txt', 'sub/', 'sub/name with spaces & ü.bin']);
-    await run('copy', 'svc:rclone-tree', path.join(dir, 'down'));
-    for (const f of ['a.txt', 'sub/name with spaces & ü.bin']) {
-      expect(fs.readFileSync(path.join(dir, 'down', f)).equals(fs.readFileSync(path.join(dir, 'up', f)))).toBe(true);
+rclone.test(
+  'rclone copies a tree up and back through /dav',
+  async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-rclone-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'up', 'sub'), { recursive: true });
+      fs.writeFileSync(path.join(dir, 'up', 'a.txt'), 'hello\n');
+      fs.writeFileSync(path.join(dir, 'up', 'sub', 'name with spaces & ü.bin'), randomBytes(300_000));
+      const env = {
+        ...process.env,
+        RCLONE_CONFIG: path.join(dir, 'none.conf'),
+        RCLONE_CONFIG_SVC_TYPE: 'webdav',
+        RCLONE_CONFIG_SVC_URL: `${t.url}/dav/`,
+        RCLONE_CONFIG_SVC_VENDOR: 'other',
+        RCLONE_CONFIG_SVC_USER: 'me',
+        RCLONE_CONFIG_SVC_PASS: execFileSync('rclone', ['obscure', t.bootstrapKey]).toString().trim(),
+      };
+      // Asynchronously: the stack serving rclone runs in this process.
+      const run = (...args: string[]) =>
+        new Promise<string>((resolve, reject) =>
+          execFile('rclone', args, { env, timeout: 30_000 }, (err, stdout, stderr) =>
+            err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+          ),
+        );
+      await run('copy', path.join(dir, 'up'), 'svc:rclone-tree');
+      expect((await run('lsf', '-R', 'svc:rclone-tree')).split('\n').filter(Boolean).sort()).toEqual([
+        'a.txt',
+        'sub/',
+        'sub/name with spaces & ü.bin',
+      ]);
+      await run('copy', 'svc:rclone-tree', path.join(dir, 'down'));
+      for (const f of ['a.txt', 'sub/name with spaces & ü.bin']) {
+        expect(fs.readFileSync(path.join(dir, 'down', f)).equals(fs.readFileSync(path.join(dir, 'up', f)))).toBe(true);
+      }
+      // What rclone wrote is the API's file, with the API's ETag.
+      const list = await api('GET', '/drive?limit=200');
+      const tree = list.body.items.find((i: any) => i.name === 'rclone-tree');
+      const files = await api('GET', `/drive?parentId=${tree.id}`);
+      expect(files.body.items.find((i: any) => i.name === 'a.txt').etag).toBe(quoted('hello\n'));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
-    // What rclone wrote is the API's file, with the API's ETag.
-    const list = await api('GET', '/drive?limit=200');
-    const tree = list.body.items.find((i: any) => i.name === 'rclone-tree');
-    const files = await api('GET', `/drive?parentId=${tree.id}`);
-    expect(files.body.items.find((i: any) => i.name === 'a.txt').etag).toBe(quoted('hello\n'));
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}, 60_000);
+  },
+  60_000,
+);

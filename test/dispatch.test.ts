@@ -64,11 +64,16 @@ test('the principal rules: an agent cannot change authority, whatever the front'
 });
 
 test('input is validated once, with the same messages as over HTTP', async () => {
-  const err = await dispatcher.invoke('meApiKeys.create', { body: { name: 'x', extra: 1 } }, { requestId: 'r7', auth: human }).catch((e: unknown) => e);
+  const err = await dispatcher
+    .invoke('meApiKeys.create', { body: { name: 'x', extra: 1 } }, { requestId: 'r7', auth: human })
+    .catch((e: unknown) => e);
   expect(err).toBeInstanceOf(DomainError);
   const http = await t.call('POST', '/me/api-keys', { key: t.bootstrapKey, body: { name: 'x', extra: 1 } });
   expect(http.status).toBe(400);
-  expect({ code: (err as DomainError).code, message: (err as DomainError).message }).toEqual({ code: http.body.error.code, message: http.body.error.message });
+  expect({ code: (err as DomainError).code, message: (err as DomainError).message }).toEqual({
+    code: http.body.error.code,
+    message: http.body.error.message,
+  });
   await expect(dispatcher.invoke('meApiKeys.create', { body: { name: 'a\u0000b' } }, { requestId: 'r8', auth: human })).rejects.toMatchObject({
     code: 'invalid_request',
   });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { newId, PrincipalSigner } from '@svc/kit';
 import { drive } from '@svc/proto';
 
-import { abortedUpload, accountId, collectGarbage, folder, LIMIT, quoted, req, sha, sql, t, until, uploadFile, useDriveStack } from './support/drive';
+import { abortedUpload, accountId, collectGarbage, LIMIT, quoted, req, sha, sql, t, until, uploadFile, useDriveStack } from './support/drive';
 import { ERROR_BODY } from './support/stack';
 
 // The drive loses nothing: aborted and failed writes leave no file and no stray blob, every
@@ -116,7 +116,9 @@ describe('nothing lost', () => {
 
   test('the service side of an upload: it belongs to its account, and a commit checks what the blob holds', async () => {
     const signer = new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!);
-    const as = async (account: string) => ({ principalToken: (await signer.sign({ kind: 'human', userId: account, accountId: account, channel: 'api' })).token });
+    const as = async (account: string) => ({
+      principalToken: (await signer.sign({ kind: 'human', userId: account, accountId: account, channel: 'api' })).token,
+    });
     const client = t.stack.registry.client('drive', drive.DriveServiceService, 'svc.drive.v1.DriveService');
     const blobs = await t.stack.backends.blobs();
     const header = { name: `steps-${Date.now()}.txt`, requirePrecondition: false, overwrite: false, lockTokens: [] };
@@ -133,10 +135,14 @@ describe('nothing lost', () => {
     expect(await pending(first.uploadId)).toBe(1);
     // No content at the upload's key (a gateway on another blob store): refused, and the upload is gone.
     const orphan = await client.beginUpload(header, await as(accountId));
-    await expect(client.commitUpload({ ...commit, uploadId: orphan.uploadId }, await as(accountId))).rejects.toMatchObject({ code: 'upload_content_missing' });
+    await expect(client.commitUpload({ ...commit, uploadId: orphan.uploadId }, await as(accountId))).rejects.toMatchObject({
+      code: 'upload_content_missing',
+    });
     expect(await pending(orphan.uploadId)).toBe(0);
     // A size the blob does not hold: refused, and the upload and its blob are gone.
-    await expect(client.commitUpload({ ...commit, size: bytes.length + 1 }, await as(accountId))).rejects.toMatchObject({ code: 'upload_incomplete' });
+    await expect(client.commitUpload({ ...commit, size: bytes.length + 1 }, await as(accountId))).rejects.toMatchObject({
+      code: 'upload_incomplete',
+    });
     expect(await pending(first.uploadId)).toBe(0);
     expect(await blobs.stat(first.blobKey)).toBeNull();
     await expect(client.commitUpload(commit, await as(accountId))).rejects.toMatchObject({ code: 'upload_not_found' });
@@ -162,8 +168,17 @@ describe('nothing lost', () => {
     // What an upload leaves between moving its blob into place and its commit: a hold that may
     // already be over (grace 0), no item yet, and the upload row naming the content.
     const uploadId = newId('upl');
-    await sql(`INSERT INTO drive.blobs (account_id, sha256, size, held_until) VALUES ($1, $2, $3, now() - interval '1 hour')`, [accountId, digest, bytes.length]);
-    await sql(`INSERT INTO drive.uploads (id, account_id, tmp_key, sha256) VALUES ($1, $2, $3, $4)`, [uploadId, accountId, `drive-tmp/${uploadId}`, digest]);
+    await sql(`INSERT INTO drive.blobs (account_id, sha256, size, held_until) VALUES ($1, $2, $3, now() - interval '1 hour')`, [
+      accountId,
+      digest,
+      bytes.length,
+    ]);
+    await sql(`INSERT INTO drive.uploads (id, account_id, tmp_key, sha256) VALUES ($1, $2, $3, $4)`, [
+      uploadId,
+      accountId,
+      `drive-tmp/${uploadId}`,
+      digest,
+    ]);
     await collectGarbage(0);
     expect(await blobs.stat(key)).toEqual({ size: bytes.length });
     await sql(`DELETE FROM drive.uploads WHERE id = $1`, [uploadId]);
@@ -187,7 +202,10 @@ describe('nothing lost', () => {
     // The temporary blob of an upload whose process died is collected too.
     const blobs = await t.stack.backends.blobs();
     await blobs.put('drive-tmp/upl_dead', Buffer.from('partial'));
-    await sql(`INSERT INTO drive.uploads (id, account_id, tmp_key, started_at) VALUES ('upl_dead', $1, 'drive-tmp/upl_dead', now() - interval '2 days')`, [accountId]);
+    await sql(
+      `INSERT INTO drive.uploads (id, account_id, tmp_key, started_at) VALUES ('upl_dead', $1, 'drive-tmp/upl_dead', now() - interval '2 days')`,
+      [accountId],
+    );
     expect((await collectGarbage(3600)).uploadsRemoved).toBe(1);
     expect(await blobs.stat('drive-tmp/upl_dead')).toBeNull();
   });

@@ -77,7 +77,7 @@ describe('hash pool', () => {
 
   test('a finished hash refuses more bytes; digest twice is refused', async () => {
     const h = pool.hash();
-    h.update(Buffer.from('abc'));
+    void h.update(Buffer.from('abc')); // fits in its slots: nothing to wait for
     expect(await h.digest()).toBe(sha(Buffer.from('abc')));
     expect(() => h.update(Buffer.from('x'))).toThrow(/ended/);
     await expect(h.digest()).rejects.toThrow(/ended/);
@@ -171,14 +171,18 @@ describe('hash pool: backpressure, aborts and failures', () => {
     try {
       for (let round = 0; round < 5; round++) {
         const inFlight = pool.hash();
-        inFlight.update(randomBytes(2048));
+        void inFlight.update(randomBytes(2048)); // fits in its slots
         const waiting = inFlight.update(randomBytes(8192)); // more than its slots: waits for the worker
         expect(waiting).toBeInstanceOf(Promise);
         const other = pool.hash();
         await other.update(Buffer.from('abc')); // waits if the previous round's slots are not back yet
         // Whatever the worker had answered before it stopped: every promise settles; what was
         // still pending fails with the worker's end.
-        const settled = async (p: Promise<unknown>) => p.then((v) => v, (e: Error) => e);
+        const settled = async (p: Promise<unknown>) =>
+          p.then(
+            (v) => v,
+            (e: Error) => e,
+          );
         const waited = settled(waiting!);
         const digest = settled(other.digest());
         const [worker] = pool.workers;
@@ -208,7 +212,7 @@ describe('hash pool: backpressure, aborts and failures', () => {
   test('close fails what is in flight and refuses new hashes', async () => {
     const pool = createHashPool({ threads: 1 });
     const h = pool.hash();
-    h.update(Buffer.from('abc'));
+    void h.update(Buffer.from('abc'));
     const failed = expect(h.digest()).rejects.toThrow(/closed|stopped/);
     await pool.close();
     await failed;

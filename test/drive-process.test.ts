@@ -167,7 +167,11 @@ test('a process killed mid-upload leaves the previous version intact, and its ha
       for (const f of fs.readdirSync(path.join(root, account, dir))) {
         const h = createHash('sha256');
         await new Promise<void>((resolve, reject) =>
-          fs.createReadStream(path.join(root, account, dir, f)).on('data', (d) => h.update(d)).on('end', resolve).on('error', reject),
+          fs
+            .createReadStream(path.join(root, account, dir, f))
+            .on('data', (d) => h.update(d))
+            .on('end', resolve)
+            .on('error', reject),
         );
         expect(h.digest('hex')).toBe(f);
       }

@@ -1,7 +1,6 @@
 import http from 'node:http';
 
 import { newId } from '@svc/kit';
-import { drive } from '@svc/proto';
 
 import { accountId, events, folder, importKey, quoted, req, sha, t, until, uploadFile, useDriveStack } from './support/drive';
 import { ERROR_BODY } from './support/stack';
@@ -17,7 +16,14 @@ describe('content and ETags', () => {
     expect(up.status).toBe(201);
     expect(up.headers.get('etag')).toBe(quoted(content));
     expect(up.headers.get('location')).toBe(`/v1/drive/${up.body.id}`);
-    expect(up.body).toMatchObject({ kind: 'file', size: content.length, sha256: sha(content), etag: quoted(content), contentType: 'text/plain', parentId: null });
+    expect(up.body).toMatchObject({
+      kind: 'file',
+      size: content.length,
+      sha256: sha(content),
+      etag: quoted(content),
+      contentType: 'text/plain',
+      parentId: null,
+    });
     expect(up.body.id).toMatch(/^file_[0-9a-z]{26}$/);
     expect(up.body.updatedBy).toMatchObject({ kind: 'human', id: accountId });
     expect(up.body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -46,7 +52,11 @@ describe('content and ETags', () => {
     expect(first.status).toBe(200);
     const etag = first.headers.get('etag')!;
     expect(etag).toBe(quoted('metadata'));
-    const renamed = await t.call('PATCH', `/drive/${body.id}`, { key: t.bootstrapKey, body: { name: `renamed-${Date.now()}.txt` }, headers: { 'if-match': etag } });
+    const renamed = await t.call('PATCH', `/drive/${body.id}`, {
+      key: t.bootstrapKey,
+      body: { name: `renamed-${Date.now()}.txt` },
+      headers: { 'if-match': etag },
+    });
     expect(renamed.status).toBe(200);
     // A client without fetch's Cache-Control: no-cache (curl, the SDKs): no 304 with the old name.
     const again = await new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -190,7 +200,11 @@ describe('concurrency', () => {
     const stale = await t.call('PATCH', `/drive/${body.id}`, { key: t.bootstrapKey, body: { name: 'y.txt' }, headers: { 'if-match': '"nope"' } });
     expect(stale.status).toBe(412);
     expect(stale.body.error.details.etag).toBe(quoted('x'));
-    const renamed = await t.call('PATCH', `/drive/${body.id}`, { key: t.bootstrapKey, body: { name: `pd-${Date.now()}-renamed.txt` }, headers: { 'if-match': quoted('x') } });
+    const renamed = await t.call('PATCH', `/drive/${body.id}`, {
+      key: t.bootstrapKey,
+      body: { name: `pd-${Date.now()}-renamed.txt` },
+      headers: { 'if-match': quoted('x') },
+    });
     expect(renamed.status).toBe(200);
     expect(renamed.headers.get('etag')).toBe(quoted('x'));
     expect((await req('DELETE', `/drive/${body.id}`, { headers: { 'if-match': '"nope"' } })).status).toBe(412);
@@ -225,7 +239,21 @@ describe('folders, names and listing', () => {
     expect(seen).toEqual(['sub-a', 'sub-b', 'a.txt', 'b.txt', 'c.txt']);
     const item = (await req('GET', `/drive?parentId=${f.id}&limit=1`)).body.items[0];
     expect(Object.keys(item).sort()).toEqual(
-      ['contentType', 'createdAt', 'createdBy', 'etag', 'id', 'kind', 'name', 'parentId', 'projectId', 'sha256', 'size', 'updatedAt', 'updatedBy'].sort(),
+      [
+        'contentType',
+        'createdAt',
+        'createdBy',
+        'etag',
+        'id',
+        'kind',
+        'name',
+        'parentId',
+        'projectId',
+        'sha256',
+        'size',
+        'updatedAt',
+        'updatedBy',
+      ].sort(),
     );
     expect((await req('GET', '/drive?cursor=garbage')).status).toBe(400);
   });
@@ -332,6 +360,10 @@ test('each change publishes a drive event through the outbox', async () => {
   const expected = ['drive.folder.created', 'drive.file.created', 'drive.file.updated', 'drive.file.moved', 'drive.folder.deleted'];
   await until(() => expected.every((s) => events.some((e) => e.subject === `${ns}.${s}` && [f.id, up.body.id].includes((e.event.data as any).id))));
   const updated = events.find((e) => e.subject === `${ns}.drive.file.updated` && (e.event.data as any).id === up.body.id)!;
-  expect(updated.event).toMatchObject({ type: 'drive.file.updated', accountId, data: { etag: quoted('e2'), previousEtag: quoted('e1'), sha256: sha('e2') } });
+  expect(updated.event).toMatchObject({
+    type: 'drive.file.updated',
+    accountId,
+    data: { etag: quoted('e2'), previousEtag: quoted('e1'), sha256: sha('e2') },
+  });
   expect(updated.event.id).toMatch(/^evt_/);
 });

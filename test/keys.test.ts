@@ -1,4 +1,6 @@
-import { startStack, type Stack } from '@svc/stack';
+import { createHash } from 'node:crypto';
+
+import { type Stack, startStack } from '@svc/stack';
 
 import { REAL } from './support/backends';
 import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
@@ -117,7 +119,7 @@ describe('API keys', () => {
     expect((await t.call('GET', '/me', { key: k.key })).status).toBe(200);
     expect((await t.call('DELETE', `/api/api-keys?id=${k.id}`, { key: t.bootstrapKey })).status).toBe(200);
     const cache = await t.stack.backends.cache();
-    const entry = `keys:verify:${require('node:crypto').createHash('sha256').update(k.key).digest('hex')}`;
+    const entry = `keys:verify:${createHash('sha256').update(k.key).digest('hex')}`;
     // Plant the entry the revoking call deleted, as if that delete had failed, and announce again.
     await cache.set(entry, '{"stale":true}', 60_000);
     const bus = await t.stack.backends.bus();
@@ -155,7 +157,7 @@ describe('API keys', () => {
   test('an expired key is refused even while its verification is cached', async () => {
     const k = await createKey({ name: 'short-lived', expiresInDays: 1 });
     await sql(`UPDATE keys.api_keys SET expires_at = now() + interval '1500 milliseconds' WHERE id = $1`, [k.id]);
-    await (await t.stack.backends.cache()).del(`keys:verify:${require('node:crypto').createHash('sha256').update(k.key).digest('hex')}`);
+    await (await t.stack.backends.cache()).del(`keys:verify:${createHash('sha256').update(k.key).digest('hex')}`);
     expect((await t.call('GET', '/me', { key: k.key })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 1700));
     const res = await t.call('GET', '/me', { key: k.key });
@@ -219,8 +221,16 @@ describe('API keys', () => {
     // Its project is one of its own account's: the key cannot carry it into an organization.
     const org = await t.call('POST', '/accounts', { key: t.bootstrapKey, body: { kind: 'organization', name: 'Scoped Org' } });
     expect(org.status).toBe(201);
-    for (const [method, path] of [['GET', '/me'], ['POST', '/api/api-keys'], ['GET', '/agents']] as const) {
-      const res = await t.call(method, path, { key: scoped.key, headers: { 'x-svc-account': org.body.id }, body: method === 'POST' ? { name: 'x' } : undefined });
+    for (const [method, path] of [
+      ['GET', '/me'],
+      ['POST', '/api/api-keys'],
+      ['GET', '/agents'],
+    ] as const) {
+      const res = await t.call(method, path, {
+        key: scoped.key,
+        headers: { 'x-svc-account': org.body.id },
+        body: method === 'POST' ? { name: 'x' } : undefined,
+      });
       expect([path, res.status, res.body.error.code]).toEqual([path, 403, 'project_scope']);
     }
     // The key's creator, a person without a project scope, acts in it.

@@ -16,7 +16,14 @@ describe.each(binaries.length ? binaries : [process.execPath])('the stack on %s'
     const key = `svc_${'1f'.repeat(32)}`;
     const child = spawn(node, ['--require', './packages/kit/dist/tracing/register.js', './packages/stack/dist/main.js'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', PORT: String(port), HOST: '127.0.0.1', SVC_DATA_DIR: tempDir(), SVC_BOOTSTRAP_KEY: key, LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        SVC_DATA_DIR: tempDir(),
+        SVC_BOOTSTRAP_KEY: key,
+        LOG_LEVEL: 'warn',
+      },
       stdio: 'ignore',
     });
     try {

@@ -85,7 +85,7 @@ describe('profiles: the spec PATCH flows', () => {
     ok(await call('PATCH', url, { profileData: { workingChanges: { constraints: snap('a').constraints, exemplars: [], comparisons: [] } } }));
     let cur = ok(await call('GET', url));
     const v1 = { id: 'ver_1', branchId: 'main', parentVersionId: null, message: 'first', snapshot: snap('a'), createdAt: '2025-01-01T00:00:00.000Z' };
-    let res = await call('PATCH', url, {
+    const res = await call('PATCH', url, {
       profileData: {
         versions: [...cur.profileData.versions, v1],
         branches: cur.profileData.branches.map((b: any) => (b.id === 'main' ? { ...b, headVersionId: 'ver_1' } : b)),
@@ -101,7 +101,14 @@ describe('profiles: the spec PATCH flows', () => {
     expect(cur.effectiveSnapshot).toEqual(snap('a'));
 
     // Commit 2: parent = previous head.
-    const v2 = { id: 'ver_2', branchId: 'main', parentVersionId: 'ver_1', message: 'second', snapshot: snap('a', 'b'), createdAt: '2025-01-02T00:00:00.000Z' };
+    const v2 = {
+      id: 'ver_2',
+      branchId: 'main',
+      parentVersionId: 'ver_1',
+      message: 'second',
+      snapshot: snap('a', 'b'),
+      createdAt: '2025-01-02T00:00:00.000Z',
+    };
     cur = ok(
       await call('PATCH', url, {
         profileData: { versions: [...cur.profileData.versions, v2], branches: [{ ...cur.profileData.branches[0], headVersionId: 'ver_2' }] },
@@ -113,7 +120,10 @@ describe('profiles: the spec PATCH flows', () => {
     cur = ok(
       await call('PATCH', url, {
         profileData: {
-          branches: [...cur.profileData.branches, { id: 'br_x', name: 'experiments/cool', description: 'try', headVersionId: 'ver_2', parentBranchId: 'main' }],
+          branches: [
+            ...cur.profileData.branches,
+            { id: 'br_x', name: 'experiments/cool', description: 'try', headVersionId: 'ver_2', parentBranchId: 'main' },
+          ],
         },
       }),
     );
@@ -135,7 +145,14 @@ describe('profiles: the spec PATCH flows', () => {
     expect(cur.profileData.workingChanges).toEqual(working);
 
     // Commit on the branch.
-    const f1 = { id: 'ver_f1', branchId: 'br_x', parentVersionId: 'ver_2', message: 'cool', snapshot: snap('a', 'b', 'w'), createdAt: '2025-01-03T00:00:00.000Z' };
+    const f1 = {
+      id: 'ver_f1',
+      branchId: 'br_x',
+      parentVersionId: 'ver_2',
+      message: 'cool',
+      snapshot: snap('a', 'b', 'w'),
+      createdAt: '2025-01-03T00:00:00.000Z',
+    };
     cur = ok(
       await call('PATCH', url, {
         profileData: {
@@ -226,7 +243,13 @@ describe('profiles: the spec PATCH flows', () => {
       [/ver_1.*immutable/, { versions: [{ ...vs[0], message: 'edited' }, vs[1], vs[2]] }],
       [/ver_1.*snapshot.*immutable/, { versions: [{ ...vs[0], snapshot: snap('z') }, vs[1], vs[2]] }],
       [/ver_1.*cannot be removed/, { versions: [vs[1], vs[2]] }],
-      [/ver_3.*parent.*ver_2/, { versions: [...vs, { id: 'ver_3', branchId: 'main', parentVersionId: 'ver_1', snapshot: {} }], branches: [{ id: 'main', headVersionId: 'ver_3' }, { id: 'br_f' }] }],
+      [
+        /ver_3.*parent.*ver_2/,
+        {
+          versions: [...vs, { id: 'ver_3', branchId: 'main', parentVersionId: 'ver_1', snapshot: {} }],
+          branches: [{ id: 'main', headVersionId: 'ver_3' }, { id: 'br_f' }],
+        },
+      ],
       [/main.*ver_f.*branch br_f/, { branches: [{ id: 'main', headVersionId: 'ver_f' }, { id: 'br_f' }] }],
       [/ver_missing.*no version/, { branches: [{ id: 'main', headVersionId: 'ver_missing' }, { id: 'br_f' }] }],
       [/ver_1.*more than once/, { versions: [...vs, vs[0]] }],
@@ -278,7 +301,13 @@ describe('profiles: first-class operations', () => {
     ok(await work([{ id: 'a', question: 'Warm?', answer: 'yes' }]));
     const c1 = await call('POST', `${url}/commits`, { message: 'first' });
     expect(c1.status).toBe(201);
-    expect(c1.body).toEqual({ id: expect.stringMatching(/^ver_/), branchId: 'main', parentVersionId: null, message: 'first', createdAt: expect.any(String) });
+    expect(c1.body).toEqual({
+      id: expect.stringMatching(/^ver_/),
+      branchId: 'main',
+      parentVersionId: null,
+      message: 'first',
+      createdAt: expect.any(String),
+    });
     expect(c1.headers.get('etag')).toMatch(/^"/);
     ok(await work([{ id: 'b', question: 'Grainy?', answer: 'no' }]));
     const c2 = ok(await call('POST', `${url}/commits`, { message: 'second' }), 201);
@@ -290,7 +319,13 @@ describe('profiles: first-class operations', () => {
 
     const br = await call('POST', `${url}/branches`, { name: 'feature/cool' });
     expect(br.status).toBe(201);
-    expect(br.body).toEqual({ id: expect.stringMatching(/^br_/), name: 'feature/cool', headVersionId: c2.id, parentBranchId: 'main', createdAt: expect.any(String) });
+    expect(br.body).toEqual({
+      id: expect.stringMatching(/^br_/),
+      name: 'feature/cool',
+      headVersionId: c2.id,
+      parentBranchId: 'main',
+      createdAt: expect.any(String),
+    });
     expect((await call('POST', `${url}/branches`, { name: 'feature/cool' })).status).toBe(409);
 
     ok(await work([{ id: 'c', question: 'Cool?', answer: 'yes' }]));
@@ -341,7 +376,9 @@ describe('profiles: first-class operations', () => {
 
     // Events: every operation published one, without snapshots.
     await waitFor(() => events.some((e) => e.subject.endsWith('profiles.branch.deleted') && e.event.data.profileId === p.id));
-    const mine = events.filter((e) => (e.event.data as { profileId?: string }).profileId === p.id).map((e) => e.subject.split('.').slice(-3).join('.'));
+    const mine = events
+      .filter((e) => (e.event.data as { profileId?: string }).profileId === p.id)
+      .map((e) => e.subject.split('.').slice(-3).join('.'));
     for (const s of [
       'profiles.profile.created',
       'profiles.commit.created',
@@ -369,7 +406,14 @@ describe('profiles: first-class operations', () => {
     ok(await call('POST', `${url}/commits`, { message: 'theirs', branchId: br.id }), 201);
     const dry = ok(await call('POST', `${url}/merge`, { sourceBranchId: br.id, dryRun: true }));
     expect(dry.conflicts).toEqual([
-      { kind: 'constraints', id: 'a', base: { id: 'a', answer: 'base' }, ours: { id: 'a', answer: 'ours' }, theirs: { id: 'a', answer: 'theirs' }, resolution: null },
+      {
+        kind: 'constraints',
+        id: 'a',
+        base: { id: 'a', answer: 'base' },
+        ours: { id: 'a', answer: 'ours' },
+        theirs: { id: 'a', answer: 'theirs' },
+        resolution: null,
+      },
     ]);
     const blocked = await call('POST', `${url}/merge`, { sourceBranchId: br.id });
     expect(blocked.status).toBe(409);
@@ -387,7 +431,9 @@ describe('profiles: tenancy', () => {
     const { token } = await signer.sign({ kind: 'human', userId: 'acct_other', accountId: 'acct_other', channel: 'api' });
     const client = t.stack.registry.client('profiles', proto.profiles.ProfilesServiceService, 'svc.profiles.v1.ProfilesService');
     await expect(client.getProfile({ id: p.id }, { principalToken: token })).rejects.toMatchObject({ kind: 'not_found', code: 'profile_not_found' });
-    await expect(client.updateProfile({ id: p.id, patchJson: '{"name":"x"}' }, { principalToken: token })).rejects.toMatchObject({ kind: 'not_found' });
+    await expect(client.updateProfile({ id: p.id, patchJson: '{"name":"x"}' }, { principalToken: token })).rejects.toMatchObject({
+      kind: 'not_found',
+    });
     expect((await client.listProfiles({ limit: 50 }, { principalToken: token })).profiles).toEqual([]);
   });
 

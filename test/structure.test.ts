@@ -85,7 +85,10 @@ test('no dependency cycle between packages', () => {
   const graph = new Map<string, string[]>();
   for (const pkg of PACKAGES) {
     const json = JSON.parse(fs.readFileSync(path.join(ROOT, pkg, 'package.json'), 'utf8'));
-    graph.set(json.name, Object.keys({ ...json.dependencies, ...json.devDependencies }).filter((d) => d.startsWith('@svc/')));
+    graph.set(
+      json.name,
+      Object.keys({ ...json.dependencies, ...json.devDependencies }).filter((d) => d.startsWith('@svc/')),
+    );
   }
   expect(graph.size).toBe(PACKAGES.length);
   expect(cycles(graph)).toEqual([]);
@@ -93,7 +96,10 @@ test('no dependency cycle between packages', () => {
 
 test("no front of the gateway imports another front's modules", () => {
   const fronts = path.join(ROOT, 'services/gateway/src/fronts');
-  const names = fs.readdirSync(fronts, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const names = fs
+    .readdirSync(fronts, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
   expect(names).toEqual(expect.arrayContaining(['api', 'webdav']));
   for (const name of names) {
     for (const file of sources(path.join(fronts, name))) {

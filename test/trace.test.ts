@@ -93,7 +93,7 @@ test('one request is one trace: gateway span, service span, and the event consum
 
   const trace = await waitFor(
     async () => {
-      const gatewaySpan = spans.find((s) => s.kind === 2 && attr(s, 'http.method') === 'DELETE' || (s.kind === 2 && /^DELETE/.test(s.name)));
+      const gatewaySpan = spans.find((s) => (s.kind === 2 && attr(s, 'http.method') === 'DELETE') || (s.kind === 2 && /^DELETE/.test(s.name)));
       if (!gatewaySpan) return undefined;
       const same = spans.filter((s) => s.traceId === gatewaySpan.traceId);
       const grpcServer = same.find((s) => s.kind === 2 && s.name === 'grpc.svc.keys.v1.KeysService/RevokeKey');
@@ -148,7 +148,12 @@ test('a drive upload and download are one trace each: gateway, drive service, SQ
   for (const method of ['POST', 'GET']) {
     const found = await waitFor(
       async () => {
-        const gatewaySpans = spans.filter((s) => s.kind === 2 && (attr(s, 'http.request.method') ?? attr(s, 'http.method')) === method && /drive/.test(String(attr(s, 'url.path') ?? attr(s, 'http.target') ?? attr(s, 'http.route') ?? s.name)));
+        const gatewaySpans = spans.filter(
+          (s) =>
+            s.kind === 2 &&
+            (attr(s, 'http.request.method') ?? attr(s, 'http.method')) === method &&
+            /drive/.test(String(attr(s, 'url.path') ?? attr(s, 'http.target') ?? attr(s, 'http.route') ?? s.name)),
+        );
         for (const g of gatewaySpans) {
           const same = spans.filter((s) => s.traceId === g.traceId);
           const drive = same.find((s) => s.kind === 2 && s.name.startsWith('grpc.svc.drive.v1.DriveService/'));

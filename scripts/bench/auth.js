@@ -50,7 +50,9 @@ async function main() {
 
   const express = rows[1].rps;
   const node = rows[0].rps;
-  console.log(`\nmedian of ${rounds} rounds of ${seconds}s per target, 32 keep-alive connections, node ${process.version}, backends: ${JSON.stringify(rows[4].backends)}; split: ${JSON.stringify(rows[5].backends)}\n`);
+  console.log(
+    `\nmedian of ${rounds} rounds of ${seconds}s per target, 32 keep-alive connections, node ${process.version}, backends: ${JSON.stringify(rows[4].backends)}; split: ${JSON.stringify(rows[5].backends)}\n`,
+  );
   console.log('| target | req/s | p50 ms | p99 ms | CPU µs/req | load gen µs/req | vs express | vs node:http |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
@@ -59,21 +61,32 @@ async function main() {
     );
   }
   const split = rows[5].perProcessUs;
-  if (split) console.log(`\nsplit, CPU µs per request by process: ${Object.entries(split).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+  if (split)
+    console.log(
+      `\nsplit, CPU µs per request by process: ${Object.entries(split)
+        .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+        .join(', ')}`,
+    );
   const listRps = Math.max(rows[4].rps, rows[5].rps);
   const preset = rows[2].rps;
-  console.log(`\nagainst express with its prototypes preset: GET /me ${((rows[3].rps / preset) * 100).toFixed(0)}%, gRPC + SQL ${((listRps / preset) * 100).toFixed(0)}%`);
+  console.log(
+    `\nagainst express with its prototypes preset: GET /me ${((rows[3].rps / preset) * 100).toFixed(0)}%, gRPC + SQL ${((listRps / preset) * 100).toFixed(0)}%`,
+  );
   // Each round measures the gateway targets seconds after bare express, so a round's own ratio is
   // less exposed to the host's load drifting than a ratio of medians taken minutes apart; the
   // verdict is the median of those paired ratios, and the ratio of the medians is printed beside it.
   const ratios = (i) => results[i].map((r, round) => r.rps / results[1][round].rps);
   const pct = (x) => `${(x * 100).toFixed(0)}%`;
   const medianOf = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(`\nper round vs express: GET /me ${ratios(3).map(pct).join(', ')}; gRPC + SQL in one process ${ratios(4).map(pct).join(', ')}, in three ${ratios(5).map(pct).join(', ')}`);
+  console.log(
+    `\nper round vs express: GET /me ${ratios(3).map(pct).join(', ')}; gRPC + SQL in one process ${ratios(4).map(pct).join(', ')}, in three ${ratios(5).map(pct).join(', ')}`,
+  );
   const me = medianOf(ratios(3));
   const list = Math.max(medianOf(ratios(4)), medianOf(ratios(5)));
   console.log(`ratio of the medians in the table: GET /me ${pct(rows[3].rps / express)}, gRPC + SQL ${pct(listRps / express)}`);
-  console.log(`\ntargets (median of the per-round ratios): auth no-work >= 80% of express: ${pct(me)} ${me >= 0.8 ? 'MET' : 'NOT MET'}; gRPC + SQL >= 30%: ${pct(list)} ${list >= 0.3 ? 'MET' : 'NOT MET'}`);
+  console.log(
+    `\ntargets (median of the per-round ratios): auth no-work >= 80% of express: ${pct(me)} ${me >= 0.8 ? 'MET' : 'NOT MET'}; gRPC + SQL >= 30%: ${pct(list)} ${list >= 0.3 ? 'MET' : 'NOT MET'}`,
+  );
 }
 
 main().catch((err) => {

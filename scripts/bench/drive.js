@@ -161,7 +161,9 @@ function download(stack, id, hash) {
           n += d.length;
           h?.update(d);
         });
-        res.on('end', () => (res.statusCode === 200 ? resolve({ size: n, sha256: h?.digest('hex') }) : reject(new Error(`download: ${res.statusCode}`))));
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve({ size: n, sha256: h?.digest('hex') }) : reject(new Error(`download: ${res.statusCode}`)),
+        );
       })
       .on('error', reject);
   });
@@ -213,7 +215,12 @@ const fmt = (n) => n.toFixed(0).padStart(6);
 async function main() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-drive-'));
   const diskDir = fs.mkdtempSync(path.join(dataDir, 'disk-'));
-  console.log(`drive bench: node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `drive bench: node ${process.version}, ${os.cpus().length} CPUs, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   const stack = await startStack(dataDir);
   const results = [];
   try {
@@ -323,7 +330,12 @@ async function main() {
       // host-side write cache).
       const file = path.join(diskDir, 'plain-big.bin');
       settle();
-      const disk = await seconds(() => durableWrite(file, Array.from({ length: BIG_MIB }, () => block)));
+      const disk = await seconds(() =>
+        durableWrite(
+          file,
+          Array.from({ length: BIG_MIB }, () => block),
+        ),
+      );
       fs.rmSync(file);
       settle();
       await new Promise((r) => setTimeout(r, 500));

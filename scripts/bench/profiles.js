@@ -167,7 +167,12 @@ async function main() {
   }
 }
 
-const constraint = (n) => ({ id: `c${n}`, question: `Does the image show quality ${n}?`, answer: n % 3 ? 'yes, strongly' : 'no', weight: (n % 7) / 7 });
+const constraint = (n) => ({
+  id: `c${n}`,
+  question: `Does the image show quality ${n}?`,
+  answer: n % 3 ? 'yes, strongly' : 'no',
+  weight: (n % 7) / 7,
+});
 const exemplar = (n) => ({ id: `e${n}`, imageUrl: `https://images.example.com/frames/${n}.jpg`, label: n % 4 ? 'good' : 'bad', note: `frame ${n}` });
 const comparison = (n) => ({ id: `p${n}`, winnerFrameId: `frame_${n}`, loserFrameId: `frame_${n + 1}`, strength: 0.5 + (n % 5) / 10 });
 

@@ -56,9 +56,16 @@ async function main(kind) {
       fs.rmSync(dir, { recursive: true, force: true });
       process.exit(0);
     });
-    process.send({ ready: true, port: stack.port, key, backends: {
-      sql: stack.backends.describe('sql'), cache: stack.backends.describe('cache'), bus: stack.backends.describe('bus'),
-    } });
+    process.send({
+      ready: true,
+      port: stack.port,
+      key,
+      backends: {
+        sql: stack.backends.describe('sql'),
+        cache: stack.backends.describe('cache'),
+        bus: stack.backends.describe('bus'),
+      },
+    });
     return;
   }
   if (kind === 'split') {
@@ -98,11 +105,15 @@ async function main(kind) {
     ];
     const names = layout.map(([name]) => name);
     const procs = layout.map(([name, env]) =>
-      spawn(process.execPath, [...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'packages/stack/dist/main.js'], {
-        cwd: root,
-        env: { ...common, ...env, SVC_SERVICE: name, SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), `svc-bench-${name}-`)) },
-        stdio: ['ignore', 'ignore', 'inherit'],
-      }),
+      spawn(
+        process.execPath,
+        [...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'packages/stack/dist/main.js'],
+        {
+          cwd: root,
+          env: { ...common, ...env, SVC_SERVICE: name, SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), `svc-bench-${name}-`)) },
+          stdio: ['ignore', 'ignore', 'inherit'],
+        },
+      ),
     );
     for (;;) {
       try {
@@ -133,7 +144,12 @@ async function main(kind) {
       await dropStream(`bench${process.pid}`);
       process.exit(0);
     });
-    process.send({ ready: true, port: gwPort, key, backends: { topology: 'gateway, keys, accounts in 3 processes', sql: db.url ? 'postgresql' : 'pglite' } });
+    process.send({
+      ready: true,
+      port: gwPort,
+      key,
+      backends: { topology: 'gateway, keys, accounts in 3 processes', sql: db.url ? 'postgresql' : 'pglite' },
+    });
     return;
   }
   throw new Error(`unknown target ${kind}`);

@@ -7,15 +7,15 @@
  * /work/shared/tools/helm-render/check-chart, or $HELM_RENDER_CHECK_CHART. Where the tool or
  * `go` is missing, the render tests are skipped and say so; in CI (CI=true) they fail instead.
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
 
-import Ajv from "ajv";
-import { parse, parseAllDocuments } from "yaml";
+import Ajv from 'ajv';
+import { parse, parseAllDocuments } from 'yaml';
 
-import { withTools } from "../support/tools";
+import { withTools } from '../support/tools';
 
 type Values = Record<string, unknown>;
 type Manifest = {
@@ -26,27 +26,27 @@ type Manifest = {
   data?: Record<string, string>;
 };
 
-const ROOT = resolve(__dirname, "../..");
-const CHART = join(ROOT, "charts/svc");
-const CHECK_CHART = process.env.HELM_RENDER_CHECK_CHART ?? "/work/shared/tools/helm-render/check-chart";
-const RELEASE = "demo";
-const NAMESPACE = "svc-test";
+const ROOT = resolve(__dirname, '../..');
+const CHART = join(ROOT, 'charts/svc');
+const CHECK_CHART = process.env.HELM_RENDER_CHECK_CHART ?? '/work/shared/tools/helm-render/check-chart';
+const RELEASE = 'demo';
+const NAMESPACE = 'svc-test';
 const PREFIX = `${RELEASE}-svc`; // the chart's full name for a release that doesn't contain "svc"
 
-const SERVICES = ["gateway", "keys", "accounts", "drive", "agents", "models", "trading", "profiles", "mcp"];
-const GRPC_SERVICES = SERVICES.filter((s) => s !== "gateway");
-const WITH_DATABASE = ["keys", "accounts", "drive", "agents", "models", "trading", "profiles"];
+const SERVICES = ['gateway', 'keys', 'accounts', 'drive', 'agents', 'models', 'trading', 'profiles', 'mcp'];
+const GRPC_SERVICES = SERVICES.filter((s) => s !== 'gateway');
+const WITH_DATABASE = ['keys', 'accounts', 'drive', 'agents', 'models', 'trading', 'profiles'];
 
 /** The example values files: charts/svc/ci/*.yaml and the collector example in deploy/. */
 const VALUES_FILES = [
-  ...readdirSync(join(CHART, "ci"))
-    .filter((f) => f.endsWith(".yaml"))
+  ...readdirSync(join(CHART, 'ci'))
+    .filter((f) => f.endsWith('.yaml'))
     .sort()
-    .map((f) => join(CHART, "ci", f)),
-  join(ROOT, "deploy/otel-collector.yaml"),
+    .map((f) => join(CHART, 'ci', f)),
+  join(ROOT, 'deploy/otel-collector.yaml'),
 ];
 
-const isMap = (v: unknown): v is Values => typeof v === "object" && v !== null && !Array.isArray(v);
+const isMap = (v: unknown): v is Values => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Merges values files as helm does: maps merge key by key, null deletes, anything else replaces. */
 function helmMerge(base: Values, over: Values): Values {
@@ -70,22 +70,21 @@ function serviceConfig(values: Values, name: string): any {
   return merge((values.default ?? {}) as Values, (services[name] ?? {}) as Values);
 }
 
-const readYaml = (file: string): Values => (parse(readFileSync(file, "utf8")) ?? {}) as Values;
-const defaults = readYaml(join(CHART, "values.yaml"));
+const readYaml = (file: string): Values => (parse(readFileSync(file, 'utf8')) ?? {}) as Values;
+const defaults = readYaml(join(CHART, 'values.yaml'));
 const valuesWith = (file: string): Values => helmMerge(defaults, readYaml(file));
 
 const ajv = new Ajv({ allErrors: true, allowUnionTypes: true });
-const validate = ajv.compile(JSON.parse(readFileSync(join(CHART, "values.schema.json"), "utf8")));
-const errorsOf = (values: Values): string =>
-  validate(values) ? "" : ajv.errorsText(validate.errors, { separator: "\n" });
+const validate = ajv.compile(JSON.parse(readFileSync(join(CHART, 'values.schema.json'), 'utf8')));
+const errorsOf = (values: Values): string => (validate(values) ? '' : ajv.errorsText(validate.errors, { separator: '\n' }));
 
-describe("values.schema.json", () => {
-  it("accepts values.yaml", () => {
-    expect(errorsOf(defaults)).toBe("");
+describe('values.schema.json', () => {
+  it('accepts values.yaml', () => {
+    expect(errorsOf(defaults)).toBe('');
   });
 
-  it.each(VALUES_FILES.map((f) => [relative(ROOT, f)]))("accepts %s merged over values.yaml", (file) => {
-    expect(errorsOf(valuesWith(join(ROOT, file)))).toBe("");
+  it.each(VALUES_FILES.map((f) => [relative(ROOT, f)]))('accepts %s merged over values.yaml', (file) => {
+    expect(errorsOf(valuesWith(join(ROOT, file)))).toBe('');
   });
 
   function rejectedFor(values: Values, keyword: string): string[] {
@@ -93,40 +92,36 @@ describe("values.schema.json", () => {
     return (validate.errors ?? []).filter((e) => e.keyword === keyword).map((e) => `${e.instancePath} ${JSON.stringify(e.params)}`);
   }
 
-  it("rejects an unknown top-level key", () => {
-    expect(rejectedFor(helmMerge(defaults, { replicaCount: 2 }), "additionalProperties")).toContain(
-      ' {"additionalProperty":"replicaCount"}',
+  it('rejects an unknown top-level key', () => {
+    expect(rejectedFor(helmMerge(defaults, { replicaCount: 2 }), 'additionalProperties')).toContain(' {"additionalProperty":"replicaCount"}');
+  });
+
+  it('rejects an unknown key under services.gateway', () => {
+    expect(rejectedFor(helmMerge(defaults, { services: { gateway: { replica: 2 } } }), 'additionalProperties')).toContain(
+      '/services/gateway {"additionalProperty":"replica"}',
     );
   });
 
-  it("rejects an unknown key under services.gateway", () => {
-    expect(
-      rejectedFor(helmMerge(defaults, { services: { gateway: { replica: 2 } } }), "additionalProperties"),
-    ).toContain('/services/gateway {"additionalProperty":"replica"}');
-  });
-
-  it("rejects an unknown service and an unknown key deeper down", () => {
-    expect(rejectedFor(helmMerge(defaults, { services: { billing: {} } }), "additionalProperties")).toContain(
+  it('rejects an unknown service and an unknown key deeper down', () => {
+    expect(rejectedFor(helmMerge(defaults, { services: { billing: {} } }), 'additionalProperties')).toContain(
       '/services {"additionalProperty":"billing"}',
     );
-    expect(
-      rejectedFor(helmMerge(defaults, { default: { autoscaling: { targetCPU: 50 } } }), "additionalProperties"),
-    ).toContain('/default/autoscaling {"additionalProperty":"targetCPU"}');
+    expect(rejectedFor(helmMerge(defaults, { default: { autoscaling: { targetCPU: 50 } } }), 'additionalProperties')).toContain(
+      '/default/autoscaling {"additionalProperty":"targetCPU"}',
+    );
   });
 
-  it("rejects a wrong type", () => {
-    expect(rejectedFor(helmMerge(defaults, { services: { keys: { replicas: "two" } } }), "type")).toContain(
+  it('rejects a wrong type', () => {
+    expect(rejectedFor(helmMerge(defaults, { services: { keys: { replicas: 'two' } } }), 'type')).toContain(
       '/services/keys/replicas {"type":"integer"}',
     );
-    expect(rejectedFor(helmMerge(defaults, { postgresql: { enabled: "yes" } }), "type")).toContain(
-      '/postgresql/enabled {"type":"boolean"}',
-    );
+    expect(rejectedFor(helmMerge(defaults, { postgresql: { enabled: 'yes' } }), 'type')).toContain('/postgresql/enabled {"type":"boolean"}');
   });
 
-  it("rejects a malformed bootstrap key and a short internal secret", () => {
-    expect(rejectedFor(helmMerge(defaults, { auth: { bootstrapKey: `svc_${"A".repeat(64)}` } }), "pattern")).toHaveLength(1);
-    expect(rejectedFor(helmMerge(defaults, { auth: { internalSecret: "short" } }), "pattern")).toHaveLength(1);
-    expect(errorsOf(helmMerge(defaults, { auth: { bootstrapKey: `svc_${"ab".repeat(32)}` } }))).toBe("");
+  it('rejects a malformed bootstrap key and a short internal secret', () => {
+    expect(rejectedFor(helmMerge(defaults, { auth: { bootstrapKey: `svc_${'A'.repeat(64)}` } }), 'pattern')).toHaveLength(1);
+    expect(rejectedFor(helmMerge(defaults, { auth: { internalSecret: 'short' } }), 'pattern')).toHaveLength(1);
+    expect(errorsOf(helmMerge(defaults, { auth: { bootstrapKey: `svc_${'ab'.repeat(32)}` } }))).toBe('');
   });
 });
 
@@ -135,33 +130,29 @@ describe("values.schema.json", () => {
  * with a warning, and fail in CI (CI=true).
  */
 const renderTools = withTools(
-  "the chart render tests",
+  'the chart render tests',
   {
-    name: "check-chart",
-    install: "provide /work/shared/tools/helm-render or point HELM_RENDER_CHECK_CHART at check-chart",
+    name: 'check-chart',
+    install: 'provide /work/shared/tools/helm-render or point HELM_RENDER_CHECK_CHART at check-chart',
     missing: () => (existsSync(CHECK_CHART) ? undefined : `${CHECK_CHART} not found`),
   },
   {
-    name: "go",
-    install: "apt-get install -y golang-go (check-chart adds the Go libraries it builds with; .ci/run installs both)",
-    missing: () => (spawnSync("go", ["version"], { encoding: "utf8" }).status === 0 ? undefined : "`go` is not installed"),
+    name: 'go',
+    install: 'apt-get install -y golang-go (check-chart adds the Go libraries it builds with; .ci/run installs both)',
+    missing: () => (spawnSync('go', ['version'], { encoding: 'utf8' }).status === 0 ? undefined : '`go` is not installed'),
   },
 );
 const renderIt = renderTools.test;
 
 /** Renders and validates the chart (check-chart) with helm flags, returning the objects. */
 function render(...flags: string[]): { status: number | null; output: string; objects: Manifest[] } {
-  const dir = mkdtempSync(join(tmpdir(), "svc-chart-"));
+  const dir = mkdtempSync(join(tmpdir(), 'svc-chart-'));
   try {
-    const out = join(dir, "rendered.yaml");
-    const result = spawnSync(
-      CHECK_CHART,
-      ["-o", out, RELEASE, CHART, "-n", NAMESPACE, ...flags],
-      { encoding: "utf8", timeout: 120_000 },
-    );
-    const output = `${result.stdout ?? ""}${result.stderr ?? ""}`;
+    const out = join(dir, 'rendered.yaml');
+    const result = spawnSync(CHECK_CHART, ['-o', out, RELEASE, CHART, '-n', NAMESPACE, ...flags], { encoding: 'utf8', timeout: 120_000 });
+    const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
     const objects = existsSync(out)
-      ? parseAllDocuments(readFileSync(out, "utf8"))
+      ? parseAllDocuments(readFileSync(out, 'utf8'))
           .map((d) => d.toJS() as Manifest | null)
           .filter((m): m is Manifest => m !== null)
       : [];
@@ -171,42 +162,41 @@ function render(...flags: string[]): { status: number | null; output: string; ob
   }
 }
 
-describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))("helm template with %s", (_name, file) => {
+describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))('helm template with %s', (_name, file) => {
   let rendered: ReturnType<typeof render>;
   const values = valuesWith(file);
-  const find = (kind: string, name: string) =>
-    rendered.objects.find((o) => o.kind === kind && o.metadata.name === name);
+  const find = (kind: string, name: string) => rendered.objects.find((o) => o.kind === kind && o.metadata.name === name);
 
   beforeAll(() => {
-    if (renderTools.available) rendered = render("-f", file);
+    if (renderTools.available) rendered = render('-f', file);
   }, 180_000);
 
-  renderIt("renders and validates (check-chart exits 0)", () => {
+  renderIt('renders and validates (check-chart exits 0)', () => {
     if (rendered.status !== 0) console.error(rendered.output);
     expect(rendered.status).toBe(0);
     expect(rendered.objects.length).toBeGreaterThan(0);
   });
 
-  renderIt("has a Deployment, Service and PodDisruptionBudget per enabled service, and an HPA when autoscaling", () => {
+  renderIt('has a Deployment, Service and PodDisruptionBudget per enabled service, and an HPA when autoscaling', () => {
     for (const name of SERVICES) {
       const cfg = serviceConfig(values, name);
       const objectName = `${PREFIX}-${name}`;
-      const deployment = find("Deployment", objectName);
+      const deployment = find('Deployment', objectName);
       if (!cfg.enabled) {
         expect({ name, deployment }).toEqual({ name, deployment: undefined });
         continue;
       }
-      expect({ name, deployment: !!deployment, service: !!find("Service", objectName) }).toEqual({
+      expect({ name, deployment: !!deployment, service: !!find('Service', objectName) }).toEqual({
         name,
         deployment: true,
         service: true,
       });
-      expect({ name, pdb: !!find("PodDisruptionBudget", objectName) }).toEqual({ name, pdb: cfg.pdb.enabled });
-      const hpa = find("HorizontalPodAutoscaler", objectName);
+      expect({ name, pdb: !!find('PodDisruptionBudget', objectName) }).toEqual({ name, pdb: cfg.pdb.enabled });
+      const hpa = find('HorizontalPodAutoscaler', objectName);
       if (cfg.autoscaling.enabled) {
         expect({ name, hpa: hpa?.apiVersion, min: hpa?.spec.minReplicas, max: hpa?.spec.maxReplicas }).toEqual({
           name,
-          hpa: "autoscaling/v2",
+          hpa: 'autoscaling/v2',
           min: cfg.autoscaling.minReplicas,
           max: cfg.autoscaling.maxReplicas,
         });
@@ -215,58 +205,56 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))("helm template wi
         expect({ name, hpa }).toEqual({ name, hpa: undefined });
         expect({ name, replicas: deployment!.spec.replicas }).toEqual({ name, replicas: cfg.replicas });
       }
-      const migration = find("Job", `${PREFIX}-${name}-migrate`);
+      const migration = find('Job', `${PREFIX}-${name}-migrate`);
       const wantsMigration = WITH_DATABASE.includes(name) && cfg.migrations.enabled;
       expect({ name, migration: !!migration }).toEqual({ name, migration: wantsMigration });
       if (migration) {
-        expect(migration.metadata.annotations?.["helm.sh/hook"]).toMatch(/pre-upgrade/);
+        expect(migration.metadata.annotations?.['helm.sh/hook']).toMatch(/pre-upgrade/);
         const env = migration.spec.template.spec.containers[0].env as { name: string; value?: string }[];
-        expect(env).toContainEqual({ name: "SVC_MIGRATE_ONLY", value: "true" });
-        expect(env).toContainEqual({ name: "SVC_SERVICE", value: name });
-        expect(env.find((e) => e.name === "SVC_INTERNAL_SECRET")).toHaveProperty("valueFrom.secretKeyRef.key", "internal-secret");
+        expect(env).toContainEqual({ name: 'SVC_MIGRATE_ONLY', value: 'true' });
+        expect(env).toContainEqual({ name: 'SVC_SERVICE', value: name });
+        expect(env.find((e) => e.name === 'SVC_INTERNAL_SECRET')).toHaveProperty('valueFrom.secretKeyRef.key', 'internal-secret');
       }
     }
   });
 
-  renderIt("gives every pod the environment contract, secure settings and its probes", () => {
-    const deployments = rendered.objects.filter(
-      (o) => o.kind === "Deployment" && o.metadata.labels?.["svc.dev/role"] !== "collector",
-    );
+  renderIt('gives every pod the environment contract, secure settings and its probes', () => {
+    const deployments = rendered.objects.filter((o) => o.kind === 'Deployment' && o.metadata.labels?.['svc.dev/role'] !== 'collector');
     expect(deployments.length).toBeGreaterThan(0);
     const internalSecretRefs = new Set<string>();
     for (const deployment of deployments) {
-      const name = deployment.metadata.labels?.["app.kubernetes.io/component"] as string;
+      const name = deployment.metadata.labels?.['app.kubernetes.io/component'] as string;
       const pod = deployment.spec.template.spec;
       const container = pod.containers[0];
       const env = new Map<string, any>(container.env.map((e: any) => [e.name, e]));
-      expect(env.get("SVC_SERVICE")?.value).toBe(name);
-      expect(env.get("OTEL_SERVICE_NAME")?.value).toBe(`svc-${name}`);
-      expect(env.get("PORT")?.value).toBe("8080");
-      expect(env.get("GRPC_PORT")?.value).toBe("50051");
-      expect(env.get("SVC_DATA_DIR")?.value).toBe("/data");
+      expect(env.get('SVC_SERVICE')?.value).toBe(name);
+      expect(env.get('OTEL_SERVICE_NAME')?.value).toBe(`svc-${name}`);
+      expect(env.get('PORT')?.value).toBe('8080');
+      expect(env.get('GRPC_PORT')?.value).toBe('50051');
+      expect(env.get('SVC_DATA_DIR')?.value).toBe('/data');
       for (const target of GRPC_SERVICES) {
         expect(env.get(`SVC_${target.toUpperCase()}_ADDR`)?.value).toBe(`${PREFIX}-${target}:50051`);
       }
-      for (const variable of ["DATABASE_URL", "REDIS_URL", "NATS_URL", "S3_ACCESS_KEY", "S3_SECRET_KEY", "SVC_BOOTSTRAP_KEY"]) {
+      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'NATS_URL', 'S3_ACCESS_KEY', 'S3_SECRET_KEY', 'SVC_BOOTSTRAP_KEY']) {
         expect({ variable, secret: !!env.get(variable)?.valueFrom?.secretKeyRef }).toEqual({ variable, secret: true });
       }
-      for (const variable of ["S3_ENDPOINT", "S3_BUCKET", "S3_REGION", "LOG_LEVEL", "OTEL_RESOURCE_ATTRIBUTES"]) {
-        expect({ variable, value: typeof env.get(variable)?.value }).toEqual({ variable, value: "string" });
+      for (const variable of ['S3_ENDPOINT', 'S3_BUCKET', 'S3_REGION', 'LOG_LEVEL', 'OTEL_RESOURCE_ATTRIBUTES']) {
+        expect({ variable, value: typeof env.get(variable)?.value }).toEqual({ variable, value: 'string' });
       }
-      const ref = env.get("SVC_INTERNAL_SECRET")?.valueFrom?.secretKeyRef;
+      const ref = env.get('SVC_INTERNAL_SECRET')?.valueFrom?.secretKeyRef;
       internalSecretRefs.add(`${ref?.name}/${ref?.key}`);
 
       expect(pod.automountServiceAccountToken).toBe(false);
-      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: "RuntimeDefault" } });
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } });
       expect(container.securityContext).toMatchObject({
         allowPrivilegeEscalation: false,
         readOnlyRootFilesystem: true,
-        capabilities: { drop: ["ALL"] },
+        capabilities: { drop: ['ALL'] },
       });
-      expect(container.volumeMounts.map((m: any) => m.mountPath).sort()).toEqual(["/data", "/tmp"]);
-      if (name === "gateway") {
-        expect(container.livenessProbe.httpGet).toEqual({ path: "/health", port: "http" });
-        expect(container.readinessProbe.httpGet).toEqual({ path: "/ready", port: "http" });
+      expect(container.volumeMounts.map((m: any) => m.mountPath).sort()).toEqual(['/data', '/tmp']);
+      if (name === 'gateway') {
+        expect(container.livenessProbe.httpGet).toEqual({ path: '/health', port: 'http' });
+        expect(container.readinessProbe.httpGet).toEqual({ path: '/ready', port: 'http' });
       } else {
         expect(container.readinessProbe.grpc).toEqual({ port: 50051 });
       }
@@ -275,66 +263,66 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))("helm template wi
     expect([...internalSecretRefs]).toHaveLength(1);
   });
 
-  renderIt("generates a well-formed bootstrap key and internal secret unless an existing Secret is named", () => {
-    const auth = find("Secret", `${PREFIX}-auth`);
+  renderIt('generates a well-formed bootstrap key and internal secret unless an existing Secret is named', () => {
+    const auth = find('Secret', `${PREFIX}-auth`);
     if ((values.auth as Values).existingSecret) {
       expect(auth).toBeUndefined();
       return;
     }
-    const decode = (s: string | undefined) => Buffer.from(s ?? "", "base64").toString("utf8");
-    expect(decode(auth?.data?.["bootstrap-key"])).toMatch(/^svc_[0-9a-f]{64}$/);
-    expect(decode(auth?.data?.["internal-secret"]).length).toBeGreaterThanOrEqual(32);
+    const decode = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
+    expect(decode(auth?.data?.['bootstrap-key'])).toMatch(/^svc_[0-9a-f]{64}$/);
+    expect(decode(auth?.data?.['internal-secret']).length).toBeGreaterThanOrEqual(32);
   });
 
-  renderIt("limits who reaches what with NetworkPolicies", () => {
-    const gateway = find("NetworkPolicy", `${PREFIX}-gateway`);
+  renderIt('limits who reaches what with NetworkPolicies', () => {
+    const gateway = find('NetworkPolicy', `${PREFIX}-gateway`);
     expect(gateway?.spec.ingress).toHaveLength(1);
-    expect(gateway?.spec.ingress[0].ports).toEqual([{ port: 8080, protocol: "TCP" }]);
-    const services = find("NetworkPolicy", `${PREFIX}-services`);
-    expect(services?.spec.ingress[0].ports).toEqual([{ port: 50051, protocol: "TCP" }]);
-    expect(services?.spec.ingress[0].from[0].podSelector.matchExpressions[0].values).toEqual(["gateway", "service"]);
-    for (const backend of ["postgresql", "redis", "nats", "minio"]) {
+    expect(gateway?.spec.ingress[0].ports).toEqual([{ port: 8080, protocol: 'TCP' }]);
+    const services = find('NetworkPolicy', `${PREFIX}-services`);
+    expect(services?.spec.ingress[0].ports).toEqual([{ port: 50051, protocol: 'TCP' }]);
+    expect(services?.spec.ingress[0].from[0].podSelector.matchExpressions[0].values).toEqual(['gateway', 'service']);
+    for (const backend of ['postgresql', 'redis', 'nats', 'minio']) {
       const bundled = (values[backend] as Values).enabled === true;
-      expect({ backend, statefulSet: !!find("StatefulSet", `${PREFIX}-${backend}`) }).toEqual({ backend, statefulSet: bundled });
-      expect({ backend, policy: !!find("NetworkPolicy", `${PREFIX}-${backend}`) }).toEqual({ backend, policy: bundled });
+      expect({ backend, statefulSet: !!find('StatefulSet', `${PREFIX}-${backend}`) }).toEqual({ backend, statefulSet: bundled });
+      expect({ backend, policy: !!find('NetworkPolicy', `${PREFIX}-${backend}`) }).toEqual({ backend, policy: bundled });
     }
   });
 });
 
-describe("helm template with --set overrides", () => {
+describe('helm template with --set overrides', () => {
   const containerOf = (objects: Manifest[], name: string) =>
-    objects.find((o) => o.kind === "Deployment" && o.metadata.name === `${PREFIX}-${name}`)?.spec.template.spec.containers[0];
+    objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `${PREFIX}-${name}`)?.spec.template.spec.containers[0];
   const envOf = (objects: Manifest[], name: string) =>
     new Map<string, any>((containerOf(objects, name)?.env ?? []).map((e: any) => [e.name, e.value ?? e.valueFrom]));
 
-  renderIt("drops every object of a disabled service", () => {
-    const { status, output, objects } = render("--set", "services.trading.enabled=false");
-    expect({ status, output: status === 0 ? "" : output }).toEqual({ status: 0, output: "" });
-    expect(objects.filter((o) => o.metadata.labels?.["app.kubernetes.io/component"]?.startsWith("trading"))).toEqual([]);
-    expect(containerOf(objects, "keys")).toBeDefined();
+  renderIt('drops every object of a disabled service', () => {
+    const { status, output, objects } = render('--set', 'services.trading.enabled=false');
+    expect({ status, output: status === 0 ? '' : output }).toEqual({ status: 0, output: '' });
+    expect(objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component']?.startsWith('trading'))).toEqual([]);
+    expect(containerOf(objects, 'keys')).toBeDefined();
   });
 
   renderIt("merges env by name: default.env, then the service's, over the chart's; null removes", () => {
     const { status, objects } = render(
-      "--set-json",
+      '--set-json',
       'default.env={"SVC_TRADING_ADDR":"trading.example.internal:443","EXTRA":"1"}',
-      "--set-json",
+      '--set-json',
       'services.keys.env={"LOG_LEVEL":"debug","EXTRA":null,"FROM_SECRET":{"valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}}',
     );
     expect(status).toBe(0);
-    const keys = envOf(objects, "keys");
-    const drive = envOf(objects, "drive");
-    expect(keys.get("SVC_TRADING_ADDR")).toBe("trading.example.internal:443");
-    expect(keys.get("LOG_LEVEL")).toBe("debug");
-    expect(keys.has("EXTRA")).toBe(false);
-    expect(keys.get("FROM_SECRET")).toEqual({ secretKeyRef: { name: "s", key: "k" } });
-    expect(keys.get("SVC_SERVICE")).toBe("keys"); // the chart's variables are still there
-    expect(drive.get("EXTRA")).toBe("1");
-    expect(drive.get("LOG_LEVEL")).toBe("info");
+    const keys = envOf(objects, 'keys');
+    const drive = envOf(objects, 'drive');
+    expect(keys.get('SVC_TRADING_ADDR')).toBe('trading.example.internal:443');
+    expect(keys.get('LOG_LEVEL')).toBe('debug');
+    expect(keys.has('EXTRA')).toBe(false);
+    expect(keys.get('FROM_SECRET')).toEqual({ secretKeyRef: { name: 's', key: 'k' } });
+    expect(keys.get('SVC_SERVICE')).toBe('keys'); // the chart's variables are still there
+    expect(drive.get('EXTRA')).toBe('1');
+    expect(drive.get('LOG_LEVEL')).toBe('info');
   });
 
-  renderIt("fails with a message when a backend is neither bundled nor external", () => {
-    const { status, output } = render("--set", "postgresql.enabled=false");
+  renderIt('fails with a message when a backend is neither bundled nor external', () => {
+    const { status, output } = render('--set', 'postgresql.enabled=false');
     expect(status).not.toBe(0);
     expect(output).toMatch(/postgresql: no backend/);
   });

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { connect } from 'nats';
 import pg from 'pg';
 
 /** Real backends come from the environment (CI sets them all); absent ones are embedded. */
@@ -59,8 +60,6 @@ export async function startS3(): Promise<{ endpoint: string; accessKey: string; 
 /** Deletes the JetStream stream of a test namespace, so runs do not pile streams up on the server. */
 export async function dropNatsNamespace(namespace: string): Promise<void> {
   if (!REAL.nats) return;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { connect } = require('nats') as typeof import('nats');
   const nc = await connect({ servers: REAL.nats });
   try {
     const jsm = await nc.jetstreamManager();

@@ -1,17 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
+import { createHash } from 'node:crypto';
 import http from 'node:http';
-import path from 'node:path';
 
-import {
-  createSystemTokenSource,
-  type EventEnvelope,
-  generateApiKey,
-  hashSecret,
-  keyPrefix,
-  newId,
-  PrincipalSigner,
-} from '@svc/kit';
+import { createSystemTokenSource, type EventEnvelope, generateApiKey, hashSecret, keyPrefix, PrincipalSigner } from '@svc/kit';
 import { drive, keys } from '@svc/proto';
 
 import { startTestStack, type TestStack } from './stack';
@@ -52,7 +42,11 @@ export interface Reply {
 }
 
 /** Any request, bytes in and out. */
-export async function req(method: string, p: string, opts: { key?: string; body?: Buffer | string; headers?: Record<string, string> } = {}): Promise<Reply> {
+export async function req(
+  method: string,
+  p: string,
+  opts: { key?: string; body?: Buffer | string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   headers.authorization ??= `Bearer ${opts.key ?? t.bootstrapKey}`;
   const res = await fetch(t.url + p, { method, headers, body: opts.body });
@@ -66,9 +60,17 @@ export async function req(method: string, p: string, opts: { key?: string; body?
   return { status: res.status, headers: res.headers, bytes, body };
 }
 
-export async function uploadFile(name: string, content: Buffer | string, opts: { parentId?: string; key?: string; headers?: Record<string, string> } = {}) {
+export async function uploadFile(
+  name: string,
+  content: Buffer | string,
+  opts: { parentId?: string; key?: string; headers?: Record<string, string> } = {},
+) {
   const q = new URLSearchParams({ name, ...(opts.parentId ? { parentId: opts.parentId } : {}) });
-  return req('POST', `/drive/upload?${q}`, { key: opts.key, body: content, headers: { 'content-type': 'application/octet-stream', ...opts.headers } });
+  return req('POST', `/drive/upload?${q}`, {
+    key: opts.key,
+    body: content,
+    headers: { 'content-type': 'application/octet-stream', ...opts.headers },
+  });
 }
 
 export async function folder(name: string, parentId?: string, key?: string) {
@@ -99,13 +101,18 @@ export async function sql<R>(text: string, params: unknown[] = []): Promise<R[]>
 /** Sends part of a body with a larger Content-Length, then drops the connection. */
 export function abortedUpload(p: string, headers: Record<string, string>, sent: Buffer, declared: number): Promise<void> {
   return new Promise((resolve) => {
-    const r = http.request(t.url + p, { method: p.includes('/content') ? 'PUT' : 'POST', headers: { ...headers, 'content-length': String(declared) } });
+    const r = http.request(t.url + p, {
+      method: p.includes('/content') ? 'PUT' : 'POST',
+      headers: { ...headers, 'content-length': String(declared) },
+    });
     r.on('error', () => resolve());
     r.on('response', () => resolve());
-    r.write(sent, () => setTimeout(() => {
-      r.destroy();
-      resolve();
-    }, 150));
+    r.write(sent, () =>
+      setTimeout(() => {
+        r.destroy();
+        resolve();
+      }, 150),
+    );
   });
 }
 
@@ -116,4 +123,3 @@ export const until = async (cond: () => Promise<boolean> | boolean, ms = 5000) =
     await new Promise((r) => setTimeout(r, 25));
   }
 };
-

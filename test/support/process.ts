@@ -17,15 +17,11 @@ export async function freePort(): Promise<number> {
 
 /** Runs the image's entrypoint (`node --require tracing main.js`) as a child process. */
 export function spawnSvc(env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(
-    process.execPath,
-    ['--require', './packages/kit/dist/tracing/register.js', './packages/stack/dist/main.js'],
-    {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, ['--require', './packages/kit/dist/tracing/register.js', './packages/stack/dist/main.js'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

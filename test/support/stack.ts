@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { routes } from '@svc/api';
-import { startStack, type Stack } from '@svc/stack';
+import { type Stack, startStack } from '@svc/stack';
 
 import { createDatabase, dropNatsNamespace, randomName, REAL, startS3, tempDir } from './backends';
 
@@ -12,12 +12,22 @@ export interface TestStack {
   env: Record<string, string>;
   bootstrapKey: string;
   /** Calls the gateway; JSON in and out. */
-  call(method: string, p: string, opts?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  call(
+    method: string,
+    p: string,
+    opts?: { key?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /**
    * Calls the gateway and expects success (status < 300) with an answer that matches the response
    * schema the route table documents (and OpenAPI publishes).
    */
-  ok(method: string, p: string, key: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  ok(
+    method: string,
+    p: string,
+    key: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   stop(): Promise<void>;
 }
 

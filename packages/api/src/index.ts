@@ -10,10 +10,10 @@ import { systemRoutes } from './routes/system.js';
 
 export * from './openapi.js';
 export * from './route.js';
-export * from './rpc.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
+export * from './rpc.js';
 export * from './schemas/accounts.js';
 export * from './schemas/agents.js';
 export * from './schemas/profiles.js';

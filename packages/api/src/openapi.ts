@@ -63,7 +63,9 @@ function successes(r: Route, schemas: SchemaCollector): Record<string, unknown> 
       '304': { description: 'Not modified (`If-None-Match` names the current ETag).' },
     };
   }
-  return { [String(r.status ?? 200)]: { description: 'Success.', content: { 'application/json': { schema: schemas.schema(r.response, 'output') } } } };
+  return {
+    [String(r.status ?? 200)]: { description: 'Success.', content: { 'application/json': { schema: schemas.schema(r.response, 'output') } } },
+  };
 }
 
 /** A request body that is not JSON: the raw bytes, or a multipart form with a file part and fields. */

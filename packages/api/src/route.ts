@@ -1,5 +1,6 @@
-import type { ServiceName } from '@svc/kit';
 import { z } from 'zod';
+
+import type { ServiceName } from '@svc/kit';
 
 export type { ServiceName };
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -114,10 +115,7 @@ export interface Route {
    * handler registered with the dispatcher (more than one unary call: content streamed to and from
    * the blob store, the gateway's own answers); `unimplemented` answers 501 until its service lands.
    */
-  handler:
-    | RpcHandler
-    | { kind: 'local'; name: string }
-    | { kind: 'unimplemented'; service: ServiceName };
+  handler: RpcHandler | { kind: 'local'; name: string } | { kind: 'unimplemented'; service: ServiceName };
 }
 
 export function route(r: Route): Route {
@@ -147,8 +145,7 @@ export const ListQuery = z.object({
 export const Success = z.object({ success: z.literal(true) });
 
 /** An id of one type (DESIGN §3): `<prefix>_` + 26 lowercase base32 characters. */
-export const prefixedId = (prefix: string, what: string) =>
-  z.string().regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what} (${prefix}_…)`);
+export const prefixedId = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what} (${prefix}_…)`);
 
 export const AccountId = prefixedId('acct', 'an account id');
 export const AgentId = prefixedId('agt', 'an agent id');

@@ -17,7 +17,9 @@ interface Definitions {
 type RpcService = keyof Definitions;
 type MethodOf<S extends RpcService> = Extract<keyof Definitions[S], string>;
 type RequestOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { requestSerialize: (value: infer R) => Buffer } ? R : never;
-type ResponseOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { responseDeserialize: (value: Buffer) => infer R } ? R : never;
+type ResponseOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { responseDeserialize: (value: Buffer) => infer R }
+  ? R
+  : never;
 
 /**
  * Declares that an operation is one call of `service.method`, with the request and response types

@@ -3,9 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { buildOpenApi, ErrorBody, type Route, routes } from '@svc/api';
 import ts from 'typescript';
 import { z } from 'zod';
+
+import { buildOpenApi, ErrorBody, type Route, routes } from '@svc/api';
 
 type Json = any;
 
@@ -30,10 +31,14 @@ function resolve(root: unknown, ref: string): unknown {
 }
 
 const operations = (d: Json) =>
-  Object.entries(d.paths as Record<string, Record<string, Json>>).flatMap(([p, item]) => Object.entries(item).map(([method, op]) => ({ path: p, method, op })));
+  Object.entries(d.paths as Record<string, Record<string, Json>>).flatMap(([p, item]) =>
+    Object.entries(item).map(([method, op]) => ({ path: p, method, op })),
+  );
 
 /** Runs Redocly's linter and openapi-typescript on `d` in a Node process of their own (both are ES modules). */
-function outsideTools(d: unknown): Promise<{ problems: Array<{ severity: string; ruleId: string; message: string; pointer?: string }>; types: string }> {
+function outsideTools(
+  d: unknown,
+): Promise<{ problems: Array<{ severity: string; ruleId: string; message: string; pointer?: string }>; types: string }> {
   return new Promise((resolvePromise, reject) => {
     const child = execFile(
       process.execPath,
@@ -177,13 +182,22 @@ describe('the OpenAPI document of the route table', () => {
 });
 
 describe('buildOpenApi on small route tables', () => {
-  const base = { summary: 'A test operation.', tag: 'test', auth: 'key', principals: ['human'], authority: false, handler: { kind: 'local', name: 'x' } } as const;
+  const base = {
+    summary: 'A test operation.',
+    tag: 'test',
+    auth: 'key',
+    principals: ['human'],
+    authority: false,
+    handler: { kind: 'local', name: 'x' },
+  } as const;
   const op = (r: Partial<Route> & Pick<Route, 'id' | 'method' | 'path' | 'response'>): Route => ({ ...base, principals: [...base.principals], ...r });
 
   test('a named schema used in requests and answers alike is one component', () => {
     // Strict: a plain object's input form allows unknown fields, its output form has none, so they differ.
     const Thing = z.strictObject({ name: z.string() }).meta({ id: 'TestThing' });
-    const d: Json = buildOpenApi([op({ id: 't.put', method: 'put', path: '/things/:id', body: Thing, response: z.object({ thing: Thing }) })], { version: '1' });
+    const d: Json = buildOpenApi([op({ id: 't.put', method: 'put', path: '/things/:id', body: Thing, response: z.object({ thing: Thing }) })], {
+      version: '1',
+    });
     expect(Object.keys(d.components.schemas).sort()).toEqual(['Error', 'TestThing']);
     const put = d.paths['/things/{id}'].put;
     expect(put.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/TestThing' });
@@ -219,17 +233,24 @@ describe('buildOpenApi on small route tables', () => {
   test('what cannot make a valid document is refused at build time', () => {
     const a = z.object({ a: z.string() }).meta({ id: 'TestClash' });
     const b = z.object({ b: z.string() }).meta({ id: 'TestClash' });
-    expect(() => buildOpenApi([op({ id: 'a', method: 'get', path: '/a', response: a }), op({ id: 'b', method: 'get', path: '/b', response: b })], { version: '1' })).toThrow(
-      /two different schemas are named TestClash/,
-    );
-    expect(() => buildOpenApi([op({ id: 'same', method: 'get', path: '/a', response: ErrorBody }), op({ id: 'same', method: 'get', path: '/b', response: ErrorBody })], { version: '1' })).toThrow(
-      /operationId same is used twice/,
-    );
+    expect(() =>
+      buildOpenApi([op({ id: 'a', method: 'get', path: '/a', response: a }), op({ id: 'b', method: 'get', path: '/b', response: b })], {
+        version: '1',
+      }),
+    ).toThrow(/two different schemas are named TestClash/);
+    expect(() =>
+      buildOpenApi(
+        [op({ id: 'same', method: 'get', path: '/a', response: ErrorBody }), op({ id: 'same', method: 'get', path: '/b', response: ErrorBody })],
+        { version: '1' },
+      ),
+    ).toThrow(/operationId same is used twice/);
     const Anon: z.ZodType = z.object({
       get next() {
         return Anon.optional();
       },
     });
-    expect(() => buildOpenApi([op({ id: 'r', method: 'get', path: '/r', response: z.object({ list: Anon }) })], { version: '1' })).toThrow(/recursive schema has no name/);
+    expect(() => buildOpenApi([op({ id: 'r', method: 'get', path: '/r', response: z.object({ list: Anon }) })], { version: '1' })).toThrow(
+      /recursive schema has no name/,
+    );
   });
 });

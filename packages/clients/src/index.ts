@@ -1,4 +1,4 @@
-import { GRPC_SERVICE_NAMES, grpcServiceName, type GrpcServiceName } from '@svc/kit';
+import { GRPC_SERVICE_NAMES, type GrpcServiceName, grpcServiceName } from '@svc/kit';
 
 import { accountsDefinition } from './accounts.js';
 import { agentsDefinition } from './agents.js';
@@ -31,6 +31,7 @@ const PROTO_DEFINITIONS: Record<GrpcServiceName, Record<string, any>> = {
 };
 
 /** Each gRPC service's proto definition and full service name (what `Registry.client` takes), from the catalogue. */
-export const DEFINITIONS = Object.fromEntries(
-  GRPC_SERVICE_NAMES.map((name) => [name, [PROTO_DEFINITIONS[name], grpcServiceName(name)]]),
-) as Record<GrpcServiceName, [Record<string, any>, string]>;
+export const DEFINITIONS = Object.fromEntries(GRPC_SERVICE_NAMES.map((name) => [name, [PROTO_DEFINITIONS[name], grpcServiceName(name)]])) as Record<
+  GrpcServiceName,
+  [Record<string, any>, string]
+>;

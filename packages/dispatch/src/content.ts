@@ -1,7 +1,7 @@
 import { driveClient } from '@svc/clients';
 import type { Backends, HashPool, Logger, Registry } from '@svc/kit';
 import { DomainError, storeHashed, verifiedContent } from '@svc/kit';
-import { drive } from '@svc/proto';
+import type { drive } from '@svc/proto';
 
 /** A commit may move a large blob (a server-side copy on S3): more time than a usual call. */
 const COMMIT_DEADLINE_MS = 120_000;
@@ -32,7 +32,12 @@ export interface Caller {
  * byte is read), the bytes to the blob store, then CommitUpload. A source that fails (a client
  * gone mid-body) or goes over the limit leaves nothing, and the upload is forgotten.
  */
-export async function upload(deps: ContentDeps, caller: Caller, header: drive.UploadHeader, chunks: AsyncIterable<Buffer>): Promise<drive.ItemResponse> {
+export async function upload(
+  deps: ContentDeps,
+  caller: Caller,
+  header: drive.UploadHeader,
+  chunks: AsyncIterable<Buffer>,
+): Promise<drive.ItemResponse> {
   const client = driveClient(deps.registry);
   const call = { principalToken: caller.token, requestId: caller.requestId };
   const slot = await client.beginUpload(header, call);
@@ -43,13 +48,20 @@ export async function upload(deps: ContentDeps, caller: Caller, header: drive.Up
       declaredSize: header.declaredSize,
     });
   } catch (err) {
-    client.abortUpload({ uploadId: slot.uploadId }, call).catch((e: unknown) => deps.log.warn({ err: e, uploadId: slot.uploadId }, 'could not abort an upload'));
+    client
+      .abortUpload({ uploadId: slot.uploadId }, call)
+      .catch((e: unknown) => deps.log.warn({ err: e, uploadId: slot.uploadId }, 'could not abort an upload'));
     if (err instanceof DomainError) throw err;
     // Not the client's doing (a full disk, an S3 error, a failed hash): nothing was written.
     deps.log.error({ err, uploadId: slot.uploadId, key: slot.blobKey, requestId: caller.requestId }, 'storing an upload failed');
-    throw new DomainError('unavailable', 'storage_unavailable', 'The file store could not take the content; nothing was written.', undefined, { cause: err });
+    throw new DomainError('unavailable', 'storage_unavailable', 'The file store could not take the content; nothing was written.', undefined, {
+      cause: err,
+    });
   }
-  return client.commitUpload({ header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size }, { ...call, deadlineMs: COMMIT_DEADLINE_MS });
+  return client.commitUpload(
+    { header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size },
+    { ...call, deadlineMs: COMMIT_DEADLINE_MS },
+  );
 }
 
 export interface Download {
@@ -79,7 +91,7 @@ export async function download(deps: ContentDeps, caller: Caller, request: drive
       deps.log.error({ err, ...where }, 'the content of a file is missing from the blob store');
       throw new DomainError('internal', 'content_missing', "The file's content could not be read.", undefined, { cause: err });
     }
-    throw new DomainError('unavailable', 'storage_unavailable', "The file store is unavailable; try again.", undefined, { cause: err });
+    throw new DomainError('unavailable', 'storage_unavailable', 'The file store is unavailable; try again.', undefined, { cause: err });
   }
   const verified = verifiedContent(blob, deps.hashes, { bytes: header.end - header.start + 1, sha256: header.partial ? undefined : item.sha256 });
   async function* logged(): AsyncGenerator<Buffer> {

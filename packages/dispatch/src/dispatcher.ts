@@ -34,9 +34,7 @@ export const contentAnswer = (download: Download): ContentAnswer => ({ $content:
 export type OperationHandler = (input: RouteInput, ctx: OperationContext) => Promise<unknown>;
 
 /** What an operation answered, for a front to write in its own protocol. */
-export type Answer =
-  | { kind: 'json'; status: number; headers: Record<string, string>; body: unknown }
-  | { kind: 'content'; download: Download };
+export type Answer = { kind: 'json'; status: number; headers: Record<string, string>; body: unknown } | { kind: 'content'; download: Download };
 
 export interface DispatcherOptions {
   registry: Registry;

@@ -1,6 +1,7 @@
+import type { z } from 'zod';
+
 import type { Content, Route, RouteInput } from '@svc/api';
 import { DomainError, parseInput } from '@svc/kit';
-import type { z } from 'zod';
 
 /** An operation's input as a front received it, before validation. */
 export interface RawInput {

@@ -94,10 +94,7 @@ export class Backends {
             this[name](),
             new Promise((_, rej) => setTimeout(() => rej(new Error('timed out opening')), 2000).unref()),
           ])) as { ping(): Promise<void> };
-          await Promise.race([
-            b.ping(),
-            new Promise((_, rej) => setTimeout(() => rej(new Error('timed out')), 2000).unref()),
-          ]);
+          await Promise.race([b.ping(), new Promise((_, rej) => setTimeout(() => rej(new Error('timed out')), 2000).unref())]);
           out[name] = { ok: true, kind };
         } catch (err) {
           out[name] = { ok: false, kind, error: (err as Error).message };

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+
 import { z } from 'zod';
 
 import { SERVICE_NAMES, type ServiceName } from './catalogue.js';
@@ -16,9 +17,10 @@ const url = (protocols: string[]) =>
     .refine((v) => protocols.some((p) => v.startsWith(p)), `must start with ${protocols.join(' or ')}`)
     .optional();
 
-const addrVars = Object.fromEntries(
-  SERVICE_NAMES.map((n) => [`SVC_${n.toUpperCase()}_ADDR`, z.string().min(3).optional()]),
-) as Record<`SVC_${Uppercase<ServiceName>}_ADDR`, z.ZodOptional<z.ZodString>>;
+const addrVars = Object.fromEntries(SERVICE_NAMES.map((n) => [`SVC_${n.toUpperCase()}_ADDR`, z.string().min(3).optional()])) as Record<
+  `SVC_${Uppercase<ServiceName>}_ADDR`,
+  z.ZodOptional<z.ZodString>
+>;
 
 const EnvSchema = z
   .object({
@@ -42,7 +44,10 @@ const EnvSchema = z
       .regex(/^(false|true|\d{1,2})$/, 'must be false, true or a number of proxy hops')
       .default('false')
       .transform((v) => (v === 'false' ? false : v === 'true' ? true : Number(v))),
-    SVC_BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, 'must look like 1mb or 512kb').default('1mb'),
+    SVC_BODY_LIMIT: z
+      .string()
+      .regex(/^\d+(b|kb|mb)$/i, 'must look like 1mb or 512kb')
+      .default('1mb'),
     SVC_GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
     SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

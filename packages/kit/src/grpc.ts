@@ -3,7 +3,7 @@ import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 
 import { DomainError, ERROR_KINDS, isErrorKind } from './errors.js';
 import type { Logger } from './log.js';
-import { PRINCIPAL_METADATA_KEY, type Principal, type PrincipalSigner } from './principal.js';
+import { type Principal, PRINCIPAL_METADATA_KEY, type PrincipalSigner } from './principal.js';
 import { streamCall } from './stream.js';
 import { UnaryCallError, UnaryChannel } from './unary.js';
 
@@ -325,10 +325,7 @@ function fromStatus(
 }
 
 /** The CallContext of an incoming call: its signed principal verified. */
-async function verifyCallPrincipal(
-  metadata: grpc.Metadata,
-  deps: { signer: PrincipalSigner; log: Logger },
-): Promise<CallContext> {
+async function verifyCallPrincipal(metadata: grpc.Metadata, deps: { signer: PrincipalSigner; log: Logger }): Promise<CallContext> {
   const token = metadata.get(PRINCIPAL_METADATA_KEY)[0];
   if (typeof token !== 'string') {
     throw new DomainError('unauthenticated', 'missing_principal', 'The call carries no principal.');

@@ -197,7 +197,7 @@ class Thread {
 
   /** Lets waiting hashes copy into the free slots, in the order they started waiting. */
   private wake(): void {
-    for (let i = 0; i < this.waiting.length && this.free.length; ) {
+    for (let i = 0; i < this.waiting.length && this.free.length;) {
       if (this.waiting[i]!.resume()) this.waiting.splice(i, 1);
       else i++;
     }

@@ -47,7 +47,9 @@ export class Registry {
   /** A typed client, created on first use. Throws when the caller has not declared `name` as a downstream. */
   client<D extends Record<string, any>>(name: ServiceName, definition: D, grpcServiceName: string): RpcClient<D> {
     if (this.caller && !mayCall(this.caller, name)) {
-      throw new Error(`the ${this.caller} service calls ${name}, which the service catalogue does not declare as its downstream (packages/kit/src/catalogue.ts)`);
+      throw new Error(
+        `the ${this.caller} service calls ${name}, which the service catalogue does not declare as its downstream (packages/kit/src/catalogue.ts)`,
+      );
     }
     const address = this.addresses.get(name) ?? `${name}:50051`;
     const key = `${grpcServiceName}@${address}`;
@@ -67,7 +69,7 @@ export class Registry {
 
 /** A module's own settings: an object schema keyed by environment variable (SVC_<NAME>_*). */
 export type SettingsSchema = z.ZodObject;
-type NoSettings = z.ZodObject<{}>;
+type NoSettings = z.ZodObject<Record<string, never>>;
 
 export interface ServiceContext<S = unknown> {
   config: Config;

@@ -33,7 +33,9 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
       return `must be ${word} ${bound}${UNITS[issue.origin] ?? ''}.`;
     }
     case 'invalid_value':
-      return /^Invalid (option|input)/.test(issue.message) ? `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}.` : issue.message;
+      return /^Invalid (option|input)/.test(issue.message)
+        ? `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}.`
+        : issue.message;
     default:
       return issue.message;
   }

@@ -22,7 +22,9 @@ const handlers = {
     if (req.keyHash === 'missing') throw new DomainError('not_found', 'key_not_found', 'API key not found.');
     if (req.keyHash === 'crash') throw new Error('database password is hunter2');
     if (req.keyHash.startsWith('slow')) await sleep(Number(req.keyHash.slice(4)));
-    return { key: { id: ctx.principal.accountId, name: ctx.requestId, prefix: '', usageCount: 0, createdAt: '', accountId: '', ownerKind: '', ownerId: '' } };
+    return {
+      key: { id: ctx.principal.accountId, name: ctx.requestId, prefix: '', usageCount: 0, createdAt: '', accountId: '', ownerKind: '', ownerId: '' },
+    };
   },
 } as Partial<Handlers<Def>> as Handlers<Def>;
 
@@ -35,7 +37,12 @@ beforeAll(async () => {
     host: '127.0.0.1',
     port: 0,
     serviceName: 'svc.keys.v1.KeysService',
-    services: [{ definition: keys.KeysServiceService as never, implementation: bindService({ verifyKey: keys.KeysServiceService.verifyKey } as Def, handlers, { signer, log }) }],
+    services: [
+      {
+        definition: keys.KeysServiceService as never,
+        implementation: bindService({ verifyKey: keys.KeysServiceService.verifyKey } as Def, handlers, { signer, log }),
+      },
+    ],
   });
   server.setServing('SERVING');
   client = createRpcClient(keys.KeysServiceService, 'svc.keys.v1.KeysService', server.address, { deadlineMs: 2000 });
@@ -85,7 +92,12 @@ test('shutdown drains calls in flight and refuses new ones', async () => {
     host: '127.0.0.1',
     port: 0,
     serviceName: 'svc.keys.v1.KeysService',
-    services: [{ definition: keys.KeysServiceService as never, implementation: bindService({ verifyKey: keys.KeysServiceService.verifyKey } as Def, handlers, { signer, log }) }],
+    services: [
+      {
+        definition: keys.KeysServiceService as never,
+        implementation: bindService({ verifyKey: keys.KeysServiceService.verifyKey } as Def, handlers, { signer, log }),
+      },
+    ],
   });
   const c = createRpcClient(keys.KeysServiceService, 'svc.keys.v1.KeysService', other.address, { deadlineMs: 5000 });
   const inFlight = c.verifyKey({ keyHash: 'slow400' }, { principalToken: token });

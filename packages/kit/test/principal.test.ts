@@ -18,7 +18,9 @@ describe('PrincipalSigner', () => {
     const forged = await new PrincipalSigner('y'.repeat(40)).sign(P);
     await expect(s.verify(forged.token)).rejects.toThrow(DomainError);
     const [h, , sig] = (await s.sign(P)).token.split('.');
-    const payload = Buffer.from(JSON.stringify({ p: { ...P, accountId: 'acct_victim' }, iss: 'svc-gateway', aud: 'svc-services', exp: 9e9 })).toString('base64url');
+    const payload = Buffer.from(
+      JSON.stringify({ p: { ...P, accountId: 'acct_victim' }, iss: 'svc-gateway', aud: 'svc-services', exp: 9e9 }),
+    ).toString('base64url');
     await expect(s.verify(`${h}.${payload}.${sig}`)).rejects.toThrow(/no valid principal/);
     const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${payload}.`;
     await expect(s.verify(none)).rejects.toThrow(DomainError);

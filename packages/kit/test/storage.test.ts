@@ -37,17 +37,29 @@ const until = async (cond: () => boolean, ms = 3000) => {
 type Maker<T> = [string, () => Promise<{ it: T; close(): Promise<void> }>];
 
 const sqls: Maker<Sql>[] = [
-  ['pglite', async () => {
-    const it = await createPgliteSql(tempDir());
-    return { it, close: () => it.close() };
-  }],
+  [
+    'pglite',
+    async () => {
+      const it = await createPgliteSql(tempDir());
+      return { it, close: () => it.close() };
+    },
+  ],
 ];
 if (REAL.pg) {
-  sqls.push(['postgresql', async () => {
-    const db = await createDatabase(REAL.pg!);
-    const it = createPgSql(db.url);
-    return { it, close: async () => { await it.close(); await db.drop(); } };
-  }]);
+  sqls.push([
+    'postgresql',
+    async () => {
+      const db = await createDatabase(REAL.pg!);
+      const it = createPgSql(db.url);
+      return {
+        it,
+        close: async () => {
+          await it.close();
+          await db.drop();
+        },
+      };
+    },
+  ]);
 }
 
 describe.each(sqls)('Sql on %s', (_name, make) => {
@@ -101,10 +113,12 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
     await sql.exec('ALTER TABLE t.shape2 ADD COLUMN extra int');
     // The first try may hit a connection that prepared the old plan: the transaction is aborted,
     // and the error is PostgreSQL's (not "current transaction is aborted" from a retry in it).
-    const first = await sql.tx((q) => q.query(select, ['a'])).then(
-      (rows) => ({ rows }),
-      (err: { code?: string }) => ({ code: err.code }),
-    );
+    const first = await sql
+      .tx((q) => q.query(select, ['a']))
+      .then(
+        (rows) => ({ rows }),
+        (err: { code?: string }) => ({ code: err.code }),
+      );
     if ('code' in first) expect(first.code).toBe('0A000');
     else expect(first.rows).toEqual([{ id: 'a', extra: null }]);
     expect(await sql.tx((q) => q.query(select, ['a']))).toEqual([{ id: 'a', extra: null }]);
@@ -141,16 +155,30 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
   });
 });
 
-const buses: Maker<Bus>[] = [['in-process', async () => {
-  const it = createMemoryBus(randomName('ns'));
-  return { it, close: () => it.close() };
-}]];
+const buses: Maker<Bus>[] = [
+  [
+    'in-process',
+    async () => {
+      const it = createMemoryBus(randomName('ns'));
+      return { it, close: () => it.close() };
+    },
+  ],
+];
 if (REAL.nats) {
-  buses.push(['nats-jetstream', async () => {
-    const ns = randomName('ns');
-    const it = await createNatsBus(REAL.nats!, ns);
-    return { it, close: async () => { await it.close(); await dropNatsNamespace(ns); } };
-  }]);
+  buses.push([
+    'nats-jetstream',
+    async () => {
+      const ns = randomName('ns');
+      const it = await createNatsBus(REAL.nats!, ns);
+      return {
+        it,
+        close: async () => {
+          await it.close();
+          await dropNatsNamespace(ns);
+        },
+      };
+    },
+  ]);
 }
 
 describe.each(buses)('Bus on %s', (_name, make) => {
@@ -203,15 +231,23 @@ describe.each(buses)('Bus on %s', (_name, make) => {
   });
 });
 
-const caches: Maker<Cache>[] = [['memory', async () => {
-  const it = createMemoryCache();
-  return { it, close: () => it.close() };
-}]];
+const caches: Maker<Cache>[] = [
+  [
+    'memory',
+    async () => {
+      const it = createMemoryCache();
+      return { it, close: () => it.close() };
+    },
+  ],
+];
 if (REAL.redis) {
-  caches.push(['redis', async () => {
-    const it = createRedisCache(REAL.redis!, randomName('ns'));
-    return { it, close: () => it.close() };
-  }]);
+  caches.push([
+    'redis',
+    async () => {
+      const it = createRedisCache(REAL.redis!, randomName('ns'));
+      return { it, close: () => it.close() };
+    },
+  ]);
 }
 
 describe.each(caches)('Cache on %s', (_name, make) => {
@@ -252,11 +288,14 @@ describe.each(caches)('Cache on %s', (_name, make) => {
 
 const blobStores: Maker<Blobs>[] = [
   ['filesystem', async () => ({ it: createFsBlobs(tempDir()), close: async () => {} })],
-  ['s3 (s3rver)', async () => {
-    const s3 = await startS3();
-    const it = await createS3Blobs({ ...s3, bucket: randomName('b'), region: 'us-east-1' });
-    return { it, close: () => s3.stop() };
-  }],
+  [
+    's3 (s3rver)',
+    async () => {
+      const s3 = await startS3();
+      const it = await createS3Blobs({ ...s3, bucket: randomName('b'), region: 'us-east-1' });
+      return { it, close: () => s3.stop() };
+    },
+  ],
 ];
 
 describe.each(blobStores)('Blobs on %s', (_name, make) => {

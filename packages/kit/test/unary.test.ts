@@ -1,3 +1,4 @@
+import http2 from 'node:http2';
 import net from 'node:net';
 
 import * as grpc from '@grpc/grpc-js';
@@ -146,9 +147,8 @@ test('a response larger than the limit is refused; a closed channel refuses call
 test('a call refused unprocessed (REFUSED_STREAM) is sent again, on a fresh connection each time, until one takes it', async () => {
   // An HTTP/2 peer that refuses the first three streams it sees, each on a new connection, then
   // answers as a gRPC server: as when each retry's new connection is rotated away on a busy host.
-  const http2 = await import('node:http2');
   let refusals = 0;
-  const sessions = new Set<import('node:http2').ServerHttp2Session>();
+  const sessions = new Set<http2.ServerHttp2Session>();
   const server = http2.createServer();
   server.on('session', (s) => sessions.add(s));
   server.on('stream', (stream) => {

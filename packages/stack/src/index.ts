@@ -25,6 +25,8 @@ import { modelsService } from '@svc/models';
 import { profilesService } from '@svc/profiles';
 import { tradingService } from '@svc/trading';
 
+// package.json is outside src/ (tsc's rootDir), so it is read at run time rather than imported.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 export const VERSION: string = require('../package.json').version;
 
 /**

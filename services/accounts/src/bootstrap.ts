@@ -60,8 +60,5 @@ export async function bootstrap(ctx: ServiceContext, store: AccountStore): Promi
   // A key imported by an earlier, interrupted bootstrap keeps its account id: adopt it.
   const accountId = imported.key!.accountId;
   await store.insertOperatorIfEmpty(accountId);
-  ctx.log.info(
-    file ? { accountId, keyFile: file } : { accountId, keyFrom: 'SVC_BOOTSTRAP_KEY' },
-    'bootstrap: operator account created',
-  );
+  ctx.log.info(file ? { accountId, keyFile: file } : { accountId, keyFrom: 'SVC_BOOTSTRAP_KEY' }, 'bootstrap: operator account created');
 }

@@ -10,10 +10,10 @@ import { handlers } from './server.js';
 import { KeyVault, vaultSecret } from './signing.js';
 import { AccountStore, SCHEMA } from './store.js';
 
-export { type AccountsDeps, AccountsDomain } from './accounts/index.js';
 export { scopeWithin, verbCovers } from './access.js';
+export { type AccountsDeps, AccountsDomain } from './accounts/index.js';
 export { migrations } from './migrations/index.js';
-export { checkIfMatch, DEFAULT_SETTINGS, mergePatch, SettingsSchema, settingsEtag, validateSettings } from './settings.js';
+export { checkIfMatch, DEFAULT_SETTINGS, mergePatch, settingsEtag, SettingsSchema, validateSettings } from './settings.js';
 export { generateSigningKey, KeyVault, privateKeyFrom, signCompact, vaultSecret, verifyCompact } from './signing.js';
 export { AccountStore, SCHEMA } from './store.js';
 

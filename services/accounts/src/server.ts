@@ -1,8 +1,8 @@
 import { DomainError, type Handlers } from '@svc/kit';
-import { accounts } from '@svc/proto';
+import type { accounts } from '@svc/proto';
 
 import type { AccountsDomain, PublicKeyView } from './accounts/index.js';
-import type { AccountRow, Actor, AuditRow, GrantRow, HostRow, MemberRow, AccountStore } from './store.js';
+import type { AccountRow, AccountStore, Actor, AuditRow, GrantRow, HostRow, MemberRow } from './store.js';
 
 type Def = typeof accounts.AccountsServiceService;
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 
-import { DomainError } from '@svc/kit';
 import { z } from 'zod';
+
+import { DomainError } from '@svc/kit';
 
 /**
  * An account's settings: one validated document. PUT replaces it (absent fields take their
@@ -52,13 +53,7 @@ export const SettingsSchema = z
       .default({ callTimeoutMs: 5000 }),
     signing: z
       .object({
-        gracePeriodHours: z
-          .number()
-          .int()
-          .min(0)
-          .max(8760)
-          .default(168)
-          .describe('How long a rotated signing key still verifies signatures.'),
+        gracePeriodHours: z.number().int().min(0).max(8760).default(168).describe('How long a rotated signing key still verifies signatures.'),
       })
       .strict()
       .default({ gracePeriodHours: 168 }),

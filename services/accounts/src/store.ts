@@ -135,9 +135,7 @@ export class AccountStore {
   }
 
   async byEmail(email: string): Promise<AccountRow | null> {
-    const rows = await this.sql.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts.accounts WHERE lower(email) = lower($1)`, [
-      email,
-    ]);
+    const rows = await this.sql.query<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts.accounts WHERE lower(email) = lower($1)`, [email]);
     return rows[0] ?? null;
   }
 
@@ -154,10 +152,7 @@ export class AccountStore {
   }
 
   async membership(orgId: string, memberId: string, q: Queryable = this.sql): Promise<Role | null> {
-    const rows = await q.query<{ role: Role }>(`SELECT role FROM accounts.memberships WHERE org_id = $1 AND member_id = $2`, [
-      orgId,
-      memberId,
-    ]);
+    const rows = await q.query<{ role: Role }>(`SELECT role FROM accounts.memberships WHERE org_id = $1 AND member_id = $2`, [orgId, memberId]);
     return rows[0]?.role ?? null;
   }
 
@@ -197,10 +192,7 @@ export class AccountStore {
   }
 
   async ownerCount(q: Queryable, orgId: string): Promise<number> {
-    const rows = await q.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM accounts.memberships WHERE org_id = $1 AND role = 'owner'`,
-      [orgId],
-    );
+    const rows = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM accounts.memberships WHERE org_id = $1 AND role = 'owner'`, [orgId]);
     return rows[0]!.n;
   }
 
@@ -290,10 +282,9 @@ export class AccountStore {
 
   /** A grant that was revoked (deleted), for idempotent deletes. */
   async revokedGrant(id: string): Promise<GrantRow | null> {
-    const rows = await this.sql.query<GrantRow>(
-      `SELECT ${GRANT_COLUMNS} FROM accounts.standing_grants WHERE id = $1 AND revoked_at IS NOT NULL`,
-      [id],
-    );
+    const rows = await this.sql.query<GrantRow>(`SELECT ${GRANT_COLUMNS} FROM accounts.standing_grants WHERE id = $1 AND revoked_at IS NOT NULL`, [
+      id,
+    ]);
     return rows[0] ? grantRow(rows[0]) : null;
   }
 
@@ -366,7 +357,10 @@ export class AccountStore {
 
   // Hosts --------------------------------------------------------------------------------------
 
-  async insertHost(q: Queryable, h: Pick<HostRow, 'id' | 'account_id' | 'name' | 'credential_hash' | 'credential_prefix' | 'paired_by'>): Promise<HostRow> {
+  async insertHost(
+    q: Queryable,
+    h: Pick<HostRow, 'id' | 'account_id' | 'name' | 'credential_hash' | 'credential_prefix' | 'paired_by'>,
+  ): Promise<HostRow> {
     const rows = await q.query<HostRow>(
       `INSERT INTO accounts.hosts (id, account_id, name, credential_hash, credential_prefix, paired_by)
        VALUES ($1, $2, $3, $4, $5, $6::jsonb) RETURNING ${HOST_COLUMNS}`,
@@ -389,10 +383,9 @@ export class AccountStore {
   }
 
   async hostByCredentialHash(hash: string): Promise<HostRow | null> {
-    const rows = await this.sql.query<HostRow>(
-      `SELECT ${HOST_COLUMNS} FROM accounts.hosts WHERE credential_hash = $1 AND unpaired_at IS NULL`,
-      [hash],
-    );
+    const rows = await this.sql.query<HostRow>(`SELECT ${HOST_COLUMNS} FROM accounts.hosts WHERE credential_hash = $1 AND unpaired_at IS NULL`, [
+      hash,
+    ]);
     return rows[0] ? hostRow(rows[0]) : null;
   }
 

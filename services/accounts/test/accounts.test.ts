@@ -253,10 +253,9 @@ describe('AccountsDomain on SQL', () => {
       [['a'], ['b'], ['a', 'c']].map((verbs) => d.createGrant(OPERATOR, account.id, { granteeId: operatorId, verbs })),
     );
     expect(results.filter((r) => r.outcome === 'created')).toHaveLength(1);
-    const live = await sql.query<{ verbs: string[] }>(
-      `SELECT verbs FROM accounts.standing_grants WHERE account_id = $1 AND revoked_at IS NULL`,
-      [account.id],
-    );
+    const live = await sql.query<{ verbs: string[] }>(`SELECT verbs FROM accounts.standing_grants WHERE account_id = $1 AND revoked_at IS NULL`, [
+      account.id,
+    ]);
     expect(live).toHaveLength(1);
     expect([...live[0]!.verbs].sort()).toEqual(['a', 'b', 'c']);
   });

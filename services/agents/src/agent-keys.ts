@@ -34,10 +34,7 @@ export class AgentKeys {
     return { principalToken: await this.deps.systemToken() };
   }
 
-  async create(
-    p: Principal,
-    req: { agentId: string; name: string; projectId?: string; expiresInDays?: number },
-  ): Promise<keys.CreateKeyResponse> {
+  async create(p: Principal, req: { agentId: string; name: string; projectId?: string; expiresInDays?: number }): Promise<keys.CreateKeyResponse> {
     const caller = await this.caller(p, req.agentId);
     return this.deps
       .keysClient()

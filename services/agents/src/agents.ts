@@ -1,16 +1,8 @@
-import {
-  DomainError,
-  enqueueEvent,
-  newId,
-  type OutboxRelay,
-  type Principal,
-  parseInput,
-  requireHuman,
-  type Sql,
-} from '@svc/kit';
+import { z } from 'zod';
+
 import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/api';
 import type { AccountsClient, KeysClient } from '@svc/clients';
-import { z } from 'zod';
+import { DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, requireHuman, type Sql } from '@svc/kit';
 
 import { type Actor, type AgentRow, AgentStore, SCHEMA } from './store.js';
 
@@ -178,7 +170,9 @@ export class AgentsDomain {
       this.kick();
       return agent;
     } catch (err) {
-      await this.deps.records?.forget(id).catch((e) => this.deps.log.error({ err: e, agentId: id }, 'could not drop the record of an agent not created'));
+      await this.deps.records
+        ?.forget(id)
+        .catch((e) => this.deps.log.error({ err: e, agentId: id }, 'could not drop the record of an agent not created'));
       throw err;
     }
   }
@@ -302,7 +296,8 @@ export class AgentsDomain {
     }
     const target = await this.roleIn(p, to);
     if (!target) throw new DomainError('not_found', 'account_not_found', 'Account not found.');
-    if (!manages(target)) throw new DomainError('forbidden', 'insufficient_role', 'Moving an agent needs the owner or admin role in the new account.');
+    if (!manages(target))
+      throw new DomainError('forbidden', 'insufficient_role', 'Moving an agent needs the owner or admin role in the new account.');
   }
 
   /** Deletes the agent; its keys are revoked before the delete is visible, and again by the event consumer. */
@@ -333,7 +328,9 @@ export class AgentsDomain {
    * answered: the change stands, and its event writes the record again when accounts consumes it.
    */
   private async record(a: AgentRow): Promise<void> {
-    await this.deps.records?.sync([recordOf(a)]).catch((err) => this.deps.log.warn({ err, agentId: a.id }, 'could not record an agent change in accounts; its event will'));
+    await this.deps.records
+      ?.sync([recordOf(a)])
+      .catch((err) => this.deps.log.warn({ err, agentId: a.id }, 'could not record an agent change in accounts; its event will'));
   }
 
   /** Writes every agent's record (deleted ones too) to the accounts service: at start, for agents older than the records. */
@@ -363,12 +360,14 @@ export class AgentsDomain {
   /** Replaces the account's default agents (ordered, each an agent of the account). */
   async setDefaults(p: Principal, agentIds: string[]): Promise<AgentRow[]> {
     this.usable(p);
-    if (p.projectId) throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}; default agents are account-wide.`);
+    if (p.projectId)
+      throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}; default agents are account-wide.`);
     if (agentIds.length > MAX_DEFAULT_AGENTS) {
       throw new DomainError('invalid_argument', 'invalid_request', `agentIds: at most ${MAX_DEFAULT_AGENTS} default agents`);
     }
     if (new Set(agentIds).size !== agentIds.length) throw new DomainError('invalid_argument', 'invalid_request', 'agentIds: must not repeat an id');
-    for (const id of agentIds) if (!AGENT_ID_RE.test(id)) throw new DomainError('invalid_argument', 'invalid_request', 'agentIds: must be agent ids (agt_…)');
+    for (const id of agentIds)
+      if (!AGENT_ID_RE.test(id)) throw new DomainError('invalid_argument', 'invalid_request', 'agentIds: must be agent ids (agt_…)');
     const actor = actorOf(p);
     await this.deps.sql.tx(async (q) => {
       for (const id of agentIds) {

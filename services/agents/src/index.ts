@@ -3,7 +3,7 @@ import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } 
 import { agents } from '@svc/proto';
 
 import { AgentKeys } from './agent-keys.js';
-import { AgentsDomain, type AgentRecords } from './agents.js';
+import { type AgentRecords, AgentsDomain } from './agents.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';

@@ -1,5 +1,5 @@
 import type { Handlers } from '@svc/kit';
-import { agents } from '@svc/proto';
+import type { agents } from '@svc/proto';
 
 import type { AgentKeys } from './agent-keys.js';
 import type { AgentsDomain } from './agents.js';

@@ -49,10 +49,9 @@ export class AgentStore {
 
   /** A live (not deleted) agent. */
   async byId(id: string, q: Queryable = this.sql, lock = false): Promise<AgentRow | null> {
-    const rows = await q.query<AgentRow>(
-      `SELECT ${COLUMNS} FROM agents.agents WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
-      [id],
-    );
+    const rows = await q.query<AgentRow>(`SELECT ${COLUMNS} FROM agents.agents WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`, [
+      id,
+    ]);
     return rows[0] ? row(rows[0]) : null;
   }
 
@@ -94,10 +93,10 @@ export class AgentStore {
 
   /** Every agent, deleted ones too, by id, a page at a time (for the accounts service's records). */
   async page(after: string | null, limit: number): Promise<AgentRow[]> {
-    const rows = await this.sql.query<AgentRow>(
-      `SELECT ${COLUMNS} FROM agents.agents WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2`,
-      [after, limit],
-    );
+    const rows = await this.sql.query<AgentRow>(`SELECT ${COLUMNS} FROM agents.agents WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2`, [
+      after,
+      limit,
+    ]);
     return rows.map(row);
   }
 

@@ -26,7 +26,10 @@ let d: AgentsDomain;
 const revocations: string[] = [];
 let keysDown = false;
 /** Roles the fake accounts service knows: `${userId}|${accountId}` → role. */
-const roles = new Map<string, string>([[`${ACCT_A}|${ORG}`, 'owner'], [`${ACCT_B}|${ORG}`, 'member']]);
+const roles = new Map<string, string>([
+  [`${ACCT_A}|${ORG}`, 'owner'],
+  [`${ACCT_B}|${ORG}`, 'member'],
+]);
 
 const codeOf = (p: Promise<unknown>) =>
   p.then(
@@ -75,9 +78,9 @@ afterAll(async () => {
 });
 
 const outbox = (subject: string) =>
-  sql.query<{ payload: any }>(`SELECT payload FROM agents.outbox WHERE subject = $1 ORDER BY id`, [subject]).then((rows) =>
-    rows.map((r) => (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload)),
-  );
+  sql
+    .query<{ payload: any }>(`SELECT payload FROM agents.outbox WHERE subject = $1 ORDER BY id`, [subject])
+    .then((rows) => rows.map((r) => (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload)));
 
 describe('AgentsDomain', () => {
   test('agents belong to their account; another account, or another project, does not see them', async () => {
@@ -138,7 +141,14 @@ describe('AgentsDomain', () => {
     const b = await d.create(B, { name: 'd2' });
     expect(await codeOf(d.setDefaults(A, [b.id]))).toBe('agent_not_found');
     expect(await codeOf(d.setDefaults(A, [a.id, a.id]))).toBe('invalid_request');
-    expect(await codeOf(d.setDefaults(A, Array.from({ length: 21 }, () => newId('agt'))))).toBe('invalid_request');
+    expect(
+      await codeOf(
+        d.setDefaults(
+          A,
+          Array.from({ length: 21 }, () => newId('agt')),
+        ),
+      ),
+    ).toBe('invalid_request');
     expect(await codeOf(d.setDefaults({ ...A, projectId: 'web' }, [a.id]))).toBe('project_scope');
     expect((await d.setDefaults(A, [a.id])).map((r) => r.id)).toEqual([a.id]);
   });

@@ -19,8 +19,7 @@ export interface Received {
   size: number;
 }
 
-const unknownUpload = () =>
-  new DomainError('not_found', 'upload_not_found', 'No such upload in progress (it was committed, aborted or collected).');
+const unknownUpload = () => new DomainError('not_found', 'upload_not_found', 'No such upload in progress (it was committed, aborted or collected).');
 
 /**
  * Content: the gateway writes an upload's bytes to a temporary blob this service names (and
@@ -54,8 +53,11 @@ export class Content {
     if (!stored) {
       // The gateway wrote somewhere this service cannot see: not the same blob store.
       await this.discard(uploadId, upload.tmp_key);
-      this.log.error({ uploadId, key: upload.tmp_key }, 'an upload committed without its content: do the gateway and the drive share one blob store?');
-      throw new DomainError('internal', 'upload_content_missing', 'The upload\'s content is not in the file store; nothing was written.');
+      this.log.error(
+        { uploadId, key: upload.tmp_key },
+        'an upload committed without its content: do the gateway and the drive share one blob store?',
+      );
+      throw new DomainError('internal', 'upload_content_missing', "The upload's content is not in the file store; nothing was written.");
     }
     if (stored.size !== size) {
       await this.discard(uploadId, upload.tmp_key);
@@ -114,11 +116,7 @@ export class Content {
    * whose process died, and expired locks. Each blob is removed while its row is locked, so an
    * upload holding the same content waits and then stores it again.
    */
-  async collect(
-    graceSeconds: number,
-    configuredGrace: number,
-    uploadAgeSeconds: number,
-  ): Promise<{ blobs: number; uploads: number; locks: number }> {
+  async collect(graceSeconds: number, configuredGrace: number, uploadAgeSeconds: number): Promise<{ blobs: number; uploads: number; locks: number }> {
     const earlierBy = Math.max(0, configuredGrace - graceSeconds);
     const sql = this.store.sql;
     let blobs = 0;

@@ -1,13 +1,4 @@
-import {
-  type Blobs,
-  DomainError,
-  enqueueEvent,
-  type Logger,
-  type OutboxRelay,
-  type Principal,
-  type Queryable,
-  type Sql,
-} from '@svc/kit';
+import { type Blobs, DomainError, enqueueEvent, type Logger, type OutboxRelay, type Principal, type Queryable, type Sql } from '@svc/kit';
 
 import { Content } from './content.js';
 import { folderNotFound, notFound } from './errors.js';
@@ -42,7 +33,6 @@ export function publicView(r: ItemRow) {
     updatedBy: r.updated_by,
   };
 }
-
 
 /**
  * The drive's rules. Every read and write is scoped to the caller's account (other accounts'
@@ -119,12 +109,7 @@ export class DriveDomain {
    * tokens submitted by its holder. `direct`: items changed (or whose membership changes);
    * `within`: their ancestors (only depth-infinity locks count); `below`: items under them.
    */
-  async checkLocks(
-    q: Queryable,
-    p: Principal,
-    tokens: string[],
-    scope: { direct: string[]; within: string[]; below: string[] },
-  ): Promise<void> {
+  async checkLocks(q: Queryable, p: Principal, tokens: string[], scope: { direct: string[]; within: string[]; below: string[] }): Promise<void> {
     const direct = new Set(scope.direct);
     const within = new Set(scope.within);
     const below = new Set(scope.below);
@@ -170,7 +155,12 @@ export class DriveDomain {
           .join('/'),
       ),
     );
-    const locks = (await this.store.locksOn(q, chain.map((r) => r.id)))
+    const locks = (
+      await this.store.locksOn(
+        q,
+        chain.map((r) => r.id),
+      )
+    )
       .filter((l) => l.item_id === row.id || l.deep)
       .map((l) => ({ ...l, rootPath: paths.get(l.item_id)! }));
     return { row, path: paths.get(row.id)!, locks, props: await this.store.props(q, [row.id]) };
@@ -184,10 +174,7 @@ export class DriveDomain {
   }
 
   /** A transaction whose unique and foreign-key violations become the caller's domain errors; kicks the outbox after commit. */
-  async tx<T>(
-    fn: (q: Queryable) => Promise<T>,
-    on: { onUnique?: () => Promise<never>; onForeignKey?: () => Promise<never> } = {},
-  ): Promise<T> {
+  async tx<T>(fn: (q: Queryable) => Promise<T>, on: { onUnique?: () => Promise<never>; onForeignKey?: () => Promise<never> } = {}): Promise<T> {
     try {
       const out = await this.sql.tx(fn);
       this.outbox()?.kick();

@@ -7,12 +7,7 @@ import type { ItemRow } from './store.js';
 export const notFound = () => new DomainError('not_found', 'item_not_found', 'File or folder not found.');
 export const folderNotFound = () => new DomainError('not_found', 'folder_not_found', 'Folder not found.');
 export const nameTaken = (status: 'conflict' | 'precondition_failed', existing: ItemRow) =>
-  new DomainError(
-    status,
-    'name_taken',
-    `An item named "${existing.name}" already exists in this folder.`,
-    currentVersion(existing),
-  );
+  new DomainError(status, 'name_taken', `An item named "${existing.name}" already exists in this folder.`, currentVersion(existing));
 
 /** What a 412 tells the client so that it can rebase in one round trip. */
 export function currentVersion(r: ItemRow): Record<string, unknown> {
@@ -33,4 +28,3 @@ export const stale = (r: ItemRow) =>
     `The ${r.kind} changed since the version you named: it is now ${etagOf(r)}. Nothing was written.`,
     currentVersion(r),
   );
-

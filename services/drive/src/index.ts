@@ -6,12 +6,11 @@ import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { driveSettings, driveSettingsSchema } from './settings.js';
 import { SCHEMA } from './store.js';
-import type { DriveSettings } from './types.js';
 
 export { DriveDomain } from './domain.js';
-export type { DriveSettings } from './types.js';
 export { etagOf, validName } from './rules.js';
 export { driveSettings, driveSettingsSchema } from './settings.js';
+export type { DriveSettings } from './types.js';
 
 export const driveService = defineService({
   name: 'drive',

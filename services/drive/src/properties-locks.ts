@@ -63,71 +63,78 @@ export async function lockItem(
     throw new DomainError('invalid_argument', 'invalid_lock_scope', 'A lock is exclusive or shared.');
   }
   if (!input.id) await drive.content.ensureEmpty(p.accountId, drive.settings.graceSeconds);
-  return drive.tx(async (q) => {
-    let row: ItemRow;
-    let created = false;
-    if (input.id) {
-      row = await drive.visible(q, p, input.id, true);
-    } else {
-      const name = validName(input.name);
-      const { place, folder } = await drive.folder(q, p, input.parentId, input.projectId);
-      const existing = await drive.store.byName(q, place, name, { lock: true });
-      if (existing) {
-        row = existing;
+  return drive.tx(
+    async (q) => {
+      let row: ItemRow;
+      let created = false;
+      if (input.id) {
+        row = await drive.visible(q, p, input.id, true);
       } else {
-        await drive.checkLocks(q, p, input.lockTokens, { ...(await drive.folderScope(q, p, folder)), below: [] });
-        row = await drive.store.insert(q, {
-          id: newId('file'),
-          account_id: p.accountId,
-          project_id: place.projectId,
-          parent_id: place.parentId,
-          name,
-          kind: 'file',
-          size: 0,
-          content_type: contentTypeFor(undefined, name),
-          sha256: EMPTY_SHA256,
-          created_by: me,
-          updated_by: me,
-        });
-        await drive.emit(q, 'drive.file.created', row, {});
-        created = true;
+        const name = validName(input.name);
+        const { place, folder } = await drive.folder(q, p, input.parentId, input.projectId);
+        const existing = await drive.store.byName(q, place, name, { lock: true });
+        if (existing) {
+          row = existing;
+        } else {
+          await drive.checkLocks(q, p, input.lockTokens, { ...(await drive.folderScope(q, p, folder)), below: [] });
+          row = await drive.store.insert(q, {
+            id: newId('file'),
+            account_id: p.accountId,
+            project_id: place.projectId,
+            parent_id: place.parentId,
+            name,
+            kind: 'file',
+            size: 0,
+            content_type: contentTypeFor(undefined, name),
+            sha256: EMPTY_SHA256,
+            created_by: me,
+            updated_by: me,
+          });
+          await drive.emit(q, 'drive.file.created', row, {});
+          created = true;
+        }
       }
-    }
-    const chain = await drive.store.chain(q, p.accountId, row.id);
-    const ancestors = chain.slice(0, -1).map((r) => r.id);
-    const view = async () => drive.fullView(q, p, await drive.store.byId(q, p.accountId, row.id) as ItemRow);
-    if (input.refreshToken) {
-      const l = await drive.store.lockByToken(q, p.accountId, input.refreshToken);
-      if (!l || !(l.item_id === row.id || (l.deep && ancestors.includes(l.item_id)))) {
-        throw new DomainError('precondition_failed', 'lock_token_mismatch', 'No lock with that token covers this item.');
+      const chain = await drive.store.chain(q, p.accountId, row.id);
+      const ancestors = chain.slice(0, -1).map((r) => r.id);
+      const view = async () => drive.fullView(q, p, (await drive.store.byId(q, p.accountId, row.id)) as ItemRow);
+      if (input.refreshToken) {
+        const l = await drive.store.lockByToken(q, p.accountId, input.refreshToken);
+        if (!l || !(l.item_id === row.id || (l.deep && ancestors.includes(l.item_id)))) {
+          throw new DomainError('precondition_failed', 'lock_token_mismatch', 'No lock with that token covers this item.');
+        }
+        if (l.holder.id !== me.id || l.holder.kind !== me.kind) {
+          throw new DomainError('forbidden', 'lock_not_yours', 'That lock belongs to someone else.');
+        }
+        const refreshed = await drive.store.refreshLock(q, l.token, seconds);
+        const v = await view();
+        return { lock: v.locks!.find((x) => x.token === refreshed.token)!, item: v, created: false };
       }
-      if (l.holder.id !== me.id || l.holder.kind !== me.kind) {
-        throw new DomainError('forbidden', 'lock_not_yours', 'That lock belongs to someone else.');
+      const below = input.deep ? (await drive.store.subtree(q, p.accountId, row.id)).map((r) => r.id).slice(1) : [];
+      const existing = (await drive.store.locksOn(q, [row.id, ...ancestors, ...below])).filter(
+        (l) => l.item_id === row.id || below.includes(l.item_id) || (l.deep && ancestors.includes(l.item_id)),
+      );
+      if (existing.some((l) => input.scope === 'exclusive' || l.scope === 'exclusive')) {
+        throw new DomainError('conflict', 'locked', 'The item is already locked.', { lockedItemId: existing[0]!.item_id });
       }
-      const refreshed = await drive.store.refreshLock(q, l.token, seconds);
+      const lock = await drive.store.insertLock(q, {
+        token: `urn:uuid:${randomUUID()}`,
+        account_id: p.accountId,
+        item_id: row.id,
+        scope: input.scope as 'exclusive' | 'shared',
+        deep: input.deep && row.kind === 'folder',
+        owner_xml: input.owner.slice(0, 4096),
+        timeout_seconds: seconds,
+        holder: me,
+      });
       const v = await view();
-      return { lock: v.locks!.find((x) => x.token === refreshed.token)!, item: v, created: false };
-    }
-    const below = input.deep ? (await drive.store.subtree(q, p.accountId, row.id)).map((r) => r.id).slice(1) : [];
-    const existing = (await drive.store.locksOn(q, [row.id, ...ancestors, ...below])).filter(
-      (l) => l.item_id === row.id || below.includes(l.item_id) || (l.deep && ancestors.includes(l.item_id)),
-    );
-    if (existing.some((l) => input.scope === 'exclusive' || l.scope === 'exclusive')) {
-      throw new DomainError('conflict', 'locked', 'The item is already locked.', { lockedItemId: existing[0]!.item_id });
-    }
-    const lock = await drive.store.insertLock(q, {
-      token: `urn:uuid:${randomUUID()}`,
-      account_id: p.accountId,
-      item_id: row.id,
-      scope: input.scope as 'exclusive' | 'shared',
-      deep: input.deep && row.kind === 'folder',
-      owner_xml: input.owner.slice(0, 4096),
-      timeout_seconds: seconds,
-      holder: me,
-    });
-    const v = await view();
-    return { lock: v.locks!.find((x) => x.token === lock.token)!, item: v, created };
-  }, { onUnique: async () => { throw new DomainError('conflict', 'locked', 'The item is being locked by another request.'); } });
+      return { lock: v.locks!.find((x) => x.token === lock.token)!, item: v, created };
+    },
+    {
+      onUnique: async () => {
+        throw new DomainError('conflict', 'locked', 'The item is being locked by another request.');
+      },
+    },
+  );
 }
 
 /** Releases a lock the caller holds on the item (or on a folder above it, deep). */

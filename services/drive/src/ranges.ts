@@ -22,7 +22,10 @@ export function byteRange(size: number, header: string | undefined): RangeAnswer
   // a suffix longer than the content (`bytes=-500` of 100 bytes: the whole content, as a range;
   // fixed upstream after 1.3.0), and a last position before the first (`bytes=5-1`: invalid, so
   // the header is ignored).
-  const [first = '', last = ''] = header.slice(eq + 1).split('-').map((s) => s.trim());
+  const [first = '', last = ''] = header
+    .slice(eq + 1)
+    .split('-')
+    .map((s) => s.trim());
   if (first === '' && Number(last) > 0 && size > 0) return { kind: 'partial', start: 0, end: size - 1 };
   if (first !== '' && last !== '' && Number(last) < Number(first)) return WHOLE;
   return { kind: 'unsatisfiable' };

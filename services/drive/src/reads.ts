@@ -23,8 +23,14 @@ export async function listItems(
   // The full view: each member's path, custom properties, and the locks covering it (its own,
   // and the deep locks of its folder and the folder's ancestors).
   const parent = folder ? await drive.fullView(q, p, folder) : { path: '', locks: [] };
-  const props = await drive.store.props(q, page.map((r) => r.id));
-  const own = await drive.store.locksOn(q, page.map((r) => r.id));
+  const props = await drive.store.props(
+    q,
+    page.map((r) => r.id),
+  );
+  const own = await drive.store.locksOn(
+    q,
+    page.map((r) => r.id),
+  );
   const inherited = (parent.locks ?? []).filter((l) => l.deep);
   const items = page.map((row) => {
     const path = parent.path ? `${parent.path}/${row.name}` : row.name;

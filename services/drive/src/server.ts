@@ -1,5 +1,5 @@
 import { type CallContext, DomainError, type Handlers } from '@svc/kit';
-import { drive } from '@svc/proto';
+import type { drive } from '@svc/proto';
 
 import type { DriveDomain } from './domain.js';
 import { openContent } from './download.js';

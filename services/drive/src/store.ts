@@ -85,10 +85,10 @@ export class DriveStore {
   // Items -----------------------------------------------------------------------------------
 
   async byId(q: Queryable, accountId: string, id: string, opts: { lock?: boolean } = {}): Promise<ItemRow | null> {
-    const rows = await q.query<ItemRow>(
-      `SELECT ${COLUMNS} FROM drive.items WHERE id = $1 AND account_id = $2${opts.lock ? ' FOR UPDATE' : ''}`,
-      [id, accountId],
-    );
+    const rows = await q.query<ItemRow>(`SELECT ${COLUMNS} FROM drive.items WHERE id = $1 AND account_id = $2${opts.lock ? ' FOR UPDATE' : ''}`, [
+      id,
+      accountId,
+    ]);
     return rows[0] ? revive(rows[0]) : null;
   }
 
@@ -129,7 +129,9 @@ export class DriveStore {
       `WITH RECURSIVE chain AS (
          SELECT ${COLUMNS}, 0 AS depth FROM drive.items WHERE id = $1 AND account_id = $2
          UNION ALL
-         SELECT ${COLUMNS.split(',').map((c) => `i.${c.trim()}`).join(', ')}, c.depth + 1
+         SELECT ${COLUMNS.split(',')
+           .map((c) => `i.${c.trim()}`)
+           .join(', ')}, c.depth + 1
            FROM drive.items i JOIN chain c ON i.id = c.parent_id WHERE c.depth < 10000
        ) SELECT * FROM chain ORDER BY depth DESC`,
       [id, accountId],
@@ -143,7 +145,9 @@ export class DriveStore {
       `WITH RECURSIVE tree AS (
          SELECT ${COLUMNS}, 0 AS depth FROM drive.items WHERE id = $1 AND account_id = $2
          UNION ALL
-         SELECT ${COLUMNS.split(',').map((c) => `i.${c.trim()}`).join(', ')}, t.depth + 1
+         SELECT ${COLUMNS.split(',')
+           .map((c) => `i.${c.trim()}`)
+           .join(', ')}, t.depth + 1
            FROM drive.items i JOIN tree t ON i.parent_id = t.id WHERE t.depth < 10000
        ) SELECT * FROM tree ORDER BY depth, id`,
       [id, accountId],
@@ -254,10 +258,7 @@ export class DriveStore {
   }
 
   async blobSize(q: Queryable, accountId: string, sha256: string): Promise<number | null> {
-    const rows = await q.query<{ size: number }>(`SELECT size FROM drive.blobs WHERE account_id = $1 AND sha256 = $2`, [
-      accountId,
-      sha256,
-    ]);
+    const rows = await q.query<{ size: number }>(`SELECT size FROM drive.blobs WHERE account_id = $1 AND sha256 = $2`, [accountId, sha256]);
     return rows[0] ? Number(rows[0].size) : null;
   }
 
@@ -310,10 +311,7 @@ export class DriveStore {
   }
 
   async copyProps(q: Queryable, from: string, to: string): Promise<void> {
-    await q.query(`INSERT INTO drive.props (item_id, ns, name, xml) SELECT $2, ns, name, xml FROM drive.props WHERE item_id = $1`, [
-      from,
-      to,
-    ]);
+    await q.query(`INSERT INTO drive.props (item_id, ns, name, xml) SELECT $2, ns, name, xml FROM drive.props WHERE item_id = $1`, [from, to]);
   }
 
   // Locks -----------------------------------------------------------------------------------

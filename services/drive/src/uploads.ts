@@ -67,7 +67,11 @@ async function writeTarget(
  * blob key for its bytes (the gateway writes them there). Whatever fails later (a stale
  * precondition, a client gone mid-body, a crash), the version before stays as it was.
  */
-export async function beginUpload(drive: DriveDomain, p: Principal, h: UploadHeader): Promise<{ uploadId: string; blobKey: string; limitBytes: number }> {
+export async function beginUpload(
+  drive: DriveDomain,
+  p: Principal,
+  h: UploadHeader,
+): Promise<{ uploadId: string; blobKey: string; limitBytes: number }> {
   writer(p);
   const limit = drive.settings.maxFileBytes;
   if (h.declaredSize !== undefined && h.declaredSize > limit) throw contentTooLarge(limit);
@@ -113,47 +117,52 @@ export async function abortUpload(drive: DriveDomain, p: Principal, uploadId: st
 
 async function commitContent(drive: DriveDomain, p: Principal, h: UploadHeader, r: Received): Promise<{ row: ItemRow; created: boolean }> {
   const actor = actorOf(p);
-  return drive.tx(async (q) => {
-    await drive.store.endUpload(q, r.uploadId);
-    const { place, name, existing } = await writeTarget(drive, q, p, h, true);
-    // A replacement keeps the file's content type unless the writer gives one.
-    const contentType = h.contentType || !existing?.content_type ? contentTypeFor(h.contentType, name) : existing.content_type;
-    if (existing) {
-      const row = await drive.store.swapContent(q, existing.id, existing.sha256!, {
-        sha256: r.sha256,
+  return drive.tx(
+    async (q) => {
+      await drive.store.endUpload(q, r.uploadId);
+      const { place, name, existing } = await writeTarget(drive, q, p, h, true);
+      // A replacement keeps the file's content type unless the writer gives one.
+      const contentType = h.contentType || !existing?.content_type ? contentTypeFor(h.contentType, name) : existing.content_type;
+      if (existing) {
+        const row = await drive.store.swapContent(q, existing.id, existing.sha256!, {
+          sha256: r.sha256,
+          size: r.size,
+          contentType,
+          actor,
+        });
+        if (!row) throw stale((await drive.store.byId(q, p.accountId, existing.id))!);
+        if (existing.sha256 !== r.sha256) await drive.store.release(q, p.accountId, [existing.sha256!], drive.settings.graceSeconds);
+        await drive.emit(q, 'drive.file.updated', row, { previousEtag: etagOf(existing) });
+        return { row, created: false };
+      }
+      const row = await drive.store.insert(q, {
+        id: newId('file'),
+        account_id: p.accountId,
+        project_id: place.projectId,
+        parent_id: place.parentId,
+        name,
+        kind: 'file',
         size: r.size,
-        contentType,
-        actor,
+        content_type: contentType,
+        sha256: r.sha256,
+        created_by: actor,
+        updated_by: actor,
       });
-      if (!row) throw stale((await drive.store.byId(q, p.accountId, existing.id))!);
-      if (existing.sha256 !== r.sha256) await drive.store.release(q, p.accountId, [existing.sha256!], drive.settings.graceSeconds);
-      await drive.emit(q, 'drive.file.updated', row, { previousEtag: etagOf(existing) });
-      return { row, created: false };
-    }
-    const row = await drive.store.insert(q, {
-      id: newId('file'),
-      account_id: p.accountId,
-      project_id: place.projectId,
-      parent_id: place.parentId,
-      name,
-      kind: 'file',
-      size: r.size,
-      content_type: contentType,
-      sha256: r.sha256,
-      created_by: actor,
-      updated_by: actor,
-    });
-    await drive.emit(q, 'drive.file.created', row, {});
-    return { row, created: true };
-  }, {
-    onUnique: async () => {
-      // Another writer created the name between our check and our insert: exactly one wins.
-      const winner = h.itemId ? null : await drive.store.byName(drive.sql, (await drive.folder(drive.sql, p, h.parentId, h.projectId)).place, h.name!);
-      if (winner) throw nameTaken(h.ifNoneMatch !== undefined || h.ifMatch !== undefined ? 'precondition_failed' : 'conflict', winner);
-      throw new DomainError('precondition_failed', 'precondition_failed', 'The file changed while it was being written.');
+      await drive.emit(q, 'drive.file.created', row, {});
+      return { row, created: true };
     },
-    onForeignKey: async () => {
-      throw folderNotFound();
+    {
+      onUnique: async () => {
+        // Another writer created the name between our check and our insert: exactly one wins.
+        const winner = h.itemId
+          ? null
+          : await drive.store.byName(drive.sql, (await drive.folder(drive.sql, p, h.parentId, h.projectId)).place, h.name!);
+        if (winner) throw nameTaken(h.ifNoneMatch !== undefined || h.ifMatch !== undefined ? 'precondition_failed' : 'conflict', winner);
+        throw new DomainError('precondition_failed', 'precondition_failed', 'The file changed while it was being written.');
+      },
+      onForeignKey: async () => {
+        throw folderNotFound();
+      },
     },
-  });
+  );
 }

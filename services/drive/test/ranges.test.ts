@@ -19,7 +19,14 @@ describe('byte ranges', () => {
   });
 
   test('a range outside the file, an empty suffix, or any range of an empty file is unsatisfiable', () => {
-    for (const [size, header] of [[16, 'bytes=99-'], [16, 'bytes=16-20'], [16, 'bytes=-0'], [0, 'bytes=0-'], [0, 'bytes=-5'], [0, 'bytes=0-0']] as const) {
+    for (const [size, header] of [
+      [16, 'bytes=99-'],
+      [16, 'bytes=16-20'],
+      [16, 'bytes=-0'],
+      [0, 'bytes=0-'],
+      [0, 'bytes=-5'],
+      [0, 'bytes=0-0'],
+    ] as const) {
       expect(byteRange(size, header)).toEqual({ kind: 'unsatisfiable' });
     }
   });

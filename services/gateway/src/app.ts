@@ -79,7 +79,13 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
       case 'entity.parse.failed':
         return sendError(req, res, 400, 'invalid_json', 'The request body is not valid JSON.');
       case 'entity.too.large':
-        return sendError(req, res, 413, 'payload_too_large', `The request body is larger than ${(err as { limit?: number }).limit ?? deps.bodyLimit} bytes.`);
+        return sendError(
+          req,
+          res,
+          413,
+          'payload_too_large',
+          `The request body is larger than ${(err as { limit?: number }).limit ?? deps.bodyLimit} bytes.`,
+        );
       case 'encoding.unsupported':
       case 'charset.unsupported':
         return sendError(req, res, 415, 'unsupported_media_type', 'Unsupported content encoding or charset.');

@@ -1,3 +1,4 @@
+import { accountsClient, keysClient } from '@svc/clients';
 import {
   API_KEY_RE,
   type Cache,
@@ -9,7 +10,6 @@ import {
   type PrincipalSigner,
   type Registry,
 } from '@svc/kit';
-import { accountsClient, keysClient } from '@svc/clients';
 
 /** A verified key, ready to use: its principal and the signed token that carries it to services. */
 export interface AuthContext {
@@ -148,7 +148,11 @@ export class Authenticator {
     if (!account || account === entry.principal.accountId) return entry;
     if (entry.principal.projectId) {
       // A project is a project of the key's own account: the key cannot take it elsewhere.
-      throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${entry.principal.projectId} of its own account; it cannot act in another account.`);
+      throw new DomainError(
+        'forbidden',
+        'project_scope',
+        `This key is limited to project ${entry.principal.projectId} of its own account; it cannot act in another account.`,
+      );
     }
     return this.actAs(entry, account);
   }
@@ -193,10 +197,7 @@ export class Authenticator {
 
   private async resolveMembership(memberId: string, accountId: string): Promise<string> {
     const client = accountsClient(this.deps.registry);
-    const res = await client.resolveActingAccount(
-      { userId: memberId, accountId },
-      { principalToken: await this.systemToken(), deadlineMs: 3000 },
-    );
+    const res = await client.resolveActingAccount({ userId: memberId, accountId }, { principalToken: await this.systemToken(), deadlineMs: 3000 });
     return res.role;
   }
 

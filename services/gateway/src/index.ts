@@ -7,22 +7,22 @@ import {
   type Config,
   createHashPool,
   createSystemTokenSource,
+  GRPC_SERVICE_NAMES,
   type Logger,
   PrincipalSigner,
-  GRPC_SERVICE_NAMES,
   type Registry,
 } from '@svc/kit';
 
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
-import { closeHealthClients } from './health-client.js';
 import { mountProtocols } from './fronts/index.js';
+import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
-export { compileRoutes } from './routing.js';
 export { expressServerOptions } from './http-server.js';
+export { compileRoutes } from './routing.js';
 
 export interface RunningGateway {
   port: number;

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 
-import { DomainError } from '@svc/kit';
+import type { DomainError } from '@svc/kit';
 
 /**
  * Writes a JSON text as the answer, straight to node's response. Express's res.json/res.send

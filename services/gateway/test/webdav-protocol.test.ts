@@ -57,10 +57,18 @@ describe('XML', () => {
 describe('If header', () => {
   test('untagged and tagged lists, Not, tokens and entity tags', () => {
     expect(parseIfHeader('(<urn:uuid:1> ["e"]) (Not <DAV:no-lock>)')).toEqual([
-      { resource: undefined, conditions: [{ not: false, token: 'urn:uuid:1' }, { not: false, etag: '"e"' }] },
+      {
+        resource: undefined,
+        conditions: [
+          { not: false, token: 'urn:uuid:1' },
+          { not: false, etag: '"e"' },
+        ],
+      },
       { resource: undefined, conditions: [{ not: true, token: 'DAV:no-lock' }] },
     ]);
-    expect(parseIfHeader('<http://h/dav/a> (<urn:uuid:2>)')).toEqual([{ resource: 'http://h/dav/a', conditions: [{ not: false, token: 'urn:uuid:2' }] }]);
+    expect(parseIfHeader('<http://h/dav/a> (<urn:uuid:2>)')).toEqual([
+      { resource: 'http://h/dav/a', conditions: [{ not: false, token: 'urn:uuid:2' }] },
+    ]);
     for (const bad of ['', 'x', '()', '<http://h/a>']) expect(() => parseIfHeader(bad)).toThrow();
   });
 

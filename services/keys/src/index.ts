@@ -31,11 +31,9 @@ export const keysService = defineService({
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         // Each revocation's cache entry is deleted at least once, even when the delete made by
         // the revoking call failed (a durable consumer is redelivered until it succeeds).
-        revoked = await bus.subscribe(
-          'keys.key.revoked',
-          async (event) => domain.forgetVerification((event.data as { id: string }).id),
-          { durable: 'keys-verify-cache' },
-        );
+        revoked = await bus.subscribe('keys.key.revoked', async (event) => domain.forgetVerification((event.data as { id: string }).id), {
+          durable: 'keys-verify-cache',
+        });
         timer = setInterval(() => {
           domain.flushUsage().catch((err) => ctx.log.warn({ err }, 'usage flush failed'));
         }, USAGE_FLUSH_MS);

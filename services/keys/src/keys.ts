@@ -63,7 +63,11 @@ function ownerFor(p: Principal, agentId: string | undefined): Owner {
   }
   if (p.kind !== 'human') throw new DomainError('forbidden', 'forbidden', 'This principal cannot manage API keys.');
   if (agentId) {
-    throw new DomainError('invalid_argument', 'invalid_request', "agentId: an agent's keys are managed through the agents service (/agents/:id/keys).");
+    throw new DomainError(
+      'invalid_argument',
+      'invalid_request',
+      "agentId: an agent's keys are managed through the agents service (/agents/:id/keys).",
+    );
   }
   return { kind: 'human', id: p.userId! };
 }

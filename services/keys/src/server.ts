@@ -1,5 +1,5 @@
 import { type CallContext, DomainError, type Handlers } from '@svc/kit';
-import { keys } from '@svc/proto';
+import type { keys } from '@svc/proto';
 
 import type { AgentKeyCaller, KeysDomain } from './keys.js';
 import type { KeyRow } from './store.js';

@@ -71,10 +71,7 @@ export class KeyStore {
   }
 
   async byId(q: Queryable, id: string, accountId: string): Promise<KeyRow | null> {
-    const rows = await q.query<KeyRow>(`SELECT ${COLUMNS} FROM keys.api_keys WHERE id = $1 AND account_id = $2 FOR UPDATE`, [
-      id,
-      accountId,
-    ]);
+    const rows = await q.query<KeyRow>(`SELECT ${COLUMNS} FROM keys.api_keys WHERE id = $1 AND account_id = $2 FOR UPDATE`, [id, accountId]);
     return rows[0] ?? null;
   }
 
@@ -86,10 +83,7 @@ export class KeyStore {
     if (f.projectId) where += ` AND project_id = $${params.push(f.projectId)}`;
     if (f.before) where += ` AND id < $${params.push(f.before)}`;
     params.push(f.limit);
-    return this.sql.query<KeyRow>(
-      `SELECT ${COLUMNS} FROM keys.api_keys WHERE ${where} ORDER BY id DESC LIMIT $${params.length}`,
-      params,
-    );
+    return this.sql.query<KeyRow>(`SELECT ${COLUMNS} FROM keys.api_keys WHERE ${where} ORDER BY id DESC LIMIT $${params.length}`, params);
   }
 
   async markRevoked(q: Queryable, id: string): Promise<void> {

@@ -124,10 +124,7 @@ export function patchToChange(
       const s = storedBranches.get(b.id);
       if (s) {
         if (b.parentBranchId !== undefined && (b.parentBranchId ?? null) !== s.parentBranchId) {
-          throw unprocessable(
-            'branch_parent_immutable',
-            `The parent of branch ${b.id} is ${s.parentBranchId ?? 'none'} and cannot change.`,
-          );
+          throw unprocessable('branch_parent_immutable', `The parent of branch ${b.id} is ${s.parentBranchId ?? 'none'} and cannot change.`);
         }
         return {
           ...s,
@@ -283,10 +280,7 @@ export function checkHistory(stored: History, change: Change): void {
       throw unprocessable('head_not_found', `Branch ${b.id} has headVersionId ${b.headVersionId}, which is no version of this profile.`);
     }
     if (v.branchId !== b.id && b.headVersionId !== s.baseVersionId) {
-      throw unprocessable(
-        'head_other_branch',
-        `Branch ${b.id} cannot have headVersionId ${v.id}: that version belongs to branch ${v.branchId}.`,
-      );
+      throw unprocessable('head_other_branch', `Branch ${b.id} cannot have headVersionId ${v.id}: that version belongs to branch ${v.branchId}.`);
     }
   }
 

@@ -1,5 +1,6 @@
-import { DomainError, parseInput } from '@svc/kit';
 import type { z } from 'zod';
+
+import { DomainError, parseInput } from '@svc/kit';
 
 /**
  * Input is checked again here with the schemas the gateway checks it with (@svc/api's

@@ -126,12 +126,7 @@ export interface MergeOutcome {
 }
 
 /** Three-way merge of two snapshots against their common ancestor. */
-export function mergeSnapshots(
-  base: Snapshot,
-  ours: Snapshot,
-  theirs: Snapshot,
-  opts: { strategy?: Side; resolutions?: Resolutions },
-): MergeOutcome {
+export function mergeSnapshots(base: Snapshot, ours: Snapshot, theirs: Snapshot, opts: { strategy?: Side; resolutions?: Resolutions }): MergeOutcome {
   const resolve = (kind: MergeKind, key: string, id: unknown): Side | undefined => {
     const r = opts.resolutions?.[kind];
     const byId = r && (id !== null && id !== undefined ? r[String(id)] : undefined);

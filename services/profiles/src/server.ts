@@ -1,5 +1,5 @@
 import type { Handlers } from '@svc/kit';
-import { profiles } from '@svc/proto';
+import type { profiles } from '@svc/proto';
 
 import { parseJson } from './input.js';
 import type { ProfilesDomain } from './profiles/index.js';

@@ -83,10 +83,10 @@ export class ProfileStore {
        VALUES ($1, $2, $3, $4, 'main', $5) RETURNING ${PROFILE_COLUMNS}`,
       [p.id, p.account_id, p.project_id, p.name, JSON.stringify(p.working)],
     );
-    await q.query(
-      `INSERT INTO profiles.branches (profile_id, id, name, pos, created_at) VALUES ($1, 'main', 'main', 0, $2)`,
-      [p.id, rows[0]!.created_at],
-    );
+    await q.query(`INSERT INTO profiles.branches (profile_id, id, name, pos, created_at) VALUES ($1, 'main', 'main', 0, $2)`, [
+      p.id,
+      rows[0]!.created_at,
+    ]);
     return fixProfile(rows[0]!);
   }
 
@@ -95,10 +95,7 @@ export class ProfileStore {
     const params: unknown[] = [id, scope.accountId];
     let where = 'id = $1 AND account_id = $2';
     if (scope.projectId) where += ` AND project_id = $${params.push(scope.projectId)}`;
-    const rows = await q.query<ProfileRow>(
-      `SELECT ${PROFILE_COLUMNS} FROM profiles.profiles WHERE ${where}${lock ? ' FOR UPDATE' : ''}`,
-      params,
-    );
+    const rows = await q.query<ProfileRow>(`SELECT ${PROFILE_COLUMNS} FROM profiles.profiles WHERE ${where}${lock ? ' FOR UPDATE' : ''}`, params);
     return rows[0] ? fixProfile(rows[0]) : null;
   }
 
@@ -121,17 +118,15 @@ export class ProfileStore {
   }
 
   async branches(q: Queryable, profileId: string): Promise<BranchRow[]> {
-    return q.query<BranchRow>(`SELECT ${BRANCH_COLUMNS} FROM profiles.branches WHERE profile_id = $1 ORDER BY pos, id`, [
-      profileId,
-    ]);
+    return q.query<BranchRow>(`SELECT ${BRANCH_COLUMNS} FROM profiles.branches WHERE profile_id = $1 ORDER BY pos, id`, [profileId]);
   }
 
   /** Versions in commit order, from sequence number `fromSeq` on. */
   async versions(q: Queryable, profileId: string, fromSeq = 0): Promise<VersionRow[]> {
-    const rows = await q.query<VersionRow>(
-      `SELECT ${VERSION_COLUMNS} FROM profiles.versions WHERE profile_id = $1 AND seq >= $2 ORDER BY seq`,
-      [profileId, fromSeq],
-    );
+    const rows = await q.query<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM profiles.versions WHERE profile_id = $1 AND seq >= $2 ORDER BY seq`, [
+      profileId,
+      fromSeq,
+    ]);
     for (const r of rows) r.snapshot_bytes = Number(r.snapshot_bytes);
     return rows;
   }
@@ -149,10 +144,7 @@ export class ProfileStore {
 
   async chunks(q: Queryable, profileId: string, hashes: string[]): Promise<Chunk[]> {
     if (!hashes.length) return [];
-    return q.query<Chunk>(`SELECT hash, body FROM profiles.chunks WHERE profile_id = $1 AND hash = ANY($2::text[])`, [
-      profileId,
-      hashes,
-    ]);
+    return q.query<Chunk>(`SELECT hash, body FROM profiles.chunks WHERE profile_id = $1 AND hash = ANY($2::text[])`, [profileId, hashes]);
   }
 
   async insertChunks(q: Queryable, profileId: string, chunks: Chunk[]): Promise<void> {
@@ -190,10 +182,7 @@ export class ProfileStore {
 
   /** Makes the stored branches exactly `branches` (in that order). */
   async saveBranches(q: Queryable, profileId: string, branches: Array<Omit<BranchRow, 'pos'>>): Promise<void> {
-    await q.query(`DELETE FROM profiles.branches WHERE profile_id = $1 AND NOT (id = ANY($2::text[]))`, [
-      profileId,
-      branches.map((b) => b.id),
-    ]);
+    await q.query(`DELETE FROM profiles.branches WHERE profile_id = $1 AND NOT (id = ANY($2::text[]))`, [profileId, branches.map((b) => b.id)]);
     await q.query(
       `INSERT INTO profiles.branches
          (profile_id, id, name, description, head_version_id, base_version_id, parent_branch_id, pos, created_at)

@@ -50,7 +50,12 @@ async function fails(p: Promise<unknown>): Promise<DomainError> {
   throw new Error('expected a DomainError');
 }
 
-const snap = (...ids: string[]) => ({ constraints: ids.map((id) => ({ id, question: `q ${id}?`, answer: id })), exemplars: [], comparisons: [], latentScores: {} });
+const snap = (...ids: string[]) => ({
+  constraints: ids.map((id) => ({ id, question: `q ${id}?`, answer: id })),
+  exemplars: [],
+  comparisons: [],
+  latentScores: {},
+});
 
 describe('tenancy', () => {
   test("another account's profile is not found, for every operation, and is not listed", async () => {
@@ -201,11 +206,17 @@ describe('history rules', () => {
       ['branch_parent_missing', { branches: [branches[0]].concat([{ id: 'b3', name: 'b3', parentBranchId: 'feat', headVersionId: 'f1' }]) }],
       [
         'version_parent_mismatch',
-        { versions: [...versions, { id: 'v9', branchId: 'main', parentVersionId: 'v1', snapshot: {} }], branches: [{ id: 'main', headVersionId: 'v9' }, { id: 'feat' }] },
+        {
+          versions: [...versions, { id: 'v9', branchId: 'main', parentVersionId: 'v1', snapshot: {} }],
+          branches: [{ id: 'main', headVersionId: 'v9' }, { id: 'feat' }],
+        },
       ],
       [
         'version_parent_mismatch',
-        { versions: [...versions, { id: 'v9', branchId: 'main', parentVersionId: null, snapshot: {} }], branches: [{ id: 'main', headVersionId: 'v9' }, { id: 'feat' }] },
+        {
+          versions: [...versions, { id: 'v9', branchId: 'main', parentVersionId: null, snapshot: {} }],
+          branches: [{ id: 'main', headVersionId: 'v9' }, { id: 'feat' }],
+        },
       ],
       ['head_not_new_version', { versions: [...versions, { id: 'v9', branchId: 'main', parentVersionId: 'v2', snapshot: {} }] }],
       ['version_snapshot_required', { versions: [...versions, { id: 'v9', branchId: 'main', parentVersionId: 'v2' }] }],
@@ -265,7 +276,14 @@ describe('first-class operations', () => {
     expect((await fails(d.createBranch(A, id, { name: 'exp/1' }))).kind).toBe('conflict');
     await d.checkout(A, id, br.result.id);
     await d.update(A, id, {
-      profileData: { workingChanges: { constraints: [{ id: 'a', question: 'Warm?', answer: 'no' }, { id: 'b', question: 'Grain?' }] } },
+      profileData: {
+        workingChanges: {
+          constraints: [
+            { id: 'a', question: 'Warm?', answer: 'no' },
+            { id: 'b', question: 'Grain?' },
+          ],
+        },
+      },
     });
     const c2 = await d.commit(A, id, { message: 'on branch' });
     expect(c2.result).toMatchObject({ branchId: br.result.id, parentVersionId: c1.result.id });
@@ -310,20 +328,50 @@ describe('first-class operations', () => {
 
   test('merge: three-way by item id, with conflicts, resolutions and a dry run', async () => {
     const id = doc(await d.create(A, {})).id as string;
-    const base = { constraints: [{ id: 'a', v: 1 }, { id: 'b', v: 1 }, { id: 'c', v: 1 }], latentScores: { warm: 0.5 } };
+    const base = {
+      constraints: [
+        { id: 'a', v: 1 },
+        { id: 'b', v: 1 },
+        { id: 'c', v: 1 },
+      ],
+      latentScores: { warm: 0.5 },
+    };
     await d.update(A, id, { profileData: { workingChanges: base } });
     await d.commit(A, id, { message: 'base' });
     const br = (await d.createBranch(A, id, { name: 'theirs' })).result;
     // ours (main): change a, remove c, add d; theirs: change a differently, change b, add e.
-    await d.update(A, id, { profileData: { workingChanges: { constraints: [{ id: 'a', v: 2 }, { id: 'c', $remove: true }, { id: 'd', v: 1 }] } } });
+    await d.update(A, id, {
+      profileData: {
+        workingChanges: {
+          constraints: [
+            { id: 'a', v: 2 },
+            { id: 'c', $remove: true },
+            { id: 'd', v: 1 },
+          ],
+        },
+      },
+    });
     const ours = (await d.commit(A, id, { message: 'ours' })).result;
-    await d.update(A, id, { profileData: { workingChanges: { constraints: [{ id: 'a', v: 3 }, { id: 'b', v: 2 }, { id: 'e', v: 1 }], latentScores: { cool: 1 } } } });
+    await d.update(A, id, {
+      profileData: {
+        workingChanges: {
+          constraints: [
+            { id: 'a', v: 3 },
+            { id: 'b', v: 2 },
+            { id: 'e', v: 1 },
+          ],
+          latentScores: { cool: 1 },
+        },
+      },
+    });
     await d.commit(A, id, { message: 'theirs', branchId: br.id });
 
     const { etag } = await d.get(A, id);
     const dry = await d.merge(A, id, { sourceBranchId: br.id, dryRun: true });
     expect(dry.result.merged).toBe(false);
-    expect(dry.result.conflicts).toEqual([{ kind: 'constraints', id: 'a', base: { id: 'a', v: 1 }, ours: { id: 'a', v: 2 }, theirs: { id: 'a', v: 3 }, resolution: null }]);
+    expect(dry.result.conflicts).toEqual([
+      { kind: 'constraints', id: 'a', base: { id: 'a', v: 1 }, ours: { id: 'a', v: 2 }, theirs: { id: 'a', v: 3 }, resolution: null },
+    ]);
     expect((await d.get(A, id)).etag).toBe(etag);
     const blocked = await fails(d.merge(A, id, { sourceBranchId: br.id }));
     expect([blocked.kind, blocked.code]).toEqual(['conflict', 'merge_conflict']);
@@ -333,7 +381,12 @@ describe('first-class operations', () => {
     expect(merged.result.merged).toBe(true);
     expect(merged.result.conflicts[0]!.resolution).toBe('theirs');
     const p = doc(await d.get(A, id));
-    expect(p.effectiveSnapshot.constraints).toEqual([{ id: 'a', v: 3 }, { id: 'b', v: 2 }, { id: 'd', v: 1 }, { id: 'e', v: 1 }]);
+    expect(p.effectiveSnapshot.constraints).toEqual([
+      { id: 'a', v: 3 },
+      { id: 'b', v: 2 },
+      { id: 'd', v: 1 },
+      { id: 'e', v: 1 },
+    ]);
     expect(p.effectiveSnapshot.latentScores).toEqual({ warm: 0.5, cool: 1 });
     expect(p.profileData.versions.at(-1)).toMatchObject({ branchId: 'main', parentVersionId: ours.id });
     expect(p.profileData.branches[0].headVersionId).toBe(merged.result.version!.id);
@@ -362,7 +415,11 @@ describe('storage', () => {
       return seed % n;
     };
     const item = (i: number) => ({ id: `c${i}`, question: `q${i}?`, answer: 'a'.repeat(rnd(40)) });
-    let head = { constraints: Array.from({ length: 1500 }, (_, i) => item(i)), exemplars: [{ id: 'e', label: 'good', embedding: [1, 2] }], comparisons: [] } as Record<string, unknown>;
+    let head = {
+      constraints: Array.from({ length: 1500 }, (_, i) => item(i)),
+      exemplars: [{ id: 'e', label: 'good', embedding: [1, 2] }],
+      comparisons: [],
+    } as Record<string, unknown>;
     let next = 1500;
     for (let round = 0; round < 15; round++) {
       const stored = toManifest(head);
@@ -385,11 +442,19 @@ describe('storage', () => {
   });
 
   test('a snapshot comes back exactly as committed, key order and all', async () => {
-    const weird = { latentScores: { z: 1, a: [1, 2, { b: null }] }, constraints: [{ id: 1, 'ü': 'é\n"' }, { x: 1 }, { x: 1 }], extra: 'kept', exemplars: [] };
+    const weird = {
+      latentScores: { z: 1, a: [1, 2, { b: null }] },
+      constraints: [{ id: 1, ü: 'é\n"' }, { x: 1 }, { x: 1 }],
+      extra: 'kept',
+      exemplars: [],
+    };
     const id = doc(await d.create(A, {})).id as string;
     const p = doc(
       await d.update(A, id, {
-        profileData: { versions: [{ id: 'v1', branchId: 'main', parentVersionId: null, message: '', snapshot: weird }], branches: [{ id: 'main', name: 'main', headVersionId: 'v1' }] },
+        profileData: {
+          versions: [{ id: 'v1', branchId: 'main', parentVersionId: null, message: '', snapshot: weird }],
+          branches: [{ id: 'main', name: 'main', headVersionId: 'v1' }],
+        },
       }),
     );
     expect(p.effectiveSnapshot).toEqual(weird);

@@ -71,7 +71,7 @@ export class SchemaCollector {
     const shared = new Set<string>();
     for (const [name, f] of this.named) if (f.input && f.output && f.input.text === f.output.text) shared.add(name);
     // Equal text still differs when a schema it refers to differs; drop those until nothing changes.
-    for (let changed = true; changed; ) {
+    for (let changed = true; changed;) {
       changed = false;
       for (const name of shared) {
         if ([...this.named.get(name)!.output!.refs].some((r) => !shared.has(r))) {

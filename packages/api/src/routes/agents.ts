@@ -61,8 +61,7 @@ const UpdateAgentBody = z
     description: Description.nullable().optional(),
     model: Model.nullable().optional(),
     instructions: Instructions.nullable().optional(),
-    ownerAccountId: AccountId.optional()
-      .describe('Move the agent to another account (a person managing both; its keys are revoked).'),
+    ownerAccountId: AccountId.optional().describe('Move the agent to another account (a person managing both; its keys are revoked).'),
   })
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
@@ -81,7 +80,10 @@ function updateReq(i: RouteInput) {
 const DefaultAgents = z
   .object({ agentIds: z.array(z.string()), agents: z.array(Agent) })
   .meta({ id: 'DefaultAgents', description: 'The account’s default agents, in order.' });
-const defaults = (res: agents.GetDefaultAgentsResponse | agents.SetDefaultAgentsResponse) => ({ agentIds: res.agents.map((a) => a.id), agents: res.agents.map(agentJson) });
+const defaults = (res: agents.GetDefaultAgentsResponse | agents.SetDefaultAgentsResponse) => ({
+  agentIds: res.agents.map((a) => a.id),
+  agents: res.agents.map(agentJson),
+});
 
 export const agentsRoutes = [
   route({

@@ -18,7 +18,10 @@ export const CreateKeyBody = z
 
 export const CreatedKey = z
   .object({
-    key: z.string().regex(/^svc_[0-9a-f]{64}$/).describe('The key itself. Shown once: store it now.'),
+    key: z
+      .string()
+      .regex(/^svc_[0-9a-f]{64}$/)
+      .describe('The key itself. Shown once: store it now.'),
     id: z.string(),
     name: z.string(),
     prefix: z.string().describe('The first 12 characters, the only part visible later.'),

@@ -123,10 +123,7 @@ const IfMatch = z.object({
   'if-match': z.string().max(2000).optional().describe('The ETag last read; a stale one answers 412.'),
 });
 const SnapshotsQuery = z.object({
-  snapshots: z
-    .enum(['true', 'false'])
-    .optional()
-    .describe("Include every version's snapshot: default when they total at most 1 MB."),
+  snapshots: z.enum(['true', 'false']).optional().describe("Include every version's snapshot: default when they total at most 1 MB."),
 });
 const IdParams = z.object({ id: ProfileId });
 
@@ -291,10 +288,7 @@ export const profilesRoutes = [
     summary: "Roll back: a new version on the branch's head restoring an earlier version's state (history kept).",
     params: IdParams,
     headers: IfMatch,
-    body: z
-      .object({ versionId: RefId, branchId: RefId.optional(), message: Message.optional() })
-      .strict()
-      .meta({ id: 'RollbackProfileRequest' }),
+    body: z.object({ versionId: RefId, branchId: RefId.optional(), message: Message.optional() }).strict().meta({ id: 'RollbackProfileRequest' }),
     response: ProfileVersion,
     status: 201,
     handler: rpc('profiles', 'rollback', {
@@ -325,9 +319,7 @@ export const profilesRoutes = [
     summary: "A branch's history (default: the current branch), newest first, without snapshots.",
     params: IdParams,
     query: ListQuery.extend({ branchId: RefId.optional() }),
-    response: z
-      .object({ branchId: z.string(), versions: z.array(ProfileVersion), nextCursor: Nullable(z.string()) })
-      .meta({ id: 'ProfileLog' }),
+    response: z.object({ branchId: z.string(), versions: z.array(ProfileVersion), nextCursor: Nullable(z.string()) }).meta({ id: 'ProfileLog' }),
     handler: rpc('profiles', 'getLog', {
       request: (i) => ({ id: i.params.id, branchId: i.query.branchId, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => JSON.parse(res.json),

@@ -10,7 +10,7 @@ export const GrantVerb = z
   .string()
   .min(1)
   .max(64)
-  .regex(/^[A-Za-z0-9_.:*\/-]+$/, 'must be a verb such as drive.read, hosts.* or * (letters, digits and _ . : * / -)');
+  .regex(/^[A-Za-z0-9_.:*/-]+$/, 'must be a verb such as drive.read, hosts.* or * (letters, digits and _ . : * / -)');
 
 /** Where a standing grant applies: `account`, `project:<id>[/…]` or `host:<id>`. */
 export const GrantScope = z

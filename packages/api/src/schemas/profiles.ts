@@ -111,11 +111,7 @@ export const ProfileBranchIn = z
 
 export const ProfileDataIn = z
   .object({
-    versions: z
-      .array(ProfileVersionIn)
-      .max(PROFILE_LIMITS.versions)
-      .optional()
-      .describe('Every version, all branches (committed ones unchanged).'),
+    versions: z.array(ProfileVersionIn).max(PROFILE_LIMITS.versions).optional().describe('Every version, all branches (committed ones unchanged).'),
     branches: z.array(ProfileBranchIn).max(PROFILE_LIMITS.branches).optional(),
     currentBranchId: ProfileRefId.optional(),
     workingChanges: ProfileWorkingChanges.optional(),

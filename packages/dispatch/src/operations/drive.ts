@@ -1,5 +1,5 @@
-import { DomainError } from '@svc/kit';
 import { driveItem, reply, type RouteInput } from '@svc/api';
+import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
 import { type ContentDeps, download, upload } from '../content.js';

@@ -65,7 +65,7 @@ async function syncDir(dir: string): Promise<void> {
 async function syncDirs(dir: string, created: string | undefined): Promise<void> {
   const dirs = [dir];
   if (created) {
-    for (let d = dir; d !== created && path.dirname(d) !== d; ) {
+    for (let d = dir; d !== created && path.dirname(d) !== d;) {
       d = path.dirname(d);
       dirs.push(d);
     }

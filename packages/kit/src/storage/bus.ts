@@ -199,11 +199,7 @@ export function createMemoryBus(namespace: string, onError: (err: unknown) => vo
 }
 
 /** NATS JetStream: one stream per namespace holding `<namespace>.>`, dedupe by Nats-Msg-Id. */
-export async function createNatsBus(
-  url: string,
-  namespace: string,
-  onError: (err: unknown) => void = () => {},
-): Promise<Bus> {
+export async function createNatsBus(url: string, namespace: string, onError: (err: unknown) => void = () => {}): Promise<Bus> {
   const nc: NatsConnection = await connect({ servers: url, name: `svc-${process.pid}`, maxReconnectAttempts: -1 });
   const jsm = await nc.jetstreamManager();
   const stream = namespace.toUpperCase();
@@ -247,9 +243,7 @@ export async function createNatsBus(
         const sub = nc.subscribe(full, {
           callback: (err, msg) => {
             if (err) return onError(err);
-            traced(msg.subject, toRecord(msg.headers), () => handler(decode(msg.data), { subject: msg.subject })).catch(
-              onError,
-            );
+            traced(msg.subject, toRecord(msg.headers), () => handler(decode(msg.data), { subject: msg.subject })).catch(onError);
           },
         });
         return { unsubscribe: async () => sub.unsubscribe() };

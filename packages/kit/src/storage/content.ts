@@ -85,11 +85,7 @@ export async function storeHashed(
  * damaged blob gets fewer bytes than announced (a failed transfer), never a damaged file that
  * looks complete. Stopping early (a reader gone) destroys `body` and drops the hash.
  */
-export async function* verifiedContent(
-  body: Readable,
-  hashes: HashPool,
-  expect: { bytes: number; sha256?: string },
-): AsyncGenerator<Buffer> {
+export async function* verifiedContent(body: Readable, hashes: HashPool, expect: { bytes: number; sha256?: string }): AsyncGenerator<Buffer> {
   const hash = expect.sha256 ? hashes.hash('sha256', expect.bytes) : null;
   let read = 0;
   let held: Buffer | undefined;

@@ -1,5 +1,5 @@
-import type { Logger } from '../log.js';
 import { newId } from '../ids.js';
+import type { Logger } from '../log.js';
 import { type Bus, currentTraceHeaders, type EventEnvelope } from './bus.js';
 import type { Queryable, Sql } from './sql.js';
 
@@ -39,13 +39,7 @@ export interface OutboxRelay {
  * share the work; a row published twice (crash between publish and mark) is dropped by
  * JetStream's dedupe on the event id, and consumers are idempotent anyway.
  */
-export function startOutboxRelay(deps: {
-  sql: Sql;
-  schema: string;
-  bus: Bus;
-  log: Logger;
-  intervalMs?: number;
-}): OutboxRelay {
+export function startOutboxRelay(deps: { sql: Sql; schema: string; bus: Bus; log: Logger; intervalMs?: number }): OutboxRelay {
   const { sql, schema, bus, log } = deps;
   let running: Promise<void> | null = null;
   let again = false;
@@ -60,10 +54,7 @@ export function startOutboxRelay(deps: {
       const done: string[] = [];
       for (const row of rows) {
         const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as EventEnvelope;
-        const headers = (typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers) as Record<
-          string,
-          string
-        >;
+        const headers = (typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers) as Record<string, string>;
         try {
           await bus.publish(row.subject, payload, headers);
           done.push(row.id);
@@ -131,10 +122,10 @@ export async function handleOnce(
   effect: (q: Queryable) => Promise<void>,
 ): Promise<boolean> {
   return sql.tx(async (q) => {
-    const inserted = await q.query(
-      `INSERT INTO ${schema}.inbox (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id`,
-      [consumer, event.id],
-    );
+    const inserted = await q.query(`INSERT INTO ${schema}.inbox (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING event_id`, [
+      consumer,
+      event.id,
+    ]);
     if (inserted.length === 0) return false;
     await effect(q);
     return true;

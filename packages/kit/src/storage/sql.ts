@@ -140,9 +140,7 @@ export async function migrate(sql: Sql, schema: string, migrations: Migration[])
        CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
          id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());`,
     );
-    const done = new Set(
-      (await q.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).map((r) => r.id),
-    );
+    const done = new Set((await q.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).map((r) => r.id));
     const applied: string[] = [];
     for (const m of [...KIT_MIGRATIONS(schema), ...migrations]) {
       if (done.has(m.id)) continue;

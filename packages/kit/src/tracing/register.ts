@@ -15,8 +15,7 @@ import { redactSecrets } from '../apikey.js';
 
 const env = process.env;
 const enabled =
-  env.OTEL_SDK_DISABLED !== 'true' &&
-  Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
+  env.OTEL_SDK_DISABLED !== 'true' && Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
 
 if (enabled) {
   if (!env.OTEL_SERVICE_NAME) {

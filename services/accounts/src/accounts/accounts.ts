@@ -1,6 +1,7 @@
+import { z } from 'zod';
+
 import { Email } from '@svc/api';
 import { DomainError, generateApiKey, hashSecret, keyPrefix, newId, type Principal } from '@svc/kit';
-import { z } from 'zod';
 
 import { ACCOUNT_ID_RE, actorOf, canChangeAuthority, requireAccountWide, requireAuthority, type Standing } from '../access.js';
 import type { AccountRow, Role } from '../store.js';
@@ -95,10 +96,12 @@ export class AccountOps extends AccountsCore {
     const id = newId('acct');
     const plaintext = generateApiKey();
     const token = await this.deps.systemToken();
-    const imported = await this.deps.keysClient().importKey(
-      { keyHash: hashSecret(plaintext), prefix: keyPrefix(plaintext), name: 'first key', accountId: id, ownerKind: 'human', ownerId: id },
-      { principalToken: token },
-    );
+    const imported = await this.deps
+      .keysClient()
+      .importKey(
+        { keyHash: hashSecret(plaintext), prefix: keyPrefix(plaintext), name: 'first key', accountId: id, ownerKind: 'human', ownerId: id },
+        { principalToken: token },
+      );
     try {
       const account = await this.sql.tx(async (q) => {
         const a = await this.store.insertAccount(q, { id, kind: 'user', name: body.name, email: body.email ?? null, createdBy: actor });

@@ -33,9 +33,11 @@ export class Audit extends AccountsCore {
       toAccountId?: string;
       revokedKeys?: number;
     };
-    const action = { 'agents.agent.created': 'agent.created', 'agents.agent.deleted': 'agent.deleted', 'agents.agent.owner_changed': 'agent.owner_changed' }[
-      event.type
-    ];
+    const action = {
+      'agents.agent.created': 'agent.created',
+      'agents.agent.deleted': 'agent.deleted',
+      'agents.agent.owner_changed': 'agent.owner_changed',
+    }[event.type];
     if (!action || !d?.agent?.id || !d.actor) return [];
     const base = {
       action,

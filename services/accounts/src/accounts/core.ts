@@ -1,7 +1,8 @@
+import type { z } from 'zod';
+
 import { DisplayName } from '@svc/api';
 import type { KeysClient } from '@svc/clients';
 import { type Bus, DomainError, enqueueEvent, type OutboxRelay, parseInput, type Principal, type Queryable } from '@svc/kit';
-import { z } from 'zod';
 
 import { ACCOUNT_ID_RE, accountNotFound, type Standing } from '../access.js';
 import { AgentDirectory } from '../directory.js';

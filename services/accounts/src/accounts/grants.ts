@@ -1,6 +1,7 @@
+import { z } from 'zod';
+
 import { GrantScope, GrantVerb } from '@svc/api';
 import { DomainError, newId, type Principal } from '@svc/kit';
-import { z } from 'zod';
 
 import {
   ACCOUNT_ID_RE,
@@ -43,17 +44,9 @@ export class Grants extends AccountsCore {
   /** Grants the caller holds: given to its agent id, host id, person or acting account. */
   async listHeld(p: Principal, page: Page): Promise<{ rows: GrantRow[]; nextCursor?: string }> {
     const ids =
-      p.kind === 'agent'
-        ? [p.agentId!]
-        : p.kind === 'host'
-          ? [p.hostId!]
-          : p.kind === 'human'
-            ? [...new Set([p.userId!, p.accountId])]
-            : [];
+      p.kind === 'agent' ? [p.agentId!] : p.kind === 'host' ? [p.hostId!] : p.kind === 'human' ? [...new Set([p.userId!, p.accountId])] : [];
     const limit = limitOf(page.limit);
-    const rows = ids.length
-      ? await this.store.grantsHeld(ids, { before: decodeCursor(page.cursor, GRANT_ID_RE), limit: limit + 1 })
-      : [];
+    const rows = ids.length ? await this.store.grantsHeld(ids, { before: decodeCursor(page.cursor, GRANT_ID_RE), limit: limit + 1 }) : [];
     return paged(rows, limit);
   }
 
@@ -92,7 +85,11 @@ export class Grants extends AccountsCore {
     requireManager(standing);
     let scope = body.scope ?? (p.projectId ? projectScope(p.projectId) : 'account');
     if (p.projectId && !scopeWithin(scope, projectScope(p.projectId))) {
-      throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}: the scope must be ${projectScope(p.projectId)} or inside it.`);
+      throw new DomainError(
+        'forbidden',
+        'project_scope',
+        `This key is limited to project ${p.projectId}: the scope must be ${projectScope(p.projectId)} or inside it.`,
+      );
     }
     scope = scope.trim();
     const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
@@ -133,9 +130,7 @@ export class Grants extends AccountsCore {
           }
           const union = [...new Set([...existing.verbs, ...verbs])].sort();
           const expiry =
-            existing.expires_at === null || expiresAt === null
-              ? null
-              : new Date(Math.max(existing.expires_at.getTime(), expiresAt.getTime()));
+            existing.expires_at === null || expiresAt === null ? null : new Date(Math.max(existing.expires_at.getTime(), expiresAt.getTime()));
           const sameExpiry = (expiry?.getTime() ?? null) === (existing.expires_at?.getTime() ?? null);
           if (union.length === existing.verbs.length && sameExpiry) return { grant: existing, outcome: 'unchanged' as const };
           const grant = await this.store.widenGrant(q, existing.id, union, expiry);

@@ -1,5 +1,6 @@
-import { BusRequestError, DomainError, generateHostCredential, hashSecret, newId, type Principal } from '@svc/kit';
 import { z } from 'zod';
+
+import { BusRequestError, DomainError, generateHostCredential, hashSecret, newId, type Principal } from '@svc/kit';
 
 import { actorOf, HOST_ID_RE, requireAccountWide, requireAuthority, requireManager, scopeWithin, verbCovers } from '../access.js';
 import type { HostRow } from '../store.js';

@@ -1,5 +1,6 @@
-import { DomainError, type Principal } from '@svc/kit';
 import { z } from 'zod';
+
+import { DomainError, type Principal } from '@svc/kit';
 
 import { ACCOUNT_ID_RE, actorOf, requireAccountWide, requireAuthority, requireManager } from '../access.js';
 import type { MemberRow } from '../store.js';

@@ -1,5 +1,6 @@
-import { DomainError, newId, type Principal } from '@svc/kit';
 import type { JWK } from 'jose';
+
+import { DomainError, newId, type Principal } from '@svc/kit';
 
 import { actorOf, requireAccountWide, requireAuthority, requireManager, SYSTEM_ACTOR } from '../access.js';
 import { generateSigningKey, kidOf, privateKeyFrom, sealAad, signCompact, verifyCompact } from '../signing.js';
@@ -126,11 +127,7 @@ export class SigningKeys extends AccountsCore {
   }
 
   /** Verifies a JWS with the account's current key or a retired one inside its grace period. */
-  async verify(
-    p: Principal,
-    accountId: string,
-    jws: string,
-  ): Promise<{ valid: boolean; keyId?: string; payloadJson?: string; reason?: string }> {
+  async verify(p: Principal, accountId: string, jws: string): Promise<{ valid: boolean; keyId?: string; payloadJson?: string; reason?: string }> {
     await this.access(p, accountId);
     const kid = kidOf(jws);
     if (!kid) return { valid: false, reason: 'malformed' };

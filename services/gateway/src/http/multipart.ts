@@ -1,6 +1,5 @@
-import type { Request } from 'express';
-
 import busboy from 'busboy';
+import type { Request } from 'express';
 
 import type { Content, ContentBody } from '@svc/api';
 import { DomainError } from '@svc/kit';

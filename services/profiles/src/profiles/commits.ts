@@ -1,7 +1,7 @@
 import { ProfileMessage } from '@svc/api';
 import { newId, type Principal } from '@svc/kit';
 
-import { type Change, chain, unprocessable, type VersionMeta } from '../history.js';
+import { chain, type Change, unprocessable, type VersionMeta } from '../history.js';
 import { parse } from '../input.js';
 import {
   applyItemsAt,
@@ -110,10 +110,7 @@ export async function rollback(
 }
 
 /** The snapshot a first-class commit makes: the head's, with the working changes applied. */
-export function buildCommitSnapshot(
-  head: Snapshot,
-  working: Record<string, unknown>,
-): { snapshot: Snapshot; firstChanged: Record<string, number> } {
+export function buildCommitSnapshot(head: Snapshot, working: Record<string, unknown>): { snapshot: Snapshot; firstChanged: Record<string, number> } {
   const out: Snapshot = { ...head };
   const firstChanged: Record<string, number> = {};
   for (const k of ITEM_KINDS) {

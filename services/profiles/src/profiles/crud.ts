@@ -5,7 +5,7 @@ import { checkHistory, patchToChange, unprocessable } from '../history.js';
 import { parse } from '../input.js';
 import { deepEqual, duplicateItemId, ITEM_KINDS, type Manifest, snapshotObject, toManifest } from '../snapshots.js';
 import { SCHEMA } from '../store.js';
-import { EMPTY_WORKING, type Loaded, type ProfileCore, scopeOf, profileNotFound } from './core.js';
+import { EMPTY_WORKING, type Loaded, type ProfileCore, profileNotFound, scopeOf } from './core.js';
 import { type Addition, persist } from './persist.js';
 import { decodeCursor, encodeCursor, type ProfileDoc, summaryView } from './views.js';
 
@@ -25,9 +25,7 @@ export async function createProfile(core: ProfileCore, p: Principal, body: unkno
       name: input.name ?? 'Untitled profile',
       working: EMPTY_WORKING,
     });
-    await core.emit(q, row, [
-      { subject: 'profiles.profile.created', data: { profileId: row.id, name: row.name, projectId: row.project_id } },
-    ]);
+    await core.emit(q, row, [{ subject: 'profiles.profile.created', data: { profileId: row.id, name: row.name, projectId: row.project_id } }]);
     if (!input.profileData) return core.render(q, row, {});
     // Created with history (an import): the same rules as a PATCH on the fresh profile.
     const loaded = await core.load(q, row);
@@ -83,15 +81,21 @@ export async function updateProfile(
 }
 
 export async function removeProfile(core: ProfileCore, p: Principal, id: string, ifMatch?: string): Promise<void> {
-  await core.write(p, id, ifMatch, async (q, { row }) => {
-    await core.store.deleteProfile(q, row.id);
-    await enqueueEvent(q, SCHEMA, {
-      subject: 'profiles.profile.deleted',
-      accountId: row.account_id,
-      data: { profileId: row.id, byKeyId: p.keyId ?? null },
-    });
-    return { json: '', etag: '' };
-  }, { versions: false });
+  await core.write(
+    p,
+    id,
+    ifMatch,
+    async (q, { row }) => {
+      await core.store.deleteProfile(q, row.id);
+      await enqueueEvent(q, SCHEMA, {
+        subject: 'profiles.profile.deleted',
+        accountId: row.account_id,
+        data: { profileId: row.id, byKeyId: p.keyId ?? null },
+      });
+      return { json: '', etag: '' };
+    },
+    { versions: false },
+  );
 }
 
 async function applyPatch(

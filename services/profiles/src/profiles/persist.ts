@@ -92,16 +92,20 @@ export async function persist(
     working: opts.working ?? l.row.working,
     next_seq: seq,
   });
-  await core.emit(q, row, [...historyEvents(l, change, opts.operation), ...(opts.events ?? []), {
-    subject: 'profiles.profile.updated',
-    data: {
-      profileId: row.id,
-      operation: opts.operation,
-      currentBranchId: row.current_branch_id,
-      etag: etagOf(row),
-      byKeyId: p.keyId ?? null,
+  await core.emit(q, row, [
+    ...historyEvents(l, change, opts.operation),
+    ...(opts.events ?? []),
+    {
+      subject: 'profiles.profile.updated',
+      data: {
+        profileId: row.id,
+        operation: opts.operation,
+        currentBranchId: row.current_branch_id,
+        etag: etagOf(row),
+        byKeyId: p.keyId ?? null,
+      },
     },
-  }]);
+  ]);
   return row;
 }
 

@@ -57,8 +57,7 @@ export async function diff(core: ProfileCore, p: Principal, id: string, input: {
       throw new DomainError('not_found', 'ref_not_found', `${ref} is neither a version nor a branch of this profile.`);
     };
     const to = input.to !== undefined ? resolve(input.to) : core.branch(l, l.row.current_branch_id).headVersionId;
-    const from =
-      input.from !== undefined ? resolve(input.from) : to ? (l.history.versions.find((v) => v.id === to)?.parentVersionId ?? null) : null;
+    const from = input.from !== undefined ? resolve(input.from) : to ? (l.history.versions.find((v) => v.id === to)?.parentVersionId ?? null) : null;
     const a = await core.snapshotOf(q, l.row.id, from);
     const b = await core.snapshotOf(q, l.row.id, to);
     return { from, to, ...diffSnapshots(a, b) };

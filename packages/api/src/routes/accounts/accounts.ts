@@ -95,8 +95,7 @@ export const accountRoutes = [
     authority: true,
     handler: rpc('accounts', 'createAccount', {
       request: (i) => i.body,
-      response: (res) =>
-        res.key ? { account: account(res.account!), key: res.key, keyId: res.keyId, warning: WARNING } : account(res.account!),
+      response: (res) => (res.key ? { account: account(res.account!), key: res.key, keyId: res.keyId, warning: WARNING } : account(res.account!)),
     }),
   }),
   route({

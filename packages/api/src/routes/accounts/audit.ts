@@ -26,7 +26,12 @@ export const auditRoutes = [
     summary: "The account's audit trail, newest first: every authority change and who made it (owners and admins).",
     tag: 'accounts',
     params: AccountParams,
-    query: ListQuery.extend({ action: z.string().regex(/^[a-z_]+\.[a-z_]+$/, 'must look like grant.created').optional() }),
+    query: ListQuery.extend({
+      action: z
+        .string()
+        .regex(/^[a-z_]+\.[a-z_]+$/, 'must look like grant.created')
+        .optional(),
+    }),
     response: list('events', AuditEvent, 'AuditEventList'),
     auth: 'key',
     principals: ['human', 'agent'],

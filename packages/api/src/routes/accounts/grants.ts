@@ -76,8 +76,7 @@ export const grantRoutes = [
     id: 'grants.create',
     method: 'post',
     path: '/accounts/:id/standing-grants',
-    summary:
-      'Give a grantee verbs on a scope (201), or widen the live grant for the same grantee and scope (200). A person only, never through MCP.',
+    summary: 'Give a grantee verbs on a scope (201), or widen the live grant for the same grantee and scope (200). A person only, never through MCP.',
     tag: 'grants',
     params: AccountParams,
     body: GrantBody,

@@ -85,7 +85,7 @@ export const hostRoutes = [
     id: 'hosts.call',
     method: 'post',
     path: '/hosts/:hostId/call',
-    summary: "Relay a tool call to a paired host and return its answer (503 host_offline when it is not connected).",
+    summary: 'Relay a tool call to a paired host and return its answer (503 host_offline when it is not connected).',
     tag: 'hosts',
     params: z.object({ hostId: HostId }),
     body: z

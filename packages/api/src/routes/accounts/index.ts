@@ -22,12 +22,4 @@ export { Settings } from './settings.js';
 export { SigningKey } from './signing.js';
 
 /** In matching order (static paths before parameters): /accounts/me/chain before /accounts/:id, /standing-grants/held before /standing-grants/:id. */
-export const accountsRoutes = [
-  ...accountRoutes,
-  ...memberRoutes,
-  ...settingsRoutes,
-  ...grantRoutes,
-  ...signingRoutes,
-  ...hostRoutes,
-  ...auditRoutes,
-];
+export const accountsRoutes = [...accountRoutes, ...memberRoutes, ...settingsRoutes, ...grantRoutes, ...signingRoutes, ...hostRoutes, ...auditRoutes];

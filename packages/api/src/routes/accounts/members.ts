@@ -43,7 +43,7 @@ export const memberRoutes = [
     id: 'accounts.members.add',
     method: 'post',
     path: '/accounts/:id/members',
-    summary: "Add a person (a user account) to an organization, or change their role (201 when added, 200 otherwise).",
+    summary: 'Add a person (a user account) to an organization, or change their role (201 when added, 200 otherwise).',
     tag: 'accounts',
     params: AccountParams,
     body: z.object({ accountId: AccountId, role: Role }).strict().meta({ id: 'AddMemberRequest' }),

@@ -46,7 +46,12 @@ const signingKeyJson = (res: accounts.GetSigningKeyResponse | accounts.RotateSig
 };
 
 const SignBody = z
-  .object({ payload: z.unknown().refine((v) => v !== undefined, 'is required').describe('Any JSON value (at most 64 KiB).') })
+  .object({
+    payload: z
+      .unknown()
+      .refine((v) => v !== undefined, 'is required')
+      .describe('Any JSON value (at most 64 KiB).'),
+  })
   .strict()
   .meta({ id: 'SignRequest' });
 

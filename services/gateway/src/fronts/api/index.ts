@@ -66,7 +66,11 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
       const raw: RawInput = { params: req.params, query: req.query as Record<string, unknown>, headers: req.headers, body: req.body };
       // A body that is there but not JSON is 415; no body at all is for the schema to judge (400).
       if (route.body && req.body === undefined && hasBody(req) && !req.is('application/json')) {
-        raw.unreadableBody = new DomainError('unsupported_media_type', 'unsupported_media_type', 'The request body must be JSON (Content-Type: application/json).');
+        raw.unreadableBody = new DomainError(
+          'unsupported_media_type',
+          'unsupported_media_type',
+          'The request body must be JSON (Content-Type: application/json).',
+        );
       }
       if (route.content) raw.content = () => readContent(req, route.content!);
       let answer: Answer;

@@ -4,8 +4,8 @@
  * writes XML, maps URLs to items, and evaluates `If` headers; the drive decides and stores
  * (content, custom properties, locks).
  */
-import type { Request, Response } from 'express';
 import type express from 'express';
+import type { Request, Response } from 'express';
 
 import { type Access, checkPrincipal } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';

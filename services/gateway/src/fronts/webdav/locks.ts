@@ -38,10 +38,9 @@ export async function lock(d: DavRequest): Promise<void> {
     const { tokens } = await d.checkIf(stateOf(r.item));
     const token = tokens.find((t) => r.item!.locks.some((l) => l.token === t));
     if (!token) return sendText(d.res, 412, 'The If header names no lock of this resource.');
-    result = await d.client().lockItem(
-      { id: r.item.id, scope: 'exclusive', deep: false, owner: '', timeoutSeconds: timeout, refreshToken: token, lockTokens: [] },
-      d.rpc,
-    );
+    result = await d
+      .client()
+      .lockItem({ id: r.item.id, scope: 'exclusive', deep: false, owner: '', timeoutSeconds: timeout, refreshToken: token, lockTokens: [] }, d.rpc);
   } else {
     if (body.ns !== DAV || body.name !== 'lockinfo') throw new DomainError('invalid_argument', 'invalid_xml', 'Expected a DAV:lockinfo body.');
     const scopeEl = child(body, 'lockscope');

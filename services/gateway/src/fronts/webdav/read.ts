@@ -95,4 +95,3 @@ async function index(d: DavRequest, folder: drive.Item | undefined, head: boolea
   d.res.setHeader('Content-Length', Buffer.byteLength(html));
   d.res.end(head ? undefined : html);
 }
-

@@ -110,10 +110,9 @@ export async function remove(d: DavRequest): Promise<void> {
   const r = await d.resolve(segs);
   if (!r.item) return sendText(d.res, 404, 'Not found.');
   const { tokens, etag } = await d.checkIf(stateOf(r.item));
-  await d.client().deleteItem(
-    { id: r.item.id, recursive: true, ifMatch: (d.req.headers['if-match'] as string | undefined) ?? etag, lockTokens: tokens },
-    d.rpc,
-  );
+  await d
+    .client()
+    .deleteItem({ id: r.item.id, recursive: true, ifMatch: (d.req.headers['if-match'] as string | undefined) ?? etag, lockTokens: tokens }, d.rpc);
   d.res.status(204).end();
 }
 
@@ -134,7 +133,7 @@ export async function copyMove(d: DavRequest, move: boolean): Promise<void> {
   if (!to.item && !to.parentExists) return sendText(d.res, 409, 'The destination collection does not exist.');
   if (to.item && !overwrite) return sendText(d.res, 412, 'The destination exists and Overwrite is F.');
   const { tokens } = await d.checkIf(stateOf(src.item));
-  const parentId = dest.length === 1 ? '' : (to.item ? to.item.parentId : to.parent?.id) ?? '';
+  const parentId = dest.length === 1 ? '' : ((to.item ? to.item.parentId : to.parent?.id) ?? '');
   const name = dest[dest.length - 1]!;
   const call = move
     ? d.client().updateItem({ id: src.item.id, name, parentId, overwrite, lockTokens: tokens }, d.rpc)
@@ -148,4 +147,3 @@ export async function copyMove(d: DavRequest, move: boolean): Promise<void> {
   d.res.setHeader('Location', d.href(dest, result.item!.kind === 'folder'));
   d.res.status(result.created ? 201 : 204).end();
 }
-
