@@ -1,4 +1,6 @@
+import { accountsService, accountsSettingsSchema } from '@svc/accounts';
 import { driveService, driveSettings, driveSettingsSchema } from '@svc/drive';
+import { gatewaySettingsSchema } from '@svc/gateway';
 import { ConfigError, loadSettings } from '@svc/kit';
 import { startStack } from '@svc/stack';
 
@@ -50,4 +52,16 @@ test('the entrypoint prints it as it prints the shared settings', async () => {
   const child = spawnSvc({ SVC_SERVICE: 'drive', SVC_INTERNAL_SECRET: 'x'.repeat(32), SVC_DRIVE_MAX_LOCK_SECONDS: 'forever' });
   expect(await exitCode(child)).toBe(1);
   expect(child.output()).toMatch(/^svc: invalid configuration:\n {2}SVC_DRIVE_MAX_LOCK_SECONDS: /m);
+});
+
+test('the gateway and the accounts service declare theirs: proxies trusted, the body limit, the bootstrap key', () => {
+  const gateway = (env: Record<string, string>) => loadSettings({ gateway: gatewaySettingsSchema }, env).gateway;
+  expect(gateway({})).toEqual({ SVC_BODY_LIMIT: '1mb', SVC_TRUST_PROXY: false });
+  expect(gateway({ SVC_TRUST_PROXY: '2' }).SVC_TRUST_PROXY).toBe(2);
+  expect(message(() => gateway({ SVC_TRUST_PROXY: 'yes' }))).toMatch(/SVC_TRUST_PROXY/);
+  expect(message(() => gateway({ SVC_BODY_LIMIT: 'huge' }))).toMatch(/SVC_BODY_LIMIT: must look like 1mb/);
+  expect(accountsService.settings).toBe(accountsSettingsSchema);
+  expect(message(() => loadSettings({ accounts: accountsSettingsSchema }, { SVC_BOOTSTRAP_KEY: 'svc_123' }))).toMatch(
+    /SVC_BOOTSTRAP_KEY: must be svc_ followed by 64/,
+  );
 });

@@ -4,7 +4,6 @@ import { z } from 'zod';
 
 import { SERVICE_NAMES, type ServiceName } from './catalogue.js';
 
-const KEY_RE = /^svc_[0-9a-f]{64}$/;
 const bool = z
   .enum(['true', 'false', '1', '0', ''])
   .optional()
@@ -34,20 +33,8 @@ const EnvSchema = z
       .string()
       .regex(/^[a-z][a-z0-9]{0,30}$/, 'must be lowercase letters and digits, starting with a letter')
       .default('svc'),
-    SVC_BOOTSTRAP_KEY: z.string().regex(KEY_RE, 'must be svc_ followed by 64 lowercase hex characters').optional(),
     SVC_INTERNAL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
     SVC_MIGRATE_ONLY: bool,
-    // Proxies in front of the gateway whose X-Forwarded-For is trusted: a hop count (1 behind one
-    // ingress) or `false`. Decides the client address used by the failed-authentication limit.
-    SVC_TRUST_PROXY: z
-      .string()
-      .regex(/^(false|true|\d{1,2})$/, 'must be false, true or a number of proxy hops')
-      .default('false')
-      .transform((v) => (v === 'false' ? false : v === 'true' ? true : Number(v))),
-    SVC_BODY_LIMIT: z
-      .string()
-      .regex(/^\d+(b|kb|mb)$/i, 'must look like 1mb or 512kb')
-      .default('1mb'),
     SVC_GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
     SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

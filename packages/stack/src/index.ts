@@ -5,7 +5,7 @@ import path from 'node:path';
 import { accountsService } from '@svc/accounts';
 import { agentsService } from '@svc/agents';
 import { driveService } from '@svc/drive';
-import { type RunningGateway, startGateway } from '@svc/gateway';
+import { type GatewaySettings, gatewaySettingsSchema, type RunningGateway, startGateway } from '@svc/gateway';
 import { keysService } from '@svc/keys';
 import {
   Backends,
@@ -68,8 +68,8 @@ export async function startStack(
   const config = loadConfig(env);
   // Each service's own settings (a module's `settings`), every module's, so that a bad value stops
   // any start as the shared ones do. Read from `env`, then the process environment.
-  const settings = loadSettings(
-    Object.fromEntries(MODULES.filter((m) => m.settings).map((m) => [m.name, m.settings!])),
+  const settings: Record<string, unknown> = loadSettings(
+    { ...Object.fromEntries(MODULES.filter((m) => m.settings).map((m) => [m.name, m.settings!])), gateway: gatewaySettingsSchema },
     env === process.env ? env : { ...process.env, ...Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')) },
   );
   const log = createLogger({
@@ -115,7 +115,16 @@ export async function startStack(
       );
     }
     if (all || config.SVC_SERVICE === 'gateway') {
-      gateway = await startGateway({ config, log, backends, registry, host: config.HOST, port: config.PORT, version: VERSION });
+      gateway = await startGateway({
+        config,
+        log,
+        backends,
+        registry,
+        host: config.HOST,
+        port: config.PORT,
+        version: VERSION,
+        settings: settings.gateway as GatewaySettings,
+      });
     }
   } catch (err) {
     await stop().catch(() => {});

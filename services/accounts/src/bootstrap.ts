@@ -1,17 +1,25 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { z } from 'zod';
+
 import { keysClient } from '@svc/clients';
-import { API_KEY_RE, generateApiKey, hashSecret, keyPrefix, newId, type ServiceContext } from '@svc/kit';
+import { API_KEY_RE, defineSettings, generateApiKey, hashSecret, keyPrefix, newId, type ServiceContext } from '@svc/kit';
 import type { keys } from '@svc/proto';
 
 import type { AccountStore } from './store.js';
 
 export const BOOTSTRAP_KEY_FILE = 'bootstrap-key';
 
+/** The accounts service's own settings: SVC_BOOTSTRAP_KEY, the operator's first key (used only while no account exists). */
+export const accountsSettingsSchema = defineSettings({
+  SVC_BOOTSTRAP_KEY: z.string().regex(API_KEY_RE, 'must be svc_ followed by 64 lowercase hex characters').optional(),
+});
+type AccountsContext = ServiceContext<z.output<typeof accountsSettingsSchema>>;
+
 /** The operator's first key: SVC_BOOTSTRAP_KEY, or one generated into <data dir>/bootstrap-key (0600). */
-function bootstrapKey(ctx: ServiceContext): { key: string; file?: string } {
-  if (ctx.config.SVC_BOOTSTRAP_KEY) return { key: ctx.config.SVC_BOOTSTRAP_KEY };
+function bootstrapKey(ctx: AccountsContext): { key: string; file?: string } {
+  if (ctx.settings.SVC_BOOTSTRAP_KEY) return { key: ctx.settings.SVC_BOOTSTRAP_KEY };
   const file = path.resolve(ctx.config.SVC_DATA_DIR, BOOTSTRAP_KEY_FILE);
   try {
     const existing = fs.readFileSync(file, 'utf8').trim();
@@ -31,7 +39,7 @@ function bootstrapKey(ctx: ServiceContext): { key: string; file?: string } {
  * is the bootstrap key. Safe to run on every start and from several replicas: the key import is
  * idempotent by hash, and the account insert only happens into an empty table.
  */
-export async function bootstrap(ctx: ServiceContext, store: AccountStore): Promise<void> {
+export async function bootstrap(ctx: AccountsContext, store: AccountStore): Promise<void> {
   if ((await store.count()) > 0) return;
   const { key, file } = bootstrapKey(ctx);
   const client = keysClient(ctx.registry);

@@ -3,7 +3,7 @@ import { defineService, handleOnce, type OutboxRelay, startOutboxRelay, type Sub
 import { accounts } from '@svc/proto';
 
 import { AccountsDomain } from './accounts/index.js';
-import { bootstrap } from './bootstrap.js';
+import { accountsSettingsSchema, bootstrap } from './bootstrap.js';
 import { AgentDirectory } from './directory.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
@@ -12,6 +12,7 @@ import { AccountStore, SCHEMA } from './store.js';
 
 export { scopeWithin, verbCovers } from './access.js';
 export { type AccountsDeps, AccountsDomain } from './accounts/index.js';
+export { accountsSettingsSchema } from './bootstrap.js';
 export { migrations } from './migrations/index.js';
 export { checkIfMatch, DEFAULT_SETTINGS, mergePatch, settingsEtag, SettingsSchema, validateSettings } from './settings.js';
 export { generateSigningKey, KeyVault, privateKeyFrom, signCompact, vaultSecret, verifyCompact } from './signing.js';
@@ -25,6 +26,7 @@ export const accountsService = defineService({
   needs: ['sql'],
   schema: SCHEMA,
   migrations,
+  settings: accountsSettingsSchema,
   async create(ctx) {
     const sql = await ctx.backends.sql();
     const store = new AccountStore(sql);

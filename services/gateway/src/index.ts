@@ -18,11 +18,13 @@ import { Authenticator } from './auth.js';
 import { mountProtocols } from './fronts/index.js';
 import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
+import type { GatewaySettings } from './settings.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
 export { expressServerOptions } from './http-server.js';
 export { compileRoutes } from './routing.js';
+export { type GatewaySettings, gatewaySettingsSchema } from './settings.js';
 
 export interface RunningGateway {
   port: number;
@@ -41,6 +43,8 @@ export async function startGateway(deps: {
   host: string;
   port: number;
   version: string;
+  /** The gateway's own settings (settings.ts), read by the stack with every service's. */
+  settings: GatewaySettings;
 }): Promise<RunningGateway> {
   const log = deps.log.child({ component: 'gateway' });
   const signer = new PrincipalSigner(deps.config.internalSecret);
@@ -71,8 +75,8 @@ export async function startGateway(deps: {
     registry: deps.registry,
     backends: deps.backends,
     auth,
-    bodyLimit: deps.config.SVC_BODY_LIMIT,
-    trustProxy: deps.config.SVC_TRUST_PROXY,
+    bodyLimit: deps.settings.SVC_BODY_LIMIT,
+    trustProxy: deps.settings.SVC_TRUST_PROXY,
     services,
     version: deps.version,
     operations: driveOperations(local),

@@ -1,0 +1,25 @@
+import { z } from 'zod';
+
+import { defineSettings } from '@svc/kit';
+
+/**
+ * The gateway's own settings, checked when the stack starts (a bad value stops it with
+ * `svc: invalid configuration: SVC_BODY_LIMIT: …`):
+ * - SVC_BODY_LIMIT: the JSON body limit (413 above it), default 1mb;
+ * - SVC_TRUST_PROXY: proxies in front of the gateway whose X-Forwarded-For is trusted: a hop count
+ *   (1 behind one ingress), `true` or `false` (the default). Decides the client address the
+ *   failed-authentication limit counts by.
+ */
+export const gatewaySettingsSchema = defineSettings({
+  SVC_BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)$/i, 'must look like 1mb or 512kb')
+    .default('1mb'),
+  SVC_TRUST_PROXY: z
+    .string()
+    .regex(/^(false|true|\d{1,2})$/, 'must be false, true or a number of proxy hops')
+    .default('false')
+    .transform((v) => (v === 'false' ? false : v === 'true' ? true : Number(v))),
+});
+
+export type GatewaySettings = z.output<typeof gatewaySettingsSchema>;
