@@ -63,9 +63,15 @@ function successes(r: Route, schemas: SchemaCollector): Record<string, unknown> 
       '304': { description: 'Not modified (`If-None-Match` names the current ETag).' },
     };
   }
-  return {
-    [String(r.status ?? 200)]: { description: 'Success.', content: { 'application/json': { schema: schemas.schema(r.response, 'output') } } },
-  };
+  const content: Record<string, unknown> = { 'application/json': { schema: schemas.schema(r.response, 'output') } };
+  if (r.events) {
+    // With `Accept: text/event-stream`: server-sent events, each event's data as the schema says.
+    content['text/event-stream'] = {
+      schema: { type: 'string', description: r.events.description },
+      'x-svc-event-schema': schemas.schema(r.events.schema, 'output'),
+    };
+  }
+  return { [String(r.status ?? 200)]: { description: 'Success.', content } };
 }
 
 /** A request body that is not JSON: the raw bytes, or a multipart form with a file part and fields. */

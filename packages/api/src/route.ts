@@ -52,9 +52,11 @@ export interface HttpReply {
   status?: number;
   headers?: Record<string, string>;
   body: unknown;
+  /** The body already serialized as JSON (a cached answer): sent as is. */
+  json?: string;
 }
 
-export function reply(body: unknown, opts: { status?: number; headers?: Record<string, string> } = {}): HttpReply {
+export function reply(body: unknown, opts: { status?: number; headers?: Record<string, string>; json?: string } = {}): HttpReply {
   return { $reply: true, body, ...opts };
 }
 
@@ -102,6 +104,11 @@ export interface Route {
    * content, in its own content type, with Range support).
    */
   answer?: 'json' | 'bytes';
+  /**
+   * With `Accept: text/event-stream`, the answer is a live stream of server-sent events, each with
+   * an `id` (a client resumes after it with `Last-Event-ID`) and this schema's data as JSON.
+   */
+  events?: { schema: z.ZodType; description: string };
   /** Success status (200 unless given). */
   status?: number;
   /** `none`: no credential needed. */

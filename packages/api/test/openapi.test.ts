@@ -192,6 +192,28 @@ describe('buildOpenApi on small route tables', () => {
   } as const;
   const op = (r: Partial<Route> & Pick<Route, 'id' | 'method' | 'path' | 'response'>): Route => ({ ...base, principals: [...base.principals], ...r });
 
+  test('an operation that streams events documents text/event-stream beside its JSON answer', () => {
+    const Tick = z.object({ n: z.number() }).meta({ id: 'Tick' });
+    const d: Json = buildOpenApi(
+      [
+        op({
+          id: 't.ticks',
+          method: 'get',
+          path: '/ticks',
+          response: z.object({ ticks: z.array(Tick) }),
+          events: { schema: Tick, description: 'Ticks.' },
+        }),
+      ],
+      { version: '1' },
+    );
+    const content = d.paths['/ticks'].get.responses['200'].content;
+    expect(Object.keys(content)).toEqual(['application/json', 'text/event-stream']);
+    expect(content['text/event-stream']).toEqual({
+      schema: { type: 'string', description: 'Ticks.' },
+      'x-svc-event-schema': { $ref: '#/components/schemas/Tick' },
+    });
+  });
+
   test('a named schema used in requests and answers alike is one component', () => {
     // Strict: a plain object's input form allows unknown fields, its output form has none, so they differ.
     const Thing = z.strictObject({ name: z.string() }).meta({ id: 'TestThing' });

@@ -1,9 +1,9 @@
-import { type HttpReply, isReply, type Route, type RouteInput, routes as allRoutes } from '@svc/api';
+import { type Route, type RouteInput, routes as allRoutes } from '@svc/api';
 import { DEFINITIONS } from '@svc/clients';
 import { DomainError, type Principal, type Registry } from '@svc/kit';
 
 import { checkPrincipal } from './access.js';
-import type { Download } from './content.js';
+import { type Answer, answerOf } from './answers.js';
 import { type RawInput, validateInput } from './input.js';
 
 /** Who invokes an operation, as a front authenticated them. */
@@ -13,28 +13,23 @@ export interface Invocation {
   auth?: { principal: Principal; token: string };
   /** Only the answer's headers are wanted (HTTP HEAD). */
   head?: boolean;
+  /**
+   * The caller takes a stream of events (HTTP: `Accept: text/event-stream`): an operation that
+   * declares `events` then answers with them; others ignore it.
+   */
+  stream?: boolean;
 }
 
 export interface OperationContext extends Invocation {
   route: Route;
 }
 
-/** A file's content as an answer (`answer: 'bytes'`): what to send, and the bytes. */
-export interface ContentAnswer {
-  readonly $content: true;
-  download: Download;
-}
-
-export const contentAnswer = (download: Download): ContentAnswer => ({ $content: true, download });
-
 /**
  * An operation handler (`handler: {kind: 'local', name}`): the input is validated and the caller
- * checked. It answers with a JSON body, a `reply(...)` (status, headers) or a `contentAnswer(...)`.
+ * checked. It answers with a JSON body, a `reply(...)` (status, headers), a `contentAnswer(...)`, or
+ * (when `ctx.stream` and the route declares `events`) an `eventsAnswer(...)`.
  */
 export type OperationHandler = (input: RouteInput, ctx: OperationContext) => Promise<unknown>;
-
-/** What an operation answered, for a front to write in its own protocol. */
-export type Answer = { kind: 'json'; status: number; headers: Record<string, string>; body: unknown } | { kind: 'content'; download: Download };
 
 export interface DispatcherOptions {
   registry: Registry;
@@ -48,10 +43,7 @@ export interface DispatcherOptions {
 
 // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
 const NO_STORE = { 'Cache-Control': 'no-store' };
-
-function isContentAnswer(v: unknown): v is ContentAnswer {
-  return typeof v === 'object' && v !== null && (v as { $content?: unknown }).$content === true;
-}
+const NO_HEADERS: Record<string, string> = {};
 
 /**
  * The one way into the platform's operations, shared by every front (the HTTP API, MCP, the
@@ -63,6 +55,7 @@ export class Dispatcher {
   readonly routes: Route[];
   private readonly byId = new Map<string, Route>();
   private readonly handlers: Record<string, OperationHandler>;
+  private readonly invokers = new Map<Route, (raw: RawInput, inv: Invocation) => Promise<Answer>>();
 
   constructor(private readonly options: DispatcherOptions) {
     this.routes = options.routes ?? allRoutes;
@@ -79,43 +72,56 @@ export class Dispatcher {
     Object.assign(this.handlers, handlers);
   }
 
-  async invoke(operation: string | Route, raw: RawInput, inv: Invocation): Promise<Answer> {
+  /**
+   * Invokes an operation: by id, or by its route. The route's invoker is compiled on first use
+   * (what the declaration decides, decided once), so a call does only what its operation needs.
+   */
+  invoke(operation: string | Route, raw: RawInput, inv: Invocation): Promise<Answer> {
     const route = typeof operation === 'string' ? this.byId.get(operation) : operation;
-    if (!route) throw new DomainError('not_found', 'unknown_operation', `There is no operation ${String(operation)}.`);
-    if (route.auth === 'key') {
-      if (!inv.auth) throw new DomainError('unauthenticated', 'missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
-      checkPrincipal(inv.auth.principal, route);
-    }
+    if (!route) return Promise.reject(new DomainError('not_found', 'unknown_operation', `There is no operation ${String(operation)}.`));
+    let invoker = this.invokers.get(route);
+    if (!invoker) this.invokers.set(route, (invoker = this.compile(route)));
+    return invoker(raw, inv);
+  }
+
+  private compile(route: Route): (raw: RawInput, inv: Invocation) => Promise<Answer> {
     const h = route.handler;
-    if (h.kind === 'unimplemented') {
-      throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);
-    }
-    if (raw.unreadableBody) throw raw.unreadableBody;
-    const input = validateInput(route, raw);
-    if (route.content && raw.content) input.content = await raw.content();
+    const needsKey = route.auth === 'key';
     const status = route.status ?? 200;
+    const takesInput = Boolean(route.params || route.query || route.body || route.headers || route.content);
+    const streams = route.events !== undefined;
+    const admit = (raw: RawInput, inv: Invocation): RouteInput => {
+      if (needsKey) {
+        if (!inv.auth) throw new DomainError('unauthenticated', 'missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
+        checkPrincipal(inv.auth.principal, route);
+      }
+      if (h.kind === 'unimplemented') {
+        throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);
+      }
+      if (raw.unreadableBody) throw raw.unreadableBody;
+      return takesInput ? validateInput(route, raw) : { params: {}, query: {}, body: undefined, headers: {} };
+    };
 
-    if (h.kind === 'local') {
-      const handler = this.handlers[h.name];
-      if (!handler) throw new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.');
-      const out = await handler(input, { ...inv, route });
-      if (isContentAnswer(out)) return { kind: 'content', download: out.download };
-      return json(out, status, {});
+    if (h.kind === 'local' || h.kind === 'unimplemented') {
+      const name = h.kind === 'local' ? h.name : '';
+      return async (raw, inv) => {
+        const input = admit(raw, inv);
+        if (route.content && raw.content) input.content = await raw.content();
+        const handler = this.handlers[name];
+        if (!handler) throw new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.');
+        const ctx: OperationContext = { requestId: inv.requestId, auth: inv.auth, head: inv.head, stream: streams && inv.stream === true, route };
+        return answerOf(await handler(input, ctx), status, NO_HEADERS);
+      };
     }
 
-    const def = DEFINITIONS[h.service];
-    const client = this.options.registry.client(h.service, def[0], def[1]) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
-    const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
-    const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId });
-    if (h.revokesKey) this.options.onKeyRevoked?.(h.revokesKey(input));
-    return json(h.response ? h.response(result, input) : result, status, NO_STORE);
+    const [definition, grpcName] = DEFINITIONS[h.service];
+    return async (raw, inv) => {
+      const input = admit(raw, inv);
+      const client = this.options.registry.client(h.service, definition, grpcName) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
+      const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
+      const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId });
+      if (h.revokesKey) this.options.onKeyRevoked?.(h.revokesKey(input));
+      return answerOf(h.response ? h.response(result, input) : result, status, NO_STORE);
+    };
   }
-}
-
-function json(out: unknown, status: number, headers: Record<string, string>): Answer {
-  if (isReply(out)) {
-    const r = out as HttpReply;
-    return { kind: 'json', status: r.status ?? status, headers: { ...headers, ...r.headers }, body: r.body };
-  }
-  return { kind: 'json', status, headers, body: out };
 }

@@ -39,6 +39,9 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, where: string)
 
 /** Validates an operation's input against its declared schemas (400 naming the field when not). */
 export function validateInput(route: Route, raw: RawInput): RouteInput {
+  // An operation that takes no input (GET /me, /health): nothing to read.
+  if (!route.params && !route.query && !route.body && !route.headers && !route.content)
+    return { params: {}, query: {}, body: undefined, headers: {} };
   if (route.content && !raw.content) {
     throw new DomainError('invalid_argument', 'invalid_request', 'body: the content is required.');
   }

@@ -2,8 +2,9 @@ import { driveItem, reply, type RouteInput } from '@svc/api';
 import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
+import { contentAnswer } from '../answers.js';
 import { type ContentDeps, download, upload } from '../content.js';
-import { contentAnswer, type OperationContext, type OperationHandler } from '../dispatcher.js';
+import type { OperationContext, OperationHandler } from '../dispatcher.js';
 
 const FOLDER_ID_RE = /^fld_[0-9a-z]{26}$/;
 

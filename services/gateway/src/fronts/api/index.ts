@@ -11,8 +11,9 @@ import { DomainError, setHttpRoute } from '@svc/kit';
 
 import { type Authenticator, presentedSecret } from '../../auth.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
+import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';
-import { sendDomainError, sendError, sendReply } from '../../replies.js';
+import { sendDomainError, sendError, sendReply, writeJson } from '../../replies.js';
 import { compileRoutes } from '../../routing.js';
 
 export interface ApiDeps {
@@ -26,9 +27,12 @@ export interface ApiDeps {
 export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 /** Writes an operation's answer. */
-async function write(req: Request, res: Response, answer: Answer): Promise<void> {
+function write(req: Request, res: Response, answer: Answer): Promise<void> | void {
   if (answer.kind === 'content') return sendContent(req, res, answer.download, { head: req.method === 'HEAD' });
-  sendReply(res, answer.status, answer.headers, answer.body);
+  if (answer.kind === 'events') return sendEvents(req, res, answer.events);
+  if (answer.text === undefined) return sendReply(res, answer.status, answer.headers, answer.body);
+  for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
+  writeJson(res, answer.status, answer.text);
 }
 
 /**
@@ -75,12 +79,18 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
       if (route.content) raw.content = () => readContent(req, route.content!);
       let answer: Answer;
       try {
-        answer = await deps.dispatcher.invoke(route, raw, { requestId: req.requestId, auth, head: req.method === 'HEAD' });
+        answer = await deps.dispatcher.invoke(route, raw, {
+          requestId: req.requestId,
+          auth,
+          head: req.method === 'HEAD',
+          stream: route.events !== undefined && wantsEventStream(req),
+        });
       } catch (err) {
         if (route.content && err instanceof DomainError) return sendContentError(req, res, err);
         throw err;
       }
-      await write(req, res, answer);
+      const writing = write(req, res, answer);
+      if (writing) await writing;
     };
     const parse = route.body ? jsonParser(route.bodyLimit ?? deps.bodyLimit) : undefined;
     const dispatch: express.RequestHandler = parse

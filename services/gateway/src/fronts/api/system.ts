@@ -6,6 +6,7 @@ import type * as proto from '@svc/proto';
 
 import { checkHealth } from '../../health-client.js';
 
+const noStore = { 'Cache-Control': 'no-store' };
 /** How long GET /me answers from its per-principal cache. */
 const ME_CACHE_MS = 5000;
 
@@ -21,7 +22,7 @@ export interface SystemDeps {
 /** The gateway's own operations: liveness, readiness, the OpenAPI document, the caller's identity. */
 export function systemOperations(deps: SystemDeps): Record<string, OperationHandler> {
   const openapi = buildOpenApi(deps.routes, { version: deps.version });
-  const meCache = new Map<string, { body: unknown; until: number }>();
+  const meCache = new Map<string, { body: unknown; json: string; until: number }>();
   return {
     async health() {
       return { status: 'ok' };
@@ -43,11 +44,10 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
     },
     async me(_input, ctx) {
       const { principal: p, token } = ctx.auth!;
-      const noStore = { 'Cache-Control': 'no-store' };
       // The identity changes rarely: answered from a short per-principal cache, so a client that
       // polls /me (or a load balancer check with a key) costs no service call.
       const hit = meCache.get(token);
-      if (hit && hit.until > Date.now()) return reply(hit.body, { headers: noStore });
+      if (hit && hit.until > Date.now()) return reply(hit.body, { headers: noStore, json: hit.json });
       const client = accountsClient(deps.registry);
       const me = await client.getMe({}, { principalToken: token, requestId: ctx.requestId });
       const ref = (a: proto.accounts.Account) => ({ id: a.id, kind: a.kind, name: a.name, createdAt: a.createdAt });
@@ -62,8 +62,9 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
         organizations: me.organizations.map((m) => ({ ...ref(m.account!), role: m.role })),
       };
       if (meCache.size > 10_000) meCache.clear();
-      meCache.set(token, { body, until: Date.now() + ME_CACHE_MS });
-      return reply(body, { headers: noStore });
+      const json = JSON.stringify(body);
+      meCache.set(token, { body, json, until: Date.now() + ME_CACHE_MS });
+      return reply(body, { headers: noStore, json });
     },
   };
 }

@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+import { z } from 'zod';
+
+import { route } from '@svc/api';
+import { eventsAnswer, type StreamEvent } from '@svc/dispatch';
+import { Backends, createLogger, DomainError, loadConfig, PrincipalSigner, Registry } from '@svc/kit';
+
+import { Authenticator, createApp } from '../dist/index.js';
+
+// Operations that declare `events` answer `Accept: text/event-stream` with a live stream of
+// server-sent events, and JSON otherwise; the gateway writes them (http/events.ts).
+
+const Tick = z.object({ n: z.number().int() });
+const ticks = route({
+  id: 'test.ticks',
+  method: 'get',
+  path: '/ticks',
+  summary: 'Ticks.',
+  tag: 'test',
+  query: z.object({ count: z.coerce.number().int().min(0).max(10_000).default(3), fail: z.enum(['yes', 'no']).default('no') }),
+  response: z.object({ ticks: z.array(Tick) }),
+  events: { schema: Tick, description: 'One event per tick.' },
+  auth: 'none',
+  principals: [],
+  authority: false,
+  handler: { kind: 'local', name: 'ticks' },
+});
+
+let server: http.Server;
+let url: string;
+let backends: Backends;
+const registry = new Registry({}, 1000);
+const finished: number[] = [];
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-events-'));
+
+beforeAll(async () => {
+  const log = createLogger({ level: 'silent', service: 'test' });
+  backends = new Backends(loadConfig({ SVC_DATA_DIR: dataDir }), log);
+  const auth = new Authenticator({ registry, signer: new PrincipalSigner('s'.repeat(32)), systemToken: async () => '', log });
+  const app = createApp(
+    {
+      log,
+      registry,
+      backends,
+      auth,
+      bodyLimit: '1mb',
+      services: [],
+      version: 'test',
+      operations: {
+        async ticks(input, ctx) {
+          const count = input.query.count as number;
+          if (!ctx.stream) return { ticks: Array.from({ length: count }, (_, n) => ({ n })) };
+          async function* gen(): AsyncGenerator<StreamEvent> {
+            try {
+              for (let n = 0; n < count; n++) {
+                if (input.query.fail === 'yes' && n === 2) throw new DomainError('conflict', 'tick_failed', 'The third tick failed.');
+                yield { id: String(n + 1), event: 'tick', data: { n } };
+                if (count > 100) await new Promise((r) => setTimeout(r, 1));
+              }
+            } finally {
+              finished.push(count);
+            }
+          }
+          return eventsAnswer(gen());
+        },
+      },
+    },
+    [ticks],
+  );
+  server = http.createServer(app);
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise<void>((ok) => server.close(() => ok()));
+  registry.close();
+  await backends.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+test('Accept: text/event-stream gets the events, in order, in the SSE format', async () => {
+  const res = await fetch(`${url}/ticks?count=3`, { headers: { accept: 'text/event-stream' } });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+  expect(res.headers.get('cache-control')).toBe('no-store');
+  expect(await res.text()).toBe('id: 1\nevent: tick\ndata: {"n":0}\n\nid: 2\nevent: tick\ndata: {"n":1}\n\nid: 3\nevent: tick\ndata: {"n":2}\n\n');
+  expect(finished).toContain(3);
+});
+
+test('without it, the same operation answers JSON', async () => {
+  const res = await fetch(`${url}/ticks?count=2`);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(await res.json()).toEqual({ ticks: [{ n: 0 }, { n: 1 }] });
+});
+
+test('an error once the stream has started is an error event with the error body, then the end', async () => {
+  const res = await fetch(`${url}/ticks?count=5&fail=yes`, { headers: { accept: 'text/event-stream', 'x-request-id': 'req-sse' } });
+  const text = await res.text();
+  expect(text).toBe(
+    'id: 1\nevent: tick\ndata: {"n":0}\n\nid: 2\nevent: tick\ndata: {"n":1}\n\n' +
+      'event: error\ndata: {"error":{"code":"tick_failed","message":"The third tick failed.","requestId":"req-sse"}}\n\n',
+  );
+});
+
+test('a client that leaves stops the source (its finally runs)', async () => {
+  await new Promise<void>((resolve, reject) => {
+    const req = http.get(`${url}/ticks?count=10000`, { headers: { accept: 'text/event-stream' } }, (res) => {
+      res.once('data', () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    req.on('error', () => {});
+    req.on('close', () => resolve());
+    setTimeout(() => reject(new Error('no data')), 5000);
+  });
+  for (let i = 0; i < 100 && !finished.includes(10_000); i++) await new Promise((r) => setTimeout(r, 20));
+  expect(finished).toContain(10_000);
+});
