@@ -67,7 +67,13 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
           clientAddress(req),
         );
       }
-      const raw: RawInput = { params: req.params, query: req.query as Record<string, unknown>, headers: req.headers, body: req.body };
+      // req.query parses the query string on each read: only for operations that take a query.
+      const raw: RawInput = {
+        params: req.params,
+        query: route.query && (req.query as Record<string, unknown>),
+        headers: req.headers,
+        body: req.body,
+      };
       // A body that is there but not JSON is 415; no body at all is for the schema to judge (400).
       if (route.body && req.body === undefined && hasBody(req) && !req.is('application/json')) {
         raw.unreadableBody = new DomainError(

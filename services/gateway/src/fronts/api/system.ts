@@ -1,4 +1,4 @@
-import { buildOpenApi, reply, type Route } from '@svc/api';
+import { buildOpenApi, type HttpReply, reply, type Route } from '@svc/api';
 import { accountsClient } from '@svc/clients';
 import type { OperationHandler } from '@svc/dispatch';
 import type { Backends, Registry, ServiceName } from '@svc/kit';
@@ -22,7 +22,7 @@ export interface SystemDeps {
 /** The gateway's own operations: liveness, readiness, the OpenAPI document, the caller's identity. */
 export function systemOperations(deps: SystemDeps): Record<string, OperationHandler> {
   const openapi = buildOpenApi(deps.routes, { version: deps.version });
-  const meCache = new Map<string, { body: unknown; json: string; until: number }>();
+  const meCache = new Map<string, { answer: HttpReply; until: number }>();
   return {
     async health() {
       return { status: 'ok' };
@@ -47,7 +47,7 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
       // The identity changes rarely: answered from a short per-principal cache, so a client that
       // polls /me (or a load balancer check with a key) costs no service call.
       const hit = meCache.get(token);
-      if (hit && hit.until > Date.now()) return reply(hit.body, { headers: noStore, json: hit.json });
+      if (hit && hit.until > Date.now()) return hit.answer;
       const client = accountsClient(deps.registry);
       const me = await client.getMe({}, { principalToken: token, requestId: ctx.requestId });
       const ref = (a: proto.accounts.Account) => ({ id: a.id, kind: a.kind, name: a.name, createdAt: a.createdAt });
@@ -62,9 +62,9 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
         organizations: me.organizations.map((m) => ({ ...ref(m.account!), role: m.role })),
       };
       if (meCache.size > 10_000) meCache.clear();
-      const json = JSON.stringify(body);
-      meCache.set(token, { body, json, until: Date.now() + ME_CACHE_MS });
-      return reply(body, { headers: noStore, json });
+      const answer = reply(body, { headers: noStore, json: JSON.stringify(body) });
+      meCache.set(token, { answer, until: Date.now() + ME_CACHE_MS });
+      return answer;
     },
   };
 }
