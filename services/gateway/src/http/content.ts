@@ -42,6 +42,19 @@ export function hasBody(req: Request): boolean {
   return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
+/** Resolves when a response that refused a write can take more (or has closed). */
+export function drained(res: Response): Promise<void> {
+  return new Promise<void>((ok) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      ok();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 /**
  * After an error answered before the body was read: read and drop the rest (bounded), so that
  * the client sees the answer rather than a reset connection, then close.
@@ -109,15 +122,7 @@ export async function sendContent(req: Request, res: Response, d: Download, opts
     for await (const chunk of d.body) {
       if (clientGone) return;
       if (!res.write(chunk)) {
-        await new Promise<void>((ok) => {
-          const done = () => {
-            res.off('drain', done);
-            res.off('close', done);
-            ok();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
+        await drained(res);
       }
     }
     res.end();

@@ -3,6 +3,8 @@ import type { Request, Response } from 'express';
 import type { StreamEvent } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 
+import { drained } from './content.js';
+
 /** A comment line this often keeps proxies and load balancers from closing a quiet stream. */
 const HEARTBEAT_MS = 15_000;
 
@@ -44,15 +46,7 @@ export async function sendEvents(req: Request, res: Response, events: AsyncItera
       const next = await it.next();
       if (next.done || gone) break;
       if (!res.write(formatEvent(next.value))) {
-        await new Promise<void>((ok) => {
-          const done = () => {
-            res.off('drain', done);
-            res.off('close', done);
-            ok();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
+        await drained(res);
       }
     }
   } catch (err) {
