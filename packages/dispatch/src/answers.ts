@@ -29,14 +29,14 @@ export const eventsAnswer = (events: AsyncIterable<StreamEvent>): EventsAnswer =
 
 /** What an operation answered, for a front to write in its own protocol. */
 export type Answer =
-  | { kind: 'json'; status: number; headers: Record<string, string>; body: unknown; text?: string }
+  | { kind: 'json'; status: number; headers: Readonly<Record<string, string>>; body: unknown; text?: string }
   | { kind: 'content'; download: Download }
   | { kind: 'events'; events: AsyncIterable<StreamEvent> };
 
 const marked = (v: unknown, mark: string) => typeof v === 'object' && v !== null && (v as Record<string, unknown>)[mark] === true;
 
 /** An operation's result (a JSON body, a reply, content, events) as an Answer. */
-export function answerOf(out: unknown, status: number, headers: Record<string, string>): Answer {
+export function answerOf(out: unknown, status: number, headers: Readonly<Record<string, string>>): Answer {
   if (marked(out, '$content')) return { kind: 'content', download: (out as ContentAnswer).download };
   if (marked(out, '$events')) return { kind: 'events', events: (out as EventsAnswer).events };
   if (isReply(out)) {

@@ -42,8 +42,8 @@ export interface DispatcherOptions {
 }
 
 // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
-const NO_STORE = { 'Cache-Control': 'no-store' };
-const NO_HEADERS: Record<string, string> = {};
+const NO_STORE: Readonly<Record<string, string>> = Object.freeze({ 'Cache-Control': 'no-store' });
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
  * The one way into the platform's operations, shared by every front (the HTTP API, MCP, the

@@ -6,7 +6,7 @@ import type * as proto from '@svc/proto';
 
 import { checkHealth } from '../../health-client.js';
 
-const noStore = { 'Cache-Control': 'no-store' };
+const noStore = Object.freeze({ 'Cache-Control': 'no-store' });
 /** How long GET /me answers from its per-principal cache. */
 const ME_CACHE_MS = 5000;
 
