@@ -1,4 +1,4 @@
-import { routes } from '@svc/api';
+import { route, routes } from '@svc/api';
 import { Dispatcher } from '@svc/dispatch';
 import { DomainError, type Principal, PrincipalSigner } from '@svc/kit';
 
@@ -81,5 +81,8 @@ test('input is validated once, with the same messages as over HTTP', async () =>
 
 test('unknown and unimplemented operations', async () => {
   await expect(dispatcher.invoke('no.such', {}, { requestId: 'r9', auth: human })).rejects.toMatchObject({ code: 'unknown_operation' });
-  await expect(dispatcher.invoke('models.list', {}, { requestId: 'r10', auth: human })).rejects.toMatchObject({ code: 'not_implemented' });
+  // A planned operation (declared `unimplemented` until its service lands) answers 501, after the principal checks.
+  const planned = route({ ...routes.find((r) => r.id === 'models.list')!, id: 'planned.op', handler: { kind: 'unimplemented', service: 'models' } });
+  await expect(dispatcher.invoke(planned, {}, { requestId: 'r10', auth: human })).rejects.toMatchObject({ code: 'not_implemented' });
+  await expect(dispatcher.invoke(planned, {}, { requestId: 'r11' })).rejects.toMatchObject({ code: 'missing_api_key' });
 });

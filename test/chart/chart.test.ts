@@ -321,6 +321,16 @@ describe('helm template with --set overrides', () => {
     expect(drive.get('LOG_LEVEL')).toBe('info');
   });
 
+  renderIt("sets the models service's first-party settings from models.firstParty, on the models pods only", () => {
+    expect(envOf(render().objects, 'models').has('SVC_MODELS_FIRST_PARTY_URL')).toBe(false);
+    const { status, objects } = render('--set', 'models.firstParty.url=http://vllm.inference:8000/v1', '--set', 'models.firstParty.model=qwen');
+    expect(status).toBe(0);
+    const models = envOf(objects, 'models');
+    expect([models.get('SVC_MODELS_FIRST_PARTY_URL'), models.get('SVC_MODELS_FIRST_PARTY_MODEL')]).toEqual(['http://vllm.inference:8000/v1', 'qwen']);
+    expect(envOf(objects, 'gateway').has('SVC_MODELS_FIRST_PARTY_URL')).toBe(false);
+    expect(errorsOf(helmMerge(defaults, { models: { firstParty: { url: 'vllm:8000' } } }))).toMatch(/firstParty\/url/);
+  });
+
   renderIt('fails with a message when a backend is neither bundled nor external', () => {
     const { status, output } = render('--set', 'postgresql.enabled=false');
     expect(status).not.toBe(0);

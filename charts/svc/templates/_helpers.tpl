@@ -269,8 +269,26 @@ the service's `env` (already merged by svc.serviceConfig). Takes (list $ name cf
 {{- end -}}
 {{- $env = merge (include "svc.backendEnv" $root | fromJson) $env -}}
 {{- $env = merge (include "svc.otelEnv" (list $root $name $cfg) | fromJson) $env -}}
+{{- if eq $name "models" -}}
+{{- $env = merge (include "svc.modelsEnv" $root | fromJson) $env -}}
+{{- end -}}
 {{- range $k, $v := ($cfg.env | default dict) -}}
 {{- $_ := set $env $k $v -}}
+{{- end -}}
+{{- toJson $env -}}
+{{- end -}}
+
+{{/*
+The models service's settings from `models:` (the first-party model's server), set only when given.
+*/}}
+{{- define "svc.modelsEnv" -}}
+{{- $first := (($.Values.models | default dict).firstParty | default dict) -}}
+{{- $env := dict -}}
+{{- if $first.url -}}
+{{- $_ := set $env "SVC_MODELS_FIRST_PARTY_URL" $first.url -}}
+{{- end -}}
+{{- if $first.model -}}
+{{- $_ := set $env "SVC_MODELS_FIRST_PARTY_MODEL" $first.model -}}
 {{- end -}}
 {{- toJson $env -}}
 {{- end -}}

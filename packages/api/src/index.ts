@@ -13,9 +13,11 @@ export * from './route.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
+export * from './routes/models.js';
 export * from './rpc.js';
 export * from './schemas/accounts.js';
 export * from './schemas/agents.js';
+export * from './schemas/models.js';
 export * from './schemas/profiles.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */

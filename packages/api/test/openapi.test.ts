@@ -133,9 +133,17 @@ describe('the OpenAPI document of the route table', () => {
   });
 
   test('an unimplemented operation still documents its authentication errors', () => {
-    const models = doc.paths['/models'].get;
-    expect(models['x-svc-status']).toBe('unimplemented');
-    expect(Object.keys(models.responses)).toEqual(['200', '401', '403', '429', '501']);
+    const listing = routes.find((r) => r.id === 'models.list')!;
+    const planned: Route = {
+      ...listing,
+      id: 'planned.list',
+      path: '/planned',
+      query: undefined,
+      handler: { kind: 'unimplemented', service: 'models' },
+    };
+    const op = (buildOpenApi([planned], { version: '0.0.0-test' }) as Json).paths['/planned'].get;
+    expect(op['x-svc-status']).toBe('unimplemented');
+    expect(Object.keys(op.responses)).toEqual(['200', '401', '403', '429', '501']);
   });
 
   test('uploads and downloads are described as what they are: bytes, a multipart form, ranges', () => {

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+
+/**
+ * The model catalogue's closed sets and records, declared once: the route table validates queries
+ * and documents answers with them, and the models service checks its catalogue file with the same
+ * sets (services/models/src/catalogue.ts).
+ */
+
+/** What a model is for. `development` is the deterministic development model's alone. */
+export const USE_CASES = ['chat', 'code', 'vision', 'embedding', 'reasoning', 'development'] as const;
+export type UseCase = (typeof USE_CASES)[number];
+export const UseCaseSchema = z.enum(USE_CASES);
+
+/** What a model takes in and gives out. */
+export const MODALITIES = ['text', 'image', 'audio', 'video', 'embedding'] as const;
+export type Modality = (typeof MODALITIES)[number];
+export const ModalitySchema = z.enum(MODALITIES);
+
+/** Why a model cannot be run now (`unavailableReason.code`). */
+export const UNAVAILABLE_CODES = ['not_configured', 'provider_key_missing'] as const;
+
+/** A provider or family id as the catalogue spells them: lowercase letters, digits, `.` and `-`. */
+export const CatalogueSlug = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[a-z0-9][a-z0-9.-]*$/, 'may hold lowercase letters, digits, . and - only');
+
+export const ModelRecord = z
+  .object({
+    id: z.string().describe('`<provider>/<name>`, e.g. `svc/first`, `openai/gpt-4o`.'),
+    name: z.string(),
+    provider: z.string().describe('`svc` (the platform’s own models), `openai`, `anthropic`.'),
+    family: z.string().describe('The id of its family (GET /models/families).'),
+    description: z.string(),
+    useCases: z.array(UseCaseSchema),
+    contextWindow: z.number().int().describe('Tokens the model reads at most (input and output together).'),
+    maxOutputTokens: z.number().int(),
+    modalities: z.object({ input: z.array(ModalitySchema), output: z.array(ModalitySchema) }).meta({ id: 'ModelModalities' }),
+    capabilities: z
+      .object({ tools: z.boolean(), vision: z.boolean(), structuredOutput: z.boolean(), streaming: z.boolean() })
+      .meta({ id: 'ModelCapabilities' }),
+    pricing: z
+      .object({ inputPerMillion: z.number(), outputPerMillion: z.number(), currency: z.literal('USD') })
+      .meta({ id: 'ModelPricing', description: 'Published prices per million tokens.' }),
+    deprecated: z.boolean(),
+    replacedBy: z.string().optional().describe('The model to use instead of a deprecated one.'),
+    available: z.boolean().describe('Whether the caller can run the model now.'),
+    unavailableReason: z
+      .object({ code: z.enum(UNAVAILABLE_CODES), message: z.string() })
+      .optional()
+      .meta({ id: 'ModelUnavailableReason', description: 'Why the model cannot be run now (present when `available` is false).' }),
+  })
+  .meta({ id: 'Model' });
+
+export const ModelFamily = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    provider: z.string(),
+    description: z.string(),
+    members: z.array(z.string()).describe('The ids of its models, in catalogue order.'),
+  })
+  .meta({ id: 'ModelFamily' });

@@ -1,0 +1,83 @@
+import { USE_CASES, type UseCase } from '@svc/api';
+import { DomainError, type Principal } from '@svc/kit';
+
+import type { Catalogue, CatalogueFamily, CatalogueModel } from './catalogue.js';
+import type { ModelsSettings } from './settings.js';
+
+/** Why a model cannot be run now: a stable code and a sentence for the caller. */
+export interface Unavailable {
+  code: 'not_configured' | 'provider_key_missing';
+  message: string;
+}
+
+/** A catalogue record with its availability for one caller. */
+export type ModelView = CatalogueModel & { available: boolean; unavailableReason?: Unavailable };
+
+export interface ModelFilter {
+  useCase?: string;
+  provider?: string;
+  family?: string;
+}
+
+/**
+ * The rules of the catalogue: which models a caller sees and whether it can run each one. The
+ * catalogue is loaded and checked once, when the service starts.
+ */
+export class ModelsDomain {
+  constructor(
+    private readonly catalogue: Catalogue,
+    private readonly settings: ModelsSettings,
+  ) {}
+
+  /**
+   * Whether `principal` can run `model` now. The development model always; the first-party model
+   * when the operator named its upstream; a provider's model with the acting account's key for that
+   * provider, which no account has yet (provider keys come with a later issue).
+   */
+  availability(model: CatalogueModel, _principal: Principal): { available: boolean; unavailableReason?: Unavailable } {
+    if (model === this.catalogue.development) return { available: true };
+    if (model === this.catalogue.firstParty) {
+      if (this.settings.firstParty.url) return { available: true };
+      return {
+        available: false,
+        unavailableReason: {
+          code: 'not_configured',
+          message: 'The first-party model is not configured: the operator sets SVC_MODELS_FIRST_PARTY_URL on the models service.',
+        },
+      };
+    }
+    return {
+      available: false,
+      unavailableReason: { code: 'provider_key_missing', message: `Set a provider key for ${model.provider} to run this model.` },
+    };
+  }
+
+  /** The models the caller can use: not deprecated, in catalogue order (the first-party model first), filtered. */
+  list(principal: Principal, filter: ModelFilter): ModelView[] {
+    if (filter.useCase !== undefined && !(USE_CASES as readonly string[]).includes(filter.useCase)) {
+      throw new DomainError('invalid_argument', 'invalid_request', `useCase must be one of ${USE_CASES.map((u) => `"${u}"`).join(', ')}.`);
+    }
+    return this.catalogue.models
+      .filter(
+        (m) =>
+          !m.deprecated &&
+          (filter.useCase === undefined || m.useCases.includes(filter.useCase as UseCase)) &&
+          (filter.provider === undefined || m.provider === filter.provider) &&
+          (filter.family === undefined || m.family === filter.family),
+      )
+      .map((m) => this.view(m, principal));
+  }
+
+  /** Every record, deprecated ones included. */
+  catalog(principal: Principal): ModelView[] {
+    return this.catalogue.models.map((m) => this.view(m, principal));
+  }
+
+  families(): CatalogueFamily[] {
+    return this.catalogue.families;
+  }
+
+  private view(model: CatalogueModel, principal: Principal): ModelView {
+    return { ...model, ...this.availability(model, principal) };
+  }
+}
