@@ -45,3 +45,17 @@ describe('deeply nested JSON', () => {
     expect(fine.status).toBe(201);
   });
 });
+
+describe('out-of-range numbers', () => {
+  test('PATCH settings with 1e400 answers 400 naming the field and leaves the setting as it was', async () => {
+    const base = `/accounts/${accountId}/settings`;
+    expect((await call('PATCH', base, { hosts: { callTimeoutMs: 6000 } })).status).toBe(200);
+    for (const method of ['PATCH', 'PUT']) {
+      const res = await call(method, base, '{"hosts":{"callTimeoutMs":1e400}}');
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual(ERROR_BODY);
+      expect(res.body.error.message).toMatch(/hosts\.callTimeoutMs: must be a finite number/);
+    }
+    expect((await call('GET', base)).body.hosts.callTimeoutMs).toBe(6000);
+  });
+});
