@@ -59,3 +59,43 @@ describe('out-of-range numbers', () => {
     expect((await call('GET', base)).body.hosts.callTimeoutMs).toBe(6000);
   });
 });
+
+describe('text that is not UTF-8', () => {
+  const send = (method: string, p: string, body: Buffer | string, contentType: string) =>
+    fetch(t.url + p, { method, headers: { authorization: `Bearer ${t.bootstrapKey}`, 'content-type': contentType }, body });
+
+  test('raw FF FE bytes in a JSON string answer 400 invalid_encoding, and nothing is stored', async () => {
+    const before = (await call('GET', '/api/api-keys')).body.keys.length;
+    const body = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]);
+    const res = await send('POST', '/api/api-keys', body, 'application/json');
+    expect(res.status).toBe(400);
+    const answer = await res.json();
+    expect(answer).toEqual(ERROR_BODY);
+    expect(answer.error.code).toBe('invalid_encoding');
+    expect(answer.error.message).toMatch(/UTF-8/);
+    expect((await call('GET', '/api/api-keys')).body.keys.length).toBe(before);
+  });
+
+  test('a JSON body declared in another charset (utf-7, utf-16) answers 415', async () => {
+    for (const charset of ['utf-7', 'utf-16le']) {
+      const res = await send('POST', '/api/api-keys', '{"name":"x"}', `application/json; charset=${charset}`);
+      expect(res.status).toBe(415);
+      const answer = await res.json();
+      expect(answer.error.code).toBe('unsupported_media_type');
+    }
+    expect((await send('POST', '/api/api-keys', '{"name":"fine"}', 'application/json; charset=UTF-8')).status).toBe(201);
+  });
+
+  test('a query string or path parameter that percent-decodes to invalid UTF-8 answers 400', async () => {
+    const upload = await send('POST', '/drive/upload?name=%FF%FE', 'bytes', 'application/octet-stream');
+    expect(upload.status).toBe(400);
+    expect((await upload.json()).error.code).toBe('invalid_encoding');
+    const listed = await call('GET', '/api/api-keys?cursor=%C3%28');
+    expect(listed.status).toBe(400);
+    expect(listed.body.error.code).toBe('invalid_encoding');
+    const path = await call('GET', '/agents/agt_%FF%FE/keys');
+    expect(path.status).toBe(400);
+    // Valid percent-encoded UTF-8 still works.
+    expect((await send('POST', `/drive/upload?name=${encodeURIComponent('café ✓.txt')}`, 'bytes', 'application/octet-stream')).status).toBe(201);
+  });
+});
