@@ -99,3 +99,32 @@ describe('text that is not UTF-8', () => {
     expect((await send('POST', `/drive/upload?name=${encodeURIComponent('café ✓.txt')}`, 'bytes', 'application/octet-stream')).status).toBe(201);
   });
 });
+
+describe('no oracle for other tenants', () => {
+  const person = async (name: string) => {
+    const res = await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name });
+    return { id: res.body.account.id as string, key: res.body.key as string };
+  };
+
+  test("a grant to another tenant's agent or host answers exactly as one to an id that does not exist", async () => {
+    const ada = await person('Ada');
+    const mallory = await person('Mallory');
+    const agentId = (await t.ok('POST', '/agents', ada.key, { name: 'scout' })).body.id as string;
+    const hostId = (await t.ok('POST', `/accounts/${ada.id}/hosts`, ada.key, { name: 'laptop' })).body.host.id as string;
+    const grant = (granteeId: string, key = mallory.key, account = mallory.id) =>
+      t.call('POST', `/accounts/${account}/standing-grants`, { key, body: { granteeId, verbs: ['drive.read'] } });
+    const shape = (r: Awaited<ReturnType<typeof grant>>) => [r.status, r.body.error?.code, r.body.error?.message];
+    const missingAgent = shape(await grant(agentId.slice(0, -4) + 'zzzz'));
+    const missingHost = shape(await grant(hostId.slice(0, -4) + 'zzzz'));
+    expect(missingAgent[0]).toBe(404);
+    expect(shape(await grant(agentId))).toEqual(missingAgent);
+    expect(shape(await grant(hostId))).toEqual(missingHost);
+    // Its own account sees them.
+    expect((await grant(agentId, ada.key, ada.id)).status).toBe(201);
+    expect((await grant(hostId, ada.key, ada.id)).status).toBe(201);
+    // An account it shares an organization with sees them too.
+    const orgId = (await t.ok('POST', '/accounts', ada.key, { kind: 'organization', name: 'Both' })).body.id as string;
+    await t.ok('POST', `/accounts/${orgId}/members`, ada.key, { accountId: mallory.id, role: 'member' });
+    expect((await grant(agentId)).status).toBe(201);
+  });
+});
