@@ -128,3 +128,15 @@ describe('no oracle for other tenants', () => {
     expect((await grant(agentId)).status).toBe(201);
   });
 });
+
+describe('readiness without a key', () => {
+  test('/ready answers only the status and ok booleans: no addresses, no error texts', async () => {
+    const res = await t.call('GET', '/ready');
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('ready');
+    for (const part of [res.body.backends, res.body.services]) {
+      for (const v of Object.values(part)) expect(v).toEqual({ ok: true });
+    }
+    expect(JSON.stringify(res.body)).not.toMatch(/address|:\d{2,5}|\/tmp|\.sock|error/);
+  });
+});
