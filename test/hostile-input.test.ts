@@ -140,3 +140,27 @@ describe('readiness without a key', () => {
     expect(JSON.stringify(res.body)).not.toMatch(/address|:\d{2,5}|\/tmp|\.sock|error/);
   });
 });
+
+describe('WebDAV Destination on another server', () => {
+  test("MOVE and COPY to another authority answer 502 and change nothing; this server's own authority works", async () => {
+    const auth = { authorization: `Basic ${Buffer.from(`x:${t.bootstrapKey}`).toString('base64')}` };
+    const dav = (method: string, p: string, headers: Record<string, string> = {}, body?: string) =>
+      fetch(t.url + p, { method, headers: { ...auth, ...headers }, body });
+    const name = `hostile-${Date.now()}`;
+    expect((await dav('PUT', `/dav/${name}.txt`, {}, 'payload')).status).toBe(201);
+    const host = new URL(t.url).host;
+    for (const method of ['MOVE', 'COPY']) {
+      for (const destination of [
+        `http://evil.example/dav/${name}-2.txt`,
+        `//evil.example/dav/${name}-2.txt`,
+        `http://evil.example:${new URL(t.url).port}/dav/${name}-2.txt`,
+      ]) {
+        expect((await dav(method, `/dav/${name}.txt`, { destination })).status).toBe(502);
+      }
+    }
+    expect((await dav('GET', `/dav/${name}-2.txt`)).status).toBe(404);
+    expect(await (await dav('GET', `/dav/${name}.txt`)).text()).toBe('payload');
+    expect((await dav('MOVE', `/dav/${name}.txt`, { destination: `http://${host.toUpperCase()}/dav/${name}-2.txt` })).status).toBe(201);
+    expect((await dav('COPY', `/dav/${name}-2.txt`, { destination: `/dav/${name}-3.txt` })).status).toBe(201);
+  });
+});
