@@ -1,3 +1,5 @@
+import pg from 'pg';
+
 import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
 
 /** Input built to break the platform, sent from outside: each answers a clear 4xx, never a 500. */
@@ -162,5 +164,39 @@ describe('WebDAV Destination on another server', () => {
     expect(await (await dav('GET', `/dav/${name}.txt`)).text()).toBe('payload');
     expect((await dav('MOVE', `/dav/${name}.txt`, { destination: `http://${host.toUpperCase()}/dav/${name}-2.txt` })).status).toBe(201);
     expect((await dav('COPY', `/dav/${name}-2.txt`, { destination: `/dav/${name}-3.txt` })).status).toBe(201);
+  });
+});
+
+describe('a PostgreSQL outage', () => {
+  test('SQL-backed requests answer 503 database_unavailable with Retry-After, and work again after', async () => {
+    const dbUrl = t.env.DATABASE_URL;
+    if (!dbUrl) return; // embedded PGlite: no server to take away
+    const name = new URL(dbUrl).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    // Warm: a key of a person is authenticated once while the database is up.
+    const person = await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Outage' });
+    const key = person.body.key as string;
+    expect((await t.call('GET', '/api/api-keys', { key })).status).toBe(200);
+    try {
+      // New connections refused, the open ones terminated: the database is gone for the stack.
+      await admin.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false`);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+      for (const [method, p, body] of [
+        ['GET', '/api/api-keys', undefined],
+        ['POST', '/v1/profiles', { name: 'x' }],
+        ['GET', `/accounts/${person.body.account.id}/settings`, undefined],
+      ] as const) {
+        const res = await t.call(method, p, { key, body });
+        expect([p, res.status]).toEqual([p, 503]);
+        expect(res.body).toEqual(ERROR_BODY);
+        expect(res.body.error.code).toBe('database_unavailable');
+        expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+    } finally {
+      await admin.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS true`);
+      await admin.end();
+    }
+    expect((await t.call('GET', '/api/api-keys', { key })).status).toBe(200);
   });
 });
