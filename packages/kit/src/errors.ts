@@ -71,3 +71,44 @@ export function httpStatusForGrpc(code: number, kind?: string): number {
   if (kind && isErrorKind(kind)) return ERROR_KINDS[kind].http;
   return HTTP_BY_GRPC[code] ?? 500;
 }
+
+/**
+ * PostgreSQL errors that mean the database cannot be reached right now, not that the statement
+ * was wrong: class 08 (connection exception), 57P01-57P03 (admin or crash shutdown, cannot
+ * connect now), 53300 (too many connections).
+ */
+const DB_UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
+/** Socket errors of a connection that could not be made or was lost. */
+const DB_UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/**
+ * Said in words only: a pool timeout, a connection that ended under a query (node-postgres), a
+ * database closed to connections (55000, a code too broad to map by itself).
+ */
+const DB_UNAVAILABLE_MESSAGE =
+  /timeout exceeded when trying to connect|Connection terminated|connection error and is not queryable|Connection ended|is not currently accepting connections/i;
+
+/** How long a client is asked to wait before it retries a request the database could not serve. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * The one mapping of a database outage to a DomainError: 503 `database_unavailable` with
+ * `Retry-After`, so that every service answers an outage alike. Undefined for any other error.
+ */
+export function databaseUnavailable(err: unknown): DomainError | undefined {
+  // Not `instanceof Error`: socket errors may come from another realm (a VM context).
+  if (err instanceof DomainError || typeof err !== 'object' || err === null) return undefined;
+  const e = err as { code?: unknown; errors?: unknown[]; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : '';
+  const nested = Array.isArray(e.errors) && e.errors.some((x) => databaseUnavailable(x) !== undefined); // AggregateError: every address refused
+  if (!DB_UNAVAILABLE_SQLSTATE.test(code) && !DB_UNAVAILABLE_ERRNO.has(code) && !DB_UNAVAILABLE_MESSAGE.test(message) && !nested) return undefined;
+  return new DomainError(
+    'unavailable',
+    'database_unavailable',
+    'The database is unavailable; try again shortly.',
+    { retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS },
+    {
+      cause: err,
+    },
+  );
+}

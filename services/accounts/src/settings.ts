@@ -68,11 +68,26 @@ export type Settings = z.infer<typeof SettingsSchema>;
 
 export const DEFAULT_SETTINGS: Settings = SettingsSchema.parse({});
 
+/** The path of the first number in a JSON value that is not finite (NaN, ±Infinity), walked without recursion. */
+function nonFinitePath(doc: unknown): string[] | undefined {
+  const stack: Array<[unknown, string[]]> = [[doc, []]];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'number' && !Number.isFinite(v)) return path;
+    if (typeof v === 'object' && v !== null) for (const [k, child] of Object.entries(v)) stack.push([child, [...path, k]]);
+  }
+  return undefined;
+}
+
 /** Parses a document or answers 400 with the first problem, naming its field. */
 export function validateSettings(doc: unknown): Settings {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     throw new DomainError('invalid_argument', 'invalid_settings', 'settings: must be a JSON object');
   }
+  const infinite = nonFinitePath(doc);
+  // JSON has no Infinity: a parsed one is a literal that overflowed (1e400), refused rather than
+  // let anything on the way turn it into null, which a merge patch reads as "back to the default".
+  if (infinite) throw new DomainError('invalid_argument', 'invalid_settings', `${['settings', ...infinite].join('.')}: must be a finite number`);
   const r = SettingsSchema.safeParse(doc);
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;

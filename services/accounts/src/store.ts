@@ -151,6 +151,21 @@ export class AccountStore {
     return rows[0]!;
   }
 
+  /**
+   * Whether two accounts share an organization: one is an organization the other is a member of,
+   * or both are members of the same one.
+   */
+  async sharesOrganization(a: string, b: string): Promise<boolean> {
+    const rows = await this.sql.query<{ ok: number }>(
+      `SELECT 1 AS ok FROM accounts.memberships WHERE (org_id = $1 AND member_id = $2) OR (org_id = $2 AND member_id = $1)
+       UNION ALL
+       SELECT 1 FROM accounts.memberships x JOIN accounts.memberships y ON y.org_id = x.org_id WHERE x.member_id = $1 AND y.member_id = $2
+       LIMIT 1`,
+      [a, b],
+    );
+    return rows.length > 0;
+  }
+
   async membership(orgId: string, memberId: string, q: Queryable = this.sql): Promise<Role | null> {
     const rows = await q.query<{ role: Role }>(`SELECT role FROM accounts.memberships WHERE org_id = $1 AND member_id = $2`, [orgId, memberId]);
     return rows[0]?.role ?? null;

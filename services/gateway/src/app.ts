@@ -60,7 +60,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   const dispatcher = new Dispatcher({ registry: deps.registry, routes, onKeyRevoked: (id) => deps.auth.evict(id) });
   dispatcher.register({
     ...deps.operations,
-    ...systemOperations({ registry: deps.registry, backends: deps.backends, services: deps.services, version: deps.version, routes }),
+    ...systemOperations({ registry: deps.registry, backends: deps.backends, services: deps.services, version: deps.version, routes, log: deps.log }),
   });
   mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit });
 

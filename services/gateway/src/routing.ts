@@ -1,5 +1,7 @@
 import { DomainError } from '@svc/kit';
 
+import { checkPathUtf8 } from './http/utf8.js';
+
 /**
  * The route table as a lookup: routes grouped by their first path segment, each path compiled to
  * one regular expression. Express's router walks its layers one by one, with a function call,
@@ -79,6 +81,9 @@ export function compileRoutes<T extends Routable>(routes: T[]): (method: string,
 }
 
 function decodeParam(value: string): string {
+  // Raw bytes that are not UTF-8 (node hands the URL over one char per byte); percent-encoded
+  // ones that are not are refused by decodeURIComponent below.
+  if (/[\u0080-\uffff]/.test(value)) checkPathUtf8(value);
   if (!value.includes('%')) return value;
   try {
     return decodeURIComponent(value);

@@ -6,9 +6,10 @@ import { ProfilesDomain } from './profiles/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
 
+export { parseJson } from './input.js';
 export { migrations } from './migrations/index.js';
 export { buildCommitSnapshot, etagOf, ProfilesDomain } from './profiles/index.js';
-export { chunkItems, nextManifest, snapshotParts, toManifest } from './snapshots.js';
+export { canonical, chunkItems, deepEqual, MAX_DEPTH, nextManifest, snapshotParts, toManifest } from './snapshots.js';
 export { SCHEMA } from './store.js';
 
 /** The profiles service: taste profiles with immutable versions, branches and merges. */

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 
+import { DomainError } from '@svc/kit';
+
 /** The item arrays of a snapshot (and of the working changes), merged and diffed by item id. */
 export const ITEM_KINDS = ['constraints', 'exemplars', 'comparisons'] as const;
 export type ItemKind = (typeof ITEM_KINDS)[number];
@@ -259,17 +261,41 @@ export class ParsedCache {
 
 // Items ------------------------------------------------------------------------------------------
 
-/** JSON with sorted keys: equality that ignores key order. */
-export function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+/** How deeply a profile's JSON may nest: the gateway's limit (MAX_JSON_DEPTH in @svc/dispatch). */
+export const MAX_DEPTH = 64;
+
+const tooDeep = () =>
+  new DomainError('invalid_argument', 'invalid_request', `The profile nests deeper than ${MAX_DEPTH} levels of arrays and objects.`);
+
+/**
+ * JSON with sorted keys: equality that ignores key order. Refuses (400) a value nested deeper than
+ * MAX_DEPTH rather than overflowing the stack: this service may be called by any front.
+ */
+export function canonical(v: unknown, depth = 0): string {
+  if (Array.isArray(v)) {
+    if (depth >= MAX_DEPTH) throw tooDeep();
+    return `[${v.map((x) => canonical(x, depth + 1)).join(',')}]`;
+  }
   if (v && typeof v === 'object') {
+    if (depth >= MAX_DEPTH) throw tooDeep();
     const keys = Object.keys(v as object).sort();
     return `{${keys
       .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k], depth + 1)}`)
       .join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';
+}
+
+/** Throws a 400 when a parsed JSON value nests deeper than MAX_DEPTH (checked with an explicit stack). */
+export function checkDepth(value: unknown): void {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= MAX_DEPTH) throw tooDeep();
+    for (const child of Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
 }
 
 export function deepEqual(a: unknown, b: unknown): boolean {

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 
+import { databaseUnavailable } from '../errors.js';
+
 export interface Queryable {
   /** One statement with $1-style parameters. */
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
@@ -71,11 +73,33 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
     },
   });
   const base = wrap(pool, false);
+  // A database that cannot be reached is an outage (503 with Retry-After), not an internal error:
+  // mapped here, once, for every service's statements and transactions.
+  const outage = (err: unknown) => databaseUnavailable(err) ?? err;
   return {
     kind: 'pg',
-    ...base,
+    async query<R>(text: string, params?: unknown[]) {
+      try {
+        return await base.query<R>(text, params);
+      } catch (err) {
+        throw outage(err);
+      }
+    },
+    async exec(text: string) {
+      try {
+        await base.exec(text);
+      } catch (err) {
+        throw outage(err);
+      }
+    },
     async tx(fn) {
-      const client = await pool.connect();
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        throw outage(err);
+      }
+      let broken: unknown;
       try {
         await client.query('BEGIN');
         const out = await fn(wrap(client, true));
@@ -83,9 +107,11 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
         return out;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {});
-        throw err;
+        if (databaseUnavailable(err)) broken = err;
+        throw outage(err);
       } finally {
-        client.release();
+        // A connection that failed is not given back for reuse.
+        client.release(broken ? (broken as Error) : undefined);
       }
     },
     async ping() {

@@ -50,8 +50,17 @@ export class Grants extends AccountsCore {
     return paged(rows, limit);
   }
 
+  /**
+   * The kind of a grantee the granting account can see. An account is addressed by its id (a
+   * person shares with another by that id), so any existing account may be a grantee. An agent or
+   * a host is visible only when it belongs to the granting account or to an account it shares an
+   * organization with: one of any other account answers exactly as an id that does not exist, so
+   * that a grant is no oracle for another tenant's principals.
+   */
   private async granteeKind(accountId: string, granteeId: string): Promise<GrantRow['grantee_kind']> {
     const notFound = () => new DomainError('not_found', 'grantee_not_found', 'No agent, host or account has this id.');
+    const visible = async (owner: string | undefined) =>
+      owner !== undefined && (owner === accountId || (await this.store.sharesOrganization(accountId, owner)));
     if (ACCOUNT_ID_RE.test(granteeId)) {
       if (granteeId === accountId) {
         throw new DomainError('unprocessable', 'invalid_grantee', 'An account already holds every right on itself.');
@@ -60,11 +69,11 @@ export class Grants extends AccountsCore {
       return 'account';
     }
     if (HOST_ID_RE.test(granteeId)) {
-      if (!(await this.store.hostById(granteeId))) throw notFound();
+      if (!(await visible((await this.store.hostById(granteeId))?.account_id))) throw notFound();
       return 'host';
     }
     if (AGENT_ID_RE.test(granteeId)) {
-      if (!(await this.agents.agent(granteeId))) throw notFound();
+      if (!(await visible((await this.agents.agent(granteeId))?.owner_account_id))) throw notFound();
       return 'agent';
     }
     throw new DomainError('invalid_argument', 'invalid_request', 'granteeId: must be an agent (agt_…), host (host_…) or account (acct_…) id');

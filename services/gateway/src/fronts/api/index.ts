@@ -13,6 +13,7 @@ import { type Authenticator, presentedSecret } from '../../auth.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';
+import { checkQueryUtf8, verifyJsonUtf8 } from '../../http/utf8.js';
 import { sendDomainError, sendError, sendReply, writeJson } from '../../replies.js';
 import { compileRoutes } from '../../routing.js';
 
@@ -52,7 +53,8 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
   const parsers = new Map<string, express.RequestHandler>();
   const jsonParser = (limit: string) => {
     let p = parsers.get(limit);
-    if (!p) parsers.set(limit, (p = express.json({ limit, strict: false, type: ['application/json', 'application/*+json'] })));
+    if (!p)
+      parsers.set(limit, (p = express.json({ limit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyJsonUtf8 })));
     return p;
   };
 
@@ -68,6 +70,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
         );
       }
       // req.query parses the query string on each read: only for operations that take a query.
+      if (route.query) checkQueryUtf8(req.url);
       const raw: RawInput = {
         params: req.params,
         query: route.query && (req.query as Record<string, unknown>),

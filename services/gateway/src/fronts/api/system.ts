@@ -1,7 +1,7 @@
 import { buildOpenApi, type HttpReply, reply, type Route } from '@svc/api';
 import { accountsClient } from '@svc/clients';
 import type { OperationHandler } from '@svc/dispatch';
-import type { Backends, Registry, ServiceName } from '@svc/kit';
+import type { Backends, Logger, Registry, ServiceName } from '@svc/kit';
 import type * as proto from '@svc/proto';
 
 import { checkHealth } from '../../health-client.js';
@@ -17,6 +17,8 @@ export interface SystemDeps {
   services: ServiceName[];
   version: string;
   routes: Route[];
+  /** Where readiness failures are written with their details (addresses, errors). */
+  log: Logger;
 }
 
 /** The gateway's own operations: liveness, readiness, the OpenAPI document, the caller's identity. */
@@ -37,7 +39,11 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
         }),
       );
       const ok = Object.values(backends).every((b) => b.ok) && Object.values(services).every((s) => s.ok);
-      return reply({ status: ok ? 'ready' : 'unavailable', backends, services }, { status: ok ? 200 : 503 });
+      // The answer needs no key, so it says only what is up: addresses and error texts (socket
+      // paths, hosts) go to the operator's log instead.
+      if (!ok) deps.log.warn({ backends, services }, 'not ready');
+      const oks = (r: Record<string, { ok: boolean }>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { ok: v.ok }]));
+      return reply({ status: ok ? 'ready' : 'unavailable', backends: oks(backends), services: oks(services) }, { status: ok ? 200 : 503 });
     },
     async openapi() {
       return openapi;
