@@ -129,6 +129,9 @@ export function route(r: Route): Route {
   return r;
 }
 
+/** How deeply JSON input may nest (arrays and objects); deeper input is refused with a 400 by every front and service. */
+export const MAX_JSON_DEPTH = 64;
+
 // Shared schemas ------------------------------------------------------------------------------
 
 export const ErrorBody = z

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 
-import type { Content, Route, RouteInput } from '@svc/api';
+import { type Content, MAX_JSON_DEPTH, type Route, type RouteInput } from '@svc/api';
 import { DomainError, parseInput } from '@svc/kit';
 
 /** An operation's input as a front received it, before validation. */
@@ -16,9 +16,6 @@ export interface RawInput {
   /** A body the front could not take (not JSON where JSON is declared): refused after the principal checks. */
   unreadableBody?: DomainError;
 }
-
-/** How deeply JSON values may nest (arrays and objects); deeper input is refused with a 400. */
-export const MAX_JSON_DEPTH = 64;
 
 /**
  * Whether a parsed JSON value nests deeper than `max` levels, found without recursion (an explicit

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
-import { route } from '@svc/api';
-import { MAX_JSON_DEPTH, nestsDeeperThan, validateInput } from '@svc/dispatch';
+import { MAX_JSON_DEPTH, route } from '@svc/api';
+import { nestsDeeperThan, validateInput } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 
 const nested = (levels: number): unknown => {

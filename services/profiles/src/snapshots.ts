@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 
+import { MAX_JSON_DEPTH } from '@svc/api';
 import { DomainError } from '@svc/kit';
 
 /** The item arrays of a snapshot (and of the working changes), merged and diffed by item id. */
@@ -261,8 +262,8 @@ export class ParsedCache {
 
 // Items ------------------------------------------------------------------------------------------
 
-/** How deeply a profile's JSON may nest: the gateway's limit (MAX_JSON_DEPTH in @svc/dispatch). */
-export const MAX_DEPTH = 64;
+/** How deeply a profile's JSON may nest: the platform's limit (MAX_JSON_DEPTH, @svc/api). */
+export const MAX_DEPTH = MAX_JSON_DEPTH;
 
 const tooDeep = () =>
   new DomainError('invalid_argument', 'invalid_request', `The profile nests deeper than ${MAX_DEPTH} levels of arrays and objects.`);
