@@ -279,7 +279,8 @@ the service's `env` (already merged by svc.serviceConfig). Takes (list $ name cf
 {{- end -}}
 
 {{/*
-The models service's settings from `models:` (the first-party model's server), set only when given.
+The models service's settings from `models:` (the first-party model's server, the provider keys' KEK
+Secret, the hosts a baseUrl may reach), set only when given.
 */}}
 {{- define "svc.modelsEnv" -}}
 {{- $first := (($.Values.models | default dict).firstParty | default dict) -}}
@@ -289,6 +290,13 @@ The models service's settings from `models:` (the first-party model's server), s
 {{- end -}}
 {{- if $first.model -}}
 {{- $_ := set $env "SVC_MODELS_FIRST_PARTY_MODEL" $first.model -}}
+{{- end -}}
+{{- $kek := (($.Values.models | default dict).kek | default dict) -}}
+{{- if $kek.existingSecret -}}
+{{- $_ := set $env "SVC_MODELS_KEK" (include "svc.secretRef" (list $kek.existingSecret ($kek.existingSecretKey | default "models-kek")) | fromJson) -}}
+{{- end -}}
+{{- if ($.Values.models | default dict).allowedHosts -}}
+{{- $_ := set $env "SVC_MODELS_ALLOWED_HOSTS" $.Values.models.allowedHosts -}}
 {{- end -}}
 {{- toJson $env -}}
 {{- end -}}

@@ -1,10 +1,13 @@
-import { defineService } from '@svc/kit';
+import { defineService, Envelope, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { models } from '@svc/proto';
 
 import { loadCatalogue } from './catalogue.js';
+import { migrations } from './migrations/index.js';
 import { ModelsDomain } from './models.js';
+import { keyProviders, providerKeyKeks, ProviderKeys } from './provider-keys.js';
 import { handlers } from './server.js';
 import { modelsSettings, modelsSettingsSchema } from './settings.js';
+import { SCHEMA } from './store.js';
 
 export {
   type Catalogue,
@@ -16,23 +19,57 @@ export {
   loadCatalogue,
   parseCatalogue,
 } from './catalogue.js';
+export { migrations } from './migrations/index.js';
 export { type ModelFilter, ModelsDomain, type ModelView, type Unavailable } from './models.js';
+export { KEK_FILE, keyProviders, OPENAI_COMPATIBLE, providerKeyKeks, ProviderKeys, sealAad } from './provider-keys.js';
 export { type ModelsSettings, modelsSettings, modelsSettingsSchema } from './settings.js';
+export { SCHEMA } from './store.js';
 
 /**
- * The models service: the model catalogue (data/catalogue.json, checked once at start) and each
- * model's availability for the caller. No inference here: that comes with its own issue.
+ * The models service: the model catalogue (data/catalogue.json, checked once at start), each
+ * model's availability for the caller, and accounts' provider keys (sealed at rest). No inference
+ * here: that comes with its own issue.
  */
 export const modelsService = defineService({
   name: 'models',
   grpcServiceName: 'svc.models.v1.ModelsService',
   definition: models.ModelsServiceService,
-  needs: [],
+  // Not 'bus': events wait in the outbox through a NATS outage.
+  needs: ['sql'],
+  schema: SCHEMA,
+  migrations,
   settings: modelsSettingsSchema,
   async create(ctx) {
     const catalogue = loadCatalogue();
-    const domain = new ModelsDomain(catalogue, modelsSettings(ctx.settings));
-    ctx.log.info({ models: catalogue.models.length, firstParty: Boolean(ctx.settings.SVC_MODELS_FIRST_PARTY_URL) }, 'model catalogue loaded');
-    return { handlers: handlers(domain) };
+    const settings = modelsSettings(ctx.settings);
+    const sql = await ctx.backends.sql();
+    const { keks, file } = providerKeyKeks(settings.keks, ctx.config.SVC_DATA_DIR);
+    if (file) ctx.log.info({ kekFile: file }, 'provider keys are sealed under a generated KEK (set SVC_MODELS_KEK to choose it)');
+    let relay: OutboxRelay | undefined;
+    const keys = new ProviderKeys({
+      sql,
+      envelope: new Envelope(keks),
+      providers: keyProviders(catalogue),
+      allowedHosts: settings.allowedHosts,
+      kick: () => relay?.kick(),
+    });
+    const domain = new ModelsDomain(catalogue, settings, (p) => keys.providersOf(p));
+    ctx.log.info({ models: catalogue.models.length, firstParty: Boolean(settings.firstParty.url) }, 'model catalogue loaded');
+    return {
+      handlers: handlers(domain, keys),
+      async start() {
+        const bus = await ctx.backends.bus();
+        relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+        // After a KEK rotation (a new key first in SVC_MODELS_KEK), keys wrapped with an older one are
+        // re-wrapped; once the log says so on every replica, the old KEK may be removed.
+        keys.rewrapAll().then(
+          (n) => n && ctx.log.info({ rewrapped: n }, 'provider keys re-wrapped with the current KEK'),
+          (err: Error) => ctx.log.warn({ err: err.message }, 're-wrapping provider keys failed; they still open with their KEK'),
+        );
+      },
+      async stop() {
+        await relay?.stop();
+      },
+    };
   },
 });

@@ -27,14 +27,16 @@ export class ModelsDomain {
   constructor(
     private readonly catalogue: Catalogue,
     private readonly settings: ModelsSettings,
+    /** The providers the principal's acting account has a key for (provider-keys.ts). */
+    private readonly keyedProviders: (principal: Principal) => Promise<Set<string>> = async () => new Set(),
   ) {}
 
   /**
-   * Whether `principal` can run `model` now. The development model always; the first-party model
-   * when the operator named its upstream; a provider's model with the acting account's key for that
-   * provider, which no account has yet (provider keys come with a later issue).
+   * Whether a caller whose acting account has keys for `keyed` can run `model` now. The development
+   * model always; the first-party model when the operator named its upstream; a provider's model
+   * with the acting account's key for that provider.
    */
-  availability(model: CatalogueModel, _principal: Principal): { available: boolean; unavailableReason?: Unavailable } {
+  availability(model: CatalogueModel, keyed: Set<string>): { available: boolean; unavailableReason?: Unavailable } {
     if (model === this.catalogue.development) return { available: true };
     if (model === this.catalogue.firstParty) {
       if (this.settings.firstParty.url) return { available: true };
@@ -46,6 +48,7 @@ export class ModelsDomain {
         },
       };
     }
+    if (keyed.has(model.provider)) return { available: true };
     return {
       available: false,
       unavailableReason: { code: 'provider_key_missing', message: `Set a provider key for ${model.provider} to run this model.` },
@@ -53,10 +56,11 @@ export class ModelsDomain {
   }
 
   /** The models the caller can use: not deprecated, in catalogue order (the first-party model first), filtered. */
-  list(principal: Principal, filter: ModelFilter): ModelView[] {
+  async list(principal: Principal, filter: ModelFilter): Promise<ModelView[]> {
     if (filter.useCase !== undefined && !(USE_CASES as readonly string[]).includes(filter.useCase)) {
       throw new DomainError('invalid_argument', 'invalid_request', `useCase must be one of ${USE_CASES.map((u) => `"${u}"`).join(', ')}.`);
     }
+    const keyed = await this.keyedProviders(principal);
     return this.catalogue.models
       .filter(
         (m) =>
@@ -65,19 +69,20 @@ export class ModelsDomain {
           (filter.provider === undefined || m.provider === filter.provider) &&
           (filter.family === undefined || m.family === filter.family),
       )
-      .map((m) => this.view(m, principal));
+      .map((m) => this.view(m, keyed));
   }
 
   /** Every record, deprecated ones included. */
-  catalog(principal: Principal): ModelView[] {
-    return this.catalogue.models.map((m) => this.view(m, principal));
+  async catalog(principal: Principal): Promise<ModelView[]> {
+    const keyed = await this.keyedProviders(principal);
+    return this.catalogue.models.map((m) => this.view(m, keyed));
   }
 
   families(): CatalogueFamily[] {
     return this.catalogue.families;
   }
 
-  private view(model: CatalogueModel, principal: Principal): ModelView {
-    return { ...model, ...this.availability(model, principal) };
+  private view(model: CatalogueModel, keyed: Set<string>): ModelView {
+    return { ...model, ...this.availability(model, keyed) };
   }
 }

@@ -3,6 +3,8 @@ import type { models } from '@svc/proto';
 
 import type { CatalogueFamily } from './catalogue.js';
 import type { ModelsDomain, ModelView } from './models.js';
+import type { ProviderKeys } from './provider-keys.js';
+import type { ProviderKeyRow } from './store.js';
 
 type Def = typeof models.ModelsServiceService;
 
@@ -28,17 +30,37 @@ export function toModel(m: ModelView): models.Model {
 
 const toFamily = (f: CatalogueFamily): models.Family => ({ ...f });
 
+/** A provider key as the service answers it: never the sealed or plain key. */
+export const toProviderKey = (k: ProviderKeyRow): models.ProviderKey => ({
+  provider: k.provider,
+  last4: k.last4,
+  baseUrl: k.base_url ?? undefined,
+  setBy: { kind: k.set_by.kind, id: k.set_by.id },
+  createdAt: k.created_at.toISOString(),
+  updatedAt: k.updated_at.toISOString(),
+});
+
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: ModelsDomain): Handlers<Def> {
+export function handlers(domain: ModelsDomain, keys: ProviderKeys): Handlers<Def> {
   return {
     async listModels(req, { principal }) {
-      return { models: domain.list(principal, req).map(toModel) };
+      return { models: (await domain.list(principal, req)).map(toModel) };
     },
     async getCatalog(_req, { principal }) {
-      return { models: domain.catalog(principal).map(toModel) };
+      return { models: (await domain.catalog(principal)).map(toModel) };
     },
     async listFamilies() {
       return { families: domain.families().map(toFamily) };
+    },
+    async setProviderKey(req, { principal }) {
+      return { providerKey: toProviderKey(await keys.set(principal, req)) };
+    },
+    async listProviderKeys(_req, { principal }) {
+      return { providerKeys: (await keys.list(principal)).map(toProviderKey) };
+    },
+    async deleteProviderKey(req, { principal }) {
+      await keys.remove(principal, req.provider);
+      return {};
     },
   };
 }

@@ -2,9 +2,18 @@ import { z } from 'zod';
 
 import type { models } from '@svc/proto';
 
-import { route } from '../route.js';
+import { route, Success } from '../route.js';
 import { rpc } from '../rpc.js';
-import { CatalogueSlug, ModelFamily, ModelRecord, type UNAVAILABLE_CODES, UseCaseSchema } from '../schemas/models.js';
+import {
+  CatalogueSlug,
+  KeyProvider,
+  ModelFamily,
+  ModelRecord,
+  ProviderKeyRecord,
+  SetProviderKeyBody,
+  type UNAVAILABLE_CODES,
+  UseCaseSchema,
+} from '../schemas/models.js';
 
 /**
  * The model catalogue (docs/models.md): what models there are and whether the caller can run each
@@ -38,6 +47,18 @@ export const modelJson = (m: models.Model) => ({
 });
 
 const familyJson = (f: models.Family) => ({ id: f.id, name: f.name, provider: f.provider, description: f.description, members: f.members });
+
+/** A provider key as the API shows it: never the key. */
+export const providerKeyJson = (k: models.ProviderKey) => ({
+  provider: k.provider,
+  last4: k.last4,
+  baseUrl: k.baseUrl ?? null,
+  setBy: { kind: k.setBy?.kind ?? '', id: k.setBy?.id ?? '' },
+  createdAt: k.createdAt,
+  updatedAt: k.updatedAt,
+});
+
+const providerParams = z.object({ provider: KeyProvider });
 
 const ModelList = z.object({ models: z.array(ModelRecord) });
 
@@ -90,6 +111,54 @@ export const modelsRoutes = [
     handler: rpc('models', 'listFamilies', {
       request: () => ({}),
       response: (res) => ({ families: res.families.map(familyJson) }),
+    }),
+  }),
+  route({
+    id: 'providerKeys.list',
+    method: 'get',
+    path: '/models/provider-keys',
+    summary: "The acting account's provider keys (the last four characters, never the key).",
+    tag: 'models',
+    response: z.object({ providerKeys: z.array(ProviderKeyRecord) }).meta({ id: 'ProviderKeyList' }),
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: rpc('models', 'listProviderKeys', {
+      request: () => ({}),
+      response: (res) => ({ providerKeys: res.providerKeys.map(providerKeyJson) }),
+    }),
+  }),
+  route({
+    id: 'providerKeys.set',
+    method: 'put',
+    path: '/models/provider-keys/:provider',
+    summary: "Set (or replace) the acting account's key for a provider; an organization's key serves everyone acting in it.",
+    tag: 'models',
+    params: providerParams,
+    body: SetProviderKeyBody,
+    response: ProviderKeyRecord,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: true,
+    handler: rpc('models', 'setProviderKey', {
+      request: (i) => ({ provider: i.params.provider, key: i.body.key, baseUrl: i.body.baseUrl }),
+      response: (res) => providerKeyJson(res.providerKey!),
+    }),
+  }),
+  route({
+    id: 'providerKeys.delete',
+    method: 'delete',
+    path: '/models/provider-keys/:provider',
+    summary: "Delete the acting account's key for a provider.",
+    tag: 'models',
+    params: providerParams,
+    response: Success,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: true,
+    handler: rpc('models', 'deleteProviderKey', {
+      request: (i) => ({ provider: i.params.provider }),
+      response: () => ({ success: true as const }),
     }),
   }),
 ];

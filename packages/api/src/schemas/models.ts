@@ -62,3 +62,31 @@ export const ModelFamily = z
     members: z.array(z.string()).describe('The ids of its models, in catalogue order.'),
   })
   .meta({ id: 'ModelFamily' });
+
+/** A provider a key may be set for: `openai`, `anthropic` (the catalogue's), `openai-compatible` (with a `baseUrl`). */
+export const KeyProvider = CatalogueSlug.describe('`openai`, `anthropic`, or `openai-compatible` (which needs `baseUrl`).');
+
+/** An account's key for a provider, as listed: the last four characters, never the key. */
+export const ProviderKeyRecord = z
+  .object({
+    provider: z.string(),
+    last4: z.string().describe('The last four characters of the key.'),
+    baseUrl: z.string().nullable().describe('The base URL calls go to (openai-compatible, or a custom endpoint); null for the provider’s own.'),
+    setBy: z.object({ kind: z.string(), id: z.string() }).meta({ id: 'ProviderKeySetBy', description: 'Who set the key.' }),
+    createdAt: z.string().describe('ISO 8601 UTC with milliseconds'),
+    updatedAt: z.string().describe('ISO 8601 UTC with milliseconds'),
+  })
+  .meta({ id: 'ProviderKey' });
+
+export const SetProviderKeyBody = z
+  .object({
+    key: z
+      .string()
+      .min(1, 'must not be empty')
+      .max(500, 'must be at most 500 characters')
+      .regex(/^\S+$/, 'must not contain whitespace')
+      .describe('The provider’s API key; stored encrypted, never shown again.'),
+    baseUrl: z.string().max(2000, 'must be at most 2000 characters').optional().describe('An http(s) base URL; must reach a public address.'),
+  })
+  .strict()
+  .meta({ id: 'SetProviderKeyRequest' });
