@@ -294,6 +294,9 @@ Secret, the hosts a baseUrl may reach), set only when given.
 {{- $kek := (($.Values.models | default dict).kek | default dict) -}}
 {{- if $kek.existingSecret -}}
 {{- $_ := set $env "SVC_MODELS_KEK" (include "svc.secretRef" (list $kek.existingSecret ($kek.existingSecretKey | default "models-kek")) | fromJson) -}}
+{{- else if not $.Values.auth.existingSecret -}}
+{{- /* The release's generated auth Secret holds one (secrets.yaml). */ -}}
+{{- $_ := set $env "SVC_MODELS_KEK" (include "svc.secretRef" (list (include "svc.authSecretName" $) "models-kek") | fromJson) -}}
 {{- end -}}
 {{- if ($.Values.models | default dict).allowedHosts -}}
 {{- $_ := set $env "SVC_MODELS_ALLOWED_HOSTS" $.Values.models.allowedHosts -}}
