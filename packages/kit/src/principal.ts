@@ -82,6 +82,33 @@ export function isHuman(p: Principal): boolean {
   return p.kind === 'human' || p.kind === 'system';
 }
 
+/** Who did something, as services record it in rows, audit entries and events. */
+export interface Actor {
+  kind: 'human' | 'agent' | 'host' | 'system';
+  id: string;
+  keyId: string | null;
+  channel: string;
+  /** The account the actor acted in. */
+  accountId: string;
+}
+
+export function actorOf(p: Principal): Actor {
+  const id = p.kind === 'human' ? p.userId : p.kind === 'agent' ? p.agentId : p.kind === 'host' ? p.hostId : 'system';
+  return { kind: p.kind, id: id ?? 'unknown', keyId: p.keyId ?? null, channel: p.channel, accountId: p.accountId };
+}
+
+/**
+ * Authority changes (grants, members, hosts, settings, signing keys, provider keys): a person (or
+ * the platform itself) through the API; an agent or host key, and the MCP channel, answer 403
+ * human_principal_required. `what` names the change in the MCP refusal.
+ */
+export function requireAuthority(p: Principal, what = 'Authority changes are made'): void {
+  requireHuman(p);
+  if (p.channel === 'mcp') {
+    throw new DomainError('forbidden', 'human_principal_required', `${what} by a person through the API, never through the MCP server.`);
+  }
+}
+
 /** Authority-changing operations: only a person, through the API, may do them. */
 export function requireHuman(p: Principal): void {
   if (!isHuman(p)) {

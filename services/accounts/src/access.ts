@@ -1,6 +1,8 @@
-import { DomainError, type Principal, requireHuman } from '@svc/kit';
+import { type Actor, DomainError, type Principal } from '@svc/kit';
 
-import type { Actor, Role } from './store.js';
+import type { Role } from './store.js';
+
+export { actorOf, requireAuthority } from '@svc/kit';
 
 /**
  * Who may do what (DESIGN §4, docs/accounts.md):
@@ -21,24 +23,7 @@ export type Standing = Role | 'agent' | 'host' | 'system';
 
 export const accountNotFound = () => new DomainError('not_found', 'account_not_found', 'Account not found.');
 
-export function actorOf(p: Principal): Actor {
-  const id = p.kind === 'human' ? p.userId : p.kind === 'agent' ? p.agentId : p.kind === 'host' ? p.hostId : 'system';
-  return { kind: p.kind, id: id ?? 'unknown', keyId: p.keyId ?? null, channel: p.channel, accountId: p.accountId };
-}
-
 export const SYSTEM_ACTOR: Actor = { kind: 'system', id: 'system', keyId: null, channel: 'internal', accountId: 'system' };
-
-/** Authority changes: a person (or the platform itself), through the API, never through MCP. */
-export function requireAuthority(p: Principal): void {
-  requireHuman(p);
-  if (p.channel === 'mcp') {
-    throw new DomainError(
-      'forbidden',
-      'human_principal_required',
-      'Authority changes are made by a person through the API, never through the MCP server.',
-    );
-  }
-}
 
 /** Owners and admins manage an account; members and agents use it. */
 export function requireManager(standing: Standing): void {

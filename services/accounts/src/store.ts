@@ -1,18 +1,10 @@
-import type { Queryable, Sql } from '@svc/kit';
+import type { Actor, Queryable, Sql } from '@svc/kit';
+
+export type { Actor };
 
 export const SCHEMA = 'accounts';
 
 export type Role = 'owner' | 'admin' | 'member';
-
-/** Who did something, as recorded in audit events and `created_by` columns. */
-export interface Actor {
-  kind: 'human' | 'agent' | 'host' | 'system';
-  id: string;
-  keyId: string | null;
-  channel: string;
-  /** The account the actor acted in. */
-  accountId: string;
-}
 
 export interface AccountRow {
   id: string;

@@ -2,9 +2,9 @@ import { z } from 'zod';
 
 import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/api';
 import type { AccountsClient, KeysClient } from '@svc/clients';
-import { DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, requireHuman, type Sql } from '@svc/kit';
+import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, requireHuman, type Sql } from '@svc/kit';
 
-import { type Actor, type AgentRow, AgentStore, SCHEMA } from './store.js';
+import { type AgentRow, AgentStore, SCHEMA } from './store.js';
 
 /**
  * Agents are principals that act inside their owner's account. People and agents of an account
@@ -42,11 +42,6 @@ const UpdateInput = z.object({
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
   return parseInput(schema, value);
-}
-
-export function actorOf(p: Principal): Actor {
-  const id = p.kind === 'human' ? p.userId : p.kind === 'agent' ? p.agentId : p.kind === 'host' ? p.hostId : 'system';
-  return { kind: p.kind, id: id ?? 'unknown', keyId: p.keyId ?? null, channel: p.channel, accountId: p.accountId };
 }
 
 /** What events say about an agent (instructions stay out of the event stream); `version` orders its states. */

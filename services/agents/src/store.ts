@@ -1,15 +1,8 @@
-import type { Queryable, Sql } from '@svc/kit';
+import type { Actor, Queryable, Sql } from '@svc/kit';
+
+export type { Actor };
 
 export const SCHEMA = 'agents';
-
-/** Who did something, as carried in events (the accounts service turns them into audit entries). */
-export interface Actor {
-  kind: 'human' | 'agent' | 'host' | 'system';
-  id: string;
-  keyId: string | null;
-  channel: string;
-  accountId: string;
-}
 
 export interface AgentRow {
   id: string;

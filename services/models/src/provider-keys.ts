@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import {
+  actorOf,
   checkOutboundUrl,
   DomainError,
   enqueueEvent,
@@ -10,12 +11,12 @@ import {
   type Kek,
   parseKeks,
   type Principal,
-  requireHuman,
+  requireAuthority,
   type Sql,
 } from '@svc/kit';
 
 import { type Catalogue, FIRST_PARTY_PROVIDER } from './catalogue.js';
-import { type Actor, type ProviderKeyRow, ProviderKeyStore, SCHEMA } from './store.js';
+import { type ProviderKeyRow, ProviderKeyStore, SCHEMA } from './store.js';
 
 /**
  * Provider keys (docs/models.md): an account's (or an organization's) own keys for the model
@@ -50,21 +51,9 @@ export const keyProviders = (c: Catalogue): string[] => [
 
 export const sealAad = (accountId: string, provider: string) => `${accountId}/${provider}`;
 
-export function actorOf(p: Principal): Actor {
-  const id = p.kind === 'human' ? p.userId : p.kind === 'agent' ? p.agentId : p.kind === 'host' ? p.hostId : 'system';
-  return { kind: p.kind, id: id ?? 'unknown', keyId: p.keyId ?? null, channel: p.channel, accountId: p.accountId };
-}
-
 /** Setting or deleting a key changes authority: a person, through the API, with standing to manage the account. */
 function requireManage(p: Principal): void {
-  requireHuman(p);
-  if (p.channel === 'mcp') {
-    throw new DomainError(
-      'forbidden',
-      'human_principal_required',
-      'Provider keys are set by a person through the API, never through the MCP server.',
-    );
-  }
+  requireAuthority(p, 'Provider keys are set');
   if (p.projectId) {
     throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}; provider keys are account-wide.`);
   }

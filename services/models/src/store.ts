@@ -1,15 +1,8 @@
-import type { Queryable, Sql } from '@svc/kit';
+import type { Actor, Queryable, Sql } from '@svc/kit';
+
+export type { Actor };
 
 export const SCHEMA = 'models';
-
-/** Who set a key, as carried in events and listings. */
-export interface Actor {
-  kind: 'human' | 'agent' | 'host' | 'system';
-  id: string;
-  keyId: string | null;
-  channel: string;
-  accountId: string;
-}
 
 export interface ProviderKeyRow {
   account_id: string;
