@@ -88,7 +88,6 @@ export class Dispatcher {
     const h = route.handler;
     const needsKey = route.auth === 'key';
     const status = route.status ?? 200;
-    const takesInput = Boolean(route.params || route.query || route.body || route.headers || route.content);
     const streams = route.events !== undefined;
     const admit = (raw: RawInput, inv: Invocation): RouteInput => {
       if (needsKey) {
@@ -99,7 +98,7 @@ export class Dispatcher {
         throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);
       }
       if (raw.unreadableBody) throw raw.unreadableBody;
-      return takesInput ? validateInput(route, raw) : { params: {}, query: {}, body: undefined, headers: {} };
+      return validateInput(route, raw);
     };
 
     if (h.kind === 'local' || h.kind === 'unimplemented') {

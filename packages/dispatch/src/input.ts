@@ -17,52 +17,45 @@ export interface RawInput {
   unreadableBody?: DomainError;
 }
 
-/**
- * Whether a parsed JSON value nests deeper than `max` levels, found without recursion (an explicit
- * stack), so that input built to overflow the call stack is refused before anything walks it.
- */
-export function nestsDeeperThan(value: unknown, max = MAX_JSON_DEPTH): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth + 1 > max) return true;
-    for (const child of Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-  }
-  return false;
-}
+type Problem = { path: string; problem: 'deep' | 'nul' | 'infinite' };
 
 /**
- * The first finding in a JSON value, walked without recursion: the path of a string holding U+0000
- * (which no PostgreSQL text column or JSON document can hold), or of a number that is not finite
- * (JSON cannot carry Infinity: a parsed ±Infinity is a literal that overflowed, such as 1e400).
+ * The first problem in a parsed JSON value, found in one walk without recursion (an explicit stack),
+ * so that input built to overflow the call stack is refused before anything walks it recursively:
+ * nesting deeper than `max` arrays and objects, and (when `values`) a string holding U+0000 (which no
+ * PostgreSQL text column or JSON document can hold) or a number that is not finite (JSON cannot carry
+ * Infinity: a parsed ±Infinity is a literal that overflowed, such as 1e400).
  */
-function badValue(value: unknown, root: string): { path: string; problem: 'nul' | 'infinite' } | undefined {
-  const stack: Array<[unknown, string]> = [[value, root]];
+function findProblem(value: unknown, root: string, max: number, values: boolean): Problem | undefined {
+  const stack: Array<[unknown, string, number]> = [[value, root, 0]];
   while (stack.length) {
-    const [v, path] = stack.pop()!;
+    const [v, path, depth] = stack.pop()!;
     if (typeof v === 'string') {
-      if (v.includes('\0')) return { path, problem: 'nul' };
+      if (values && v.includes('\0')) return { path, problem: 'nul' };
     } else if (typeof v === 'number') {
-      if (!Number.isFinite(v)) return { path, problem: 'infinite' };
+      if (values && !Number.isFinite(v)) return { path, problem: 'infinite' };
     } else if (typeof v === 'object' && v !== null) {
+      if (depth + 1 > max) return { path, problem: 'deep' };
       // Pushed in reverse so that the first offending field in document order is the one named.
       const entries = Object.entries(v);
-      for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i]![1], `${path}.${entries[i]![0]}`]);
+      for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i]![1], `${path}.${entries[i]![0]}`, depth + 1]);
     }
   }
   return undefined;
 }
+
+/** Whether a parsed JSON value nests deeper than `max` levels of arrays and objects. */
+export const nestsDeeperThan = (value: unknown, max = MAX_JSON_DEPTH): boolean => findProblem(value, '', max, false) !== undefined;
 
 function parsePart(schema: z.ZodType | undefined, value: unknown, where: string) {
   if (!schema) return where === 'body' ? undefined : {};
   // Refused here, as bad input, rather than failing deeper: nesting that would overflow a recursive
   // walk (here, in zod, in a service), U+0000 that no PostgreSQL text can hold, and numbers that
   // overflowed to Infinity (which a schema's default would otherwise silently replace).
-  if (nestsDeeperThan(value)) {
+  const bad = findProblem(value, where, MAX_JSON_DEPTH, true);
+  if (bad?.problem === 'deep') {
     throw new DomainError('invalid_argument', 'invalid_request', `${where}: nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects.`);
   }
-  const bad = badValue(value, where);
   if (bad?.problem === 'nul')
     throw new DomainError('invalid_argument', 'invalid_request', `${bad.path}: must not contain the NUL character (U+0000).`);
   if (bad) throw new DomainError('invalid_argument', 'invalid_request', `${bad.path}: must be a finite number (the literal is out of range).`);
