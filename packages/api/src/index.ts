@@ -7,6 +7,7 @@ import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { systemRoutes } from './routes/system.js';
+import { tradingRoutes } from './routes/trading.js';
 
 export * from './openapi.js';
 export * from './route.js';
@@ -19,6 +20,7 @@ export * from './schemas/accounts.js';
 export * from './schemas/agents.js';
 export * from './schemas/models.js';
 export * from './schemas/profiles.js';
+export * from './schemas/trading.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
 export const routes: Route[] = [
@@ -30,4 +32,5 @@ export const routes: Route[] = [
   ...driveRoutes,
   ...profilesRoutes,
   ...modelsRoutes,
+  ...tradingRoutes,
 ];

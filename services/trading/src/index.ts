@@ -1,16 +1,70 @@
-import { defineService } from '@svc/kit';
+import { agentsClient } from '@svc/clients';
+import { defineService, Envelope, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { trading } from '@svc/proto';
 
+import { AlpacaClient } from './alpaca/client.js';
+import { ALPACA, AlpacaVenue } from './alpaca/venue.js';
+import { credentialKeks, VenueCredentials } from './credentials.js';
+import { AgentLimits } from './limits.js';
+import { migrations } from './migrations/index.js';
+import { PaperVenue } from './paper/venue.js';
+import { handlers } from './server.js';
+import { tradingSettings, tradingSettingsSchema } from './settings.js';
+import { SCHEMA, TradingStore } from './store.js';
+import { Instruments, PAPER_INSTRUMENTS } from './symbols.js';
+import { Trading } from './trading.js';
+
+export * from './engine/book.js';
+export * from './engine/market-maker.js';
+export { migrations } from './migrations/index.js';
+export { type TradingSettings, tradingSettings, tradingSettingsSchema } from './settings.js';
+export { SCHEMA } from './store.js';
+export { Instruments, PAPER_INSTRUMENTS, specOf } from './symbols.js';
+
 /**
- * The trading service: for now a gRPC server with the standard health service only. Its HTTP routes
- * are declared in the route table and answer 501 until its issue lands.
+ * The trading service (docs/trading.md): the paper venue (a limit order book per symbol, its
+ * matching engine and a seeded market maker), Alpaca through its Trading API, orders with
+ * idempotent client order ids, fills, paper balances, agents' limits and venue credentials.
  */
 export const tradingService = defineService({
   name: 'trading',
-  grpcServiceName: 'svc.trading.v1.TradingService',
   definition: trading.TradingServiceService,
-  needs: [],
-  async create() {
-    return { handlers: {} };
+  // Not 'bus': events wait in the outbox through a NATS outage.
+  needs: ['sql'],
+  schema: SCHEMA,
+  migrations,
+  settings: tradingSettingsSchema,
+  async create(ctx) {
+    const settings = tradingSettings(ctx.settings);
+    const sql = await ctx.backends.sql();
+    const store = new TradingStore();
+    let relay: OutboxRelay | undefined;
+    const kick = () => relay?.kick();
+    const instruments = new Instruments(PAPER_INSTRUMENTS);
+    const { keks, file } = credentialKeks(settings.keks, ctx.config.SVC_DATA_DIR);
+    if (file) ctx.log.info({ kekFile: file }, 'venue credentials are sealed under a generated KEK (set SVC_TRADING_KEK to choose it)');
+    const credentials = new VenueCredentials({ sql, envelope: new Envelope(keks), venues: settings.alpaca ? [ALPACA] : [], kick });
+    const paper = new PaperVenue({ sql, store, instruments, settings: settings.paper, kick });
+    const alpaca = settings.alpaca
+      ? { venue: new AlpacaVenue({ sql, store, client: new AlpacaClient(settings.alpaca.url), credentials, kick }), mode: settings.alpaca.mode }
+      : null;
+    const limits = new AgentLimits({
+      sql,
+      kick,
+      async agentVisible(principalToken, agentId) {
+        await agentsClient(ctx.registry).getAgent({ id: agentId }, { principalToken });
+      },
+    });
+    const domain = new Trading({ sql, store, instruments, paper, alpaca, limits });
+    return {
+      handlers: handlers(domain, limits, credentials),
+      async start() {
+        const bus = await ctx.backends.bus();
+        relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+      },
+      async stop() {
+        await relay?.stop();
+      },
+    };
   },
 });

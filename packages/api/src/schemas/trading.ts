@@ -1,0 +1,199 @@
+import { z } from 'zod';
+
+/**
+ * Trading's shared schemas (docs/trading.md): the route table validates input with them and
+ * documents answers; the trading service checks the same rules again where they need its data
+ * (an instrument's tick and lot sizes, a venue's list).
+ */
+
+export const TRADING_SIDES = ['buy', 'sell'] as const;
+export const TRADING_ORDER_TYPES = ['market', 'limit', 'stop', 'stop_limit'] as const;
+export const TRADING_TIMES_IN_FORCE = ['day', 'gtc', 'ioc', 'fok'] as const;
+export const TRADING_STATUSES = ['new', 'partially_filled', 'filled', 'cancelled', 'rejected', 'expired'] as const;
+
+/** A positive decimal, as a JSON string ("0.015") or number (0.015). Strings keep every digit. */
+export const DecimalInput = z
+  .union([
+    z
+      .string()
+      .trim()
+      .regex(/^\d{1,18}(\.\d{1,18})?$/, 'must be a decimal number such as "1.5"'),
+    z.number().refine((n) => Number.isFinite(n), 'must be a finite number'),
+  ])
+  .transform((v) => (typeof v === 'number' ? String(v) : v));
+
+export const VenueId = z
+  .string()
+  .min(1)
+  .max(40)
+  .regex(/^[a-z][a-z0-9-]*$/, 'must be a venue id such as "paper"');
+export const TradingSymbol = z
+  .string()
+  .min(1)
+  .max(20)
+  .regex(/^[A-Za-z0-9./-]+$/, 'must be a symbol such as "BTC/USD" or "AAPL"');
+export const ClientOrderId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+
+export const PlaceOrderBody = z
+  .object({
+    venue: VenueId.default('paper').describe('The venue (GET /trading/venues); `paper` by default.'),
+    symbol: TradingSymbol,
+    side: z.enum(TRADING_SIDES),
+    type: z.enum(TRADING_ORDER_TYPES).default('market'),
+    qty: DecimalInput.describe('Quantity in the base asset, a multiple of the lot size.'),
+    price: DecimalInput.optional().describe('Limit price (limit and stop_limit), a multiple of the tick size.'),
+    stopPrice: DecimalInput.optional().describe('Trigger price (stop and stop_limit).'),
+    timeInForce: z.enum(TRADING_TIMES_IN_FORCE).default('gtc'),
+    clientOrderId: ClientOrderId.optional().describe(
+      'Your id for the order, unique per account and venue: a retry with the same id and order answers the original order; with another order, 409.',
+    ),
+  })
+  .meta({ id: 'PlaceOrder' });
+
+export const TradingActor = z.object({ kind: z.string(), id: z.string() }).meta({ id: 'TradingActor' });
+
+export const TradingOrder = z
+  .object({
+    id: z.string(),
+    clientOrderId: z.string(),
+    venue: z.string(),
+    symbol: z.string(),
+    side: z.enum(TRADING_SIDES),
+    type: z.enum(TRADING_ORDER_TYPES),
+    timeInForce: z.enum(TRADING_TIMES_IN_FORCE),
+    qty: z.string(),
+    price: z.string().nullable(),
+    stopPrice: z.string().nullable(),
+    filledQty: z.string(),
+    avgFillPrice: z.string().nullable(),
+    filledNotional: z.string(),
+    fees: z.string(),
+    status: z.enum(TRADING_STATUSES),
+    reason: z
+      .string()
+      .nullable()
+      .describe('Why it was rejected, cancelled or expired (`insufficient_balance`, `ioc_remainder`, `fok_not_filled`, `day_ended`, …).'),
+    placedBy: TradingActor,
+    externalId: z.string().nullable().describe("The order's id at an external venue."),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'TradingOrder' });
+
+export const TradingFill = z
+  .object({
+    id: z.string(),
+    orderId: z.string(),
+    venue: z.string(),
+    symbol: z.string(),
+    side: z.enum(TRADING_SIDES),
+    price: z.string(),
+    qty: z.string(),
+    notional: z.string(),
+    fee: z.string(),
+    liquidity: z.enum(['maker', 'taker']),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'TradingFill' });
+
+export const TradingAccount = z
+  .object({
+    venue: z.string(),
+    currency: z.string(),
+    cash: z.string(),
+    equity: z.string().describe('Cash plus positions at their mark price.'),
+    startingCash: z.string().nullable(),
+    balances: z.array(z.object({ asset: z.string(), total: z.string(), held: z.string(), available: z.string() }).meta({ id: 'TradingBalance' })),
+    positions: z.array(
+      z.object({ symbol: z.string(), qty: z.string(), markPrice: z.string(), marketValue: z.string() }).meta({ id: 'TradingPosition' }),
+    ),
+    openOrders: z.array(TradingOrder),
+  })
+  .meta({ id: 'TradingAccount' });
+
+export const TradingVenue = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    mode: z.enum(['paper', 'live']),
+    capabilities: z
+      .object({
+        orderTypes: z.array(z.string()),
+        timeInForce: z.array(z.string()),
+        cancelAll: z.boolean(),
+        clientOrderId: z.boolean(),
+        fills: z.boolean(),
+        orderBook: z.boolean(),
+        reset: z.boolean(),
+      })
+      .meta({ id: 'TradingCapabilities' }),
+    instruments: z
+      .array(
+        z
+          .object({ symbol: z.string(), base: z.string(), quote: z.string(), tickSize: z.string(), lotSize: z.string() })
+          .meta({ id: 'TradingInstrument' }),
+      )
+      .nullable()
+      .describe('The instruments; null when the venue takes the symbols it lists itself.'),
+  })
+  .meta({ id: 'TradingVenue' });
+
+export const TradingBook = z
+  .object({
+    venue: z.string(),
+    symbol: z.string(),
+    bids: z.array(z.object({ price: z.string(), qty: z.string() }).meta({ id: 'TradingBookLevel' })),
+    asks: z.array(z.object({ price: z.string(), qty: z.string() })),
+    last: z.string(),
+    reference: z.string().describe("The market maker's reference price."),
+  })
+  .meta({ id: 'TradingBook' });
+
+export const NotionalLimit = z
+  .string()
+  .trim()
+  .regex(/^\d{1,15}(\.\d{1,9})?$/, 'must be a decimal amount such as "1000"');
+
+export const SetTradingLimitsBody = z
+  .object({
+    maxNotionalPerOrder: NotionalLimit.nullable().default(null).describe('The most one order may be worth (quote currency); null: no cap.'),
+    maxNotionalPerDay: NotionalLimit.nullable().default(null).describe("The most the agent's orders may add up to per UTC day; null: no cap."),
+    symbols: z.array(TradingSymbol).max(200).nullable().default(null).describe('The symbols it may trade; null: every symbol.'),
+    paperOnly: z.boolean().default(true).describe('Paper venues only (the default).'),
+  })
+  .meta({ id: 'SetTradingLimits' });
+
+export const TradingLimits = z
+  .object({
+    agentId: z.string(),
+    maxNotionalPerOrder: z.string().nullable(),
+    maxNotionalPerDay: z.string().nullable(),
+    symbols: z.array(z.string()).nullable(),
+    paperOnly: z.boolean(),
+    usedToday: z.string().describe('Notional of the agent’s orders today (UTC).'),
+    setBy: TradingActor.nullable(),
+    updatedAt: z.string().nullable(),
+  })
+  .meta({ id: 'TradingLimits' });
+
+export const SetVenueCredentialsBody = z
+  .object({
+    keyId: z.string().min(1).max(200).describe("The venue's key id (Alpaca: APCA-API-KEY-ID)."),
+    secretKey: z.string().min(1).max(200).describe("The venue's secret (Alpaca: APCA-API-SECRET-KEY); never returned."),
+  })
+  .meta({ id: 'SetVenueCredentials' });
+
+export const VenueCredential = z
+  .object({
+    venue: z.string(),
+    keyId: z.string().describe('The key id, masked to its last four characters.'),
+    secretLast4: z.string(),
+    setBy: TradingActor,
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'VenueCredential' });

@@ -1,0 +1,178 @@
+import { type Actor, DomainError, enqueueEvent, newId, type Sql } from '@svc/kit';
+
+import type { VenueCredentials } from '../credentials.js';
+import { type OrderRow, SCHEMA, type TradingStore } from '../store.js';
+import { formatUnits, scaled } from '../symbols.js';
+import type { AlpacaClient, AlpacaCredentials, AlpacaOrder } from './client.js';
+
+/**
+ * The Alpaca venue: orders are sent to Alpaca's Trading API with the credentials the account
+ * stored, and kept here too (for idempotency, listing and events); their state is refreshed from
+ * Alpaca when read. Alpaca enforces client order ids as well: a retry after a lost answer finds
+ * the order Alpaca already has by its client order id instead of placing a second one.
+ */
+
+export const ALPACA = 'alpaca';
+
+/** Alpaca's order statuses in the platform's six. */
+export function statusOf(s: string): string {
+  switch (s) {
+    case 'filled':
+      return 'filled';
+    case 'partially_filled':
+      return 'partially_filled';
+    case 'canceled':
+    case 'pending_cancel':
+    case 'replaced':
+      return 'cancelled';
+    case 'expired':
+    case 'done_for_day':
+      return 'expired';
+    case 'rejected':
+    case 'suspended':
+      return 'rejected';
+    default:
+      return 'new';
+  }
+}
+
+const OPEN = new Set(['new', 'partially_filled']);
+
+/** qty × price in 10⁻⁹ units. */
+export function notionalUnits(qty: string, price: string): bigint {
+  return (scaled(qty, 9)! * scaled(price, 9)!) / 10n ** 9n;
+}
+
+export interface AlpacaPlace {
+  accountId: string;
+  actor: Actor;
+  symbol: string;
+  side: string;
+  type: string;
+  tif: string;
+  qty: string;
+  price?: string;
+  stopPrice?: string;
+  clientOrderId: string;
+  requestHash: string;
+}
+
+export class AlpacaVenue {
+  constructor(private readonly deps: { sql: Sql; store: TradingStore; client: AlpacaClient; credentials: VenueCredentials; kick(): void }) {}
+
+  async creds(accountId: string): Promise<AlpacaCredentials> {
+    const c = await this.deps.credentials.open(accountId, ALPACA);
+    if (!c)
+      throw new DomainError(
+        'precondition_failed',
+        'venue_credentials_missing',
+        'The account has no Alpaca credentials: a person stores them with PUT /trading/credentials/alpaca.',
+      );
+    return c;
+  }
+
+  /** Sends the order (or finds the one Alpaca already has under its client order id) and records it. */
+  async place(input: AlpacaPlace): Promise<{ row: OrderRow; replayed: boolean }> {
+    const creds = await this.creds(input.accountId);
+    let order: AlpacaOrder;
+    try {
+      order = await this.deps.client.placeOrder(creds, {
+        symbol: input.symbol,
+        qty: input.qty,
+        side: input.side,
+        type: input.type,
+        time_in_force: input.tif,
+        ...(input.price !== undefined ? { limit_price: input.price } : {}),
+        ...(input.stopPrice !== undefined ? { stop_price: input.stopPrice } : {}),
+        client_order_id: input.clientOrderId,
+      });
+    } catch (err) {
+      if (!(err instanceof DomainError && err.code === 'venue_rejected' && /client_order_id/i.test(err.message))) throw err;
+      order = await this.deps.client.orderByClientId(creds, input.clientOrderId);
+    }
+    try {
+      const row = await this.deps.sql.tx(async (q) => {
+        const r = await this.deps.store.insertOrder(q, {
+          id: newId('ord'),
+          account_id: input.accountId,
+          venue: ALPACA,
+          symbol: input.symbol,
+          client_order_id: input.clientOrderId,
+          request_hash: input.requestHash,
+          side: input.side as OrderRow['side'],
+          type: input.type as OrderRow['type'],
+          time_in_force: input.tif as OrderRow['time_in_force'],
+          qty: input.qty,
+          price: input.price ?? null,
+          stop_price: input.stopPrice ?? null,
+          ...fillsOf(order),
+          fees: '0',
+          hold_units: '0',
+          status: statusOf(order.status),
+          reason: order.status === 'rejected' ? 'rejected_by_venue' : null,
+          triggered: false,
+          seq: 0,
+          placed_by: input.actor,
+          external_id: order.id,
+        });
+        await enqueueEvent(q, SCHEMA, {
+          subject: 'trading.order.placed',
+          accountId: input.accountId,
+          data: { id: r.id, venue: ALPACA, externalId: order.id },
+        });
+        return r;
+      });
+      this.deps.kick();
+      return { row, replayed: false };
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23505') throw err;
+      const existing = await this.deps.store.orderByClientId(this.deps.sql, input.accountId, ALPACA, input.clientOrderId);
+      if (!existing) throw err;
+      return { row: existing, replayed: true };
+    }
+  }
+
+  /** The order with its state refreshed from Alpaca while it is open. */
+  async refresh(row: OrderRow): Promise<OrderRow> {
+    if (!OPEN.has(row.status) || !row.external_id) return row;
+    const order = await this.deps.client.getOrder(await this.creds(row.account_id), row.external_id);
+    return this.sync(row, order);
+  }
+
+  private async sync(row: OrderRow, order: AlpacaOrder): Promise<OrderRow> {
+    const status = statusOf(order.status);
+    const f = fillsOf(order);
+    if (status === row.status && f.filled_qty === row.filled_qty) return row;
+    const updated = await this.deps.sql.tx(async (q) => {
+      const r = await this.deps.store.syncExternal(q, row.id, { status, ...f, reason: status === 'cancelled' ? 'cancelled_at_venue' : row.reason });
+      await enqueueEvent(q, SCHEMA, { subject: `trading.order.${status}`, accountId: row.account_id, data: { id: row.id, venue: ALPACA, status } });
+      return r;
+    });
+    this.deps.kick();
+    return updated;
+  }
+
+  async cancel(row: OrderRow): Promise<OrderRow> {
+    const creds = await this.creds(row.account_id);
+    try {
+      await this.deps.client.cancelOrder(creds, row.external_id!);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'venue_rejected')
+        throw new DomainError('conflict', 'order_not_open', `The order can no longer be cancelled (${err.message}).`);
+      throw err;
+    }
+    return this.sync(row, await this.deps.client.getOrder(creds, row.external_id!));
+  }
+
+  async account(accountId: string) {
+    const creds = await this.creds(accountId);
+    const [account, positions] = await Promise.all([this.deps.client.account(creds), this.deps.client.positions(creds)]);
+    return { account, positions };
+  }
+}
+
+function fillsOf(o: AlpacaOrder): { filled_qty: string; filled_notional: string } {
+  const qty = o.filled_qty && Number(o.filled_qty) > 0 ? o.filled_qty : '0';
+  const notional = qty !== '0' && o.filled_avg_price ? formatUnits(notionalUnits(qty, o.filled_avg_price)) : '0';
+  return { filled_qty: qty, filled_notional: notional };
+}

@@ -1,0 +1,377 @@
+/**
+ * A limit order book for one symbol and its matching engine: price-time priority, market, limit,
+ * stop and stop-limit orders, time in force day/gtc/ioc/fok, partial fills. Pure and in process:
+ * no I/O, no clock, no randomness. Prices are integer ticks and quantities integer lots (the
+ * service converts decimals); everything here is exact integer arithmetic on numbers.
+ *
+ * The levels of each side are kept in an array sorted so that the best price is last (bids
+ * ascending, asks descending): taking the best level is `at(-1)` and removing it is `pop()`. Each
+ * level is a FIFO queue of resting orders; a cancelled order is unlinked lazily (skipped when its
+ * turn comes), so a cancel is O(1) plus the level's bookkeeping.
+ */
+
+export type Side = 'buy' | 'sell';
+export type OrderType = 'market' | 'limit' | 'stop' | 'stop_limit';
+export type TimeInForce = 'day' | 'gtc' | 'ioc' | 'fok';
+export type OrderStatus = 'new' | 'partially_filled' | 'filled' | 'cancelled' | 'rejected' | 'expired';
+
+export const ORDER_TYPES: readonly OrderType[] = ['market', 'limit', 'stop', 'stop_limit'];
+export const TIMES_IN_FORCE: readonly TimeInForce[] = ['day', 'gtc', 'ioc', 'fok'];
+export const OPEN_STATUSES: readonly OrderStatus[] = ['new', 'partially_filled'];
+
+export interface BookOrder {
+  id: string;
+  /** Who owns it (an account id; the market maker's own name for its quotes). */
+  owner: string;
+  side: Side;
+  type: OrderType;
+  tif: TimeInForce;
+  /** Quantity in lots (> 0). */
+  qty: number;
+  /** Limit price in ticks (limit, stop_limit). */
+  price?: number;
+  /** Trigger price in ticks (stop, stop_limit). */
+  stopPrice?: number;
+  /** Lots filled so far. */
+  filled: number;
+  /** Sum of price × qty of its fills, in tick·lots (average price = notional / filled). */
+  notional: number;
+  status: OrderStatus;
+  /** Why it was rejected, cancelled or expired; null while it lives or when it filled. */
+  reason: string | null;
+  /** Time priority: the book's sequence number when it rested (or was accepted). */
+  seq: number;
+  /** A stop order whose trigger was reached (it is then a market or limit order). */
+  triggered: boolean;
+}
+
+export interface Fill {
+  /** The book's sequence number of this fill (unique within the book). */
+  seq: number;
+  taker: BookOrder;
+  maker: BookOrder;
+  /** The maker's price, in ticks. */
+  price: number;
+  qty: number;
+}
+
+/** The immediate part of an order if it were submitted now: lots and tick·lots it would fill. */
+export interface Preview {
+  qty: number;
+  notional: number;
+  /** The last price it would reach (the last trade price when the other side is empty): what the rest would cost at least. */
+  worst: number;
+}
+
+export interface MatchHooks {
+  /**
+   * Asked before an order (incoming, or a stop whose trigger was reached) touches the book: a
+   * reason to reject it (`insufficient_balance`), or null to let it in. The preview says what it
+   * would fill right away.
+   */
+  admit?(order: BookOrder, preview: Preview): string | null;
+  /** Told of each fill as it happens (the caller's ledger follows along). */
+  fill?(fill: Fill): void;
+}
+
+/** What one submission (or cancel, or expiry) changed: the fills, and every order whose state changed. */
+export interface MatchResult {
+  fills: Fill[];
+  changed: BookOrder[];
+}
+
+interface Level {
+  price: number;
+  orders: BookOrder[];
+  head: number;
+  /** Live (unfilled, uncancelled) lots resting at this price. */
+  qty: number;
+}
+
+const isOpen = (o: BookOrder) => o.status === 'new' || o.status === 'partially_filled';
+const remaining = (o: BookOrder) => o.qty - o.filled;
+
+export class OrderBook {
+  /** Best last: ascending prices. */
+  private readonly bids: Level[] = [];
+  /** Best last: descending prices. */
+  private readonly asks: Level[] = [];
+  private readonly bidLevels = new Map<number, Level>();
+  private readonly askLevels = new Map<number, Level>();
+  /** Resting orders and pending stops, by id. */
+  private readonly live = new Map<string, BookOrder>();
+  private readonly stops: BookOrder[] = [];
+  /** Sequence numbers for time priority and fills. */
+  seq: number;
+  /** The last trade price in ticks (stop triggers look at it); the reference price before any trade. */
+  lastPrice: number;
+
+  constructor(opts: { seq?: number; lastPrice: number }) {
+    this.seq = opts.seq ?? 0;
+    this.lastPrice = opts.lastPrice;
+  }
+
+  get(id: string): BookOrder | undefined {
+    return this.live.get(id);
+  }
+
+  /** Resting orders and untriggered stops, in no particular order. */
+  openOrders(): IterableIterator<BookOrder> {
+    return this.live.values();
+  }
+
+  bestBid(): number | undefined {
+    return this.bestLevel(this.bids)?.price;
+  }
+
+  bestAsk(): number | undefined {
+    return this.bestLevel(this.asks)?.price;
+  }
+
+  /** Aggregated levels, best first: `[price, lots]`. */
+  depth(side: Side, levels: number): Array<[number, number]> {
+    const book = side === 'buy' ? this.bids : this.asks;
+    const out: Array<[number, number]> = [];
+    for (let i = book.length - 1; i >= 0 && out.length < levels; i--) if (book[i]!.qty > 0) out.push([book[i]!.price, book[i]!.qty]);
+    return out;
+  }
+
+  /**
+   * Puts back an order that was resting (or a pending stop) when the book is rebuilt from storage:
+   * no matching, its own sequence number. Call in sequence order.
+   */
+  restore(o: BookOrder): void {
+    if (!isOpen(o)) throw new Error(`order ${o.id} is not open`);
+    if (o.type === 'stop' || o.type === 'stop_limit') {
+      if (!o.triggered) {
+        this.live.set(o.id, o);
+        this.stops.push(o);
+        return;
+      }
+    }
+    if (o.price === undefined) throw new Error(`order ${o.id} rests without a price`);
+    this.rest(o);
+    if (o.seq > this.seq) this.seq = o.seq;
+  }
+
+  /** What `order` would fill right away (lots, tick·lots), without changing anything. */
+  preview(order: Pick<BookOrder, 'side' | 'qty' | 'owner' | 'price' | 'type'>): Preview {
+    const limit = order.type === 'market' || order.type === 'stop' ? undefined : order.price;
+    const levels = order.side === 'buy' ? this.asks : this.bids;
+    let want = order.qty;
+    let qty = 0;
+    let notional = 0;
+    let worst = this.lastPrice;
+    for (let i = levels.length - 1; i >= 0 && want > 0; i--) {
+      const level = levels[i]!;
+      if (limit !== undefined && (order.side === 'buy' ? level.price > limit : level.price < limit)) break;
+      for (let j = level.head; j < level.orders.length && want > 0; j++) {
+        const m = level.orders[j]!;
+        if (!isOpen(m)) continue;
+        if (m.owner === order.owner) return { qty, notional, worst }; // self-trade prevention stops here
+        const q = Math.min(want, remaining(m));
+        want -= q;
+        qty += q;
+        notional += q * level.price;
+        worst = level.price;
+      }
+    }
+    return { qty, notional, worst };
+  }
+
+  /**
+   * Submits an order: validates its shape, asks `admit`, matches it, rests what may rest, then
+   * fires the stops the new last price reached (and what they trade, in turn).
+   */
+  submit(order: BookOrder, hooks: MatchHooks = {}): MatchResult {
+    checkShape(order);
+    const result: MatchResult = { fills: [], changed: [] };
+    order.seq = ++this.seq;
+    if (order.type === 'stop' || order.type === 'stop_limit') {
+      if (!this.reached(order)) {
+        this.live.set(order.id, order);
+        this.stops.push(order);
+        result.changed.push(order);
+        return result;
+      }
+      order.triggered = true;
+    }
+    this.execute(order, hooks, result);
+    this.fireStops(hooks, result);
+    return result;
+  }
+
+  /** Cancels an open order (resting or a pending stop); null when it is not open in this book. */
+  cancel(id: string, reason = 'cancelled_by_user', status: 'cancelled' | 'expired' = 'cancelled'): BookOrder | null {
+    const o = this.live.get(id);
+    if (!o) return null;
+    this.unlink(o);
+    o.status = status;
+    o.reason = reason;
+    return o;
+  }
+
+  private reached(o: BookOrder): boolean {
+    return o.side === 'buy' ? this.lastPrice >= o.stopPrice! : this.lastPrice <= o.stopPrice!;
+  }
+
+  private execute(order: BookOrder, hooks: MatchHooks, result: MatchResult): void {
+    if (hooks.admit) {
+      const reason = hooks.admit(order, this.preview(order));
+      if (reason) {
+        order.status = 'rejected';
+        order.reason = reason;
+        result.changed.push(order);
+        return;
+      }
+    }
+    const limit = order.type === 'market' || order.type === 'stop' ? undefined : order.price;
+    if (order.tif === 'fok' && this.preview(order).qty < order.qty) {
+      order.status = 'expired';
+      order.reason = 'fok_not_filled';
+      result.changed.push(order);
+      return;
+    }
+    const levels = order.side === 'buy' ? this.asks : this.bids;
+    const index = order.side === 'buy' ? this.askLevels : this.bidLevels;
+    let selfTrade = false;
+    while (order.filled < order.qty) {
+      const level = this.bestLevel(levels);
+      if (!level) break;
+      if (limit !== undefined && (order.side === 'buy' ? level.price > limit : level.price < limit)) break;
+      while (level.head < level.orders.length && order.filled < order.qty) {
+        const maker = level.orders[level.head]!;
+        if (!isOpen(maker)) {
+          level.head++;
+          continue;
+        }
+        if (maker.owner === order.owner) {
+          selfTrade = true;
+          break;
+        }
+        const qty = Math.min(order.qty - order.filled, maker.qty - maker.filled);
+        const fill: Fill = { seq: ++this.seq, taker: order, maker, price: level.price, qty };
+        order.filled += qty;
+        order.notional += qty * level.price;
+        maker.filled += qty;
+        maker.notional += qty * level.price;
+        level.qty -= qty;
+        if (maker.filled === maker.qty) {
+          maker.status = 'filled';
+          this.live.delete(maker.id);
+          level.head++;
+        } else maker.status = 'partially_filled';
+        this.lastPrice = level.price;
+        result.fills.push(fill);
+        result.changed.push(maker);
+        hooks.fill?.(fill);
+      }
+      if (level.head >= level.orders.length || level.qty === 0) {
+        levels.pop();
+        index.delete(level.price);
+      }
+      if (selfTrade) break;
+    }
+    result.changed.push(order);
+    if (order.filled === order.qty) {
+      order.status = 'filled';
+      return;
+    }
+    order.status = order.filled > 0 ? 'partially_filled' : 'new';
+    if (selfTrade) {
+      order.status = 'expired';
+      order.reason = 'self_trade_prevented';
+    } else if (limit === undefined || order.tif === 'ioc' || order.tif === 'fok') {
+      order.status = 'expired';
+      order.reason = limit === undefined ? 'no_liquidity' : 'ioc_remainder';
+    } else {
+      order.seq = ++this.seq;
+      this.rest(order);
+    }
+  }
+
+  /** Fires every pending stop the last price reached, oldest first, until none is left to fire. */
+  private fireStops(hooks: MatchHooks, result: MatchResult): void {
+    for (;;) {
+      let next = -1;
+      for (let i = 0; i < this.stops.length; i++) {
+        const s = this.stops[i]!;
+        if (isOpen(s) && this.reached(s) && (next < 0 || s.seq < this.stops[next]!.seq)) next = i;
+      }
+      if (next < 0) return;
+      const stop = this.stops[next]!;
+      this.stops.splice(next, 1);
+      this.live.delete(stop.id);
+      stop.triggered = true;
+      this.execute(stop, hooks, result);
+    }
+  }
+
+  private rest(o: BookOrder): void {
+    const buy = o.side === 'buy';
+    const index = buy ? this.bidLevels : this.askLevels;
+    let level = index.get(o.price!);
+    if (!level) {
+      level = { price: o.price!, orders: [], head: 0, qty: 0 };
+      index.set(o.price!, level);
+      insertLevel(buy ? this.bids : this.asks, level, buy);
+    }
+    level.orders.push(o);
+    level.qty += o.qty - o.filled;
+    this.live.set(o.id, o);
+  }
+
+  private unlink(o: BookOrder): void {
+    this.live.delete(o.id);
+    const stop = this.stops.indexOf(o);
+    if (stop >= 0) {
+      this.stops.splice(stop, 1);
+      return;
+    }
+    const buy = o.side === 'buy';
+    const index = buy ? this.bidLevels : this.askLevels;
+    const level = index.get(o.price!);
+    if (!level) return;
+    level.qty -= o.qty - o.filled;
+    if (level.qty === 0) {
+      const levels = buy ? this.bids : this.asks;
+      const i = levels.indexOf(level);
+      if (i >= 0) levels.splice(i, 1);
+      index.delete(level.price);
+    } else if (level.head > 32 && level.head * 2 > level.orders.length) {
+      level.orders = level.orders.slice(level.head);
+      level.head = 0;
+    }
+  }
+
+  private bestLevel(levels: Level[]): Level | undefined {
+    return levels[levels.length - 1];
+  }
+}
+
+/** Keeps `levels` sorted with the best price last (bids ascending, asks descending). */
+function insertLevel(levels: Level[], level: Level, ascending: boolean): void {
+  let lo = 0;
+  let hi = levels.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const p = levels[mid]!.price;
+    if (ascending ? p < level.price : p > level.price) lo = mid + 1;
+    else hi = mid;
+  }
+  levels.splice(lo, 0, level);
+}
+
+/** The engine's own guard: the service validates input first, so this only catches a bug. */
+function checkShape(o: BookOrder): void {
+  const posInt = (n: number | undefined) => n !== undefined && Number.isSafeInteger(n) && n > 0;
+  if (!posInt(o.qty)) throw new RangeError(`order ${o.id}: qty must be a positive integer of lots`);
+  if ((o.type === 'limit' || o.type === 'stop_limit') && !posInt(o.price)) throw new RangeError(`order ${o.id}: a limit price is required`);
+  if ((o.type === 'stop' || o.type === 'stop_limit') && !posInt(o.stopPrice)) throw new RangeError(`order ${o.id}: a stop price is required`);
+  if (o.type === 'market' && o.price !== undefined) throw new RangeError(`order ${o.id}: a market order has no price`);
+}
+
+/** A fresh order in the shape the book takes. */
+export function newBookOrder(o: Omit<BookOrder, 'filled' | 'notional' | 'status' | 'reason' | 'seq' | 'triggered'>): BookOrder {
+  return { ...o, filled: 0, notional: 0, status: 'new', reason: null, seq: 0, triggered: false };
+}

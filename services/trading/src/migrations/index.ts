@@ -1,0 +1,116 @@
+import type { Migration } from '@svc/kit';
+
+export const migrations: Migration[] = [
+  {
+    // Orders at every venue (the paper venue's and those sent to an external one), fills, paper
+    // balances, the books' state, agents' limits and daily usage, venue credentials. Amounts are
+    // exact decimals (numeric); balances are integer units of 10^-9 of their asset.
+    id: '0001_trading',
+    sql: `
+      CREATE TABLE trading.books (
+        venue text NOT NULL,
+        symbol text NOT NULL,
+        version bigint NOT NULL DEFAULT 0,
+        state jsonb,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (venue, symbol)
+      );
+      CREATE TABLE trading.orders (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        venue text NOT NULL,
+        symbol text NOT NULL,
+        client_order_id text NOT NULL,
+        request_hash text NOT NULL,
+        side text NOT NULL,
+        type text NOT NULL,
+        time_in_force text NOT NULL,
+        qty numeric NOT NULL,
+        price numeric,
+        stop_price numeric,
+        filled_qty numeric NOT NULL DEFAULT 0,
+        filled_notional numeric NOT NULL DEFAULT 0,
+        fees numeric NOT NULL DEFAULT 0,
+        hold_units numeric NOT NULL DEFAULT 0,
+        status text NOT NULL,
+        reason text,
+        triggered boolean NOT NULL DEFAULT false,
+        seq bigint NOT NULL DEFAULT 0,
+        placed_by jsonb NOT NULL,
+        external_id text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (account_id, venue, client_order_id),
+        CHECK (hold_units >= 0 AND filled_qty >= 0 AND filled_qty <= qty)
+      );
+      CREATE INDEX orders_account ON trading.orders (account_id, id);
+      CREATE INDEX orders_open ON trading.orders (venue, symbol, seq) WHERE status IN ('new', 'partially_filled');
+      CREATE TABLE trading.fills (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        order_id text NOT NULL REFERENCES trading.orders (id),
+        venue text NOT NULL,
+        symbol text NOT NULL,
+        side text NOT NULL,
+        price numeric NOT NULL,
+        qty numeric NOT NULL,
+        notional numeric NOT NULL,
+        fee numeric NOT NULL,
+        liquidity text NOT NULL,
+        seq bigint NOT NULL,
+        epoch integer NOT NULL DEFAULT 0,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        -- One fill of the book's matching, once per side: a fill recorded twice fails here.
+        UNIQUE (venue, symbol, seq, liquidity)
+      );
+      CREATE INDEX fills_account ON trading.fills (account_id, id);
+      CREATE INDEX fills_order ON trading.fills (order_id);
+      CREATE TABLE trading.paper_accounts (
+        account_id text NOT NULL,
+        venue text NOT NULL,
+        epoch integer NOT NULL DEFAULT 0,
+        starting_cash numeric NOT NULL,
+        reset_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, venue)
+      );
+      CREATE TABLE trading.balances (
+        account_id text NOT NULL,
+        venue text NOT NULL,
+        asset text NOT NULL,
+        total numeric NOT NULL,
+        held numeric NOT NULL DEFAULT 0,
+        PRIMARY KEY (account_id, venue, asset),
+        CONSTRAINT balance_covers_holds CHECK (held >= 0 AND total >= held)
+      );
+      CREATE TABLE trading.agent_limits (
+        account_id text NOT NULL,
+        agent_id text NOT NULL,
+        max_notional_per_order numeric,
+        max_notional_per_day numeric,
+        symbols text[],
+        paper_only boolean NOT NULL DEFAULT true,
+        set_by jsonb NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, agent_id)
+      );
+      CREATE TABLE trading.agent_usage (
+        account_id text NOT NULL,
+        agent_id text NOT NULL,
+        day date NOT NULL,
+        notional numeric NOT NULL DEFAULT 0,
+        PRIMARY KEY (account_id, agent_id, day)
+      );
+      CREATE TABLE trading.credentials (
+        account_id text NOT NULL,
+        venue text NOT NULL,
+        key_id text NOT NULL,
+        sealed_secret text NOT NULL,
+        last4 text NOT NULL,
+        set_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, venue)
+      );`,
+  },
+];

@@ -1,0 +1,346 @@
+import { type Actor, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
+
+import { type BookOrder, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
+import { MARKET_MAKER, requote } from '../engine/market-maker.js';
+import { type OrderRow, SCHEMA, type TradingStore } from '../store.js';
+import { formatUnits, type Instruments, lotsToString, notionalToUnits, parseUnits, type Spec, ticksToString } from '../symbols.js';
+import { type BookEntry, Books, utcDay } from './books.js';
+import { type Fees, Ledger } from './ledger.js';
+
+/**
+ * The paper venue: orders go to its books (engine/book.ts) inside one PostgreSQL transaction per
+ * change, which holds the book's row lock (one writer per book across replicas), settles the fills
+ * on the accounts' balances, and writes orders, fills, balances, the book's state and the events
+ * together. The order is acknowledged after the commit: an acknowledged fill is durable.
+ */
+
+export const PAPER = 'paper';
+
+export interface PaperSettings {
+  startingCash: string;
+  fees: Fees;
+  seed: number;
+  /** How often the market maker's reference price takes a step, in ms. */
+  tickMs: number;
+}
+
+export interface PlaceInput {
+  accountId: string;
+  actor: Actor;
+  spec: Spec;
+  clientOrderId: string;
+  requestHash: string;
+  side: Side;
+  type: OrderType;
+  tif: TimeInForce;
+  qty: number;
+  price?: number;
+  stopPrice?: number;
+  /** Checks an agent's limits for an order of this notional (quote units) inside the transaction. */
+  limits?: (q: Queryable, notionalUnits: bigint) => Promise<void>;
+}
+
+interface Session {
+  q: Queryable;
+  entry: BookEntry;
+  ledger: Ledger;
+  changed: Set<BookOrder>;
+  inserted: Map<string, { clientOrderId: string; requestHash: string; actor: Actor }>;
+  epochs: Map<string, number>;
+}
+
+// Deadlock, serialization, a balance another book spent meanwhile (CHECK), a row another transaction inserted first.
+const RETRYABLE = new Set(['40P01', '40001', '23514', '23505']);
+
+export class PaperVenue {
+  readonly books: Books;
+
+  constructor(
+    private readonly deps: { sql: Sql; store: TradingStore; instruments: Instruments; settings: PaperSettings; kick(): void; now?: () => number },
+  ) {
+    this.books = new Books(deps.store, PAPER);
+  }
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  private get cash() {
+    return { asset: 'USD', units: parseUnits(this.deps.settings.startingCash).toString() };
+  }
+
+  /** Runs a transaction that changes books; retries it on a deadlock or a balance another book spent meanwhile. */
+  private async retrying<T>(run: (taken: BookEntry[]) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const taken: BookEntry[] = [];
+      try {
+        const out = await run(taken);
+        for (const e of taken) this.books.committed(e, e.version + 1);
+        this.deps.kick();
+        return out;
+      } catch (err) {
+        for (const e of taken) this.books.dropped(e);
+        const code = (err as { code?: string }).code;
+        if (process.env.TRADING_DEBUG) console.error('retrying', code, (err as Error).message, (err as any).constraint);
+        if (code && RETRYABLE.has(code) && attempt < 5) continue;
+        if (code === '23514') throw new DomainError('unprocessable', 'insufficient_balance', 'The balance does not cover this order.');
+        throw err;
+      }
+    }
+  }
+
+  /** Takes a book for this transaction, loads the balances it can touch and lets time pass (day orders, the market maker). */
+  private async open(q: Queryable, spec: Spec, taken: BookEntry[], accounts: string[]): Promise<Session> {
+    const entry = await this.books.take(q, spec);
+    taken.push(entry);
+    const owners = new Set(accounts);
+    for (const o of entry.book.openOrders()) if (o.owner !== MARKET_MAKER) owners.add(o.owner);
+    const ledger = new Ledger(spec, this.deps.settings.fees, entry.holds);
+    ledger.load(await this.deps.store.balances(q, [...owners], PAPER));
+    const epochs = new Map<string, number>();
+    const rows = await q.query<{ account_id: string; epoch: number }>(
+      `SELECT account_id, epoch FROM trading.paper_accounts WHERE venue = $1 AND account_id = ANY($2)`,
+      [PAPER, [...owners]],
+    );
+    for (const r of rows) epochs.set(r.account_id, Number(r.epoch));
+    const s: Session = { q, entry, ledger, changed: new Set(), inserted: new Map(), epochs };
+    const now = this.now();
+    const today = utcDay(now);
+    if (today !== entry.day) {
+      for (const o of [...entry.book.openOrders()])
+        if (o.tif === 'day' && o.owner !== MARKET_MAKER) this.track(s, entry.book.cancel(o.id, 'day_ended', 'expired'));
+      entry.day = today;
+    }
+    const step = Math.max(0, Math.floor((now - entry.createdAt) / this.deps.settings.tickMs));
+    const r = requote(entry.book, entry.maker, { seed: this.deps.settings.seed, symbol: spec.symbol, params: spec.params, step, hooks: ledger });
+    for (const o of r?.changed ?? []) this.track(s, o);
+    return s;
+  }
+
+  private track(s: Session, o: BookOrder | null): void {
+    if (o && o.owner !== MARKET_MAKER) s.changed.add(o);
+  }
+
+  /** Writes what the session changed: new and changed orders, fills, balances, the book; their events. */
+  private async close(s: Session): Promise<Map<string, OrderRow>> {
+    const { q, entry, ledger } = s;
+    const { store } = this.deps;
+    const spec = entry.spec;
+    const rows = new Map<string, OrderRow>();
+    for (const o of s.changed) ledger.syncHold(o);
+    const fields = (o: BookOrder) => ({
+      filled_qty: lotsToString(spec, o.filled),
+      filled_notional: formatUnits(notionalToUnits(spec, o.notional)),
+      hold_units: (ledger.holds.get(o.id) ?? 0n).toString(),
+      status: o.status,
+      reason: o.reason,
+      triggered: o.triggered,
+      seq: o.seq,
+    });
+    for (const [id, meta] of s.inserted) {
+      const o = [...s.changed].find((x) => x.id === id)!;
+      const row = await store.insertOrder(q, {
+        id,
+        account_id: o.owner,
+        venue: PAPER,
+        symbol: spec.symbol,
+        client_order_id: meta.clientOrderId,
+        request_hash: meta.requestHash,
+        side: o.side,
+        type: o.type,
+        time_in_force: o.tif,
+        qty: lotsToString(spec, o.qty),
+        price: o.price === undefined ? null : ticksToString(spec, o.price),
+        stop_price: o.stopPrice === undefined ? null : ticksToString(spec, o.stopPrice),
+        ...fields(o),
+        fees: formatUnits(ledger.feesAdded.get(id) ?? 0n),
+        placed_by: meta.actor,
+        external_id: null,
+      });
+      rows.set(id, row);
+      await enqueueEvent(q, SCHEMA, { subject: 'trading.order.placed', accountId: o.owner, data: orderEvent(row) });
+    }
+    for (const o of s.changed) {
+      if (s.inserted.has(o.id)) continue;
+      const row = await store.updateOrder(q, { id: o.id, ...fields(o) }, formatUnits(ledger.feesAdded.get(o.id) ?? 0n));
+      rows.set(o.id, row);
+      await enqueueEvent(q, SCHEMA, { subject: `trading.order.${o.status}`, accountId: o.owner, data: orderEvent(row) });
+    }
+    for (const f of ledger.fills) {
+      const id = newId('fill');
+      const fill = {
+        id,
+        account_id: f.accountId,
+        order_id: f.order.id,
+        venue: PAPER,
+        symbol: spec.symbol,
+        side: f.order.side,
+        price: ticksToString(spec, f.price),
+        qty: lotsToString(spec, f.qty),
+        notional: formatUnits(f.notional),
+        fee: formatUnits(f.fee),
+        liquidity: f.liquidity,
+        seq: f.seq,
+        epoch: s.epochs.get(f.accountId) ?? 0,
+      };
+      await store.insertFill(q, fill);
+      await enqueueEvent(q, SCHEMA, { subject: 'trading.fill.executed', accountId: f.accountId, data: fill });
+    }
+    await store.addBalances(q, PAPER, ledger.deltas());
+    await store.saveBook(q, PAPER, spec.symbol, entry.version + 1, this.books.state(entry));
+    return rows;
+  }
+
+  /** Places an order; `replayed` when the client order id names an order already placed (the same one). */
+  async place(input: PlaceInput): Promise<{ row: OrderRow; replayed: boolean }> {
+    const { spec, accountId } = input;
+    return this.retrying(async (taken) =>
+      this.deps.sql.tx(async (q) => {
+        await this.deps.store.paperAccount(q, accountId, PAPER, this.cash, 'share');
+        const existing = await this.deps.store.orderByClientId(q, accountId, PAPER, input.clientOrderId);
+        if (existing) return { row: existing, replayed: true };
+        const s = await this.open(q, spec, taken, [accountId]);
+        const book = s.entry.book;
+        const o = newBookOrder({
+          id: newId('ord'),
+          owner: accountId,
+          side: input.side,
+          type: input.type,
+          tif: input.tif,
+          qty: input.qty,
+          price: input.price,
+          stopPrice: input.stopPrice,
+        });
+        const waits =
+          (o.type === 'stop' || o.type === 'stop_limit') && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!);
+        const preview = waits ? null : book.preview(o);
+        if (input.limits) {
+          const ticks = o.type === 'market' ? preview!.notional : o.qty * (o.price ?? o.stopPrice!);
+          await input.limits(q, notionalToUnits(spec, ticks));
+        }
+        const reason = s.ledger.check(o, preview);
+        if (reason) throw insufficient(spec, o, s.ledger);
+        const result = book.submit(o, s.ledger);
+        if (o.status === 'rejected') throw insufficient(spec, o, s.ledger);
+        for (const x of result.changed) this.track(s, x);
+        s.inserted.set(o.id, { clientOrderId: input.clientOrderId, requestHash: input.requestHash, actor: input.actor });
+        const rows = await this.close(s);
+        return { row: rows.get(o.id)!, replayed: false };
+      }),
+    );
+  }
+
+  /** Cancels one open order of the account (already known to be its own and at this venue). */
+  async cancel(spec: Spec, accountId: string, orderId: string): Promise<OrderRow | null> {
+    return this.retrying(async (taken) =>
+      this.deps.sql.tx(async (q) => {
+        const s = await this.open(q, spec, taken, [accountId]);
+        const o = s.entry.book.get(orderId);
+        const cancelled = o && o.owner === accountId ? s.entry.book.cancel(orderId) : null;
+        this.track(s, cancelled);
+        const rows = await this.close(s);
+        return cancelled ? rows.get(orderId)! : null;
+      }),
+    );
+  }
+
+  /** Cancels every open order of the account at the venue, book by book. */
+  async cancelAll(accountId: string): Promise<OrderRow[]> {
+    const out: OrderRow[] = [];
+    for (const symbol of await this.deps.store.openSymbols(this.deps.sql, accountId, PAPER)) {
+      const spec = this.deps.instruments.get(symbol);
+      if (!spec) continue;
+      out.push(...(await this.cancelIn(spec, accountId)));
+    }
+    return out;
+  }
+
+  private async cancelIn(spec: Spec, accountId: string, q?: Queryable, taken?: BookEntry[]): Promise<OrderRow[]> {
+    const run = async (qq: Queryable, t: BookEntry[]) => {
+      const s = await this.open(qq, spec, t, [accountId]);
+      for (const o of [...s.entry.book.openOrders()]) if (o.owner === accountId) this.track(s, s.entry.book.cancel(o.id));
+      return [...(await this.close(s)).values()].filter((r) => r.account_id === accountId && r.status === 'cancelled');
+    };
+    if (q && taken) return run(q, taken);
+    return this.retrying((t) => this.deps.sql.tx((qq) => run(qq, t)));
+  }
+
+  /** Cancels the account's open orders and puts its paper balances back to the starting cash. */
+  async reset(accountId: string, actor: Actor): Promise<number> {
+    return this.retrying((taken) =>
+      this.deps.sql.tx(async (q) => {
+        await this.deps.store.paperAccount(q, accountId, PAPER, this.cash, 'update');
+        for (const symbol of await this.deps.store.openSymbols(q, accountId, PAPER)) {
+          const spec = this.deps.instruments.get(symbol);
+          if (spec) await this.cancelIn(spec, accountId, q, taken);
+        }
+        const epoch = await this.deps.store.resetPaper(q, accountId, PAPER, this.cash);
+        await enqueueEvent(q, SCHEMA, {
+          subject: 'trading.account.reset',
+          accountId,
+          data: { venue: PAPER, epoch, startingCash: this.deps.settings.startingCash, actor },
+        });
+        return epoch;
+      }),
+    );
+  }
+
+  /** The book as it stands (after letting time pass), best levels first. */
+  async snapshot(spec: Spec, depth: number) {
+    return this.retrying((taken) =>
+      this.deps.sql.tx(async (q) => {
+        const s = await this.open(q, spec, taken, []);
+        const out = {
+          bids: s.entry.book.depth('buy', depth),
+          asks: s.entry.book.depth('sell', depth),
+          last: s.entry.book.lastPrice,
+          reference: s.entry.maker.reference,
+        };
+        await this.close(s);
+        return out;
+      }),
+    );
+  }
+
+  /** Opens the account's paper balances on first use; answers them with its epoch. */
+  async balances(accountId: string) {
+    const acct = await this.deps.sql.tx((q) => this.deps.store.paperAccount(q, accountId, PAPER, this.cash, 'share'));
+    const rows = await this.deps.store.balances(this.deps.sql, [accountId], PAPER);
+    return { epoch: Number(acct.epoch), startingCash: acct.starting_cash, rows };
+  }
+
+  /** The last trade price of each symbol's book, for valuing positions (no lock). */
+  async marks(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const spec of this.deps.instruments.all()) {
+      const row = await this.deps.store.readBook(this.deps.sql, PAPER, spec.symbol);
+      const state = row?.state as { lastPrice?: number } | null;
+      out.set(spec.symbol, state?.lastPrice ?? spec.params.startPrice);
+    }
+    return out;
+  }
+}
+
+function insufficient(spec: Spec, o: BookOrder, ledger: Ledger): DomainError {
+  const asset = o.side === 'buy' ? spec.quote : spec.base;
+  const available = formatUnits(ledger.available(o.owner, asset));
+  const what = o.side === 'buy' ? `buying ${lotsToString(spec, o.qty)} ${spec.symbol}` : `selling ${lotsToString(spec, o.qty)} ${spec.base}`;
+  return new DomainError('unprocessable', 'insufficient_balance', `Rejected: the available ${asset} balance (${available}) does not cover ${what}.`);
+}
+
+/** What events say of an order. */
+export function orderEvent(r: OrderRow) {
+  return {
+    id: r.id,
+    clientOrderId: r.client_order_id,
+    venue: r.venue,
+    symbol: r.symbol,
+    side: r.side,
+    type: r.type,
+    timeInForce: r.time_in_force,
+    qty: r.qty,
+    filledQty: r.filled_qty,
+    status: r.status,
+    reason: r.reason,
+  };
+}

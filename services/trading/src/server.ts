@@ -1,0 +1,184 @@
+import { type Handlers, toIso } from '@svc/kit';
+import type { trading } from '@svc/proto';
+
+import type { VenueCredentials } from './credentials.js';
+import type { AgentLimits, LimitsRow } from './limits.js';
+import type { OrderRow } from './store.js';
+import { formatUnits, scaled } from './symbols.js';
+import { cursorId, type Trading } from './trading.js';
+
+type Def = typeof trading.TradingServiceService;
+
+const trim = (v: string) => (v.includes('.') ? v.replace(/0+$/, '').replace(/\.$/, '') : v);
+
+/** An order as the service answers it: decimals without trailing zeros, the average fill price derived. */
+export function toOrder(r: OrderRow): trading.Order {
+  const filled = scaled(trim(r.filled_qty), 18);
+  const notional = scaled(trim(r.filled_notional), 18);
+  const avg = filled && notional !== null && filled > 0n ? formatUnits((notional * 10n ** 9n) / filled) : undefined;
+  return {
+    id: r.id,
+    clientOrderId: r.client_order_id,
+    venue: r.venue,
+    symbol: r.symbol,
+    side: r.side,
+    type: r.type,
+    timeInForce: r.time_in_force,
+    qty: trim(r.qty),
+    price: r.price === null ? undefined : trim(r.price),
+    stopPrice: r.stop_price === null ? undefined : trim(r.stop_price),
+    filledQty: trim(r.filled_qty),
+    avgFillPrice: avg,
+    filledNotional: trim(r.filled_notional),
+    fees: trim(r.fees),
+    status: r.status,
+    reason: r.reason ?? undefined,
+    placedBy: { kind: r.placed_by.kind, id: r.placed_by.id },
+    createdAt: toIso(r.created_at)!,
+    updatedAt: toIso(r.updated_at)!,
+    externalId: r.external_id ?? undefined,
+  };
+}
+
+const toLimits = (l: LimitsRow): trading.AgentLimits => ({
+  agentId: l.agent_id,
+  maxNotionalPerOrder: l.max_notional_per_order ?? undefined,
+  maxNotionalPerDay: l.max_notional_per_day ?? undefined,
+  symbols: l.symbols ?? [],
+  allSymbols: l.symbols === null,
+  paperOnly: l.paper_only,
+  usedToday: l.used_today,
+  setBy: l.set_by ? { kind: l.set_by.kind, id: l.set_by.id } : undefined,
+  updatedAt: toIso(l.updated_at),
+});
+
+/** gRPC handlers: translate messages, let the domain decide. */
+export function handlers(domain: Trading, limits: AgentLimits, credentials: VenueCredentials): Handlers<Def> {
+  const account = (a: Awaited<ReturnType<Trading['account']>>): trading.GetAccountResponse => ({
+    ...a,
+    startingCash: 'startingCash' in a ? a.startingCash : undefined,
+    openOrders: a.openOrders.map(toOrder),
+  });
+  return {
+    async listVenues() {
+      return {
+        venues: domain.venues().map((v) => ({
+          id: v.id,
+          name: v.name,
+          mode: v.mode,
+          capabilities: {
+            orderTypes: [...v.orderTypes],
+            timeInForce: [...v.timeInForce],
+            cancelAll: true,
+            clientOrderId: true,
+            fills: v.orderBook,
+            orderBook: v.orderBook,
+            reset: v.reset,
+          },
+          instruments: v.instruments.map((s) => ({ symbol: s.symbol, base: s.base, quote: s.quote, tickSize: s.tickSize, lotSize: s.lotSize })),
+          ready: true,
+        })),
+      };
+    },
+    async placeOrder(req, { principal }) {
+      const r = await domain.place(principal, req);
+      return { order: toOrder(r.row), replayed: r.replayed };
+    },
+    async getOrder(req, { principal }) {
+      return { order: toOrder(await domain.get(principal, req.id)) };
+    },
+    async listOrders(req, { principal }) {
+      const { rows, next } = await domain.list(
+        principal,
+        {
+          venue: req.venue,
+          symbol: req.symbol,
+          side: req.side,
+          status: req.status,
+          after: req.after,
+          before: req.before,
+          cursor: cursorId(req.cursor),
+        },
+        req.limit || 50,
+      );
+      return { orders: rows.map(toOrder), nextCursor: next ?? undefined };
+    },
+    async listFills(req, { principal }) {
+      const { rows, next } = await domain.fills(
+        principal,
+        { venue: req.venue, symbol: req.symbol, orderId: req.orderId, cursor: cursorId(req.cursor) },
+        req.limit || 50,
+      );
+      return {
+        fills: rows.map((f) => ({
+          id: f.id,
+          orderId: f.order_id,
+          venue: f.venue,
+          symbol: f.symbol,
+          side: f.side,
+          price: trim(f.price),
+          qty: trim(f.qty),
+          notional: trim(f.notional),
+          fee: trim(f.fee),
+          liquidity: f.liquidity,
+          createdAt: toIso(f.created_at)!,
+        })),
+        nextCursor: next ?? undefined,
+      };
+    },
+    async cancelOrders(req, { principal }) {
+      return { orders: (await domain.cancel(principal, req)).map(toOrder) };
+    },
+    async getAccount(req, { principal }) {
+      return account(await domain.account(principal, req.venue));
+    },
+    async resetAccount(req, { principal }) {
+      return account(await domain.reset(principal, req.venue));
+    },
+    async getBook(req) {
+      return domain.book(req.venue, req.symbol, req.depth || 10);
+    },
+    async listLimits(_req, { principal }) {
+      return { limits: (await limits.list(principal)).map(toLimits) };
+    },
+    async setLimits(req, { principal, principalToken }) {
+      const row = await limits.set(principal, principalToken, {
+        agentId: req.agentId,
+        maxNotionalPerOrder: req.maxNotionalPerOrder,
+        maxNotionalPerDay: req.maxNotionalPerDay,
+        symbols: req.allSymbols ? null : req.symbols,
+        paperOnly: req.paperOnly,
+      });
+      return { limits: toLimits(row) };
+    },
+    async listCredentials(_req, { principal }) {
+      return {
+        credentials: (await credentials.list(principal)).map((c) => ({
+          venue: c.venue,
+          keyId: c.key_id,
+          secretLast4: c.last4,
+          setBy: { kind: c.set_by.kind, id: c.set_by.id },
+          createdAt: toIso(c.created_at)!,
+          updatedAt: toIso(c.updated_at)!,
+        })),
+      };
+    },
+    async setCredentials(req, { principal }) {
+      const c = await credentials.set(principal, req);
+      return {
+        credential: {
+          venue: c.venue,
+          keyId: c.key_id,
+          secretLast4: c.last4,
+          setBy: { kind: c.set_by.kind, id: c.set_by.id },
+          createdAt: toIso(c.created_at)!,
+          updatedAt: toIso(c.updated_at)!,
+        },
+      };
+    },
+    async deleteCredentials(req, { principal }) {
+      await credentials.remove(principal, req.venue);
+      return {};
+    },
+  };
+}
