@@ -37,6 +37,8 @@ interface Tenant {
   /** A committed version of the profile, and a branch beside main (not current, so deletable). */
   versionId: string;
   branchId: string;
+  /** A resting paper order. */
+  orderId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -68,6 +70,7 @@ async function tenant(name: string): Promise<Tenant> {
   await ok('PATCH', `/profiles/${profileId}`, key, { profileData: { workingChanges: working } });
   const versionId = (await ok('POST', `/profiles/${profileId}/commits`, key, { message: 'first' })).id;
   const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
+  const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00' })).id;
   return {
     userId,
     key,
@@ -83,6 +86,7 @@ async function tenant(name: string): Promise<Tenant> {
     profileId,
     versionId,
     branchId,
+    orderId,
   };
 }
 
@@ -122,6 +126,7 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /profiles/:id/rollback': { versionId: owner.versionId },
     'post /profiles/:id/merge': { sourceBranchId: owner.branchId },
     'put /models/provider-keys/:provider': { key: 'sk-authority-test' },
+    'put /trading/credentials/:venue': { keyId: 'PKAUTHORITY', secretKey: 'authority-test' },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -184,6 +189,12 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return who.versionId;
     case 'models:provider':
       return 'openai';
+    case 'trading:id':
+      return who.orderId;
+    case 'trading:agentId':
+      return who.agentId;
+    case 'trading:venue':
+      return 'alpaca';
   }
   return undefined;
 }
@@ -304,7 +315,11 @@ describe('authority: agent keys never change authority', () => {
 describe('authority: another tenant’s resources answer 404', () => {
   // A provider key's route names a provider, not a resource: it acts on the caller's acting account
   // (test/provider-keys.test.ts shows another account's keys invisible).
-  const named = keyed.filter((r) => (r.path.includes(':') || r.query?.shape?.id) && !r.path.startsWith('/models/provider-keys/'));
+  // So do venue credentials (a venue, the caller's acting account).
+  const named = keyed.filter(
+    (r) =>
+      (r.path.includes(':') || r.query?.shape?.id) && !r.path.startsWith('/models/provider-keys/') && !r.path.startsWith('/trading/credentials/'),
+  );
 
   test('the matrix covers every route that names a resource', () => {
     expect(named.length).toBeGreaterThan(30);

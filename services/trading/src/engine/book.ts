@@ -100,7 +100,9 @@ export class OrderBook {
   private readonly askLevels = new Map<number, Level>();
   /** Resting orders and pending stops, by id. */
   private readonly live = new Map<string, BookOrder>();
-  private readonly stops: BookOrder[] = [];
+  /** Pending stops, the next to fire last: buy stops by stop price descending, sell stops ascending. */
+  private readonly buyStops: BookOrder[] = [];
+  private readonly sellStops: BookOrder[] = [];
   /** Sequence numbers for time priority and fills. */
   seq: number;
   /** The last trade price in ticks (stop triggers look at it); the reference price before any trade. */
@@ -145,7 +147,7 @@ export class OrderBook {
     if (o.type === 'stop' || o.type === 'stop_limit') {
       if (!o.triggered) {
         this.live.set(o.id, o);
-        this.stops.push(o);
+        this.addStop(o);
         return;
       }
     }
@@ -190,7 +192,7 @@ export class OrderBook {
     if (order.type === 'stop' || order.type === 'stop_limit') {
       if (!this.reached(order)) {
         this.live.set(order.id, order);
-        this.stops.push(order);
+        this.addStop(order);
         result.changed.push(order);
         return result;
       }
@@ -293,18 +295,33 @@ export class OrderBook {
   /** Fires every pending stop the last price reached, oldest first, until none is left to fire. */
   private fireStops(hooks: MatchHooks, result: MatchResult): void {
     for (;;) {
-      let next = -1;
-      for (let i = 0; i < this.stops.length; i++) {
-        const s = this.stops[i]!;
-        if (isOpen(s) && this.reached(s) && (next < 0 || s.seq < this.stops[next]!.seq)) next = i;
+      const due: BookOrder[] = [];
+      for (const stops of [this.buyStops, this.sellStops]) {
+        while (stops.length && this.reached(stops[stops.length - 1]!)) due.push(stops.pop()!);
       }
-      if (next < 0) return;
-      const stop = this.stops[next]!;
-      this.stops.splice(next, 1);
-      this.live.delete(stop.id);
-      stop.triggered = true;
-      this.execute(stop, hooks, result);
+      if (!due.length) return;
+      due.sort((a, b) => a.seq - b.seq);
+      for (const stop of due) {
+        this.live.delete(stop.id);
+        stop.triggered = true;
+        this.execute(stop, hooks, result);
+      }
     }
+  }
+
+  private addStop(o: BookOrder): void {
+    const buy = o.side === 'buy';
+    const stops = buy ? this.buyStops : this.sellStops;
+    // Buy stops fire from the lowest stop price up, sell stops from the highest down: that one last.
+    let lo = 0;
+    let hi = stops.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const p = stops[mid]!.stopPrice!;
+      if (buy ? p >= o.stopPrice! : p <= o.stopPrice!) lo = mid + 1;
+      else hi = mid;
+    }
+    stops.splice(lo, 0, o);
   }
 
   private rest(o: BookOrder): void {
@@ -323,9 +340,10 @@ export class OrderBook {
 
   private unlink(o: BookOrder): void {
     this.live.delete(o.id);
-    const stop = this.stops.indexOf(o);
-    if (stop >= 0) {
-      this.stops.splice(stop, 1);
+    if ((o.type === 'stop' || o.type === 'stop_limit') && !o.triggered) {
+      const stops = o.side === 'buy' ? this.buyStops : this.sellStops;
+      const i = stops.indexOf(o);
+      if (i >= 0) stops.splice(i, 1);
       return;
     }
     const buy = o.side === 'buy';
@@ -371,7 +389,22 @@ function checkShape(o: BookOrder): void {
   if (o.type === 'market' && o.price !== undefined) throw new RangeError(`order ${o.id}: a market order has no price`);
 }
 
-/** A fresh order in the shape the book takes. */
+/** A fresh order in the shape the book takes (every field set, in one order: one hidden class). */
 export function newBookOrder(o: Omit<BookOrder, 'filled' | 'notional' | 'status' | 'reason' | 'seq' | 'triggered'>): BookOrder {
-  return { ...o, filled: 0, notional: 0, status: 'new', reason: null, seq: 0, triggered: false };
+  return {
+    id: o.id,
+    owner: o.owner,
+    side: o.side,
+    type: o.type,
+    tif: o.tif,
+    qty: o.qty,
+    price: o.price,
+    stopPrice: o.stopPrice,
+    filled: 0,
+    notional: 0,
+    status: 'new',
+    reason: null,
+    seq: 0,
+    triggered: false,
+  };
 }
