@@ -54,11 +54,13 @@ function startTarget(kind, env = {}, execArgv = []) {
  * node:http's client costs 45–55 µs of CPU per request here and this one 20–28, so more of the machine
  * goes to the servers under test. Every response is read whole (Content-Length or chunked).
  */
-async function load({ port, path, headers = {}, connections = 32, seconds = 5 }) {
+async function load({ port, path, headers = {}, connections = 32, seconds = 5, method = 'GET', body, okStatus = 200 }) {
   const net = require('node:net');
-  const head = [`GET ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: keep-alive'];
+  const head = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: keep-alive'];
+  const payload = body === undefined ? '' : JSON.stringify(body);
+  if (body !== undefined) head.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(payload)}`);
   for (const [k, v] of Object.entries(headers)) head.push(`${k}: ${v}`);
-  const request = Buffer.from(`${head.join('\r\n')}\r\n\r\n`);
+  const request = Buffer.from(`${head.join('\r\n')}\r\n\r\n${payload}`);
   const latencies = [];
   let errors = 0;
   const statusSeen = new Set();
@@ -100,7 +102,7 @@ async function load({ port, path, headers = {}, connections = 32, seconds = 5 })
           if (buf.length < total) return;
           buf = buf.subarray(total);
           statusSeen.add(status);
-          if (status !== 200) errors++;
+          if (status !== okStatus) errors++;
           latencies.push(Number(process.hrtime.bigint() - started) / 1000);
           send();
         }
@@ -113,11 +115,11 @@ async function load({ port, path, headers = {}, connections = 32, seconds = 5 })
 }
 
 /** Warms up, then measures throughput, latency and the target's CPU per request. */
-async function measure(target, path, headers, seconds) {
-  await load({ port: target.port, path, headers, seconds: 1 });
+async function measure(target, path, headers, seconds, extra = {}) {
+  await load({ port: target.port, path, headers, seconds: 1, ...extra });
   const before = await target.cpu();
   const mine = process.cpuUsage();
-  const r = await load({ port: target.port, path, headers, seconds });
+  const r = await load({ port: target.port, path, headers, seconds, ...extra });
   const loadCpu = process.cpuUsage(mine);
   const after = await target.cpu();
   const cpuUs = after.user + after.system - before.user - before.system;

@@ -30,6 +30,15 @@ async function main(kind) {
     server.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
     return;
   }
+  if (kind === 'express-json') {
+    // A bare express app that parses a JSON body and answers 201 with JSON: what a POST costs without the platform.
+    const express = require('express');
+    const app = express();
+    app.post('/x', express.json(), (req, res) => res.status(201).json({ ok: true, order: req.body }));
+    const server = http.createServer(app);
+    server.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
+    return;
+  }
   if (kind === 'stack') {
     const fs = require('node:fs');
     const os = require('node:os');

@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+'use strict';
+// Trading (docs/trading.md), measured in one run on one machine:
+//   1. the matching engine alone, in this process on one core: orders per second and the p99 time
+//      of one submission, on a book the seeded market maker keeps liquid, with a mix of market,
+//      limit (resting and crossing), ioc/fok and stop orders and cancels;
+//   2. order placement through the gateway (POST /trading/order: auth, validation, gRPC, one
+//      PostgreSQL transaction with the book's lock, fills and balances, events in the outbox)
+//      against a bare express app that parses the same JSON body, with p50/p99.
+// Backends follow the environment (DATABASE_URL etc.), embedded otherwise.
+// Usage: node scripts/bench/trading.js [seconds=5] [rounds=3] [engineOrders=300000]
+const { performance } = require('node:perf_hooks');
+
+const { load, measure, startTarget } = require('./lib.js');
+
+function engine(n) {
+  const { newBookOrder, OrderBook, PAPER_INSTRUMENTS, requote, specOf } = require('@svc/trading');
+  const spec = specOf(PAPER_INSTRUMENTS.find((i) => i.symbol === 'ETH/USD'));
+  const book = new OrderBook({ lastPrice: spec.params.startPrice });
+  const maker = { step: 0, reference: spec.params.startPrice, quotes: [], placed: 0 };
+  let a = 12345;
+  const r = () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  // Orders prepared first, so only the engine is timed.
+  const orders = [];
+  const owners = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+  const tifs = ['gtc', 'gtc', 'day', 'ioc', 'fok'];
+  for (let i = 0; i < n; i++) {
+    const side = r() < 0.5 ? 'buy' : 'sell';
+    const k = r();
+    const type = k < 0.25 ? 'market' : k < 0.95 ? 'limit' : k < 0.98 ? 'stop' : 'stop_limit';
+    orders.push({ side, type, k: r(), off: (r() - 0.5) * 0.003, qty: 1 + Math.floor(r() * 3000), owner: owners[i % owners.length], tif: tifs[Math.floor(r() * tifs.length)], cancel: r() < 0.1 ? Math.floor(r() * (i + 1)) : -1 });
+  }
+  const times = new Float64Array(n);
+  let fills = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const p = orders[i];
+    const s = performance.now();
+    if (i % 500 === 0) requote(book, maker, { seed: 1, symbol: spec.symbol, params: spec.params, step: i / 500 });
+    const ref = maker.reference;
+    const price = Math.max(1, Math.round(ref * (1 + p.off)));
+    const o = newBookOrder({
+      id: `o${i}`,
+      owner: p.owner,
+      side: p.side,
+      type: p.type,
+      tif: p.tif,
+      qty: p.qty,
+      price: p.type === 'limit' || p.type === 'stop_limit' ? price : undefined,
+      stopPrice: p.type === 'stop' || p.type === 'stop_limit' ? Math.max(1, Math.round(ref * (1 + (p.side === 'buy' ? 1 : -1) * Math.abs(p.off)))) : undefined,
+    });
+    fills += book.submit(o).fills.length;
+    if (p.cancel >= 0) book.cancel(`o${p.cancel}`);
+    times[i] = performance.now() - s;
+  }
+  const total = performance.now() - t0;
+  times.sort();
+  return { orders: n, fills, perSecond: n / (total / 1000), p50us: times[Math.floor(n * 0.5)] * 1000, p99us: times[Math.floor(n * 0.99)] * 1000, resting: [...book.openOrders()].length };
+}
+
+async function main() {
+  const seconds = Number(process.argv[2] ?? 5);
+  const rounds = Number(process.argv[3] ?? 3);
+  const engineOrders = Number(process.argv[4] ?? 300_000);
+
+  engine(50_000); // warm-up
+  const runs = [1, 2, 3].map(() => engine(engineOrders));
+  const e = runs.sort((x, y) => x.perSecond - y.perSecond)[1];
+  console.log('## Matching engine alone (one core, in process)');
+  console.log(`${e.orders} orders, ${e.fills} fills, ${e.resting} resting at the end (median of 3 runs)`);
+  console.log(`orders/s: ${e.perSecond.toFixed(0)}   p50: ${e.p50us.toFixed(2)} µs   p99: ${e.p99us.toFixed(2)} µs per order`);
+
+  const env = { SVC_TRADING_PAPER_CASH: '100000000000', SVC_TRADING_PAPER_TICK_MS: '100', SVC_TRADING_ALPACA_URL: 'off' };
+  const bare = await startTarget('express-json');
+  const stack = await startTarget('stack', env);
+  const order = { symbol: 'AAPL', side: 'buy', type: 'market', qty: '1' };
+  const specs = [
+    ['express (bare, parses the same JSON, 201)', bare, '/x', {}],
+    ['gateway POST /trading/order (market order, paper venue)', stack, '/trading/order', { authorization: `Bearer ${stack.key}` }],
+  ];
+  const results = specs.map(() => []);
+  try {
+    for (const [, t, path, headers] of specs) await load({ port: t.port, path, headers, seconds: 2, method: 'POST', body: order, okStatus: 201 });
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < specs.length; i++) {
+        const [name, t, path, headers] = specs[i];
+        const r = await measure(t, path, headers, seconds, { method: 'POST', body: order, okStatus: 201, connections: 16 });
+        if (r.errors) throw new Error(`${name}: ${r.errors} failed requests (statuses ${r.statuses})`);
+        results[i].push(r);
+      }
+    }
+  } finally {
+    await bare.stop();
+    await stack.stop();
+  }
+  const median = (rs) => [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)];
+  const rows = specs.map(([name], i) => ({ name, ...median(results[i]) }));
+  console.log(`\n## Order placement (median of ${rounds} rounds of ${seconds}s, 16 connections; backends: ${JSON.stringify(stack.backends)})`);
+  console.log('| target | orders/s | p50 ms | p99 ms | CPU µs/req | vs express |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const r of rows)
+    console.log(
+      `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${((r.rps / rows[0].rps) * 100).toFixed(0)}% |`,
+    );
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
