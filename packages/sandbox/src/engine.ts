@@ -21,12 +21,16 @@ import { LOG_LEVELS, type LogEntry, type LogLevel, type RunError, type RunErrorC
  * memory) is there for the next.
  */
 export interface Interpreter {
+  /** The memory limit it was built for: its linear memory is capped at this plus OWN_MEMORY_MB. */
+  memoryLimitMb: number;
   runtime: QuickJSRuntime;
   context: QuickJSContext;
   memory: WebAssembly.Memory;
+  capBytes: number;
   serialize: QuickJSHandle;
   describe: QuickJSHandle;
   moduleResult: QuickJSHandle;
+  setBudget: QuickJSHandle;
   out: Output;
 }
 
@@ -41,8 +45,10 @@ interface Output {
 const FILE = 'script.js';
 const MIB = 1024 * 1024;
 const PAGE = 64 * 1024;
-/** The emscripten build's initial memory (16 MiB). */
-const INITIAL_PAGES = 256;
+/** The emscripten build's initial memory: its static data, stack and first heap (16 MiB). */
+const INITIAL_PAGES = (16 * MIB) / PAGE;
+/** What the interpreter's own data and stack take, beside the script's heap. */
+export const OWN_MEMORY_MB = 2;
 /** Room to describe an error after the script hit its memory limit. */
 const DESCRIBE_MEMORY_BYTES = 4 * MIB;
 /** Time to describe an error or serialize a result after the script's own time ran out. */
@@ -62,11 +68,14 @@ export async function compileQuickJS(): Promise<WebAssembly.Module> {
 }
 
 /**
- * A fresh interpreter. Its linear memory may grow to `2 × maxMemoryMb + 32` MiB: QuickJS's own
- * limit (set per run) counts the heap it allocates, the cap bounds the allocator's overhead too.
+ * A fresh interpreter for runs with a memory limit of `memoryLimitMb`. The limit is held by the
+ * WebAssembly memory itself: the interpreter's whole linear memory (heap, stack, static data) may
+ * grow to the limit plus OWN_MEMORY_MB and no further, whatever the allocator does. (QuickJS's own
+ * malloc limit is set too, but in this build it counts a few bytes per allocation rather than their
+ * sizes: it stops one huge allocation, not a million small ones.)
  */
-export async function prepare(compiled: WebAssembly.Module, maxMemoryMb: number): Promise<Interpreter> {
-  const maximum = Math.max(INITIAL_PAGES, Math.ceil(((2 * maxMemoryMb + 32) * MIB) / PAGE));
+export async function prepare(compiled: WebAssembly.Module, memoryLimitMb: number): Promise<Interpreter> {
+  const maximum = Math.max(INITIAL_PAGES, Math.ceil(((memoryLimitMb + OWN_MEMORY_MB) * MIB) / PAGE));
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum });
   const wasm = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, { wasmModule: compiled, wasmMemory: memory }));
   const runtime = wasm.newRuntime();
@@ -82,12 +91,15 @@ export async function prepare(compiled: WebAssembly.Module, maxMemoryMb: number)
   const fn = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'));
   const helpers = context.unwrapResult(context.callFunction(fn, context.undefined, sink));
   const it: Interpreter = {
+    memoryLimitMb,
     runtime,
     context,
     memory,
+    capBytes: maximum * PAGE,
     serialize: context.getProp(helpers, 0),
     describe: context.getProp(helpers, 1),
     moduleResult: context.getProp(helpers, 2),
+    setBudget: context.getProp(helpers, 3),
     out,
   };
   for (const h of [fn, helpers, sink]) h.dispose();
@@ -166,6 +178,9 @@ export function run(it: Interpreter, code: string, limits: RunLimits): RunOutcom
   const started = performance.now();
   const { runtime: rt, context: ctx, out } = it;
   out.budget = limits.maxOutputBytes;
+  const budget = ctx.newNumber(limits.maxOutputBytes);
+  ctx.callFunction(it.setBudget, ctx.undefined, budget).dispose();
+  budget.dispose();
   rt.setMemoryLimit(limits.memoryLimitMb * MIB);
   let deadline = Date.now() + limits.timeoutMs;
   let timedOut = false;
@@ -197,10 +212,17 @@ export function run(it: Interpreter, code: string, limits: RunLimits): RunOutcom
     if (value && mode === 'module') value = call(ctx, it.moduleResult, value, (e) => (error = e));
     let json: string | undefined;
     if (value && !error) {
-      json = stringOf(
+      const serialized = primitiveOf(
         ctx,
         call(ctx, it.serialize, value, (e) => (error = e)),
       );
+      if (typeof serialized === 'number') {
+        return finish(null, mode, {
+          code: 'output_limit',
+          message: `The result is ${serialized} characters of JSON, past the output limit of ${limits.maxOutputBytes} bytes.`,
+        });
+      }
+      json = serialized;
       if (json === undefined && !error)
         return finish(null, mode, { code: 'result_not_serializable', message: 'The result could not be turned into JSON.' });
     }
@@ -251,11 +273,12 @@ function call(ctx: QuickJSContext, fn: QuickJSHandle, arg: QuickJSHandle, onErro
   return r.value;
 }
 
-function stringOf(ctx: QuickJSContext, h: QuickJSHandle | undefined): string | undefined {
+function primitiveOf(ctx: QuickJSContext, h: QuickJSHandle | undefined): string | number | undefined {
   if (!h) return undefined;
-  const s = ctx.typeof(h) === 'string' ? ctx.getString(h) : undefined;
+  const t = ctx.typeof(h);
+  const v = t === 'string' ? ctx.getString(h) : t === 'number' ? ctx.getNumber(h) : undefined;
   h.dispose();
-  return s;
+  return v;
 }
 
 /**
@@ -328,9 +351,13 @@ function classify(it: Interpreter, error: QuickJSHandle, c: Circumstances): RunE
   } else if (internal && /out of memory|string too long|invalid array length/i.test(d.message)) {
     code = 'memory_limit';
     message = `The script went past its memory limit (${d.message}).`;
-  } else if (d.name === '' && d.message === '' && d.stack === '') {
+  } else if (d.failed && it.memory.buffer.byteLength + MIB >= it.capBytes) {
+    // Nothing could be allocated even to describe the error: the memory is used up.
     code = 'memory_limit';
     message = 'The script went past its memory limit.';
+  } else if (d.failed) {
+    code = 'script_error';
+    message = 'The script threw a value that could not be described.';
   } else if (internal && d.message === 'stack overflow') {
     code = 'stack_overflow';
     message = 'The script recursed too deeply (stack overflow).';
@@ -351,6 +378,8 @@ function classify(it: Interpreter, error: QuickJSHandle, c: Circumstances): RunE
 }
 
 interface Described {
+  /** Describing failed (the value's getters threw or ran out of time, memory ran out). */
+  failed: boolean;
   name: string;
   message: string;
   stack: string;
@@ -360,12 +389,12 @@ interface Described {
 
 function describeError(it: Interpreter, error: QuickJSHandle): Described {
   const { context: ctx } = it;
-  const blank: Described = { name: '', message: '', stack: '', line: -1, column: -1 };
+  const blank: Described = { failed: false, name: '', message: '', stack: '', line: -1, column: -1 };
   const r = ctx.callFunction(it.describe, ctx.undefined, error);
   error.dispose();
   if (r.error) {
     r.error.dispose();
-    return blank;
+    return { ...blank, failed: true };
   }
   const field = (i: number): string | number | undefined => {
     const h = ctx.getProp(r.value, i);

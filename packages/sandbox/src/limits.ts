@@ -6,7 +6,7 @@
 export interface RunLimits {
   /** Wall-clock time the script may run, in milliseconds. */
   timeoutMs: number;
-  /** Memory the script's JavaScript heap may hold, in MiB. */
+  /** Memory the interpreter may use for the script's heap, in MiB (at least 16). */
   memoryLimitMb: number;
   /** Bytes of console output and result JSON together (UTF-8). */
   maxOutputBytes: number;
@@ -21,7 +21,8 @@ export const DEFAULT_MAX_LIMITS: Readonly<RunLimits> = Object.freeze({ timeoutMs
 /** Bounds no setting can pass: what the pool and its children are built for. */
 export const LIMIT_BOUNDS: Readonly<Record<keyof RunLimits, { min: number; max: number }>> = Object.freeze({
   timeoutMs: { min: 1, max: 120_000 },
-  memoryLimitMb: { min: 1, max: 1024 },
+  // The interpreter's memory starts at 16 MiB (its build's initial memory): no limit is below that.
+  memoryLimitMb: { min: 16, max: 1024 },
   maxOutputBytes: { min: 1, max: 16 * 1024 * 1024 },
 });
 
@@ -53,7 +54,8 @@ export function resolveLimits(asked: Partial<RunLimits>, max: RunLimits): RunLim
       out[field] = Math.min(DEFAULT_LIMITS[field], max[field]);
       continue;
     }
-    if (!Number.isInteger(value) || value < 1) throw new LimitError(field, `${field} must be a positive whole number.`);
+    const min = LIMIT_BOUNDS[field].min;
+    if (!Number.isInteger(value) || value < min) throw new LimitError(field, `${field} must be a whole number of at least ${min}.`);
     if (value > max[field]) throw new LimitError(field, `${field} may be at most ${max[field]} ${UNITS[field]} (the operator's maximum).`);
     out[field] = value;
   }

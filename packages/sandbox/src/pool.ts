@@ -205,10 +205,10 @@ export class Sandbox {
   }
 
   private spawn(): void {
-    const execArgv = ['--max-old-space-size=64', '--disallow-code-generation-from-strings', ...permissionArgs()];
+    const execArgv = ['--max-old-space-size=128', '--disallow-code-generation-from-strings', ...permissionArgs()];
     let child: ChildProcess;
     try {
-      child = fork(CHILD, [String(this.maxLimits.memoryLimitMb)], {
+      child = fork(CHILD, [String(resolveLimits({}, this.maxLimits).memoryLimitMb)], {
         execArgv,
         env: {},
         stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

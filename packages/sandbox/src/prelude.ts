@@ -2,8 +2,9 @@
  * The code the sandbox evaluates in each fresh interpreter before the caller's script. It takes the
  * one host function (`sink(level, text)`, which counts and keeps console output) as an argument, so
  * that no global names it, defines `console`, and returns the helpers the host calls afterwards:
- * `serialize(value)` (the result as JSON text) and `describe(error)` (an error's name, message,
- * stack and position as primitives). It captures the built-ins it uses before the script runs, so a
+ * `serialize(value)` (the result as JSON text), `describe(error)` (an error's name, message,
+ * stack and position as primitives), `moduleResult(namespace)` and `setBudget(bytes)` (no text
+ * longer than the run's output limit leaves the sandbox, so the host never copies more). It captures the built-ins it uses before the script runs, so a
  * script that replaces them changes only its own output.
  */
 export const PRELUDE = String.raw`(function (sink) {
@@ -14,6 +15,8 @@ export const PRELUDE = String.raw`(function (sink) {
   var indexOf = bind(Array.prototype.indexOf), push = bind(Array.prototype.push), join = bind(Array.prototype.join), pop = bind(Array.prototype.pop);
   var keys = O.keys, is = O.is, getProto = O.getPrototypeOf;
   var symToString = bind(Symbol.prototype.toString), dateIso = bind(Date.prototype.toISOString), reToString = bind(RegExp.prototype.toString);
+  var strSlice = bind(String.prototype.slice);
+  var budget = 0;
   var mapForEach = bind(Map.prototype.forEach), setForEach = bind(Set.prototype.forEach);
   var mapSize = O.getOwnPropertyDescriptor(Map.prototype, 'size').get, setSize = O.getOwnPropertyDescriptor(Set.prototype, 'size').get;
   var ErrorP = Error.prototype, DateP = Date.prototype, RegExpP = RegExp.prototype, MapP = Map.prototype, SetP = Set.prototype;
@@ -78,7 +81,10 @@ export const PRELUDE = String.raw`(function (sink) {
         try { text = fmt(arguments[i], 0, [], true); } catch (e) { text = '[unprintable]'; }
         push(parts, text);
       }
-      sink(level, join(parts, ' '));
+      var line = join(parts, ' ');
+      // The host keeps at most the output budget: what is past it never leaves the sandbox.
+      if (line.length > budget) line = strSlice(line, 0, budget);
+      sink(level, line);
     };
   }
   var console = {};
@@ -87,17 +93,20 @@ export const PRELUDE = String.raw`(function (sink) {
   O.defineProperty(globalThis, 'console', { value: console, writable: true, configurable: true, enumerable: false });
 
   function replacer(k, x) { return typeof x === 'bigint' ? str(x) : x; }
+  // The JSON text, or its length when it is longer than the output budget.
   function serialize(v) {
     var out = stringify(v, replacer);
-    return out === undefined ? 'null' : out;
+    if (out === undefined) return 'null';
+    return out.length > budget ? out.length : out;
   }
+  function setBudget(n) { budget = n; }
   function describe(e) {
     try {
       if (e !== null && typeof e === 'object' && protoChainHas(e, ErrorP)) {
-        return [str(e.name), str(e.message), typeof e.stack === 'string' ? e.stack : '',
+        return [strSlice(str(e.name), 0, 200), strSlice(str(e.message), 0, 4000), typeof e.stack === 'string' ? strSlice(e.stack, 0, 20000) : '',
           typeof e.lineNumber === 'number' ? e.lineNumber : -1, typeof e.columnNumber === 'number' ? e.columnNumber : -1];
       }
-      return ['', 'Uncaught ' + fmt(e, 1, []), '', -1, -1];
+      return ['', strSlice('Uncaught ' + fmt(e, 1, []), 0, 4000), '', -1, -1];
     } catch (x) {
       return ['', 'The script threw a value that could not be described.', '', -1, -1];
     }
@@ -106,5 +115,5 @@ export const PRELUDE = String.raw`(function (sink) {
     if ('default' in ns) return ns['default'];
     return keys(ns).length ? ns : undefined;
   }
-  return [serialize, describe, moduleResult];
+  return [serialize, describe, moduleResult, setBudget];
 })`;
