@@ -106,15 +106,21 @@ export async function prepare(compiled: WebAssembly.Module, memoryLimitMb: numbe
   return it;
 }
 
+/**
+ * What one console entry costs beside its text: about what its JSON takes on the wire
+ * (`{"level":"debug","message":""},`), so that the limit bounds the answer, not just the texts.
+ */
+export const LOG_ENTRY_OVERHEAD = 32;
+
 /** Keeps one console call's text, or as much as fits, and notes when the output limit is reached. */
 function collect(out: Output, level: LogLevel, text: string): void {
-  const bytes = Buffer.byteLength(text) + 1;
+  const bytes = Buffer.byteLength(text) + LOG_ENTRY_OVERHEAD;
   if (out.bytes + bytes <= out.budget) {
     out.logs.push({ level, message: text });
     out.bytes += bytes;
     return;
   }
-  const room = out.budget - out.bytes - 1;
+  const room = out.budget - out.bytes - LOG_ENTRY_OVERHEAD;
   if (room > 0) {
     let cut = text.slice(0, room);
     while (Buffer.byteLength(cut) > room) cut = cut.slice(0, -1);

@@ -8,7 +8,7 @@ export interface RunLimits {
   timeoutMs: number;
   /** Memory the interpreter may use for the script's heap, in MiB (at least 16). */
   memoryLimitMb: number;
-  /** Bytes of console output and result JSON together (UTF-8). */
+  /** Bytes of console output and result JSON together (UTF-8; each console entry counts 32 more for its place in the answer). */
   maxOutputBytes: number;
 }
 
