@@ -1,6 +1,7 @@
 import type { Route } from './route.js';
 import { accountsRoutes } from './routes/accounts/index.js';
 import { agentsRoutes } from './routes/agents.js';
+import { codeRoutes } from './routes/code.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
@@ -11,6 +12,7 @@ import { tradingRoutes } from './routes/trading.js';
 
 export * from './openapi.js';
 export * from './route.js';
+export * from './routes/code.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
@@ -33,4 +35,5 @@ export const routes: Route[] = [
   ...profilesRoutes,
   ...modelsRoutes,
   ...tradingRoutes,
+  ...codeRoutes,
 ];

@@ -75,6 +75,8 @@ export interface RpcHandler {
   response?: (res: any, input: RouteInput) => unknown;
   /** The id of the API key this operation revokes: the front forgets it before answering. */
   revokesKey?: (input: RouteInput) => string;
+  /** The call's deadline when the operation may take longer than SVC_GRPC_DEADLINE_MS (running code). */
+  deadlineMs?: number;
 }
 
 /**

@@ -34,6 +34,7 @@ export function rpc<S extends RpcService, M extends MethodOf<S>, Q extends Parti
     request?: (input: RouteInput) => Q & Record<Exclude<keyof Q, keyof RequestOf<S, M>>, never>;
     response?: (res: ResponseOf<S, M>, input: RouteInput) => unknown;
     revokesKey?: (input: RouteInput) => string;
+    deadlineMs?: number;
   } = {},
 ): RpcHandler {
   return { kind: 'rpc', service, method, ...map } as RpcHandler;

@@ -114,11 +114,12 @@ export class Dispatcher {
     }
 
     const [definition, grpcName] = DEFINITIONS[h.service];
+    const deadline = h.deadlineMs !== undefined ? { deadlineMs: h.deadlineMs } : {};
     return async (raw, inv) => {
       const input = admit(raw, inv);
       const client = this.options.registry.client(h.service, definition, grpcName) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
-      const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId });
+      const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId, ...deadline });
       if (h.revokesKey) this.options.onKeyRevoked?.(h.revokesKey(input));
       return answerOf(h.response ? h.response(result, input) : result, status, NO_STORE);
     };

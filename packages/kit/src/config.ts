@@ -125,7 +125,7 @@ export function loadSettings<T extends Record<string, z.ZodObject>>(
  * check them), so that a service declares its settings without its own zod.
  */
 export const setting = {
-  /** An integer of at least `min`; `fallback` when unset. */
-  int: (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback),
+  /** An integer of at least `min` (and at most `max`, when given); `fallback` when unset. */
+  int: (min: number, fallback: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(fallback),
 };
 export const defineSettings = <S extends Record<string, z.ZodType>>(shape: S) => z.object(shape);

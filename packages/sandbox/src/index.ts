@@ -1,0 +1,21 @@
+export {
+  checkMaxLimits,
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_LIMITS,
+  LIMIT_BOUNDS,
+  LimitError,
+  resolveLimits,
+  type RunLimits,
+  STACK_SIZE_BYTES,
+} from './limits.js';
+export { type RunRequest, type RunResult, Sandbox, SandboxBusyError, SandboxClosedError, type SandboxEvent, type SandboxOptions } from './pool.js';
+export {
+  LOG_LEVELS,
+  type LogEntry,
+  type LogLevel,
+  RUN_ERROR_CODES,
+  type RunError,
+  type RunErrorCode,
+  type RunMode,
+  type RunOutcome,
+} from './protocol.js';

@@ -1,0 +1,418 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+
+import { checkMaxLimits, DEFAULT_MAX_LIMITS, resolveLimits, type RunLimits } from './limits.js';
+import type { ChildMessage, ParentMessage, RunError, RunOutcome } from './protocol.js';
+
+/** A call to run code: the code and any limits the caller lowers. */
+export interface RunRequest extends Partial<RunLimits> {
+  code: string;
+}
+
+/** A run's outcome with the limits it ran under and how long it waited for a process. */
+export interface RunResult extends RunOutcome {
+  limits: RunLimits;
+  queuedMs: number;
+}
+
+export interface SandboxOptions {
+  /** Warm child processes kept ready, each running one script at a time (default 2). */
+  poolSize?: number;
+  /** The operator's maxima; callers may ask for any limit up to them (default DEFAULT_MAX_LIMITS). */
+  maxLimits?: Partial<RunLimits>;
+  /** Calls that may wait for a free process; past it a call is refused as busy (default 32). */
+  maxQueue?: number;
+  /** How long a call may wait for a free process (default 10 s). */
+  queueTimeoutMs?: number;
+  /** Time past a run's own time limit before its process is killed (default 500 ms). */
+  killGraceMs?: number;
+  /**
+   * Resident memory a busy process may add to its idle size, past twice the run's memory limit,
+   * before it is killed (default 64 MiB).
+   */
+  rssHeadroomMb?: number;
+  /** Runs after which a process is replaced by a fresh one (default 1000). */
+  runsPerProcess?: number;
+  /** Told of processes that died on their own or failed to start. */
+  onEvent?: (event: SandboxEvent) => void;
+}
+
+export type SandboxEvent =
+  | { type: 'killed'; reason: 'timeout' | 'memory_limit'; pid: number }
+  | { type: 'crashed'; pid: number; code: number | null; signal: string | null; stderr: string }
+  | { type: 'spawn_failed'; error: string };
+
+/** Every process is busy and the queue is full, or a call waited too long. */
+export class SandboxBusyError extends Error {
+  override name = 'SandboxBusyError';
+  readonly code = 'sandbox_busy';
+}
+
+/** The pool is closed. */
+export class SandboxClosedError extends Error {
+  override name = 'SandboxClosedError';
+  readonly code = 'sandbox_closed';
+}
+
+const MIB = 1024 * 1024;
+const RSS_POLL_MS = 20;
+const START_TIMEOUT_MS = 15_000;
+const STDERR_KEEP = 2048;
+
+interface Job {
+  id: number;
+  code: string;
+  limits: RunLimits;
+  enqueued: number;
+  resolve(r: RunResult): void;
+  reject(e: Error): void;
+  queueTimer?: NodeJS.Timeout;
+}
+
+interface Running {
+  job: Job;
+  started: number;
+  wallTimer: NodeJS.Timeout;
+  rssTimer?: NodeJS.Timeout;
+  killedFor?: 'timeout' | 'memory_limit';
+}
+
+class Worker {
+  state: 'starting' | 'idle' | 'busy' | 'dead' = 'starting';
+  idleRss = 0;
+  runs = 0;
+  /** Its next interpreter is ready (a run sent now starts at once). */
+  fresh = false;
+  running?: Running;
+  stderr = '';
+  constructor(readonly child: ChildProcess) {}
+}
+
+/** Where the child's code is: beside this file, in the build output. */
+const CHILD = path.join(__dirname, 'child.js');
+
+/** Node's flag for its permission model (named `--permission` from Node 22.13). */
+const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
+
+/**
+ * A pool of warm child processes that run JavaScript in QuickJS (WebAssembly), one script per
+ * process at a time. Inside, each run has its own interpreter with a small stack, a memory limit
+ * and an interrupt deadline; outside, the pool kills a process with SIGKILL when a run passes its
+ * wall-clock time or its resident-memory cap, and replaces any process that died.
+ */
+export class Sandbox {
+  readonly maxLimits: RunLimits;
+  private readonly poolSize: number;
+  private readonly maxQueue: number;
+  private readonly queueTimeoutMs: number;
+  private readonly killGraceMs: number;
+  private readonly rssHeadroom: number;
+  private readonly runsPerProcess: number;
+  private readonly workers = new Set<Worker>();
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+  private failures = 0;
+  private readonly counters = { runs: 0, killed: 0, crashed: 0, spawned: 0 };
+
+  constructor(private readonly options: SandboxOptions = {}) {
+    this.maxLimits = checkMaxLimits({ ...DEFAULT_MAX_LIMITS, ...options.maxLimits });
+    this.poolSize = Math.max(1, options.poolSize ?? 2);
+    this.maxQueue = Math.max(0, options.maxQueue ?? 32);
+    this.queueTimeoutMs = options.queueTimeoutMs ?? 10_000;
+    this.killGraceMs = options.killGraceMs ?? 500;
+    this.rssHeadroom = (options.rssHeadroomMb ?? 64) * MIB;
+    this.runsPerProcess = options.runsPerProcess ?? 1000;
+  }
+
+  /** Starts the pool's processes; resolves once one is ready (the rest come up in the background). */
+  async start(): Promise<void> {
+    if (this.closed) throw new SandboxClosedError('The sandbox is closed.');
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no sandbox process became ready')), START_TIMEOUT_MS);
+      this.onReady = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    while (this.workers.size < this.poolSize) this.spawn();
+    return ready;
+  }
+
+  private onReady?: () => void;
+
+  /**
+   * Runs a script. Rejects with a LimitError when a limit asked for passes the operator's maximum,
+   * SandboxBusyError when no process frees up in time; a script's own failure is a result with an
+   * `error`, never a rejection.
+   */
+  run(request: RunRequest): Promise<RunResult> {
+    if (this.closed) return Promise.reject(new SandboxClosedError('The sandbox is closed.'));
+    let limits: RunLimits;
+    try {
+      limits = resolveLimits(request, this.maxLimits);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    if (this.workers.size === 0) this.spawn();
+    return new Promise<RunResult>((resolve, reject) => {
+      const job: Job = { id: this.nextId++, code: request.code, limits, enqueued: performance.now(), resolve, reject };
+      const idle = this.idleWorker();
+      if (idle) return this.dispatch(idle, job);
+      if (this.queue.length >= this.maxQueue) {
+        return reject(new SandboxBusyError(`Every sandbox is busy and ${this.queue.length} calls are waiting; try again shortly.`));
+      }
+      job.queueTimer = setTimeout(() => {
+        const i = this.queue.indexOf(job);
+        if (i >= 0) this.queue.splice(i, 1);
+        reject(new SandboxBusyError(`No sandbox was free within ${this.queueTimeoutMs} ms; try again shortly.`));
+      }, this.queueTimeoutMs);
+      this.queue.push(job);
+    });
+  }
+
+  /** Counts for metrics and tests. */
+  stats() {
+    const states = { starting: 0, idle: 0, busy: 0 };
+    for (const w of this.workers) if (w.state !== 'dead') states[w.state]++;
+    return { ...states, queued: this.queue.length, ...this.counters, pids: [...this.workers].map((w) => w.child.pid) };
+  }
+
+  /** Kills every process and refuses further calls; calls waiting are refused, running ones end as killed. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.queue.splice(0)) {
+      clearTimeout(job.queueTimer);
+      job.reject(new SandboxClosedError('The sandbox closed.'));
+    }
+    const exits = [...this.workers].map(
+      (w) => new Promise<void>((resolve) => (w.state === 'dead' ? resolve() : w.child.once('exit', () => resolve()))),
+    );
+    for (const w of this.workers) w.child.kill('SIGKILL');
+    await Promise.all(exits);
+  }
+
+  /** An idle process, one with its next interpreter ready first. */
+  private idleWorker(): Worker | undefined {
+    let any: Worker | undefined;
+    for (const w of this.workers) {
+      if (w.state !== 'idle') continue;
+      if (w.fresh) return w;
+      any ??= w;
+    }
+    return any;
+  }
+
+  private spawn(): void {
+    const execArgv = ['--max-old-space-size=128', '--disallow-code-generation-from-strings', ...permissionArgs()];
+    let child: ChildProcess;
+    try {
+      child = fork(CHILD, [String(resolveLimits({}, this.maxLimits).memoryLimitMb)], {
+        execArgv,
+        env: {},
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+        serialization: 'json',
+      });
+    } catch (err) {
+      this.options.onEvent?.({ type: 'spawn_failed', error: (err as Error).message });
+      return this.respawnLater();
+    }
+    this.counters.spawned++;
+    const w = new Worker(child);
+    this.workers.add(w);
+    // Neither the process nor its channel keeps the parent alive: a run holds its own timer.
+    child.unref();
+    (child as unknown as { channel?: { unref(): void } }).channel?.unref();
+    child.stderr?.on('data', (chunk: Buffer) => {
+      w.stderr = (w.stderr + chunk.toString('utf8')).slice(-STDERR_KEEP);
+    });
+    const startTimer = setTimeout(() => child.kill('SIGKILL'), START_TIMEOUT_MS);
+    startTimer.unref();
+    child.on('message', (msg: ChildMessage) => this.onMessage(w, msg, startTimer));
+    child.on('error', () => child.kill('SIGKILL'));
+    child.on('exit', (code, signal) => {
+      clearTimeout(startTimer);
+      this.onExit(w, code, signal);
+    });
+  }
+
+  private onMessage(w: Worker, msg: ChildMessage, startTimer: NodeJS.Timeout): void {
+    if (msg.type === 'ready' && w.state !== 'starting') {
+      w.fresh = true;
+      return;
+    }
+    if (msg.type === 'ready') {
+      clearTimeout(startTimer);
+      w.fresh = true;
+      this.failures = 0;
+      w.idleRss = msg.rss;
+      w.state = 'idle';
+      this.onReady?.();
+      this.onReady = undefined;
+      return this.next(w);
+    }
+    if (msg.type !== 'done' || !w.running || msg.id !== w.running.job.id) return;
+    const { job, started } = this.finishRun(w);
+    w.fresh = false;
+    this.counters.runs++;
+    w.runs++;
+    job.resolve({ ...msg.outcome, limits: job.limits, queuedMs: ms(started - job.enqueued) });
+    // A process that ran its share, or kept memory it did not have when idle, is replaced.
+    if (w.runs >= this.runsPerProcess || msg.rss > w.idleRss + 2 * this.maxLimits.memoryLimitMb * MIB) {
+      w.state = 'dead';
+      w.child.kill('SIGKILL');
+      return;
+    }
+    w.state = 'idle';
+    this.next(w);
+  }
+
+  private onExit(w: Worker, code: number | null, signal: NodeJS.Signals | null): void {
+    const wasStarting = w.state === 'starting';
+    w.state = 'dead';
+    this.workers.delete(w);
+    if (w.running) {
+      const { job, started, killedFor } = this.finishRun(w);
+      const error: RunError = killedFor
+        ? killedFor === 'timeout'
+          ? {
+              code: 'timeout',
+              message: `The script ran past its time limit (${job.limits.timeoutMs} ms) and its process was killed; its console output is lost.`,
+            }
+          : {
+              code: 'memory_limit',
+              message: `The script's process went past its memory cap (${job.limits.memoryLimitMb} MiB limit) and was killed; its console output is lost.`,
+            }
+        : { code: 'sandbox_error', message: 'The sandbox process died while running the script.' };
+      if (!killedFor) {
+        this.counters.crashed++;
+        this.options.onEvent?.({ type: 'crashed', pid: w.child.pid ?? 0, code, signal, stderr: w.stderr });
+      }
+      job.resolve({
+        resultJson: null,
+        logs: [],
+        logsTruncated: false,
+        error,
+        mode: 'script',
+        durationMs: ms(performance.now() - started),
+        limits: job.limits,
+        queuedMs: ms(started - job.enqueued),
+      });
+    } else if (wasStarting && !this.closed) {
+      this.failures++;
+      this.options.onEvent?.({ type: 'crashed', pid: w.child.pid ?? 0, code, signal, stderr: w.stderr });
+    }
+    if (this.closed) return;
+    if (this.failures > 0) this.respawnLater();
+    else this.spawn();
+  }
+
+  private respawnTimer?: NodeJS.Timeout;
+
+  /** After processes failed to start: try again with a growing delay (at most 5 s). */
+  private respawnLater(): void {
+    if (this.respawnTimer || this.closed) return;
+    const delay = Math.min(5000, 100 * 2 ** Math.min(this.failures, 6));
+    this.respawnTimer = setTimeout(() => {
+      this.respawnTimer = undefined;
+      if (this.closed) return;
+      while (this.workers.size < this.poolSize) this.spawn();
+    }, delay);
+    this.respawnTimer.unref();
+  }
+
+  private next(w: Worker): void {
+    const job = this.queue.shift();
+    if (!job) return;
+    clearTimeout(job.queueTimer);
+    this.dispatch(w, job);
+  }
+
+  private dispatch(w: Worker, job: Job): void {
+    w.state = 'busy';
+    w.fresh = false;
+    const started = performance.now();
+    const running: Running = {
+      job,
+      started,
+      wallTimer: setTimeout(() => this.kill(w, 'timeout'), job.limits.timeoutMs + this.killGraceMs),
+    };
+    w.running = running;
+    const pid = w.child.pid;
+    if (pid !== undefined && process.platform === 'linux') {
+      const cap = w.idleRss + 2 * job.limits.memoryLimitMb * MIB + this.rssHeadroom;
+      const poll = () => {
+        residentBytes(pid).then(
+          (rss) => {
+            if (w.running !== running) return;
+            if (rss !== undefined && rss > cap) return this.kill(w, 'memory_limit');
+            running.rssTimer = setTimeout(poll, RSS_POLL_MS);
+          },
+          () => undefined,
+        );
+      };
+      running.rssTimer = setTimeout(poll, RSS_POLL_MS);
+    }
+    const msg: ParentMessage = { type: 'run', id: job.id, code: job.code, limits: job.limits };
+    w.child.send(msg, (err) => {
+      if (err) this.kill(w);
+    });
+  }
+
+  private kill(w: Worker, reason?: 'timeout' | 'memory_limit'): void {
+    if (w.running && reason && !w.running.killedFor) {
+      w.running.killedFor = reason;
+      this.counters.killed++;
+      this.options.onEvent?.({ type: 'killed', reason, pid: w.child.pid ?? 0 });
+    }
+    w.child.kill('SIGKILL');
+  }
+
+  private finishRun(w: Worker): Running {
+    const r = w.running!;
+    w.running = undefined;
+    clearTimeout(r.wallTimer);
+    clearTimeout(r.rssTimer);
+    return r;
+  }
+}
+
+const ms = (x: number) => Math.round(x * 100) / 100;
+
+/** A process's resident set size in bytes, from /proc (Linux). */
+async function residentBytes(pid: number): Promise<number | undefined> {
+  const status = await fsp.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+  return m ? Number(m[1]) * 1024 : undefined;
+}
+
+/**
+ * Node's permission model for the child, as a second wall behind WebAssembly: it may read only its
+ * own code and QuickJS's packages, write nothing, start no process and no worker thread.
+ */
+function permissionArgs(): string[] {
+  return [PERMISSION_FLAG, ...readable().map((dir) => `--allow-fs-read=${dir}`)];
+}
+
+let readableDirs: string[] | undefined;
+
+function readable(): string[] {
+  if (readableDirs) return readableDirs;
+  const umbrella = packageRoot('quickjs-emscripten', __dirname);
+  const core = packageRoot('quickjs-emscripten-core', umbrella);
+  const variants = ['release-sync', 'release-asyncify', 'debug-sync', 'debug-asyncify'].map((v) =>
+    packageRoot(`@jitl/quickjs-wasmfile-${v}`, umbrella),
+  );
+  readableDirs = [__dirname, umbrella, core, packageRoot('@jitl/quickjs-ffi-types', core), ...variants];
+  return readableDirs;
+}
+
+/** The folder of an installed package, as `require` finds it from `from`. */
+function packageRoot(name: string, from: string): string {
+  const main = require.resolve(name, { paths: [from] });
+  const marker = path.join('node_modules', name);
+  const at = main.lastIndexOf(marker);
+  if (at < 0) throw new Error(`cannot locate the package ${name}`);
+  return main.slice(0, at + marker.length);
+}

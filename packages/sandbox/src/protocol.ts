@@ -1,0 +1,75 @@
+import type { RunLimits } from './limits.js';
+
+/** A console call the script made. */
+export interface LogEntry {
+  level: LogLevel;
+  /** The arguments, formatted and joined by spaces (strings as they are, other values as readable text). */
+  message: string;
+}
+
+export const LOG_LEVELS = ['log', 'info', 'warn', 'error', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * Why a run failed. `syntax_error` and `script_error` are the script's own; the limit codes say
+ * which limit ended it; `sandbox_error` is a failure of the sandbox itself (its process died).
+ */
+export const RUN_ERROR_CODES = [
+  'syntax_error',
+  'script_error',
+  'timeout',
+  'memory_limit',
+  'stack_overflow',
+  'output_limit',
+  'result_not_serializable',
+  'unsettled_promise',
+  'sandbox_error',
+] as const;
+export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
+
+export interface RunError {
+  code: RunErrorCode;
+  message: string;
+  /** The error's name inside the script (`TypeError`, `SyntaxError`, ...), when it threw one. */
+  name?: string;
+  /** Where in the code (1-based), when known. */
+  line?: number;
+  column?: number;
+  /** The script's stack trace (its own frames only), when it threw an error. */
+  stack?: string;
+}
+
+/**
+ * How the code was run, chosen from what it parses as: `script` (the value of the last
+ * expression statement), `module` (`export default`, top-level `await`), `function` (a top-level
+ * `return`, the body of an async function).
+ */
+export type RunMode = 'script' | 'module' | 'function';
+
+/** What a run gave back. */
+export interface RunOutcome {
+  /** The result as JSON text (`null` when the run failed). */
+  resultJson: string | null;
+  logs: LogEntry[];
+  /** Some console output was left out: it went past the output limit. */
+  logsTruncated: boolean;
+  error?: RunError;
+  mode: RunMode;
+  /** Time the script ran, from its start to its answer (or its kill), in milliseconds. */
+  durationMs: number;
+}
+
+// Parent <-> child messages over the IPC channel ------------------------------------------------
+
+export interface RunMessage {
+  type: 'run';
+  id: number;
+  code: string;
+  limits: RunLimits;
+}
+
+export type ParentMessage = RunMessage;
+
+export type ChildMessage =
+  /** The child has a fresh interpreter ready (first when it starts, then after each run); `rss` its resident bytes. */
+  { type: 'ready'; rss: number } | { type: 'done'; id: number; outcome: RunOutcome; rss: number };
