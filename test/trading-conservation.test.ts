@@ -1,4 +1,4 @@
-import { type BookOrder, MARKET_MAKER, newBookOrder, OrderBook, PAPER_INSTRUMENTS,requote, specOf } from '@svc/trading';
+import { type BookOrder, MARKET_MAKER, newBookOrder, OrderBook, PAPER_INSTRUMENTS, requote, specOf } from '@svc/trading';
 
 import { startTestStack, type TestStack } from './support/stack';
 

@@ -33,7 +33,16 @@ function engine(n) {
     const side = r() < 0.5 ? 'buy' : 'sell';
     const k = r();
     const type = k < 0.25 ? 'market' : k < 0.95 ? 'limit' : k < 0.98 ? 'stop' : 'stop_limit';
-    orders.push({ side, type, k: r(), off: (r() - 0.5) * 0.003, qty: 1 + Math.floor(r() * 3000), owner: owners[i % owners.length], tif: tifs[Math.floor(r() * tifs.length)], cancel: r() < 0.1 ? Math.floor(r() * (i + 1)) : -1 });
+    orders.push({
+      side,
+      type,
+      k: r(),
+      off: (r() - 0.5) * 0.003,
+      qty: 1 + Math.floor(r() * 3000),
+      owner: owners[i % owners.length],
+      tif: tifs[Math.floor(r() * tifs.length)],
+      cancel: r() < 0.1 ? Math.floor(r() * (i + 1)) : -1,
+    });
   }
   const times = new Float64Array(n);
   let fills = 0;
@@ -52,7 +61,8 @@ function engine(n) {
       tif: p.tif,
       qty: p.qty,
       price: p.type === 'limit' || p.type === 'stop_limit' ? price : undefined,
-      stopPrice: p.type === 'stop' || p.type === 'stop_limit' ? Math.max(1, Math.round(ref * (1 + (p.side === 'buy' ? 1 : -1) * Math.abs(p.off)))) : undefined,
+      stopPrice:
+        p.type === 'stop' || p.type === 'stop_limit' ? Math.max(1, Math.round(ref * (1 + (p.side === 'buy' ? 1 : -1) * Math.abs(p.off)))) : undefined,
     });
     fills += book.submit(o).fills.length;
     if (p.cancel >= 0) book.cancel(`o${p.cancel}`);
@@ -60,7 +70,14 @@ function engine(n) {
   }
   const total = performance.now() - t0;
   times.sort();
-  return { orders: n, fills, perSecond: n / (total / 1000), p50us: times[Math.floor(n * 0.5)] * 1000, p99us: times[Math.floor(n * 0.99)] * 1000, resting: [...book.openOrders()].length };
+  return {
+    orders: n,
+    fills,
+    perSecond: n / (total / 1000),
+    p50us: times[Math.floor(n * 0.5)] * 1000,
+    p99us: times[Math.floor(n * 0.99)] * 1000,
+    resting: [...book.openOrders()].length,
+  };
 }
 
 async function main() {
