@@ -63,6 +63,8 @@ export class Authenticator {
   private readonly acting = new Map<string, Entry>();
   private readonly failures = new Map<string, { n: number; until: number }>();
   private readonly usage = new Map<string, { n: number; last: number }>();
+  /** Verified host credentials, by hash. */
+  private readonly hosts = new Map<string, Entry & { hostId: string }>();
   private readonly systemToken: () => Promise<string>;
 
   constructor(
@@ -82,6 +84,46 @@ export class Authenticator {
     if (hash) this.verified.delete(hash);
     this.hashByKeyId.delete(keyId);
     for (const [k, v] of this.acting) if (v.keyId === keyId) this.acting.delete(k);
+  }
+
+  /** Forgets an unpaired host's credential at once. */
+  evictHost(hostId: string): void {
+    for (const [hash, v] of this.hosts) if (v.hostId === hostId) this.hosts.delete(hash);
+  }
+
+  /**
+   * Authenticates a host credential (`svch_…`): the host's own principal (kind `host`, acting in
+   * the account it is paired to). Used by the host connection and by the few operations a host
+   * calls (those whose principals include `host`); everywhere else a host credential is refused.
+   */
+  async authenticateHost(secret: string | undefined, client: string): Promise<AuthContext & { hostId: string }> {
+    this.checkFlood(client);
+    if (!secret) throw unauthenticated('missing_host_credential', 'A host credential is required: Authorization: Bearer <svch_…>.');
+    if (!HOST_CREDENTIAL_RE.test(secret)) throw this.fail(client, unauthenticated('invalid_host_credential', 'The host credential is malformed.'));
+    const hash = hashSecret(secret);
+    const hit = this.hosts.get(hash);
+    if (hit && hit.until > Date.now()) return hit;
+    let host;
+    try {
+      const client = accountsClient(this.deps.registry);
+      ({ host } = await client.verifyHostCredential({ credentialHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 }));
+    } catch (err) {
+      if (err instanceof DomainError && err.kind === 'unauthenticated') throw this.fail(client, err);
+      throw err;
+    }
+    const principal: Principal = { kind: 'host', hostId: host!.id, accountId: host!.accountId, channel: 'api' };
+    const signed = await this.deps.signer.sign(principal);
+    const entry = {
+      principal,
+      token: signed.token,
+      keyId: host!.id,
+      hostId: host!.id,
+      keyExpiresAt: null,
+      until: Math.min(Date.now() + VERIFIED_TTL_MS, signed.expiresAt - 30_000),
+    };
+    if (this.hosts.size > 100_000) this.hosts.clear();
+    this.hosts.set(hash, entry);
+    return entry;
   }
 
   /**

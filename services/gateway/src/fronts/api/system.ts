@@ -62,7 +62,8 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
         userId: p.userId ?? null,
         agentId: p.agentId ?? null,
         accountId: p.accountId,
-        keyId: p.keyId,
+        // A host has no API key: its id stands for the credential.
+        keyId: p.keyId ?? p.hostId,
         projectId: p.projectId ?? null,
         account: me.account ? ref(me.account) : null,
         organizations: me.organizations.map((m) => ({ ...ref(m.account!), role: m.role })),

@@ -1,0 +1,168 @@
+/**
+ * The local host against the platform: its grants (read with the host credential), the control
+ * tools under them, and the journal written before every action reaches a unit.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { createLog, type RunningHost, SimulatedDriver, startHost } from '@svc/host';
+
+import { tempDir } from './support/backends';
+import { control } from './support/host';
+import { startTestStack, type TestStack } from './support/stack';
+
+let t: TestStack;
+beforeAll(async () => {
+  t = await startTestStack();
+}, 60_000);
+afterAll(async () => {
+  await t?.stop();
+});
+
+let seq = 0;
+async function person() {
+  const res = await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `host person ${++seq}` });
+  return { id: res.body.account.id as string, key: res.body.key as string };
+}
+async function pair(owner: { id: string; key: string }) {
+  const res = await t.ok('POST', `/accounts/${owner.id}/hosts`, owner.key, { name: `machine ${++seq}` });
+  return { hostId: res.body.host.id as string, credential: res.body.credential as string };
+}
+const grant = (owner: { id: string; key: string }, granteeId: string, verbs: string[], scope?: string) =>
+  t.ok('POST', `/accounts/${owner.id}/standing-grants`, owner.key, { granteeId, verbs, ...(scope ? { scope } : {}) });
+
+const readJournal = (dir: string) =>
+  fs
+    .readFileSync(path.join(dir, 'journal.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+
+describe('the local host under its grants', () => {
+  test('each control tool needs its verb, refusals name it, and every action is journaled before the unit receives it', async () => {
+    const ada = await person();
+    const { hostId, credential } = await pair(ada);
+    const dataDir = tempDir();
+    // The device checks the journal the moment a command reaches it.
+    const received: Array<{ line: string; journaled: boolean }> = [];
+    const driver = new SimulatedDriver({
+      msPerUnit: 1,
+      onReceive: (line) => {
+        const last = readJournal(dataDir).at(-1);
+        received.push({ line, journaled: last?.kind === 'action' && last.line === line && last.unit === 'sim-1' });
+      },
+    });
+    const host: RunningHost = await startHost({
+      credential,
+      baseUrl: t.url,
+      port: 0,
+      dataDir,
+      units: new Map([
+        ['sim-1', driver],
+        ['sim-2', new SimulatedDriver()],
+      ]),
+      log: createLog({ silent: true }),
+      connect: false,
+    });
+    const call = (tool: string, args: object = {}) => control(host.endpoint.port, credential, tool, args);
+    try {
+      await host.grants.refresh();
+      expect((await call('list_grants')).body.result).toEqual({ grants: [], loaded: true, credentialRejected: false });
+
+      // No grant at all: nothing, not even stop.
+      const none = await call('arm', { unit: 'sim-1' });
+      expect(none.status).toBe(403);
+      expect(none.body.error.code).toBe('grant_required');
+      expect(none.body.error.message).toMatch(/arm needs the verb units\.arm/);
+      expect((await call('stop', { unit: 'sim-1' })).body.error.message).toMatch(/stop needs a standing grant \(any verb\)/);
+      expect((await call('list_units')).body.error.message).toMatch(/units\.list/);
+
+      // A grant on one unit of this host, with two verbs.
+      await grant(ada, hostId, ['units.open', 'units.command', 'units.list'], `host:${hostId}/sim-1`);
+      // A tool that names no unit needs a grant on the whole host (or account).
+      expect((await call('list_units')).status).toBe(403);
+      await host.grants.refresh();
+      expect((await call('list_grants')).body.result.grants).toEqual([expect.objectContaining({ granteeId: hostId, scope: `host:${hostId}/sim-1` })]);
+      expect((await call('open_channel', { unit: 'sim-1' })).body.result).toMatchObject({ unit: 'sim-1', reused: false });
+      expect((await call('send_command', { unit: 'sim-1', command: 'PING' })).body.result).toEqual({ unit: 'sim-1', ok: true, reply: 'OK PONG' });
+      const arm = await call('arm', { unit: 'sim-1' });
+      expect(arm.status).toBe(403);
+      expect(arm.body.error.message).toMatch(/units\.arm/);
+      // The grant is on sim-1 only.
+      expect((await call('open_channel', { unit: 'sim-2' })).status).toBe(403);
+      // Stop needs any grant: this one reaches sim-1 (a channel is open), not sim-2.
+      expect((await call('stop', { unit: 'sim-1' })).body.result).toMatchObject({ ok: true, reply: expect.stringMatching(/^OK STOPPED/) });
+      expect((await call('stop', { unit: 'sim-2' })).status).toBe(403);
+
+      // Every unit verb (units.*) on the whole host: arm, run a program, follow it on the channel.
+      await grant(ada, hostId, ['units.*'], `host:${hostId}`);
+      await host.grants.refresh();
+      expect((await call('list_units')).body.result.units.map((u: any) => [u.name, u.driver, !!u.channel])).toEqual([
+        ['sim-1', 'simulated', true],
+        ['sim-2', 'simulated', false],
+      ]);
+      expect((await call('run_program', { unit: 'sim-1', program: 'MOVE 5' })).body.result).toMatchObject({
+        ok: false,
+        reply: 'ERR not armed (state=idle)',
+      });
+      expect((await call('arm', { unit: 'sim-1' })).body.result).toEqual({ unit: 'sim-1', ok: true, reply: 'OK ARMED' });
+      expect((await call('run_program', { unit: 'sim-1', program: 'MOVE 5; WAIT 5; MOVE -2' })).body.result).toMatchObject({
+        ok: true,
+        reply: 'OK RUNNING 3 steps',
+      });
+      let lines: any[] = [];
+      for (let i = 0; i < 100 && !lines.some((l) => l.text.startsWith('EVENT done')); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        lines = (await call('read_channel', { unit: 'sim-1' })).body.result.lines;
+      }
+      expect(lines.filter((l) => l.dir === 'in' && l.text.startsWith('EVENT')).map((l) => l.text)).toEqual([
+        'EVENT step 1/3 MOVE pos=5',
+        'EVENT step 2/3 WAIT pos=5',
+        'EVENT step 3/3 MOVE pos=3',
+        'EVENT done pos=3',
+      ]);
+      const after = lines.at(-1).seq;
+      expect((await call('read_channel', { unit: 'sim-1', after })).body.result.lines).toEqual([]);
+      expect((await call('send_command', { unit: 'sim-1', command: 'FLY' })).body.result).toMatchObject({
+        ok: false,
+        reply: 'ERR unknown command FLY',
+      });
+      expect((await call('send_command', { unit: 'sim-1', command: 'PING\nARM' })).status).toBe(400);
+      expect((await call('close_channel', { unit: 'sim-1' })).body.result).toEqual({ unit: 'sim-1', closed: true });
+      expect((await call('send_command', { unit: 'sim-1', command: 'PING' })).body.error.code).toBe('channel_closed');
+      // Stop without an open channel opens one for the command and closes it again.
+      expect((await call('stop', { unit: 'sim-2' })).body.result).toMatchObject({ ok: true });
+      expect(host.units.isOpen('sim-2')).toBe(false);
+
+      // The journal: every action before the unit saw it, its result after, refusals too.
+      expect(received.length).toBeGreaterThan(0);
+      expect(received.filter((r) => !r.journaled)).toEqual([]);
+      const journal = (await call('read_journal', { limit: 1000 })).body.result.entries;
+      const actions = journal.filter((e: any) => e.kind === 'action');
+      expect(actions.map((e: any) => [e.tool, e.unit, e.line])).toEqual([
+        ['open_channel', 'sim-1', 'open'],
+        ['send_command', 'sim-1', 'PING'],
+        ['stop', 'sim-1', 'STOP'],
+        ['run_program', 'sim-1', 'RUN MOVE 5'],
+        ['arm', 'sim-1', 'ARM'],
+        ['run_program', 'sim-1', 'RUN MOVE 5; WAIT 5; MOVE -2'],
+        ['send_command', 'sim-1', 'FLY'],
+        ['close_channel', 'sim-1', 'close'],
+        ['stop', 'sim-2', 'STOP'],
+      ]);
+      for (const a of actions) {
+        const result = journal.find((e: any) => e.kind === 'result' && e.ref === a.seq);
+        expect(result.seq).toBeGreaterThan(a.seq);
+      }
+      expect(journal.filter((e: any) => e.kind === 'refused').map((e: any) => e.tool)).toEqual(
+        expect.arrayContaining(['arm', 'stop', 'list_units', 'open_channel']),
+      );
+      expect(journal.every((e: any) => e.caller.via === 'local')).toBe(true);
+      // The journal reads back from where one left off.
+      const tail = (await call('read_journal', { after: journal.at(-2).seq })).body.result;
+      expect(tail.entries.map((e: any) => e.seq)).toEqual([journal.at(-1).seq]);
+    } finally {
+      await host.stop();
+    }
+  });
+});
