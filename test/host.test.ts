@@ -5,11 +5,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import WebSocket from 'ws';
+
+import { gatewaySettingsSchema, type RunningGateway, startGateway } from '@svc/gateway';
 import { createLog, type RunningHost, SimulatedDriver, startHost } from '@svc/host';
 
 import { tempDir } from './support/backends';
 import { control } from './support/host';
-import { startTestStack, type TestStack } from './support/stack';
+import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
 
 let t: TestStack;
 beforeAll(async () => {
@@ -163,6 +166,149 @@ describe('the local host under its grants', () => {
       expect(tail.entries.map((e: any) => e.seq)).toEqual([journal.at(-1).seq]);
     } finally {
       await host.stop();
+    }
+  });
+});
+
+/** Tries a WebSocket upgrade of /hosts/connect; resolves with the HTTP status of a refusal, or 101. */
+function upgrade(url: string, secret: string | undefined, path = '/v1/hosts/connect'): Promise<number> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url.replace(/^http/, 'ws') + path, { headers: secret ? { authorization: `Bearer ${secret}` } : {} });
+    ws.on('unexpected-response', (_req, res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.on('open', () => {
+      resolve(101);
+      ws.close();
+    });
+    ws.on('error', () => {});
+  });
+}
+
+describe('the connection out: platform calls reach a running host with no inbound port', () => {
+  let second: RunningGateway;
+  beforeAll(async () => {
+    // A second gateway replica on the same backends: the host connects to it, calls arrive at the first.
+    second = await startGateway({
+      config: t.stack.config,
+      log: t.stack.log,
+      backends: t.stack.backends,
+      registry: t.stack.registry,
+      host: '127.0.0.1',
+      port: 0,
+      version: 'test',
+      settings: gatewaySettingsSchema.parse({}),
+    });
+  });
+  afterAll(async () => {
+    await second?.stop(500);
+  });
+
+  test('pair, connect, call through another replica, reconnect, unpair', async () => {
+    const ada = await person();
+    const bob = await person();
+    const { hostId, credential } = await pair(ada);
+    const hostCall = (key: string, tool: string, args: object = {}) =>
+      t.call('POST', `/hosts/${hostId}/call`, { key, body: { tool, arguments: args } });
+
+    // Not connected: 503 host_offline.
+    const offline = await hostCall(ada.key, 'list_units');
+    expect(offline.status).toBe(503);
+    expect(offline.body).toEqual(ERROR_BODY);
+    expect(offline.body.error.code).toBe('host_offline');
+
+    // Only a host credential opens the connection.
+    const secondUrl = `http://127.0.0.1:${second.port}`;
+    expect(await upgrade(secondUrl, undefined)).toBe(401);
+    expect(await upgrade(secondUrl, ada.key)).toBe(401);
+    expect(await upgrade(secondUrl, `svch_${'0'.repeat(64)}`)).toBe(401);
+    expect((await t.call('GET', '/hosts/connect', { key: credential })).status).toBe(426);
+
+    const dataDir = tempDir();
+    const host = await startHost({
+      credential,
+      baseUrl: secondUrl,
+      port: 0,
+      dataDir,
+      units: new Map([['sim-1', new SimulatedDriver({ msPerUnit: 1 })]]),
+      log: createLog({ silent: true }),
+      backoff: { minMs: 50, maxMs: 200 },
+    });
+    try {
+      await host.connection!.when((c) => c.state === 'open' && c.hostId === hostId);
+      await host.grants.refresh();
+
+      // Connected, but no grant: the host answers with a tool error naming the verb.
+      const refused = await t.ok('POST', `/hosts/${hostId}/call`, ada.key, { tool: 'list_units' });
+      expect(refused.body.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'grant_required' } } });
+      expect(refused.body.result.content[0].text).toMatch(/units\.list/);
+
+      // A grant given now is pushed down the connection: the host reads its grants again at once
+      // (its own poll is a minute away).
+      await grant(ada, hostId, ['units.*'], `host:${hostId}`);
+      let listed: any;
+      for (let i = 0; i < 100; i++) {
+        listed = (await hostCall(ada.key, 'list_units')).body;
+        if (!listed.result?.isError) break;
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      expect(listed).toMatchObject({
+        hostId,
+        tool: 'list_units',
+        result: { structuredContent: { units: [{ name: 'sim-1', driver: 'simulated' }] } },
+      });
+
+      const opened = await hostCall(ada.key, 'open_channel', { unit: 'sim-1' });
+      expect(opened.status).toBe(200);
+      const armed = await hostCall(ada.key, 'arm', { unit: 'sim-1' });
+      expect(armed.body.result.structuredContent).toEqual({ unit: 'sim-1', ok: true, reply: 'OK ARMED' });
+      // Bob, with hosts.call on this host from Ada, reaches it too.
+      await grant(ada, bob.id, ['hosts.call'], `host:${hostId}`);
+      expect((await hostCall(bob.key, 'stop', { unit: 'sim-1' })).body.result.structuredContent).toMatchObject({ ok: true });
+
+      // The journal names the platform call and who made it.
+      const entries = (await control(host.endpoint.port, credential, 'read_journal')).body.result.entries;
+      const arm = entries.find((e: any) => e.kind === 'action' && e.tool === 'arm');
+      expect(arm.caller).toEqual({ via: 'platform', callId: armed.body.callId, principal: { kind: 'human', id: ada.id } });
+      expect(entries.find((e: any) => e.kind === 'action' && e.tool === 'stop').caller.principal).toEqual({ kind: 'human', id: bob.id });
+
+      // The connection drops: the host connects again by itself.
+      (host.connection as any).ws.terminate();
+      await host.connection!.when((c) => c.state !== 'open');
+      await host.connection!.when((c) => c.state === 'open');
+      let again: any;
+      for (let i = 0; i < 50; i++) {
+        again = await hostCall(ada.key, 'read_channel', { unit: 'sim-1' });
+        if (again.status === 200) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(again.body.result.structuredContent.lines.map((l: any) => l.text)).toEqual(expect.arrayContaining(['ARM', 'OK ARMED', 'STOP']));
+
+      // Unpairing cuts the connection, and the host stops trying.
+      expect((await t.call('DELETE', `/hosts/${hostId}`, { key: ada.key })).status).toBe(200);
+      await host.connection!.when((c) => c.state === 'rejected');
+      expect(await upgrade(secondUrl, credential)).toBe(401);
+      expect((await hostCall(ada.key, 'list_units')).status).toBe(404);
+      expect((await t.call('GET', '/standing-grants/held', { key: credential })).status).toBe(401);
+    } finally {
+      await host.stop();
+    }
+  });
+
+  test('a host credential reads what a host may read, and nothing else', async () => {
+    const ada = await person();
+    const { hostId, credential } = await pair(ada);
+    expect((await t.ok('GET', '/standing-grants/held', credential)).body).toEqual({ grants: [], nextCursor: null });
+    expect((await t.ok('GET', '/me', credential)).body).toMatchObject({ kind: 'host', accountId: ada.id, keyId: hostId });
+    for (const [method, p] of [
+      ['GET', `/accounts/${ada.id}/hosts`],
+      ['POST', `/hosts/${hostId}/call`],
+      ['GET', '/agents'],
+    ]) {
+      const r = await t.call(method, p, { key: credential, body: method === 'POST' ? { tool: 'x' } : undefined });
+      expect([p, r.status, r.body.error.code]).toEqual([p, 401, 'invalid_api_key']);
     }
   });
 });

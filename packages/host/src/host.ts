@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { Connection } from './connection.js';
 import { Control } from './control.js';
 import { type Endpoint, startEndpoint } from './endpoint.js';
 import { GrantBook } from './grants.js';
@@ -19,6 +20,8 @@ export interface HostOptions {
   grantsPollMs?: number;
   /** Connect out to the platform (default true); false: local endpoint only. */
   connect?: boolean;
+  /** Reconnection backoff bounds (default 500 ms to 30 s). */
+  backoff?: { minMs: number; maxMs: number };
 }
 
 export interface RunningHost {
@@ -27,13 +30,15 @@ export interface RunningHost {
   grants: GrantBook;
   journal: Journal;
   units: Units;
+  /** The connection out to the platform (absent with `connect: false`). */
+  connection?: Connection;
   stop(): Promise<void>;
 }
 
 export const journalFile = (dataDir: string) => path.join(dataDir, 'journal.jsonl');
 export const endpointFile = (dataDir: string) => path.join(dataDir, 'endpoint.json');
 
-/** Starts the host: journal, grants, units, the loopback endpoint (and, with step 2, the connection out). */
+/** Starts the host: journal, grants, units, the loopback endpoint and the connection out to the platform. */
 export async function startHost(o: HostOptions): Promise<RunningHost> {
   fs.mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
   const journal = await Journal.open(journalFile(o.dataDir));
@@ -44,7 +49,21 @@ export async function startHost(o: HostOptions): Promise<RunningHost> {
   const endpoint = await startEndpoint({ port: o.port, credential: o.credential, control, log: o.log });
   // Where the relay finds the endpoint (the port only: the credential is never written here).
   fs.writeFileSync(endpointFile(o.dataDir), JSON.stringify({ port: endpoint.port, pid: process.pid }) + '\n', { mode: 0o600 });
+  let connection: Connection | undefined;
+  if (o.connect !== false) {
+    connection = new Connection({
+      baseUrl: o.baseUrl,
+      credential: o.credential,
+      control,
+      grants,
+      log: o.log,
+      minBackoffMs: o.backoff?.minMs,
+      maxBackoffMs: o.backoff?.maxMs,
+    });
+    connection.start();
+  }
   return {
+    connection,
     endpoint,
     control,
     grants,
@@ -52,6 +71,7 @@ export async function startHost(o: HostOptions): Promise<RunningHost> {
     units,
     async stop() {
       grants.stop();
+      await connection?.stop();
       await endpoint.close();
       await units.closeAll();
       for (const d of o.units.values()) (d as { device?: { halt(): void } }).device?.halt();

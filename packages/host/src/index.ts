@@ -1,3 +1,4 @@
+export { Connection, type ConnectionState, toolResult } from './connection.js';
 export { Control, ControlError } from './control.js';
 export { defaultCredentialFile, HOST_CREDENTIAL_RE, HostSetupError, loadCredential, refuseCredentialInArgv } from './credential.js';
 export { guard, LOOPBACK_ADDRESSES, startEndpoint } from './endpoint.js';

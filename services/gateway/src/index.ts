@@ -15,6 +15,7 @@ import {
 
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
+import { attachHostFront } from './fronts/hosts/index.js';
 import { mountProtocols } from './fronts/index.js';
 import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
@@ -84,6 +85,7 @@ export async function startGateway(deps: {
   });
   const server = http.createServer(expressServerOptions(app), app);
   answerClientErrors(server, nextRequestId);
+  const hostFront = await attachHostFront(server, { auth, bus, log });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
@@ -99,6 +101,7 @@ export async function startGateway(deps: {
       clearInterval(usageTimer);
       await revoked.unsubscribe();
       await membership.unsubscribe();
+      await hostFront.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.closeAllConnections();

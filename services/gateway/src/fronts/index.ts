@@ -3,6 +3,7 @@ import type express from 'express';
 import type { ContentDeps } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
+import { mountHostConnect } from './hosts/index.js';
 import { mountDav } from './webdav/index.js';
 
 /** What the protocol fronts share: the authentication step and what moving drive content needs. */
@@ -10,7 +11,12 @@ export interface FrontDeps extends ContentDeps {
   auth: Authenticator;
 }
 
-/** Protocol fronts (WebDAV; Git, SSE and the host connection to come), each on its own path. */
+/**
+ * Protocol fronts (WebDAV; Git and SSE to come), each on its own path. The host connection is a
+ * WebSocket upgrade, taken on the HTTP server itself (hosts/index.ts); here a plain GET of its path
+ * is told so.
+ */
 export function mountProtocols(app: express.Express, deps: FrontDeps): void {
   mountDav(app, deps);
+  mountHostConnect(app);
 }
