@@ -61,11 +61,9 @@ function refuseUpgrade(socket: Duplex, status: number, code: string, message: st
 export function mountHostConnect(app: express.Express): void {
   app.all(/^\/hosts\/connect\/?$/i, (req, res) => {
     res.setHeader('Upgrade', 'websocket');
-    res
-      .status(426)
-      .json({
-        error: { code: 'upgrade_required', message: 'GET /hosts/connect is a WebSocket upgrade for a paired host.', requestId: req.requestId },
-      });
+    res.status(426).json({
+      error: { code: 'upgrade_required', message: 'GET /hosts/connect is a WebSocket upgrade for a paired host.', requestId: req.requestId },
+    });
   });
 }
 
