@@ -5,6 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import WebSocket from 'ws';
 
 import { gatewaySettingsSchema, type RunningGateway, startGateway } from '@svc/gateway';
@@ -309,6 +311,119 @@ describe('the connection out: platform calls reach a running host with no inboun
     ]) {
       const r = await t.call(method, p, { key: credential, body: method === 'POST' ? { tool: 'x' } : undefined });
       expect([p, r.status, r.body.error.code]).toEqual([p, 401, 'invalid_api_key']);
+    }
+  });
+});
+
+const CLI = path.join(__dirname, '..', 'packages', 'host', 'dist', 'cli.js');
+
+/** A real MCP client speaking to `svc-host mcp` over stdio, the way an editor or agent runs it. */
+async function relayClient(env: Record<string, string>) {
+  const stderr: string[] = [];
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp'],
+    env: { PATH: process.env.PATH ?? '', HOME: tempDir(), XDG_CONFIG_HOME: tempDir(), ...env },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (c: Buffer) => stderr.push(c.toString()));
+  const client = new Client({ name: 'host-test', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, stderr, close: () => client.close() };
+}
+
+describe('the stdio MCP relay', () => {
+  test('a real MCP client acts through the relay; without a credential it reads but does not act', async () => {
+    const ada = await person();
+    const { hostId, credential } = await pair(ada);
+    await grant(ada, hostId, ['units.list', 'units.open', 'units.arm', 'units.read', 'units.journal'], `host:${hostId}`);
+    const dataDir = tempDir();
+    const unitsFile = path.join(tempDir(), 'units.json');
+    fs.writeFileSync(unitsFile, JSON.stringify({ units: [{ name: 'stage', driver: 'simulated' }] }));
+    const host = await startHost({
+      credential,
+      baseUrl: t.url,
+      port: 0,
+      dataDir,
+      units: new Map([['stage', new SimulatedDriver()]]),
+      log: createLog({ silent: true }),
+      connect: false,
+    });
+    await host.grants.refresh();
+    const env = { SVC_BASE_URL: t.url, SVC_HOST_DATA_DIR: dataDir, SVC_HOST_UNITS_FILE: unitsFile };
+    const full = await relayClient({ ...env, SVC_HOST_CREDENTIAL: credential });
+    try {
+      const { tools } = await full.client.listTools();
+      expect(tools.map((x) => x.name).sort()).toEqual(
+        [
+          'arm',
+          'close_channel',
+          'list_grants',
+          'list_units',
+          'open_channel',
+          'read_channel',
+          'read_journal',
+          'run_program',
+          'send_command',
+          'stop',
+        ].sort(),
+      );
+      expect(tools.find((x) => x.name === 'read_channel')!.annotations).toMatchObject({ readOnlyHint: true });
+      expect(tools.find((x) => x.name === 'arm')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+
+      const units = await full.client.callTool({ name: 'list_units', arguments: {} });
+      expect(units.structuredContent).toMatchObject({ units: [{ name: 'stage', driver: 'simulated', state: 'idle' }] });
+      expect((await full.client.callTool({ name: 'open_channel', arguments: { unit: 'stage' } })).isError).toBeFalsy();
+      const armed = await full.client.callTool({ name: 'arm', arguments: { unit: 'stage' } });
+      expect(armed.structuredContent).toEqual({ unit: 'stage', ok: true, reply: 'OK ARMED' });
+      // A verb the host does not hold: a tool error naming it.
+      const run = await full.client.callTool({ name: 'run_program', arguments: { unit: 'stage', program: 'MOVE 1' } });
+      expect(run.isError).toBe(true);
+      expect((run.content as any)[0].text).toMatch(/units\.run/);
+
+      // No credential: the journal and the units file read; acting says why it cannot.
+      const ro = await relayClient(env);
+      try {
+        expect((await ro.client.listTools()).tools).toHaveLength(10);
+        const journal = await ro.client.callTool({ name: 'read_journal', arguments: {} });
+        expect((journal.structuredContent as any).entries.filter((e: any) => e.kind === 'action').map((e: any) => e.tool)).toEqual([
+          'open_channel',
+          'arm',
+        ]);
+        const listed = await ro.client.callTool({ name: 'list_units', arguments: {} });
+        expect(listed.structuredContent).toMatchObject({ units: [{ name: 'stage', driver: 'simulated', live: false }] });
+        for (const [name, args] of [
+          ['arm', { unit: 'stage' }],
+          ['stop', { unit: 'stage' }],
+          ['send_command', { unit: 'stage', command: 'PING' }],
+        ] as const) {
+          const r = await ro.client.callTool({ name, arguments: args });
+          expect([name, r.isError, (r.structuredContent as any).error.code]).toEqual([name, true, 'read_only']);
+          expect((r.content as any)[0].text).toMatch(/no host credential, so it is read-only/);
+        }
+        expect((await ro.client.callTool({ name: 'list_grants', arguments: {} })).structuredContent).toMatchObject({
+          error: { code: 'credential_required' },
+        });
+        // Nothing reached the unit: the journal holds the same two actions.
+        expect(((await host.control.call('read_journal', {}, { via: 'local' })) as any).entries.filter((e: any) => e.kind === 'action')).toHaveLength(
+          2,
+        );
+        expect(ro.stderr.join('')).toMatch(/relay: serving MCP on stdio/);
+      } finally {
+        await ro.close();
+      }
+      expect(full.stderr.join('')).not.toContain(credential.slice(5));
+    } finally {
+      await full.close();
+      await host.stop();
+    }
+    // The host gone: the relay says so instead of failing.
+    const orphan = await relayClient({ ...env, SVC_HOST_CREDENTIAL: credential });
+    try {
+      const r = await orphan.client.callTool({ name: 'list_units', arguments: {} });
+      expect(r.structuredContent).toMatchObject({ error: { code: 'host_not_running' } });
+    } finally {
+      await orphan.close();
     }
   });
 });

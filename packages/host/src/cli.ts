@@ -23,8 +23,8 @@ async function main(argv: string[]): Promise<void> {
   const config = readConfig();
   if (command === 'mcp') {
     const { runRelay } = await import('./relay.js');
-    await runRelay({ config, credential: loadCredential()?.credential, log });
-    return;
+    await runRelay({ config, credential: loadCredential()?.credential, log, portGiven: !!process.env.SVC_HOST_PORT });
+    process.exit(0);
   }
   if (command !== 'serve') throw new HostSetupError(`Unknown command ${JSON.stringify(command)}.\n\n${USAGE}`);
   const loaded = loadCredential();
