@@ -24,7 +24,7 @@ export {
 export { costOf, fromUnits, toUnits } from './inference/cost.js';
 export { devAnswer, type DevModelServer, devTokens, startDevModelServer } from './inference/dev-model.js';
 export { providerError, retryAfter } from './inference/errors.js';
-export { type Charging, type InferDeps,Inference } from './inference/infer.js';
+export { type Charging, type InferDeps, Inference } from './inference/infer.js';
 export { pinnedFetch } from './inference/pinned-fetch.js';
 export { migrations } from './migrations/index.js';
 export { type ModelFilter, ModelsDomain, type ModelView, type Unavailable } from './models.js';
