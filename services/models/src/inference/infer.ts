@@ -1,4 +1,4 @@
-import { checkOutboundUrl, DomainError, invalid, type Principal } from '@svc/kit';
+import { type Actor, actorOf, checkOutboundUrl, DomainError, invalid, type Principal } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 
 import type { Catalogue, CatalogueModel } from '../catalogue.js';
@@ -39,7 +39,12 @@ export interface Charging {
   /** Throws insufficient_credits unless the account may start a priced call under chargeKey. */
   ensure(accountId: string, chargeKey: string): Promise<void>;
   /** Debits cost once per (account, chargeKey); a second debit under the same key does nothing. */
-  debit(accountId: string, chargeKey: string, cost: string, memo: { model: string; inputTokens: number; outputTokens: number }): Promise<void>;
+  debit(
+    accountId: string,
+    chargeKey: string,
+    cost: string,
+    memo: { model: string; inputTokens: number; outputTokens: number; actor: Actor },
+  ): Promise<void>;
 }
 
 export type Wire = 'openai' | 'anthropic';
@@ -84,6 +89,7 @@ export class Inference {
             model: model.id,
             inputTokens: e.end.inputTokens,
             outputTokens: e.end.outputTokens,
+            actor: actorOf(p),
           });
         }
         yield {
