@@ -164,6 +164,9 @@ describe('the openai adapter', () => {
   });
 
   test('the platform key serves an account without its own (not own_key)', async () => {
+    // With the platform's keys set, the providers' models are listed available to every account.
+    const listed = (await t.ok('GET', '/models', other.key)).body.models;
+    expect(listed.filter((m: any) => m.provider !== 'svc').every((m: any) => m.available)).toBe(true);
     openai.requests.length = 0;
     const events = await infer({ model: 'openai/gpt-4o-mini' }, other.id);
     expect(openai.requests[0]!.headers.authorization).toBe('Bearer sk-platform-openai');

@@ -1,3 +1,4 @@
+import { routes } from '@svc/api';
 import { loadSettings } from '@svc/kit';
 import { modelsSettingsSchema } from '@svc/models';
 import { startStack } from '@svc/stack';
@@ -142,6 +143,32 @@ describe('GET /models/catalog and /models/families', () => {
 });
 
 describe('no completion endpoint', () => {
+  test('no route of the table, nor any path of /openapi.json, is a completion, chat or responses endpoint', async () => {
+    const bad = /(^|\/)(chat\/completions|completions|responses|chat)(\/|$)/;
+    expect(routes.filter((r) => bad.test(r.path)).map((r) => r.path)).toEqual([]);
+    const doc = (await t.ok('GET', '/openapi.json', person.key)).body;
+    expect(Object.keys(doc.paths).filter((p) => bad.test(p))).toEqual([]);
+  });
+
+  test.each([
+    '/api/v1/chat/completions',
+    '/openai/v1/chat/completions',
+    '/v1/openai/chat/completions',
+    '/models/chat/completions',
+    '/v1/models/svc/dev/chat/completions',
+    '/v1/engines/svc-dev/completions',
+    '/v2/chat/completions',
+    '/v1/v1/chat/completions',
+    '/mcp/v1/chat/completions',
+    '/v1/responses/resp_1',
+  ])('%s answers 404 with the error body, with or without a key', async (p) => {
+    for (const key of [undefined, person.key]) {
+      const res = await t.call('POST', p, { key, body: { model: 'svc/dev', messages: [{ role: 'user', content: 'hi' }], stream: true } });
+      expect([p, res.status]).toEqual([p, 404]);
+      expect(res.body).toEqual(ERROR_BODY);
+    }
+  });
+
   test.each(['/v1/chat/completions', '/chat/completions', '/v1/completions', '/v1/responses'])('%s answers 404 to POST and GET', async (p) => {
     for (const method of ['POST', 'GET']) {
       for (const key of [undefined, person.key]) {
