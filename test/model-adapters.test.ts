@@ -38,6 +38,8 @@ beforeAll(async () => {
   };
   own = await person('Own keys');
   other = await person('Platform keys');
+  // The platform's keys are paid with credits.
+  await t.ok('POST', '/credits/grants', t.bootstrapKey, { accountId: other.id, amount: '5' });
   await t.ok('PUT', '/models/provider-keys/openai', own.key, { key: 'sk-own-openai-1234', baseUrl: openai.baseUrl });
   await t.ok('PUT', '/models/provider-keys/anthropic', own.key, { key: 'sk-ant-own-5678', baseUrl: anthropic.baseUrl });
   await t.ok('PUT', '/models/provider-keys/openai-compatible', own.key, { key: 'local-key-9', baseUrl: compatible.baseUrl });
