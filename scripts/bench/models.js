@@ -13,7 +13,7 @@
 //
 //   npm run build && node scripts/bench/models.js
 //
-// Options (environment): BENCH_SAMPLES (20 streams per shape and path), BENCH_SECONDS (2 per
+// Options (environment): BENCH_SAMPLES (15 streams per shape and path), BENCH_SECONDS (2 per
 // throughput round), BENCH_ROUNDS (3). Backends follow the environment, embedded otherwise.
 'use strict';
 const { fork } = require('node:child_process');
@@ -23,9 +23,9 @@ const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 
-const { measure, startTarget } = require('./lib.js');
+const { dropStream, freshDatabase, measure, startTarget } = require('./lib.js');
 
-const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 20);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 15);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SHAPES = {
@@ -95,11 +95,14 @@ async function streaming() {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-models-'));
   const secret = randomBytes(32).toString('hex');
   const results = {};
+  const namespaces = [];
   let stack;
+  let db;
   try {
     // The first-party model goes to the fake: a free model, no key, no credits; the model name
     // sent upstream selects the shape.
     const env = {
+      ...process.env,
       SVC_SERVICE: 'all',
       PORT: '0',
       HOST: '127.0.0.1',
@@ -111,7 +114,15 @@ async function streaming() {
     };
     const direct = new OpenAI({ apiKey: 'none', baseURL: baseUrl, maxRetries: 0 });
     for (const shape of Object.keys(SHAPES)) {
-      stack = await startStack({ ...env, SVC_MODELS_FIRST_PARTY_MODEL: shape, SVC_NAMESPACE: `bench${randomBytes(4).toString('hex')}` });
+      // A fresh database per stack on a real server (DATABASE_URL), embedded otherwise.
+      db = await freshDatabase();
+      namespaces.push(`bench${randomBytes(4).toString('hex')}`);
+      stack = await startStack({
+        ...env,
+        ...(db.url ? { DATABASE_URL: db.url } : {}),
+        SVC_MODELS_FIRST_PARTY_MODEL: shape,
+        SVC_NAMESPACE: namespaces[namespaces.length - 1],
+      });
       const client = stack.registry.client('models', models.ModelsServiceService, 'svc.models.v1.ModelsService');
       const token = (await new PrincipalSigner(secret).sign({ kind: 'agent', agentId: 'agt_bench', accountId: 'acct_bench', channel: 'internal' }))
         .token;
@@ -154,9 +165,13 @@ async function streaming() {
       };
       await stack.stop();
       stack = undefined;
+      await db.drop();
+      db = undefined;
     }
   } finally {
     await stack?.stop();
+    await db?.drop();
+    for (const n of namespaces) await dropStream(n);
     upstream.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
