@@ -112,6 +112,7 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /hosts/:hostId/call': { tool: 'echo' },
     'post /agents': { name: 'x' },
     'put /default-agents': { agentIds: [] },
+    'post /credits/grants': { accountId: who.userId, amount: '1' },
     'patch /agents/:id': { name: 'renamed' },
     'post /agents/:id/keys': { name: 'x' },
     'post /api/api-keys': { name: 'x' },

@@ -2,6 +2,7 @@ import type { Route } from './route.js';
 import { accountsRoutes } from './routes/accounts/index.js';
 import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
+import { creditsRoutes } from './routes/credits.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
@@ -13,6 +14,7 @@ import { tradingRoutes } from './routes/trading.js';
 export * from './openapi.js';
 export * from './route.js';
 export * from './routes/code.js';
+export * from './routes/credits.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
@@ -34,6 +36,7 @@ export const routes: Route[] = [
   ...driveRoutes,
   ...profilesRoutes,
   ...modelsRoutes,
+  ...creditsRoutes,
   ...tradingRoutes,
   ...codeRoutes,
 ];

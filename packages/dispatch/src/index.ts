@@ -1,4 +1,5 @@
 export * from './access.js';
+export * from './answer-cache.js';
 export * from './answers.js';
 export * from './content.js';
 export * from './dispatcher.js';

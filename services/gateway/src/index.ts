@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { driveOperations } from '@svc/dispatch';
+import { MODELS_CACHE } from '@svc/api';
+import { AnswerCache, driveOperations } from '@svc/dispatch';
 import {
   type Backends,
   type Config,
@@ -61,6 +62,11 @@ export async function startGateway(deps: {
   const membership = await bus.subscribe('accounts.member.*', async (event) => {
     auth.evictAccount(event.accountId);
   });
+  // An account's provider keys changed (on any replica): its cached model listings go.
+  const answers = new AnswerCache();
+  const providerKeys = await bus.subscribe('models.provider_key.*', async (event) => {
+    answers.evict(MODELS_CACHE.tag, event.accountId);
+  });
   const usageTimer = setInterval(() => {
     auth.flushUsage(cache).catch((err) => log.warn({ err }, 'usage flush failed'));
   }, USAGE_FLUSH_MS);
@@ -81,6 +87,7 @@ export async function startGateway(deps: {
     services,
     version: deps.version,
     operations: driveOperations(local),
+    answers,
     mount: (app) => mountProtocols(app, local),
   });
   const server = http.createServer(expressServerOptions(app), app);
@@ -102,6 +109,7 @@ export async function startGateway(deps: {
       await revoked.unsubscribe();
       await membership.unsubscribe();
       await hostFront.close();
+      await providerKeys.unsubscribe();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.closeAllConnections();
