@@ -3,14 +3,16 @@ import type express from 'express';
 import type { ContentDeps } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
+import { mountSites, type SitesDeps } from './sites/index.js';
 import { mountDav } from './webdav/index.js';
 
 /** What the protocol fronts share: the authentication step and what moving drive content needs. */
-export interface FrontDeps extends ContentDeps {
+export interface FrontDeps extends ContentDeps, SitesDeps {
   auth: Authenticator;
 }
 
-/** Protocol fronts (WebDAV; Git, SSE and the host connection to come), each on its own path. */
+/** Protocol fronts (public sites, WebDAV; Git, SSE and the host connection to come), each on its own path. */
 export function mountProtocols(app: express.Express, deps: FrontDeps): void {
+  mountSites(app, deps);
   mountDav(app, deps);
 }
