@@ -16,6 +16,7 @@ import { type Blobs, DomainError, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
 import { drained } from '../../http/content.js';
+import { ContentCache } from './cache.js';
 
 export interface SitesDeps extends ContentDeps {
   /** A token of the gateway's own (system) principal: what the public front asks the drive with. */
@@ -75,7 +76,13 @@ async function stream(deps: SitesDeps, blobs: Blobs, res: Response, file: drive_
   }
 }
 
-async function serve(deps: SitesDeps, req: Request, res: Response, site: { slug: string; rest: string; root: string }): Promise<void> {
+async function serve(
+  deps: SitesDeps,
+  cache: ContentCache,
+  req: Request,
+  res: Response,
+  site: { slug: string; rest: string; root: string },
+): Promise<void> {
   const head = req.method === 'HEAD';
   for (const [k, v] of Object.entries(SITE_HEADERS)) res.setHeader(k, v);
   if (req.method !== 'GET' && !head) {
@@ -104,7 +111,14 @@ async function serve(deps: SitesDeps, req: Request, res: Response, site: { slug:
   res.setHeader('Content-Type', file.contentType);
   res.setHeader('Content-Length', String(file.size));
   if (head || file.size === 0 || !answer.blobKey) return void res.end();
-  await stream(deps, await deps.backends.blobs(), res, file, answer.blobKey);
+  const blobs = await deps.backends.blobs();
+  if (file.size > cache.maxFile) return stream(deps, blobs, res, file, answer.blobKey);
+  const content = await cache.get(blobs, answer.blobKey, file.sha256, file.size);
+  if (!content) {
+    deps.log.error({ key: answer.blobKey, sha256: file.sha256 }, 'stored site content does not match its hash');
+    return void res.destroy();
+  }
+  res.end(content);
 }
 
 /** A redirect within the site, keeping the query string. */
@@ -118,6 +132,7 @@ function redirect(res: Response, req: Request, to: string): void {
 
 /** Mounts the public sites front: by path on every host, and by host name when SVC_SITES_HOST is set. */
 export function mountSites(app: express.Express, deps: SitesDeps): void {
+  const cache = new ContentCache();
   const suffix = deps.sitesHost ? `.${deps.sitesHost.replace(/^\*\./, '').toLowerCase()}` : undefined;
   app.use((req, res, next) => {
     let site: { slug: string; rest: string; root: string } | undefined;
@@ -132,7 +147,7 @@ export function mountSites(app: express.Express, deps: SitesDeps): void {
       const prefix = req.originalUrl.startsWith('/v1/') ? '/v1' : '';
       site = { slug: m[1]!, rest: m[2] ?? '', root: `${prefix}/sites/${m[1]}` };
     }
-    serve(deps, req, res, site).catch((err: unknown) => {
+    serve(deps, cache, req, res, site).catch((err: unknown) => {
       if (res.headersSent) return void res.destroy();
       if (err instanceof DomainError && err.httpStatus < 500) return plain(res, err.httpStatus, err.message, req.method === 'HEAD');
       deps.log.warn({ err, requestId: req.requestId }, 'a site request failed');
