@@ -14,7 +14,7 @@ import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
  */
 
 const MAX_FILES = 12;
-const MAX_BYTES = 64 * 1024;
+const MAX_BYTES = 512 * 1024;
 
 let t: TestStack;
 let alice: string;
@@ -173,6 +173,23 @@ describe('sites', () => {
       expect(page.body.equals(Buffer.from(content))).toBe(true);
       expect(page.headers.etag).toBe(`"${sha(content)}"`);
     }
+  });
+
+  test('a large file is streamed whole (past the gateway’s in-memory cache of small files)', async () => {
+    const big = Buffer.alloc(300 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 7919) % 251;
+    const other = await createSite('streamed');
+    await deployOk(other.id, { files: [{ path: 'big.bin', content: big.toString('base64'), encoding: 'base64' }] });
+    for (let i = 0; i < 2; i++) {
+      const page = await get('/sites/streamed/big.bin');
+      expect([page.status, page.headers['content-type'], page.headers.etag, page.body.equals(big)]).toEqual([
+        200,
+        'application/octet-stream',
+        `"${sha(big)}"`,
+        true,
+      ]);
+    }
+    await t.ok('DELETE', `/sites/${other.id}`, alice);
   });
 
   test('HEAD, If-None-Match (304), folder redirects and the site’s 404.html', async () => {
