@@ -393,6 +393,42 @@ describe('sites', () => {
     await t.ok('DELETE', `/sites/${mine.id}`, alice);
   });
 
+  test('a project-scoped key sees and deploys its project’s sites only', async () => {
+    const projectKey = (await t.ok('POST', '/api/api-keys', alice, { name: 'proj', projectId: 'web' })).body.key;
+    const mine = (await t.ok('POST', '/sites', projectKey, { slug: 'proj-site' })).body;
+    expect(mine.projectId).toBe('web');
+    expect((await t.ok('GET', '/sites', projectKey)).body.sites.map((s: any) => s.slug)).toEqual(['proj-site']);
+    expect((await t.call('GET', `/sites/${site.id}`, { key: projectKey })).status).toBe(404);
+    expect((await deploy(site.id, { files: files({ 'index.html': 'from a project key' }) }, projectKey)).status).toBe(404);
+    const other = await t.call('POST', '/sites', { key: projectKey, body: { slug: 'proj-other', projectId: 'elsewhere' } });
+    expect([other.status, other.body.error.code]).toEqual([403, 'project_scope']);
+    // A folder of the project's drive deploys by its path there; the account's own drive is not reachable.
+    const folder = (await t.ok('POST', '/drive/folders', projectKey, { name: 'pub' })).body;
+    await t.ok('POST', `/drive/upload?name=index.html&parentId=${folder.id}`, projectKey, 'project page', {
+      'content-type': 'application/octet-stream',
+    });
+    await deployOk(mine.id, { folderPath: 'pub' }, projectKey);
+    expect((await get('/sites/proj-site/')).text).toBe('project page');
+    expect((await deploy(mine.id, { folderPath: 'www' }, projectKey)).status).toBe(404);
+    // The unscoped key sees every site of the account.
+    expect((await t.ok('GET', '/sites', alice)).body.sites.map((s: any) => s.slug)).toContain('proj-site');
+    await t.ok('DELETE', `/sites/${mine.id}`, alice);
+  });
+
+  test('concurrent deploys: each one whole, the site serving exactly one of them', async () => {
+    const s = await createSite('racing');
+    const versions = Array.from({ length: 6 }, (_, i) => `v${i}`);
+    const made = await Promise.all(versions.map((v) => deployOk(s.id, { files: files({ 'index.html': v, [`${v}.txt`]: v }) })));
+    const current = (await t.ok('GET', `/sites/${s.id}`, alice)).body.currentDeploymentId;
+    const winner = made.find((d) => d.id === current);
+    expect(winner).toBeDefined();
+    const v = winner.files.find((f: any) => f.path !== 'index.html').path.replace('.txt', '');
+    expect((await get('/sites/racing/')).text).toBe(v);
+    expect((await get(`/sites/racing/${v}.txt`)).status).toBe(200);
+    expect((await t.ok('GET', `/sites/${s.id}/deployments`, alice)).body.deployments).toHaveLength(versions.length);
+    await t.ok('DELETE', `/sites/${s.id}`, alice);
+  });
+
   test('the same content is stored once, across deployments', async () => {
     const count = async () => Number((await (await t.stack.backends.sql()).query<{ n: string }>(`SELECT count(*) AS n FROM drive.blobs`))[0]!.n);
     const s = await createSite('dedupe');
