@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 
+import { zipSync } from 'fflate';
+
 import { createSystemTokenSource, PrincipalSigner } from '@svc/kit';
 import { drive } from '@svc/proto';
 
@@ -280,6 +282,33 @@ describe('sites', () => {
     expect((await get('/sites/alpha/')).text).toBe('replaced');
     // Same files, same digest.
     expect((await deployOk(site.id, { folderPath: 'www' })).digest).toBe(byPath.digest);
+  });
+
+  test('a zip archive deploys as its files; a bad one changes nothing', async () => {
+    const s = await createSite('zipped');
+    const zip = (entries: Record<string, string | Uint8Array>) =>
+      Buffer.from(zipSync(Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, typeof v === 'string' ? Buffer.from(v) : v])))).toString(
+        'base64',
+      );
+    const dep = await deployOk(s.id, {
+      archive: { format: 'zip', content: zip({ 'index.html': 'zipped home', 'css/': new Uint8Array(0), 'css/a.css': 'a{}' }) },
+    });
+    expect([dep.source, dep.files.map((f: any) => f.path)]).toEqual(['archive', ['css/a.css', 'index.html']]);
+    expect((await get('/sites/zipped/')).text).toBe('zipped home');
+    expect((await get('/sites/zipped/css/a.css')).headers['content-type']).toBe('text/css; charset=utf-8');
+
+    const refused: Array<[unknown, number, string]> = [
+      [{ archive: { content: zip({ '../evil.html': 'x' }) } }, 400, 'invalid_path'],
+      [{ archive: { content: Buffer.from('not a zip at all').toString('base64') } }, 400, 'invalid_archive'],
+      [{ archive: { content: zip(Object.fromEntries(Array.from({ length: MAX_FILES + 1 }, (_, i) => [`f${i}.txt`, 'x']))) } }, 413, 'site_too_large'],
+      [{ archive: { content: zip({ 'big.txt': new Uint8Array(MAX_BYTES + 1) }) } }, 413, 'site_too_large'],
+    ];
+    for (const [body, status, code] of refused) {
+      const res = await deploy(s.id, body);
+      expect([res.status, res.body.error?.code]).toEqual([status, code]);
+    }
+    expect((await t.ok('GET', `/sites/${s.id}`, alice)).body.currentDeploymentId).toBe(dep.id);
+    await t.ok('DELETE', `/sites/${s.id}`, alice);
   });
 
   test('deployments are listed newest first; a rollback serves an earlier one at once', async () => {

@@ -53,7 +53,7 @@ export const Deployment = z
     digest: z.string().describe('SHA-256 of the manifest (its sorted lines "<path>\\0<sha256>\\n"): equal file sets, equal digests.'),
     fileCount: z.number().int(),
     totalBytes: z.number().int(),
-    source: z.enum(['folder', 'files']),
+    source: z.enum(['folder', 'files', 'archive']),
     folderId: Nullable(z.string()).describe('The drive folder it was deployed from.'),
     current: z.boolean().describe('Whether the site serves it now.'),
     createdAt: Timestamp,
@@ -85,7 +85,7 @@ export function deploymentView(d: drive_sites.Deployment, withFiles: boolean): z
     digest: d.digest,
     fileCount: d.fileCount,
     totalBytes: d.totalBytes,
-    source: d.source === 'folder' ? 'folder' : 'files',
+    source: d.source === 'folder' || d.source === 'archive' ? d.source : 'files',
     folderId: d.folderId ?? null,
     current: d.current,
     createdAt: d.createdAt,
@@ -111,9 +111,20 @@ const DeployBody = z
     folderPath: z.string().min(1).max(4096).optional().describe('Or the folder by its path from the drive root ("www/public").'),
     projectId: ProjectId.optional().describe('With folderPath and an unscoped key: the project drive the path is in.'),
     files: z.array(UploadedFile).max(100_000).optional().describe('Or the files themselves.'),
+    archive: z
+      .object({
+        format: z.literal('zip').default('zip'),
+        content: z.string().regex(BASE64, 'not valid base64').describe('The archive, base64.'),
+      })
+      .strict()
+      .optional()
+      .describe('Or a zip archive of the files (paths as the archive names them; folders skipped).'),
   })
   .strict()
-  .refine((b) => [b.folderId, b.folderPath, b.files].filter((x) => x !== undefined).length === 1, 'name exactly one of folderId, folderPath, files')
+  .refine(
+    (b) => [b.folderId, b.folderPath, b.files, b.archive].filter((x) => x !== undefined).length === 1,
+    'name exactly one of folderId, folderPath, files, archive',
+  )
   .meta({ id: 'DeploySiteRequest' });
 
 const params = z.object({ id: SiteId });
@@ -192,8 +203,8 @@ export const sitesRoutes = [
     method: 'post',
     path: '/sites/:id/deployments',
     summary:
-      'Deploy a site: every file under a drive folder (`folderId` or `folderPath`), or the files sent (`files`: path, content, ' +
-      'encoding utf8 or base64). The site switches to the new deployment at once and atomically; a deploy that fails (413 over ' +
+      'Deploy a site: every file under a drive folder (`folderId` or `folderPath`), the files sent (`files`: path, content, ' +
+      'encoding utf8 or base64), or a zip of them (`archive`: {format: "zip", content: base64}). The site switches to the new deployment at once and atomically; a deploy that fails (413 over ' +
       'the file-count or byte limit, 400 for a bad path) leaves the site serving what it served. index.html answers a folder; ' +
       'a 404.html is served for missing paths.',
     tag: 'sites',
@@ -215,6 +226,7 @@ export const sitesRoutes = [
           path: f.path,
           content: Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8'),
         })),
+        ...(i.body.archive ? { archive: Buffer.from(i.body.archive.content, 'base64'), archiveFormat: i.body.archive.format } : {}),
       }),
       response: (res) => reply(deploymentView(res.deployment!, true), { status: 201 }),
       deadlineMs: 120_000,

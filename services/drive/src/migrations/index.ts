@@ -109,7 +109,7 @@ export const migrations: Migration[] = [
         digest text NOT NULL,
         file_count integer NOT NULL,
         total_bytes bigint NOT NULL,
-        source text NOT NULL CHECK (source IN ('folder', 'files')),
+        source text NOT NULL CHECK (source IN ('folder', 'files', 'archive')),
         folder_id text,
         created_at timestamptz NOT NULL DEFAULT now(),
         created_by jsonb NOT NULL

@@ -13,6 +13,7 @@ import { contentKey } from '../content.js';
 import { actorOf, writer } from '../domain.js';
 import { folderNotFound } from '../errors.js';
 import { resolvePath } from '../reads.js';
+import { unzipFiles } from './archive.js';
 import { byPath, decodeIdCursor, encodeIdCursor, manifestDigest, normalizeSitePath, siteContentType, tooLarge } from './rules.js';
 import type { Sites } from './sites.js';
 import type { DeploymentRow, SiteFileRow, SiteRow } from './store.js';
@@ -30,6 +31,8 @@ export interface DeployRequest {
   folderId?: string;
   folderPath?: string;
   files: Array<{ path: string; content: Buffer }>;
+  /** A zip archive of the files. */
+  archive?: { format: string; content: Buffer };
   projectId?: string;
 }
 
@@ -59,17 +62,28 @@ function checkUnique(files: Array<{ path: string }>): void {
 /** Deploys a drive folder or the files sent, and makes the site serve it. */
 export async function deploySite(sites: Sites, p: Principal, req: DeployRequest): Promise<DeploymentView> {
   writer(p);
-  const sources = [req.folderId !== undefined, req.folderPath !== undefined, req.files.length > 0].filter(Boolean).length;
+  const sources = [req.folderId !== undefined, req.folderPath !== undefined, req.files.length > 0, req.archive !== undefined].filter(Boolean).length;
   if (sources !== 1) {
-    throw new DomainError('invalid_argument', 'invalid_request', 'A deploy names exactly one source: folderId, folderPath, or files.');
+    throw new DomainError('invalid_argument', 'invalid_request', 'A deploy names exactly one source: folderId, folderPath, files, or archive.');
   }
   await sites.visible(sites.drive.sql, p, req.siteId);
-  if (req.files.length) return deployFiles(sites, p, req.siteId, req.files);
+  if (req.archive) {
+    if (req.archive.format !== 'zip') throw new DomainError('invalid_argument', 'invalid_archive', 'An archive is a zip (format "zip").');
+    const { siteMaxFiles, siteMaxBytes } = sites.drive.settings;
+    return deployFiles(sites, p, req.siteId, unzipFiles(req.archive.content, { maxFiles: siteMaxFiles, maxBytes: siteMaxBytes }), 'archive');
+  }
+  if (req.files.length) return deployFiles(sites, p, req.siteId, req.files, 'files');
   const folderId = req.folderId ?? (await folderByPath(sites, p, req.folderPath!, req.projectId));
   return deployFolder(sites, p, req.siteId, folderId);
 }
 
-async function deployFiles(sites: Sites, p: Principal, siteId: string, sent: DeployRequest['files']): Promise<DeploymentView> {
+async function deployFiles(
+  sites: Sites,
+  p: Principal,
+  siteId: string,
+  sent: DeployRequest['files'],
+  source: 'files' | 'archive',
+): Promise<DeploymentView> {
   checkLimits(
     sites,
     sent.length,
@@ -101,7 +115,7 @@ async function deployFiles(sites: Sites, p: Principal, siteId: string, sent: Dep
     }),
   );
   const manifest = files.map((f) => ({ path: f.path, sha256: f.sha256, size: f.content.length, content_type: siteContentType(f.path) }));
-  return commit(sites, p, siteId, manifest, { source: 'files', folderId: null });
+  return commit(sites, p, siteId, manifest, { source, folderId: null });
 }
 
 /** The folder at a path of the caller's drive ("a/b", from the root). */
@@ -141,7 +155,7 @@ async function deployFolder(sites: Sites, p: Principal, siteId: string, folderId
   });
 }
 
-function commit(sites: Sites, p: Principal, siteId: string, manifest: SiteFileRow[], from: { source: 'files' | 'folder'; folderId: string | null }) {
+function commit(sites: Sites, p: Principal, siteId: string, manifest: SiteFileRow[], from: { source: DeploymentRow['source']; folderId: string | null }) {
   return sites.drive.tx((q) => insertAndSwitch(sites, q, p, siteId, manifest, from));
 }
 
@@ -152,7 +166,7 @@ async function insertAndSwitch(
   p: Principal,
   siteId: string,
   manifest: SiteFileRow[],
-  from: { source: 'files' | 'folder'; folderId: string | null },
+  from: { source: DeploymentRow['source']; folderId: string | null },
 ): Promise<DeploymentView> {
   if (!manifest.length) throw new DomainError('invalid_argument', 'empty_deployment', 'A deployment needs at least one file.');
   checkUnique(manifest);

@@ -67,6 +67,7 @@ export function siteHandlers(sites: Sites) {
         folderPath: req.folderPath,
         files: req.files.map((f) => ({ path: f.path, content: Buffer.from(f.content) })),
         projectId: req.projectId || undefined,
+        archive: req.archive ? { format: req.archiveFormat ?? '', content: Buffer.from(req.archive) } : undefined,
       });
       return { deployment: toDeployment(d) };
     },

@@ -22,7 +22,7 @@ export interface DeploymentRow {
   digest: string;
   file_count: number;
   total_bytes: number;
-  source: 'folder' | 'files';
+  source: 'folder' | 'files' | 'archive';
   folder_id: string | null;
   created_at: Date;
   created_by: Actor;
