@@ -155,7 +155,13 @@ async function deployFolder(sites: Sites, p: Principal, siteId: string, folderId
   });
 }
 
-function commit(sites: Sites, p: Principal, siteId: string, manifest: SiteFileRow[], from: { source: DeploymentRow['source']; folderId: string | null }) {
+function commit(
+  sites: Sites,
+  p: Principal,
+  siteId: string,
+  manifest: SiteFileRow[],
+  from: { source: DeploymentRow['source']; folderId: string | null },
+) {
   return sites.drive.tx((q) => insertAndSwitch(sites, q, p, siteId, manifest, from));
 }
 
