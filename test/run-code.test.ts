@@ -88,7 +88,9 @@ describe('POST /code/run', () => {
 
   test('a string-building memory bomb ends with memory_limit', async () => {
     expect((await run({ code: 'let s = "a"; for (;;) s += s;' })).error).toMatchObject({ code: 'memory_limit' });
-    expect((await run({ code: 'const a = []; for (let i = 0; ; i++) a.push("x".repeat(1000) + i);', memoryLimitMb: 32 })).error).toMatchObject({
+    expect(
+      (await run({ code: 'const a = []; for (let i = 0; ; i++) a.push("x".repeat(1000) + i);', memoryLimitMb: 16, timeoutMs: 10_000 })).error,
+    ).toMatchObject({
       code: 'memory_limit',
     });
     await servesOn();
@@ -145,18 +147,20 @@ describe('POST /code/run', () => {
   });
 
   test('answers 429 with Retry-After when every sandbox is busy and the queue is full', async () => {
-    const slow = { code: 'const end = Date.now() + 1500; while (Date.now() < end) {} "slow"' };
+    // Wide margins: the requests must have arrived (and taken the sandboxes and the queue's one place)
+    // before the refused one, even on a loaded machine.
+    const slow = { code: 'const end = Date.now() + 4000; while (Date.now() < end) {} "slow"', timeoutMs: 10_000 };
     const running = [run(slow), run(slow)];
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 1000));
     const queued = run({ code: '"queued"' });
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 1000));
     const refused = await t.call('POST', '/code/run', { key: person, body: { code: '1' } });
     expect(refused.status).toBe(429);
     expect(refused.body.error.code).toBe('sandbox_busy');
     expect(refused.headers.get('retry-after')).toBe('1');
     expect((await Promise.all(running)).map((b) => b.result)).toEqual(['slow', 'slow']);
     expect((await queued).result).toBe('queued');
-  });
+  }, 30_000);
 
   test('the route’s bounds are the sandbox’s, its error codes the same list', () => {
     const r = routes.find((x) => x.id === 'code.run')!;
