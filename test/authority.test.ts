@@ -39,6 +39,9 @@ interface Tenant {
   branchId: string;
   /** A resting paper order. */
   orderId: string;
+  /** A hosted site and its one deployment. */
+  siteId: string;
+  deploymentId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -71,6 +74,8 @@ async function tenant(name: string): Promise<Tenant> {
   const versionId = (await ok('POST', `/profiles/${profileId}/commits`, key, { message: 'first' })).id;
   const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
   const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00' })).id;
+  const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
+  const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
   return {
     userId,
     key,
@@ -87,6 +92,8 @@ async function tenant(name: string): Promise<Tenant> {
     versionId,
     branchId,
     orderId,
+    siteId,
+    deploymentId,
   };
 }
 
@@ -128,6 +135,9 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /profiles/:id/merge': { sourceBranchId: owner.branchId },
     'put /models/provider-keys/:provider': { key: 'sk-authority-test' },
     'put /trading/credentials/:venue': { keyId: 'PKAUTHORITY', secretKey: 'authority-test' },
+    'post /sites': { slug: 'authority-site' },
+    'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
+    'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -196,6 +206,10 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return who.agentId;
     case 'trading:venue':
       return 'alpaca';
+    case 'sites:id':
+      return who.siteId;
+    case 'sites:deploymentId':
+      return who.deploymentId;
   }
   return undefined;
 }
@@ -356,5 +370,7 @@ describe('authority: another tenant’s resources answer 404', () => {
     expect(profile.profileData.currentBranchId).toBe('main');
     expect(profile.profileData.branches.map((b: any) => b.id)).toEqual(['main', B.branchId]);
     expect(profile.profileData.versions.map((v: any) => v.id)).toEqual([B.versionId]);
+    expect((await ok('GET', `/sites/${B.siteId}`, B.key)).currentDeploymentId).toBe(B.deploymentId);
+    expect((await t.call('GET', '/sites/bob-site/')).body).toBe('Bob');
   });
 });

@@ -28,6 +28,8 @@ test('the drive declares its settings: defaults, and a bad value named as loadCo
     graceSeconds: 3600,
     collectEveryMs: 300_000,
     maxLockSeconds: 86_400,
+    siteMaxFiles: 2000,
+    siteMaxBytes: 100 * 1024 ** 2,
   });
   // Empty is unset, as for every variable.
   expect(loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '', SVC_DRIVE_MAX_LOCK_SECONDS: '60' }).drive).toMatchObject({

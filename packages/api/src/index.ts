@@ -8,6 +8,7 @@ import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
+import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
 import { tradingRoutes } from './routes/trading.js';
 
@@ -19,6 +20,7 @@ export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
 export * from './routes/models.js';
+export * from './routes/sites.js';
 export * from './rpc.js';
 export * from './schemas/accounts.js';
 export * from './schemas/agents.js';
@@ -34,6 +36,7 @@ export const routes: Route[] = [
   ...agentsRoutes,
   ...keysRoutes,
   ...driveRoutes,
+  ...sitesRoutes,
   ...profilesRoutes,
   ...modelsRoutes,
   ...creditsRoutes,

@@ -50,7 +50,8 @@ export async function startGateway(deps: {
 }): Promise<RunningGateway> {
   const log = deps.log.child({ component: 'gateway' });
   const signer = new PrincipalSigner(deps.config.internalSecret);
-  const auth = new Authenticator({ registry: deps.registry, signer, systemToken: createSystemTokenSource(signer), log });
+  const systemToken = createSystemTokenSource(signer);
+  const auth = new Authenticator({ registry: deps.registry, signer, systemToken, log });
   const [bus, cache] = await Promise.all([deps.backends.bus(), deps.backends.cache()]);
 
   // Every replica hears every revocation (a broadcast, not a work queue) and evicts the key at once.
@@ -74,7 +75,7 @@ export async function startGateway(deps: {
 
   // Drive content is hashed on worker threads (started on the first large transfer).
   const hashes = createHashPool({ name: 'gateway-sha256' });
-  const local = { log, registry: deps.registry, auth, backends: deps.backends, hashes };
+  const local = { log, registry: deps.registry, auth, backends: deps.backends, hashes, systemToken, sitesHost: deps.settings.SVC_SITES_HOST };
 
   const services = [...GRPC_SERVICE_NAMES];
   const app = createApp({

@@ -4,19 +4,21 @@ import type { ContentDeps } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
 import { mountHostConnect } from './hosts/index.js';
+import { mountSites, type SitesDeps } from './sites/index.js';
 import { mountDav } from './webdav/index.js';
 
 /** What the protocol fronts share: the authentication step and what moving drive content needs. */
-export interface FrontDeps extends ContentDeps {
+export interface FrontDeps extends ContentDeps, SitesDeps {
   auth: Authenticator;
 }
 
 /**
- * Protocol fronts (WebDAV; Git and SSE to come), each on its own path. The host connection is a
+ * Protocol fronts (public sites, WebDAV; Git to come), each on its own path. The host connection is a
  * WebSocket upgrade, taken on the HTTP server itself (hosts/index.ts); here a plain GET of its path
  * is told so.
  */
 export function mountProtocols(app: express.Express, deps: FrontDeps): void {
+  mountSites(app, deps);
   mountDav(app, deps);
   mountHostConnect(app);
 }
