@@ -67,7 +67,7 @@ export async function startGateway(deps: {
 
   // Drive content is hashed on worker threads (started on the first large transfer).
   const hashes = createHashPool({ name: 'gateway-sha256' });
-  const local = { log, registry: deps.registry, auth, backends: deps.backends, hashes };
+  const local = { log, registry: deps.registry, auth, backends: deps.backends, hashes, mcpAllowedOrigins: deps.settings.SVC_MCP_ALLOWED_ORIGINS };
 
   const services = [...GRPC_SERVICE_NAMES];
   const app = createApp({
