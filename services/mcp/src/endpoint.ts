@@ -34,6 +34,14 @@ export interface McpCaller {
   requestId: string;
 }
 
+/** One HTTP exchange as it reached the endpoint. */
+export interface McpExchange {
+  method: string;
+  url: string;
+  headers: Headers;
+  body: Uint8Array | string;
+}
+
 export interface McpEndpointDeps {
   catalogue: ToolCatalogue;
   dispatcher: Dispatcher;
@@ -120,20 +128,22 @@ export class McpEndpoint {
     return { content: [{ type: 'text', text }], structuredContent: r.structuredContent };
   }
 
-  /** Answers one HTTP exchange of the endpoint for an authenticated caller. */
-  async fetch(request: Request, caller: McpCaller): Promise<Response> {
-    if (request.method !== 'POST') {
+  /**
+   * Answers one HTTP exchange of the endpoint for an authenticated caller. The body is parsed
+   * here, once: the SDK is handed the parsed message and a Request without the bytes.
+   */
+  async fetch(exchange: McpExchange, caller: McpCaller): Promise<Response> {
+    if (exchange.method !== 'POST') {
       const res = jsonRpcError(405, -32000, 'Method not allowed: this endpoint is stateless and answers POST only.');
       res.headers.set('allow', 'POST');
       return res;
     }
-    if (!isJsonContentType(request.headers.get('content-type'))) {
+    if (!isJsonContentType(exchange.headers.get('content-type'))) {
       return jsonRpcError(415, ProtocolErrorCode.InvalidRequest, 'Unsupported media type: the body must be application/json.');
     }
-    const text = await request.text();
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(typeof exchange.body === 'string' ? exchange.body : Buffer.from(exchange.body).toString('utf8'));
     } catch {
       return jsonRpcError(400, ProtocolErrorCode.ParseError, 'Parse error: the body is not JSON.');
     }
@@ -150,10 +160,10 @@ export class McpEndpoint {
         message.id ?? null,
       );
     }
-    const forward = new Request(request.url, { method: 'POST', headers: request.headers, body: text });
+    const request = new Request(exchange.url, { method: 'POST', headers: exchange.headers });
     const authInfo: AuthInfo = { token: caller.token, clientId: caller.principal.keyId ?? '', scopes: [], extra: { caller } };
-    if (await isLegacyRequest(forward, parsed)) return this.legacy(forward, parsed, caller, authInfo);
-    return this.modern.fetch(forward, { authInfo, parsedBody: parsed });
+    if (await isLegacyRequest(request, parsed)) return this.legacy(request, parsed, caller, authInfo);
+    return this.modern.fetch(request, { authInfo, parsedBody: parsed });
   }
 
   /** A 2025-era request: a stateless transport in JSON mode, for this request alone. */

@@ -75,10 +75,8 @@ export function serveHttp(ctx: ServiceContext<{ SVC_MCP_TOOLS_PAGE_SIZE: number 
     }
     const headers = new Headers();
     for (const h of req.headers) headers.append(h.name, h.value);
-    const method = req.method.toUpperCase();
-    const bodied = method !== 'GET' && method !== 'HEAD';
-    const request = new Request(req.url || DEFAULT_URL, { method, headers, body: bodied ? req.body : undefined });
-    const res = await endpoint.fetch(request, { principal: call.principal, token: call.principalToken, requestId: call.requestId });
+    const exchange = { method: req.method.toUpperCase(), url: req.url || DEFAULT_URL, headers, body: req.body };
+    const res = await endpoint.fetch(exchange, { principal: call.principal, token: call.principalToken, requestId: call.requestId });
     const out: mcp_serve_http.HttpHeader[] = [];
     res.headers.forEach((value, name) => out.push({ name, value }));
     return { status: res.status, headers: out, body: Buffer.from(await res.arrayBuffer()) };
