@@ -5,3 +5,4 @@ export * from './content.js';
 export * from './dispatcher.js';
 export * from './input.js';
 export * from './operations/drive.js';
+export * from './operations/identity.js';

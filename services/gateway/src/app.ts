@@ -66,9 +66,6 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   });
   mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit });
 
-  // The slot where the hosted MCP server is mounted when its service lands.
-  app.all('/mcp', (req, res) => sendError(req, res, 501, 'not_implemented', 'The MCP endpoint is not implemented yet.'));
-
   app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.originalUrl.split('?')[0]}.`));
 
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {

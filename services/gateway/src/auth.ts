@@ -65,6 +65,8 @@ export class Authenticator {
   private readonly usage = new Map<string, { n: number; last: number }>();
   /** Verified host credentials, by hash. */
   private readonly hosts = new Map<string, Entry & { hostId: string }>();
+  /** Principals re-signed for another channel, by the token they derive from. */
+  private readonly channels = new Map<string, AuthContext & { until: number }>();
   private readonly systemToken: () => Promise<string>;
 
   constructor(
@@ -84,6 +86,7 @@ export class Authenticator {
     if (hash) this.verified.delete(hash);
     this.hashByKeyId.delete(keyId);
     for (const [k, v] of this.acting) if (v.keyId === keyId) this.acting.delete(k);
+    for (const [k, v] of this.channels) if (v.keyId === keyId) this.channels.delete(k);
   }
 
   /** Forgets an unpaired host's credential at once. */
@@ -132,6 +135,7 @@ export class Authenticator {
    */
   evictAccount(accountId: string): void {
     for (const [k, v] of this.acting) if (v.principal.accountId === accountId) this.acting.delete(k);
+    for (const [k, v] of this.channels) if (v.principal.accountId === accountId) this.channels.delete(k);
     for (const [hash, v] of this.verified) {
       if (v.principal.accountId === accountId && v.principal.kind === 'human' && v.principal.userId !== accountId) {
         this.verified.delete(hash);
@@ -266,6 +270,23 @@ export class Authenticator {
     };
     if (this.acting.size > 100_000) this.acting.clear();
     this.acting.set(cacheKey, entry);
+    return entry;
+  }
+
+  /**
+   * The same caller on another channel (MCP): its principal re-signed with `channel`, cached for
+   * as long as the token it derives from is, so the services see where the request came in.
+   */
+  async onChannel(ctx: AuthContext, channel: Principal['channel']): Promise<AuthContext> {
+    if (ctx.principal.channel === channel) return ctx;
+    const now = Date.now();
+    const hit = this.channels.get(ctx.token);
+    if (hit && hit.until > now && hit.principal.channel === channel) return hit;
+    const principal: Principal = { ...ctx.principal, channel };
+    const signed = await this.deps.signer.sign(principal);
+    const entry = { principal, token: signed.token, keyId: ctx.keyId, until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000) };
+    if (this.channels.size > 100_000) this.channels.clear();
+    this.channels.set(ctx.token, entry);
     return entry;
   }
 

@@ -75,7 +75,16 @@ export async function startGateway(deps: {
 
   // Drive content is hashed on worker threads (started on the first large transfer).
   const hashes = createHashPool({ name: 'gateway-sha256' });
-  const local = { log, registry: deps.registry, auth, backends: deps.backends, hashes, systemToken, sitesHost: deps.settings.SVC_SITES_HOST };
+  const local = {
+    log,
+    registry: deps.registry,
+    auth,
+    backends: deps.backends,
+    hashes,
+    systemToken,
+    sitesHost: deps.settings.SVC_SITES_HOST,
+    mcpAllowedOrigins: deps.settings.SVC_MCP_ALLOWED_ORIGINS,
+  };
 
   const services = [...GRPC_SERVICE_NAMES];
   const app = createApp({

@@ -12,6 +12,8 @@ import { defineSettings } from '@svc/kit';
  * - SVC_SITES_HOST: a host name (`sites.example.com`, or `*.sites.example.com`) under which
  *   `<slug>.<host>` serves a hosted site at its root (docs/sites.md); unset, sites are served at
  *   /sites/<slug>/ only.
+ * - SVC_MCP_ALLOWED_ORIGINS: browser origins (`https://app.example.com`, comma-separated) allowed to
+ *   call POST /mcp, with CORS; empty (the default): a request with any Origin header is refused (403).
  */
 export const gatewaySettingsSchema = defineSettings({
   SVC_BODY_LIMIT: z
@@ -27,6 +29,16 @@ export const gatewaySettingsSchema = defineSettings({
     .string()
     .regex(/^(\*\.)?([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i, 'must be a host name such as sites.example.com')
     .optional(),
+  SVC_MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s,]+$/i, 'each origin must look like https://app.example.com'))),
 });
 
 export type GatewaySettings = z.output<typeof gatewaySettingsSchema>;
