@@ -240,6 +240,21 @@ describe('the openai adapter', () => {
     expect(mid.events.some((e) => e.usage)).toBe(false);
   });
 
+  test('stopping the stream cancels the call to the provider', async () => {
+    const before = openai.aborted;
+    openai.next({ text: 'one two three four five six seven eight nine ten', delayMs: 200 });
+    const req: models_infer.InferRequest = { model: 'openai/gpt-4o', messages: [msg('user', 'slow')], tools: [], chargeKey: '' };
+    const got: string[] = [];
+    for await (const e of client().infer(req, await tokenOf(own.id))) {
+      if (e.delta) got.push(e.delta);
+      if (got.length === 2) break;
+    }
+    expect(got).toEqual(['one ', 'two ']);
+    const end = Date.now() + 3000;
+    while (openai.aborted === before && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    expect(openai.aborted).toBe(before + 1);
+  });
+
   test('a provider that cannot be reached is provider_unavailable', async () => {
     const gone = await fakeOpenAI();
     await gone.close();

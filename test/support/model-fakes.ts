@@ -21,13 +21,17 @@ export type Plan =
   | { toolCalls: Array<{ id: string; name: string; arguments: string }>; text?: string; usage?: { input: number; output: number } }
   | { status: number; body: unknown; headers?: Record<string, string> }
   /** Some text, then a failure inside the stream. */
-  | { text: string; failMidStream: true };
+  | { text: string; failMidStream: true }
+  /** Text streamed a word every `delayMs` (OpenAI fake): for cancellation. */
+  | { text: string; delayMs: number };
 
 export interface FakeProvider {
   /** The base URL to give the SDK (`…/v1` for OpenAI, the origin for Anthropic). */
   baseUrl: string;
   port: number;
   requests: Recorded[];
+  /** Responses the client closed before they ended (a cancelled call). */
+  aborted: number;
   /** Plans for the next requests, in order; once used up, a default text answer. */
   next(...plans: Plan[]): void;
   close(): Promise<void>;
@@ -36,7 +40,11 @@ export interface FakeProvider {
 async function start(handle: (req: Recorded, res: http.ServerResponse, plan: Plan) => void, base: (port: number) => string): Promise<FakeProvider> {
   const requests: Recorded[] = [];
   const queue: Plan[] = [];
+  const state = { aborted: 0 };
   const server = http.createServer((req, res) => {
+    res.on('close', () => {
+      if (!res.writableFinished) state.aborted++;
+    });
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -52,6 +60,9 @@ async function start(handle: (req: Recorded, res: http.ServerResponse, plan: Pla
     baseUrl: base(port),
     port,
     requests,
+    get aborted() {
+      return state.aborted;
+    },
     next: (...plans) => queue.push(...plans),
     close: () =>
       new Promise<void>((resolve) => {
@@ -107,6 +118,23 @@ export function fakeOpenAI(): Promise<FakeProvider> {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       const send = (choices: unknown[], extra: object = {}) => res.write(`data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`);
       send([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }]);
+      if ('delayMs' in plan) {
+        // Slowly, a word at a time, until done or the client goes away.
+        const ws = words(text);
+        const step = () => {
+          if (res.destroyed) return;
+          const w = ws.shift();
+          if (w === undefined) {
+            send([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]);
+            res.end('data: [DONE]\n\n');
+            return;
+          }
+          send([{ index: 0, delta: { content: w }, logprobs: null, finish_reason: null }]);
+          setTimeout(step, plan.delayMs);
+        };
+        step();
+        return;
+      }
       for (const w of words(text)) send([{ index: 0, delta: { content: w }, logprobs: null, finish_reason: null }]);
       if ('failMidStream' in plan) {
         // What OpenAI sends when a stream fails after it started: an error object as a data line.

@@ -100,3 +100,34 @@ describe("an account's baseUrl is checked again when a call is made", () => {
     expect((err as DomainError).code).toBe('address_not_allowed');
   });
 });
+
+describe('the development model server', () => {
+  test('answers JSON without stream, and refuses a wrong key, an unknown model and other paths as OpenAI does', async () => {
+    const OpenAI = (await import('openai')).default;
+    const { startDevModelServer } = await import('@svc/models');
+    const dev = await startDevModelServer();
+    try {
+      const client = new OpenAI({ apiKey: dev.apiKey, baseURL: dev.url, maxRetries: 0 });
+      const res = await client.chat.completions.create({ model: 'svc/dev', messages: [{ role: 'user', content: '/tool whoami {"a":1}' }] });
+      expect(res.choices[0]!.finish_reason).toBe('tool_calls');
+      expect(res.choices[0]!.message.tool_calls).toEqual([
+        { id: 'call_dev_1', type: 'function', function: { name: 'whoami', arguments: '{"a":1}' } },
+      ]);
+      const text = await client.chat.completions.create({ model: 'svc/dev', messages: [{ role: 'user', content: 'ping' }] });
+      expect(text.choices[0]!.message.content).toBe('dev: ping');
+      expect(text.usage).toEqual({ prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 });
+
+      const wrong = new OpenAI({ apiKey: 'nope', baseURL: dev.url, maxRetries: 0 });
+      await expect(wrong.chat.completions.create({ model: 'svc/dev', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({
+        status: 401,
+      });
+      await expect(client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({
+        status: 404,
+      });
+      expect((await fetch(`${dev.url}/models`)).status).toBe(404);
+      expect(dev.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    } finally {
+      await dev.close();
+    }
+  });
+});

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+
 import { type Actor, actorOf, checkOutboundUrl, DomainError, invalid, type Principal } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 
@@ -74,7 +76,8 @@ export class Inference {
     const conversation = checkRequest(req);
     const { model, route } = await this.route(p, req.model);
     const priced = !route.upstream.ownKey && (model.pricing.inputPerMillion > 0 || model.pricing.outputPerMillion > 0);
-    const chargeKey = req.chargeKey || `anon:${Date.now().toString(36)}:${Math.random().toString(36).slice(2)}`;
+    // No key: a call of its own, charged on its own.
+    const chargeKey = req.chargeKey || `once:${randomUUID()}`;
     if (priced && this.deps.credits) await this.deps.credits.ensure(p.accountId, chargeKey);
     const adapter = this.adapters[route.wire];
     if (!adapter) throw new DomainError('unavailable', 'provider_unavailable', `No adapter serves ${route.wire} here.`);
@@ -219,6 +222,7 @@ function checkRequest(req: models_infer.InferRequest): Omit<Conversation, 'model
   });
   if (req.temperature !== undefined && !(req.temperature >= 0 && req.temperature <= 2)) throw invalid('temperature: must be from 0 to 2.');
   if (req.maxOutputTokens !== undefined && req.maxOutputTokens < 1) throw invalid('maxOutputTokens: must be at least 1.');
+  if (req.chargeKey.length > 200) throw invalid('chargeKey: must be at most 200 characters.');
   return { messages: req.messages, tools: req.tools, temperature: req.temperature, maxOutputTokens: req.maxOutputTokens };
 }
 
