@@ -8,6 +8,7 @@ import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { systemRoutes } from './routes/system.js';
+import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
 
 export * from './openapi.js';
@@ -17,6 +18,7 @@ export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
 export * from './routes/models.js';
+export * from './routes/threads.js';
 export * from './rpc.js';
 export * from './schemas/accounts.js';
 export * from './schemas/agents.js';
@@ -30,6 +32,7 @@ export const routes: Route[] = [
   ...identityRoutes,
   ...accountsRoutes,
   ...agentsRoutes,
+  ...threadsRoutes,
   ...keysRoutes,
   ...driveRoutes,
   ...profilesRoutes,

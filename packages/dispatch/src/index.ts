@@ -4,3 +4,4 @@ export * from './content.js';
 export * from './dispatcher.js';
 export * from './input.js';
 export * from './operations/drive.js';
+export * from './operations/threads.js';

@@ -4,6 +4,9 @@ import type { agents } from '@svc/proto';
 import type { AgentKeys } from './agent-keys.js';
 import type { AgentsDomain } from './agents.js';
 import type { AgentRow } from './store.js';
+import type { LiveEvents } from './threads/live.js';
+import { threadHandlers } from './threads/server.js';
+import type { ThreadsDomain } from './threads/threads.js';
 
 type Def = typeof agents.AgentsServiceService;
 
@@ -22,8 +25,9 @@ export function toAgent(a: AgentRow): agents.Agent {
 }
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: AgentsDomain, agentKeys: AgentKeys): Handlers<Def> {
+export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: ThreadsDomain, live: LiveEvents): Handlers<Def> {
   return {
+    ...threadHandlers(threads, live),
     async createAgent(req, { principal }) {
       return { agent: toAgent(await domain.create(principal, req)) };
     },

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { driveOperations } from '@svc/dispatch';
+import { driveOperations, threadOperations } from '@svc/dispatch';
 import {
   type Backends,
   type Config,
@@ -79,7 +79,7 @@ export async function startGateway(deps: {
     trustProxy: deps.settings.SVC_TRUST_PROXY,
     services,
     version: deps.version,
-    operations: driveOperations(local),
+    operations: { ...driveOperations(local), ...threadOperations(local) },
     mount: (app) => mountProtocols(app, local),
   });
   const server = http.createServer(expressServerOptions(app), app);
