@@ -43,6 +43,11 @@ export const CatalogueModel = z
     pricing: z.object({ inputPerMillion: Price, outputPerMillion: Price, currency: z.literal('USD') }).strict(),
     deprecated: z.boolean(),
     replacedBy: ModelId.optional(),
+    /** The model's name at its provider when it is not the id after `<provider>/` (`claude-sonnet-4-0`). */
+    upstream: z
+      .string()
+      .regex(/^[\x21-\x7e]{1,200}$/, 'must be 1 to 200 printable ASCII characters without spaces')
+      .optional(),
   })
   .strict();
 

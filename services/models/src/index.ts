@@ -2,6 +2,8 @@ import { defineService, Envelope, type OutboxRelay, startOutboxRelay } from '@sv
 import { models } from '@svc/proto';
 
 import { loadCatalogue } from './catalogue.js';
+import { startDevModelServer } from './inference/dev-model.js';
+import { Inference } from './inference/infer.js';
 import { migrations } from './migrations/index.js';
 import { ModelsDomain } from './models.js';
 import { keyProviders, providerKeyKeks, ProviderKeys } from './provider-keys.js';
@@ -19,6 +21,8 @@ export {
   loadCatalogue,
   parseCatalogue,
 } from './catalogue.js';
+export { devAnswer, type DevModelServer, devTokens, startDevModelServer } from './inference/dev-model.js';
+export { Inference } from './inference/infer.js';
 export { migrations } from './migrations/index.js';
 export { type ModelFilter, ModelsDomain, type ModelView, type Unavailable } from './models.js';
 export { KEK_FILE, keyProviders, OPENAI_COMPATIBLE, providerKeyKeks, ProviderKeys, sealAad } from './provider-keys.js';
@@ -27,8 +31,8 @@ export { SCHEMA } from './store.js';
 
 /**
  * The models service: the model catalogue (data/catalogue.json, checked once at start), each
- * model's availability for the caller, and accounts' provider keys (sealed at rest). No inference
- * here: that comes with its own issue.
+ * model's availability for the caller, accounts' provider keys (sealed at rest), and inference for
+ * the runtime (Infer, streamed), with the development model served on loopback in this process.
  */
 export const modelsService = defineService({
   name: 'models',
@@ -54,9 +58,11 @@ export const modelsService = defineService({
       kick: () => relay?.kick(),
     });
     const domain = new ModelsDomain(catalogue, settings, (p) => keys.providersOf(p));
+    const dev = await startDevModelServer();
+    const inference = new Inference({ catalogue, settings, keys, dev: () => dev });
     ctx.log.info({ models: catalogue.models.length, firstParty: Boolean(settings.firstParty.url) }, 'model catalogue loaded');
     return {
-      handlers: handlers(domain, keys),
+      handlers: handlers(domain, keys, inference),
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
@@ -69,6 +75,7 @@ export const modelsService = defineService({
       },
       async stop() {
         await relay?.stop();
+        await dev.close();
       },
     };
   },

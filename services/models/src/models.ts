@@ -34,7 +34,7 @@ export class ModelsDomain {
   /**
    * Whether a caller whose acting account has keys for `keyed` can run `model` now. The development
    * model always; the first-party model when the operator named its upstream; a provider's model
-   * with the acting account's key for that provider.
+   * with the acting account's key for that provider, or the platform's (paid with credits).
    */
   availability(model: CatalogueModel, keyed: Set<string>): { available: boolean; unavailableReason?: Unavailable } {
     if (model === this.catalogue.development) return { available: true };
@@ -48,7 +48,7 @@ export class ModelsDomain {
         },
       };
     }
-    if (keyed.has(model.provider)) return { available: true };
+    if (keyed.has(model.provider) || this.settings.providers[model.provider]?.key) return { available: true };
     return {
       available: false,
       unavailableReason: { code: 'provider_key_missing', message: `Set a provider key for ${model.provider} to run this model.` },

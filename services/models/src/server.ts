@@ -2,6 +2,7 @@ import type { Handlers } from '@svc/kit';
 import type { models } from '@svc/proto';
 
 import type { CatalogueFamily } from './catalogue.js';
+import type { Inference } from './inference/infer.js';
 import type { ModelsDomain, ModelView } from './models.js';
 import type { ProviderKeys } from './provider-keys.js';
 import type { ProviderKeyRow } from './store.js';
@@ -41,7 +42,7 @@ export const toProviderKey = (k: ProviderKeyRow): models.ProviderKey => ({
 });
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: ModelsDomain, keys: ProviderKeys): Handlers<Def> {
+export function handlers(domain: ModelsDomain, keys: ProviderKeys, inference: Inference): Handlers<Def> {
   return {
     async listModels(req, { principal }) {
       return { models: (await domain.list(principal, req)).map(toModel) };
@@ -61,6 +62,9 @@ export function handlers(domain: ModelsDomain, keys: ProviderKeys): Handlers<Def
     async deleteProviderKey(req, { principal }) {
       await keys.remove(principal, req.provider);
       return {};
+    },
+    infer(req, { principal, signal }) {
+      return inference.infer(principal, req, signal);
     },
   };
 }

@@ -45,6 +45,15 @@ export class ProviderKeyStore {
     return rows.map(row);
   }
 
+  /** An account's key for a provider, or null. */
+  async get(accountId: string, provider: string): Promise<ProviderKeyRow | null> {
+    const rows = await this.sql.query<ProviderKeyRow>(`SELECT ${COLUMNS} FROM models.provider_keys WHERE account_id = $1 AND provider = $2`, [
+      accountId,
+      provider,
+    ]);
+    return rows[0] ? row(rows[0]) : null;
+  }
+
   /** The providers an account has a key for. */
   async providers(accountId: string): Promise<Set<string>> {
     const rows = await this.sql.query<{ provider: string }>(`SELECT provider FROM models.provider_keys WHERE account_id = $1`, [accountId]);
