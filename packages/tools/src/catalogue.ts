@@ -1,0 +1,312 @@
+import type { Route } from '@svc/api';
+
+import { CALL_TOOL, SEARCH_TOOLS, toolName } from './names.js';
+import { type ArgumentMap, inputSchemaOf, type JsonSchema, outputSchemaOf } from './schemas.js';
+
+export type { JsonSchema } from './schemas.js';
+
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** One tool as clients see it (MCP's Tool, plus the operation it is). */
+export interface ToolDef {
+  name: string;
+  title: string;
+  description: string;
+  /** The operation it calls; empty for search_tools and call_tool, which are not operations. */
+  routeId: string;
+  /** The area it belongs to (the operation's tag; `tools` for search_tools and call_tool). */
+  area: string;
+  inputSchema: JsonSchema;
+  outputSchema?: JsonSchema;
+  annotations: ToolAnnotations;
+}
+
+/** What a tool needs to call its operation (kept beside the public definition). */
+export interface ToolBinding {
+  def: ToolDef;
+  route: Route;
+  args: ArgumentMap;
+  /** The answer is not an object: it is carried as `{ result }`. */
+  wrapped: boolean;
+}
+
+export interface SearchFilters {
+  area?: string;
+  readOnly?: boolean;
+  destructive?: boolean;
+  openWorld?: boolean;
+  /** At most this many (default all). */
+  limit?: number;
+}
+
+/**
+ * Which operations are tools: those a caller with a key uses (not the gateway's keyless health and
+ * OpenAPI answers), that a person or an agent may call, that change no authority (grants, members,
+ * hosts' pairing, settings, signing keys, provider keys, agents' limits: a person does those
+ * through the API, never through a tool), and that are served.
+ */
+export function isToolOperation(r: Route): boolean {
+  return r.auth === 'key' && !r.authority && (r.principals.includes('human') || r.principals.includes('agent')) && r.handler.kind !== 'unimplemented';
+}
+
+/** Operations that remove or overwrite what is there although their method does not say so. */
+const DESTRUCTIVE_IDS = new Set(['drive.replace', 'trading.cancel']);
+
+/** Annotations from the operation's method and area. */
+export function annotationsOf(r: Route): ToolAnnotations {
+  const m = r.method;
+  return {
+    readOnlyHint: m === 'get',
+    destructiveHint: m === 'delete' || DESTRUCTIVE_IDS.has(r.id),
+    idempotentHint: m === 'get' || m === 'put' || m === 'delete',
+    // Orders reach venues (a broker), host calls reach a user's machine.
+    openWorldHint: r.tag === 'trading' || r.id.startsWith('hosts.'),
+  };
+}
+
+const titleOf = (name: string) => {
+  const words = name.split('_').join(' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+};
+
+function bindingOf(r: Route): ToolBinding {
+  const name = toolName(r);
+  const input = inputSchemaOf(r);
+  const output = outputSchemaOf(r);
+  const def: ToolDef = {
+    name,
+    title: titleOf(name),
+    description: `${r.summary} (${r.method.toUpperCase()} /v1${r.path})`,
+    routeId: r.id,
+    area: r.tag,
+    inputSchema: input.schema,
+    outputSchema: output.schema,
+    annotations: annotationsOf(r),
+  };
+  return { def, route: r, args: input.map, wrapped: output.wrapped };
+}
+
+const META_ANNOTATIONS: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+function metaTools(areas: string[]): ToolDef[] {
+  return [
+    {
+      name: SEARCH_TOOLS,
+      title: 'Search tools',
+      description:
+        'Find tools by what they do: ranked by the query’s words over each tool’s name, title and description, ' +
+        'filtered by area and annotations. Each result carries its input schema, so it can be called at once (or through call_tool).',
+      routeId: '',
+      area: 'tools',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          query: { type: 'string', maxLength: 500, description: 'Words describing the tool wanted (empty: every tool that passes the filters).' },
+          area: { type: 'string', enum: areas, description: 'Only tools of this area.' },
+          readOnly: { type: 'boolean', description: 'Only tools that change nothing (true) or only tools that do (false).' },
+          destructive: { type: 'boolean', description: 'Only tools that delete or overwrite (true), or only those that do not (false).' },
+          openWorld: {
+            type: 'boolean',
+            description: 'Only tools that reach outside the platform (trading venues, hosts), or only those that do not.',
+          },
+          limit: { type: 'integer', minimum: 1, maximum: 100, default: 10, description: 'At most this many results (default 10).' },
+        },
+        additionalProperties: false,
+      },
+      outputSchema: {
+        type: 'object',
+        properties: {
+          tools: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                name: { type: 'string' },
+                title: { type: 'string' },
+                description: { type: 'string' },
+                area: { type: 'string' },
+                annotations: { type: 'object' },
+                inputSchema: { type: 'object' },
+              },
+              required: ['name', 'title', 'description', 'area', 'annotations', 'inputSchema'],
+            },
+          },
+          total: { type: 'integer', description: 'How many tools matched (more than returned when over the limit).' },
+        },
+        required: ['tools', 'total'],
+      },
+      annotations: META_ANNOTATIONS,
+    },
+    {
+      name: CALL_TOOL,
+      title: 'Call tool',
+      description:
+        'Call any tool of this server by name with its arguments (for a tool found with search_tools that is not on the page of tools/list the client read). ' +
+        'The result is that tool’s result.',
+      routeId: '',
+      area: 'tools',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          name: { type: 'string', maxLength: 200, description: 'The tool’s name.' },
+          arguments: { type: 'object', description: 'The tool’s arguments, as its input schema says.' },
+        },
+        required: ['name'],
+        additionalProperties: false,
+      },
+      // Whatever the called tool answers: neither read-only nor safe to repeat in general.
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    },
+  ];
+}
+
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('The cursor is not one this server handed out.');
+  }
+}
+
+/** Words of a text for matching: lowercase, split at anything not a letter or digit and at camelCase humps. */
+export function words(text: string): string[] {
+  return text
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
+}
+
+/** Words too common to tell tools apart. */
+const STOP_WORDS = new Set([
+  'a',
+  'an',
+  'the',
+  'of',
+  'to',
+  'in',
+  'on',
+  'for',
+  'and',
+  'or',
+  'is',
+  'it',
+  'its',
+  'my',
+  'i',
+  'this',
+  'that',
+  'with',
+  'by',
+  'from',
+  'as',
+  'be',
+]);
+
+interface Indexed {
+  def: ToolDef;
+  name: Set<string>;
+  title: Set<string>;
+  description: Set<string>;
+}
+
+/**
+ * The tools, built once from the route table: one per operation that passes isToolOperation, named
+ * by the spec's map or derived from the operation id, with search_tools and call_tool first.
+ */
+export class ToolCatalogue {
+  private readonly bindings = new Map<string, ToolBinding>();
+  private readonly tools: ToolDef[];
+  private readonly indexed: Indexed[];
+  readonly areas: string[];
+
+  private constructor(routes: Route[]) {
+    for (const r of routes) {
+      if (!isToolOperation(r)) continue;
+      const b = bindingOf(r);
+      const taken = this.bindings.get(b.def.name);
+      if (taken) throw new Error(`tools: ${r.id} and ${taken.route.id} would both be the tool ${b.def.name}`);
+      this.bindings.set(b.def.name, b);
+    }
+    const operations = [...this.bindings.values()].map((b) => b.def);
+    this.areas = [...new Set(operations.map((d) => d.area))].sort();
+    this.tools = [...metaTools(this.areas), ...operations];
+    this.indexed = operations.map((def) => ({
+      def,
+      name: new Set([...words(def.name), def.name]),
+      title: new Set(words(def.title)),
+      description: new Set(words(def.description)),
+    }));
+  }
+
+  static fromRoutes(routes: Route[]): ToolCatalogue {
+    return new ToolCatalogue(routes);
+  }
+
+  /** Every tool: search_tools and call_tool, then the operations in route-table order. */
+  list(): ToolDef[] {
+    return this.tools;
+  }
+
+  get(name: string): ToolDef | undefined {
+    return this.binding(name)?.def ?? this.tools.find((t) => t.name === name && t.routeId === '');
+  }
+
+  /** An operation's tool with what calling it needs (undefined for search_tools and call_tool). */
+  binding(name: string): ToolBinding | undefined {
+    return this.bindings.get(name);
+  }
+
+  /**
+   * One page of list(): `size` tools from the cursor (an opaque offset a previous page handed out),
+   * and the cursor of the next page (undefined on the last). A cursor this catalogue did not hand
+   * out is an InvalidCursorError.
+   */
+  page(cursor: string | undefined, size: number): { tools: ToolDef[]; nextCursor?: string } {
+    let start = 0;
+    if (cursor !== undefined) {
+      const m = /^t(\d{1,6})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+      start = m ? Number(m[1]) : -1;
+      if (start <= 0 || start >= this.tools.length || Buffer.from(`t${start}`).toString('base64url') !== cursor) throw new InvalidCursorError();
+    }
+    const end = start + size;
+    return { tools: this.tools.slice(start, end), nextCursor: end < this.tools.length ? Buffer.from(`t${end}`).toString('base64url') : undefined };
+  }
+
+  /**
+   * The operation tools that match, best first. Each query word scores where it is found (the
+   * name counts most, then the title, then the description; a word that only begins a tool's word
+   * counts less); ties keep the catalogue's order. An empty query matches every tool the filters pass.
+   */
+  search(query: string, filters: SearchFilters = {}): ToolDef[] {
+    const q = words(query).filter((w) => !STOP_WORDS.has(w));
+    const scored: Array<{ def: ToolDef; score: number }> = [];
+    for (const t of this.indexed) {
+      const d = t.def;
+      if (filters.area !== undefined && d.area !== filters.area) continue;
+      if (filters.readOnly !== undefined && d.annotations.readOnlyHint !== filters.readOnly) continue;
+      if (filters.destructive !== undefined && d.annotations.destructiveHint !== filters.destructive) continue;
+      if (filters.openWorld !== undefined && d.annotations.openWorldHint !== filters.openWorld) continue;
+      let score = q.length === 0 ? 1 : 0;
+      if (q.length && d.name === query.trim().toLowerCase()) score += 100;
+      for (const w of q) score += scoreWord(t, w);
+      if (score > 0) scored.push({ def: d, score });
+    }
+    scored.sort((a, b) => b.score - a.score);
+    const out = scored.map((s) => s.def);
+    return filters.limit !== undefined ? out.slice(0, filters.limit) : out;
+  }
+}
+
+function scoreWord(t: Indexed, w: string): number {
+  const prefix = (set: Set<string>) => w.length >= 3 && [...set].some((x) => x.startsWith(w));
+  if (t.name.has(w)) return 10;
+  if (t.title.has(w)) return 6;
+  if (t.description.has(w)) return 3;
+  if (prefix(t.name)) return 4;
+  if (prefix(t.title) || prefix(t.description)) return 1;
+  return 0;
+}

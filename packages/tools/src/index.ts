@@ -1,0 +1,5 @@
+export * from './call.js';
+export * from './catalogue.js';
+export * from './names.js';
+export * from './schemas.js';
+export * from './search.js';
