@@ -30,6 +30,11 @@ export const CATALOGUE = {
   trading: { grpc: 'svc.trading.v1.TradingService', calls: ['agents'], summary: "venues, orders, fills, paper books, agents' trading limits" },
   profiles: { grpc: 'svc.profiles.v1.ProfilesService', calls: [], summary: 'taste profiles' },
   mcp: { grpc: 'svc.mcp.v1.McpService', calls: '*', summary: 'the hosted MCP server (stub)' },
+  runtime: {
+    grpc: null,
+    calls: '*',
+    summary: "the agents service's run workers: runs from the work queue, models through Infer, tools through the dispatcher",
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ServiceName = keyof typeof CATALOGUE;

@@ -6,13 +6,14 @@ import { AgentKeys } from './agent-keys.js';
 import { type AgentRecords, AgentsDomain } from './agents.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
+import { SCHEMA } from './store.js';
 import { LiveEvents } from './threads/live.js';
 import { ThreadsDomain } from './threads/threads.js';
-import { SCHEMA } from './store.js';
 
 export { AgentKeys } from './agent-keys.js';
 export { type AgentRecord, type AgentRecords, type AgentsDeps, AgentsDomain } from './agents.js';
 export { migrations } from './migrations/index.js';
+export { type RunningRuntime, type RuntimeSettings, runtimeSettingsSchema, startRuntime } from './runtime/index.js';
 export { SCHEMA } from './store.js';
 
 /**

@@ -21,6 +21,10 @@ export function toAgent(a: AgentRow): agents.Agent {
     projectId: a.project_id ?? undefined,
     createdAt: a.created_at.toISOString(),
     updatedAt: a.updated_at.toISOString(),
+    tools: a.tools ?? [],
+    hasTools: a.tools !== null,
+    maxSteps: a.max_steps ?? undefined,
+    maxTokensPerRun: a.max_tokens_per_run ?? undefined,
   };
 }
 
@@ -29,7 +33,8 @@ export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: Th
   return {
     ...threadHandlers(threads, live),
     async createAgent(req, { principal }) {
-      return { agent: toAgent(await domain.create(principal, req)) };
+      const { tools, hasTools, ...rest } = req;
+      return { agent: toAgent(await domain.create(principal, { ...rest, tools: hasTools ? tools : undefined })) };
     },
     async listAgents(req, { principal }) {
       const { rows, nextCursor } = await domain.list(principal, req);
@@ -39,7 +44,8 @@ export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: Th
       return { agent: toAgent(await domain.get(principal, req.id)) };
     },
     async updateAgent(req, { principal }) {
-      return { agent: toAgent(await domain.update(principal, req.id, req)) };
+      const { tools, hasTools, ...rest } = req;
+      return { agent: toAgent(await domain.update(principal, req.id, { ...rest, tools: hasTools ? tools : undefined })) };
     },
     async deleteAgent(req, { principal }) {
       return { revokedKeys: await domain.remove(principal, req.id) };

@@ -55,7 +55,11 @@ export const ThreadEvent = z
   .object({
     id: z.string(),
     seq: z.number().int().describe('1, 2, 3… per thread; 0 for a live text delta, which is never stored.'),
-    type: z.string().describe('thread.created, message.created, message.injected, injection.delivered, run.queued, run.started, run.step, tool.called, tool.result, run.completed, run.failed, run.cancelled, thread.updated; message.delta live only.'),
+    type: z
+      .string()
+      .describe(
+        'thread.created, message.created, message.injected, injection.delivered, run.queued, run.started, run.step, tool.called, tool.result, run.completed, run.failed, run.cancelled, thread.updated; message.delta live only.',
+      ),
     createdAt: Timestamp,
     runId: Nullable(z.string()),
     producer: z.object({ kind: z.enum(['human', 'agent', 'tool', 'system']), id: z.string().optional(), keyId: Nullable(z.string()) }).loose(),
@@ -107,7 +111,9 @@ const InjectBody = z
 const Injected = z
   .object({
     messageId: z.string(),
-    status: z.enum(['started', 'pending', 'queued']).describe('started: a new run; pending: delivered at the running run’s next step boundary; queued: a run after it.'),
+    status: z
+      .enum(['started', 'pending', 'queued'])
+      .describe('started: a new run; pending: delivered at the running run’s next step boundary; queued: a run after it.'),
     runId: Nullable(z.string()),
     seq: z.number().int().describe('The seq of the event recording the message (0 for a repeated clientMessageId).'),
   })
@@ -222,7 +228,12 @@ export const threadsRoutes = [
       after: z.coerce.number().int().min(0).default(0).describe('Events with a greater seq.'),
       limit: z.coerce.number().int().min(1).max(200).default(50),
     }),
-    headers: z.object({ 'last-event-id': z.string().regex(/^\d{1,15}$/, 'must be a seq').optional() }),
+    headers: z.object({
+      'last-event-id': z
+        .string()
+        .regex(/^\d{1,15}$/, 'must be a seq')
+        .optional(),
+    }),
     response: z.object({ events: z.array(ThreadEvent), nextAfter: Nullable(z.number().int()) }).meta({ id: 'ThreadEventList' }),
     events: { schema: ThreadEvent, description: 'Each event as `data`, its seq as `id` (none for message.delta), its type as `event`.' },
     auth: 'key',
@@ -245,7 +256,12 @@ export const threadsRoutes = [
     authority: false,
     handler: rpc('agents', 'injectMessage', {
       request: (i) => ({ threadId: i.params.id, content: i.body.content, mode: i.body.mode, clientMessageId: i.body.clientMessageId }),
-      response: (res) => ({ messageId: res.messageId, status: res.status as 'started' | 'pending' | 'queued', runId: res.runId ?? null, seq: Number(res.seq) }),
+      response: (res) => ({
+        messageId: res.messageId,
+        status: res.status as 'started' | 'pending' | 'queued',
+        runId: res.runId ?? null,
+        seq: Number(res.seq),
+      }),
     }),
   }),
   route({

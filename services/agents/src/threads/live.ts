@@ -4,9 +4,7 @@ import type { EventRow, ThreadStore } from './store.js';
 
 /** What crosses replicas about a thread: persisted events, a text delta, or its deletion. */
 export type LiveSignal =
-  | { kind: 'events'; events: WireEvent[] }
-  | { kind: 'delta'; runId: string; step: number; afterSeq: number; text: string }
-  | { kind: 'deleted' };
+  { kind: 'events'; events: WireEvent[] } | { kind: 'delta'; runId: string; step: number; afterSeq: number; text: string } | { kind: 'deleted' };
 
 /** An event row as JSON (dates as ISO strings). */
 export type WireEvent = Omit<EventRow, 'created_at'> & { created_at: string };

@@ -1,16 +1,24 @@
 import type { Handlers } from '@svc/kit';
 import type { agents, agents_threads } from '@svc/proto';
 
-import { watchEvents } from './live.js';
 import type { WireEvent } from './live.js';
+import type { LiveEvents } from './live.js';
+import { watchEvents } from './live.js';
 import type { EventRow, ThreadRow } from './store.js';
 import type { ThreadsDomain } from './threads.js';
-import type { LiveEvents } from './live.js';
 
 type Def = typeof agents.AgentsServiceService;
 type ThreadHandlers = Pick<
   Handlers<Def>,
-  'createThread' | 'listThreads' | 'getThread' | 'updateThread' | 'deleteThread' | 'listThreadEvents' | 'watchThreadEvents' | 'injectMessage' | 'cancelRun'
+  | 'createThread'
+  | 'listThreads'
+  | 'getThread'
+  | 'updateThread'
+  | 'deleteThread'
+  | 'listThreadEvents'
+  | 'watchThreadEvents'
+  | 'injectMessage'
+  | 'cancelRun'
 >;
 
 export function toThread(t: ThreadRow): agents_threads.Thread {

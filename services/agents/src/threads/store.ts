@@ -231,10 +231,11 @@ export class ThreadStore {
   }
 
   async events(threadId: string, after: number, limit: number): Promise<EventRow[]> {
-    const rows = await this.sql.query<EventRow>(
-      `SELECT * FROM agents.thread_events WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-      [threadId, after, limit],
-    );
+    const rows = await this.sql.query<EventRow>(`SELECT * FROM agents.thread_events WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
+      threadId,
+      after,
+      limit,
+    ]);
     return rows.map(eventRow);
   }
 

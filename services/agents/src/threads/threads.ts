@@ -4,7 +4,16 @@ import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Pri
 
 import type { AgentRow, AgentStore } from '../store.js';
 import type { LiveEvents } from './live.js';
-import { type ContextMessage, type EventRow, type InboxRow, type InjectMode, type NewEvent, type Producer, type ThreadRow, ThreadStore } from './store.js';
+import {
+  type ContextMessage,
+  type EventRow,
+  type InboxRow,
+  type InjectMode,
+  type NewEvent,
+  type Producer,
+  type ThreadRow,
+  ThreadStore,
+} from './store.js';
 
 /**
  * Threads: conversations with an agent of the acting account (docs/threads.md). People and agents
@@ -201,7 +210,8 @@ export class ThreadsDomain {
 
   async events(p: Principal, id: string, after: number, limit: number): Promise<{ rows: EventRow[]; nextAfter?: number }> {
     await this.get(p, id);
-    if (!Number.isInteger(after) || after < 0) throw new DomainError('invalid_argument', 'invalid_request', 'after: must be a whole number, 0 or more.');
+    if (!Number.isInteger(after) || after < 0)
+      throw new DomainError('invalid_argument', 'invalid_request', 'after: must be a whole number, 0 or more.');
     const n = Math.min(Math.max(limit || 50, 1), 200);
     const rows = await this.store.events(id, after, n + 1);
     const page = rows.slice(0, n);
