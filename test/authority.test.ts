@@ -39,6 +39,7 @@ interface Tenant {
   branchId: string;
   /** A resting paper order. */
   orderId: string;
+  threadId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -71,6 +72,7 @@ async function tenant(name: string): Promise<Tenant> {
   const versionId = (await ok('POST', `/profiles/${profileId}/commits`, key, { message: 'first' })).id;
   const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
   const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00' })).id;
+  const threadId = (await ok('POST', '/threads', key, { agentId, title: `${name} thread` })).id;
   return {
     userId,
     key,
@@ -87,6 +89,7 @@ async function tenant(name: string): Promise<Tenant> {
     versionId,
     branchId,
     orderId,
+    threadId,
   };
 }
 
@@ -127,6 +130,8 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /profiles/:id/merge': { sourceBranchId: owner.branchId },
     'put /models/provider-keys/:provider': { key: 'sk-authority-test' },
     'put /trading/credentials/:venue': { keyId: 'PKAUTHORITY', secretKey: 'authority-test' },
+    'patch /threads/:id': { title: 'renamed' },
+    'post /threads/:id/inject': { content: 'hello' },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -195,6 +200,8 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return who.agentId;
     case 'trading:venue':
       return 'alpaca';
+    case 'threads:id':
+      return who.threadId;
   }
   return undefined;
 }
@@ -287,7 +294,9 @@ describe('authority: agent keys never change authority', () => {
       ['AddMember', (o) => acc.addMember({ accountId: A.orgId, memberId: B.userId, role: 'owner' }, o)],
       ['RemoveMember', (o) => acc.removeMember({ accountId: A.orgId, memberId: A.userId }, o)],
       ['CreateAccount', (o) => acc.createAccount({ kind: 'organization', name: 'x' }, o)],
-      ['UpdateAgent(owner)', (o) => agt.updateAgent({ id: A.agentId, ownerAccountId: A.orgId, clearFields: [] }, o)],
+      ['UpdateAgent(owner)', (o) => agt.updateAgent({ id: A.agentId, ownerAccountId: A.orgId, clearFields: [], tools: [], hasTools: false }, o)],
+      ['UpdateAgent(tools)', (o) => agt.updateAgent({ id: A.agentId, clearFields: [], tools: ['*'], hasTools: true }, o)],
+      ['UpdateAgent(maxSteps)', (o) => agt.updateAgent({ id: A.agentId, clearFields: [], tools: [], hasTools: false, maxSteps: 1000 }, o)],
     ];
     for (const p of principals) {
       const { token } = await signer.sign(p);

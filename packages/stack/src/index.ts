@@ -128,6 +128,8 @@ export async function startStack(
         registry,
         settings: settings.runtime as RuntimeSettings,
         agentsModule: agentsService as ServiceModule,
+        // Its own Deployment: health and readiness on PORT for the probes.
+        ...(config.SVC_SERVICE === 'runtime' ? { health: { host: config.HOST, port: config.PORT } } : {}),
       });
     }
     if (all || config.SVC_SERVICE === 'gateway') {
@@ -146,5 +148,5 @@ export async function startStack(
     await stop().catch(() => {});
     throw err;
   }
-  return { config, log, backends, registry, services, gateway, port: gateway?.port, stop };
+  return { config, log, backends, registry, services, gateway, port: gateway?.port ?? runtime?.port, stop };
 }

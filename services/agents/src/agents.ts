@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/api';
 import type { AccountsClient, KeysClient } from '@svc/clients';
-import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, requireHuman, type Sql } from '@svc/kit';
+import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, requireAuthority, requireHuman, type Sql } from '@svc/kit';
 
 import { type AgentRow, AgentStore, SCHEMA } from './store.js';
 
@@ -61,11 +61,11 @@ const UpdateInput = z.object({
 });
 
 /**
- * What an agent's runs may do (its tools) and spend (steps, tokens) is set by a person: an agent
- * key cannot widen its own or another agent's reach.
+ * What an agent's runs may do (its tools) and spend (steps, tokens) is set by a person through the
+ * API: an agent key, or the MCP channel, cannot widen an agent's reach.
  */
 function requireHumanForRuntime(p: Principal, body: Record<string, unknown>, cleared: readonly string[] = []): void {
-  if (RUNTIME_FIELDS.some((f) => body[f] !== undefined || cleared.includes(f))) requireHuman(p);
+  if (RUNTIME_FIELDS.some((f) => body[f] !== undefined || cleared.includes(f))) requireAuthority(p, 'An agent’s tools and limits are set');
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {

@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 
 import { routes } from '@svc/api';
@@ -33,6 +35,8 @@ const SWEEP_MS = 5_000;
 
 export interface RunningRuntime {
   worker: string;
+  /** The health port, when it serves one (its own Deployment). */
+  port?: number;
   stop(graceMs: number): Promise<void>;
 }
 
@@ -51,6 +55,8 @@ export async function startRuntime(deps: {
   settings: RuntimeSettings;
   /** The agents module (its migrations). */
   agentsModule: ServiceModule;
+  /** Serve GET /health and /ready here (a Deployment of its own: the chart's probes). */
+  health?: { host: string; port: number };
 }): Promise<RunningRuntime> {
   const log = deps.log.child({ component: 'runtime' });
   await runMigrations(deps.agentsModule, deps.backends);
@@ -100,10 +106,13 @@ export async function startRuntime(deps: {
     })().catch((err) => log.warn({ err: (err as Error).message }, 'run sweep failed'));
   }, SWEEP_MS);
   sweep.unref();
-  log.info({ worker, concurrency: deps.settings.SVC_RUNTIME_CONCURRENCY }, 'runtime taking runs');
+  const health = deps.health ? await serveHealth(deps.health, () => Promise.all([sql.ping(), bus.ping()])) : undefined;
+  log.info({ worker, concurrency: deps.settings.SVC_RUNTIME_CONCURRENCY, port: health?.port }, 'runtime taking runs');
   return {
     worker,
+    port: health?.port,
     async stop() {
+      await health?.close();
       clearInterval(sweep);
       await work.unsubscribe();
       await hashes.close();
@@ -137,4 +146,32 @@ async function* abortable<T>(source: AsyncIterable<T>, signal: AbortSignal): Asy
   } finally {
     void it.return?.();
   }
+}
+
+/** GET /health (the process answers) and /ready (its database and bus answer), for probes. */
+async function serveHealth(at: { host: string; port: number }, ready: () => Promise<unknown>) {
+  const server = http.createServer((req, res) => {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      res.end(JSON.stringify(body));
+    };
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { error: { code: 'method_not_allowed', message: 'GET only.', requestId: '' } });
+    if (path === '/health') return send(200, { status: 'ok' });
+    if (path === '/ready') {
+      return void ready().then(
+        () => send(200, { status: 'ready' }),
+        () => send(503, { status: 'not_ready' }),
+      );
+    }
+    send(404, { error: { code: 'not_found', message: `No route for ${req.method} ${path}.`, requestId: '' } });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(at.port, at.host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
