@@ -395,8 +395,9 @@ describe('accounts', () => {
     const listed = await ok('GET', `/accounts/${ada.id}/hosts`, ada.key);
     expect(listed.body.hosts.map((h: any) => h.id)).toEqual([hostId]);
     expect(JSON.stringify(listed.body)).not.toContain(paired.body.credential);
-    // A host credential is not an API key.
-    expect((await t.call('GET', '/me', { key: paired.body.credential })).status).toBe(401);
+    // A host credential is not an API key: it works only where a host may call (GET /me does).
+    expect((await t.call('GET', `/accounts/${ada.id}/hosts`, { key: paired.body.credential })).status).toBe(401);
+    expect((await t.call('GET', '/me', { key: paired.body.credential })).body).toMatchObject({ kind: 'host', accountId: ada.id, keyId: hostId });
 
     const offline = await t.call('POST', `/hosts/${hostId}/call`, { key: ada.key, body: { tool: 'fs.read', arguments: { path: '/etc/hosts' } } });
     expect(offline.status).toBe(503);

@@ -40,6 +40,9 @@ interface Tenant {
   /** A resting paper order. */
   orderId: string;
   threadId: string;
+  /** A hosted site and its one deployment. */
+  siteId: string;
+  deploymentId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -73,6 +76,8 @@ async function tenant(name: string): Promise<Tenant> {
   const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
   const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00' })).id;
   const threadId = (await ok('POST', '/threads', key, { agentId, title: `${name} thread` })).id;
+  const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
+  const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
   return {
     userId,
     key,
@@ -90,6 +95,8 @@ async function tenant(name: string): Promise<Tenant> {
     branchId,
     orderId,
     threadId,
+    siteId,
+    deploymentId,
   };
 }
 
@@ -115,6 +122,7 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /hosts/:hostId/call': { tool: 'echo' },
     'post /agents': { name: 'x' },
     'put /default-agents': { agentIds: [] },
+    'post /credits/grants': { accountId: who.userId, amount: '1' },
     'patch /agents/:id': { name: 'renamed' },
     'post /agents/:id/keys': { name: 'x' },
     'post /api/api-keys': { name: 'x' },
@@ -132,6 +140,9 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'put /trading/credentials/:venue': { keyId: 'PKAUTHORITY', secretKey: 'authority-test' },
     'patch /threads/:id': { title: 'renamed' },
     'post /threads/:id/inject': { content: 'hello' },
+    'post /sites': { slug: 'authority-site' },
+    'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
+    'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -202,6 +213,10 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return 'alpaca';
     case 'threads:id':
       return who.threadId;
+    case 'sites:id':
+      return who.siteId;
+    case 'sites:deploymentId':
+      return who.deploymentId;
   }
   return undefined;
 }
@@ -364,5 +379,7 @@ describe('authority: another tenant’s resources answer 404', () => {
     expect(profile.profileData.currentBranchId).toBe('main');
     expect(profile.profileData.branches.map((b: any) => b.id)).toEqual(['main', B.branchId]);
     expect(profile.profileData.versions.map((v: any) => v.id)).toEqual([B.versionId]);
+    expect((await ok('GET', `/sites/${B.siteId}`, B.key)).currentDeploymentId).toBe(B.deploymentId);
+    expect((await t.call('GET', '/sites/bob-site/')).body).toBe('Bob');
   });
 });

@@ -135,12 +135,11 @@ describe('gateway', () => {
     expect(hostile.headers.get('x-request-id')).toMatch(/^req_/);
   });
 
-  test('an endpoint whose service has not landed answers 501 with the error body', async () => {
-    // (An unimplemented operation of the route table: test/dispatch.test.ts.)
+  test('the MCP endpoint answers a request without a key with 401 and the error body (test/mcp.test.ts has the rest)', async () => {
     const mcp = await t.call('POST', '/mcp', { body: {} });
-    expect(mcp.status).toBe(501);
+    expect(mcp.status).toBe(401);
     expect(mcp.body).toEqual(ERROR_BODY);
-    expect(mcp.body.error.code).toBe('not_implemented');
+    expect(mcp.body.error.code).toBe('missing_api_key');
   });
 
   test('input is validated with a message that names the field', async () => {

@@ -1,5 +1,7 @@
-import { loadSettings } from '@svc/kit';
+import { routes } from '@svc/api';
+import { loadSettings, PrincipalSigner } from '@svc/kit';
 import { modelsSettingsSchema } from '@svc/models';
+import { models } from '@svc/proto';
 import { startStack } from '@svc/stack';
 
 import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
@@ -142,6 +144,32 @@ describe('GET /models/catalog and /models/families', () => {
 });
 
 describe('no completion endpoint', () => {
+  test('no route of the table, nor any path of /openapi.json, is a completion, chat or responses endpoint', async () => {
+    const bad = /(^|\/)(chat\/completions|completions|responses|chat)(\/|$)/;
+    expect(routes.filter((r) => bad.test(r.path)).map((r) => r.path)).toEqual([]);
+    const doc = (await t.ok('GET', '/openapi.json', person.key)).body;
+    expect(Object.keys(doc.paths).filter((p) => bad.test(p))).toEqual([]);
+  });
+
+  test.each([
+    '/api/v1/chat/completions',
+    '/openai/v1/chat/completions',
+    '/v1/openai/chat/completions',
+    '/models/chat/completions',
+    '/v1/models/svc/dev/chat/completions',
+    '/v1/engines/svc-dev/completions',
+    '/v2/chat/completions',
+    '/v1/v1/chat/completions',
+    '/mcp/v1/chat/completions',
+    '/v1/responses/resp_1',
+  ])('%s answers 404 with the error body, with or without a key', async (p) => {
+    for (const key of [undefined, person.key]) {
+      const res = await t.call('POST', p, { key, body: { model: 'svc/dev', messages: [{ role: 'user', content: 'hi' }], stream: true } });
+      expect([p, res.status]).toEqual([p, 404]);
+      expect(res.body).toEqual(ERROR_BODY);
+    }
+  });
+
   test.each(['/v1/chat/completions', '/chat/completions', '/v1/completions', '/v1/responses'])('%s answers 404 to POST and GET', async (p) => {
     for (const method of ['POST', 'GET']) {
       for (const key of [undefined, person.key]) {
@@ -149,6 +177,35 @@ describe('no completion endpoint', () => {
         expect([method, p, res.status]).toEqual([method, p, 404]);
         expect(res.body).toEqual(ERROR_BODY);
       }
+    }
+  });
+});
+
+describe('cached listings', () => {
+  const openaiAvailable = async (key: string) => (await t.ok('GET', '/models?provider=openai', key)).body.models.every((m: any) => m.available);
+
+  test("a provider key set or deleted through the gateway shows at once; one changed elsewhere, through the service's event", async () => {
+    const user = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Cached' })).body;
+    expect(await openaiAvailable(user.key)).toBe(false);
+    await t.ok('PUT', '/models/provider-keys/openai', user.key, { key: 'sk-cache-0001' });
+    expect(await openaiAvailable(user.key)).toBe(true);
+    expect((await t.ok('GET', '/models/catalog', user.key)).body.models.find((m: any) => m.id === 'openai/gpt-4o').available).toBe(true);
+    await t.ok('DELETE', '/models/provider-keys/openai', user.key);
+    expect(await openaiAvailable(user.key)).toBe(false);
+
+    // Set behind the gateway's back (straight to the service, as another replica would): the
+    // service's models.provider_key.set event evicts the cached answer well before its 10 s.
+    await t.ok('PUT', '/models/provider-keys/openai', user.key, { key: 'sk-cache-0002' });
+    expect(await openaiAvailable(user.key)).toBe(true);
+    const signer = new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!);
+    const token = (await signer.sign({ kind: 'human', userId: user.account.id, accountId: user.account.id, channel: 'api' })).token;
+    const started = Date.now();
+    await t.stack.registry
+      .client('models', models.ModelsServiceService, 'svc.models.v1.ModelsService')
+      .deleteProviderKey({ provider: 'openai' }, { principalToken: token });
+    while (await openaiAvailable(user.key)) {
+      if (Date.now() - started > 5000) throw new Error('the cached listing was not evicted by the event');
+      await new Promise((r) => setTimeout(r, 50));
     }
   });
 });

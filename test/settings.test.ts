@@ -28,6 +28,8 @@ test('the drive declares its settings: defaults, and a bad value named as loadCo
     graceSeconds: 3600,
     collectEveryMs: 300_000,
     maxLockSeconds: 86_400,
+    siteMaxFiles: 2000,
+    siteMaxBytes: 100 * 1024 ** 2,
   });
   // Empty is unset, as for every variable.
   expect(loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '', SVC_DRIVE_MAX_LOCK_SECONDS: '60' }).drive).toMatchObject({
@@ -56,7 +58,12 @@ test('the entrypoint prints it as it prints the shared settings', async () => {
 
 test('the gateway and the accounts service declare theirs: proxies trusted, the body limit, the bootstrap key', () => {
   const gateway = (env: Record<string, string>) => loadSettings({ gateway: gatewaySettingsSchema }, env).gateway;
-  expect(gateway({})).toEqual({ SVC_BODY_LIMIT: '1mb', SVC_TRUST_PROXY: false });
+  expect(gateway({})).toEqual({ SVC_BODY_LIMIT: '1mb', SVC_TRUST_PROXY: false, SVC_MCP_ALLOWED_ORIGINS: [] });
+  expect(gateway({ SVC_MCP_ALLOWED_ORIGINS: 'https://a.example, http://localhost:3000' }).SVC_MCP_ALLOWED_ORIGINS).toEqual([
+    'https://a.example',
+    'http://localhost:3000',
+  ]);
+  expect(message(() => gateway({ SVC_MCP_ALLOWED_ORIGINS: 'a.example' }))).toMatch(/SVC_MCP_ALLOWED_ORIGINS/);
   expect(gateway({ SVC_TRUST_PROXY: '2' }).SVC_TRUST_PROXY).toBe(2);
   expect(message(() => gateway({ SVC_TRUST_PROXY: 'yes' }))).toMatch(/SVC_TRUST_PROXY/);
   expect(message(() => gateway({ SVC_BODY_LIMIT: 'huge' }))).toMatch(/SVC_BODY_LIMIT: must look like 1mb/);

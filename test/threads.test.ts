@@ -42,6 +42,54 @@ const settled = (key: string, id: string, runs = 1) =>
     return evs.filter((e) => ['run.completed', 'run.failed', 'run.cancelled'].includes(e.type)).length >= runs && evs;
   });
 
+/** Reads a text/event-stream until `stop` says so (or `ms` pass); the connection is dropped after. */
+async function readSse(
+  key: string,
+  path: string,
+  stop: (events: SseEvent[]) => boolean,
+  headers: Record<string, string> = {},
+  ms = 15_000,
+): Promise<{ status: number; events: SseEvent[]; contentType: string | null }> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), ms);
+  const res = await fetch(`${t.url}${path}`, {
+    headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...headers },
+    signal: ac.signal,
+  });
+  const out: SseEvent[] = [];
+  if (res.status !== 200) {
+    clearTimeout(timer);
+    return { status: res.status, events: out, contentType: res.headers.get('content-type') };
+  }
+  const decoder = new TextDecoder();
+  let buf = '';
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += decoder.decode(chunk, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const e: SseEvent = { data: null };
+        for (const line of block.split('\n')) {
+          if (line.startsWith('id: ')) e.id = line.slice(4);
+          else if (line.startsWith('event: ')) e.event = line.slice(7);
+          else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+        }
+        if (e.data !== null) out.push(e);
+      }
+      if (stop(out)) break;
+    }
+  } catch (err) {
+    if (!ac.signal.aborted) throw err;
+  } finally {
+    clearTimeout(timer);
+    ac.abort();
+  }
+  return { status: res.status, events: out, contentType: res.headers.get('content-type') };
+}
+type SseEvent = { id?: string; event?: string; data: any };
+
 describe('threads', () => {
   test('a first message starts a run the development model answers; events are numbered and carry producer and usage', async () => {
     const ada = await person();
@@ -85,6 +133,120 @@ describe('threads', () => {
     expect(last.data.content).toContain('list_drive');
     expect(last.data.step).toBe(2);
     expect(evs[evs.length - 1]!.type).toBe('run.completed');
+  });
+
+  test('whoami as the agent: the agent principal, never more', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    const created = await ok('POST', '/threads', ada.key, { agentId: agent.id, message: '/tool whoami {}' });
+    const evs = await settled(ada.key, created.body.id);
+    const result = evs.find((e) => e.type === 'tool.result')!;
+    expect([result.data.isError, result.data.result]).toEqual([
+      false,
+      expect.objectContaining({ kind: 'agent', agentId: agent.id, accountId: ada.id }),
+    ]);
+  });
+
+  test('a message injected while the run works is delivered at the next step boundary, in order, with its acknowledgement', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    // run_code keeps the first step's tool busy long enough for the injections to arrive during the run.
+    const slow = '/tool run_code {"code":"const end = Date.now() + 1500; while (Date.now() < end) {} 1"}';
+    const created = await ok('POST', '/threads', ada.key, { agentId: agent.id, message: slow });
+    await until(async () => (await events(ada.key, created.body.id)).some((e) => e.type === 'tool.called'));
+    const first = await ok('POST', `/threads/${created.body.id}/inject`, ada.key, { content: 'first aside' });
+    const second = await ok('POST', `/threads/${created.body.id}/inject`, ada.key, { content: 'second aside' });
+    expect([first.status, first.body.status, first.body.runId]).toEqual([202, 'pending', created.body.runId]);
+    expect(second.body.status).toBe('pending');
+    const busy = await t.call('POST', `/threads/${created.body.id}/inject`, { key: ada.key, body: { content: 'no', mode: 'reject' } });
+    expect([busy.status, busy.body.error.code]).toEqual([409, 'thread_busy']);
+    const evs = await settled(ada.key, created.body.id);
+    const delivered = evs.filter((e) => e.type === 'injection.delivered');
+    expect(delivered.map((e) => e.data.messageId)).toEqual([first.body.messageId, second.body.messageId]);
+    expect(delivered.every((e) => e.data.runId === created.body.runId && e.data.step === 1)).toBe(true);
+    // Delivered after the tool result, before the next model turn, which sees the last message.
+    const at = (type: string) => evs.findIndex((e) => e.type === type);
+    expect(at('tool.result')).toBeLessThan(at('injection.delivered'));
+    const answers = evs.filter((e) => e.type === 'message.created' && e.data.role === 'assistant');
+    expect(answers[answers.length - 1]!.data.content).toBe('dev: second aside');
+    expect(evs.filter((e) => e.type === 'run.completed')).toHaveLength(1);
+  });
+
+  test('enqueue runs the message after the current run', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    const slow = '/tool run_code {"code":"const end = Date.now() + 1000; while (Date.now() < end) {} 1"}';
+    const created = await ok('POST', '/threads', ada.key, { agentId: agent.id, message: slow });
+    await until(async () => (await events(ada.key, created.body.id)).some((e) => e.type === 'tool.called'));
+    const later = await ok('POST', `/threads/${created.body.id}/inject`, ada.key, { content: 'afterwards', mode: 'enqueue' });
+    expect(later.body.status).toBe('queued');
+    const evs = await settled(ada.key, created.body.id, 2);
+    const runs = [...new Set(evs.filter((e) => e.type === 'run.completed').map((e) => e.data.runId))];
+    expect(runs).toHaveLength(2);
+    const answers = evs.filter((e) => e.type === 'message.created' && e.data.role === 'assistant');
+    expect(answers[answers.length - 1]).toMatchObject({ runId: runs[1], data: { content: 'dev: afterwards' } });
+  });
+
+  test('cancel stops the run at the next step boundary', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    const slow = '/tool run_code {"code":"const end = Date.now() + 1000; while (Date.now() < end) {} 1"}';
+    const created = await ok('POST', '/threads', ada.key, { agentId: agent.id, message: slow });
+    await until(async () => (await events(ada.key, created.body.id)).some((e) => e.type === 'tool.called'));
+    const c = await ok('POST', `/threads/${created.body.id}/cancel`, ada.key);
+    expect(c.body).toEqual({ runId: created.body.runId, status: 'cancelling' });
+    const evs = await settled(ada.key, created.body.id);
+    expect(evs[evs.length - 1]!.type).toBe('run.cancelled');
+    expect(evs.some((e) => e.type === 'tool.result')).toBe(true);
+    expect((await ok('GET', `/threads/${created.body.id}`, ada.key)).body.status).toBe('idle');
+  });
+
+  test('SSE: persisted events then live ones with deltas; a dropped stream resumes after Last-Event-ID with nothing lost or repeated', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    const th = (await ok('POST', '/threads', ada.key, { agentId: agent.id, title: 'live' })).body;
+    // First connection: read until the run's first step, then drop it mid-run.
+    const reader = readSse(ada.key, `/threads/${th.id}/events`, (evs) => evs.some((e) => e.event === 'tool.called'));
+    await new Promise((r) => setTimeout(r, 300));
+    const slow = '/tool run_code {"code":"const end = Date.now() + 800; while (Date.now() < end) {} 1"}';
+    await ok('POST', `/threads/${th.id}/inject`, ada.key, { content: slow });
+    const first = await reader;
+    expect(first.status).toBe(200);
+    expect(first.contentType).toMatch(/^text\/event-stream/);
+    expect(first.events[0]).toMatchObject({ id: '1', event: 'thread.created' });
+    const lastId = first.events.filter((e) => e.id).pop()!.id!;
+    // Second connection resumes after the last id it saw, while the run goes on.
+    const rest = await readSse(ada.key, `/threads/${th.id}/events`, (evs) => evs.some((e) => e.event === 'run.completed'), {
+      'last-event-id': lastId,
+    });
+    const persisted = [...first.events, ...rest.events].filter((e) => e.id);
+    const all = await events(ada.key, th.id);
+    expect(persisted.map((e) => Number(e.id))).toEqual(all.map((e) => e.seq));
+    expect(persisted.map((e) => e.event)).toEqual(all.map((e) => e.type));
+    expect(persisted.map((e) => e.data.id)).toEqual(all.map((e: any) => e.id));
+    // Text deltas stream live (no id), and the finished message is one persisted event.
+    const deltas = [...first.events, ...rest.events].filter((e) => e.event === 'message.delta');
+    expect(deltas.length).toBeGreaterThan(0);
+    expect(deltas.every((e) => e.id === undefined && typeof e.data.data.text === 'string')).toBe(true);
+    // ?after= works the same way; another account gets 404 before any stream.
+    const after = await readSse(ada.key, `/threads/${th.id}/events?after=${all.length - 1}`, (evs) => evs.length >= 1);
+    expect(after.events.map((e) => Number(e.id))).toEqual([all.length]);
+    const bob = await person();
+    const other = await readSse(bob.key, `/threads/${th.id}/events`, () => true);
+    expect(other.status).toBe(404);
+  });
+
+  test('SSE: the stream ends when the thread is deleted', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    const th = (await ok('POST', '/threads', ada.key, { agentId: agent.id })).body;
+    const reading = readSse(ada.key, `/threads/${th.id}/events`, () => false);
+    await new Promise((r) => setTimeout(r, 300));
+    await ok('DELETE', `/threads/${th.id}`, ada.key);
+    const started = Date.now();
+    const res = await reading;
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(res.events.map((e) => e.event)).toEqual(['thread.created']);
   });
 
   test('a tool the agent may not call, or a bad argument, is a tool error the run survives', async () => {

@@ -30,6 +30,15 @@ async function main(kind) {
     server.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
     return;
   }
+  if (kind === 'express-static') {
+    // A bare express app serving a folder (BENCH_STATIC_DIR) with express.static: a static site without the platform.
+    const express = require('express');
+    const app = express();
+    app.use(express.static(process.env.BENCH_STATIC_DIR));
+    const server = http.createServer(app);
+    server.listen(0, '127.0.0.1', () => process.send({ ready: true, port: server.address().port }));
+    return;
+  }
   if (kind === 'express-json') {
     // A bare express app that parses a JSON body and answers 201 with JSON: what a POST costs without the platform.
     const express = require('express');

@@ -2,11 +2,13 @@ import type { Route } from './route.js';
 import { accountsRoutes } from './routes/accounts/index.js';
 import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
+import { creditsRoutes } from './routes/credits.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
+import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
@@ -14,10 +16,12 @@ import { tradingRoutes } from './routes/trading.js';
 export * from './openapi.js';
 export * from './route.js';
 export * from './routes/code.js';
+export * from './routes/credits.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
 export * from './routes/models.js';
+export * from './routes/sites.js';
 export * from './routes/threads.js';
 export * from './rpc.js';
 export * from './schemas/accounts.js';
@@ -35,8 +39,10 @@ export const routes: Route[] = [
   ...threadsRoutes,
   ...keysRoutes,
   ...driveRoutes,
+  ...sitesRoutes,
   ...profilesRoutes,
   ...modelsRoutes,
+  ...creditsRoutes,
   ...tradingRoutes,
   ...codeRoutes,
 ];

@@ -77,6 +77,15 @@ export interface RpcHandler {
   revokesKey?: (input: RouteInput) => string;
   /** The call's deadline when the operation may take longer than SVC_GRPC_DEADLINE_MS (running code). */
   deadlineMs?: number;
+  /**
+   * The answer is the same for everyone acting in an account, changes rarely and is asked often
+   * (GET /models): the dispatcher keeps it per acting account and input for `ttlMs`, and drops an
+   * account's answers under `tag` when an operation that `invalidates` the tag succeeds for that
+   * account, or when told (`AnswerCache.evict`, from the service's events on other replicas).
+   */
+  cache?: { tag: string; ttlMs: number };
+  /** Tags of cached answers (`cache`) this operation changes for the acting account. */
+  invalidates?: string[];
 }
 
 /**

@@ -35,6 +35,8 @@ export function rpc<S extends RpcService, M extends MethodOf<S>, Q extends Parti
     response?: (res: ResponseOf<S, M>, input: RouteInput) => unknown;
     revokesKey?: (input: RouteInput) => string;
     deadlineMs?: number;
+    cache?: { tag: string; ttlMs: number };
+    invalidates?: string[];
   } = {},
 ): RpcHandler {
   return { kind: 'rpc', service, method, ...map } as RpcHandler;

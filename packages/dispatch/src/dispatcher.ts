@@ -3,6 +3,7 @@ import { DEFINITIONS } from '@svc/clients';
 import { DomainError, type Principal, type Registry } from '@svc/kit';
 
 import { checkPrincipal } from './access.js';
+import { AnswerCache } from './answer-cache.js';
 import { type Answer, answerOf } from './answers.js';
 import { type RawInput, validateInput } from './input.js';
 
@@ -39,6 +40,8 @@ export interface DispatcherOptions {
   handlers?: Record<string, OperationHandler>;
   /** Told of each key an operation revoked, before the answer goes out (to forget it at once). */
   onKeyRevoked?: (keyId: string) => void;
+  /** Where answers of routes that declare `cache` are kept (the gateway's, evicted on events); default its own. */
+  answers?: AnswerCache;
 }
 
 // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
@@ -56,9 +59,11 @@ export class Dispatcher {
   private readonly byId = new Map<string, Route>();
   private readonly handlers: Record<string, OperationHandler>;
   private readonly invokers = new Map<Route, (raw: RawInput, inv: Invocation) => Promise<Answer>>();
+  readonly answers: AnswerCache;
 
   constructor(private readonly options: DispatcherOptions) {
     this.routes = options.routes ?? allRoutes;
+    this.answers = options.answers ?? new AnswerCache();
     for (const r of this.routes) this.byId.set(r.id, r);
     this.handlers = options.handlers ?? {};
   }
@@ -115,13 +120,30 @@ export class Dispatcher {
 
     const [definition, grpcName] = DEFINITIONS[h.service];
     const deadline = h.deadlineMs !== undefined ? { deadlineMs: h.deadlineMs } : {};
-    return async (raw, inv) => {
-      const input = admit(raw, inv);
+    const call = async (input: RouteInput, inv: Invocation) => {
       const client = this.options.registry.client(h.service, definition, grpcName) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
       const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId, ...deadline });
       if (h.revokesKey) this.options.onKeyRevoked?.(h.revokesKey(input));
+      if (h.invalidates && inv.auth) for (const tag of h.invalidates) this.answers.evict(tag, inv.auth.principal.accountId);
       return answerOf(h.response ? h.response(result, input) : result, status, NO_STORE);
+    };
+    const cache = h.cache;
+    if (!cache || !needsKey) return async (raw, inv) => call(admit(raw, inv), inv);
+    // A cached answer: the same for everyone acting in the account, kept already serialised.
+    return async (raw, inv) => {
+      const input = admit(raw, inv);
+      const accountId = inv.auth!.principal.accountId;
+      const key = JSON.stringify([route.id, input.params, input.query]);
+      const hit = this.answers.get(cache.tag, accountId, key);
+      if (hit) return hit;
+      const answer = await call(input, inv);
+      if (answer.kind === 'json' && answer.status < 300) {
+        const kept = { ...answer, text: answer.text ?? JSON.stringify(answer.body) };
+        this.answers.set(cache.tag, accountId, key, kept, cache.ttlMs);
+        return kept;
+      }
+      return answer;
     };
   }
 }

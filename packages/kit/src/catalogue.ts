@@ -31,7 +31,7 @@ export const CATALOGUE = {
   accounts: { grpc: 'svc.accounts.v1.AccountsService', calls: ['keys'], summary: 'accounts, organizations, grants, signing keys, hosts, audit' },
   drive: { grpc: 'svc.drive.v1.DriveService', calls: [], summary: 'the file drive' },
   agents: { grpc: 'svc.agents.v1.AgentsService', calls: ['accounts', 'keys'], summary: 'agents, their keys, default agents' },
-  models: { grpc: 'svc.models.v1.ModelsService', calls: [], summary: 'models (stub)' },
+  models: { grpc: 'svc.models.v1.ModelsService', calls: ['accounts'], summary: 'the model catalogue, provider keys, credits, inference' },
   trading: { grpc: 'svc.trading.v1.TradingService', calls: ['agents'], summary: "venues, orders, fills, paper books, agents' trading limits" },
   profiles: { grpc: 'svc.profiles.v1.ProfilesService', calls: [], summary: 'taste profiles' },
   mcp: { grpc: 'svc.mcp.v1.McpService', calls: '*', summary: 'the hosted MCP server (stub)' },

@@ -49,16 +49,16 @@ export function rawInputOf(b: ToolBinding, args: Record<string, unknown>): RawIn
   let wholeBody: unknown;
   for (const [key, value] of Object.entries(args)) {
     if (value === undefined) continue;
-    if (a.params.has(key)) params[key] = value;
-    else if (a.query.has(key)) query[key] = value;
+    if (a.params.has(key)) params[a.params.get(key)!] = value;
+    else if (a.query.has(key)) query[a.query.get(key)!] = value;
     else if (a.headers.has(key)) headers[a.headers.get(key)!] = value;
-    else if (a.body.has(key)) (body ??= {})[key] = value;
+    else if (a.body.has(key)) (body ??= {})[a.body.get(key)!] = value;
     else if (a.wholeBody && key === 'body') wholeBody = value;
     else if (!((a.content && (key === 'content' || key === 'encoding' || key === 'contentType')) || (a.bytes && key === 'encoding'))) {
       throw invalid(`arguments.${key}: ${b.def.name} takes no such argument.`);
     }
   }
-  for (const p of a.params) {
+  for (const p of a.params.values()) {
     // Path parameters are text in a URL; a number or an object here is a mistake to name, not coerce.
     if (params[p] === undefined) throw invalid(`arguments.${p}: is required.`);
     if (typeof params[p] !== 'string') throw invalid(`arguments.${p}: must be a string.`);

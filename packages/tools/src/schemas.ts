@@ -10,10 +10,12 @@ export type JsonSchema = Record<string, unknown>;
  * the operation takes content (`content` + `encoding` + `contentType`) or answers with bytes.
  */
 export interface ArgumentMap {
-  params: Set<string>;
-  query: Set<string>;
-  /** Body fields spread as arguments (an object body). */
-  body: Set<string>;
+  /** Argument → path parameter. */
+  params: Map<string, string>;
+  /** Argument → query parameter (a name the path already takes is prefixed: `id` → `queryId`). */
+  query: Map<string, string>;
+  /** Argument → body field, for an object body (a field named like a path parameter is the path's). */
+  body: Map<string, string>;
   /** The body is one argument, `body` (a body that is not an object with known fields). */
   wholeBody: boolean;
   /** Argument name → the lowercase header it carries (`ifMatch` → `if-match`). */
@@ -90,9 +92,9 @@ const isObjectSchema = (s: JsonSchema) => s.type === 'object' && typeof s.proper
 /** The one input schema of an operation: path parameters, query, headers and body as one object of arguments. */
 export function inputSchemaOf(route: Route): { schema: JsonSchema; map: ArgumentMap } {
   const map: ArgumentMap = {
-    params: new Set(),
-    query: new Set(),
-    body: new Set(),
+    params: new Map(),
+    query: new Map(),
+    body: new Map(),
     wholeBody: false,
     headers: new Map(),
     content: !!route.content,
@@ -101,16 +103,21 @@ export function inputSchemaOf(route: Route): { schema: JsonSchema; map: Argument
   const properties: Record<string, JsonSchema> = {};
   const required = new Set<string>();
   const defs: Record<string, JsonSchema> = {};
-  const take = (part: z.ZodObject | undefined, into: Set<string>, rename = (k: string) => k) => {
+  /** Adds a part's fields as arguments; a name already taken becomes `<part><Name>` (or is left out). */
+  const take = (part: z.ZodObject | undefined, into: Map<string, string>, prefix?: string, rename = (k: string) => k) => {
     if (!part) return;
     const c = convert(part, 'input');
     Object.assign(defs, c.defs);
     const req = requiredOf(c.root);
     for (const [key, prop] of Object.entries(propertiesOf(c.root))) {
-      const arg = rename(key);
-      if (arg in properties) continue;
+      let arg = rename(key);
+      if (arg in properties) {
+        if (!prefix) continue;
+        arg = prefix + arg.charAt(0).toUpperCase() + arg.slice(1);
+        if (arg in properties) continue;
+      }
       properties[arg] = prop;
-      into.add(key);
+      into.set(arg, key);
       if (req.has(key)) required.add(arg);
     }
   };
@@ -119,15 +126,11 @@ export function inputSchemaOf(route: Route): { schema: JsonSchema; map: Argument
   for (const m of route.path.match(/:(\w+)/g) ?? []) {
     const name = m.slice(1);
     if (!(name in properties)) properties[name] = { type: 'string' };
-    map.params.add(name);
+    map.params.set(name, name);
     required.add(name);
   }
-  take(route.query, map.query);
-  if (route.headers) {
-    const headerSet = new Set<string>();
-    take(route.headers, headerSet, headerArgument);
-    for (const h of headerSet) map.headers.set(headerArgument(h), h);
-  }
+  take(route.query, map.query, 'query');
+  take(route.headers, map.headers, 'header', headerArgument);
   if (route.body) {
     const c = convert(route.body, 'input');
     Object.assign(defs, c.defs);
@@ -137,7 +140,7 @@ export function inputSchemaOf(route: Route): { schema: JsonSchema; map: Argument
         // A body field named like a path parameter (a read-only echo such as `id`) is the path's.
         if (key in properties) continue;
         properties[key] = prop;
-        map.body.add(key);
+        map.body.set(key, key);
         if (req.has(key)) required.add(key);
       }
     } else {

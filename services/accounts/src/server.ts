@@ -90,7 +90,8 @@ export function handlers(domain: AccountsDomain, store: AccountStore): Handlers<
       const account = await store.byId(own);
       const orgs = p.kind === 'human' ? await store.organizationsOf(p.userId!) : [];
       return {
-        account: account ? toAccount(account) : undefined,
+        // Whether the caller is the operator: other services check it (the models service's credit grants).
+        account: account ? { ...toAccount(account), ...(account.is_operator ? { operator: true } : {}) } : undefined,
         organizations: orgs.map((o) => ({ account: toAccount({ ...o, role: undefined }), role: o.role })),
       };
     },

@@ -2,7 +2,18 @@ import { z } from 'zod';
 
 import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/api';
 import type { AccountsClient, KeysClient } from '@svc/clients';
-import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, requireAuthority, requireHuman, type Sql } from '@svc/kit';
+import {
+  actorOf,
+  DomainError,
+  enqueueEvent,
+  newId,
+  type OutboxRelay,
+  parseInput,
+  type Principal,
+  requireAuthority,
+  requireHuman,
+  type Sql,
+} from '@svc/kit';
 
 import { type AgentRow, AgentStore, SCHEMA } from './store.js';
 

@@ -17,6 +17,13 @@ export function writer(p: Principal): void {
   if (p.kind === 'host') throw new DomainError('forbidden', 'principal_not_allowed', 'A host credential cannot use the drive.');
 }
 
+/** Calls for the platform's own services only (collection, the public sites front). */
+export function systemOnly(ctx: { principal: Principal }): void {
+  if (ctx.principal.kind !== 'system') {
+    throw new DomainError('forbidden', 'internal_only', 'This call is for platform services only.');
+  }
+}
+
 /** What events say about an item. */
 export function publicView(r: ItemRow) {
   return {
@@ -50,7 +57,7 @@ export class DriveDomain {
 
   constructor(
     readonly sql: Sql,
-    blobs: Blobs,
+    readonly blobs: Blobs,
     readonly settings: DriveSettings,
     private readonly outbox: () => OutboxRelay | undefined,
     readonly log: Logger,

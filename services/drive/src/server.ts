@@ -1,11 +1,13 @@
-import { type CallContext, DomainError, type Handlers } from '@svc/kit';
+import { DomainError, type Handlers } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
-import type { DriveDomain } from './domain.js';
+import { type DriveDomain, systemOnly } from './domain.js';
 import { openContent } from './download.js';
 import { lockItem, setProperties, unlockItem } from './properties-locks.js';
 import { getItem, listItems, resolvePath } from './reads.js';
 import { etagOf } from './rules.js';
+import { siteHandlers } from './sites/server.js';
+import type { Sites } from './sites/sites.js';
 import type { Actor, LockRow } from './store.js';
 import { copyItem, createFolder, deleteItem, updateItem } from './tree.js';
 import type { ItemView, UploadHeader } from './types.js';
@@ -66,15 +68,10 @@ function uploadHeader(h: drive.UploadHeader | undefined): UploadHeader {
   };
 }
 
-function systemOnly(ctx: CallContext): void {
-  if (ctx.principal.kind !== 'system') {
-    throw new DomainError('forbidden', 'internal_only', 'This call is for platform services only.');
-  }
-}
-
 /** gRPC handlers of the unary methods: translate messages, let the domain decide. */
-export function handlers(domain: DriveDomain): Handlers<typeof drive.DriveServiceService> {
+export function handlers(domain: DriveDomain, sites: Sites): Handlers<typeof drive.DriveServiceService> {
   return {
+    ...siteHandlers(sites),
     async listItems(req, ctx) {
       const { items, nextCursor } = await listItems(domain, ctx.principal, { ...req, full: req.includeDetails });
       return { items: items.map(toItem), nextCursor };

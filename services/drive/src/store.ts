@@ -239,7 +239,7 @@ export class DriveStore {
   }
 
   /**
-   * Blobs past their hold that no item references, locked for removal. `earlierBy` shortens
+   * Blobs past their hold that no item, open upload or site deployment references, locked for removal. `earlierBy` shortens
    * every hold by that many seconds (a collection run with a shorter grace period).
    */
   async collectable(q: Queryable, limit: number, earlierBy = 0): Promise<Array<{ account_id: string; sha256: string }>> {
@@ -248,6 +248,7 @@ export class DriveStore {
         WHERE b.held_until < now() + make_interval(secs => $2)
           AND NOT EXISTS (SELECT 1 FROM drive.items i WHERE i.account_id = b.account_id AND i.sha256 = b.sha256)
           AND NOT EXISTS (SELECT 1 FROM drive.uploads u WHERE u.account_id = b.account_id AND u.sha256 = b.sha256)
+          AND NOT EXISTS (SELECT 1 FROM drive.site_files f WHERE f.account_id = b.account_id AND f.sha256 = b.sha256)
         ORDER BY b.held_until LIMIT $1 FOR UPDATE OF b SKIP LOCKED`,
       [limit, earlierBy],
     );

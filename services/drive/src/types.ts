@@ -10,6 +10,10 @@ export interface DriveSettings {
   maxLockSeconds: number;
   /** How often the collector runs. */
   collectEveryMs: number;
+  /** The most files one site deployment holds (413 above). */
+  siteMaxFiles: number;
+  /** The most bytes one site deployment holds, all files together (413 above). */
+  siteMaxBytes: number;
 }
 
 /** An item, with its locks, custom properties and path when a full view was asked. */

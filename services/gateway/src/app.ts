@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 
 import { type Route, routes as allRoutes } from '@svc/api';
-import { Dispatcher, type OperationHandler } from '@svc/dispatch';
+import { type AnswerCache, Dispatcher, type OperationHandler } from '@svc/dispatch';
 import { type Backends, DomainError, type Logger, type Registry, type ServiceName } from '@svc/kit';
 
 import type { Authenticator } from './auth.js';
@@ -24,6 +24,8 @@ export interface GatewayDeps {
   version: string;
   /** Operation handlers for routes declared `local` (drive content), by name. */
   operations?: Record<string, OperationHandler>;
+  /** Where cached answers are kept (evicted on services' events); default the dispatcher's own. */
+  answers?: AnswerCache;
   /** Protocol fronts outside the route table (WebDAV at /dav; Git, SSE to come), each on its own path. */
   mount?: (app: express.Express) => void;
 }
@@ -57,15 +59,12 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   });
   deps.mount?.(app);
 
-  const dispatcher = new Dispatcher({ registry: deps.registry, routes, onKeyRevoked: (id) => deps.auth.evict(id) });
+  const dispatcher = new Dispatcher({ registry: deps.registry, routes, onKeyRevoked: (id) => deps.auth.evict(id), answers: deps.answers });
   dispatcher.register({
     ...deps.operations,
     ...systemOperations({ registry: deps.registry, backends: deps.backends, services: deps.services, version: deps.version, routes, log: deps.log }),
   });
   mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit });
-
-  // The slot where the hosted MCP server is mounted when its service lands.
-  app.all('/mcp', (req, res) => sendError(req, res, 501, 'not_implemented', 'The MCP endpoint is not implemented yet.'));
 
   app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.originalUrl.split('?')[0]}.`));
 

@@ -63,6 +63,10 @@ export class Authenticator {
   private readonly acting = new Map<string, Entry>();
   private readonly failures = new Map<string, { n: number; until: number }>();
   private readonly usage = new Map<string, { n: number; last: number }>();
+  /** Verified host credentials, by hash. */
+  private readonly hosts = new Map<string, Entry & { hostId: string }>();
+  /** Principals re-signed for another channel, by the token they derive from. */
+  private readonly channels = new Map<string, AuthContext & { until: number }>();
   private readonly systemToken: () => Promise<string>;
 
   constructor(
@@ -82,6 +86,47 @@ export class Authenticator {
     if (hash) this.verified.delete(hash);
     this.hashByKeyId.delete(keyId);
     for (const [k, v] of this.acting) if (v.keyId === keyId) this.acting.delete(k);
+    for (const [k, v] of this.channels) if (v.keyId === keyId) this.channels.delete(k);
+  }
+
+  /** Forgets an unpaired host's credential at once. */
+  evictHost(hostId: string): void {
+    for (const [hash, v] of this.hosts) if (v.hostId === hostId) this.hosts.delete(hash);
+  }
+
+  /**
+   * Authenticates a host credential (`svch_…`): the host's own principal (kind `host`, acting in
+   * the account it is paired to). Used by the host connection and by the few operations a host
+   * calls (those whose principals include `host`); everywhere else a host credential is refused.
+   */
+  async authenticateHost(secret: string | undefined, client: string): Promise<AuthContext & { hostId: string }> {
+    this.checkFlood(client);
+    if (!secret) throw unauthenticated('missing_host_credential', 'A host credential is required: Authorization: Bearer <svch_…>.');
+    if (!HOST_CREDENTIAL_RE.test(secret)) throw this.fail(client, unauthenticated('invalid_host_credential', 'The host credential is malformed.'));
+    const hash = hashSecret(secret);
+    const hit = this.hosts.get(hash);
+    if (hit && hit.until > Date.now()) return hit;
+    let host;
+    try {
+      const client = accountsClient(this.deps.registry);
+      ({ host } = await client.verifyHostCredential({ credentialHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 }));
+    } catch (err) {
+      if (err instanceof DomainError && err.kind === 'unauthenticated') throw this.fail(client, err);
+      throw err;
+    }
+    const principal: Principal = { kind: 'host', hostId: host!.id, accountId: host!.accountId, channel: 'api' };
+    const signed = await this.deps.signer.sign(principal);
+    const entry = {
+      principal,
+      token: signed.token,
+      keyId: host!.id,
+      hostId: host!.id,
+      keyExpiresAt: null,
+      until: Math.min(Date.now() + VERIFIED_TTL_MS, signed.expiresAt - 30_000),
+    };
+    if (this.hosts.size > 100_000) this.hosts.clear();
+    this.hosts.set(hash, entry);
+    return entry;
   }
 
   /**
@@ -90,6 +135,7 @@ export class Authenticator {
    */
   evictAccount(accountId: string): void {
     for (const [k, v] of this.acting) if (v.principal.accountId === accountId) this.acting.delete(k);
+    for (const [k, v] of this.channels) if (v.principal.accountId === accountId) this.channels.delete(k);
     for (const [hash, v] of this.verified) {
       if (v.principal.accountId === accountId && v.principal.kind === 'human' && v.principal.userId !== accountId) {
         this.verified.delete(hash);
@@ -224,6 +270,23 @@ export class Authenticator {
     };
     if (this.acting.size > 100_000) this.acting.clear();
     this.acting.set(cacheKey, entry);
+    return entry;
+  }
+
+  /**
+   * The same caller on another channel (MCP): its principal re-signed with `channel`, cached for
+   * as long as the token it derives from is, so the services see where the request came in.
+   */
+  async onChannel(ctx: AuthContext, channel: Principal['channel']): Promise<AuthContext> {
+    if (ctx.principal.channel === channel) return ctx;
+    const now = Date.now();
+    const hit = this.channels.get(ctx.token);
+    if (hit && hit.until > now && hit.principal.channel === channel) return hit;
+    const principal: Principal = { ...ctx.principal, channel };
+    const signed = await this.deps.signer.sign(principal);
+    const entry = { principal, token: signed.token, keyId: ctx.keyId, until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000) };
+    if (this.channels.size > 100_000) this.channels.clear();
+    this.channels.set(ctx.token, entry);
     return entry;
   }
 

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { driveOperations, threadOperations } from '@svc/dispatch';
+import { MODELS_CACHE } from '@svc/api';
+import { AnswerCache, driveOperations, threadOperations } from '@svc/dispatch';
 import {
   type Backends,
   type Config,
@@ -15,6 +16,7 @@ import {
 
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
+import { attachHostFront } from './fronts/hosts/index.js';
 import { mountProtocols } from './fronts/index.js';
 import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
@@ -48,7 +50,8 @@ export async function startGateway(deps: {
 }): Promise<RunningGateway> {
   const log = deps.log.child({ component: 'gateway' });
   const signer = new PrincipalSigner(deps.config.internalSecret);
-  const auth = new Authenticator({ registry: deps.registry, signer, systemToken: createSystemTokenSource(signer), log });
+  const systemToken = createSystemTokenSource(signer);
+  const auth = new Authenticator({ registry: deps.registry, signer, systemToken, log });
   const [bus, cache] = await Promise.all([deps.backends.bus(), deps.backends.cache()]);
 
   // Every replica hears every revocation (a broadcast, not a work queue) and evicts the key at once.
@@ -60,6 +63,11 @@ export async function startGateway(deps: {
   const membership = await bus.subscribe('accounts.member.*', async (event) => {
     auth.evictAccount(event.accountId);
   });
+  // An account's provider keys changed (on any replica): its cached model listings go.
+  const answers = new AnswerCache();
+  const providerKeys = await bus.subscribe('models.provider_key.*', async (event) => {
+    answers.evict(MODELS_CACHE.tag, event.accountId);
+  });
   const usageTimer = setInterval(() => {
     auth.flushUsage(cache).catch((err) => log.warn({ err }, 'usage flush failed'));
   }, USAGE_FLUSH_MS);
@@ -67,7 +75,16 @@ export async function startGateway(deps: {
 
   // Drive content is hashed on worker threads (started on the first large transfer).
   const hashes = createHashPool({ name: 'gateway-sha256' });
-  const local = { log, registry: deps.registry, auth, backends: deps.backends, hashes };
+  const local = {
+    log,
+    registry: deps.registry,
+    auth,
+    backends: deps.backends,
+    hashes,
+    systemToken,
+    sitesHost: deps.settings.SVC_SITES_HOST,
+    mcpAllowedOrigins: deps.settings.SVC_MCP_ALLOWED_ORIGINS,
+  };
 
   const services = [...GRPC_SERVICE_NAMES];
   const app = createApp({
@@ -80,10 +97,12 @@ export async function startGateway(deps: {
     services,
     version: deps.version,
     operations: { ...driveOperations(local), ...threadOperations(local) },
+    answers,
     mount: (app) => mountProtocols(app, local),
   });
   const server = http.createServer(expressServerOptions(app), app);
   answerClientErrors(server, nextRequestId);
+  const hostFront = await attachHostFront(server, { auth, bus, log });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   await new Promise<void>((resolve, reject) => {
@@ -99,6 +118,8 @@ export async function startGateway(deps: {
       clearInterval(usageTimer);
       await revoked.unsubscribe();
       await membership.unsubscribe();
+      await hostFront.close();
+      await providerKeys.unsubscribe();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.closeAllConnections();

@@ -8,7 +8,12 @@ import { defineSettings } from '@svc/kit';
  * - SVC_BODY_LIMIT: the JSON body limit (413 above it), default 1mb;
  * - SVC_TRUST_PROXY: proxies in front of the gateway whose X-Forwarded-For is trusted: a hop count
  *   (1 behind one ingress), `true` or `false` (the default). Decides the client address the
- *   failed-authentication limit counts by.
+ *   failed-authentication limit counts by;
+ * - SVC_SITES_HOST: a host name (`sites.example.com`, or `*.sites.example.com`) under which
+ *   `<slug>.<host>` serves a hosted site at its root (docs/sites.md); unset, sites are served at
+ *   /sites/<slug>/ only.
+ * - SVC_MCP_ALLOWED_ORIGINS: browser origins (`https://app.example.com`, comma-separated) allowed to
+ *   call POST /mcp, with CORS; empty (the default): a request with any Origin header is refused (403).
  */
 export const gatewaySettingsSchema = defineSettings({
   SVC_BODY_LIMIT: z
@@ -20,6 +25,20 @@ export const gatewaySettingsSchema = defineSettings({
     .regex(/^(false|true|\d{1,2})$/, 'must be false, true or a number of proxy hops')
     .default('false')
     .transform((v) => (v === 'false' ? false : v === 'true' ? true : Number(v))),
+  SVC_SITES_HOST: z
+    .string()
+    .regex(/^(\*\.)?([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i, 'must be a host name such as sites.example.com')
+    .optional(),
+  SVC_MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s,]+$/i, 'each origin must look like https://app.example.com'))),
 });
 
 export type GatewaySettings = z.output<typeof gatewaySettingsSchema>;

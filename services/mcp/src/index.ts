@@ -2,21 +2,35 @@ import { defineService, defineSettings } from '@svc/kit';
 import { mcp } from '@svc/proto';
 
 import { runCode, runCodeSettings } from './run-code.js';
+import { mcpSettings, serveHttp } from './serve-http.js';
 
+export { McpEndpoint } from './endpoint.js';
 export { MAX_CODE_CHARS, runCode, runCodeSettings } from './run-code.js';
+export { mcpSettings } from './serve-http.js';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const VERSION: string = require('../package.json').version;
 
 /**
- * The mcp service: for now the code sandbox (RunCode, docs/run-code.md). Its other HTTP routes are
- * declared in the route table and answer 501 until their issue lands.
+ * The mcp service: the hosted MCP server (ServeHttp behind POST /mcp, docs/mcp.md) and the code
+ * sandbox (RunCode, docs/run-code.md).
  */
 export const mcpService = defineService({
   name: 'mcp',
   grpcServiceName: 'svc.mcp.v1.McpService',
   definition: mcp.McpServiceService,
   needs: [],
-  settings: defineSettings({ ...runCodeSettings }),
+  settings: defineSettings({ ...runCodeSettings, ...mcpSettings }),
   async create(ctx) {
     const code = runCode(ctx.settings, ctx.log);
-    return { handlers: { ...code.handlers }, start: code.start, stop: code.stop };
+    const server = serveHttp(ctx, VERSION, code.handlers);
+    return {
+      handlers: { ...code.handlers, ...server.handlers },
+      start: code.start,
+      async stop() {
+        await server.stop();
+        await code.stop();
+      },
+    };
   },
 });

@@ -1,7 +1,9 @@
+import { accountsClient } from '@svc/clients';
 import { defineService, Envelope, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { models } from '@svc/proto';
 
 import { loadCatalogue } from './catalogue.js';
+import { Credits } from './credits.js';
 import { startDevModelServer } from './inference/dev-model.js';
 import { Inference } from './inference/infer.js';
 import { migrations } from './migrations/index.js';
@@ -21,8 +23,12 @@ export {
   loadCatalogue,
   parseCatalogue,
 } from './catalogue.js';
+export { Credits, CURRENCY, decimal } from './credits.js';
+export { costOf, fromUnits, toUnits } from './inference/cost.js';
 export { devAnswer, type DevModelServer, devTokens, startDevModelServer } from './inference/dev-model.js';
-export { Inference } from './inference/infer.js';
+export { providerError, retryAfter } from './inference/errors.js';
+export { type Charging, type InferDeps, Inference } from './inference/infer.js';
+export { pinnedFetch } from './inference/pinned-fetch.js';
 export { migrations } from './migrations/index.js';
 export { type ModelFilter, ModelsDomain, type ModelView, type Unavailable } from './models.js';
 export { KEK_FILE, keyProviders, OPENAI_COMPATIBLE, providerKeyKeks, ProviderKeys, sealAad } from './provider-keys.js';
@@ -59,10 +65,15 @@ export const modelsService = defineService({
     });
     const domain = new ModelsDomain(catalogue, settings, (p) => keys.providersOf(p));
     const dev = await startDevModelServer();
-    const inference = new Inference({ catalogue, settings, keys, dev: () => dev });
+    const credits = new Credits({
+      sql,
+      isOperator: async (principalToken) => Boolean((await accountsClient(ctx.registry).getMe({}, { principalToken })).account?.operator),
+      kick: () => relay?.kick(),
+    });
+    const inference = new Inference({ catalogue, settings, keys, credits, dev: () => dev });
     ctx.log.info({ models: catalogue.models.length, firstParty: Boolean(settings.firstParty.url) }, 'model catalogue loaded');
     return {
-      handlers: handlers(domain, keys, inference),
+      handlers: handlers(domain, keys, inference, credits),
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });

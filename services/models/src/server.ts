@@ -2,10 +2,11 @@ import type { Handlers } from '@svc/kit';
 import type { models } from '@svc/proto';
 
 import type { CatalogueFamily } from './catalogue.js';
+import { type Credits, decimal } from './credits.js';
 import type { Inference } from './inference/infer.js';
 import type { ModelsDomain, ModelView } from './models.js';
 import type { ProviderKeys } from './provider-keys.js';
-import type { ProviderKeyRow } from './store.js';
+import type { CreditEntryRow, ProviderKeyRow } from './store.js';
 
 type Def = typeof models.ModelsServiceService;
 
@@ -41,8 +42,23 @@ export const toProviderKey = (k: ProviderKeyRow): models.ProviderKey => ({
   updatedAt: k.updated_at.toISOString(),
 });
 
+/** A ledger entry as the service answers it. */
+export const toCreditEntry = (e: CreditEntryRow): models.CreditEntry => ({
+  id: e.id,
+  kind: e.kind,
+  amount: decimal(e.amount),
+  currency: e.currency,
+  model: e.model ?? undefined,
+  inputTokens: Number(e.input_tokens),
+  outputTokens: Number(e.output_tokens),
+  chargeKey: e.charge_key ?? undefined,
+  memo: e.memo ?? undefined,
+  actor: { kind: e.actor.kind, id: e.actor.id },
+  createdAt: e.created_at.toISOString(),
+});
+
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: ModelsDomain, keys: ProviderKeys, inference: Inference): Handlers<Def> {
+export function handlers(domain: ModelsDomain, keys: ProviderKeys, inference: Inference, credits: Credits): Handlers<Def> {
   return {
     async listModels(req, { principal }) {
       return { models: (await domain.list(principal, req)).map(toModel) };
@@ -65,6 +81,14 @@ export function handlers(domain: ModelsDomain, keys: ProviderKeys, inference: In
     },
     infer(req, { principal, signal }) {
       return inference.infer(principal, req, signal);
+    },
+    async getCredits(req, { principal }) {
+      const v = await credits.view(principal, { limit: req.limit, cursor: req.cursor });
+      return { balance: v.balance, currency: v.currency, entries: v.entries.map(toCreditEntry), nextCursor: v.nextCursor };
+    },
+    async grantCredits(req, { principal, principalToken }) {
+      const { entry, balance } = await credits.grant(principal, principalToken, { accountId: req.accountId, amount: req.amount, memo: req.memo });
+      return { entry: toCreditEntry(entry), balance };
     },
   };
 }

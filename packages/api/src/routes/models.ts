@@ -17,7 +17,8 @@ import {
 
 /**
  * The model catalogue (docs/models.md): what models there are and whether the caller can run each
- * one. There is no completion endpoint; inference comes with its own issue.
+ * one, and the accounts' provider keys. There is no completion endpoint: inference is the models
+ * service's internal Infer call, for the runtime.
  */
 
 type UnavailableCode = (typeof UNAVAILABLE_CODES)[number];
@@ -62,6 +63,14 @@ const providerParams = z.object({ provider: KeyProvider });
 
 const ModelList = z.object({ models: z.array(ModelRecord) });
 
+/**
+ * The listings depend on the catalogue (fixed while the service runs), its settings and the acting
+ * account's provider keys: kept per account by the dispatcher (docs/models.md, "Performance"),
+ * dropped when the account's keys change (here, or on another replica through the service's
+ * `models.provider_key.*` events), at most 10 s old otherwise.
+ */
+export const MODELS_CACHE = { tag: 'models', ttlMs: 10_000 };
+
 export const modelsRoutes = [
   route({
     id: 'models.list',
@@ -81,6 +90,7 @@ export const modelsRoutes = [
     handler: rpc('models', 'listModels', {
       request: (i) => ({ useCase: i.query.useCase, provider: i.query.provider, family: i.query.family }),
       response: (res) => ({ models: res.models.map(modelJson) }),
+      cache: MODELS_CACHE,
     }),
   }),
   route({
@@ -96,6 +106,7 @@ export const modelsRoutes = [
     handler: rpc('models', 'getCatalog', {
       request: () => ({}),
       response: (res) => ({ models: res.models.map(modelJson) }),
+      cache: MODELS_CACHE,
     }),
   }),
   route({
@@ -143,6 +154,7 @@ export const modelsRoutes = [
     handler: rpc('models', 'setProviderKey', {
       request: (i) => ({ provider: i.params.provider, key: i.body.key, baseUrl: i.body.baseUrl }),
       response: (res) => providerKeyJson(res.providerKey!),
+      invalidates: [MODELS_CACHE.tag],
     }),
   }),
   route({
@@ -159,6 +171,7 @@ export const modelsRoutes = [
     handler: rpc('models', 'deleteProviderKey', {
       request: (i) => ({ provider: i.params.provider }),
       response: () => ({ success: true as const }),
+      invalidates: [MODELS_CACHE.tag],
     }),
   }),
 ];

@@ -90,3 +90,46 @@ export const SetProviderKeyBody = z
   })
   .strict()
   .meta({ id: 'SetProviderKeyRequest' });
+
+/** An exact decimal amount, as a string (`10`, `-0.00018`). */
+export const DecimalAmount = z.string().regex(/^-?\d+(\.\d+)?$/);
+
+/** One entry of an account's credit ledger. */
+export const CreditEntry = z
+  .object({
+    id: z.string(),
+    kind: z.enum(['grant', 'charge']).describe('`grant`: credits the operator added; `charge`: a model call.'),
+    amount: DecimalAmount.describe('Exact decimal string: above 0 for a grant, below 0 for a charge.'),
+    currency: z.literal('USD'),
+    model: z.string().optional().describe('A charge’s model.'),
+    inputTokens: z.number().int().optional(),
+    outputTokens: z.number().int().optional(),
+    chargeKey: z.string().optional().describe('A charge’s idempotency key (`<runId>:<step>`): one charge per key.'),
+    memo: z.string().optional().describe('A grant’s note.'),
+    actor: z.object({ kind: z.string(), id: z.string() }).meta({ id: 'CreditActor', description: 'Who granted, or whose call was charged.' }),
+    createdAt: z.string().describe('ISO 8601 UTC with milliseconds'),
+  })
+  .meta({ id: 'CreditEntry' });
+
+export const CreditsView = z
+  .object({
+    balance: DecimalAmount.describe('Exact decimal string; may be a little below 0 after the call that used the last credits.'),
+    currency: z.literal('USD'),
+    entries: z.array(CreditEntry).describe('The ledger, newest first.'),
+    nextCursor: z.string().nullable(),
+  })
+  .meta({ id: 'Credits' });
+
+export const GrantCreditsBody = z
+  .object({
+    accountId: z.string().regex(/^acct_[0-9a-z]{26}$/, 'must be an account id (acct_…)'),
+    amount: z
+      .string()
+      .regex(/^\d{1,7}(\.\d{1,12})?$/, 'must be a decimal number as a string ("10", "2.5"), at most 12 decimal places')
+      .describe('Credits to add, in USD, above 0.'),
+    memo: z.string().trim().max(200, 'must be at most 200 characters').optional(),
+  })
+  .strict()
+  .meta({ id: 'GrantCreditsRequest' });
+
+export const GrantedCredits = z.object({ entry: CreditEntry, balance: DecimalAmount }).meta({ id: 'GrantedCredits' });

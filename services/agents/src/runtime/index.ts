@@ -4,7 +4,7 @@ import os from 'node:os';
 
 import { routes } from '@svc/api';
 import { modelsClient } from '@svc/clients';
-import { Dispatcher, driveOperations, threadOperations } from '@svc/dispatch';
+import { Dispatcher, driveOperations, identityOperations, threadOperations } from '@svc/dispatch';
 import {
   type Backends,
   type Config,
@@ -66,7 +66,11 @@ export async function startRuntime(deps: {
   const signer = new PrincipalSigner(deps.config.internalSecret);
   const hashes = createHashPool({ name: 'runtime-sha256' });
   const dispatcher = new Dispatcher({ registry, routes });
-  dispatcher.register({ ...driveOperations({ log, registry, backends: deps.backends, hashes }), ...threadOperations({ registry }) });
+  dispatcher.register({
+    ...driveOperations({ log, registry, backends: deps.backends, hashes }),
+    ...threadOperations({ registry }),
+    ...identityOperations({ registry }),
+  });
   const tools = new AgentTools(ToolCatalogue.fromRoutes(routes), dispatcher, signer);
   const infer: Infer = (req, principal, signal) => abortable(inferCall(registry, tools, req, principal), signal);
   const worker = `${os.hostname()}:${process.pid}:${newId('wrk').slice(-8)}`;
@@ -156,7 +160,8 @@ async function serveHealth(at: { host: string; port: number }, ready: () => Prom
       res.end(JSON.stringify(body));
     };
     const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { error: { code: 'method_not_allowed', message: 'GET only.', requestId: '' } });
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return send(405, { error: { code: 'method_not_allowed', message: 'GET only.', requestId: '' } });
     if (path === '/health') return send(200, { status: 'ok' });
     if (path === '/ready') {
       return void ready().then(

@@ -83,4 +83,51 @@ export const migrations: Migration[] = [
       ALTER TABLE drive.uploads ADD COLUMN sha256 text;
       CREATE INDEX uploads_placing ON drive.uploads (account_id, sha256) WHERE sha256 IS NOT NULL;`,
   },
+  {
+    id: '0003_sites',
+    sql: `
+      -- Hosted sites (docs/sites.md). The slug is the public URL's name: unique platform-wide.
+      CREATE TABLE drive.sites (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        project_id text,
+        slug text NOT NULL UNIQUE,
+        title text NOT NULL DEFAULT '',
+        current_deployment_id text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        created_by jsonb NOT NULL
+      );
+      CREATE INDEX sites_account ON drive.sites (account_id, id);
+
+      -- Deployments never change once written: a deploy inserts one with its files and switches
+      -- the site's current deployment in the same transaction.
+      CREATE TABLE drive.site_deployments (
+        id text PRIMARY KEY,
+        site_id text NOT NULL REFERENCES drive.sites (id) ON DELETE CASCADE,
+        account_id text NOT NULL,
+        digest text NOT NULL,
+        file_count integer NOT NULL,
+        total_bytes bigint NOT NULL,
+        source text NOT NULL CHECK (source IN ('folder', 'files', 'archive')),
+        folder_id text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        created_by jsonb NOT NULL
+      );
+      CREATE INDEX site_deployments_site ON drive.site_deployments (site_id, id);
+      ALTER TABLE drive.sites ADD FOREIGN KEY (current_deployment_id) REFERENCES drive.site_deployments (id);
+
+      -- A deployment's manifest. Its content is the drive blob (account_id, sha256): the collector
+      -- keeps a blob that a site file references, as it keeps one an item references.
+      CREATE TABLE drive.site_files (
+        deployment_id text NOT NULL REFERENCES drive.site_deployments (id) ON DELETE CASCADE,
+        path text COLLATE "C" NOT NULL,
+        account_id text NOT NULL,
+        sha256 text NOT NULL,
+        size bigint NOT NULL,
+        content_type text NOT NULL,
+        PRIMARY KEY (deployment_id, path)
+      );
+      CREATE INDEX site_files_blob ON drive.site_files (account_id, sha256);`,
+  },
 ];

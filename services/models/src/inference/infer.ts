@@ -1,9 +1,10 @@
-import { checkOutboundUrl, DomainError, invalid, type Principal } from '@svc/kit';
+import { type Actor, actorOf, checkOutboundUrl, DomainError, invalid, type Principal } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 
 import type { Catalogue, CatalogueModel } from '../catalogue.js';
-import type { ProviderKeys } from '../provider-keys.js';
+import { OPENAI_COMPATIBLE, type ProviderKeys } from '../provider-keys.js';
 import type { ModelsSettings } from '../settings.js';
+import { anthropicAdapter } from './anthropic.js';
 import { costOf } from './cost.js';
 import { openaiAdapter } from './openai.js';
 import { pinnedFetch } from './pinned-fetch.js';
@@ -38,7 +39,12 @@ export interface Charging {
   /** Throws insufficient_credits unless the account may start a priced call under chargeKey. */
   ensure(accountId: string, chargeKey: string): Promise<void>;
   /** Debits cost once per (account, chargeKey); a second debit under the same key does nothing. */
-  debit(accountId: string, chargeKey: string, cost: string, memo: { model: string; inputTokens: number; outputTokens: number }): Promise<void>;
+  debit(
+    accountId: string,
+    chargeKey: string,
+    cost: string,
+    memo: { model: string; inputTokens: number; outputTokens: number; actor: Actor },
+  ): Promise<void>;
 }
 
 export type Wire = 'openai' | 'anthropic';
@@ -60,7 +66,7 @@ export class Inference {
   private readonly adapters: Record<Wire, Adapter | undefined>;
 
   constructor(private readonly deps: InferDeps) {
-    this.adapters = { openai: openaiAdapter, anthropic: undefined, ...deps.adapters };
+    this.adapters = { openai: openaiAdapter, anthropic: anthropicAdapter, ...deps.adapters };
   }
 
   /** Streams one call: deltas, tool calls, then the usage record (after the charge). */
@@ -83,6 +89,7 @@ export class Inference {
             model: model.id,
             inputTokens: e.end.inputTokens,
             outputTokens: e.end.outputTokens,
+            actor: actorOf(p),
           });
         }
         yield {
@@ -103,6 +110,7 @@ export class Inference {
   /** The model and where its call goes, for this caller; model_not_found or model_unavailable otherwise. */
   private async route(p: Principal, id: string): Promise<{ model: CatalogueModel; route: Route }> {
     const { catalogue, settings } = this.deps;
+    if (id.startsWith(`${OPENAI_COMPATIBLE}/`)) return this.compatible(p, id);
     const model = catalogue.models.find((m) => m.id === id);
     if (!model) throw new DomainError('not_found', 'model_not_found', `There is no model ${JSON.stringify(id)} (GET /models lists them).`);
     if (model === catalogue.development) {
@@ -153,6 +161,39 @@ export class Inference {
     throw new DomainError('unprocessable', 'model_unavailable', `Set a provider key for ${model.provider} to run ${model.id}.`, {
       reason: 'provider_key_missing',
     });
+  }
+
+  /**
+   * `openai-compatible/<name>`: the model `<name>` on the server of the account's openai-compatible
+   * key. Not in the catalogue, so unpriced: the account's key pays, no credits.
+   */
+  private async compatible(p: Principal, id: string): Promise<{ model: CatalogueModel; route: Route }> {
+    const name = id.slice(OPENAI_COMPATIBLE.length + 1);
+    if (!/^[\x21-\x7e]{1,200}$/.test(name)) throw invalid('model: the name after openai-compatible/ must be 1 to 200 printable characters.');
+    const row = await this.deps.keys.store.get(p.accountId, OPENAI_COMPATIBLE);
+    if (!row?.base_url) {
+      throw new DomainError('unprocessable', 'model_unavailable', `Set a provider key for ${OPENAI_COMPATIBLE} (with its baseUrl) to run ${id}.`, {
+        reason: 'provider_key_missing',
+      });
+    }
+    const checked = await checkOutboundUrl(row.base_url, { allow: this.deps.settings.allowedHosts, lookup: this.deps.lookup });
+    const model = {
+      ...this.deps.catalogue.development,
+      id,
+      name,
+      provider: OPENAI_COMPATIBLE,
+      family: OPENAI_COMPATIBLE,
+      useCases: ['chat'],
+      pricing: { inputPerMillion: 0, outputPerMillion: 0, currency: 'USD' },
+    } as CatalogueModel;
+    const upstream: Upstream = {
+      provider: OPENAI_COMPATIBLE,
+      apiKey: this.deps.keys.open(row),
+      ownKey: true,
+      baseUrl: row.base_url,
+      fetch: pinnedFetch(checked),
+    };
+    return { model, route: { wire: 'openai', name, upstream } };
   }
 }
 

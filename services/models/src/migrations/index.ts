@@ -18,4 +18,34 @@ export const migrations: Migration[] = [
         PRIMARY KEY (account_id, provider)
       );`,
   },
+  {
+    // Credits (docs/models.md, "Credits"): each account's ledger, grants (> 0) and charges (< 0),
+    // exact decimals. A charge is unique per (account, charge_key), so a retried step is charged
+    // once. The balance is kept beside it, changed in the transaction that adds the entry.
+    id: '0002_credits',
+    sql: `
+      CREATE TABLE models.credit_entries (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        kind text NOT NULL CHECK (kind IN ('grant', 'charge')),
+        amount numeric(38, 12) NOT NULL,
+        currency text NOT NULL,
+        model text,
+        input_tokens bigint NOT NULL DEFAULT 0,
+        output_tokens bigint NOT NULL DEFAULT 0,
+        charge_key text,
+        memo text,
+        actor jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        CHECK ((kind = 'charge') = (charge_key IS NOT NULL))
+      );
+      CREATE UNIQUE INDEX credit_entries_charge_key ON models.credit_entries (account_id, charge_key) WHERE charge_key IS NOT NULL;
+      CREATE INDEX credit_entries_account ON models.credit_entries (account_id, id DESC);
+      CREATE TABLE models.credit_balances (
+        account_id text PRIMARY KEY,
+        balance numeric(38, 12) NOT NULL,
+        currency text NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );`,
+  },
 ];

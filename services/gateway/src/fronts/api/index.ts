@@ -7,7 +7,7 @@ import express, { type Request, type Response } from 'express';
 
 import type { Route } from '@svc/api';
 import type { Answer, Dispatcher, RawInput } from '@svc/dispatch';
-import { DomainError, setHttpRoute } from '@svc/kit';
+import { DomainError, HOST_CREDENTIAL_RE, setHttpRoute } from '@svc/kit';
 
 import { type Authenticator, presentedSecret } from '../../auth.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
@@ -59,15 +59,17 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
   };
 
   const entries = deps.dispatcher.routes.map((route: Route) => {
+    const hostCalls = route.principals.includes('host');
     const handle = async (req: Request, res: Response) => {
       let auth;
       if (route.auth === 'key') {
         const account = req.headers['x-svc-account'];
-        auth = await deps.auth.authenticate(
-          presentedSecret(req.headers.authorization, { basic: false }),
-          typeof account === 'string' && account ? account : undefined,
-          clientAddress(req),
-        );
+        const secret = presentedSecret(req.headers.authorization, { basic: false });
+        // A host credential works only on the operations a host calls (its principals include `host`).
+        auth =
+          hostCalls && secret && HOST_CREDENTIAL_RE.test(secret)
+            ? await deps.auth.authenticateHost(secret, clientAddress(req))
+            : await deps.auth.authenticate(secret, typeof account === 'string' && account ? account : undefined, clientAddress(req));
       }
       // req.query parses the query string on each read: only for operations that take a query.
       if (route.query) checkQueryUtf8(req.url);

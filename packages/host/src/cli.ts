@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+import { loadUnits, readConfig } from './config.js';
+import { HostSetupError, loadCredential, refuseCredentialInArgv } from './credential.js';
+import { startHost } from './host.js';
+import { createLog } from './log.js';
+
+const USAGE = `svc-host — the svc local host
+
+  svc-host [serve]   run the host: the loopback control endpoint and the connection to the platform
+  svc-host mcp       a stdio MCP server relaying to the running host's endpoint
+
+The credential comes from SVC_HOST_CREDENTIAL or the file SVC_HOST_CREDENTIAL_FILE (never the
+command line). See docs/host.md.`;
+
+async function main(argv: string[]): Promise<void> {
+  refuseCredentialInArgv(argv);
+  const command = argv[0] ?? 'serve';
+  if (command === '--help' || command === '-h' || command === 'help') {
+    process.stderr.write(USAGE + '\n');
+    return;
+  }
+  const log = createLog();
+  const config = readConfig();
+  if (command === 'mcp') {
+    const { runRelay } = await import('./relay.js');
+    await runRelay({ config, credential: loadCredential()?.credential, log, portGiven: !!process.env.SVC_HOST_PORT });
+    process.exit(0);
+  }
+  if (command !== 'serve') throw new HostSetupError(`Unknown command ${JSON.stringify(command)}.\n\n${USAGE}`);
+  const loaded = loadCredential();
+  if (!loaded) {
+    throw new HostSetupError(
+      'No host credential: pair this machine (POST /accounts/:id/hosts), then set SVC_HOST_CREDENTIAL or write the credential to a file only you can read (chmod 600) named by SVC_HOST_CREDENTIAL_FILE.',
+    );
+  }
+  log.info('credential loaded', { source: loaded.source });
+  const host = await startHost({
+    credential: loaded.credential,
+    baseUrl: config.baseUrl,
+    port: config.port,
+    dataDir: config.dataDir,
+    units: loadUnits(config.unitsFile),
+    log,
+    grantsPollMs: config.grantsPollMs,
+  });
+  const stop = () => {
+    host.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof HostSetupError) process.stderr.write(`svc-host: ${err.message}\n`);
+  else process.stderr.write(`svc-host: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(2);
+});

@@ -1,0 +1,13 @@
+export { Connection, type ConnectionState, toolResult } from './connection.js';
+export { Control, ControlError } from './control.js';
+export { defaultCredentialFile, HOST_CREDENTIAL_RE, HostSetupError, loadCredential, refuseCredentialInArgv } from './credential.js';
+export { guard, LOOPBACK_ADDRESSES, startEndpoint } from './endpoint.js';
+export { GrantBook, type HeldGrant, scopeReaches, verbCovers } from './grants.js';
+export { endpointFile, type HostOptions, journalFile, type RunningHost, startHost } from './host.js';
+export { Journal, type JournalEntry, readJournal } from './journal.js';
+export { createLog, type Log } from './log.js';
+export { TOOLS, type ToolSpec } from './tools.js';
+export type { LinkEvents, UnitDriver, UnitLink } from './units/driver.js';
+export { SimulatedDevice, SimulatedDriver } from './units/simulated.js';
+export { SocketDriver } from './units/socket.js';
+export { Units } from './units/units.js';

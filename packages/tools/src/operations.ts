@@ -1,0 +1,10 @@
+import { type ContentDeps, driveOperations, identityOperations, type OperationHandler } from '@svc/dispatch';
+
+/**
+ * The operations a front that serves tools registers with its dispatcher, beside the gRPC ones:
+ * those the route table declares `local` (the caller's identity, drive content streamed between
+ * the caller and the blob store).
+ */
+export function toolOperations(deps: ContentDeps): Record<string, OperationHandler> {
+  return { ...driveOperations(deps), ...identityOperations(deps) };
+}

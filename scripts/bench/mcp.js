@@ -1,0 +1,209 @@
+#!/usr/bin/env node
+// MCP benchmark (docs/mcp.md), in one run on an embedded stack:
+// 1. a read operation as a tool against the same operation over REST, same client, same
+//    keep-alive connections, alternating rounds: tools/call list_drive (POST /mcp, JSON-RPC, as a
+//    2025-11-25 client and as a 2026-07-28 one) vs GET /drive; and whoami vs GET /me. The target:
+//    the tool's rate is at least 70% of the REST rate.
+// 2. tools/list: the server's time per call (the mcp service's endpoint in process, no HTTP),
+//    and through the gateway.
+//
+//   npm run build && node scripts/bench/mcp.js
+//
+// Options (environment): BENCH_SECONDS (2 per round, 2 rounds each), BENCH_CONCURRENCY (8).
+'use strict';
+/* global Headers */
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
+const { randomBytes } = require('node:crypto');
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const ROUNDS = 2;
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+/** `concurrency` callers in a loop for `seconds`; calls per second. */
+async function sustained(seconds, concurrency, call) {
+  const end = Date.now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (Date.now() < end) {
+        await call();
+        done++;
+      }
+    }),
+  );
+  return done / seconds;
+}
+
+function httpClient(port, key) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const request = (method, p, body, headers = {}) =>
+    new Promise((resolve, reject) => {
+      const payload = body ? Buffer.from(JSON.stringify(body)) : undefined;
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method,
+          path: p,
+          agent,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+            ...headers,
+          },
+        },
+        (res) => {
+          const chunks = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString();
+            if (res.statusCode >= 300) return reject(new Error(`${method} ${p}: ${res.statusCode} ${text.slice(0, 200)}`));
+            resolve(JSON.parse(text));
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  return { request, close: () => agent.destroy() };
+}
+
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+/** A tools/call as a client of either generation sends it. */
+function toolCall(client, era, name) {
+  let id = 0;
+  const accept = { accept: 'application/json, text/event-stream' };
+  const headers =
+    era === 'modern'
+      ? { ...accept, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name }
+      : { ...accept, 'mcp-protocol-version': '2025-11-25' };
+  return async () => {
+    const params = { name, arguments: {}, ...(era === 'modern' ? { _meta: MODERN_META } : {}) };
+    const res = await client.request('POST', '/mcp', { jsonrpc: '2.0', id: ++id, method: 'tools/call', params }, headers);
+    if (!res.result || res.result.isError) throw new Error(`tools/call ${name}: ${JSON.stringify(res).slice(0, 300)}`);
+    return res.result.structuredContent;
+  };
+}
+
+/** Alternating rounds of each call; the rate of each (calls/s, the mean of its rounds). */
+async function compare(calls) {
+  const rates = Object.fromEntries(Object.keys(calls).map((k) => [k, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [k, call] of Object.entries(calls)) rates[k].push(await sustained(SECONDS, CONCURRENCY, call));
+  }
+  return Object.fromEntries(Object.entries(rates).map(([k, xs]) => [k, xs.reduce((a, b) => a + b, 0) / xs.length]));
+}
+
+/** tools/list in the mcp service's endpoint itself: the server's time per call, no HTTP, no gateway. */
+async function listServerTime(pageSize) {
+  const { routes } = require('@svc/api');
+  const { McpEndpoint } = require('@svc/mcp');
+  const { ToolCatalogue } = require('@svc/tools');
+  const log = { debug() {}, info() {}, warn() {}, error() {} };
+  const built = performance.now();
+  const catalogue = ToolCatalogue.fromRoutes(routes);
+  const buildMs = performance.now() - built;
+  const endpoint = new McpEndpoint({ catalogue, dispatcher: null, pageSize, log, version: 'bench' });
+  const caller = { principal: { kind: 'human', userId: 'u', accountId: 'a', keyId: 'k', channel: 'mcp' }, token: 't', requestId: 'r' };
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+  const request = () => ({
+    method: 'POST',
+    url: 'http://bench/mcp',
+    headers: new Headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' }),
+    body,
+  });
+  const one = async () => {
+    const res = await endpoint.fetch(request(), caller);
+    return res.arrayBuffer();
+  };
+  for (let i = 0; i < 200; i++) await one();
+  const times = [];
+  for (let i = 0; i < 1000; i++) {
+    const t = performance.now();
+    await one();
+    times.push(performance.now() - t);
+  }
+  await endpoint.close();
+  return { buildMs, tools: catalogue.list().length, median: pct(times, 50), p99: pct(times, 99) };
+}
+
+async function main() {
+  const { startStack } = require('@svc/stack');
+  console.log(`mcp bench: node ${process.version}, ${os.cpus().length} CPUs, ${ROUNDS}×${SECONDS} s per call, ${CONCURRENCY} callers`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-mcp-'));
+  const stack = await startStack({
+    SVC_SERVICE: 'all',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    SVC_DATA_DIR: dataDir,
+    SVC_NAMESPACE: `bench${randomBytes(4).toString('hex')}`,
+    LOG_LEVEL: 'silent',
+  });
+  const key = fs.readFileSync(path.join(dataDir, 'bootstrap-key'), 'utf8').trim();
+  const client = httpClient(stack.port, key);
+  try {
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) {
+      await new Promise((resolve, reject) => {
+        const req = http.request(
+          { host: '127.0.0.1', port: stack.port, method: 'POST', path: `/drive/upload?name=${name}`, headers: { authorization: `Bearer ${key}` } },
+          (res) => res.resume().on('end', resolve),
+        );
+        req.on('error', reject);
+        req.end('hello');
+      });
+    }
+    const rest = () => client.request('GET', '/drive');
+    const legacy = toolCall(client, 'legacy', 'list_drive');
+    const modern = toolCall(client, 'modern', 'list_drive');
+    const [a, b] = [await rest(), await legacy()];
+    if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error('the tool and the route answer differently');
+    await modern();
+    for (const call of [rest, legacy, modern]) await sustained(1, CONCURRENCY, call); // warm-up
+
+    const drive = await compare({ rest, legacy, modern });
+    const me = await compare({ rest: () => client.request('GET', '/me'), legacy: toolCall(client, 'legacy', 'whoami') });
+    const pctOf = (x, y) => ((100 * x) / y).toFixed(1);
+    console.log(`\nread op as a tool vs REST (calls/s, same run, ${CONCURRENCY} callers):`);
+    console.log(`  GET /drive ${drive.rest.toFixed(0)}`);
+    console.log(`  tools/call list_drive, 2025-11-25: ${drive.legacy.toFixed(0)} (${pctOf(drive.legacy, drive.rest)}% of REST)`);
+    console.log(`  tools/call list_drive, 2026-07-28: ${drive.modern.toFixed(0)} (${pctOf(drive.modern, drive.rest)}% of REST)`);
+    console.log(
+      `  GET /me ${me.rest.toFixed(0)}; tools/call whoami ${me.legacy.toFixed(0)} (${pctOf(me.legacy, me.rest)}%: /me is answered from a cache, so the MCP hop is most of it)`,
+    );
+
+    const listHttp = [];
+    const listBody = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+    const listHeaders = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+    for (let i = 0; i < 300; i++) {
+      const t = performance.now();
+      await client.request('POST', '/mcp', listBody, listHeaders);
+      listHttp.push(performance.now() - t);
+    }
+    const server = await listServerTime(50);
+    console.log(`\ntools/list (${server.tools} tools, pages of 50; catalogue built once per process in ${server.buildMs.toFixed(1)} ms):`);
+    console.log(`  server time per call (the mcp service's endpoint): median ${server.median.toFixed(3)} ms, p99 ${server.p99.toFixed(3)} ms`);
+    console.log(`  through the gateway (POST /mcp, sequential): median ${pct(listHttp, 50).toFixed(2)} ms, p99 ${pct(listHttp, 99).toFixed(2)} ms`);
+  } finally {
+    client.close();
+    await stack.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

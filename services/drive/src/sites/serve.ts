@@ -1,0 +1,58 @@
+/**
+ * What the public front serves for a request of a site: one query finds the site of the slug and
+ * the few paths that may answer (the file, a folder's index.html, the site's 404.html) in the
+ * deployment it serves now.
+ */
+import { ifNoneMatchPasses } from '@svc/kit';
+
+import { contentKey } from '../content.js';
+import { normalizeSitePath } from './rules.js';
+import type { Sites } from './sites.js';
+import type { SiteFileRow } from './store.js';
+
+export interface SiteAnswer {
+  outcome: 'file' | 'not_found' | 'redirect';
+  file?: SiteFileRow;
+  notModified: boolean;
+  blobKey?: string;
+  /** For a redirect: where, relative to the site root. */
+  location?: string;
+}
+
+const SLUG_SHAPE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const NOT_FOUND: SiteAnswer = { outcome: 'not_found', notModified: false };
+
+/** A request path as a manifest path, or undefined when no file can have it (it is then a 404). */
+function asFilePath(path: string): string | undefined {
+  try {
+    return normalizeSitePath(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `path` is the percent-decoded request path below the site root, without its leading "/". A path
+ * that ends in "/" (or is empty) asks for that folder's index.html; a path naming a folder asks to
+ * be redirected to it with a trailing "/" (relative links then resolve inside it). Anything else
+ * missing gets the site's 404.html, when it has one, with status 404.
+ */
+export async function openSiteFile(sites: Sites, req: { slug: string; path: string; ifNoneMatch?: string }): Promise<SiteAnswer> {
+  if (!SLUG_SHAPE.test(req.slug)) return NOT_FOUND;
+  const folder = req.path === '' || req.path.endsWith('/');
+  const wanted = asFilePath(folder ? `${req.path}index.html` : req.path);
+  const asFolder = folder || !wanted ? undefined : `${wanted}/index.html`;
+  const candidates = [wanted, asFolder, '404.html'].filter((x): x is string => x !== undefined);
+  const found = await sites.store.lookup(sites.drive.sql, req.slug, candidates);
+  if (!found?.site.current_deployment_id) return NOT_FOUND;
+  const byPath = new Map(found.files.map((f) => [f.path, f]));
+  const keyOf = (f: SiteFileRow) => contentKey(found.site.account_id, f.sha256);
+  const file = wanted !== undefined ? byPath.get(wanted) : undefined;
+  if (file) {
+    const notModified = req.ifNoneMatch !== undefined && !ifNoneMatchPasses(req.ifNoneMatch, `"${file.sha256}"`);
+    return { outcome: 'file', file, notModified, blobKey: notModified ? undefined : keyOf(file) };
+  }
+  if (asFolder && byPath.has(asFolder)) return { outcome: 'redirect', notModified: false, location: `${wanted}/` };
+  const page = byPath.get('404.html');
+  return page ? { outcome: 'not_found', file: page, notModified: false, blobKey: keyOf(page) } : NOT_FOUND;
+}

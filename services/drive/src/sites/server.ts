@@ -1,0 +1,96 @@
+/** gRPC handlers of the sites methods of DriveService: translate messages, let the rules decide. */
+import type { CallContext } from '@svc/kit';
+import type { drive_sites } from '@svc/proto';
+
+import { systemOnly } from '../domain.js';
+import type { Actor } from '../store.js';
+import { type DeploymentView, deploySite, getDeployment, listDeployments, rollbackSite } from './deploy.js';
+import { openSiteFile } from './serve.js';
+import { createSite, deleteSite, listSites, type Sites } from './sites.js';
+import type { SiteFileRow, SiteRow } from './store.js';
+
+const actor = (a: Actor): drive_sites.SiteActor => ({ kind: a.kind, id: a.id, keyId: a.keyId ?? undefined });
+
+export function toSite(s: SiteRow): drive_sites.Site {
+  return {
+    id: s.id,
+    slug: s.slug,
+    title: s.title,
+    projectId: s.project_id ?? undefined,
+    currentDeploymentId: s.current_deployment_id ?? undefined,
+    createdAt: s.created_at.toISOString(),
+    updatedAt: s.updated_at.toISOString(),
+    createdBy: actor(s.created_by),
+  };
+}
+
+const toFile = (f: SiteFileRow): drive_sites.SiteFile => ({ path: f.path, sha256: f.sha256, size: f.size, contentType: f.content_type });
+
+export function toDeployment(d: DeploymentView): drive_sites.Deployment {
+  const r = d.row;
+  return {
+    id: r.id,
+    siteId: r.site_id,
+    digest: r.digest,
+    fileCount: r.file_count,
+    totalBytes: r.total_bytes,
+    source: r.source,
+    folderId: r.folder_id ?? undefined,
+    createdAt: r.created_at.toISOString(),
+    createdBy: actor(r.created_by),
+    current: d.current,
+    files: (d.files ?? []).map(toFile),
+  };
+}
+
+/** The sites methods, spread into the drive's handlers (server.ts). */
+export function siteHandlers(sites: Sites) {
+  return {
+    async createSite(req: drive_sites.CreateSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
+      return { site: toSite(await createSite(sites, ctx.principal, req)) };
+    },
+    async listSites(req: drive_sites.ListSitesRequest, ctx: CallContext): Promise<drive_sites.ListSitesResponse> {
+      const r = await listSites(sites, ctx.principal, req);
+      return { sites: r.sites.map(toSite), nextCursor: r.nextCursor };
+    },
+    async getSite(req: drive_sites.GetSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
+      return { site: toSite(await sites.visible(sites.drive.sql, ctx.principal, req.id)) };
+    },
+    async deleteSite(req: drive_sites.DeleteSiteRequest, ctx: CallContext): Promise<drive_sites.DeleteSiteResponse> {
+      await deleteSite(sites, ctx.principal, req.id);
+      return {};
+    },
+    async deploySite(req: drive_sites.DeploySiteRequest, ctx: CallContext): Promise<drive_sites.DeploymentResponse> {
+      const d = await deploySite(sites, ctx.principal, {
+        siteId: req.siteId,
+        folderId: req.folderId || undefined,
+        folderPath: req.folderPath,
+        files: req.files.map((f) => ({ path: f.path, content: Buffer.from(f.content) })),
+        projectId: req.projectId || undefined,
+        archive: req.archive ? { format: req.archiveFormat ?? '', content: Buffer.from(req.archive) } : undefined,
+      });
+      return { deployment: toDeployment(d) };
+    },
+    async listDeployments(req: drive_sites.ListDeploymentsRequest, ctx: CallContext): Promise<drive_sites.ListDeploymentsResponse> {
+      const r = await listDeployments(sites, ctx.principal, req);
+      return { deployments: r.deployments.map(toDeployment), nextCursor: r.nextCursor };
+    },
+    async getDeployment(req: drive_sites.GetDeploymentRequest, ctx: CallContext): Promise<drive_sites.DeploymentResponse> {
+      return { deployment: toDeployment(await getDeployment(sites, ctx.principal, req)) };
+    },
+    async rollbackSite(req: drive_sites.RollbackSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
+      return { site: toSite(await rollbackSite(sites, ctx.principal, { siteId: req.siteId, deploymentId: req.deploymentId || undefined })) };
+    },
+    async openSiteFile(req: drive_sites.OpenSiteFileRequest, ctx: CallContext): Promise<drive_sites.OpenSiteFileResponse> {
+      systemOnly(ctx);
+      const r = await openSiteFile(sites, req);
+      return {
+        outcome: r.outcome,
+        file: r.file && toFile(r.file),
+        notModified: r.notModified,
+        blobKey: r.blobKey ?? '',
+        location: r.location ?? '',
+      };
+    },
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * Hosted sites, served in public (docs/sites.md): GET and HEAD of /sites/<slug>/<path> (and, when
+ * SVC_SITES_HOST is set, of <slug>.<that host>/<path>). No credential is read: an Authorization
+ * header or a cookie changes nothing and goes nowhere. The drive decides what a path serves
+ * (OpenSiteFile, asked with the gateway's system principal); this front streams the bytes from the
+ * blob store, checked against their SHA-256, with headers that keep a site's pages away from the
+ * API's origin: a sandboxing CSP (an opaque origin: no cookies, no storage, no same-origin calls),
+ * nosniff, no credentials.
+ */
+import type express from 'express';
+import type { Request, Response } from 'express';
+
+import { driveClient } from '@svc/clients';
+import type { ContentDeps } from '@svc/dispatch';
+import { type Blobs, DomainError, verifiedContent } from '@svc/kit';
+import type { drive_sites } from '@svc/proto';
+
+import { drained } from '../../http/content.js';
+import { ContentCache } from './cache.js';
+
+export interface SitesDeps extends ContentDeps {
+  /** A token of the gateway's own (system) principal: what the public front asks the drive with. */
+  systemToken: () => Promise<string>;
+  /** SVC_SITES_HOST: the host name under which `<slug>.<host>` serves a site at its root. */
+  sitesHost?: string;
+}
+
+/** `/sites/<slug>` and what follows; a slug never holds "_" (ids do), so /sites/site_… stays the API's. */
+const PATH_RE = /^\/sites\/([a-z0-9-]{1,63})(\/.*)?$/;
+
+/** What every answer of a site carries: the page is its own opaque origin, never the API's. */
+const SITE_HEADERS: Record<string, string> = {
+  'Content-Security-Policy': 'sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads',
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'strict-origin-when-cross-origin',
+  // Revalidated on every use (a deploy switches at once); the ETag makes that a 304.
+  'Cache-Control': 'public, no-cache',
+};
+
+function plain(res: Response, status: number, text: string, head: boolean): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(head ? undefined : text);
+}
+
+/** The path below the site root, percent-decoded (undefined: not valid percent-encoding). */
+function decodedPath(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Streams a stored file, checked against its hash (a mismatch breaks the transfer, never sends wrong bytes as complete). */
+async function stream(deps: SitesDeps, blobs: Blobs, res: Response, file: drive_sites.SiteFile, key: string): Promise<void> {
+  const blob = await blobs.get(key);
+  const body = verifiedContent(blob, deps.hashes, { bytes: file.size, sha256: file.sha256 });
+  let gone = false;
+  res.on('close', () => {
+    if (!res.writableFinished) {
+      gone = true;
+      blob.destroy();
+    }
+  });
+  try {
+    for await (const chunk of body) {
+      if (gone) return;
+      if (!res.write(chunk)) await drained(res);
+    }
+    res.end();
+  } catch (err) {
+    deps.log.error({ err, key, sha256: file.sha256 }, 'serving a site file failed');
+    res.destroy();
+  }
+}
+
+async function serve(
+  deps: SitesDeps,
+  cache: ContentCache,
+  req: Request,
+  res: Response,
+  site: { slug: string; rest: string; root: string },
+): Promise<void> {
+  const head = req.method === 'HEAD';
+  for (const [k, v] of Object.entries(SITE_HEADERS)) res.setHeader(k, v);
+  if (req.method !== 'GET' && !head) {
+    res.setHeader('Allow', 'GET, HEAD');
+    return plain(res, 405, `${req.method} is not allowed on a site.`, false);
+  }
+  // "/sites/<slug>": the site's root is "/sites/<slug>/" (relative links resolve inside it).
+  if (site.rest === '') return redirect(res, req, `${site.root}/`);
+  const path = decodedPath(site.rest.slice(1));
+  if (path === undefined) return plain(res, 400, 'The path is not valid percent-encoding.', head);
+  const ifNoneMatch = req.headers['if-none-match'];
+  const answer = await driveClient(deps.registry).openSiteFile(
+    { slug: site.slug, path, ifNoneMatch: typeof ifNoneMatch === 'string' ? ifNoneMatch.slice(0, 2000) : undefined },
+    { principalToken: await deps.systemToken(), requestId: req.requestId },
+  );
+  if (answer.outcome === 'redirect') return redirect(res, req, `${site.root}/${answer.location.split('/').map(encodeURIComponent).join('/')}`);
+  const file = answer.file;
+  if (!file) return plain(res, 404, 'Not found.', head);
+  const status = answer.outcome === 'file' ? 200 : 404;
+  if (status === 200) res.setHeader('ETag', `"${file.sha256}"`);
+  if (answer.notModified) {
+    res.statusCode = 304;
+    return void res.end();
+  }
+  res.statusCode = status;
+  res.setHeader('Content-Type', file.contentType);
+  res.setHeader('Content-Length', String(file.size));
+  if (head || file.size === 0 || !answer.blobKey) return void res.end();
+  const blobs = await deps.backends.blobs();
+  if (file.size > cache.maxFile) return stream(deps, blobs, res, file, answer.blobKey);
+  const content = await cache.get(blobs, answer.blobKey, file.sha256, file.size);
+  if (!content) {
+    deps.log.error({ key: answer.blobKey, sha256: file.sha256 }, 'stored site content does not match its hash');
+    return void res.destroy();
+  }
+  res.end(content);
+}
+
+/** A redirect within the site, keeping the query string. */
+function redirect(res: Response, req: Request, to: string): void {
+  const q = req.originalUrl.indexOf('?');
+  res.statusCode = 301;
+  res.setHeader('Location', q < 0 ? to : to + req.originalUrl.slice(q));
+  res.setHeader('Content-Length', '0');
+  res.end();
+}
+
+/** Mounts the public sites front: by path on every host, and by host name when SVC_SITES_HOST is set. */
+export function mountSites(app: express.Express, deps: SitesDeps): void {
+  const cache = new ContentCache();
+  const suffix = deps.sitesHost ? `.${deps.sitesHost.replace(/^\*\./, '').toLowerCase()}` : undefined;
+  app.use((req, res, next) => {
+    let site: { slug: string; rest: string; root: string } | undefined;
+    const host = suffix ? req.hostname?.toLowerCase() : undefined;
+    if (host && host.endsWith(suffix!) && !host.slice(0, -suffix!.length).includes('.')) {
+      // The whole host is the site: its path is the request's as sent (no /v1 prefix taken off).
+      const path = req.originalUrl.split('?')[0]!;
+      site = { slug: host.slice(0, -suffix!.length), rest: path, root: '' };
+    } else {
+      const m = PATH_RE.exec(req.path);
+      if (!m || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
+      const prefix = req.originalUrl.startsWith('/v1/') ? '/v1' : '';
+      site = { slug: m[1]!, rest: m[2] ?? '', root: `${prefix}/sites/${m[1]}` };
+    }
+    serve(deps, cache, req, res, site).catch((err: unknown) => {
+      if (res.headersSent) return void res.destroy();
+      if (err instanceof DomainError && err.httpStatus < 500) return plain(res, err.httpStatus, err.message, req.method === 'HEAD');
+      deps.log.warn({ err, requestId: req.requestId }, 'a site request failed');
+      plain(res, err instanceof DomainError && err.httpStatus === 503 ? 503 : 502, 'The site could not be served; try again.', req.method === 'HEAD');
+    });
+  });
+}
