@@ -9,7 +9,20 @@ beforeAll(async () => {
 afterAll(() => t?.stop());
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-const AGENT_FIELDS = ['createdAt', 'description', 'id', 'instructions', 'model', 'name', 'ownerAccountId', 'projectId', 'updatedAt'];
+const AGENT_FIELDS = [
+  'createdAt',
+  'description',
+  'id',
+  'instructions',
+  'maxSteps',
+  'maxTokensPerRun',
+  'model',
+  'name',
+  'ownerAccountId',
+  'projectId',
+  'tools',
+  'updatedAt',
+];
 let seq = 0;
 
 /** Success with an answer that matches its documented schema (see TestStack.ok). */

@@ -39,6 +39,7 @@ interface Tenant {
   branchId: string;
   /** A resting paper order. */
   orderId: string;
+  threadId: string;
   /** A hosted site and its one deployment. */
   siteId: string;
   deploymentId: string;
@@ -74,6 +75,7 @@ async function tenant(name: string): Promise<Tenant> {
   const versionId = (await ok('POST', `/profiles/${profileId}/commits`, key, { message: 'first' })).id;
   const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
   const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00' })).id;
+  const threadId = (await ok('POST', '/threads', key, { agentId, title: `${name} thread` })).id;
   const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
   const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
   return {
@@ -92,6 +94,7 @@ async function tenant(name: string): Promise<Tenant> {
     versionId,
     branchId,
     orderId,
+    threadId,
     siteId,
     deploymentId,
   };
@@ -135,6 +138,8 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /profiles/:id/merge': { sourceBranchId: owner.branchId },
     'put /models/provider-keys/:provider': { key: 'sk-authority-test' },
     'put /trading/credentials/:venue': { keyId: 'PKAUTHORITY', secretKey: 'authority-test' },
+    'patch /threads/:id': { title: 'renamed' },
+    'post /threads/:id/inject': { content: 'hello' },
     'post /sites': { slug: 'authority-site' },
     'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
     'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
@@ -206,6 +211,8 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return who.agentId;
     case 'trading:venue':
       return 'alpaca';
+    case 'threads:id':
+      return who.threadId;
     case 'sites:id':
       return who.siteId;
     case 'sites:deploymentId':
@@ -302,7 +309,9 @@ describe('authority: agent keys never change authority', () => {
       ['AddMember', (o) => acc.addMember({ accountId: A.orgId, memberId: B.userId, role: 'owner' }, o)],
       ['RemoveMember', (o) => acc.removeMember({ accountId: A.orgId, memberId: A.userId }, o)],
       ['CreateAccount', (o) => acc.createAccount({ kind: 'organization', name: 'x' }, o)],
-      ['UpdateAgent(owner)', (o) => agt.updateAgent({ id: A.agentId, ownerAccountId: A.orgId, clearFields: [] }, o)],
+      ['UpdateAgent(owner)', (o) => agt.updateAgent({ id: A.agentId, ownerAccountId: A.orgId, clearFields: [], tools: [], hasTools: false }, o)],
+      ['UpdateAgent(tools)', (o) => agt.updateAgent({ id: A.agentId, clearFields: [], tools: ['*'], hasTools: true }, o)],
+      ['UpdateAgent(maxSteps)', (o) => agt.updateAgent({ id: A.agentId, clearFields: [], tools: [], hasTools: false, maxSteps: 1000 }, o)],
     ];
     for (const p of principals) {
       const { token } = await signer.sign(p);

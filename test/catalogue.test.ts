@@ -10,6 +10,7 @@ import {
   downstreamOf,
   findCallCycle,
   GRPC_SERVICE_NAMES,
+  homeOf,
   loadConfig,
   Registry,
   SERVICE_NAMES,
@@ -32,7 +33,7 @@ const refs = (p: string) => (json(p).references as Array<{ path: string }>).map(
 describe('the catalogue', () => {
   test('derives the service names, SVC_SERVICE, the SVC_<NAME>_ADDR variables', () => {
     expect(SERVICE_NAMES).toEqual(Object.keys(CATALOGUE));
-    expect(GRPC_SERVICE_NAMES).toEqual(SERVICE_NAMES.filter((n) => n !== 'gateway'));
+    expect(GRPC_SERVICE_NAMES).toEqual(SERVICE_NAMES.filter((n) => n !== 'gateway' && n !== 'runtime'));
     for (const name of SERVICE_NAMES) {
       expect(loadConfig({ SVC_SERVICE: name, SVC_INTERNAL_SECRET: 'x'.repeat(32) }).SVC_SERVICE).toBe(name);
       expect(loadConfig({ [`SVC_${name.toUpperCase()}_ADDR`]: `${name}:50051` }).addresses).toEqual({ [name]: `${name}:50051` });
@@ -56,7 +57,8 @@ describe('the catalogue', () => {
     for (const name of SERVICE_NAMES) {
       const callers = SERVICE_NAMES.filter((n) => downstreamOf(n).includes(name as never));
       if (name === 'gateway') expect(callers).toEqual([]);
-      if (name === 'mcp') expect(callers).toEqual(['gateway']);
+      if (name === 'mcp') expect(callers).toEqual(['gateway', 'runtime']);
+      if (name === 'runtime') expect(callers).toEqual([]);
     }
     // The check itself: a back edge anywhere closes a cycle.
     const graph: Record<string, string[]> = { ...callGraph() };
@@ -67,7 +69,7 @@ describe('the catalogue', () => {
 
   test('every services/ folder is a catalogue entry and every entry a folder', () => {
     const folders = fs.readdirSync(path.join(ROOT, 'services')).filter((f) => fs.existsSync(path.join(ROOT, 'services', f, 'package.json')));
-    expect(folders.sort()).toEqual([...SERVICE_NAMES].sort());
+    expect(folders.sort()).toEqual([...new Set(SERVICE_NAMES.map(homeOf))].sort());
   });
 });
 
@@ -87,8 +89,8 @@ describe('the stack', () => {
     const deps = Object.keys(json('packages/stack/package.json').dependencies);
     const stackRefs = refs('packages/stack/tsconfig.json');
     for (const name of SERVICE_NAMES) {
-      expect(deps).toContain(`@svc/${name}`);
-      expect(stackRefs).toContain(path.normalize(`services/${name}`));
+      expect(deps).toContain(`@svc/${homeOf(name)}`);
+      expect(stackRefs).toContain(path.normalize(`services/${homeOf(name)}`));
     }
   });
 });
@@ -96,13 +98,13 @@ describe('the stack', () => {
 describe('the build', () => {
   test('the root tsconfig references every service and the clients package', () => {
     const root = refs('tsconfig.json');
-    for (const name of SERVICE_NAMES) expect(root).toContain(path.normalize(`services/${name}`));
+    for (const name of SERVICE_NAMES) expect(root).toContain(path.normalize(`services/${homeOf(name)}`));
     expect(root).toContain(path.normalize('packages/clients'));
     expect(json('package.json').workspaces).toContain('packages/clients');
   });
 
   test('a service that uses @svc/clients depends on it and references it', () => {
-    for (const name of SERVICE_NAMES) {
+    for (const name of new Set(SERVICE_NAMES.map(homeOf))) {
       const uses = sources(name).some((f) => /from '@svc\/clients'/.test(read(f)));
       if (!uses) continue;
       expect([name, json(`services/${name}/package.json`).dependencies['@svc/clients']]).toEqual([name, '0.1.0']);
@@ -194,15 +196,21 @@ describe('the README', () => {
 });
 
 /** The TypeScript sources of a service. */
+/**
+ * A component's source files: services/<name>/src, but for a role of another service (`home`),
+ * its folder services/<home>/src/<name>/, which the home service's own files leave out.
+ */
 function sources(name: string): string[] {
   const out: string[] = [];
-  const walk = (dir: string) => {
+  const roles = new Set(SERVICE_NAMES.filter((n) => homeOf(n) !== n && homeOf(n) === name));
+  const walk = (dir: string, top: boolean) => {
     for (const e of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
       const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
+      if (e.isDirectory() && !(top && roles.has(e.name as ServiceName))) walk(p, false);
       else if (p.endsWith('.ts')) out.push(p);
     }
   };
-  walk(`services/${name}/src`);
+  const home = homeOf(name as ServiceName);
+  walk(home === name ? `services/${name}/src` : `services/${home}/src/${name}`, true);
   return out;
 }

@@ -33,8 +33,10 @@ const RELEASE = 'demo';
 const NAMESPACE = 'svc-test';
 const PREFIX = `${RELEASE}-svc`; // the chart's full name for a release that doesn't contain "svc"
 
-const SERVICES = ['gateway', 'keys', 'accounts', 'drive', 'agents', 'models', 'trading', 'profiles', 'mcp'];
-const GRPC_SERVICES = SERVICES.filter((s) => s !== 'gateway');
+const SERVICES = ['gateway', 'keys', 'accounts', 'drive', 'agents', 'models', 'trading', 'profiles', 'mcp', 'runtime'];
+/** The gateway and the runtime (run workers) serve HTTP for their probes; the others gRPC. */
+const HTTP_COMPONENTS = ['gateway', 'runtime'];
+const GRPC_SERVICES = SERVICES.filter((s) => !HTTP_COMPONENTS.includes(s));
 const WITH_DATABASE = ['keys', 'accounts', 'drive', 'agents', 'models', 'trading', 'profiles'];
 
 /** The example values files: charts/svc/ci/*.yaml and the collector example in deploy/. */
@@ -252,7 +254,7 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))('helm template wi
         capabilities: { drop: ['ALL'] },
       });
       expect(container.volumeMounts.map((m: any) => m.mountPath).sort()).toEqual(['/data', '/tmp']);
-      if (name === 'gateway') {
+      if (HTTP_COMPONENTS.includes(name)) {
         expect(container.livenessProbe.httpGet).toEqual({ path: '/health', port: 'http' });
         expect(container.readinessProbe.httpGet).toEqual({ path: '/ready', port: 'http' });
       } else {

@@ -9,6 +9,8 @@ includes them.
 {{- $name := .name -}}
 {{- $cfg := .cfg -}}
 {{- $isGateway := eq $name "gateway" -}}
+{{- /* The gateway and the runtime (run workers) serve HTTP (health, readiness), not gRPC. */ -}}
+{{- $http := or $isGateway (eq $name "runtime") -}}
 {{- $probes := $cfg.probes | default dict -}}
 apiVersion: apps/v1
 kind: Deployment
@@ -50,7 +52,7 @@ spec:
           image: {{ include "svc.image" (list $root $cfg) | quote }}
           imagePullPolicy: {{ include "svc.imagePullPolicy" (list $root $cfg) }}
           ports:
-            {{- if $isGateway }}
+            {{- if $http }}
             - name: http
               containerPort: {{ include "svc.httpPort" $root }}
               protocol: TCP
@@ -61,7 +63,7 @@ spec:
             {{- end }}
           env:
             {{- include "svc.renderEnv" (include "svc.serviceEnv" (list $root $name $cfg) | fromJson) | indent 12 }}
-          {{- if $isGateway }}
+          {{- if $http }}
           startupProbe:
             httpGet:
               path: /health
@@ -130,6 +132,7 @@ spec:
 {{- $name := .name -}}
 {{- $cfg := .cfg -}}
 {{- $isGateway := eq $name "gateway" -}}
+{{- $http := or $isGateway (eq $name "runtime") -}}
 {{- $service := $cfg.service | default dict -}}
 apiVersion: v1
 kind: Service
@@ -146,7 +149,7 @@ spec:
   selector:
     {{- include "svc.selectorLabels" (list $root $name) | nindent 4 }}
   ports:
-    {{- if $isGateway }}
+    {{- if $http }}
     - name: http
       port: {{ include "svc.httpPort" $root }}
       targetPort: http

@@ -10,6 +10,7 @@ import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
+import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
 
 export * from './openapi.js';
@@ -21,6 +22,7 @@ export * from './routes/identity.js';
 export * from './routes/keys.js';
 export * from './routes/models.js';
 export * from './routes/sites.js';
+export * from './routes/threads.js';
 export * from './rpc.js';
 export * from './schemas/accounts.js';
 export * from './schemas/agents.js';
@@ -34,6 +36,7 @@ export const routes: Route[] = [
   ...identityRoutes,
   ...accountsRoutes,
   ...agentsRoutes,
+  ...threadsRoutes,
   ...keysRoutes,
   ...driveRoutes,
   ...sitesRoutes,

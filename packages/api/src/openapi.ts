@@ -66,10 +66,11 @@ function successes(r: Route, schemas: SchemaCollector): Record<string, unknown> 
   const content: Record<string, unknown> = { 'application/json': { schema: schemas.schema(r.response, 'output') } };
   if (r.events) {
     // With `Accept: text/event-stream`: server-sent events, each event's data as the schema says.
-    content['text/event-stream'] = {
-      schema: { type: 'string', description: r.events.description },
-      'x-svc-event-schema': schemas.schema(r.events.schema, 'output'),
-    };
+    // (OpenAPI 3.1 has no place for the schema of one event: it is named in the description, and
+    // kept among the components.)
+    const ref = schemas.schema(r.events.schema, 'output') as { $ref?: string };
+    const named = ref.$ref ? ` Each event's data is a ${ref.$ref.split('/').pop()} (components/schemas).` : '';
+    content['text/event-stream'] = { schema: { type: 'string', description: `${r.events.description}${named}` } };
   }
   return { [String(r.status ?? 200)]: { description: 'Success.', content } };
 }

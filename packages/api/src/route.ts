@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import type { ServiceName } from '@svc/kit';
+import type { GrpcServiceName, ServiceName } from '@svc/kit';
 
 export type { ServiceName };
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -67,7 +67,7 @@ export function isReply(v: unknown): v is HttpReply {
 /** How an operation maps to one gRPC method of a service (built with `rpc(...)`, which types it from the proto). */
 export interface RpcHandler {
   kind: 'rpc';
-  service: Exclude<ServiceName, 'gateway'>;
+  service: GrpcServiceName;
   method: string;
   /** Builds the gRPC request (default: params, query and body merged). */
   request?: (input: RouteInput) => unknown;

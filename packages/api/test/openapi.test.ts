@@ -217,9 +217,9 @@ describe('buildOpenApi on small route tables', () => {
     const content = d.paths['/ticks'].get.responses['200'].content;
     expect(Object.keys(content)).toEqual(['application/json', 'text/event-stream']);
     expect(content['text/event-stream']).toEqual({
-      schema: { type: 'string', description: 'Ticks.' },
-      'x-svc-event-schema': { $ref: '#/components/schemas/Tick' },
+      schema: { type: 'string', description: "Ticks. Each event's data is a Tick (components/schemas)." },
     });
+    expect(d.components.schemas.Tick).toBeDefined();
   });
 
   test('a named schema used in requests and answers alike is one component', () => {

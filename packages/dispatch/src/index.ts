@@ -6,3 +6,4 @@ export * from './dispatcher.js';
 export * from './input.js';
 export * from './operations/drive.js';
 export * from './operations/identity.js';
+export * from './operations/threads.js';

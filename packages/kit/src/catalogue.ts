@@ -17,6 +17,11 @@ export interface CatalogueEntry {
   readonly calls: readonly string[] | '*';
   /** One line: what it owns. */
   readonly summary: string;
+  /**
+   * The service whose folder (services/<home>) holds its code, when it is a role of that service
+   * rather than a service of its own (the runtime is the agents service's run workers).
+   */
+  readonly home?: string;
 }
 
 /** In start order: a service after the services it calls (the stack starts them so). */
@@ -30,6 +35,12 @@ export const CATALOGUE = {
   trading: { grpc: 'svc.trading.v1.TradingService', calls: ['agents'], summary: "venues, orders, fills, paper books, agents' trading limits" },
   profiles: { grpc: 'svc.profiles.v1.ProfilesService', calls: [], summary: 'taste profiles' },
   mcp: { grpc: 'svc.mcp.v1.McpService', calls: '*', summary: 'the hosted MCP server (stub)' },
+  runtime: {
+    grpc: null,
+    calls: '*',
+    home: 'agents',
+    summary: "the agents service's run workers: runs from the work queue, models through Infer, tools through the dispatcher",
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ServiceName = keyof typeof CATALOGUE;
@@ -38,6 +49,11 @@ export type GrpcServiceName = { [K in ServiceName]: (typeof CATALOGUE)[K]['grpc'
 
 export const SERVICE_NAMES = Object.keys(CATALOGUE) as ServiceName[] & readonly [ServiceName, ...ServiceName[]];
 export const GRPC_SERVICE_NAMES = SERVICE_NAMES.filter((n): n is GrpcServiceName => CATALOGUE[n].grpc !== null);
+
+/** The folder under services/ that holds a component's code. */
+export function homeOf(name: ServiceName): string {
+  return (CATALOGUE[name] as CatalogueEntry).home ?? name;
+}
 
 /** The full gRPC service name of a component. */
 export function grpcServiceName(name: GrpcServiceName): string {

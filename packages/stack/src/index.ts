@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { accountsService } from '@svc/accounts';
-import { agentsService } from '@svc/agents';
+import { agentsService, type RunningRuntime, type RuntimeSettings, runtimeSettingsSchema, startRuntime } from '@svc/agents';
 import { driveService } from '@svc/drive';
 import { type GatewaySettings, gatewaySettingsSchema, type RunningGateway, startGateway } from '@svc/gateway';
 import { keysService } from '@svc/keys';
@@ -69,7 +69,11 @@ export async function startStack(
   // Each service's own settings (a module's `settings`), every module's, so that a bad value stops
   // any start as the shared ones do. Read from `env`, then the process environment.
   const settings: Record<string, unknown> = loadSettings(
-    { ...Object.fromEntries(MODULES.filter((m) => m.settings).map((m) => [m.name, m.settings!])), gateway: gatewaySettingsSchema },
+    {
+      ...Object.fromEntries(MODULES.filter((m) => m.settings).map((m) => [m.name, m.settings!])),
+      gateway: gatewaySettingsSchema,
+      runtime: runtimeSettingsSchema,
+    },
     env === process.env ? env : { ...process.env, ...Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')) },
   );
   const log = createLogger({
@@ -86,9 +90,11 @@ export async function startStack(
   // loopback TCP, and two stacks never collide); GRPC_HOST overrides it.
   const socketDir = all && !config.GRPC_HOST ? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-')) : undefined;
   let gateway: RunningGateway | undefined;
+  let runtime: RunningRuntime | undefined;
 
   const stop = async () => {
     await gateway?.stop(config.SVC_SHUTDOWN_GRACE_MS);
+    await runtime?.stop(config.SVC_SHUTDOWN_GRACE_MS);
     for (const s of [...services].reverse()) await s.stop(config.SVC_SHUTDOWN_GRACE_MS);
     registry.close();
     await backends.close();
@@ -114,6 +120,18 @@ export async function startStack(
         }),
       );
     }
+    if (all || config.SVC_SERVICE === 'runtime') {
+      runtime = await startRuntime({
+        config,
+        log,
+        backends,
+        registry,
+        settings: settings.runtime as RuntimeSettings,
+        agentsModule: agentsService as ServiceModule,
+        // Its own Deployment: health and readiness on PORT for the probes.
+        ...(config.SVC_SERVICE === 'runtime' ? { health: { host: config.HOST, port: config.PORT } } : {}),
+      });
+    }
     if (all || config.SVC_SERVICE === 'gateway') {
       gateway = await startGateway({
         config,
@@ -130,5 +148,5 @@ export async function startStack(
     await stop().catch(() => {});
     throw err;
   }
-  return { config, log, backends, registry, services, gateway, port: gateway?.port, stop };
+  return { config, log, backends, registry, services, gateway, port: gateway?.port ?? runtime?.port, stop };
 }

@@ -2,7 +2,18 @@ import { z } from 'zod';
 
 import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/api';
 import type { AccountsClient, KeysClient } from '@svc/clients';
-import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, requireHuman, type Sql } from '@svc/kit';
+import {
+  actorOf,
+  DomainError,
+  enqueueEvent,
+  newId,
+  type OutboxRelay,
+  parseInput,
+  type Principal,
+  requireAuthority,
+  requireHuman,
+  type Sql,
+} from '@svc/kit';
 
 import { type AgentRow, AgentStore, SCHEMA } from './store.js';
 
@@ -24,12 +35,23 @@ const Description = AgentDescription;
 const Model = AgentModel;
 const Instructions = AgentInstructions;
 
+/** The tools an agent's runs may call: tool names, or patterns with `*`. */
+const Tools = z
+  .array(z.string().regex(/^[a-z0-9_*]{1,100}$/, 'must be a tool name or a pattern with * (a-z, 0-9, _)'))
+  .max(200, 'may hold at most 200 names or patterns');
+const MaxSteps = z.number().int().min(1, 'must be at least 1').max(1000, 'must be at most 1000');
+const MaxTokens = z.number().int().min(100, 'must be at least 100').max(100_000_000, 'must be at most 100000000');
+const RUNTIME_FIELDS = ['tools', 'maxSteps', 'maxTokensPerRun'] as const;
+
 const CreateInput = z.object({
   name: Name,
   description: Description.optional(),
   model: Model.optional(),
   instructions: Instructions.optional(),
   projectId: ProjectId.optional(),
+  tools: Tools.optional(),
+  maxSteps: MaxSteps.optional(),
+  maxTokensPerRun: MaxTokens.optional(),
 });
 const UpdateInput = z.object({
   name: Name.optional(),
@@ -37,8 +59,25 @@ const UpdateInput = z.object({
   model: Model.optional(),
   instructions: Instructions.optional(),
   ownerAccountId: z.string().regex(ACCOUNT_ID_RE, 'must be an account id (acct_…)').optional(),
-  clearFields: z.array(z.enum(['description', 'model', 'instructions'], { error: 'only description, model and instructions can be cleared' })).max(3),
+  tools: Tools.optional(),
+  maxSteps: MaxSteps.optional(),
+  maxTokensPerRun: MaxTokens.optional(),
+  clearFields: z
+    .array(
+      z.enum(['description', 'model', 'instructions', 'tools', 'maxSteps', 'maxTokensPerRun'], {
+        error: 'only description, model, instructions, tools, maxSteps and maxTokensPerRun can be cleared',
+      }),
+    )
+    .max(6),
 });
+
+/**
+ * What an agent's runs may do (its tools) and spend (steps, tokens) is set by a person through the
+ * API: an agent key, or the MCP channel, cannot widen an agent's reach.
+ */
+function requireHumanForRuntime(p: Principal, body: Record<string, unknown>, cleared: readonly string[] = []): void {
+  if (RUNTIME_FIELDS.some((f) => body[f] !== undefined || cleared.includes(f))) requireAuthority(p, 'An agent’s tools and limits are set');
+}
 
 function parse<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
   return parseInput(schema, value);
@@ -134,10 +173,20 @@ export class AgentsDomain {
 
   async create(
     p: Principal,
-    input: { name: string; description?: string; model?: string; instructions?: string; projectId?: string },
+    input: {
+      name: string;
+      description?: string;
+      model?: string;
+      instructions?: string;
+      projectId?: string;
+      tools?: string[];
+      maxSteps?: number;
+      maxTokensPerRun?: number;
+    },
   ): Promise<AgentRow> {
     this.usable(p);
     const body = parse(CreateInput, input);
+    requireHumanForRuntime(p, body);
     if (p.projectId && body.projectId && body.projectId !== p.projectId) {
       throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${p.projectId}.`);
     }
@@ -157,6 +206,9 @@ export class AgentsDomain {
           description: body.description ?? null,
           model: body.model ?? null,
           instructions: body.instructions ?? null,
+          tools: body.tools ?? null,
+          max_steps: body.maxSteps ?? null,
+          max_tokens_per_run: body.maxTokensPerRun ?? null,
           created_by: actor,
         });
         await enqueueEvent(q, SCHEMA, { subject: 'agents.agent.created', accountId: a.owner_account_id, data: { agent: eventView(a), actor } });
@@ -223,11 +275,15 @@ export class AgentsDomain {
       model?: string;
       instructions?: string;
       ownerAccountId?: string;
+      tools?: string[];
+      maxSteps?: number;
+      maxTokensPerRun?: number;
       clearFields?: string[];
     },
   ): Promise<AgentRow> {
     this.usable(p);
     const body = parse(UpdateInput, { ...input, clearFields: input.clearFields ?? [] });
+    requireHumanForRuntime(p, body, body.clearFields);
     for (const f of body.clearFields) {
       if (body[f] !== undefined) throw new DomainError('invalid_argument', 'invalid_request', `${f}: cannot be both set and cleared`);
     }
@@ -245,8 +301,12 @@ export class AgentsDomain {
         model: body.clearFields.includes('model') ? null : (body.model ?? a.model),
         instructions: body.clearFields.includes('instructions') ? null : (body.instructions ?? a.instructions),
         owner_account_id: moving ? body.ownerAccountId! : a.owner_account_id,
+        tools: body.clearFields.includes('tools') ? null : (body.tools ?? a.tools),
+        max_steps: body.clearFields.includes('maxSteps') ? null : (body.maxSteps ?? a.max_steps),
+        max_tokens_per_run: body.clearFields.includes('maxTokensPerRun') ? null : (body.maxTokensPerRun ?? a.max_tokens_per_run),
       };
-      const changed = (Object.keys(next) as Array<keyof typeof next>).filter((k) => next[k] !== a[k]);
+      const same = (x: unknown, y: unknown) => JSON.stringify(x) === JSON.stringify(y);
+      const changed = (Object.keys(next) as Array<keyof typeof next>).filter((k) => !same(next[k], a[k]));
       if (!changed.length) return { agent: a, changed };
       const updated = await this.store.update(q, id, next);
       if (moving) {

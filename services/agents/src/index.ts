@@ -7,15 +7,18 @@ import { type AgentRecords, AgentsDomain } from './agents.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
+import { LiveEvents } from './threads/live.js';
+import { ThreadsDomain } from './threads/threads.js';
 
 export { AgentKeys } from './agent-keys.js';
 export { type AgentRecord, type AgentRecords, type AgentsDeps, AgentsDomain } from './agents.js';
 export { migrations } from './migrations/index.js';
+export { type RunningRuntime, type RuntimeSettings, runtimeSettingsSchema, startRuntime } from './runtime/index.js';
 export { SCHEMA } from './store.js';
 
 /**
- * The agents service: agents as principals and default agents (threads, messages and runs come
- * with a later issue).
+ * The agents service: agents as principals, default agents, and threads with their events, runs
+ * and inbox (the runtime, runtime/, executes the runs).
  */
 export const agentsService = defineService({
   name: 'agents',
@@ -48,6 +51,8 @@ export const agentsService = defineService({
       systemToken: () => ctx.systemToken(),
       log: ctx.log,
     });
+    const live = new LiveEvents(() => ctx.backends.bus());
+    const threads = new ThreadsDomain({ sql, agents: domain.store, live, bus: () => ctx.backends.bus() });
     const agentKeys = new AgentKeys(domain, { keysClient: () => keysClient(ctx.registry), systemToken: () => ctx.systemToken() });
     // Every agent's record, once per start: agents from before the records, and any change whose
     // record and event both went missing. Retried while the accounts service is not up yet.
@@ -64,10 +69,11 @@ export const agentsService = defineService({
       }
     };
     return {
-      handlers: handlers(domain, agentKeys),
+      handlers: handlers(domain, agentKeys, threads, live),
       async start() {
         void recordAll();
         const bus = await ctx.backends.bus();
+        await live.start();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         // A deleted agent's keys are revoked in the request; this catches a key made meanwhile.
         // Revocation is idempotent, so a redelivered event is harmless.
@@ -83,6 +89,7 @@ export const agentsService = defineService({
       async stop() {
         stopped = true;
         await consumer?.unsubscribe();
+        await live.stop();
         await relay?.stop();
       },
     };

@@ -4,6 +4,9 @@ import type { agents } from '@svc/proto';
 import type { AgentKeys } from './agent-keys.js';
 import type { AgentsDomain } from './agents.js';
 import type { AgentRow } from './store.js';
+import type { LiveEvents } from './threads/live.js';
+import { threadHandlers } from './threads/server.js';
+import type { ThreadsDomain } from './threads/threads.js';
 
 type Def = typeof agents.AgentsServiceService;
 
@@ -18,14 +21,20 @@ export function toAgent(a: AgentRow): agents.Agent {
     projectId: a.project_id ?? undefined,
     createdAt: a.created_at.toISOString(),
     updatedAt: a.updated_at.toISOString(),
+    tools: a.tools ?? [],
+    hasTools: a.tools !== null,
+    maxSteps: a.max_steps ?? undefined,
+    maxTokensPerRun: a.max_tokens_per_run ?? undefined,
   };
 }
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: AgentsDomain, agentKeys: AgentKeys): Handlers<Def> {
+export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: ThreadsDomain, live: LiveEvents): Handlers<Def> {
   return {
+    ...threadHandlers(threads, live),
     async createAgent(req, { principal }) {
-      return { agent: toAgent(await domain.create(principal, req)) };
+      const { tools, hasTools, ...rest } = req;
+      return { agent: toAgent(await domain.create(principal, { ...rest, tools: hasTools ? tools : undefined })) };
     },
     async listAgents(req, { principal }) {
       const { rows, nextCursor } = await domain.list(principal, req);
@@ -35,7 +44,8 @@ export function handlers(domain: AgentsDomain, agentKeys: AgentKeys): Handlers<D
       return { agent: toAgent(await domain.get(principal, req.id)) };
     },
     async updateAgent(req, { principal }) {
-      return { agent: toAgent(await domain.update(principal, req.id, req)) };
+      const { tools, hasTools, ...rest } = req;
+      return { agent: toAgent(await domain.update(principal, req.id, { ...rest, tools: hasTools ? tools : undefined })) };
     },
     async deleteAgent(req, { principal }) {
       return { revokedKeys: await domain.remove(principal, req.id) };

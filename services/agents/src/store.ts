@@ -12,6 +12,10 @@ export interface AgentRow {
   description: string | null;
   model: string | null;
   instructions: string | null;
+  /** The tools its runs may call (names or `*` patterns); null: the runtime's default set. */
+  tools: string[] | null;
+  max_steps: number | null;
+  max_tokens_per_run: number | null;
   created_by: Actor;
   created_at: Date;
   updated_at: Date;
@@ -20,10 +24,10 @@ export interface AgentRow {
   version: number;
 }
 
-export type AgentFields = Pick<AgentRow, 'name' | 'description' | 'model' | 'instructions'>;
+export type AgentFields = Pick<AgentRow, 'name' | 'description' | 'model' | 'instructions' | 'tools' | 'max_steps' | 'max_tokens_per_run'>;
 
-const COLUMNS = `id, owner_account_id, project_id, name, description, model, instructions, created_by, created_at,
-  updated_at, deleted_at, version`;
+const COLUMNS = `id, owner_account_id, project_id, name, description, model, instructions, tools, max_steps, max_tokens_per_run,
+  created_by, created_at, updated_at, deleted_at, version`;
 
 const row = (r: AgentRow): AgentRow => ({ ...r, created_by: typeof r.created_by === 'string' ? JSON.parse(r.created_by) : r.created_by });
 
@@ -33,9 +37,22 @@ export class AgentStore {
 
   async insert(q: Queryable, a: Omit<AgentRow, 'created_at' | 'updated_at' | 'deleted_at' | 'version'>): Promise<AgentRow> {
     const rows = await q.query<AgentRow>(
-      `INSERT INTO agents.agents (id, owner_account_id, project_id, name, description, model, instructions, created_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) RETURNING ${COLUMNS}`,
-      [a.id, a.owner_account_id, a.project_id, a.name, a.description, a.model, a.instructions, JSON.stringify(a.created_by)],
+      `INSERT INTO agents.agents (id, owner_account_id, project_id, name, description, model, instructions, tools, max_steps,
+         max_tokens_per_run, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb) RETURNING ${COLUMNS}`,
+      [
+        a.id,
+        a.owner_account_id,
+        a.project_id,
+        a.name,
+        a.description,
+        a.model,
+        a.instructions,
+        a.tools,
+        a.max_steps,
+        a.max_tokens_per_run,
+        JSON.stringify(a.created_by),
+      ],
     );
     return row(rows[0]!);
   }
@@ -67,10 +84,20 @@ export class AgentStore {
 
   async update(q: Queryable, id: string, fields: AgentFields & { owner_account_id: string }): Promise<AgentRow> {
     const rows = await q.query<AgentRow>(
-      `UPDATE agents.agents SET name = $2, description = $3, model = $4, instructions = $5, owner_account_id = $6, updated_at = now(),
-        version = version + 1
+      `UPDATE agents.agents SET name = $2, description = $3, model = $4, instructions = $5, owner_account_id = $6, tools = $7, max_steps = $8,
+        max_tokens_per_run = $9, updated_at = now(), version = version + 1
         WHERE id = $1 RETURNING ${COLUMNS}`,
-      [id, fields.name, fields.description, fields.model, fields.instructions, fields.owner_account_id],
+      [
+        id,
+        fields.name,
+        fields.description,
+        fields.model,
+        fields.instructions,
+        fields.owner_account_id,
+        fields.tools,
+        fields.max_steps,
+        fields.max_tokens_per_run,
+      ],
     );
     return row(rows[0]!);
   }

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { MODELS_CACHE } from '@svc/api';
-import { AnswerCache, driveOperations } from '@svc/dispatch';
+import { AnswerCache, driveOperations, threadOperations } from '@svc/dispatch';
 import {
   type Backends,
   type Config,
@@ -96,7 +96,7 @@ export async function startGateway(deps: {
     trustProxy: deps.settings.SVC_TRUST_PROXY,
     services,
     version: deps.version,
-    operations: driveOperations(local),
+    operations: { ...driveOperations(local), ...threadOperations(local) },
     answers,
     mount: (app) => mountProtocols(app, local),
   });

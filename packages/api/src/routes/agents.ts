@@ -16,6 +16,12 @@ const Name = AgentName;
 const Description = AgentDescription;
 const Model = AgentModel;
 const Instructions = AgentInstructions;
+const Tools = z
+  .array(z.string().regex(/^[a-z0-9_*]{1,100}$/, 'must be a tool name or a pattern with * (a-z, 0-9, _)'))
+  .max(200)
+  .describe('Tools its runs may call: names or patterns with * (set by a person).');
+const MaxSteps = z.number().int().min(1).max(1000).describe('Steps per run (set by a person).');
+const MaxTokens = z.number().int().min(100).max(100_000_000).describe('Input plus output tokens per run (set by a person).');
 
 export const Agent = z
   .object({
@@ -26,6 +32,9 @@ export const Agent = z
     model: Nullable(z.string()),
     instructions: Nullable(z.string()),
     projectId: Nullable(z.string()),
+    tools: Nullable(z.array(z.string())).describe('The tools its runs may call (names or * patterns); null: the default set (docs/threads.md).'),
+    maxSteps: Nullable(z.number().int()).describe('Steps per run; null: the platform default.'),
+    maxTokensPerRun: Nullable(z.number().int()).describe('Input plus output tokens per run; null: the platform default.'),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
@@ -40,6 +49,9 @@ export const agentJson = (a: agents.Agent) => ({
   model: a.model ?? null,
   instructions: a.instructions ?? null,
   projectId: a.projectId ?? null,
+  tools: a.hasTools ? a.tools : null,
+  maxSteps: a.maxSteps ?? null,
+  maxTokensPerRun: a.maxTokensPerRun ?? null,
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
 });
@@ -51,6 +63,9 @@ const CreateAgentBody = z
     model: Model.optional(),
     instructions: Instructions.optional(),
     projectId: ProjectId.optional().describe('A project-scoped key creates agents in its own project.'),
+    tools: Tools.optional(),
+    maxSteps: MaxSteps.optional(),
+    maxTokensPerRun: MaxTokens.optional(),
   })
   .strict()
   .meta({ id: 'CreateAgentRequest' });
@@ -62,6 +77,9 @@ const UpdateAgentBody = z
     model: Model.nullable().optional(),
     instructions: Instructions.nullable().optional(),
     ownerAccountId: AccountId.optional().describe('Move the agent to another account (a person managing both; its keys are revoked).'),
+    tools: Tools.nullable().optional(),
+    maxSteps: MaxSteps.nullable().optional(),
+    maxTokensPerRun: MaxTokens.nullable().optional(),
   })
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
@@ -72,9 +90,9 @@ const byId = (i: RouteInput) => ({ id: i.params.id as string });
 
 function updateReq(i: RouteInput) {
   const b = i.body as Record<string, unknown>;
-  const clearFields = (['description', 'model', 'instructions'] as const).filter((f) => b[f] === null);
+  const clearFields = (['description', 'model', 'instructions', 'tools', 'maxSteps', 'maxTokensPerRun'] as const).filter((f) => b[f] === null);
   const set = Object.fromEntries(Object.entries(b).filter(([, v]) => v !== null));
-  return { id: i.params.id, ...set, clearFields };
+  return { id: i.params.id, ...set, hasTools: Array.isArray(b.tools), tools: Array.isArray(b.tools) ? b.tools : [], clearFields };
 }
 
 const DefaultAgents = z
@@ -115,7 +133,7 @@ export const agentsRoutes = [
     principals: ['human', 'agent'],
     authority: false,
     handler: rpc('agents', 'createAgent', {
-      request: (i) => i.body,
+      request: (i) => ({ ...i.body, hasTools: Array.isArray(i.body.tools), tools: i.body.tools ?? [] }),
       response: (res) => agentJson(res.agent!),
     }),
   }),

@@ -55,8 +55,36 @@ export interface Bus {
    * (replicas), each request goes to one of them.
    */
   respond(subject: string, handler: RequestHandler): Promise<Subscription>;
+  /**
+   * Live signals (NATS core, never stored): every listener of a matching subject, on every
+   * replica, gets `data` if it is listening now; nothing is kept for one that is not. For what a
+   * reader can recover from the store (a thread's events) or may lose (a text delta).
+   */
+  signal(subject: string, data: unknown): void;
+  listen(subject: string, handler: (data: unknown, meta: { subject: string }) => void): Promise<Subscription>;
+  /**
+   * A work queue (a JetStream work-queue stream, `<namespace>_work.<queue>`): each job goes to one
+   * worker, is redelivered when the worker does not finish it (it crashed, or its handler threw)
+   * and is removed once done. A job id dedupes enqueues within two minutes.
+   */
+  enqueue(queue: string, id: string, data: unknown): Promise<void>;
+  work(queue: string, handler: JobHandler, options?: WorkOptions): Promise<Subscription>;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Handles one job. Resolving finishes it; throwing hands it back for another try (after a short
+ * wait). `working()` tells the queue the job is still in hand (a long job calls it more often than
+ * `ackWaitMs`); a worker that stops calling it loses the job to another after `ackWaitMs`.
+ */
+export type JobHandler = (data: unknown, job: { id: string; attempt: number; working(): void }) => Promise<void>;
+
+export interface WorkOptions {
+  /** Jobs in hand at once per worker (default 4). */
+  concurrency?: number;
+  /** How long a job stays with a worker that gives no sign of life (default 15 s). */
+  ackWaitMs?: number;
 }
 
 export type RequestHandler = (data: unknown, meta: { subject: string }) => Promise<unknown>;
@@ -125,6 +153,13 @@ function subjectMatches(pattern: string, subject: string): boolean {
 export function createMemoryBus(namespace: string, onError: (err: unknown) => void = () => {}): Bus {
   const subs = new Set<{ pattern: string; handler: EventHandler; durable?: string }>();
   const responders = new Set<{ pattern: string; handler: RequestHandler }>();
+  const listeners = new Set<{ pattern: string; handler: (data: unknown, meta: { subject: string }) => void }>();
+  const queues = new Map<string, MemoryQueue>();
+  const queue = (name: string) => {
+    let q = queues.get(name);
+    if (!q) queues.set(name, (q = new MemoryQueue(onError)));
+    return q;
+  };
   const seen = new Set<string>();
   return {
     kind: 'memory',
@@ -190,10 +225,37 @@ export function createMemoryBus(namespace: string, onError: (err: unknown) => vo
       responders.add(r);
       return { unsubscribe: async () => void responders.delete(r) };
     },
+    signal(subject, data) {
+      const full = `${namespace}_live.${subject}`;
+      const payload = JSON.stringify(data ?? null);
+      for (const l of listeners) {
+        if (!subjectMatches(l.pattern, full)) continue;
+        setImmediate(() => {
+          try {
+            l.handler(JSON.parse(payload), { subject: full });
+          } catch (err) {
+            onError(err);
+          }
+        });
+      }
+    },
+    async listen(subject, handler) {
+      const l = { pattern: `${namespace}_live.${subject}`, handler };
+      listeners.add(l);
+      return { unsubscribe: async () => void listeners.delete(l) };
+    },
+    async enqueue(name, id, data) {
+      queue(name).push(id, JSON.parse(JSON.stringify(data ?? null)));
+    },
+    async work(name, handler, options = {}) {
+      return queue(name).addWorker(handler, options.concurrency ?? 4);
+    },
     async ping() {},
     async close() {
       subs.clear();
       responders.clear();
+      listeners.clear();
+      for (const q of queues.values()) q.close();
     },
   };
 }
@@ -221,6 +283,23 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
     }
   }
   const js: JetStreamClient = nc.jetstream();
+  // The work queues' stream, made on first use: a job is removed once a worker acks it.
+  const workName = `${stream}_WORK`;
+  let workReady: Promise<void> | undefined;
+  const workStream = () =>
+    (workReady ??= (async () => {
+      const cfg = { name: workName, subjects: [`${namespace}_work.>`], retention: RetentionPolicy.Workqueue, duplicate_window: 120 * 1e9 };
+      try {
+        await jsm.streams.info(workName);
+      } catch {
+        await jsm.streams.add(cfg).catch(async (err) => {
+          await jsm.streams.info(workName).catch(() => Promise.reject(err));
+        });
+      }
+    })().catch((err) => {
+      workReady = undefined;
+      throw err;
+    }));
   const encode = (e: EventEnvelope) => Buffer.from(JSON.stringify(e));
   const decode = (b: Uint8Array) => JSON.parse(Buffer.from(b).toString('utf8')) as EventEnvelope;
   const toRecord = (h: ReturnType<typeof natsHeaders> | undefined) => {
@@ -320,6 +399,74 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
       });
       return { unsubscribe: async () => sub.unsubscribe() };
     },
+    signal(subject, data) {
+      nc.publish(`${namespace}_live.${subject}`, encodeJson(data));
+    },
+    async listen(subject, handler) {
+      const sub = nc.subscribe(`${namespace}_live.${subject}`, {
+        callback: (err, msg) => {
+          if (err) return onError(err);
+          try {
+            handler(decodeJson(msg.data), { subject: msg.subject });
+          } catch (e) {
+            onError(e);
+          }
+        },
+      });
+      return { unsubscribe: async () => sub.unsubscribe() };
+    },
+    async enqueue(name, id, data) {
+      await workStream();
+      await js.publish(`${namespace}_work.${name}`, encodeJson(data), { msgID: id });
+    },
+    async work(name, handler, options = {}) {
+      await workStream();
+      const durable = `work_${name}`.replace(/[^A-Za-z0-9_-]/g, '_');
+      const ackWaitMs = options.ackWaitMs ?? 15_000;
+      try {
+        await jsm.consumers.info(workName, durable);
+      } catch {
+        try {
+          await jsm.consumers.add(workName, {
+            durable_name: durable,
+            filter_subject: `${namespace}_work.${name}`,
+            ack_policy: AckPolicy.Explicit,
+            ack_wait: ackWaitMs * 1e6,
+            max_deliver: -1,
+          });
+        } catch (err) {
+          await jsm.consumers.info(workName, durable).catch(() => Promise.reject(err));
+        }
+      }
+      const consumer = await js.consumers.get(workName, durable);
+      const concurrency = options.concurrency ?? 4;
+      const messages = await consumer.consume({ max_messages: concurrency });
+      let running = 0;
+      const idle: (() => void)[] = [];
+      void (async () => {
+        for await (const msg of messages) {
+          // No more jobs in hand than `concurrency`: wait for one to finish before taking the next.
+          while (running >= concurrency) await new Promise<void>((r) => idle.push(r));
+          running++;
+          const id = msg.headers?.get('Nats-Msg-Id') || `${msg.info.streamSequence}`;
+          void traced(msg.subject, toRecord(msg.headers), () =>
+            handler(decodeJson(msg.data), { id, attempt: msg.info.deliveryCount, working: () => msg.working() }),
+          )
+            .then(
+              () => msg.ack(),
+              (err) => {
+                onError(err);
+                msg.nak(1000);
+              },
+            )
+            .finally(() => {
+              running--;
+              idle.shift()?.();
+            });
+        }
+      })();
+      return { unsubscribe: async () => void (await messages.close()) };
+    },
     async ping() {
       await nc.flush();
       if (nc.isClosed()) throw new Error('NATS connection closed');
@@ -328,4 +475,52 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
       await nc.drain().catch(() => nc.close());
     },
   };
+}
+
+/** The embedded work queue: jobs in memory, each to one worker, handed back when its handler throws. */
+class MemoryQueue {
+  private readonly jobs: { id: string; data: unknown; attempt: number }[] = [];
+  private readonly ids = new Map<string, number>();
+  private readonly workers = new Set<{ handler: JobHandler; free: number }>();
+
+  constructor(private readonly onError: (err: unknown) => void) {}
+
+  push(id: string, data: unknown, attempt = 1): void {
+    const at = this.ids.get(id);
+    if (attempt === 1 && at !== undefined && Date.now() - at < 120_000) return;
+    this.ids.set(id, Date.now());
+    if (this.ids.size > 50_000) this.ids.clear();
+    this.jobs.push({ id, data, attempt });
+    setImmediate(() => this.pump());
+  }
+
+  addWorker(handler: JobHandler, concurrency: number): Subscription {
+    const w = { handler, free: concurrency };
+    this.workers.add(w);
+    setImmediate(() => this.pump());
+    return { unsubscribe: async () => void this.workers.delete(w) };
+  }
+
+  close(): void {
+    this.workers.clear();
+    this.jobs.length = 0;
+  }
+
+  private pump(): void {
+    for (const w of this.workers) {
+      while (w.free > 0 && this.jobs.length) {
+        const job = this.jobs.shift()!;
+        w.free--;
+        w.handler(job.data, { id: job.id, attempt: job.attempt, working: () => {} })
+          .catch((err) => {
+            this.onError(err);
+            setTimeout(() => this.push(job.id, job.data, job.attempt + 1), 1000).unref();
+          })
+          .finally(() => {
+            w.free++;
+            setImmediate(() => this.pump());
+          });
+      }
+    }
+  }
 }

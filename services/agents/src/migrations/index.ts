@@ -33,4 +33,93 @@ export const migrations: Migration[] = [
     id: '0002_agent_version',
     sql: `ALTER TABLE agents.agents ADD COLUMN version integer NOT NULL DEFAULT 1;`,
   },
+  {
+    // Threads (docs/threads.md): conversations with an agent, their append-only events (seq 1, 2,
+    // 3... per thread, taken under the thread's row lock), runs with their checkpoint, the inbox of
+    // injected messages and each tool call recorded before it is executed.
+    id: '0003_threads',
+    sql: `
+      ALTER TABLE agents.agents ADD COLUMN tools text[], ADD COLUMN max_steps integer, ADD COLUMN max_tokens_per_run integer;
+      CREATE TABLE agents.threads (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        project_id text,
+        agent_id text NOT NULL,
+        title text,
+        metadata jsonb NOT NULL DEFAULT '{}',
+        status text NOT NULL DEFAULT 'idle',
+        current_run_id text,
+        last_seq bigint NOT NULL DEFAULT 0,
+        input_tokens bigint NOT NULL DEFAULT 0,
+        output_tokens bigint NOT NULL DEFAULT 0,
+        cost numeric NOT NULL DEFAULT 0,
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        last_activity_at timestamptz NOT NULL DEFAULT now(),
+        deleted_at timestamptz
+      );
+      CREATE INDEX threads_by_activity ON agents.threads (account_id, last_activity_at DESC, id DESC) WHERE deleted_at IS NULL;
+      CREATE TABLE agents.thread_events (
+        thread_id text NOT NULL,
+        seq bigint NOT NULL,
+        id text NOT NULL UNIQUE,
+        type text NOT NULL,
+        run_id text,
+        producer jsonb NOT NULL,
+        data jsonb NOT NULL,
+        usage jsonb,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (thread_id, seq)
+      );
+      CREATE TABLE agents.runs (
+        id text PRIMARY KEY,
+        thread_id text NOT NULL,
+        account_id text NOT NULL,
+        agent_id text NOT NULL,
+        status text NOT NULL,
+        step integer NOT NULL DEFAULT 0,
+        context jsonb NOT NULL DEFAULT '[]',
+        started_by jsonb NOT NULL,
+        cancel_requested boolean NOT NULL DEFAULT false,
+        input_tokens bigint NOT NULL DEFAULT 0,
+        output_tokens bigint NOT NULL DEFAULT 0,
+        cost numeric NOT NULL DEFAULT 0,
+        error jsonb,
+        worker text,
+        lease_until timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        started_at timestamptz,
+        ended_at timestamptz
+      );
+      CREATE UNIQUE INDEX runs_one_active ON agents.runs (thread_id) WHERE status IN ('queued', 'running');
+      CREATE TABLE agents.thread_inbox (
+        id text PRIMARY KEY,
+        thread_id text NOT NULL,
+        client_message_id text,
+        content text NOT NULL,
+        mode text NOT NULL,
+        status text NOT NULL,
+        run_id text,
+        delivered_step integer,
+        producer jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        delivered_at timestamptz,
+        UNIQUE (thread_id, client_message_id)
+      );
+      CREATE INDEX thread_inbox_waiting ON agents.thread_inbox (thread_id, created_at) WHERE status IN ('pending', 'queued');
+      CREATE TABLE agents.tool_calls (
+        run_id text NOT NULL,
+        call_id text NOT NULL,
+        step integer NOT NULL,
+        name text NOT NULL,
+        arguments jsonb NOT NULL,
+        status text NOT NULL,
+        result jsonb,
+        is_error boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz,
+        PRIMARY KEY (run_id, call_id)
+      );`,
+  },
 ];

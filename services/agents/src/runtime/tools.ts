@@ -1,0 +1,73 @@
+import type { Dispatcher } from '@svc/dispatch';
+import type { Principal, PrincipalSigner } from '@svc/kit';
+import type { models_infer } from '@svc/proto';
+import { CALL_TOOL, callTool, SEARCH_TOOLS, type ToolCatalogue, type ToolResult } from '@svc/tools';
+
+/**
+ * The tools an agent may call in its runs: its `tools` (names, or patterns with `*`), or when it
+ * names none, the default set below. A call runs as the agent (channel `mcp`) through the
+ * dispatcher: the API's authorization, validation, tenancy and errors, never more than the agent's
+ * own authority. call_tool reaches only tools the agent may call.
+ */
+export const DEFAULT_TOOLS = [
+  'whoami',
+  'list_drive',
+  'read_drive_file',
+  'write_drive_file',
+  'list_models',
+  'get_credits',
+  'run_code',
+  'list_threads',
+  'get_thread',
+  SEARCH_TOOLS,
+];
+
+const patternOf = (p: string) => new RegExp(`^${p.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+
+export class AgentTools {
+  private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
+
+  constructor(
+    private readonly catalogue: ToolCatalogue,
+    private readonly dispatcher: Dispatcher,
+    private readonly signer: PrincipalSigner,
+  ) {}
+
+  /** Whether an agent with these tool patterns may call `name`. */
+  allows(patterns: string[] | null, name: string): boolean {
+    return (patterns ?? DEFAULT_TOOLS).some((p) => patternOf(p).test(name));
+  }
+
+  /** The definitions the model is given. */
+  definitions(patterns: string[] | null): models_infer.ToolDefinition[] {
+    return this.catalogue
+      .list()
+      .filter((t) => this.allows(patterns, t.name))
+      .map((t) => ({ name: t.name, description: t.description, inputSchemaJson: JSON.stringify(t.inputSchema) }));
+  }
+
+  async call(principal: Principal, patterns: string[] | null, name: string, args: unknown, requestId: string): Promise<ToolResult> {
+    const inner = name === CALL_TOOL && args && typeof args === 'object' ? (args as { name?: unknown }).name : undefined;
+    for (const n of [name, ...(typeof inner === 'string' ? [inner] : [])]) {
+      if (!this.catalogue.get(n) || !this.allows(patterns, n)) {
+        return {
+          isError: true,
+          structuredContent: {
+            error: { code: 'tool_not_allowed', message: `This agent may not call ${JSON.stringify(n.slice(0, 200))}.`, requestId },
+          },
+        };
+      }
+    }
+    return callTool(this.dispatcher, this.catalogue, name, args, { auth: { principal, token: await this.token(principal) }, requestId });
+  }
+
+  async token(p: Principal): Promise<string> {
+    const key = `${p.agentId}:${p.accountId}:${p.projectId ?? ''}`;
+    const hit = this.tokens.get(key);
+    if (hit && hit.expiresAt - Date.now() > 60_000) return hit.token;
+    const signed = await this.signer.sign(p);
+    if (this.tokens.size > 10_000) this.tokens.clear();
+    this.tokens.set(key, signed);
+    return signed.token;
+  }
+}

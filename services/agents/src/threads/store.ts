@@ -1,0 +1,370 @@
+import type { Actor, Queryable, Sql } from '@svc/kit';
+
+/** SQL for threads, their events, runs, inbox and tool calls. Rules live in threads.ts and the runtime. */
+
+export interface ThreadRow {
+  id: string;
+  account_id: string;
+  project_id: string | null;
+  agent_id: string;
+  title: string | null;
+  metadata: Record<string, unknown>;
+  status: 'idle' | 'running';
+  current_run_id: string | null;
+  last_seq: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: string;
+  created_by: Actor;
+  created_at: Date;
+  updated_at: Date;
+  last_activity_at: Date;
+  deleted_at: Date | null;
+}
+
+/** Who produced an event: a person, the agent, a tool, or the platform. */
+export interface Producer {
+  kind: 'human' | 'agent' | 'tool' | 'system';
+  id: string;
+  keyId: string | null;
+}
+
+export interface EventUsage {
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cost: string;
+  currency: string;
+}
+
+export interface EventRow {
+  thread_id: string;
+  seq: number;
+  id: string;
+  type: string;
+  run_id: string | null;
+  producer: Producer;
+  data: Record<string, unknown>;
+  usage: EventUsage | null;
+  created_at: Date;
+}
+
+/** An event to append: its seq is given by the append. */
+export interface NewEvent {
+  type: string;
+  runId?: string | null;
+  producer: Producer;
+  data: Record<string, unknown>;
+  usage?: EventUsage | null;
+}
+
+/** One message of a run's model context, as the runtime keeps it in its checkpoint. */
+export interface ContextMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  toolCalls?: { id: string; name: string; argumentsJson: string }[];
+  toolCallId?: string;
+  name?: string;
+}
+
+export interface RunRow {
+  id: string;
+  thread_id: string;
+  account_id: string;
+  agent_id: string;
+  status: 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
+  step: number;
+  context: ContextMessage[];
+  started_by: Actor;
+  cancel_requested: boolean;
+  input_tokens: number;
+  output_tokens: number;
+  cost: string;
+  error: { code: string; message: string } | null;
+  worker: string | null;
+  lease_until: Date | null;
+  created_at: Date;
+  started_at: Date | null;
+  ended_at: Date | null;
+}
+
+export type InjectMode = 'boundary' | 'interrupt' | 'enqueue' | 'reject';
+
+export interface InboxRow {
+  id: string;
+  thread_id: string;
+  client_message_id: string | null;
+  content: string;
+  mode: InjectMode;
+  status: 'pending' | 'queued' | 'delivered' | 'started';
+  run_id: string | null;
+  delivered_step: number | null;
+  producer: Producer;
+  created_at: Date;
+}
+
+export interface ToolCallRow {
+  run_id: string;
+  call_id: string;
+  step: number;
+  name: string;
+  arguments: unknown;
+  status: 'started' | 'done';
+  result: unknown;
+  is_error: boolean;
+}
+
+const json = <T>(v: T | string): T => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
+const threadRow = (r: ThreadRow): ThreadRow => ({ ...r, metadata: json(r.metadata), created_by: json(r.created_by), cost: String(r.cost) });
+const eventRow = (r: EventRow): EventRow => ({ ...r, producer: json(r.producer), data: json(r.data), usage: r.usage ? json(r.usage) : null });
+const runRow = (r: RunRow): RunRow => ({
+  ...r,
+  context: json(r.context),
+  started_by: json(r.started_by),
+  error: r.error ? json(r.error) : null,
+  cost: String(r.cost),
+});
+const inboxRow = (r: InboxRow): InboxRow => ({ ...r, producer: json(r.producer) });
+
+export class ThreadStore {
+  constructor(readonly sql: Sql) {}
+
+  async insertThread(
+    q: Queryable,
+    t: Pick<ThreadRow, 'id' | 'account_id' | 'project_id' | 'agent_id' | 'title' | 'metadata' | 'created_by'>,
+  ): Promise<ThreadRow> {
+    const rows = await q.query<ThreadRow>(
+      `INSERT INTO agents.threads (id, account_id, project_id, agent_id, title, metadata, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) RETURNING *`,
+      [t.id, t.account_id, t.project_id, t.agent_id, t.title, JSON.stringify(t.metadata), JSON.stringify(t.created_by)],
+    );
+    return threadRow(rows[0]!);
+  }
+
+  /** A live thread. */
+  async thread(id: string, q: Queryable = this.sql, lock = false): Promise<ThreadRow | null> {
+    const rows = await q.query<ThreadRow>(`SELECT * FROM agents.threads WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`, [id]);
+    return rows[0] ? threadRow(rows[0]) : null;
+  }
+
+  /** Live threads of an account, most recent activity first; `after` is the last row of the page before. */
+  async listThreads(f: {
+    accountId: string;
+    projectId?: string;
+    agentId?: string;
+    status?: string;
+    after?: { at: string; id: string };
+    limit: number;
+  }): Promise<ThreadRow[]> {
+    const rows = await this.sql.query<ThreadRow>(
+      `SELECT * FROM agents.threads
+        WHERE account_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR project_id = $2) AND ($3::text IS NULL OR agent_id = $3)
+          AND ($4::text IS NULL OR status = $4)
+          AND ($5::timestamptz IS NULL OR (last_activity_at, id) < ($5::timestamptz, $6::text))
+        ORDER BY last_activity_at DESC, id DESC LIMIT $7`,
+      [f.accountId, f.projectId ?? null, f.agentId ?? null, f.status ?? null, f.after?.at ?? null, f.after?.id ?? null, f.limit],
+    );
+    return rows.map(threadRow);
+  }
+
+  async updateThread(q: Queryable, id: string, f: { title: string | null; metadata: Record<string, unknown> }): Promise<ThreadRow> {
+    const rows = await q.query<ThreadRow>(
+      `UPDATE agents.threads SET title = $2, metadata = $3::jsonb, updated_at = now() WHERE id = $1 RETURNING *`,
+      [id, f.title, JSON.stringify(f.metadata)],
+    );
+    return threadRow(rows[0]!);
+  }
+
+  async setThreadRun(q: Queryable, id: string, runId: string | null): Promise<void> {
+    await q.query(`UPDATE agents.threads SET status = $2, current_run_id = $3, updated_at = now() WHERE id = $1`, [
+      id,
+      runId ? 'running' : 'idle',
+      runId,
+    ]);
+  }
+
+  async addUsage(q: Queryable, id: string, u: { inputTokens: number; outputTokens: number; cost: string }): Promise<void> {
+    await q.query(
+      `UPDATE agents.threads SET input_tokens = input_tokens + $2, output_tokens = output_tokens + $3, cost = cost + $4::numeric WHERE id = $1`,
+      [id, u.inputTokens, u.outputTokens, u.cost],
+    );
+  }
+
+  async markThreadDeleted(q: Queryable, id: string): Promise<ThreadRow | null> {
+    const rows = await q.query<ThreadRow>(
+      `UPDATE agents.threads SET deleted_at = now(), status = 'idle', current_run_id = NULL WHERE id = $1 AND deleted_at IS NULL RETURNING *`,
+      [id],
+    );
+    return rows[0] ? threadRow(rows[0]) : null;
+  }
+
+  /**
+   * Appends events to a thread in the caller's transaction: the thread's row lock orders appends,
+   * so seqs are gapless and increasing. Returns the rows as written.
+   */
+  async append(q: Queryable, threadId: string, events: NewEvent[], newId: () => string): Promise<EventRow[]> {
+    if (!events.length) return [];
+    const bumped = await q.query<{ last_seq: number }>(
+      `UPDATE agents.threads SET last_seq = last_seq + $2, last_activity_at = now() WHERE id = $1 RETURNING last_seq`,
+      [threadId, events.length],
+    );
+    if (!bumped[0]) throw new Error(`thread ${threadId} is gone`);
+    const first = Number(bumped[0].last_seq) - events.length + 1;
+    const rows = await q.query<EventRow>(
+      `INSERT INTO agents.thread_events (thread_id, seq, id, type, run_id, producer, data, usage)
+       SELECT $1, s.seq, s.id, s.type, s.run_id, s.producer::jsonb, s.data::jsonb, s.usage::jsonb
+         FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+           AS s(seq, id, type, run_id, producer, data, usage)
+       RETURNING *`,
+      [
+        threadId,
+        events.map((_, i) => first + i),
+        events.map(() => newId()),
+        events.map((e) => e.type),
+        events.map((e) => e.runId ?? null),
+        events.map((e) => JSON.stringify(e.producer)),
+        events.map((e) => JSON.stringify(e.data)),
+        events.map((e) => (e.usage ? JSON.stringify(e.usage) : null)),
+      ],
+    );
+    return rows.map(eventRow).sort((a, b) => a.seq - b.seq);
+  }
+
+  async events(threadId: string, after: number, limit: number): Promise<EventRow[]> {
+    const rows = await this.sql.query<EventRow>(`SELECT * FROM agents.thread_events WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
+      threadId,
+      after,
+      limit,
+    ]);
+    return rows.map(eventRow);
+  }
+
+  async insertRun(q: Queryable, r: Pick<RunRow, 'id' | 'thread_id' | 'account_id' | 'agent_id' | 'context' | 'started_by'>): Promise<RunRow> {
+    const rows = await q.query<RunRow>(
+      `INSERT INTO agents.runs (id, thread_id, account_id, agent_id, status, context, started_by)
+       VALUES ($1, $2, $3, $4, 'queued', $5::jsonb, $6::jsonb) RETURNING *`,
+      [r.id, r.thread_id, r.account_id, r.agent_id, JSON.stringify(r.context), JSON.stringify(r.started_by)],
+    );
+    return runRow(rows[0]!);
+  }
+
+  async run(id: string, q: Queryable = this.sql, lock = false): Promise<RunRow | null> {
+    const rows = await q.query<RunRow>(`SELECT * FROM agents.runs WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id]);
+    return rows[0] ? runRow(rows[0]) : null;
+  }
+
+  async activeRun(threadId: string, q: Queryable = this.sql): Promise<RunRow | null> {
+    const rows = await q.query<RunRow>(`SELECT * FROM agents.runs WHERE thread_id = $1 AND status IN ('queued', 'running')`, [threadId]);
+    return rows[0] ? runRow(rows[0]) : null;
+  }
+
+  /**
+   * Takes the run for `worker` until now + leaseMs: when it is not finished and nobody else holds a
+   * live lease on it. Null when it cannot be taken.
+   */
+  async claimRun(id: string, worker: string, leaseMs: number): Promise<RunRow | null> {
+    const rows = await this.sql.query<RunRow>(
+      `UPDATE agents.runs SET status = 'running', worker = $2, lease_until = now() + ($3::int * interval '1 millisecond'),
+          started_at = COALESCE(started_at, now())
+        WHERE id = $1 AND status IN ('queued', 'running') AND (lease_until IS NULL OR lease_until < now() OR worker = $2)
+        RETURNING *`,
+      [id, worker, leaseMs],
+    );
+    return rows[0] ? runRow(rows[0]) : null;
+  }
+
+  /** Extends the lease; false when the run is no longer this worker's (or is finished). */
+  async renewLease(q: Queryable, id: string, worker: string, leaseMs: number): Promise<boolean> {
+    const rows = await q.query(
+      `UPDATE agents.runs SET lease_until = now() + ($3::int * interval '1 millisecond') WHERE id = $1 AND worker = $2 AND status = 'running' RETURNING id`,
+      [id, worker, leaseMs],
+    );
+    return rows.length > 0;
+  }
+
+  async checkpoint(
+    q: Queryable,
+    id: string,
+    c: { step: number; context: ContextMessage[]; inputTokens: number; outputTokens: number; cost: string },
+  ): Promise<void> {
+    await q.query(
+      `UPDATE agents.runs SET step = $2, context = $3::jsonb, input_tokens = input_tokens + $4, output_tokens = output_tokens + $5,
+          cost = cost + $6::numeric WHERE id = $1`,
+      [id, c.step, JSON.stringify(c.context), c.inputTokens, c.outputTokens, c.cost],
+    );
+  }
+
+  async finishRun(q: Queryable, id: string, status: 'completed' | 'failed' | 'cancelled', error: { code: string; message: string } | null) {
+    const rows = await q.query<RunRow>(
+      `UPDATE agents.runs SET status = $2, error = $3::jsonb, ended_at = now(), lease_until = NULL
+        WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
+      [id, status, error ? JSON.stringify(error) : null],
+    );
+    return rows[0] ? runRow(rows[0]) : null;
+  }
+
+  async requestCancel(q: Queryable, id: string): Promise<void> {
+    await q.query(`UPDATE agents.runs SET cancel_requested = true WHERE id = $1`, [id]);
+  }
+
+  /** Adds a message to the inbox; null when the client's message id was already used (the earlier row wins). */
+  async insertInbox(
+    q: Queryable,
+    m: Pick<InboxRow, 'id' | 'thread_id' | 'client_message_id' | 'content' | 'mode' | 'status' | 'run_id' | 'producer'>,
+  ): Promise<InboxRow | null> {
+    const rows = await q.query<InboxRow>(
+      `INSERT INTO agents.thread_inbox (id, thread_id, client_message_id, content, mode, status, run_id, producer)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb) ON CONFLICT (thread_id, client_message_id) DO NOTHING RETURNING *`,
+      [m.id, m.thread_id, m.client_message_id, m.content, m.mode, m.status, m.run_id, JSON.stringify(m.producer)],
+    );
+    return rows[0] ? inboxRow(rows[0]) : null;
+  }
+
+  async inboxByClientId(threadId: string, clientMessageId: string): Promise<InboxRow | null> {
+    const rows = await this.sql.query<InboxRow>(`SELECT * FROM agents.thread_inbox WHERE thread_id = $1 AND client_message_id = $2`, [
+      threadId,
+      clientMessageId,
+    ]);
+    return rows[0] ? inboxRow(rows[0]) : null;
+  }
+
+  /** Messages waiting for a run (`pending`: the running one; `queued`: a run after it), oldest first. */
+  async waiting(q: Queryable, threadId: string, status: 'pending' | 'queued'): Promise<InboxRow[]> {
+    const rows = await q.query<InboxRow>(
+      `SELECT * FROM agents.thread_inbox WHERE thread_id = $1 AND status = $2 ORDER BY created_at, id FOR UPDATE`,
+      [threadId, status],
+    );
+    return rows.map(inboxRow);
+  }
+
+  async markInbox(q: Queryable, ids: string[], status: InboxRow['status'], runId: string, step: number | null): Promise<void> {
+    if (!ids.length) return;
+    await q.query(
+      `UPDATE agents.thread_inbox SET status = $2, run_id = $3, delivered_step = $4, delivered_at = CASE WHEN $2 = 'delivered' THEN now() END
+        WHERE id = ANY($1::text[])`,
+      [ids, status, runId, step],
+    );
+  }
+
+  async toolCall(runId: string, callId: string): Promise<ToolCallRow | null> {
+    const rows = await this.sql.query<ToolCallRow>(`SELECT * FROM agents.tool_calls WHERE run_id = $1 AND call_id = $2`, [runId, callId]);
+    return rows[0] ?? null;
+  }
+
+  /** Records a tool call before it runs; false when it was already recorded (a retried step). */
+  async startToolCall(r: Pick<ToolCallRow, 'run_id' | 'call_id' | 'step' | 'name' | 'arguments'>): Promise<boolean> {
+    const rows = await this.sql.query(
+      `INSERT INTO agents.tool_calls (run_id, call_id, step, name, arguments, status) VALUES ($1, $2, $3, $4, $5::jsonb, 'started')
+       ON CONFLICT DO NOTHING RETURNING run_id`,
+      [r.run_id, r.call_id, r.step, r.name, JSON.stringify(r.arguments ?? null)],
+    );
+    return rows.length > 0;
+  }
+
+  async finishToolCall(q: Queryable, runId: string, callId: string, result: unknown, isError: boolean): Promise<void> {
+    await q.query(
+      `UPDATE agents.tool_calls SET status = 'done', result = $3::jsonb, is_error = $4, finished_at = now() WHERE run_id = $1 AND call_id = $2`,
+      [runId, callId, JSON.stringify(result ?? null), isError],
+    );
+  }
+}

@@ -1,0 +1,343 @@
+import { z } from 'zod';
+
+import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Principal, type Sql } from '@svc/kit';
+
+import type { AgentRow, AgentStore } from '../store.js';
+import type { LiveEvents } from './live.js';
+import {
+  type ContextMessage,
+  type EventRow,
+  type InboxRow,
+  type InjectMode,
+  type NewEvent,
+  type Producer,
+  type ThreadRow,
+  ThreadStore,
+} from './store.js';
+
+/**
+ * Threads: conversations with an agent of the acting account (docs/threads.md). People and agents
+ * of the account see its threads (a project-scoped key, its project's); any other thread is not
+ * found. Events are appended in the transaction of the change they record, then signalled live.
+ * A message starts a run when the thread is idle; while a run works it waits in the inbox for the
+ * run's next step boundary (or as the caller's `mode` says).
+ */
+
+export const THREAD_ID_RE = /^thr_[0-9a-z]{26}$/;
+export const RUN_QUEUE = 'agents.runs';
+export const MAX_MESSAGE_CHARS = 32_000;
+const MAX_METADATA_BYTES = 16_384;
+
+const threadNotFound = () => new DomainError('not_found', 'thread_not_found', 'Thread not found.');
+
+const Title = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const Metadata = z
+  .string()
+  .transform((s, ctx) => {
+    try {
+      const v = JSON.parse(s) as unknown;
+      if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+    } catch {
+      // below
+    }
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
+    return z.NEVER;
+  })
+  .refine((v) => Buffer.byteLength(JSON.stringify(v)) <= MAX_METADATA_BYTES, `must be at most ${MAX_METADATA_BYTES} bytes of JSON`);
+const Mode = z.enum(['boundary', 'interrupt', 'enqueue', 'reject'], { error: 'must be boundary, interrupt, enqueue or reject' });
+
+export function producerOf(p: Principal): Producer {
+  const a: Actor = actorOf(p);
+  return { kind: a.kind === 'host' ? 'system' : a.kind, id: a.id, keyId: a.keyId };
+}
+
+const encodeCursor = (t: ThreadRow) => Buffer.from(JSON.stringify([t.last_activity_at.toISOString(), t.id])).toString('base64url');
+function decodeCursor(c: string | undefined): { at: string; id: string } | undefined {
+  if (!c) return undefined;
+  try {
+    const [at, id] = JSON.parse(Buffer.from(c, 'base64url').toString()) as [string, string];
+    if (typeof at === 'string' && !Number.isNaN(Date.parse(at)) && THREAD_ID_RE.test(id)) return { at, id };
+  } catch {
+    // below
+  }
+  throw new DomainError('invalid_argument', 'invalid_cursor', 'The cursor is not valid.');
+}
+
+export interface ThreadsDeps {
+  sql: Sql;
+  agents: AgentStore;
+  live: LiveEvents;
+  bus: () => Promise<Bus>;
+}
+
+export interface InjectResult {
+  message: InboxRow;
+  status: 'started' | 'pending' | 'queued';
+  runId: string | null;
+  seq: number;
+}
+
+export class ThreadsDomain {
+  readonly store: ThreadStore;
+
+  constructor(private readonly deps: ThreadsDeps) {
+    this.store = new ThreadStore(deps.sql);
+  }
+
+  private sees(p: Principal, t: ThreadRow): boolean {
+    if (p.kind === 'system') return true;
+    if (t.account_id !== p.accountId) return false;
+    return !p.projectId || t.project_id === p.projectId;
+  }
+
+  /** A thread the principal may see, or thread_not_found. */
+  async get(p: Principal, id: string): Promise<ThreadRow> {
+    const t = THREAD_ID_RE.test(id) ? await this.store.thread(id) : null;
+    if (!t || !this.sees(p, t)) throw threadNotFound();
+    return t;
+  }
+
+  private async agentFor(p: Principal, agentId: string | undefined): Promise<AgentRow> {
+    if (agentId) {
+      const a = await this.deps.agents.byId(agentId);
+      const visible = a && (p.kind === 'system' || a.owner_account_id === p.accountId) && (!p.projectId || a.project_id === p.projectId);
+      if (!a || !visible) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
+      return a;
+    }
+    if (p.kind === 'agent' && p.agentId) {
+      const self = await this.deps.agents.byId(p.agentId);
+      if (self) return self;
+    }
+    const defaults = await this.deps.agents.defaults(p.accountId);
+    const first = defaults.find((a) => !p.projectId || a.project_id === p.projectId);
+    if (!first) {
+      throw new DomainError(
+        'unprocessable',
+        'no_default_agent',
+        'No agentId was given and the account has no default agent: pass agentId, or set one with PUT /default-agents.',
+      );
+    }
+    return first;
+  }
+
+  async create(
+    p: Principal,
+    input: { agentId?: string; title?: string; metadataJson?: string; message?: string },
+  ): Promise<{ thread: ThreadRow; runId: string | null }> {
+    const title = input.title === undefined ? null : parseInput(Title, input.title, { where: 'title' });
+    const metadata = input.metadataJson === undefined ? {} : parseInput(Metadata, input.metadataJson, { where: 'metadata' });
+    if (input.message !== undefined) checkMessage(input.message);
+    const agent = await this.agentFor(p, input.agentId);
+    const producer = producerOf(p);
+    const { thread, events, runId } = await this.deps.sql.tx(async (q) => {
+      const t = await this.store.insertThread(q, {
+        id: newId('thr'),
+        account_id: p.accountId,
+        project_id: p.projectId ?? agent.project_id ?? null,
+        agent_id: agent.id,
+        title,
+        metadata,
+        created_by: actorOf(p),
+      });
+      const events = await this.append(q, t.id, [{ type: 'thread.created', producer, data: { agentId: agent.id, title, metadata } }]);
+      let runId: string | null = null;
+      if (input.message !== undefined) {
+        const started = await this.startRun(q, t, p, input.message, null);
+        runId = started.runId;
+        events.push(...started.events);
+      }
+      return { thread: (await this.store.thread(t.id, q))!, events, runId };
+    });
+    await this.after(thread.id, events, runId);
+    return { thread, runId };
+  }
+
+  async list(p: Principal, input: { limit?: number; cursor?: string; agentId?: string; status?: string }) {
+    const limit = Math.min(Math.max(input.limit || 50, 1), 200);
+    if (input.status !== undefined && input.status !== 'idle' && input.status !== 'running') {
+      throw new DomainError('invalid_argument', 'invalid_request', 'status: must be idle or running.');
+    }
+    const rows = await this.store.listThreads({
+      accountId: p.accountId,
+      projectId: p.projectId,
+      agentId: input.agentId,
+      status: input.status,
+      after: decodeCursor(input.cursor),
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return { rows: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!) : undefined };
+  }
+
+  async update(p: Principal, id: string, input: { title?: string; metadataJson?: string; clearTitle?: boolean }): Promise<ThreadRow> {
+    const title = input.title === undefined ? undefined : parseInput(Title, input.title, { where: 'title' });
+    const metadata = input.metadataJson === undefined ? undefined : parseInput(Metadata, input.metadataJson, { where: 'metadata' });
+    if (title === undefined && metadata === undefined && !input.clearTitle) {
+      throw new DomainError('invalid_argument', 'invalid_request', 'body: must change at least one field.');
+    }
+    await this.get(p, id);
+    const { thread, events } = await this.deps.sql.tx(async (q) => {
+      const t = await this.store.thread(id, q, true);
+      if (!t) throw threadNotFound();
+      const next = await this.store.updateThread(q, id, {
+        title: input.clearTitle ? null : (title ?? t.title),
+        metadata: metadata ?? t.metadata,
+      });
+      const changed: Record<string, unknown> = {};
+      if (title !== undefined || input.clearTitle) changed.title = next.title;
+      if (metadata !== undefined) changed.metadata = next.metadata;
+      const events = await this.append(q, id, [{ type: 'thread.updated', producer: producerOf(p), data: changed }]);
+      return { thread: (await this.store.thread(id, q))!, events };
+    });
+    await this.after(id, events, null);
+    return thread;
+  }
+
+  /** Deletes the thread: its run is cancelled, its live streams end. */
+  async remove(p: Principal, id: string): Promise<string | null> {
+    await this.get(p, id);
+    const cancelled = await this.deps.sql.tx(async (q) => {
+      const t = await this.store.thread(id, q, true);
+      if (!t) throw threadNotFound();
+      const run = await this.store.activeRun(id, q);
+      if (run) await this.store.finishRun(q, run.id, 'cancelled', { code: 'thread_deleted', message: 'The thread was deleted.' });
+      await this.store.markThreadDeleted(q, id);
+      return run?.id ?? null;
+    });
+    await this.deps.live.signal(id, { kind: 'deleted' });
+    return cancelled;
+  }
+
+  async events(p: Principal, id: string, after: number, limit: number): Promise<{ rows: EventRow[]; nextAfter?: number }> {
+    await this.get(p, id);
+    if (!Number.isInteger(after) || after < 0)
+      throw new DomainError('invalid_argument', 'invalid_request', 'after: must be a whole number, 0 or more.');
+    const n = Math.min(Math.max(limit || 50, 1), 200);
+    const rows = await this.store.events(id, after, n + 1);
+    const page = rows.slice(0, n);
+    return { rows: page, nextAfter: rows.length > n ? page[page.length - 1]!.seq : undefined };
+  }
+
+  async inject(p: Principal, id: string, input: { content: string; mode?: string; clientMessageId?: string }): Promise<InjectResult> {
+    checkMessage(input.content);
+    const mode = parseInput(Mode, input.mode || 'boundary', { where: 'mode' }) as InjectMode;
+    const clientId = input.clientMessageId === undefined ? null : parseInput(ClientMessageId, input.clientMessageId, { where: 'clientMessageId' });
+    await this.get(p, id);
+    const producer = producerOf(p);
+    const result = await this.deps.sql.tx(async (q) => {
+      const t = await this.store.thread(id, q, true);
+      if (!t) throw threadNotFound();
+      if (clientId) {
+        const earlier = await q.query<InboxRow>(`SELECT * FROM agents.thread_inbox WHERE thread_id = $1 AND client_message_id = $2`, [id, clientId]);
+        if (earlier[0]) return { replay: earlier[0] };
+      }
+      const run = await this.store.activeRun(id, q);
+      if (!run) {
+        const started = await this.startRun(q, t, p, input.content, clientId);
+        return { started };
+      }
+      if (mode === 'reject') {
+        throw new DomainError('conflict', 'thread_busy', `The thread's run ${run.id} is still working; the message was not taken (mode reject).`);
+      }
+      const status = mode === 'enqueue' ? 'queued' : 'pending';
+      const message = (await this.store.insertInbox(q, {
+        id: newId('msg'),
+        thread_id: id,
+        client_message_id: clientId,
+        content: input.content,
+        mode,
+        status,
+        run_id: run.id,
+        producer,
+      }))!;
+      const events = await this.append(q, id, [
+        { type: 'message.injected', runId: run.id, producer, data: { messageId: message.id, role: 'user', content: input.content, mode, status } },
+      ]);
+      return { pending: { message, status, runId: run.id, events } };
+    });
+    if ('replay' in result && result.replay) {
+      const m = result.replay;
+      const status = m.status === 'queued' ? 'queued' : m.status === 'started' ? 'started' : 'pending';
+      return { message: m, status, runId: m.run_id, seq: 0 };
+    }
+    if ('started' in result && result.started) {
+      const s = result.started;
+      await this.after(id, s.events, s.runId);
+      return { message: s.message, status: 'started', runId: s.runId, seq: s.events[0]!.seq };
+    }
+    const pend = (result as { pending: { message: InboxRow; status: 'pending' | 'queued'; runId: string; events: EventRow[] } }).pending;
+    await this.after(id, pend.events, null);
+    if (mode === 'interrupt') (await this.deps.bus()).signal(`agents.run.${pend.runId}`, { kind: 'interrupt' });
+    return { message: pend.message, status: pend.status, runId: pend.runId, seq: pend.events[0]!.seq };
+  }
+
+  async cancel(p: Principal, id: string): Promise<{ runId: string | null; status: 'cancelling' | 'idle' }> {
+    await this.get(p, id);
+    const run = await this.store.activeRun(id);
+    if (!run) return { runId: null, status: 'idle' };
+    await this.store.requestCancel(this.deps.sql, run.id);
+    (await this.deps.bus()).signal(`agents.run.${run.id}`, { kind: 'cancel' });
+    return { runId: run.id, status: 'cancelling' };
+  }
+
+  /**
+   * A new run of the thread with `content` as its user message: the conversation so far (the
+   * context of the thread's last run) plus the message. Enqueued after the commit (after()).
+   */
+  private async startRun(q: Parameters<Parameters<Sql['tx']>[0]>[0], t: ThreadRow, p: Principal, content: string, clientId: string | null) {
+    const previous = await q.query<{ context: ContextMessage[] | string }>(
+      `SELECT context FROM agents.runs WHERE thread_id = $1 AND status NOT IN ('queued', 'running') ORDER BY created_at DESC, id DESC LIMIT 1`,
+      [t.id],
+    );
+    const before = previous[0] ? (typeof previous[0].context === 'string' ? JSON.parse(previous[0].context) : previous[0].context) : [];
+    const runId = newId('run');
+    await this.store.insertRun(q, {
+      id: runId,
+      thread_id: t.id,
+      account_id: t.account_id,
+      agent_id: t.agent_id,
+      context: [...(before as ContextMessage[]), { role: 'user', content }],
+      started_by: actorOf(p),
+    });
+    const producer = producerOf(p);
+    const message = (await this.store.insertInbox(q, {
+      id: newId('msg'),
+      thread_id: t.id,
+      client_message_id: clientId,
+      content,
+      mode: 'boundary',
+      status: 'started',
+      run_id: runId,
+      producer,
+    }))!;
+    await this.store.setThreadRun(q, t.id, runId);
+    const events = await this.append(q, t.id, [
+      { type: 'message.created', runId, producer, data: { messageId: message.id, role: 'user', content } },
+      { type: 'run.queued', runId, producer, data: { runId } },
+    ]);
+    return { runId, message, events };
+  }
+
+  private append(q: Parameters<Parameters<Sql['tx']>[0]>[0], threadId: string, events: NewEvent[]): Promise<EventRow[]> {
+    return this.store.append(q, threadId, events, () => newId('evt'));
+  }
+
+  /** After a commit: the events signalled live, a new run put on the work queue. */
+  private async after(threadId: string, events: EventRow[], runId: string | null): Promise<void> {
+    await this.deps.live.published(threadId, events);
+    if (runId) await (await this.deps.bus()).enqueue(RUN_QUEUE, runId, { runId });
+  }
+}
+
+const ClientMessageId = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(100, 'must be at most 100 characters')
+  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+
+function checkMessage(content: string): void {
+  if (typeof content !== 'string' || !content.trim()) throw new DomainError('invalid_argument', 'invalid_request', 'content: must not be empty.');
+  if (content.length > MAX_MESSAGE_CHARS) {
+    throw new DomainError('too_large', 'message_too_large', `content: a message holds at most ${MAX_MESSAGE_CHARS} characters.`);
+  }
+}
