@@ -194,6 +194,28 @@ describe('sites', () => {
     await t.ok('DELETE', `/sites/${other.id}`, alice);
   });
 
+  test('content that does not match its hash is never served as complete', async () => {
+    const s = await createSite('damaged');
+    const small = 'small, cached when read';
+    const large = Buffer.alloc(300 * 1024, 7);
+    await deployOk(s.id, {
+      files: [
+        { path: 'small.txt', content: small },
+        { path: 'large.bin', content: large.toString('base64'), encoding: 'base64' },
+      ],
+    });
+    const accountId = (await t.ok('GET', '/me', alice)).body.accountId;
+    const blobs = await t.stack.backends.blobs();
+    const key = (h: string) => `drive/${accountId}/${h.slice(0, 2)}/${h}`;
+    await blobs.put(key(sha(small)), Buffer.from('SMALL, CACHED WHEN READ'));
+    const tampered = Buffer.from(large);
+    tampered[1000] = 8;
+    await blobs.put(key(sha(large)), tampered);
+    await expect(get('/sites/damaged/small.txt')).rejects.toThrow();
+    await expect(get('/sites/damaged/large.bin')).rejects.toThrow();
+    await t.ok('DELETE', `/sites/${s.id}`, alice);
+  });
+
   test('HEAD, If-None-Match (304), folder redirects and the site’s 404.html', async () => {
     const etag = `"${sha('<h1>home v1</h1>')}"`;
     const head = await get('/sites/alpha/', {}, 'HEAD');
