@@ -17,6 +17,7 @@ import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
 
 const MAX_FILES = 12;
 const MAX_BYTES = 512 * 1024;
+const KEEP = 5;
 
 let t: TestStack;
 let alice: string;
@@ -29,6 +30,7 @@ beforeAll(async () => {
     S3_ENDPOINT: 'start',
     SVC_DRIVE_SITE_MAX_FILES: String(MAX_FILES),
     SVC_DRIVE_SITE_MAX_BYTES: String(MAX_BYTES),
+    SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: String(KEEP),
     SVC_SITES_HOST: 'sites.test',
   });
   alice = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Alice' })).body.key;
@@ -476,7 +478,13 @@ describe('sites', () => {
     const v = winner.files.find((f: any) => f.path !== 'index.html').path.replace('.txt', '');
     expect((await get('/sites/racing/')).text).toBe(v);
     expect((await get(`/sites/racing/${v}.txt`)).status).toBe(200);
-    expect((await t.ok('GET', `/sites/${s.id}/deployments`, alice)).body.deployments).toHaveLength(versions.length);
+    // Past SVC_DRIVE_SITE_KEEP_DEPLOYMENTS the oldest go; the one served stays.
+    const kept = (await t.ok('GET', `/sites/${s.id}/deployments`, alice)).body.deployments.map((d: any) => d.id);
+    expect(kept).toHaveLength(KEEP);
+    expect(kept).toContain(current);
+    const pruned = made.map((d) => d.id).filter((id) => !kept.includes(id));
+    expect(pruned).toHaveLength(versions.length - KEEP);
+    expect((await t.call('GET', `/sites/${s.id}/deployments/${pruned[0]}`, { key: alice })).status).toBe(404);
     await t.ok('DELETE', `/sites/${s.id}`, alice);
   });
 

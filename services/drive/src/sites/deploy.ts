@@ -198,6 +198,9 @@ async function insertAndSwitch(
     manifest,
   );
   const switched = await sites.store.pointAt(q, site.id, row.id);
+  const settings = sites.drive.settings;
+  const released = await sites.store.prune(q, site.id, settings.siteKeepDeployments, row.id);
+  await sites.drive.store.release(q, site.account_id, released, settings.graceSeconds);
   await sites.emit(q, 'drive.site.deployed', switched, {
     deploymentId: row.id,
     previousDeploymentId: site.current_deployment_id,
