@@ -138,10 +138,11 @@ export class SitesStore {
    * their files referenced.
    */
   async prune(q: Queryable, siteId: string, keep: number, current: string): Promise<string[]> {
-    const old = await q.query<{ id: string }>(
-      `SELECT id FROM drive.site_deployments WHERE site_id = $1 AND id <> $3 ORDER BY id DESC OFFSET $2`,
-      [siteId, Math.max(0, keep - 1), current],
-    );
+    const old = await q.query<{ id: string }>(`SELECT id FROM drive.site_deployments WHERE site_id = $1 AND id <> $3 ORDER BY id DESC OFFSET $2`, [
+      siteId,
+      Math.max(0, keep - 1),
+      current,
+    ]);
     if (!old.length) return [];
     const ids = old.map((r) => r.id);
     const shas = await q.query<{ sha256: string }>(`SELECT DISTINCT sha256 FROM drive.site_files WHERE deployment_id = ANY($1::text[])`, [ids]);
