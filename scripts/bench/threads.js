@@ -20,6 +20,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
+const { TextDecoder } = require('node:util');
 
 const { dropStream, freshDatabase } = require('./lib.js');
 
