@@ -129,22 +129,71 @@ describe('scope', () => {
 });
 
 describe('the header itself', () => {
-  test('a malformed key answers 400; a streamed upload refuses the header; GET ignores it', async () => {
+  test('a malformed key answers 400; GET ignores the header', async () => {
     for (const bad of ['x'.repeat(256), 'has space']) {
       const res = await post('/agents', ada.key, { name: 'bad-key' }, bad);
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('invalid_idempotency_key');
     }
-    const upload = await fetch(`${t.url}/drive/upload?name=idem.txt`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ada.key}`, 'content-type': 'application/octet-stream', 'idempotency-key': newKey() },
-      body: 'bytes',
-    });
-    expect(upload.status).toBe(400);
-    expect((await upload.json()).error.code).toBe('idempotency_key_unsupported');
     expect(await agentNames(ada.key)).not.toContain('bad-key');
     const get = await t.call('GET', '/me', { key: ada.key, headers: { 'idempotency-key': 'x'.repeat(300) } });
     expect(get.status).toBe(200);
+  });
+});
+
+describe('streamed content (POST /drive/upload)', () => {
+  const upload = (name: string, body: BodyInit, idem: string, headers: Record<string, string> = {}) =>
+    fetch(`${t.url}/drive/upload${name ? `?name=${name}` : ''}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ada.key}`, 'idempotency-key': idem, ...headers },
+      body,
+    });
+  const form = (text: string, name: string) => {
+    const f = new FormData();
+    f.set('name', name);
+    f.set('file', new Blob([text], { type: 'text/plain' }), 'local.txt');
+    return f;
+  };
+
+  test('raw bytes: replayed when the bytes are the same, 422 when they differ', async () => {
+    const idem = newKey();
+    const name = `${idem}.txt`;
+    const first = await upload(name, 'hello', idem, { 'content-type': 'text/plain' });
+    const text = await first.text();
+    expect(first.status).toBe(201);
+    const again = await upload(name, 'hello', idem, { 'content-type': 'text/plain' });
+    expect(again.status).toBe(201);
+    expect(await again.text()).toBe(text);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+    const other = await upload(name, 'hellO', idem, { 'content-type': 'text/plain' });
+    expect(other.status).toBe(422);
+    expect((await other.json()).error.code).toBe('idempotency_key_reused');
+    // The same bytes as another content type are another request.
+    expect((await upload(name, 'hello', idem, { 'content-type': 'application/octet-stream' })).status).toBe(422);
+  });
+
+  test('a multipart form: a new boundary is the same request; another file is not', async () => {
+    const idem = newKey();
+    const first = await upload('', form('one', `${idem}.txt`), idem);
+    expect(first.status).toBe(201);
+    const id = (await first.json()).id;
+    const again = await upload('', form('one', `${idem}.txt`), idem);
+    expect(again.status).toBe(201);
+    expect((await again.json()).id).toBe(id);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect((await upload('', form('two', `${idem}.txt`), idem)).status).toBe(422);
+  });
+
+  test('an upload refused before its bytes (If-None-Match: * on a taken name) is not recorded', async () => {
+    const name = `${newKey()}.txt`;
+    expect((await upload(name, 'x', newKey())).status).toBe(201);
+    const idem = newKey();
+    for (let i = 0; i < 2; i++) {
+      const res = await upload(name, 'y', idem, { 'if-none-match': '*' });
+      expect(res.status).toBe(412);
+      expect(res.headers.get('idempotent-replayed')).toBeNull();
+    }
   });
 });
 

@@ -34,8 +34,8 @@ function errorStatuses(r: Route): Record<string, string> {
   return out;
 }
 
-/** A POST with a JSON body (or none) takes an Idempotency-Key (docs/reliability.md); streamed content does not. */
-const takesIdempotencyKey = (r: Route) => r.method === 'post' && r.auth === 'key' && !r.content && r.handler.kind !== 'unimplemented';
+/** Every POST takes an Idempotency-Key (docs/reliability.md). */
+const takesIdempotencyKey = (r: Route) => r.method === 'post' && r.auth === 'key' && r.handler.kind !== 'unimplemented';
 const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key',
   in: 'header',

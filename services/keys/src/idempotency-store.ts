@@ -14,12 +14,15 @@ export interface IdempotencyRow {
   status: number | null;
   headers: Record<string, string> | null;
   body: Buffer | null;
+  content_sha256: string | null;
 }
 
 export interface RecordedAnswer {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
+  /** For a streamed request: the hash of its content (empty otherwise). */
+  contentSha256: string;
 }
 
 /** SQL for Idempotency-Key records (keys.idempotency). Rules live in idempotency.ts. */
@@ -37,7 +40,7 @@ export class IdempotencyStore {
        VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', now() + $7 * interval '1 second')
        ON CONFLICT (account_id, key_id, idem_key) DO UPDATE
          SET fingerprint = EXCLUDED.fingerprint, claim = EXCLUDED.claim, locked_until = EXCLUDED.locked_until,
-             expires_at = EXCLUDED.expires_at, created_at = now(), status = NULL, headers = NULL, body = NULL
+             expires_at = EXCLUDED.expires_at, created_at = now(), status = NULL, headers = NULL, body = NULL, content_sha256 = NULL
          WHERE i.expires_at <= now()
             OR (i.claim IS NOT NULL AND i.locked_until <= now() AND i.fingerprint = EXCLUDED.fingerprint)
        RETURNING claim`,
@@ -48,7 +51,7 @@ export class IdempotencyStore {
 
   async get(s: Scope): Promise<IdempotencyRow | null> {
     const rows = await this.sql.query<IdempotencyRow>(
-      `SELECT fingerprint, claim, status, headers, body FROM keys.idempotency
+      `SELECT fingerprint, claim, status, headers, body, content_sha256 FROM keys.idempotency
        WHERE account_id = $1 AND key_id = $2 AND idem_key = $3 AND expires_at > now()`,
       [s.accountId, s.keyId, s.key],
     );
@@ -58,9 +61,9 @@ export class IdempotencyStore {
   /** Records the answer of the request holding `claim`; false when the claim is no longer held. */
   async finish(s: Scope, claim: string, answer: RecordedAnswer): Promise<boolean> {
     const rows = await this.sql.query(
-      `UPDATE keys.idempotency SET status = $5, headers = $6, body = $7, claim = NULL, locked_until = NULL
+      `UPDATE keys.idempotency SET status = $5, headers = $6, body = $7, content_sha256 = $8, claim = NULL, locked_until = NULL
        WHERE account_id = $1 AND key_id = $2 AND idem_key = $3 AND claim = $4 RETURNING 1`,
-      [s.accountId, s.keyId, s.key, claim, answer.status, JSON.stringify(answer.headers), answer.body],
+      [s.accountId, s.keyId, s.key, claim, answer.status, JSON.stringify(answer.headers), answer.body, answer.contentSha256 || null],
     );
     return rows.length > 0;
   }

@@ -61,7 +61,9 @@ export class IdempotencyRecords {
           },
         );
       }
-      return { answer: { status: row.status, headers: row.headers ?? {}, body: row.body ?? Buffer.alloc(0) } };
+      return {
+        answer: { status: row.status, headers: row.headers ?? {}, body: row.body ?? Buffer.alloc(0), contentSha256: row.content_sha256 ?? '' },
+      };
     }
     throw new DomainError('unavailable', 'idempotency_unavailable', 'The Idempotency-Key could not be claimed; try again.', { retryAfterSeconds: 1 });
   }
@@ -72,6 +74,9 @@ export class IdempotencyRecords {
     if (!answer) return this.store.release(scope, claim);
     if (!Number.isInteger(answer.status) || answer.status < 100 || answer.status > 599) {
       throw new DomainError('invalid_argument', 'invalid_request', 'answer.status: must be an HTTP status.');
+    }
+    if (answer.contentSha256 && !FINGERPRINT_RE.test(answer.contentSha256)) {
+      throw new DomainError('invalid_argument', 'invalid_request', 'answer.contentSha256: must be a SHA-256 in hex.');
     }
     // A claim taken over after its lease ran out: the request that now holds the key records its own.
     await this.store.finish(scope, claim, answer);

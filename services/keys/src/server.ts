@@ -98,11 +98,11 @@ export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords): H
       const begun = await idempotency.begin(ctx.principal, req.key, req.fingerprint);
       if ('claim' in begun) return { claim: begun.claim };
       const a = begun.answer;
-      return { claim: '', answer: { status: a.status, headersJson: JSON.stringify(a.headers), body: a.body } };
+      return { claim: '', answer: { status: a.status, headersJson: JSON.stringify(a.headers), body: a.body, contentSha256: a.contentSha256 } };
     },
     async finishIdempotent(req, ctx) {
       const a = req.answer;
-      const answer = a && { status: a.status, headers: headersOf(a.headersJson), body: Buffer.from(a.body) };
+      const answer = a && { status: a.status, headers: headersOf(a.headersJson), body: Buffer.from(a.body), contentSha256: a.contentSha256 };
       await idempotency.finish(ctx.principal, req.key, req.claim, answer);
       return {};
     },

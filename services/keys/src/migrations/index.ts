@@ -44,4 +44,9 @@ export const migrations: Migration[] = [
       );
       CREATE INDEX idempotency_expiry ON keys.idempotency (expires_at);`,
   },
+  {
+    // A streamed request's content hash, known only once its bytes have arrived (docs/reliability.md).
+    id: '0003_idempotency_content',
+    sql: `ALTER TABLE keys.idempotency ADD COLUMN content_sha256 text;`,
+  },
 ];

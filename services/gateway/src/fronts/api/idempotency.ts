@@ -6,16 +6,19 @@
  * `idempotency_key_reused`, and while the first still runs 409 `idempotency_key_in_use`.
  *
  * The request is identified by a fingerprint: SHA-256 of the method, the operation, the path
- * parameters, the raw query string and the SHA-256 of the body's bytes. Operations that stream
- * content (a drive upload) refuse the header (400): the body would have to be held or hashed
- * before the operation runs, and an upload is made safe to retry with If-Match / If-None-Match.
+ * parameters, the raw query string and the SHA-256 of the body's bytes. An operation that streams
+ * its content (a drive upload) cannot hash the bytes before it runs: its content (type, file name,
+ * form fields, bytes) is hashed on its way through, recorded with the answer, and a replay's content
+ * is read and compared before the recorded answer is sent (422 when it differs). Such a request is
+ * recorded only when its content was read to the end: one cut short (or refused before its bytes,
+ * a failed If-Match) ran nothing, so the key is released.
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
 import type { Request, Response } from 'express';
 
-import type { Route } from '@svc/api';
+import type { Content, Route } from '@svc/api';
 import { keysClient } from '@svc/clients';
 import { DomainError, type Logger, type Registry } from '@svc/kit';
 
@@ -45,7 +48,39 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 export function fingerprintOf(req: Request, route: Route): string {
   const q = req.url.indexOf('?');
   const query = q < 0 ? '' : req.url.slice(q + 1);
-  return sha256(JSON.stringify(['POST', route.id, req.params, query, req.bodySha256 ?? sha256('')]));
+  // Streamed content is hashed on its way through (contentHasher), not here.
+  const body = route.content ? 'content' : (req.bodySha256 ?? sha256(''));
+  return sha256(JSON.stringify(['POST', route.id, req.params, query, body]));
+}
+
+/** Hashes a request's content as it streams: its type, file name, form fields, then the bytes. */
+function contentHasher(c: Content): { content: Content; digest(): string | undefined } {
+  const hash = createHash('sha256')
+    .update(JSON.stringify([c.type ?? null, c.filename ?? null, c.fields]))
+    .update('\n');
+  let digest: string | undefined;
+  async function* bytes(): AsyncGenerator<Buffer> {
+    for await (const chunk of c.stream) {
+      hash.update(chunk);
+      yield chunk;
+    }
+    digest = hash.digest('hex');
+  }
+  return { content: { ...c, stream: bytes() }, digest: () => digest };
+}
+
+/** Reads a replayed request's content to the end, as the first was read, and hashes it. */
+async function hashContent(c: Content): Promise<string> {
+  const h = contentHasher(c);
+  for await (const _ of h.content.stream) {
+    // only hashed
+  }
+  return h.digest()!;
+}
+
+/** A claimed key: how the operation's content is to be read (hashed, for a streamed request). */
+export interface Claimed {
+  content(c: Content): Content;
 }
 
 export interface IdempotencyDeps {
@@ -54,37 +89,54 @@ export interface IdempotencyDeps {
 }
 
 /**
- * Handles a POST's Idempotency-Key before the operation: answers a replay (returns true), or
- * claims the key and arranges for the answer to be recorded before it is sent (returns false).
+ * Handles a POST's Idempotency-Key before the operation: answers a replay (returns undefined), or
+ * claims the key and arranges for the answer to be recorded before it is sent.
  */
-export async function idempotent(deps: IdempotencyDeps, req: Request, res: Response, route: Route, token: string): Promise<boolean> {
+export async function idempotent(
+  deps: IdempotencyDeps,
+  req: Request,
+  res: Response,
+  route: Route,
+  token: string,
+  readContent: () => Promise<Content>,
+): Promise<Claimed | undefined> {
   const header = req.headers[IDEMPOTENCY_HEADER];
   const key = Array.isArray(header) ? header.join(',') : header!;
-  if (route.content) {
-    throw new DomainError(
-      'invalid_argument',
-      'idempotency_key_unsupported',
-      `${route.method.toUpperCase()} ${route.path} streams its content and does not take an Idempotency-Key; make it safe to retry with If-Match or If-None-Match: *.`,
-    );
-  }
   const keys = keysClient(deps.registry);
   const call = { principalToken: token, requestId: req.requestId };
   const begun = await keys.beginIdempotent({ key, fingerprint: fingerprintOf(req, route) }, call);
   if (begun.answer) {
+    if (route.content && (await hashContent(await readContent())) !== begun.answer.contentSha256) throw reused();
     replay(res, begun.answer);
-    return true;
+    return undefined;
   }
   const claim = begun.claim;
+  let hashed: ReturnType<typeof contentHasher> | undefined;
   recordBeforeSending(res, async (answer) => {
+    // Streamed content that was not read to the end ran nothing: the key is released.
+    const contentSha256 = hashed?.digest() ?? '';
+    if (route.content && !contentSha256) answer = undefined;
     try {
-      await keys.finishIdempotent({ key, claim, answer }, call);
+      await keys.finishIdempotent({ key, claim, answer: answer && { ...answer, contentSha256 } }, call);
     } catch (err) {
       // The answer still goes out; the key stays claimed until its lease ends (then the same request runs again).
       deps.log.warn({ err, requestId: req.requestId }, 'could not record an idempotent answer');
     }
   });
-  return false;
+  return {
+    content(c) {
+      hashed = contentHasher(c);
+      return hashed.content;
+    },
+  };
 }
+
+const reused = () =>
+  new DomainError(
+    'unprocessable',
+    'idempotency_key_reused',
+    'This Idempotency-Key was already used with another request (method, path, query or body); use a new key for a new request.',
+  );
 
 function replay(res: Response, answer: { status: number; headersJson: string; body: Uint8Array }): void {
   const headers = JSON.parse(answer.headersJson || '{}') as Record<string, string>;

@@ -18,7 +18,7 @@ import { readContent } from '../../http/multipart.js';
 import { checkQueryUtf8, verifyJsonUtf8 } from '../../http/utf8.js';
 import { sendDomainError, sendError, sendReply, writeJson } from '../../replies.js';
 import { compileRoutes } from '../../routing.js';
-import { IDEMPOTENCY_HEADER, idempotent, noteBodyHash } from './idempotency.js';
+import { type Claimed, IDEMPOTENCY_HEADER, idempotent, noteBodyHash } from './idempotency.js';
 
 export interface ApiDeps {
   dispatcher: Dispatcher;
@@ -83,9 +83,12 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
       }
       // req.query parses the query string on each read: only for operations that take a query.
       if (route.query) checkQueryUtf8(req.url);
+      const content = route.content && (() => readContent(req, route.content!));
       // A replayed answer ends here; a claimed key records the answer before it is sent.
+      let claimed: Claimed | undefined;
       if (takesIdempotencyKey && auth && req.headers[IDEMPOTENCY_HEADER] !== undefined) {
-        if (await idempotent(deps, req, res, route, auth.token)) return;
+        claimed = await idempotent(deps, req, res, route, auth.token, content || (() => Promise.reject(new Error('no content'))));
+        if (!claimed) return;
       }
       const raw: RawInput = {
         params: req.params,
@@ -101,7 +104,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
           'The request body must be JSON (Content-Type: application/json).',
         );
       }
-      if (route.content) raw.content = () => readContent(req, route.content!);
+      if (content) raw.content = claimed ? () => content().then((c) => claimed.content(c)) : content;
       let answer: Answer;
       try {
         answer = await deps.dispatcher.invoke(route, raw, {
