@@ -81,7 +81,8 @@ async function handle(deps: GitDeps, req: Request, res: Response, auth: AuthCont
     if (service === 'git-receive-pack') {
       return text(res, 403, 'Taste profile repositories are read-only: commit through the API (POST /profiles/:id/commits).');
     }
-    const gitdir = await deps.git.profiles.sync(name, rpc);
+    // The POSTs of an exchange reuse what its info/refs (just now, same key) brought up to date.
+    const gitdir = await deps.git.profiles.sync(name, rpc, { keyId: auth.keyId, continues: action !== 'info/refs' });
     return action === 'info/refs' ? advertise(req, res, gitdir, service, home) : uploadPack(req, res, gitdir, home);
   }
 

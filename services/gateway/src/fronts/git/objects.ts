@@ -1,7 +1,10 @@
 /**
- * Git objects written and read with isomorphic-git (no git process per object): blobs, trees of
- * nested paths, commits with fixed times (so the same content always makes the same ids), refs.
+ * Git objects. Written by `git fast-import`, one process per batch (a profile's new versions, a
+ * deployment): blobs, the trees of their paths and commits with fixed times, into one pack, so
+ * the same content always makes the same ids. Read, and refs kept, with isomorphic-git (no git
+ * process at all).
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -14,6 +17,83 @@ export interface Signature {
   timestamp: number;
 }
 
+/** One commit for fast-import: its files (path → content), parents (commit ids) and message. */
+export interface NewCommit {
+  files: Map<string, Buffer>;
+  parents: string[];
+  who: Signature;
+  message: string;
+}
+
+/** A path as fast-import reads it: C-style quoted when it starts with a quote or holds a newline. */
+function quotePath(p: string): string {
+  if (!p.startsWith('"') && !p.includes('\n')) return p;
+  return `"${p.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+}
+
+/** A name or email as a signature line may hold (no angle brackets, no newlines). */
+const clean = (s: string) => s.replace(/[<>\n\r]/g, '') || 'svc';
+
+/**
+ * Writes `commits` (in order; a parent may name an earlier one of the batch as `:<index + 1>`)
+ * with `git fast-import` into `gitdir`, and returns their ids in the same order. Nothing of a
+ * failed import is referenced by any ref.
+ */
+export async function importCommits(gitdir: string, home: string, commits: NewCommit[]): Promise<string[]> {
+  if (!commits.length) return [];
+  const marks = path.join(gitdir, `import-marks-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+  const child = spawn('git', ['fast-import', '--quiet', '--force', '--done', `--export-marks=${marks}`], {
+    cwd: gitdir,
+    env: { PATH: process.env.PATH, HOME: home, GIT_DIR: gitdir, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+    stdio: ['pipe', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    if (stderr.length < 4096) stderr += d.toString('utf8');
+  });
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+  child.stdin.on('error', () => undefined);
+  const write = async (b: Buffer | string) => {
+    if (!child.stdin.write(b)) await new Promise((r) => child.stdin.once('drain', r));
+  };
+  try {
+    for (const [i, c] of commits.entries()) {
+      const who = `${clean(c.who.name)} <${clean(c.who.email)}> ${c.who.timestamp} +0000`;
+      const message = Buffer.from(c.message.endsWith('\n') ? c.message : `${c.message}\n`);
+      // Each commit starts from nothing (reset), names its parents, and lists every file.
+      await write(`reset refs/svc/import\ncommit refs/svc/import\nmark :${i + 1}\nauthor ${who}\ncommitter ${who}\ndata ${message.length}\n`);
+      await write(message);
+      const [first, ...rest] = c.parents;
+      let head = first ? `from ${first}\n` : '';
+      for (const p of rest) head += `merge ${p}\n`;
+      await write(`${head}deleteall\n`);
+      for (const [p, content] of c.files) {
+        await write(`M 100644 inline ${quotePath(p)}\ndata ${content.length}\n`);
+        await write(content);
+        await write('\n');
+      }
+      await write('\n');
+    }
+    await write('done\n');
+    child.stdin.end();
+    const code = await exited;
+    if (code !== 0) throw new Error(`git fast-import exited with ${code}: ${stderr.trim()}`);
+    const byMark = new Map<string, string>();
+    for (const line of (await fs.promises.readFile(marks, 'utf8')).split('\n')) {
+      const [mark, oid] = line.split(' ');
+      if (mark && oid) byMark.set(mark, oid);
+    }
+    await git.deleteRef({ fs, gitdir, ref: 'refs/svc/import' }).catch(() => undefined);
+    return commits.map((_, i) => byMark.get(`:${i + 1}`)!);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await fs.promises.rm(marks, { force: true });
+  }
+}
+
 /** A bare repository, by its git directory. */
 export class Repo {
   constructor(readonly gitdir: string) {}
@@ -24,45 +104,6 @@ export class Repo {
       await git.init({ fs, gitdir, bare: true, defaultBranch: 'main' });
     }
     return new Repo(gitdir);
-  }
-
-  async blob(content: Uint8Array): Promise<string> {
-    return git.writeBlob({ fs, gitdir: this.gitdir, blob: content });
-  }
-
-  /** Writes the trees of `files` (slash-separated paths → blob ids): the root tree's id. */
-  async tree(files: Map<string, string>): Promise<string> {
-    type Dir = Map<string, string | Dir>;
-    const root: Dir = new Map();
-    for (const [p, oid] of files) {
-      const parts = p.split('/');
-      let dir = root;
-      for (const name of parts.slice(0, -1)) {
-        let next = dir.get(name);
-        if (typeof next !== 'object') dir.set(name, (next = new Map()));
-        dir = next;
-      }
-      dir.set(parts[parts.length - 1]!, oid);
-    }
-    const write = async (dir: Dir): Promise<string> => {
-      const entries: git.TreeEntry[] = [];
-      for (const [name, v] of dir) {
-        if (typeof v === 'string') entries.push({ mode: '100644', path: name, oid: v, type: 'blob' });
-        else entries.push({ mode: '040000', path: name, oid: await write(v), type: 'tree' });
-      }
-      // isomorphic-git orders the entries as git does (a tree's name sorts as if it ended in "/").
-      return git.writeTree({ fs, gitdir: this.gitdir, tree: entries });
-    };
-    return write(root);
-  }
-
-  async commit(tree: string, parents: string[], who: Signature, message: string): Promise<string> {
-    const sig = { name: who.name, email: who.email, timestamp: who.timestamp, timezoneOffset: 0 };
-    return git.writeCommit({
-      fs,
-      gitdir: this.gitdir,
-      commit: { tree, parent: parents, author: sig, committer: sig, message: message.endsWith('\n') ? message : `${message}\n` },
-    });
   }
 
   async setRef(ref: string, oid: string): Promise<void> {

@@ -9,7 +9,7 @@ import { profilesClient } from '@svc/clients';
 import type { Registry } from '@svc/kit';
 
 import type { GitCache } from './cache.js';
-import { Repo, type Signature } from './objects.js';
+import { importCommits, type NewCommit, Repo, type Signature } from './objects.js';
 
 interface Author {
   kind: string;
@@ -129,8 +129,16 @@ function signature(v: VersionMeta): Signature {
   return by ? { name: by.id, email: `${by.id}@${by.kind}.svc.invalid`, timestamp } : { name: 'svc', email: 'svc@svc.invalid', timestamp };
 }
 
+/**
+ * How long the requests of one exchange (a clone's ls-refs and fetch after its info/refs) reuse
+ * the repository as the info/refs left it, for the same key, without asking the service again.
+ */
+const EXCHANGE_MS = 5_000;
+
 export class ProfileRepos {
   private readonly states = new Map<string, State>();
+  /** `<keyId> <profileId>` → when that key last read that profile's history (its access checked). */
+  private readonly recent = new Map<string, number>();
 
   constructor(private readonly deps: { registry: Registry; cache: GitCache }) {}
 
@@ -143,10 +151,20 @@ export class ProfileRepos {
    * The profile's repository, up to date with its history (the caller's principal reads it: a
    * profile it may not see is not found). Returns its git directory.
    */
-  async sync(profileId: string, rpc: { principalToken: string; requestId: string }): Promise<string> {
-    const doc = await this.history(profileId, [], rpc);
-    const key = JSON.stringify([doc.versions.length, doc.versions.at(-1)?.id ?? null, doc.branches.map((b) => [b.id, b.name, b.headVersionId])]);
+  async sync(
+    profileId: string,
+    rpc: { principalToken: string; requestId: string },
+    exchange?: { keyId: string; continues: boolean },
+  ): Promise<string> {
     const gitdir = this.deps.cache.gitdir('profiles', profileId);
+    const seen = exchange ? `${exchange.keyId} ${profileId}` : undefined;
+    if (seen && exchange!.continues && this.states.get(profileId)?.key && (this.recent.get(seen) ?? 0) > Date.now() - EXCHANGE_MS) return gitdir;
+    const doc = await this.history(profileId, [], rpc);
+    if (seen) {
+      if (this.recent.size > 10_000) this.recent.clear();
+      this.recent.set(seen, Date.now());
+    }
+    const key = JSON.stringify([doc.versions.length, doc.versions.at(-1)?.id ?? null, doc.branches.map((b) => [b.id, b.name, b.headVersionId])]);
     if (this.states.get(profileId)?.key === key) return gitdir;
     return this.deps.cache.exclusive(`profiles/${profileId}`, async () => {
       let st = this.states.get(profileId);
@@ -171,16 +189,28 @@ export class ProfileRepos {
         rpc,
       );
       if (!batch.snapshots.length) throw new Error('ExportHistory answered no snapshot');
+      // One fast-import per batch; a parent in the same batch is named by its mark.
+      const marks = new Map<string, string>();
+      const commits: NewCommit[] = [];
+      const versions: VersionMeta[] = [];
       for (const s of batch.snapshots) {
         const v = missing[i++]!;
         if (v.id !== s.id) throw new Error(`ExportHistory answered ${s.id} for ${v.id}`);
-        const files = new Map<string, string>();
-        for (const [name, content] of snapshotFiles(s.snapshot)) files.set(name, await st.repo.blob(content));
-        const tree = await st.repo.tree(files);
-        const parents = [v.parentVersionId, v.mergeParentId].filter((p): p is string => !!p).map((p) => st.commits.get(p)!);
-        const message = `${v.message || '(no message)'}\n\nSvc-Version: ${v.id}\n`;
-        st.commits.set(v.id, await st.repo.commit(tree, parents, signature(v), message));
+        const parents = [v.parentVersionId, v.mergeParentId]
+          .filter((p): p is string => !!p)
+          .map((p) => st.commits.get(p) ?? marks.get(p))
+          .filter((p): p is string => !!p);
+        commits.push({
+          files: snapshotFiles(s.snapshot),
+          parents,
+          who: signature(v),
+          message: `${v.message || '(no message)'}\n\nSvc-Version: ${v.id}\n`,
+        });
+        versions.push(v);
+        marks.set(v.id, `:${commits.length}`);
       }
+      const oids = await importCommits(st.repo.gitdir, this.deps.cache.root, commits);
+      versions.forEach((v, k) => st.commits.set(v.id, oids[k]!));
     }
     const refs = new Map<string, string>();
     const names = branchRefs(doc.branches);

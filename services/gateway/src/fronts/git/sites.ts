@@ -20,7 +20,7 @@ import { DomainError, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
 import type { GitCache } from './cache.js';
-import { readCommitFiles, Repo, type Signature } from './objects.js';
+import { importCommits, readCommitFiles, Repo, type Signature } from './objects.js';
 import { parseReport, writeReport } from './report.js';
 import { receivePack } from './smart.js';
 
@@ -115,24 +115,28 @@ export class SiteRepos {
     const { deployment } = await driveClient(this.deps.registry).getDeployment({ siteId: site.id, deploymentId }, rpc);
     const d = deployment!;
     const blobs = await this.deps.backends.blobs();
-    const files = new Map<string, string>();
+    const files = new Map<string, Buffer>();
     const queue = [...d.files];
     const worker = async () => {
       for (let f = queue.shift(); f; f = queue.shift()) {
         const chunks: Buffer[] = [];
         const body = verifiedContent(await blobs.get(f.blobKey!), this.deps.hashes, { bytes: Number(f.size), sha256: f.sha256 });
         for await (const c of body) chunks.push(c);
-        files.set(f.path, await repo.blob(Buffer.concat(chunks)));
+        files.set(f.path, Buffer.concat(chunks));
       }
     };
     await Promise.all(Array.from({ length: READ_PARALLEL }, worker));
+    // In manifest order (the tree is the same in any order; the pack then is too).
+    const ordered = new Map(d.files.map((f) => [f.path, files.get(f.path)!]));
     const by = d.createdBy;
     const who: Signature = {
       name: by?.id || 'svc',
       email: `${by?.id || 'svc'}@${by?.kind || 'system'}.svc.invalid`,
       timestamp: Math.floor(Date.parse(d.createdAt) / 1000),
     };
-    return repo.commit(await repo.tree(files), [], who, `Deployment ${d.id}\n\n${d.fileCount} files, ${d.totalBytes} bytes, digest ${d.digest}\n`);
+    const message = `Deployment ${d.id}\n\n${d.fileCount} files, ${d.totalBytes} bytes, digest ${d.digest}\n`;
+    const [oid] = await importCommits(repo.gitdir, this.deps.cache.root, [{ files: ordered, parents: [], who, message }]);
+    return oid!;
   }
 
   /**
