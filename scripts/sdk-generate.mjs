@@ -46,7 +46,7 @@ function spec(doc, p, method, op) {
   if (content['application/json']) {
     const s = deref(doc, content['application/json'].schema);
     const props = Object.keys(s.properties ?? {});
-    const taken = new Set([...pathParams, ...query, ...Object.keys(headers), 'content']);
+    const taken = new Set([...pathParams, ...query, ...Object.keys(headers)]);
     body = s.type === 'object' && props.length > 0 && !props.some((k) => taken.has(k)) ? 'json' : 'json-nested';
   } else if (content['*/*']) body = 'content';
   const okStatus = Object.keys(op.responses).find((c) => c.startsWith('2'));

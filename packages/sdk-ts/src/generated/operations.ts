@@ -77,7 +77,7 @@ export const operations = {
   "threads.delete": {"method":"DELETE","path":"/threads/{id}","pathParams":["id"],"query":[],"headers":{},"body":null,"answer":"json","events":false,"paged":null,"status":200,"auth":"key"},
   "threads.events": {"method":"GET","path":"/threads/{id}/events","pathParams":["id"],"query":["after","limit"],"headers":{"lastEventId":"last-event-id"},"body":null,"answer":"json","events":true,"paged":{"param":"after","next":"nextAfter","items":"events"},"status":200,"auth":"key"},
   "threads.get": {"method":"GET","path":"/threads/{id}","pathParams":["id"],"query":[],"headers":{},"body":null,"answer":"json","events":false,"paged":null,"status":200,"auth":"key"},
-  "threads.inject": {"method":"POST","path":"/threads/{id}/inject","pathParams":["id"],"query":[],"headers":{},"body":"json-nested","answer":"json","events":false,"paged":null,"status":202,"auth":"key"},
+  "threads.inject": {"method":"POST","path":"/threads/{id}/inject","pathParams":["id"],"query":[],"headers":{},"body":"json","answer":"json","events":false,"paged":null,"status":202,"auth":"key"},
   "threads.list": {"method":"GET","path":"/me/threads","pathParams":[],"query":["limit","cursor","agentId","status"],"headers":{},"body":null,"answer":"json","events":false,"paged":{"param":"cursor","next":"nextCursor","items":"threads"},"status":200,"auth":"key"},
   "threads.update": {"method":"PATCH","path":"/threads/{id}","pathParams":["id"],"query":[],"headers":{},"body":"json","answer":"json","events":false,"paged":null,"status":200,"auth":"key"},
   "trading.account": {"method":"POST","path":"/trading/account","pathParams":[],"query":[],"headers":{},"body":"json","answer":"json","events":false,"paged":null,"status":200,"auth":"key"},
