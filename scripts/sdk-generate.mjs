@@ -143,7 +143,8 @@ RESOURCES: Dict[str, Any] = ${lines(resourceTree(table), py)}
 export async function generate() {
   const doc = sdkDocument();
   const table = operationTable(doc);
-  const types = astToString(await openapiTS(doc, { silent: true }));
+  // A field with a default is optional in a request (defaultNonNullable: false); answers list it as required anyway.
+  const types = astToString(await openapiTS(doc, { silent: true, defaultNonNullable: false }));
   return {
     'packages/sdk-ts/src/generated/openapi.ts': `// ${HEADER}\n/* eslint-disable */\n${types}`,
     'packages/sdk-ts/src/generated/operations.ts': tsOperations(table),

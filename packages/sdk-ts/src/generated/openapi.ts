@@ -1724,7 +1724,7 @@ export interface components {
              * @default boundary
              * @enum {string}
              */
-            mode: "boundary" | "interrupt" | "enqueue" | "reject";
+            mode?: "boundary" | "interrupt" | "enqueue" | "reject";
             /** @description Your idempotency key: sending the same id again is one message. */
             clientMessageId?: string;
         };
@@ -1919,7 +1919,7 @@ export interface components {
                  * @default utf8
                  * @enum {string}
                  */
-                encoding: "utf8" | "base64";
+                encoding?: "utf8" | "base64";
             }[];
             /** @description Or a zip archive of the files (paths as the archive names them; folders skipped). */
             archive?: {
@@ -1927,7 +1927,7 @@ export interface components {
                  * @default zip
                  * @constant
                  */
-                format: "zip";
+                format?: "zip";
                 /** @description The archive, base64. */
                 content: string;
             };
@@ -2398,7 +2398,7 @@ export interface components {
              * @description The venue (GET /trading/venues); `paper` by default.
              * @default paper
              */
-            venue: string;
+            venue?: string;
             symbol: string;
             /** @enum {string} */
             side: "buy" | "sell";
@@ -2406,7 +2406,7 @@ export interface components {
              * @default market
              * @enum {string}
              */
-            type: "market" | "limit" | "stop" | "stop_limit";
+            type?: "market" | "limit" | "stop" | "stop_limit";
             /** @description Quantity in the base asset, a multiple of the lot size. */
             qty: string | number;
             /** @description Limit price (limit and stop_limit), a multiple of the tick size. */
@@ -2417,7 +2417,7 @@ export interface components {
              * @default gtc
              * @enum {string}
              */
-            timeInForce: "day" | "gtc" | "ioc" | "fok";
+            timeInForce?: "day" | "gtc" | "ioc" | "fok";
             /** @description Your id for the order, unique per account and venue: a retry with the same id and order answers the original order; with another order, 409. */
             clientOrderId?: string;
         };
@@ -2452,7 +2452,7 @@ export interface components {
             orderId?: string;
             clientOrderId?: string;
             /** @default false */
-            all: boolean;
+            all?: boolean;
         };
         TradingOrderList: {
             orders: components["schemas"]["TradingOrder"][];
@@ -2514,22 +2514,22 @@ export interface components {
              * @description The most one order may be worth (quote currency); null: no cap.
              * @default null
              */
-            maxNotionalPerOrder: string | null;
+            maxNotionalPerOrder?: string | null;
             /**
              * @description The most the agent's orders may add up to per UTC day; null: no cap.
              * @default null
              */
-            maxNotionalPerDay: string | null;
+            maxNotionalPerDay?: string | null;
             /**
              * @description The symbols it may trade; null: every symbol.
              * @default null
              */
-            symbols: string[] | null;
+            symbols?: string[] | null;
             /**
              * @description Paper venues only (the default).
              * @default true
              */
-            paperOnly: boolean;
+            paperOnly?: boolean;
         };
         VenueCredentialList: {
             credentials: components["schemas"]["VenueCredential"][];
