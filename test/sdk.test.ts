@@ -1,5 +1,5 @@
 import { buildOpenApi, routes } from '@svc/api';
-import { responseOf,type ServerEvent, Svc, SvcNotFoundError, SvcPreconditionFailedError } from '@svc/sdk';
+import { responseOf, type ServerEvent, Svc, SvcNotFoundError, SvcPreconditionFailedError } from '@svc/sdk';
 
 import { startTestStack, type TestStack } from './support/stack';
 

@@ -4,6 +4,7 @@
  * variables as the SDK (SVC_API_KEY, SVC_BASE_URL, SVC_HOST_CREDENTIAL). Tables for people, `--json`
  * for programs; exit codes in cli/format.ts (docs/sdk.md).
  */
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { type Command, COMMANDS, type Flags } from './cli/commands.js';
@@ -22,7 +23,7 @@ const USAGE = `usage: svc <group> <command> [arguments] [--json] [--base-url URL
   profiles log <id> [--branch B] | diff <id> <fromVersion> <toVersion>
   trading  venues | order --symbol S --side buy|sell --qty Q [--type T] [--price P] [--venue V] [--tif T] | cancel <orderId>
 
-Environment: SVC_API_KEY (required), SVC_BASE_URL (default https://api.svc.dev), SVC_HOST_CREDENTIAL.
+Environment: SVC_API_KEY (required), SVC_BASE_URL (default https://api.svc.dev), SVC_HOST_CREDENTIAL(_FILE).
 `;
 
 const FLAGS = [
@@ -75,7 +76,9 @@ export async function main(argv: string[], env: Record<string, string | undefine
     }
     const command: Command | undefined = COMMANDS[group]?.[name ?? ''];
     if (!command) throw new UsageError(`unknown command: ${[group, name].filter(Boolean).join(' ')}`);
-    const svc = new Svc({ env, baseUrl: flags['base-url'] as string | undefined, userAgent: 'svc-cli' });
+    const hostFile = env.SVC_HOST_CREDENTIAL ? undefined : env.SVC_HOST_CREDENTIAL_FILE;
+    const hostCredential = hostFile ? fs.readFileSync(hostFile, 'utf8').trim() : undefined;
+    const svc = new Svc({ env, hostCredential, baseUrl: flags['base-url'] as string | undefined, userAgent: 'svc-cli' });
     await command(svc, args, flags, out);
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
   } catch (err) {

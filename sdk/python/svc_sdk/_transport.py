@@ -58,10 +58,18 @@ def resolve_config(
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise SvcConfigError("SVC_BASE_URL is not a URL: %s" % url)
+    host = _non_empty(host_credential) or _non_empty(env.get("SVC_HOST_CREDENTIAL"))
+    host_file = _non_empty(env.get("SVC_HOST_CREDENTIAL_FILE"))
+    if host is None and host_file is not None:
+        try:
+            with open(host_file, encoding="utf-8") as f:
+                host = _non_empty(f.read())
+        except OSError as err:
+            raise SvcConfigError("SVC_HOST_CREDENTIAL_FILE cannot be read: %s" % err) from err
     return Config(
         base_url=url,
         api_key=_non_empty(api_key) or _non_empty(env.get("SVC_API_KEY")),
-        host_credential=_non_empty(host_credential) or _non_empty(env.get("SVC_HOST_CREDENTIAL")),
+        host_credential=host,
         **options
     )
 
