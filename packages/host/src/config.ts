@@ -18,6 +18,8 @@ export interface HostConfig {
   /** The units file (SVC_HOST_UNITS_FILE); without one, a single simulated unit `sim-1`. */
   unitsFile?: string;
   grantsPollMs: number;
+  /** The project folder the host serves (SVC_HOST_PROJECT, or `--project <folder>`). */
+  project?: string;
 }
 
 export const DEFAULT_PORT = 4747;
@@ -48,6 +50,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): HostConfig {
     dataDir: env.SVC_HOST_DATA_DIR || defaultDataDir(env),
     unitsFile: env.SVC_HOST_UNITS_FILE || undefined,
     grantsPollMs: int(env, 'SVC_HOST_GRANTS_POLL_MS', 60_000, 1000, 3_600_000),
+    project: env.SVC_HOST_PROJECT || undefined,
   };
 }
 
