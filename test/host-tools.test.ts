@@ -527,3 +527,57 @@ describe('markets and other hosts, through the platform', () => {
     }
   });
 });
+
+describe('through the platform (POST /hosts/:hostId/call)', () => {
+  test('project tools answer platform calls, journaled with the caller; a result too large for the connection is refused, not fatal', async () => {
+    const connectedData = tempDir();
+    const connected = await startHost({
+      credential,
+      baseUrl: t.url,
+      port: 0,
+      dataDir: connectedData,
+      units: new Map(),
+      log: createLog({ silent: true }),
+      project,
+      backoff: { minMs: 50, maxMs: 200 },
+    });
+    const hostCall = (tool: string, args: object = {}) => t.ok('POST', `/hosts/${hostId}/call`, ada.key, { tool, arguments: args });
+    try {
+      await connected.connection!.when((c) => c.state === 'open');
+      await connected.grants.refresh();
+      const world = (await hostCall('get_world', { world: 'bench' })).body.result;
+      expect(world.isError).toBeFalsy();
+      expect(world.structuredContent.world.name).toBe('Bench');
+      const saved = await hostCall('save_world', {
+        world: 'bench',
+        version: world.structuredContent.version,
+        document: { ...BENCH_WORLD, name: 'From the platform' },
+      });
+      expect(saved.body.result.structuredContent).toMatchObject({ world: 'bench', created: false });
+      const theirs = fs
+        .readFileSync(path.join(connectedData, 'journal.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(theirs.find((e) => e.kind === 'action' && e.tool === 'save_world')).toMatchObject({
+        target: 'worlds/bench.json',
+        caller: { via: 'platform', callId: saved.body.callId, principal: { kind: 'human', id: ada.id } },
+      });
+      const stale = (await hostCall('save_world', { world: 'bench', version: world.structuredContent.version, document: BENCH_WORLD })).body.result;
+      expect(stale).toMatchObject({ isError: true, structuredContent: { error: { code: 'version_conflict' } } });
+      expect((await hostCall('graph_search', { query: 'calibrat' })).body.result.structuredContent.total).toBeGreaterThan(0);
+
+      // 500 KB of text is fine locally, too large for one frame to the platform.
+      fs.writeFileSync(path.join(project, 'big.txt'), 'y'.repeat(500 * 1024));
+      expect((await ok('read_file', { path: 'big.txt' })).size).toBe(500 * 1024);
+      const big = (await hostCall('read_file', { path: 'big.txt' })).body.result;
+      expect(big).toMatchObject({ isError: true, structuredContent: { error: { code: 'result_too_large' } } });
+      expect(connected.connection!.state).toBe('open');
+      expect((await hostCall('get_project')).body.result.structuredContent.name).toBe('Lab bench');
+      fs.rmSync(path.join(project, 'big.txt'));
+      fs.writeFileSync(path.join(project, 'worlds/bench.json'), JSON.stringify(BENCH_WORLD, null, 2));
+    } finally {
+      await connected.stop();
+    }
+  });
+});
