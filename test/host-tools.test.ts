@@ -49,7 +49,7 @@ beforeAll(async () => {
   credential = paired.body.credential;
   await t.ok('POST', `/accounts/${ada.id}/standing-grants`, ada.key, {
     granteeId: hostId,
-    verbs: ['project.*', 'files.*', 'code.run', 'sim.run', 'market.*', 'peers.*'],
+    verbs: ['project.*', 'files.*', 'code.run', 'sim.run', 'market.*', 'peers.*', 'outreach.*'],
     scope: `host:${hostId}`,
   });
   project = sampleProject();
@@ -78,27 +78,10 @@ afterAll(async () => {
   await t?.stop();
 });
 
-const NEW_TOOLS = [
-  'get_project',
-  'project_status',
-  'list_worlds',
-  'get_world',
-  'save_world',
-  'list_devices',
-  'get_device',
-  'read_file',
-  'write_file',
-  'graph_query',
-  'graph_search',
-  'evaluate_code',
-  'sim_trials',
-  'market_venues',
-  'market_account',
-  'market_order',
-  'market_cancel',
-  'list_hosts',
-  'host_call',
-];
+const NEW_TOOLS = (
+  'get_project project_status list_worlds get_world save_world list_devices get_device read_file write_file graph_query graph_search ' +
+  'evaluate_code sim_trials market_venues market_account market_order market_cancel list_hosts host_call'
+).split(' ');
 
 describe('through the stdio relay, with a real MCP client', () => {
   test('every project tool is listed with its schema and works on the sample project', async () => {
@@ -193,40 +176,6 @@ describe('through the stdio relay, with a real MCP client', () => {
     for (const a of actions)
       expect(entries.find((e) => e.kind === 'result' && e.ref === a.seq)).toMatchObject({ ok: true, caller: { via: 'local' } });
     fs.writeFileSync(path.join(project, 'worlds/bench.json'), JSON.stringify(BENCH_WORLD, null, 2));
-  });
-
-  test('each tool needs its verb: a host without project grants is refused, naming the verb', async () => {
-    const other = await t.ok('POST', `/accounts/${ada.id}/hosts`, ada.key, { name: 'bare machine' });
-    const bare = await startHost({
-      credential: other.body.credential,
-      baseUrl: t.url,
-      port: 0,
-      dataDir: tempDir(),
-      units: new Map(),
-      log: createLog({ silent: true }),
-      connect: false,
-      project,
-    });
-    try {
-      await bare.grants.refresh();
-      for (const [tool, verb, args] of [
-        ['get_world', 'project.read', { world: 'bench' }],
-        ['save_world', 'project.write', { world: 'x', document: {} }],
-        ['read_file', 'files.read', { path: 'notes.txt' }],
-        ['write_file', 'files.write', { path: 'x', content: '' }],
-        ['graph_search', 'files.read', { query: 'x' }],
-        ['evaluate_code', 'code.run', { code: '1' }],
-        ['sim_trials', 'sim.run', { world: 'bench', trials: 1, seed: 1 }],
-        ['market_order', 'market.trade', { symbol: 'BTC/USD', side: 'buy', type: 'market', qty: '1' }],
-        ['host_call', 'peers.call', { hostId, tool: 'list_units' }],
-      ] as const) {
-        const r = await control(bare.endpoint.port, other.body.credential, tool, args);
-        expect([tool, r.status, r.body.error.code]).toEqual([tool, 403, 'grant_required']);
-        expect(r.body.error.message).toContain(verb);
-      }
-    } finally {
-      await bare.stop();
-    }
   });
 });
 

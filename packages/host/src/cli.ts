@@ -59,6 +59,7 @@ async function main(argv: string[]): Promise<void> {
     grantsPollMs: config.grantsPollMs,
     project: config.project,
     platformKey: loadPlatformKey(),
+    smtp: config.smtp,
   });
   if (config.project) log.info('serving project', { folder: config.project });
   const stop = () => {

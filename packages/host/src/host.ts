@@ -8,6 +8,7 @@ import { GrantBook } from './grants.js';
 import { Journal } from './journal.js';
 import type { Log } from './log.js';
 import { ProjectTools } from './project/handlers.js';
+import { smtpMailer,type SmtpOptions } from './project/mailer.js';
 import { PlatformClient } from './project/platform.js';
 import { Project } from './project/project.js';
 import type { UnitDriver } from './units/driver.js';
@@ -24,6 +25,8 @@ export interface HostOptions {
   project?: string;
   /** A key the owner gave the host to act with on the platform (market and host tools); else the host credential. */
   platformKey?: string;
+  /** Where outreach mail goes (SVC_HOST_SMTP_URL, SVC_HOST_SMTP_FROM); without it outreach_send answers smtp_not_configured. */
+  smtp?: SmtpOptions;
   grantsPollMs?: number;
   /** Connect out to the platform (default true); false: local endpoint only. */
   connect?: boolean;
@@ -56,7 +59,8 @@ export async function startHost(o: HostOptions): Promise<RunningHost> {
   const units = new Units(o.units);
   const project = o.project ? await Project.open(o.project) : undefined;
   const platform = new PlatformClient({ baseUrl: o.baseUrl, credential: o.credential, actingKey: o.platformKey });
-  const projectTools = new ProjectTools({ journal, project, platform });
+  const mailer = o.smtp ? smtpMailer(o.smtp) : undefined;
+  const projectTools = new ProjectTools({ journal, project, platform, mailer });
   const control = new Control({ units, grants, journal, project: projectTools });
   const endpoint = await startEndpoint({ port: o.port, credential: o.credential, control, log: o.log });
   // Where the relay finds the endpoint (the port only: the credential is never written here).
@@ -89,6 +93,7 @@ export async function startHost(o: HostOptions): Promise<RunningHost> {
       await endpoint.close();
       await units.closeAll();
       await projectTools.close();
+      mailer?.close();
       for (const d of o.units.values()) (d as { device?: { halt(): void } }).device?.halt();
       await journal.close();
       fs.rmSync(endpointFile(o.dataDir), { force: true });

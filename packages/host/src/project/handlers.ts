@@ -3,6 +3,7 @@ import { type RunResult, Sandbox } from '@svc/sandbox';
 import type { Caller, Journal, NewEntry } from '../journal.js';
 import type { ToolSpec } from '../tool-spec.js';
 import { ControlError } from '../units/units.js';
+import { type Mailer, type OUTCOMES,Outreach } from './outreach.js';
 import type { PlatformClient } from './platform.js';
 import type { Project } from './project.js';
 import { runTrials } from './sim.js';
@@ -16,6 +17,8 @@ export interface ProjectToolsDeps {
   platform?: PlatformClient;
   /** evaluate_code's sandbox (started on first use when absent). */
   sandbox?: Sandbox;
+  /** How outreach mail is sent (SMTP); absent: outreach_send answers smtp_not_configured. */
+  mailer?: { send: Mailer; from: string; describe: string };
 }
 
 /**
@@ -27,6 +30,7 @@ export class ProjectTools {
   private sandbox: Sandbox | undefined;
   private ownSandbox = false;
   private accountId: string | undefined;
+  private outreachEngine: Outreach | undefined;
 
   constructor(private readonly d: ProjectToolsDeps) {
     this.sandbox = d.sandbox;
@@ -41,6 +45,11 @@ export class ProjectTools {
       );
     }
     return this.d.project;
+  }
+
+  private outreach(): Outreach {
+    this.outreachEngine ??= new Outreach(this.project());
+    return this.outreachEngine;
   }
 
   private platform(): PlatformClient {
@@ -200,6 +209,65 @@ export class ProjectTools {
         return this.act(spec, caller, { target: `host:${a.hostId}`, line: `call ${a.tool}` }, () =>
           this.platform().call('POST', `/hosts/${encodeURIComponent(a.hostId as string)}/call`, { tool: a.tool, arguments: a.arguments ?? {} }),
         );
+      case 'outreach_apps': {
+        const m = this.d.mailer;
+        const sequences = [...(await this.outreach().sequences()).values()].map((s) => ({ id: s.id, name: s.name, steps: s.steps.length }));
+        return { channels: [{ id: 'email', transport: 'smtp', configured: !!m, from: m?.from ?? null, server: m?.describe ?? null }], sequences };
+      }
+      case 'outreach_identify':
+        return this.outreach().identify(a.email as string, a.name as string | undefined, a.fields as Record<string, string> | undefined);
+      case 'outreach_start':
+        return { enrollment: await this.outreach().start(a.contact as string, a.sequence as string) };
+      case 'outreach_send': {
+        const m = this.d.mailer;
+        if (!m)
+          throw new ControlError(
+            'smtp_not_configured',
+            'Outreach mail needs an SMTP server: set SVC_HOST_SMTP_URL (smtp://user:pass@host:587) and SVC_HOST_SMTP_FROM.',
+            409,
+          );
+        const target = `outreach:${a.enrollment}`;
+        let seq = 0;
+        try {
+          const out = await this.outreach().send(
+            a.enrollment as string,
+            m.send,
+            async (w) => {
+              seq = (
+                await this.d.journal.append({
+                  kind: 'action',
+                  tool: spec.name,
+                  verb: spec.verb ?? undefined,
+                  target,
+                  line: `mail step ${w.step + 1} to ${w.to}: ${w.subject}`,
+                  caller,
+                })
+              ).seq;
+            },
+            a.early === true,
+          );
+          await this.d.journal.append({ kind: 'result', tool: spec.name, target, ref: seq, ok: true, caller });
+          return out;
+        } catch (err) {
+          await this.failed(spec, caller, target, seq, err);
+          throw err;
+        }
+      }
+      case 'outreach_reply':
+        return { enrollment: await this.outreach().reply(a.enrollment as string, a.text as string | undefined) };
+      case 'outreach_outcome':
+        return {
+          enrollment: await this.outreach().outcome(a.enrollment as string, a.outcome as (typeof OUTCOMES)[number], a.note as string | undefined),
+        };
+      case 'outreach_due': {
+        const at = a.at !== undefined ? new Date(a.at as string) : undefined;
+        if (at && Number.isNaN(at.getTime())) throw new ControlError('invalid_arguments', 'at: must be an ISO time', 400);
+        return { due: await this.outreach().due(at) };
+      }
+      case 'outreach_advance':
+        return { enrollment: await this.outreach().advance(a.enrollment as string) };
+      case 'outreach_status':
+        return this.outreach().status(a.enrollment as string | undefined);
       default:
         throw new ControlError('unknown_tool', `There is no control tool ${spec.name}.`, 404);
     }
