@@ -8,7 +8,7 @@ import { GrantBook } from './grants.js';
 import { Journal } from './journal.js';
 import type { Log } from './log.js';
 import { ProjectTools } from './project/handlers.js';
-import { smtpMailer,type SmtpOptions } from './project/mailer.js';
+import { smtpMailer, type SmtpOptions } from './project/mailer.js';
 import { PlatformClient } from './project/platform.js';
 import { Project } from './project/project.js';
 import type { UnitDriver } from './units/driver.js';

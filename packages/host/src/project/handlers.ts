@@ -3,7 +3,7 @@ import { type RunResult, Sandbox } from '@svc/sandbox';
 import type { Caller, Journal, NewEntry } from '../journal.js';
 import type { ToolSpec } from '../tool-spec.js';
 import { ControlError } from '../units/units.js';
-import { type Mailer, type OUTCOMES,Outreach } from './outreach.js';
+import { type Mailer, type OUTCOMES, Outreach } from './outreach.js';
 import type { PlatformClient } from './platform.js';
 import type { Project } from './project.js';
 import { runTrials } from './sim.js';
