@@ -59,7 +59,7 @@ test('the entrypoint prints it as it prints the shared settings', async () => {
 
 test('the gateway and the accounts service declare theirs: proxies trusted, the body limit, the bootstrap key', () => {
   const gateway = (env: Record<string, string>) => loadSettings({ gateway: gatewaySettingsSchema }, env).gateway;
-  expect(gateway({})).toEqual({ SVC_BODY_LIMIT: '1mb', SVC_TRUST_PROXY: false, SVC_MCP_ALLOWED_ORIGINS: [] });
+  expect(gateway({})).toEqual({ SVC_BODY_LIMIT: '1mb', SVC_TRUST_PROXY: false, SVC_MCP_ALLOWED_ORIGINS: [], SVC_SSE_MAX_STREAMS_PER_KEY: 20 });
   expect(gateway({ SVC_MCP_ALLOWED_ORIGINS: 'https://a.example, http://localhost:3000' }).SVC_MCP_ALLOWED_ORIGINS).toEqual([
     'https://a.example',
     'http://localhost:3000',

@@ -5,7 +5,10 @@
 //      same commit → signal → watcher → gRPC stream → SSE path a worker's events take); for each,
 //      the time from sending the PATCH to the event arriving on the stream, p50/p99, beside the
 //      PATCH's own round trip. Target: p99 ≤ 20 ms on loopback.
-//   2. runs per second with the development model and one tool call each (`/tool whoami {}`): one
+//   2. fan-out: SUBSCRIBERS (1000) streams of one thread held open on one gateway: the stack's
+//      resident memory per subscriber, then FANOUT_EVENTS (20) events appended and the deliveries
+//      per second until every subscriber has every event.
+//   3. runs per second with the development model and one tool call each (`/tool whoami {}`): one
 //      platform process, then a second process that is only a runtime (SVC_SERVICE=runtime) on the
 //      same PostgreSQL and NATS; target: the second worker adds ≥ 60%. Needs DATABASE_URL and
 //      NATS_URL (two processes share them); skipped with the embedded backends.
@@ -28,6 +31,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 120);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
+const FANOUT_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 20);
 
 const freePort = () =>
   new Promise((resolve) => {
@@ -118,6 +123,54 @@ async function latency(base, key, agentId) {
   return { received: lat.length, lat, roundTrips };
 }
 
+const rssMiB = (pid) => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+};
+
+async function fanOut(base, key, agentId, pid) {
+  const http = require('node:http');
+  const thread = await api(base, key, 'POST', '/threads', { agentId });
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+  await new Promise((r) => setTimeout(r, 500));
+  const before = rssMiB(pid);
+  const counts = new Array(SUBSCRIBERS).fill(0);
+  let delivered = 0;
+  let lastAt = 0;
+  const requests = [];
+  const url = new URL(`${base}/threads/${thread.id}/events?after=1`);
+  await Promise.all(
+    Array.from(
+      { length: SUBSCRIBERS },
+      (_, i) =>
+        new Promise((resolve, reject) => {
+          const req = http.get(url, { agent, headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } }, (res) => {
+            res.on('data', (chunk) => {
+              const n = (chunk.toString().match(/event: thread\.updated/g) ?? []).length;
+              counts[i] += n;
+              delivered += n;
+              if (n) lastAt = performance.now();
+            });
+            res.on('error', () => {});
+            resolve();
+          });
+          req.on('error', reject);
+          requests.push(req);
+        }),
+    ),
+  );
+  await new Promise((r) => setTimeout(r, 1000));
+  const after = rssMiB(pid);
+  const t0 = performance.now();
+  for (let n = 0; n < FANOUT_EVENTS; n++) await api(base, key, 'PATCH', `/threads/${thread.id}`, { title: `f${n}` });
+  const want = SUBSCRIBERS * FANOUT_EVENTS;
+  const deadline = Date.now() + 60_000;
+  while (delivered < want && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  for (const r of requests) r.destroy();
+  agent.destroy();
+  return { before, after, delivered, want, seconds: (lastAt - t0) / 1000, full: counts.filter((c) => c >= FANOUT_EVENTS).length };
+}
+
 async function runsPerSecond(base, key, agentId) {
   const threads = [];
   for (let i = 0; i < CONCURRENCY; i++) threads.push((await api(base, key, 'POST', '/threads', { agentId })).id);
@@ -158,6 +211,8 @@ async function main() {
       SVC_NAMESPACE: namespace,
       SVC_BOOTSTRAP_KEY: bootstrap,
       SVC_INTERNAL_SECRET: secret,
+      // One key holds every subscriber's stream here.
+      SVC_SSE_MAX_STREAMS_PER_KEY: String(SUBSCRIBERS + 10),
       ...(db.url ? { DATABASE_URL: db.url } : {}),
       ...(process.env.NATS_URL ? { NATS_URL: process.env.NATS_URL } : {}),
       ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
@@ -180,6 +235,14 @@ async function main() {
     console.log(
       `live event latency over ${l.received}/${EVENTS} events: p50 ${ms(pct(l.lat, 50))}, p99 ${ms(pct(l.lat, 99))} ` +
         `(PATCH round trip p50 ${ms(pct(l.roundTrips, 50))}, p99 ${ms(pct(l.roundTrips, 99))}); target p99 ≤ 20 ms`,
+    );
+
+    const f = await fanOut(base, key, agent.id, children[0].pid);
+    console.log(
+      `fan-out: ${SUBSCRIBERS} streams took the stack from ${f.before.toFixed(0)} to ${f.after.toFixed(0)} MiB ` +
+        `(${(((f.after - f.before) * 1024) / SUBSCRIBERS).toFixed(1)} KiB per subscriber); ${FANOUT_EVENTS} events reached ` +
+        `${f.full}/${SUBSCRIBERS} subscribers whole, ${f.delivered}/${f.want} deliveries in ${f.seconds.toFixed(2)} s ` +
+        `(${(f.delivered / f.seconds).toFixed(0)} deliveries/s)`,
     );
 
     if (!db.url || !process.env.NATS_URL) {
