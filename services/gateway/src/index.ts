@@ -100,7 +100,7 @@ export async function startGateway(deps: {
     trustProxy: deps.settings.SVC_TRUST_PROXY,
     services,
     version: deps.version,
-    operations: { ...driveOperations(local), ...threadOperations(local) },
+    operations: { ...driveOperations(local), ...threadOperations({ ...local, maxStreamsPerKey: deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY }) },
     answers,
     mount: (app) => mountProtocols(app, local),
   });
