@@ -340,7 +340,7 @@ describe('hosted sites by push', () => {
     expect(await (await fetch(`${t.url}/sites/${site.slug}/`)).text()).toBe('two');
   });
 
-  test('a site deployed through the API clones as one commit of its files, the same id every time', async () => {
+  test('a site deployed through the API clones as one commit of its files, the same id every time; an agent key pushes', async () => {
     const site = (await t.ok('POST', '/sites', alice, { slug: `api-site-${Date.now() % 100000}` })).body;
     await t.ok('POST', `/sites/${site.id}/deployments`, alice, {
       files: [
@@ -356,6 +356,13 @@ describe('hosted sites by push', () => {
     const b = fresh('api-site');
     await ok(['clone', '--quiet', remote('sites', site.id, agentKey), b]);
     expect(await ok(['rev-parse', 'HEAD'], b)).toBe(await ok(['rev-parse', 'HEAD'], a));
+    // An agent may deploy through the API, so it may push: on top of the clone, a fast-forward.
+    fs.writeFileSync(path.join(b, 'index.html'), '<h1>By the agent</h1>');
+    await ok(['commit', '--quiet', '-am', 'agent edit'], b);
+    await ok(['push', '--quiet', 'origin', 'main'], b);
+    expect(await (await fetch(`${t.url}/sites/${site.slug}/`)).text()).toBe('<h1>By the agent</h1>');
+    const deployments = (await t.ok('GET', `/sites/${site.id}/deployments`, alice)).body.deployments;
+    expect(deployments[0].createdBy.kind).toBe('agent');
   });
 
   test('another account’s site is 404, to read and to push', async () => {
