@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -19,7 +20,7 @@ let aliceId: string;
 let work: string;
 
 beforeAll(async () => {
-  t = await startTestStack({ S3_ENDPOINT: 'start' });
+  t = await startTestStack({ S3_ENDPOINT: 'start', SVC_DRIVE_SITE_MAX_FILES: '20' });
   const a = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Alice' })).body;
   alice = a.key;
   aliceId = a.account.id;
@@ -173,6 +174,20 @@ describe('taste profiles as repositories', () => {
     await cache.close();
   });
 
+  test('a merge of branches is a merge commit: its parents are both heads', async () => {
+    const p = await profileWithHistory(alice);
+    const branches = (await t.ok('GET', p.url, alice)).body.profileData.branches as Array<{ id: string; name: string }>;
+    const cool = branches.find((b) => b.name === 'experiments/cool')!.id;
+    const merged = (await t.ok('POST', `${p.url}/merge`, alice, { sourceBranchId: cool, message: 'merge cool' })).body;
+    expect(merged.merged).toBe(true);
+    const dir = fresh('merge');
+    await ok(['clone', '--quiet', '--bare', remote('profiles', p.id, alice), dir]);
+    const parents = (await ok(['log', '-1', '--format=%P', 'main'], dir)).split(' ');
+    expect(parents).toHaveLength(2);
+    expect(parents[1]).toBe(await ok(['rev-parse', 'experiments/cool'], dir));
+    expect(JSON.parse(await ok(['show', 'main:constraints.json'], dir)).map((c: { id: string }) => c.id)).toEqual(['c1', 'c2', 'c3']);
+  });
+
   test('a push to a profile is refused with a message saying why', async () => {
     const p = await profileWithHistory(alice);
     const dir = fresh('push-profile');
@@ -272,7 +287,60 @@ describe('hosted sites by push', () => {
     }
   });
 
-  test('a site deployed through the API clones as one commit of its files, the same id every time', async () => {
+  test('a push over the site limits is refused; a client that goes away mid-push deploys nothing', async () => {
+    const site = (await t.ok('POST', '/sites', alice, { slug: `limits-${Date.now() % 100000}` })).body;
+    const dir = fresh('limits');
+    await ok(['init', '--quiet', '-b', 'main', dir]);
+    fs.writeFileSync(path.join(dir, 'index.html'), 'one');
+    await ok(['add', '.'], dir);
+    await ok(['commit', '--quiet', '-m', 'one'], dir);
+    await ok(['push', '--quiet', remote('sites', site.slug, alice), 'main'], dir);
+    const first = (await t.ok('GET', `/sites/${site.id}`, alice)).body.currentDeploymentId as string;
+    // 21 files: over SVC_DRIVE_SITE_MAX_FILES (20 in this stack).
+    for (let i = 0; i < 21; i++) fs.writeFileSync(path.join(dir, `f${i}.txt`), String(i));
+    await ok(['add', '.'], dir);
+    await ok(['commit', '--quiet', '-m', 'many'], dir);
+    const refused = await git(['push', remote('sites', site.slug, alice), 'main'], dir);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('site_too_large');
+    expect((await t.ok('GET', `/sites/${site.id}`, alice)).body.currentDeploymentId).toBe(first);
+
+    // A push whose body stops halfway (the client gone): nothing deployed, the repository unchanged.
+    const head = (await ok(['ls-remote', remote('sites', site.slug, alice), 'refs/heads/main'])).split('\t')[0]!;
+    const pack = execFileSync('git', ['pack-objects', '--stdout', '--revs', '--quiet'], { cwd: dir, input: `main\n^${head}\n` });
+    const command = `${head} ${await ok(['rev-parse', 'main'], dir)} refs/heads/main\0report-status side-band-64k\n`;
+    const pkt = (s: string) => (s.length + 4).toString(16).padStart(4, '0') + s;
+    const body = Buffer.concat([Buffer.from(`${pkt(command)}0000`), pack.subarray(0, Math.floor(pack.length / 2))]);
+    await new Promise<void>((resolve) => {
+      const u = new URL(t.url);
+      const req = http.request({
+        host: u.hostname,
+        port: u.port,
+        method: 'POST',
+        path: `/git/sites/${site.slug}.git/git-receive-pack`,
+        headers: {
+          authorization: `Basic ${Buffer.from(`x:${alice}`).toString('base64')}`,
+          'content-type': 'application/x-git-receive-pack-request',
+          'content-length': String(body.length * 2),
+        },
+      });
+      req.on('error', () => resolve());
+      req.on('response', () => resolve());
+      req.write(body, () => setTimeout(() => req.destroy(), 200));
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await t.ok('GET', `/sites/${site.id}`, alice)).body.currentDeploymentId).toBe(first);
+    expect((await t.ok('GET', `/sites/${site.id}/deployments`, alice)).body.deployments).toHaveLength(1);
+    expect(await ok(['ls-remote', remote('sites', site.slug, alice), 'refs/heads/main'])).toContain(head);
+    // And the repository still takes a good push.
+    await ok(['reset', '--quiet', '--hard', 'HEAD~1'], dir);
+    fs.writeFileSync(path.join(dir, 'index.html'), 'two');
+    await ok(['commit', '--quiet', '-am', 'two'], dir);
+    await ok(['push', '--quiet', '--force', remote('sites', site.slug, alice), 'main'], dir);
+    expect(await (await fetch(`${t.url}/sites/${site.slug}/`)).text()).toBe('two');
+  });
+
+  test('a site deployed through the API clones as one commit of its files, the same id every time; an agent key pushes', async () => {
     const site = (await t.ok('POST', '/sites', alice, { slug: `api-site-${Date.now() % 100000}` })).body;
     await t.ok('POST', `/sites/${site.id}/deployments`, alice, {
       files: [
@@ -288,6 +356,13 @@ describe('hosted sites by push', () => {
     const b = fresh('api-site');
     await ok(['clone', '--quiet', remote('sites', site.id, agentKey), b]);
     expect(await ok(['rev-parse', 'HEAD'], b)).toBe(await ok(['rev-parse', 'HEAD'], a));
+    // An agent may deploy through the API, so it may push: on top of the clone, a fast-forward.
+    fs.writeFileSync(path.join(b, 'index.html'), '<h1>By the agent</h1>');
+    await ok(['commit', '--quiet', '-am', 'agent edit'], b);
+    await ok(['push', '--quiet', 'origin', 'main'], b);
+    expect(await (await fetch(`${t.url}/sites/${site.slug}/`)).text()).toBe('<h1>By the agent</h1>');
+    const deployments = (await t.ok('GET', `/sites/${site.id}/deployments`, alice)).body.deployments;
+    expect(deployments[0].createdBy.kind).toBe('agent');
   });
 
   test('another account’s site is 404, to read and to push', async () => {
@@ -299,5 +374,39 @@ describe('hosted sites by push', () => {
       headers: { authorization: `Basic ${Buffer.from(`x:${bob}`).toString('base64')}` },
     });
     expect(res.status).toBe(404);
+  });
+});
+
+describe('the repository cache', () => {
+  test('imports are packed into one pack once they leave too many loose objects or packs; ids do not change', async () => {
+    const { compact, importCommits, Repo } = await import('../services/gateway/dist/fronts/git/objects');
+    const gitdir = path.join(work, 'compact.git');
+    const repo = await Repo.open(gitdir);
+    let parent: string | undefined;
+    for (let i = 0; i < 26; i++) {
+      const [oid] = await importCommits(gitdir, work, [
+        {
+          files: new Map([[`f${i}.json`, Buffer.from(`{"i":${i}}\n`)]]),
+          parents: parent ? [parent] : [],
+          who: { name: 'a', email: 'a@b', timestamp: 1_700_000_000 + i },
+          message: `c${i}`,
+        },
+      ]);
+      parent = oid!;
+    }
+    await repo.setRef('refs/heads/main', parent!);
+    const packs = () => fs.readdirSync(path.join(gitdir, 'objects', 'pack')).filter((n) => n.endsWith('.pack')).length;
+    const loose = () =>
+      fs.readdirSync(path.join(gitdir, 'objects')).filter((d) => /^[0-9a-f]{2}$/.test(d) && fs.readdirSync(path.join(gitdir, 'objects', d)).length)
+        .length;
+    // Small imports leave loose objects (26 commits, 26 trees, 26 blobs): under the limit, nothing happens.
+    expect(loose()).toBeGreaterThan(0);
+    expect(await compact(gitdir, work)).toBe(false);
+    expect(await compact(gitdir, work, { packs: 24, loose: 50 })).toBe(true);
+    expect(packs()).toBe(1);
+    expect(loose()).toBe(0);
+    expect(await ok(['rev-list', '--count', 'main'], gitdir)).toBe('26');
+    expect(await ok(['rev-parse', 'main'], gitdir)).toBe(parent);
+    expect(await ok(['show', 'main:f25.json'], gitdir)).toBe('{"i":25}');
   });
 });

@@ -94,6 +94,34 @@ export async function importCommits(gitdir: string, home: string, commits: NewCo
   }
 }
 
+/**
+ * What a repository may gather before it is packed again: packs (a large fast-import writes one)
+ * and loose objects (a small one, under git's fastimport.unpackLimit, writes them loose).
+ */
+const LIMITS = { packs: 24, loose: 2048 };
+
+/** Repacks (`git repack -ad`, one process) once imports have left more packs or loose objects than `limits`. */
+export async function compact(gitdir: string, home: string, limits = LIMITS): Promise<boolean> {
+  const objects = path.join(gitdir, 'objects');
+  const packs = (await fs.promises.readdir(path.join(objects, 'pack')).catch(() => [] as string[])).filter((n) => n.endsWith('.pack')).length;
+  let loose = 0;
+  if (packs <= limits.packs) {
+    for (const d of await fs.promises.readdir(objects)) {
+      if (/^[0-9a-f]{2}$/.test(d)) loose += (await fs.promises.readdir(path.join(objects, d))).length;
+    }
+    if (loose <= limits.loose) return false;
+  }
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('git', ['repack', '-adq'], {
+      env: { PATH: process.env.PATH, HOME: home, GIT_DIR: gitdir, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+      stdio: 'ignore',
+    });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`git repack exited with ${code}`))));
+  });
+  return true;
+}
+
 /** A bare repository, by its git directory. */
 export class Repo {
   constructor(readonly gitdir: string) {}

@@ -9,7 +9,7 @@ import { profilesClient } from '@svc/clients';
 import type { Registry } from '@svc/kit';
 
 import type { GitCache } from './cache.js';
-import { importCommits, type NewCommit, Repo, type Signature } from './objects.js';
+import { compact, importCommits, type NewCommit, Repo, type Signature } from './objects.js';
 
 interface Author {
   kind: string;
@@ -212,6 +212,7 @@ export class ProfileRepos {
       const oids = await importCommits(st.repo.gitdir, this.deps.cache.root, commits);
       versions.forEach((v, k) => st.commits.set(v.id, oids[k]!));
     }
+    if (missing.length) await compact(st.repo.gitdir, this.deps.cache.root);
     const refs = new Map<string, string>();
     const names = branchRefs(doc.branches);
     for (const b of doc.branches)

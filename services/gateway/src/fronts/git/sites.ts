@@ -20,7 +20,7 @@ import { DomainError, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
 import type { GitCache } from './cache.js';
-import { importCommits, readCommitFiles, Repo, type Signature } from './objects.js';
+import { compact, importCommits, readCommitFiles, Repo, type Signature } from './objects.js';
 import { parseReport, writeReport } from './report.js';
 import { receivePack } from './smart.js';
 
@@ -101,6 +101,7 @@ export class SiteRepos {
       if (!oid) {
         oid = await this.materialise(st.repo, site, current, rpc);
         await st.repo.setRef(deploymentRef(current), oid);
+        await compact(st.repo.gitdir, this.deps.cache.root);
       }
       await st.repo.setRef(MAIN, oid);
     }
@@ -175,6 +176,7 @@ export class SiteRepos {
             continue;
           }
           await adopt(tmp, st.repo.gitdir);
+          await compact(st.repo.gitdir, this.deps.cache.root);
           await st.repo.setRef(deploymentRef(outcome.deployment.id), pushed);
           await st.repo.setRef(MAIN, pushed);
           st.deploymentId = outcome.deployment.id;
