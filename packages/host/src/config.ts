@@ -18,6 +18,10 @@ export interface HostConfig {
   /** The units file (SVC_HOST_UNITS_FILE); without one, a single simulated unit `sim-1`. */
   unitsFile?: string;
   grantsPollMs: number;
+  /** The project folder the host serves (SVC_HOST_PROJECT, or `--project <folder>`). */
+  project?: string;
+  /** Outreach mail: SVC_HOST_SMTP_URL and SVC_HOST_SMTP_FROM (both, or neither). */
+  smtp?: { url: string; from: string };
 }
 
 export const DEFAULT_PORT = 4747;
@@ -35,6 +39,15 @@ function int(env: NodeJS.ProcessEnv, name: string, dflt: number, min: number, ma
   return n;
 }
 
+function smtpConfig(env: NodeJS.ProcessEnv): HostConfig['smtp'] {
+  const url = env.SVC_HOST_SMTP_URL;
+  const from = env.SVC_HOST_SMTP_FROM;
+  if (!url && !from) return undefined;
+  if (!url || !from) throw new HostSetupError('SVC_HOST_SMTP_URL and SVC_HOST_SMTP_FROM go together (outreach mail needs a server and a sender).');
+  if (!/^smtps?:\/\//.test(url)) throw new HostSetupError('SVC_HOST_SMTP_URL must be smtp://… or smtps://….');
+  return { url, from };
+}
+
 export function readConfig(env: NodeJS.ProcessEnv = process.env): HostConfig {
   const baseUrl = env.SVC_BASE_URL || 'https://api.svc.dev';
   try {
@@ -48,6 +61,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): HostConfig {
     dataDir: env.SVC_HOST_DATA_DIR || defaultDataDir(env),
     unitsFile: env.SVC_HOST_UNITS_FILE || undefined,
     grantsPollMs: int(env, 'SVC_HOST_GRANTS_POLL_MS', 60_000, 1000, 3_600_000),
+    project: env.SVC_HOST_PROJECT || undefined,
+    smtp: smtpConfig(env),
   };
 }
 

@@ -7,6 +7,8 @@ import type { Log } from './log.js';
 /** Close codes the platform uses (services/gateway/src/fronts/hosts). */
 const CLOSE_UNPAIRED = 4401;
 const CLOSE_REPLACED = 4409;
+/** The gateway's frame limit is 1 MiB (services/gateway/src/fronts/hosts); results stay under it with room to spare. */
+const MAX_RESULT_FRAME = 1000 * 1024;
 
 export type ConnectionState = 'connecting' | 'open' | 'waiting' | 'rejected' | 'stopped';
 
@@ -152,7 +154,15 @@ export class Connection {
       const id = frame.id;
       const caller = frame.caller ? { kind: String(frame.caller.kind), id: String(frame.caller.id) } : undefined;
       this.o.control.call(frame.tool, frame.arguments ?? {}, { via: 'platform', callId: id, principal: caller }).then(
-        (result) => ws.send(JSON.stringify({ type: 'result', id, result: toolResult({ result }) })),
+        (result) => {
+          let text = JSON.stringify({ type: 'result', id, result: toolResult({ result }) });
+          // The gateway closes a socket on a frame past 1 MiB: a result that large is refused instead.
+          if (Buffer.byteLength(text) > MAX_RESULT_FRAME) {
+            const message = `The result of ${frame.tool} is too large to return through the platform (more than ${MAX_RESULT_FRAME} bytes); ask for less (a smaller file, a limit).`;
+            text = JSON.stringify({ type: 'result', id, result: toolResult({ error: { code: 'result_too_large', message } }) });
+          }
+          ws.send(text);
+        },
         (err: unknown) => {
           const error =
             err instanceof ControlError ? { code: err.code, message: err.message } : { code: 'internal_error', message: 'The tool failed.' };

@@ -1,5 +1,6 @@
 import type { GrantBook } from './grants.js';
 import type { Caller, Journal } from './journal.js';
+import type { ProjectTools } from './project/handlers.js';
 import { TOOL_BY_NAME, type ToolSpec } from './tools.js';
 import { COMMAND_LINE_RE } from './units/driver.js';
 import { ControlError, type Units } from './units/units.js';
@@ -8,16 +9,55 @@ export { ControlError };
 
 type Args = Record<string, unknown>;
 
+interface PropSchema {
+  type: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  pattern?: string;
+  enum?: string[];
+  items?: PropSchema;
+  maxItems?: number;
+}
+
+function checkValue(key: string, s: PropSchema, v: unknown): void {
+  const bad = (why: string) => new ControlError('invalid_arguments', `${key}: ${why}`, 400);
+  switch (s.type) {
+    case 'string':
+      if (typeof v !== 'string') throw bad('must be a string');
+      if (v.length < (s.minLength ?? 0) || v.length > (s.maxLength ?? Infinity))
+        throw bad(`must be ${s.minLength ?? 0} to ${s.maxLength} characters`);
+      if (s.enum && !s.enum.includes(v)) throw bad(`must be one of ${s.enum.join(', ')}`);
+      if (s.pattern && !new RegExp(s.pattern).test(v)) throw bad(`must match ${s.pattern}`);
+      return;
+    case 'integer':
+    case 'number':
+      if (s.type === 'integer' ? !Number.isInteger(v) : typeof v !== 'number' || !Number.isFinite(v))
+        throw bad(`must be ${s.type === 'integer' ? 'an integer' : 'a number'}`);
+      if ((v as number) < (s.minimum ?? -Infinity) || (v as number) > (s.maximum ?? Infinity)) throw bad('is out of range');
+      return;
+    case 'boolean':
+      if (typeof v !== 'boolean') throw bad('must be true or false');
+      return;
+    case 'object':
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad('must be a JSON object');
+      return;
+    case 'array':
+      if (!Array.isArray(v)) throw bad('must be an array');
+      if (v.length > (s.maxItems ?? Infinity)) throw bad(`has more than ${s.maxItems} items`);
+      if (s.items) v.forEach((item, i) => checkValue(`${key}[${i}]`, s.items!, item));
+      return;
+  }
+}
+
 /** Checks arguments against a tool's (flat) input schema: required fields, types, bounds, no extras. */
 export function checkArgs(spec: ToolSpec, args: unknown): Args {
   if (typeof args !== 'object' || args === null || Array.isArray(args)) {
     throw new ControlError('invalid_arguments', 'arguments: must be a JSON object', 400);
   }
   const a = args as Args;
-  const props = spec.inputSchema.properties as Record<
-    string,
-    { type: string; minLength?: number; maxLength?: number; minimum?: number; maximum?: number }
-  >;
+  const props = spec.inputSchema.properties as Record<string, PropSchema>;
   for (const key of Object.keys(a)) {
     if (!props[key]) throw new ControlError('invalid_arguments', `${key}: ${spec.name} takes no such argument`, 400);
   }
@@ -25,19 +65,7 @@ export function checkArgs(spec: ToolSpec, args: unknown): Args {
     if (a[key] === undefined) throw new ControlError('invalid_arguments', `${key}: is required`, 400);
   }
   for (const [key, s] of Object.entries(props)) {
-    const v = a[key];
-    if (v === undefined) continue;
-    if (s.type === 'string') {
-      if (typeof v !== 'string') throw new ControlError('invalid_arguments', `${key}: must be a string`, 400);
-      if (v.length < (s.minLength ?? 0) || v.length > (s.maxLength ?? Infinity)) {
-        throw new ControlError('invalid_arguments', `${key}: must be ${s.minLength ?? 0} to ${s.maxLength} characters`, 400);
-      }
-    } else if (s.type === 'integer') {
-      if (!Number.isInteger(v)) throw new ControlError('invalid_arguments', `${key}: must be an integer`, 400);
-      if ((v as number) < (s.minimum ?? -Infinity) || (v as number) > (s.maximum ?? Infinity)) {
-        throw new ControlError('invalid_arguments', `${key}: is out of range`, 400);
-      }
-    }
+    if (a[key] !== undefined) checkValue(key, s, a[key]);
   }
   return a;
 }
@@ -48,7 +76,7 @@ export function checkArgs(spec: ToolSpec, args: unknown): Args {
  * unit, and its outcome is journaled after.
  */
 export class Control {
-  constructor(private readonly deps: { units: Units; grants: GrantBook; journal: Journal; commandTimeoutMs?: number }) {}
+  constructor(private readonly deps: { units: Units; grants: GrantBook; journal: Journal; project: ProjectTools; commandTimeoutMs?: number }) {}
 
   /** Refuses unless a held grant gives the tool's verb (on the unit, when the tool names one). */
   private authorize(spec: ToolSpec, unit: string | undefined): void {
@@ -145,6 +173,7 @@ export class Control {
 
   private async run(spec: ToolSpec, args: Args, caller: Caller): Promise<unknown> {
     const { units, grants, journal } = this.deps;
+    if (spec.group && spec.group !== 'units') return this.deps.project.run(spec, args, caller);
     const unit = args.unit as string;
     switch (spec.name) {
       case 'list_grants':

@@ -80,3 +80,25 @@ export function loadCredential(env: NodeJS.ProcessEnv = process.env): LoadedCred
   }
   return { credential, source: file };
 }
+
+/**
+ * A key the host's owner gave it to act with on the platform's market and host routes
+ * (SVC_HOST_PLATFORM_KEY, or the file SVC_HOST_PLATFORM_KEY_FILE with the same rules as the
+ * credential file). Typically an agent's API key: the platform applies that agent's limits.
+ */
+export function loadPlatformKey(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const fromEnv = env.SVC_HOST_PLATFORM_KEY?.trim();
+  if (fromEnv) return fromEnv;
+  const file = env.SVC_HOST_PLATFORM_KEY_FILE?.trim();
+  if (!file) return undefined;
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch (err) {
+    throw new HostSetupError(`The platform key file ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? 'error'}.`);
+  }
+  if (process.platform !== 'win32' && (stat.mode & 0o077) !== 0) {
+    throw new HostSetupError(`The platform key file ${file} is open to other users; it must be readable by you only: chmod 600 ${file}`);
+  }
+  return fs.readFileSync(file, 'utf8').trim() || undefined;
+}

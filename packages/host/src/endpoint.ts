@@ -9,7 +9,8 @@ import type { Log } from './log.js';
 export const LOOPBACK_ADDRESSES = ['127.0.0.1', '::1'] as const;
 /** Host headers a local client sends (any port); anything else is a DNS-rebinding page or a mistake. */
 const HOST_HEADER_RE = /^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$/i;
-const MAX_BODY = 64 * 1024;
+/** A write_file of 512 KiB as JSON (base64 or escaped text) fits. */
+const MAX_BODY = 1024 * 1024;
 
 export interface Endpoint {
   port: number;
@@ -87,7 +88,7 @@ export async function startEndpoint(o: { port: number; credential: string; contr
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > MAX_BODY) {
-        refuse(res, 413, 'payload_too_large', 'Arguments are at most 64 KiB.');
+        refuse(res, 413, 'payload_too_large', 'Arguments are at most 1 MiB.');
         req.destroy();
       } else chunks.push(c);
     });

@@ -17,9 +17,11 @@ export interface JournalEntry {
   kind: 'action' | 'result' | 'refused';
   tool: string;
   unit?: string;
+  /** For a project tool: what it acts on (a project path, `venue:<id>`, `host:<id>`). */
+  target?: string;
   /** The verb the action needed. */
   verb?: string;
-  /** For an action: the exact line sent to the unit (or the step taken: open, close). */
+  /** For an action: the exact line sent to the unit (or the step taken: open, close; what a project tool does). */
   line?: string;
   /** For a result: the action's seq. */
   ref?: number;

@@ -128,7 +128,8 @@ export function createRelayServer(o: RelayOptions): Server {
         readOnlyHint: t.readOnly,
         destructiveHint: t.acts && t.name !== 'open_channel',
         idempotentHint: t.readOnly || t.name === 'stop',
-        openWorldHint: t.acts,
+        // Units and the platform are outside this machine's files; a project write is not.
+        openWorldHint: t.acts && (t.group === undefined || t.group === 'units' || t.group === 'platform'),
       },
     })),
   }));

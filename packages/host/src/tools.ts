@@ -1,26 +1,12 @@
-/**
- * The control tools: the one list the local endpoint (`POST /control/<name>`), platform calls
- * (`POST /hosts/:hostId/call` with `tool: <name>`) and the stdio MCP relay all serve.
- *
- * `verb` is what a standing grant held by the host must give (`units.*` gives them all): `any`
- * means any live grant at all (stop: whoever may touch the host may halt it), `null` none
- * (list_grants: what the host holds is how one learns which verb is missing).
- */
-export interface ToolSpec {
-  name: string;
-  title: string;
-  description: string;
-  verb: string | 'any' | null;
-  readOnly: boolean;
-  /** Changes what a unit does (journaled before it is sent). */
-  acts: boolean;
-  inputSchema: { type: 'object'; properties: Record<string, object>; required?: string[]; additionalProperties: false };
-}
+import { COMPUTE_TOOLS, FILE_TOOLS, OUTREACH_TOOLS, PLATFORM_TOOLS, PROJECT_TOOLS } from './project/specs.js';
+import type { ToolSpec } from './tool-spec.js';
+
+export type { ToolSpec } from './tool-spec.js';
 
 const unit = { type: 'string', minLength: 1, maxLength: 64, description: 'The unit (device) name, as list_units shows it.' };
 const unitOnly = { type: 'object' as const, properties: { unit }, required: ['unit'], additionalProperties: false as const };
 
-export const TOOLS: ToolSpec[] = [
+export const UNIT_TOOLS: ToolSpec[] = [
   {
     name: 'list_grants',
     title: 'List grants',
@@ -138,5 +124,7 @@ export const TOOLS: ToolSpec[] = [
     },
   },
 ];
+
+export const TOOLS: ToolSpec[] = [...UNIT_TOOLS, ...PROJECT_TOOLS, ...FILE_TOOLS, ...COMPUTE_TOOLS, ...PLATFORM_TOOLS, ...OUTREACH_TOOLS];
 
 export const TOOL_BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
