@@ -13,7 +13,7 @@ let t: TestStack;
 let key: string;
 let dir: string;
 beforeAll(async () => {
-  t = await startTestStack();
+  t = await startTestStack({ SVC_TRADING_PAPER_TICK_MS: '3600000', SVC_TRADING_ALPACA_URL: 'off' });
   const res = await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'cli person' });
   key = res.body.key;
   const agent = await t.ok('POST', '/agents', key, { name: 'cli helper' });
@@ -99,6 +99,14 @@ describe('the svc command', () => {
     expect((await svc(['keys', 'revoke', k.id])).code).toBe(0);
     expect((await svc(['models', 'ls'])).stdout).toMatch(/^svc\/dev\s/m);
     expect((await svc(['trading', 'venues'])).stdout).toMatch(/^paper\s/m);
+    const book = (await t.ok('GET', '/trading/book?symbol=BTC%2FUSD&depth=5', key)).body;
+    const price = book.bids[book.bids.length - 1].price;
+    const order = await svc(['trading', 'order', '--symbol', 'BTC/USD', '--side', 'buy', '--qty', '0.01', '--price', price, '--json']);
+    const placed = JSON.parse(order.stdout);
+    expect([order.code, placed.type, placed.status]).toEqual([0, 'limit', expect.stringMatching(/^(new|open)$/)]);
+    const cancelled = await svc(['trading', 'cancel', placed.id]);
+    expect(cancelled.stdout).toMatch(new RegExp(`^${placed.id}\\s+cancelled\\s+BTC/USD$`, 'm'));
+    expect((await svc(['trading', 'order', '--symbol', 'BTC/USD', '--qty', '1'])).code).toBe(2);
     const profile = await t.ok('POST', '/profiles', key, { name: 'taste' });
     const c1 = await t.ok('POST', `/profiles/${profile.body.id}/commits`, key, { message: 'first' });
     const c2 = await t.ok('POST', `/profiles/${profile.body.id}/commits`, key, { message: 'second' });

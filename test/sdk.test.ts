@@ -1,4 +1,3 @@
-import { buildOpenApi, routes } from '@svc/api';
 import { responseOf, type ServerEvent, Svc, SvcNotFoundError, SvcPreconditionFailedError } from '@svc/sdk';
 
 import { startTestStack, type TestStack } from './support/stack';
@@ -226,15 +225,16 @@ describe('the TypeScript SDK against the stack', () => {
     expect((await svc.accounts.get({ id: ada.id })).id).toBe(ada.id);
   });
 
-  // The server's Idempotency-Key support is being built (branch reliability); this runs once the
-  // OpenAPI document declares the header.
-  const idempotent = JSON.stringify(buildOpenApi(routes, { version: '0' }))
-    .toLowerCase()
-    .includes('idempotency-key');
-  (idempotent ? test : test.skip)('a POST sent twice under one Idempotency-Key happens once', async () => {
+  test('a POST sent twice under one Idempotency-Key happens once; the SDK sends a key of its own on every POST', async () => {
     const key = `sdk-${Date.now()}`;
     const a = await svc.drive.createFolder({ name: 'once' }, { idempotencyKey: key });
     const b = await svc.drive.createFolder({ name: 'once' }, { idempotencyKey: key });
     expect(b.id).toBe(a.id);
+    expect(responseOf(b)?.headers.get('idempotent-replayed')).toBe('true');
+    const named: string[] = [];
+    for await (const item of svc.drive.list.all()) if (item.name === 'once') named.push(item.id);
+    expect(named).toEqual([a.id]);
+    // Without an explicit key each call is its own: a second folder of that name is a conflict, not a replay.
+    await expect(svc.drive.createFolder({ name: 'once' })).rejects.toMatchObject({ status: 409 });
   });
 });

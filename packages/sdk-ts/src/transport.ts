@@ -1,6 +1,6 @@
 /**
  * One call of one operation: the request built from the operation table and the input object, sent
- * with retries (network errors, 429 and 5xx; for GET/PUT/DELETE, and for POST/PATCH under an
+ * with retries (network errors, 408, 429 and 5xx; for GET/PUT/DELETE, and for POST under an
  * `Idempotency-Key` the SDK makes once per call and sends on every attempt), the answer read into
  * JSON or a typed error.
  */
@@ -134,13 +134,25 @@ export function backoffMs(config: Config, attempt: number, headers?: Headers): n
 const newKey = () => globalThis.crypto.randomUUID();
 
 /**
+ * Whether an attempt that ended with `status` (0: no answer) and error `code` may be sent again. GET,
+ * PUT and DELETE are idempotent; a POST carries its Idempotency-Key, so the server runs it once
+ * however often it arrives (and says `idempotency_key_in_use` while the first attempt still runs);
+ * a PATCH, which takes no key, only when the server said it did nothing (429).
+ */
+function mayRetry(method: string, status: number, code?: string): boolean {
+  if (method === 'PATCH') return status === 429;
+  if (status === 0 || RETRY_STATUS.has(status)) return true;
+  return method === 'POST' && status === 409 && code === 'idempotency_key_in_use';
+}
+
+/**
  * Sends `prepared`, retrying what may be retried; returns the successful Response (2xx or 304), or
  * throws the typed error of the last answer.
  */
 export async function send(config: Config, id: OperationId, prepared: Prepared, options: CallOptions = {}): Promise<Response> {
   const headers = { ...prepared.headers, ...options.headers };
   const method = prepared.method;
-  if (method === 'POST' || method === 'PATCH') headers['idempotency-key'] ??= options.idempotencyKey ?? newKey();
+  if (method === 'POST') headers['idempotency-key'] ??= options.idempotencyKey ?? newKey();
   const maxRetries = prepared.replayable ? (options.maxRetries ?? config.maxRetries) : 0;
   const timeoutMs = options.timeoutMs ?? config.timeoutMs;
   for (let attempt = 0; ; attempt++) {
@@ -157,7 +169,7 @@ export async function send(config: Config, id: OperationId, prepared: Prepared, 
       res = await config.fetch(prepared.url, { method, headers, body: body as BodyInit | undefined, signal, duplex: 'half' } as RequestInit);
     } catch (err) {
       if (options.signal?.aborted) throw err;
-      if (attempt < maxRetries) {
+      if (attempt < maxRetries && mayRetry(method, 0)) {
         await sleep(backoffMs(config, attempt + 1), options.signal);
         continue;
       }
@@ -165,11 +177,6 @@ export async function send(config: Config, id: OperationId, prepared: Prepared, 
       throw new SvcConnectionError({ status: 0, code: 'connection_error', message: `${method} ${prepared.url} ${why}`, operation: id, cause: err });
     }
     if (res.ok || res.status === 304) return res;
-    if (RETRY_STATUS.has(res.status) && attempt < maxRetries) {
-      await res.body?.cancel().catch(() => undefined);
-      await sleep(backoffMs(config, attempt + 1, res.headers), options.signal);
-      continue;
-    }
     const text = await res.text().catch(() => '');
     let parsed: unknown = null;
     try {
@@ -177,7 +184,12 @@ export async function send(config: Config, id: OperationId, prepared: Prepared, 
     } catch {
       // not the contract's body (a proxy's page)
     }
-    throw errorFromAnswer(res.status, parsed, res.headers, id);
+    const error = errorFromAnswer(res.status, parsed, res.headers, id);
+    if (attempt < maxRetries && mayRetry(method, res.status, error.code)) {
+      await sleep(backoffMs(config, attempt + 1, res.headers), options.signal);
+      continue;
+    }
+    throw error;
   }
 }
 

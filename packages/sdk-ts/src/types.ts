@@ -69,7 +69,7 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Extra request headers. */
   headers?: Record<string, string>;
-  /** The idempotency key of a POST or PATCH (default: a new one per call, the same across its retries). */
+  /** The Idempotency-Key of a POST (default: a new one per call, the same across its retries). */
   idempotencyKey?: string;
   /** Retries of this call (default: the client's). */
   maxRetries?: number;

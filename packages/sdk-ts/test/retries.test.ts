@@ -72,6 +72,26 @@ describe('the TypeScript SDK’s transport', () => {
     }
   });
 
+  test('a POST whose key is still in use is sent again later; a PATCH (no key) is not retried after a 503', async () => {
+    const s = await scripted([error(409, 'idempotency_key_in_use'), json(201, { id: 'fld_1' })]);
+    try {
+      const svc = new Svc({ apiKey: KEY, baseUrl: s.url, retryBaseMs: 10 });
+      expect(await svc.drive.createFolder({ name: 'x' })).toEqual({ id: 'fld_1' });
+      expect(new Set(s.seen.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+      expect(s.seen).toHaveLength(2);
+    } finally {
+      await s.close();
+    }
+    const p = await scripted([error(503, 'unavailable')]);
+    try {
+      const svc = new Svc({ apiKey: KEY, baseUrl: p.url, retryBaseMs: 1 });
+      await expect(svc.threads.update({ id: 'thr_x', title: 't' })).rejects.toBeInstanceOf(SvcServerError);
+      expect(p.seen.map((r) => [r.method, r.headers['idempotency-key']])).toEqual([['PATCH', undefined]]);
+    } finally {
+      await p.close();
+    }
+  });
+
   test('429 waits as Retry-After says; a 4xx is not retried and is a typed error; 5xx gives up after maxRetries', async () => {
     const s = await scripted([error(429, 'rate_limited', { 'retry-after': '1' }), json(200, { models: [] })]);
     try {

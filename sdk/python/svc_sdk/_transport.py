@@ -1,5 +1,5 @@
 """One call of one operation: the request built from the operation table and keyword arguments,
-sent with retries (network errors, 429 and 5xx; for GET/PUT/DELETE, and for POST/PATCH under an
+sent with retries (network errors, 408, 429 and 5xx; for GET/PUT/DELETE, and for POST under an
 ``Idempotency-Key`` made once per call and sent on every attempt), the answer read into JSON or a
 typed error."""
 import http.client
@@ -199,6 +199,17 @@ def _connect(url: str, timeout: Optional[float]) -> Tuple[http.client.HTTPConnec
     return conn, target
 
 
+def may_retry(method: str, status: int, code: Optional[str] = None) -> bool:
+    """Whether an attempt that ended with ``status`` (0: no answer) may be sent again: GET, PUT and DELETE
+    are idempotent; a POST carries its Idempotency-Key (and the server says ``idempotency_key_in_use``
+    while the first attempt runs); a PATCH, which takes no key, only when the server did nothing (429)."""
+    if method == "PATCH":
+        return status == 429
+    if status == 0 or status in RETRY_STATUS:
+        return True
+    return method == "POST" and status == 409 and code == "idempotency_key_in_use"
+
+
 def send(
     config: Config,
     operation: str,
@@ -212,7 +223,7 @@ def send(
     """Sends ``prepared``, retrying what may be retried; the successful answer (2xx or 304), or the typed error."""
     sent = dict(prepared.headers)
     sent.update(headers or {})
-    if prepared.method in ("POST", "PATCH"):
+    if prepared.method == "POST":
         sent.setdefault("idempotency-key", idempotency_key or str(uuid.uuid4()))
     retries = (config.max_retries if max_retries is None else max_retries) if prepared.replayable else 0
     attempt = 0
@@ -224,7 +235,7 @@ def send(
             res = conn.getresponse()
         except (OSError, http.client.HTTPException) as err:
             conn.close()
-            if attempt < retries:
+            if attempt < retries and may_retry(prepared.method, 0):
                 attempt += 1
                 sleep(backoff(config, attempt))
                 continue
@@ -234,12 +245,13 @@ def send(
             return Answer(res.status, answer_headers, res, conn)
         text = res.read()
         conn.close()
-        if res.status in RETRY_STATUS and attempt < retries:
-            attempt += 1
-            sleep(backoff(config, attempt, answer_headers))
-            continue
         try:
             parsed = json.loads(text.decode("utf-8")) if text else None
         except ValueError:
             parsed = None
-        raise error_from_answer(res.status, parsed, answer_headers, operation)
+        error = error_from_answer(res.status, parsed, answer_headers, operation)
+        if attempt < retries and may_retry(prepared.method, res.status, error.code):
+            attempt += 1
+            sleep(backoff(config, attempt, answer_headers))
+            continue
+        raise error

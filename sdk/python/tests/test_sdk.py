@@ -156,6 +156,24 @@ class TransportTest(unittest.TestCase):
         finally:
             s.close()
 
+    def test_key_in_use_is_waited_for_and_patch_is_not_retried(self):
+        s = Scripted([error(409, "idempotency_key_in_use"), (201, {"id": "fld_1"}, {})])
+        try:
+            svc = Svc(api_key=KEY, base_url=s.url, retry_base=0.01, env={})
+            self.assertEqual(svc.drive.create_folder(name="x"), {"id": "fld_1"})
+            self.assertEqual(len({r["headers"]["idempotency-key"] for r in s.seen}), 1)
+        finally:
+            s.close()
+        s = Scripted([error(503, "unavailable")])
+        try:
+            svc = Svc(api_key=KEY, base_url=s.url, retry_base=0.01, env={})
+            with self.assertRaises(svc_sdk.SvcServerError):
+                svc.threads.update(id="thr_x", title="t")
+            self.assertEqual(len(s.seen), 1)
+            self.assertNotIn("idempotency-key", s.seen[0]["headers"])
+        finally:
+            s.close()
+
     def test_429_honours_retry_after_and_4xx_is_typed(self):
         s = Scripted([error(429, "rate_limited", {"retry-after": "1"}), (200, {"models": []}, {})])
         try:
@@ -292,6 +310,8 @@ class StackTest(unittest.TestCase):
         a = self.svc.drive.create_folder({"idempotency_key": key}, name="once-py")
         b = self.svc.drive.create_folder({"idempotency_key": key}, name="once-py")
         self.assertEqual(a["id"], b["id"])
+        self.assertEqual(b.response.headers.get("idempotent-replayed"), "true")
+        self.assertEqual(len([i for i in self.svc.drive.list.all() if i["name"] == "once-py"]), 1)
 
 
 if __name__ == "__main__":
