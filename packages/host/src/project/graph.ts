@@ -87,21 +87,27 @@ export class ProjectGraph {
       } catch {
         return;
       }
+      const files: string[] = [];
+      const dirs: Array<[string, string]> = [];
       for (const e of entries) {
-        if (seen.size >= MAX_FILES) return;
         const r = rel ? `${rel}/${e.name}` : e.name;
         // Symlinks are not followed: the index never reads outside the project.
         if (e.isDirectory()) {
-          if (!SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) await walk(path.join(dir, e.name), r);
-        } else if (e.isFile()) {
-          seen.add(r);
-          const st = await fs.promises.stat(path.join(dir, e.name)).catch(() => null);
-          if (!st) continue;
-          const known = this.files.get(r);
-          if (known && known.mtimeMs === st.mtimeMs && known.size === st.size) continue;
-          this.files.set(r, await this.indexFile(r, st));
-        }
+          if (!SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) dirs.push([path.join(dir, e.name), r]);
+        } else if (e.isFile() && seen.size + files.length < MAX_FILES) files.push(r);
       }
+      // A folder's files are looked at together (stat in parallel): a rescan is one pass of the tree.
+      await Promise.all(
+        files.map(async (r) => {
+          seen.add(r);
+          const st = await fs.promises.stat(path.join(this.root, r)).catch(() => null);
+          if (!st) return;
+          const known = this.files.get(r);
+          if (known && known.mtimeMs === st.mtimeMs && known.size === st.size) return;
+          this.files.set(r, await this.indexFile(r, st));
+        }),
+      );
+      for (const [abs, r] of dirs) if (seen.size < MAX_FILES) await walk(abs, r);
     };
     await walk(this.root, '');
     for (const k of [...this.files.keys()]) if (!seen.has(k)) this.files.delete(k);

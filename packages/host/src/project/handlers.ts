@@ -180,7 +180,7 @@ export class ProjectTools {
           if (typeof v !== 'number' || !Number.isFinite(v)) throw new ControlError('invalid_arguments', `overrides.${k}: must be a number`, 400);
         }
         const started = performance.now();
-        const out = runTrials(w.world, await p.devices(), {
+        const out = await runTrials(w.world, await p.devices(), {
           trials: a.trials as number,
           seed: a.seed as number,
           outputs: a.outputs as string[] | undefined,

@@ -209,6 +209,9 @@ export function statistics(values: Float64Array, percentiles: number[]): OutputS
   };
 }
 
+/** Trials between turns given back to the event loop (about 5-10 ms of work). */
+const YIELD_EVERY = 5_000;
+
 export interface TrialsRequest {
   trials: number;
   seed: number;
@@ -224,7 +227,7 @@ export interface TrialsRequest {
  * (a mulberry32 stream seeded with `seed`, parameters in sorted id order) and evaluates the
  * outputs. Device parameters that are numbers are fixed inputs named `<device>.<parameter>`.
  */
-export function runTrials(world: World, devices: Map<string, Device>, req: TrialsRequest) {
+export async function runTrials(world: World, devices: Map<string, Device>, req: TrialsRequest) {
   const outputs = world.simulation?.outputs ?? {};
   const names = req.outputs ?? Object.keys(outputs);
   if (names.length === 0) throw new ControlError('no_simulation', `The world ${world.name} has no simulation outputs (simulation.outputs).`, 400);
@@ -254,6 +257,8 @@ export function runTrials(world: World, devices: Map<string, Device>, req: Trial
   const values = parsed.map(() => new Float64Array(req.trials));
   const env = new Map(fixed);
   for (let t = 0; t < req.trials; t++) {
+    // Long runs give the event loop a turn (a unit's stop must not wait for a simulation).
+    if (t > 0 && t % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
     for (const p of params) {
       const draw = sample(world.parameters[p]!, rand); // drawn even when overridden: the stream stays aligned
       if (!req.overrides || !(p in req.overrides)) env.set(p, draw);
