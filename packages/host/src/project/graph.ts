@@ -47,6 +47,15 @@ interface FileNode {
   terms: Map<string, number>;
 }
 
+/** A markdown link's path, %-decoded when it decodes (a malformed escape is kept as written). */
+function safeDecode(s: string): string {
+  try {
+    return decodeURI(s);
+  } catch {
+    return s;
+  }
+}
+
 const tokenize = (s: string) => s.toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) ?? [];
 
 function kindOf(rel: string): string {
@@ -147,7 +156,7 @@ export class ProjectGraph {
   /** A link's target as a project path (relative to the file), with code extensions and index files tried. */
   private resolve(from: string, l: Link): string {
     if (l.kind === 'device') return l.to;
-    const base = l.kind === 'reference' && !l.to.startsWith('.') ? l.to : path.posix.join(path.posix.dirname(from), decodeURI(l.to));
+    const base = l.kind === 'reference' && !l.to.startsWith('.') ? l.to : path.posix.join(path.posix.dirname(from), safeDecode(l.to));
     const norm = path.posix.normalize(base);
     if (norm.startsWith('..')) return `outside:${l.to}`;
     if (l.kind !== 'import' || (fs.existsSync(path.join(this.root, norm)) && fs.statSync(path.join(this.root, norm)).isFile())) return norm;
@@ -185,6 +194,7 @@ export class ProjectGraph {
         brokenLinks: links
           .filter((l) => !l.to.startsWith('device:') && !this.files.has(l.to))
           .map((l) => ({ from: l.from, to: l.to, line: l.line }))
+          .sort((a, b) => a.from.localeCompare(b.from) || a.line - b.line)
           .slice(0, limit),
         indexedAt: new Date(this.scannedAt).toISOString(),
       };

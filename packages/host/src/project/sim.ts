@@ -211,6 +211,8 @@ export function statistics(values: Float64Array, percentiles: number[]): OutputS
 
 /** Trials between turns given back to the event loop (about 5-10 ms of work). */
 const YIELD_EVERY = 5_000;
+/** Values kept for the statistics (8 bytes each): 40 MB at most. */
+const MAX_VALUES = 5_000_000;
 
 export interface TrialsRequest {
   trials: number;
@@ -237,6 +239,9 @@ export async function runTrials(world: World, devices: Map<string, Device>, req:
       throw new ControlError('unknown_output', `The world has no output ${name} (it has ${Object.keys(outputs).join(', ')}).`, 400);
     return { name, node: parseExpression(src) };
   });
+  if (req.trials * parsed.length > MAX_VALUES) {
+    throw new ControlError('too_many_trials', `trials × outputs is at most ${MAX_VALUES} (asked ${req.trials} × ${parsed.length}).`, 400);
+  }
   const fixed = new Map<string, number>();
   for (const placed of world.devices) {
     const described = devices.get(placed.device)?.parameters ?? {};
