@@ -7,7 +7,18 @@ import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'packages/proto/gen/**', 'coverage/**', '.data/**', '.bench/**', 'sdk/**'] },
+  {
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      'packages/proto/gen/**',
+      'coverage/**',
+      '.data/**',
+      '.bench/**',
+      'sdk/**',
+      'packages/sdk-ts/src/generated/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

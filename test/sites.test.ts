@@ -17,6 +17,7 @@ import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
 
 const MAX_FILES = 12;
 const MAX_BYTES = 512 * 1024;
+const KEEP = 5;
 
 let t: TestStack;
 let alice: string;
@@ -29,6 +30,7 @@ beforeAll(async () => {
     S3_ENDPOINT: 'start',
     SVC_DRIVE_SITE_MAX_FILES: String(MAX_FILES),
     SVC_DRIVE_SITE_MAX_BYTES: String(MAX_BYTES),
+    SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: String(KEEP),
     SVC_SITES_HOST: 'sites.test',
   });
   alice = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Alice' })).body.key;
@@ -192,6 +194,28 @@ describe('sites', () => {
       ]);
     }
     await t.ok('DELETE', `/sites/${other.id}`, alice);
+  });
+
+  test('content that does not match its hash is never served as complete', async () => {
+    const s = await createSite('damaged');
+    const small = 'small, cached when read';
+    const large = Buffer.alloc(300 * 1024, 7);
+    await deployOk(s.id, {
+      files: [
+        { path: 'small.txt', content: small },
+        { path: 'large.bin', content: large.toString('base64'), encoding: 'base64' },
+      ],
+    });
+    const accountId = (await t.ok('GET', '/me', alice)).body.accountId;
+    const blobs = await t.stack.backends.blobs();
+    const key = (h: string) => `drive/${accountId}/${h.slice(0, 2)}/${h}`;
+    await blobs.put(key(sha(small)), Buffer.from('SMALL, CACHED WHEN READ'));
+    const tampered = Buffer.from(large);
+    tampered[1000] = 8;
+    await blobs.put(key(sha(large)), tampered);
+    await expect(get('/sites/damaged/small.txt')).rejects.toThrow();
+    await expect(get('/sites/damaged/large.bin')).rejects.toThrow();
+    await t.ok('DELETE', `/sites/${s.id}`, alice);
   });
 
   test('HEAD, If-None-Match (304), folder redirects and the site’s 404.html', async () => {
@@ -454,7 +478,13 @@ describe('sites', () => {
     const v = winner.files.find((f: any) => f.path !== 'index.html').path.replace('.txt', '');
     expect((await get('/sites/racing/')).text).toBe(v);
     expect((await get(`/sites/racing/${v}.txt`)).status).toBe(200);
-    expect((await t.ok('GET', `/sites/${s.id}/deployments`, alice)).body.deployments).toHaveLength(versions.length);
+    // Past SVC_DRIVE_SITE_KEEP_DEPLOYMENTS the oldest go; the one served stays.
+    const kept = (await t.ok('GET', `/sites/${s.id}/deployments`, alice)).body.deployments.map((d: any) => d.id);
+    expect(kept).toHaveLength(KEEP);
+    expect(kept).toContain(current);
+    const pruned = made.map((d) => d.id).filter((id) => !kept.includes(id));
+    expect(pruned).toHaveLength(versions.length - KEEP);
+    expect((await t.call('GET', `/sites/${s.id}/deployments/${pruned[0]}`, { key: alice })).status).toBe(404);
     await t.ok('DELETE', `/sites/${s.id}`, alice);
   });
 

@@ -4,7 +4,7 @@ import { startTestStack, type TestStack } from './support/stack';
 
 let t: TestStack;
 beforeAll(async () => {
-  t = await startTestStack();
+  t = await startTestStack({ SVC_SSE_MAX_STREAMS_PER_KEY: '3' });
 });
 afterAll(() => t?.stop());
 
@@ -247,6 +247,41 @@ describe('threads', () => {
     const res = await reading;
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(res.events.map((e) => e.event)).toEqual(['thread.created']);
+  });
+
+  test('SSE: one key holds a bounded number of live streams (429 with Retry-After), and a closed one frees its place', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    const th = (await ok('POST', '/threads', ada.key, { agentId: agent.id })).body;
+    const acs = [new AbortController(), new AbortController(), new AbortController()];
+    const open = (ac?: AbortController) =>
+      fetch(`${t.url}/threads/${th.id}/events`, { headers: { authorization: `Bearer ${ada.key}`, accept: 'text/event-stream' }, signal: ac?.signal });
+    const held = await Promise.all(acs.map((ac) => open(ac)));
+    expect(held.map((r) => r.status)).toEqual([200, 200, 200]);
+    const refused = await open();
+    expect([refused.status, refused.headers.get('retry-after'), ((await refused.json()) as any).error.code]).toEqual([429, '5', 'too_many_streams']);
+    acs[0]!.abort();
+    await until(async () => {
+      const ac = new AbortController();
+      const again = await open(ac);
+      ac.abort();
+      return again.status === 200;
+    });
+    for (const ac of acs) ac.abort();
+  });
+
+  test('a project-scoped key sees its project’s threads only', async () => {
+    const ada = await person();
+    const scoped = (await ok('POST', '/me/api-keys', ada.key, { name: 'scoped', projectId: 'alpha' })).body.key as string;
+    const inProject = await agentOf(scoped);
+    const outside = await agentOf(ada.key);
+    const mine = (await ok('POST', '/threads', scoped, { agentId: inProject.id })).body;
+    expect(mine.projectId).toBe('alpha');
+    const theirs = (await ok('POST', '/threads', ada.key, { agentId: outside.id })).body;
+    expect((await ok('GET', '/me/threads', scoped)).body.threads.map((x: any) => x.id)).toEqual([mine.id]);
+    expect((await t.call('GET', `/threads/${theirs.id}`, { key: scoped })).status).toBe(404);
+    expect((await t.call('POST', '/threads', { key: scoped, body: { agentId: outside.id } })).body.error.code).toBe('agent_not_found');
+    expect((await ok('GET', '/me/threads', ada.key)).body.threads.map((x: any) => x.id).sort()).toEqual([mine.id, theirs.id].sort());
   });
 
   test('a tool the agent may not call, or a bad argument, is a tool error the run survives', async () => {

@@ -26,9 +26,24 @@ function errorStatuses(r: Route): Record<string, string> {
     out['412'] = 'A precondition (`If-Match`, `If-None-Match`) does not hold; the current ETag is in the `ETag` header.';
     out['413'] = 'The content is larger than the limit.';
   }
+  if (takesIdempotencyKey(r)) {
+    out['409'] ??= 'A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation.';
+    out['422'] ??= 'The Idempotency-Key was used with another request (`idempotency_key_reused`).';
+  }
   if (r.answer === 'bytes') out['416'] = 'The range is outside the content (`Content-Range: bytes */<size>`).';
   return out;
 }
+
+/** Every POST takes an Idempotency-Key (docs/reliability.md). */
+const takesIdempotencyKey = (r: Route) => r.method === 'post' && r.auth === 'key' && r.handler.kind !== 'unimplemented';
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes the request safe to retry: for 24 hours the same request with this key answers the first answer again (`Idempotent-Replayed: true`) and runs nothing; another request with it answers 422 `idempotency_key_reused`, the same one while the first runs 409 `idempotency_key_in_use`. Per account and API key.',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+};
 
 /** Path and query parameters; a path parameter the schema leaves out is still declared (a string). */
 function parameters(r: Route, schemas: SchemaCollector): unknown[] {
@@ -43,6 +58,7 @@ function parameters(r: Route, schemas: SchemaCollector): unknown[] {
       out.push({ name, in: where, required: where === 'path' || !t.safeParse(undefined).success, schema: schemas.schema(t, 'input') });
     }
   }
+  if (takesIdempotencyKey(r)) out.push(IDEMPOTENCY_KEY);
   for (const name of r.path.match(/:(\w+)/g) ?? []) {
     const n = name.slice(1);
     if (!out.some((p) => p.name === n)) out.push({ name: n, in: 'path', required: true, schema: { type: 'string' } });

@@ -231,6 +231,8 @@ export interface RpcCallOptions {
   principalToken: string;
   requestId?: string;
   deadlineMs?: number;
+  /** Streams only: ends the stream at once when aborted (see StreamCallOptions.signal). */
+  signal?: AbortSignal;
 }
 
 /** A typed client: a unary method returns a promise, a server-streaming one an AsyncIterable. */
@@ -261,7 +263,7 @@ export function createRpcClient<D extends AnyDef>(
       out[name] = (request: unknown, options: RpcCallOptions) => {
         const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };
         if (options.requestId) headers[REQUEST_ID_KEY] = options.requestId;
-        const raw = streamCall(channel, path, requestSerialize(request), { headers, deadlineMs: options.deadlineMs });
+        const raw = streamCall(channel, path, requestSerialize(request), { headers, deadlineMs: options.deadlineMs, signal: options.signal });
         return typedStream(raw, responseDeserialize, serviceName);
       };
       continue;

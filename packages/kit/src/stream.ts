@@ -38,6 +38,12 @@ export interface StreamCallOptions {
   headers: Record<string, string>;
   /** A deadline for the whole stream, counted from when the call is sent (the first read); none when absent. */
   deadlineMs?: number;
+  /**
+   * Ends the stream at once when aborted, even while the consumer waits for a message (a
+   * generator's return() takes effect only at its next message): the call is cancelled on the
+   * server and the waiting read ends as CANCELLED.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -83,6 +89,9 @@ async function* run(
   let reader: ResponseReader | undefined;
   try {
     reader = new ResponseReader(channel, headers, message, options.deadlineMs);
+    const r = reader;
+    if (options.signal?.aborted) r.cancelByCaller();
+    options.signal?.addEventListener('abort', () => r.cancelByCaller(), { once: true });
     for (let m = await reader.read(); m !== undefined; m = await reader.read()) yield m;
     code = GrpcStatus.OK;
   } catch (err) {
@@ -212,6 +221,11 @@ class ResponseReader {
   }
 
   /** Ends the call with a failure, thrown once the messages before it are read. */
+  /** The caller gave up (StreamCallOptions.signal): a waiting read ends as CANCELLED. */
+  cancelByCaller(): void {
+    this.fail(new UnaryCallError(GrpcStatus.CANCELLED, 'Cancelled by the caller.'));
+  }
+
   private fail(err: UnaryCallError): void {
     if (this.failure || this.ended) return;
     this.failure = err;

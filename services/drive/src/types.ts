@@ -14,6 +14,8 @@ export interface DriveSettings {
   siteMaxFiles: number;
   /** The most bytes one site deployment holds, all files together (413 above). */
   siteMaxBytes: number;
+  /** Deployments a site keeps: a deploy removes the oldest beyond this many (never the one served). */
+  siteKeepDeployments: number;
 }
 
 /** An item, with its locks, custom properties and path when a full view was asked. */

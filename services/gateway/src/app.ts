@@ -64,7 +64,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
     ...deps.operations,
     ...systemOperations({ registry: deps.registry, backends: deps.backends, services: deps.services, version: deps.version, routes, log: deps.log }),
   });
-  mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit });
+  mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit, registry: deps.registry, log: deps.log });
 
   app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.originalUrl.split('?')[0]}.`));
 

@@ -16,6 +16,7 @@ import {
 
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
+import { GitFront } from './fronts/git/index.js';
 import { attachHostFront } from './fronts/hosts/index.js';
 import { mountProtocols } from './fronts/index.js';
 import { closeHealthClients } from './health-client.js';
@@ -75,7 +76,10 @@ export async function startGateway(deps: {
 
   // Drive content is hashed on worker threads (started on the first large transfer).
   const hashes = createHashPool({ name: 'gateway-sha256' });
+  // Git repositories are materialised in a directory of this process's own (docs/git.md).
+  const git = new GitFront({ log, registry: deps.registry, backends: deps.backends, hashes });
   const local = {
+    git,
     log,
     registry: deps.registry,
     auth,
@@ -96,7 +100,7 @@ export async function startGateway(deps: {
     trustProxy: deps.settings.SVC_TRUST_PROXY,
     services,
     version: deps.version,
-    operations: { ...driveOperations(local), ...threadOperations(local) },
+    operations: { ...driveOperations(local), ...threadOperations({ ...local, maxStreamsPerKey: deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY }) },
     answers,
     mount: (app) => mountProtocols(app, local),
   });
@@ -134,6 +138,7 @@ export async function startGateway(deps: {
       });
       await auth.flushUsage(cache).catch(() => {});
       await hashes.close();
+      await git.close();
       closeHealthClients();
     },
   };

@@ -14,6 +14,8 @@ import { defineSettings } from '@svc/kit';
  *   /sites/<slug>/ only.
  * - SVC_MCP_ALLOWED_ORIGINS: browser origins (`https://app.example.com`, comma-separated) allowed to
  *   call POST /mcp, with CORS; empty (the default): a request with any Origin header is refused (403).
+ * - SVC_SSE_MAX_STREAMS_PER_KEY: live event streams one key may hold open on one gateway replica at
+ *   once (default 20); one more answers 429 too_many_streams.
  */
 export const gatewaySettingsSchema = defineSettings({
   SVC_BODY_LIMIT: z
@@ -39,6 +41,7 @@ export const gatewaySettingsSchema = defineSettings({
         .filter(Boolean),
     )
     .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s,]+$/i, 'each origin must look like https://app.example.com'))),
+  SVC_SSE_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(20),
 });
 
 export type GatewaySettings = z.output<typeof gatewaySettingsSchema>;

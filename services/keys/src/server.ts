@@ -1,6 +1,7 @@
 import { type CallContext, DomainError, type Handlers } from '@svc/kit';
 import type { keys } from '@svc/proto';
 
+import type { IdempotencyRecords } from './idempotency.js';
 import type { AgentKeyCaller, KeysDomain } from './keys.js';
 import type { KeyRow } from './store.js';
 
@@ -39,7 +40,21 @@ function agentKeyCaller(c: keys.AgentKeyCaller | undefined): AgentKeyCaller {
 }
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: KeysDomain): Handlers<Def> {
+/** A recorded answer's headers: a JSON object of strings. */
+function headersOf(json: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json || '{}');
+  } catch {
+    parsed = undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || Object.values(parsed).some((v) => typeof v !== 'string')) {
+    throw new DomainError('invalid_argument', 'invalid_request', 'answer.headersJson: must be a JSON object of strings.');
+  }
+  return parsed as Record<string, string>;
+}
+
+export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords): Handlers<Def> {
   return {
     async createKey(req, ctx) {
       const { row, plaintext } = await domain.create(ctx.principal, req);
@@ -78,6 +93,22 @@ export function handlers(domain: KeysDomain): Handlers<Def> {
     },
     async revokeOwnerKeys(req, ctx) {
       return { revoked: await domain.revokeOwner(ctx.principal, req.ownerKind, req.ownerId) };
+    },
+    async beginIdempotent(req, ctx) {
+      const begun = await idempotency.begin(ctx.principal, req.key, req.fingerprint);
+      if ('claim' in begun) return { claim: begun.claim };
+      const a = begun.answer;
+      return { claim: '', answer: { status: a.status, headersJson: JSON.stringify(a.headers), body: a.body, contentSha256: a.contentSha256 } };
+    },
+    async finishIdempotent(req, ctx) {
+      const a = req.answer;
+      const answer = a && { status: a.status, headers: headersOf(a.headersJson), body: Buffer.from(a.body), contentSha256: a.contentSha256 };
+      await idempotency.finish(ctx.principal, req.key, req.claim, answer);
+      return {};
+    },
+    async sweepIdempotent(_req, ctx) {
+      systemOnly(ctx);
+      return { deleted: await idempotency.sweep() };
     },
   };
 }

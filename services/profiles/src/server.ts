@@ -70,5 +70,9 @@ export function handlers(domain: ProfilesDomain): Handlers<Def> {
     async getVersion(req, ctx) {
       return { json: await domain.version(ctx.principal, req.id, req.versionId), etag: '' };
     },
+    async exportHistory(req, ctx) {
+      const json = await domain.exportHistory(ctx.principal, req.id, { snapshotVersionIds: req.snapshotVersionIds, maxBytes: req.maxBytes });
+      return { json, etag: '' };
+    },
   };
 }

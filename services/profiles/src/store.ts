@@ -39,6 +39,14 @@ export interface VersionRow {
   message: string;
   created_at: Date;
   snapshot_bytes: number;
+  /** Who made it ({kind, id, keyId}); null for versions written before this was kept. */
+  created_by: VersionAuthor | null;
+}
+
+export interface VersionAuthor {
+  kind: string;
+  id: string;
+  keyId: string | null;
 }
 
 export interface NewVersion {
@@ -51,6 +59,7 @@ export interface NewVersion {
   created_at: Date;
   manifest: Manifest;
   snapshot_bytes: number;
+  created_by: VersionAuthor | null;
 }
 
 export interface SummaryRow extends ProfileRow {
@@ -60,7 +69,7 @@ export interface SummaryRow extends ProfileRow {
 
 const PROFILE_COLUMNS = 'id, account_id, project_id, name, current_branch_id, working, rev, next_seq, created_at, updated_at';
 const BRANCH_COLUMNS = 'id, name, description, head_version_id, base_version_id, parent_branch_id, pos, created_at';
-const VERSION_COLUMNS = 'id, seq, branch_id, parent_version_id, merge_parent_id, message, created_at, snapshot_bytes';
+const VERSION_COLUMNS = 'id, seq, branch_id, parent_version_id, merge_parent_id, message, created_at, snapshot_bytes, created_by';
 
 const json = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
 
@@ -161,10 +170,12 @@ export class ProfileStore {
     if (!vs.length) return;
     await q.query(
       `INSERT INTO profiles.versions (profile_id, id, seq, branch_id, parent_version_id, merge_parent_id, message, created_at,
-         manifest, snapshot_bytes)
-       SELECT $1, id, seq, branch_id, parent_version_id, merge_parent_id, message, created_at, manifest::jsonb, snapshot_bytes
-         FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[], $10::int[])
-           AS u(id, seq, branch_id, parent_version_id, merge_parent_id, message, created_at, manifest, snapshot_bytes)`,
+         manifest, snapshot_bytes, created_by)
+       SELECT $1, id, seq, branch_id, parent_version_id, merge_parent_id, message, created_at, manifest::jsonb, snapshot_bytes,
+              created_by::jsonb
+         FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[], $10::int[],
+                     $11::text[])
+           AS u(id, seq, branch_id, parent_version_id, merge_parent_id, message, created_at, manifest, snapshot_bytes, created_by)`,
       [
         profileId,
         vs.map((v) => v.id),
@@ -176,6 +187,7 @@ export class ProfileStore {
         vs.map((v) => v.created_at.toISOString()),
         vs.map((v) => JSON.stringify(v.manifest)),
         vs.map((v) => v.snapshot_bytes),
+        vs.map((v) => (v.created_by ? JSON.stringify(v.created_by) : null)),
       ],
     );
   }

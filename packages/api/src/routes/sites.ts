@@ -127,7 +127,7 @@ const DeployBody = z
   )
   .meta({ id: 'DeploySiteRequest' });
 
-const params = z.object({ id: SiteId });
+const params = z.object({ id: SiteId.describe('The site’s id (site_…), as sites.create and sites.list answer it.') });
 
 export const sitesRoutes = [
   route({

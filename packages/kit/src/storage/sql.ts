@@ -100,6 +100,11 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
         throw outage(err);
       }
       let broken: unknown;
+      // A checked-out connection that is lost between statements emits 'error' with no one
+      // listening (the pool listens to idle ones only), which would end the process: it is noted,
+      // and the next statement fails as an outage.
+      const lost = (err: Error) => void (broken ??= err);
+      client.on('error', lost);
       try {
         await client.query('BEGIN');
         const out = await fn(wrap(client, true));
@@ -111,6 +116,7 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
         throw outage(err);
       } finally {
         // A connection that failed is not given back for reuse.
+        client.removeListener('error', lost);
         client.release(broken ? (broken as Error) : undefined);
       }
     },

@@ -55,10 +55,23 @@ export function unanswered(context: ContextMessage[]): NonNullable<ContextMessag
 }
 
 export class RunExecutor {
+  /** Runs this worker executes now: a second job for one of them (a redelivery, a sweep) is dropped. */
+  private readonly inHand = new Set<string>();
+
   constructor(private readonly deps: RunDeps) {}
 
   /** Executes the run if this worker can take it; returns when it ended or was left to another worker. */
   async execute(runId: string, working: () => void): Promise<void> {
+    if (this.inHand.has(runId)) return;
+    this.inHand.add(runId);
+    try {
+      await this.take(runId, working);
+    } finally {
+      this.inHand.delete(runId);
+    }
+  }
+
+  private async take(runId: string, working: () => void): Promise<void> {
     const d = this.deps;
     const run = await d.threads.claimRun(runId, d.worker, d.settings.SVC_RUN_LEASE_MS);
     // Finished, or another worker holds it (if that one dies, the sweep puts the run back on the queue).

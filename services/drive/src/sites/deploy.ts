@@ -132,8 +132,8 @@ async function folderByPath(sites: Sites, p: Principal, path: string, projectId:
 async function deployFolder(sites: Sites, p: Principal, siteId: string, folderId: string): Promise<DeploymentView> {
   const drive = sites.drive;
   return drive.tx(async (q) => {
-    const root = await drive.visible(q, p, folderId).catch(() => {
-      throw folderNotFound();
+    const root = await drive.visible(q, p, folderId).catch((err: unknown) => {
+      throw err instanceof DomainError && err.kind === 'not_found' ? folderNotFound() : err;
     });
     if (root.kind !== 'folder') throw new DomainError('conflict', 'not_a_folder', 'A site is deployed from a folder, not a file.');
     const tree = await drive.store.subtree(q, p.accountId, root.id);
@@ -198,6 +198,9 @@ async function insertAndSwitch(
     manifest,
   );
   const switched = await sites.store.pointAt(q, site.id, row.id);
+  const settings = sites.drive.settings;
+  const released = await sites.store.prune(q, site.id, settings.siteKeepDeployments, row.id);
+  await sites.drive.store.release(q, site.account_id, released, settings.graceSeconds);
   await sites.emit(q, 'drive.site.deployed', switched, {
     deploymentId: row.id,
     previousDeploymentId: site.current_deployment_id,

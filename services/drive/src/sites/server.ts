@@ -2,6 +2,7 @@
 import type { CallContext } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
+import { contentKey } from '../content.js';
 import { systemOnly } from '../domain.js';
 import type { Actor } from '../store.js';
 import { type DeploymentView, deploySite, getDeployment, listDeployments, rollbackSite } from './deploy.js';
@@ -54,7 +55,9 @@ export function siteHandlers(sites: Sites) {
       return { sites: r.sites.map(toSite), nextCursor: r.nextCursor };
     },
     async getSite(req: drive_sites.GetSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
-      return { site: toSite(await sites.visible(sites.drive.sql, ctx.principal, req.id)) };
+      // The Git front names a site by its slug or its id (a slug never holds "_", an id always does).
+      const id = req.id.includes('_') ? req.id : ((await sites.store.siteBySlug(sites.drive.sql, req.id))?.id ?? 'site_none');
+      return { site: toSite(await sites.visible(sites.drive.sql, ctx.principal, id)) };
     },
     async deleteSite(req: drive_sites.DeleteSiteRequest, ctx: CallContext): Promise<drive_sites.DeleteSiteResponse> {
       await deleteSite(sites, ctx.principal, req.id);
@@ -76,7 +79,11 @@ export function siteHandlers(sites: Sites) {
       return { deployments: r.deployments.map(toDeployment), nextCursor: r.nextCursor };
     },
     async getDeployment(req: drive_sites.GetDeploymentRequest, ctx: CallContext): Promise<drive_sites.DeploymentResponse> {
-      return { deployment: toDeployment(await getDeployment(sites, ctx.principal, req)) };
+      const d = await getDeployment(sites, ctx.principal, req);
+      const deployment = toDeployment(d);
+      // Where each file's bytes are (the Git front reads them to give a clone the deployed files).
+      for (const f of deployment.files) f.blobKey = contentKey(ctx.principal.accountId, f.sha256);
+      return { deployment };
     },
     async rollbackSite(req: drive_sites.RollbackSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
       return { site: toSite(await rollbackSite(sites, ctx.principal, { siteId: req.siteId, deploymentId: req.deploymentId || undefined })) };

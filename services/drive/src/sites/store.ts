@@ -133,6 +133,23 @@ export class SitesStore {
     return rows.map(deployment);
   }
 
+  /**
+   * Removes a site's deployments beyond the newest `keep` (never `current`); answers the content
+   * their files referenced.
+   */
+  async prune(q: Queryable, siteId: string, keep: number, current: string): Promise<string[]> {
+    const old = await q.query<{ id: string }>(`SELECT id FROM drive.site_deployments WHERE site_id = $1 AND id <> $3 ORDER BY id DESC OFFSET $2`, [
+      siteId,
+      Math.max(0, keep - 1),
+      current,
+    ]);
+    if (!old.length) return [];
+    const ids = old.map((r) => r.id);
+    const shas = await q.query<{ sha256: string }>(`SELECT DISTINCT sha256 FROM drive.site_files WHERE deployment_id = ANY($1::text[])`, [ids]);
+    await q.query(`DELETE FROM drive.site_deployments WHERE id = ANY($1::text[])`, [ids]);
+    return shas.map((r) => r.sha256);
+  }
+
   async files(q: Queryable, deploymentId: string): Promise<SiteFileRow[]> {
     const rows = await q.query<SiteFileRow>(`SELECT path, sha256, size, content_type FROM drive.site_files WHERE deployment_id = $1 ORDER BY path`, [
       deploymentId,

@@ -3,6 +3,7 @@ import type express from 'express';
 import type { ContentDeps } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
+import { type GitFront, mountGit } from './git/index.js';
 import { mountHostConnect } from './hosts/index.js';
 import { mountMcp } from './mcp/index.js';
 import { mountSites, type SitesDeps } from './sites/index.js';
@@ -11,18 +12,21 @@ import { mountDav } from './webdav/index.js';
 /** What the protocol fronts share: the authentication step and what moving drive content needs. */
 export interface FrontDeps extends ContentDeps, SitesDeps {
   auth: Authenticator;
+  /** The Git front's repositories (closed with the gateway). */
+  git: GitFront;
   /** Browser origins allowed on /mcp (SVC_MCP_ALLOWED_ORIGINS). */
   mcpAllowedOrigins: string[];
 }
 
 /**
- * Protocol fronts (public sites, WebDAV, MCP; Git to come), each on its own path. The host connection is a
+ * Protocol fronts (public sites, WebDAV, Git, MCP), each on its own path. The host connection is a
  * WebSocket upgrade, taken on the HTTP server itself (hosts/index.ts); here a plain GET of its path
  * is told so.
  */
 export function mountProtocols(app: express.Express, deps: FrontDeps): void {
   mountSites(app, deps);
   mountDav(app, deps);
+  mountGit(app, deps);
   mountHostConnect(app);
   mountMcp(app, { auth: deps.auth, registry: deps.registry, log: deps.log, allowedOrigins: deps.mcpAllowedOrigins });
 }

@@ -23,4 +23,30 @@ export const migrations: Migration[] = [
       CREATE INDEX api_keys_active_by_account ON keys.api_keys (account_id, id) WHERE revoked_at IS NULL;
       CREATE INDEX api_keys_by_owner ON keys.api_keys (owner_kind, owner_id) WHERE revoked_at IS NULL;`,
   },
+  {
+    // Idempotency-Key records (docs/reliability.md): one per acting account, API key and key; a
+    // claim while the request runs, then its answer; deleted by the sweeper once expired.
+    id: '0002_idempotency',
+    sql: `
+      CREATE TABLE keys.idempotency (
+        account_id text NOT NULL,
+        key_id text NOT NULL,
+        idem_key text NOT NULL,
+        fingerprint text NOT NULL,
+        claim text,
+        locked_until timestamptz,
+        status integer,
+        headers jsonb,
+        body bytea,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (account_id, key_id, idem_key)
+      );
+      CREATE INDEX idempotency_expiry ON keys.idempotency (expires_at);`,
+  },
+  {
+    // A streamed request's content hash, known only once its bytes have arrived (docs/reliability.md).
+    id: '0003_idempotency_content',
+    sql: `ALTER TABLE keys.idempotency ADD COLUMN content_sha256 text;`,
+  },
 ];

@@ -58,4 +58,10 @@ export const migrations: Migration[] = [
         PRIMARY KEY (profile_id, hash)
       );`,
   },
+  {
+    // Who made each version (shown as the author of its commit by the Git front, docs/git.md):
+    // {kind, id, keyId}; null for versions written before this column.
+    id: '0002_version_authors',
+    sql: `ALTER TABLE profiles.versions ADD COLUMN created_by jsonb;`,
+  },
 ];

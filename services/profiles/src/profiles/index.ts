@@ -6,7 +6,7 @@ import { commit, rollback } from './commits.js';
 import { ProfileCore } from './core.js';
 import { createProfile, getProfile, listProfiles, removeProfile, updateProfile } from './crud.js';
 import { merge } from './merging.js';
-import { diff, log, version } from './reads.js';
+import { diff, exportHistory, log, version } from './reads.js';
 
 export { buildCommitSnapshot } from './commits.js';
 export type { MergeResult } from './merging.js';
@@ -76,6 +76,11 @@ export class ProfilesDomain {
   }
 
   // Reads ----------------------------------------------------------------------------------------
+
+  /** The history and the snapshots asked for, for the Git front. */
+  exportHistory(p: Principal, id: string, input: { snapshotVersionIds: string[]; maxBytes?: number }) {
+    return exportHistory(this.core, p, id, input);
+  }
 
   log(p: Principal, id: string, input: { branchId?: string; limit: number; cursor?: string }) {
     return log(this.core, p, id, input);

@@ -2,9 +2,15 @@ import type { Principal, Queryable } from '@svc/kit';
 
 import { type BranchState, type Change, checkHistory, type VersionMeta } from '../history.js';
 import { type Chunk, type Manifest, manifestHashes, type Snapshot, toManifest } from '../snapshots.js';
-import type { NewVersion, ProfileRow } from '../store.js';
+import type { NewVersion, ProfileRow, VersionAuthor } from '../store.js';
 import type { Event, Loaded, ProfileCore } from './core.js';
 import { etagOf } from './views.js';
+
+/** Who makes a version: the principal's kind, its own id (a person's user id, an agent's id) and the key used. */
+export function authorOf(p: Principal): VersionAuthor {
+  const id = p.kind === 'human' ? p.userId : p.kind === 'agent' ? p.agentId : undefined;
+  return { kind: p.kind, id: id ?? p.accountId, keyId: p.keyId ?? null };
+}
 
 /** A version a write adds, with its snapshot (to store) or its manifest ready (and the chunks it adds). */
 export interface Addition {
@@ -66,6 +72,7 @@ export async function persist(
       created_at: a.meta.createdAt,
       manifest,
       snapshot_bytes: bytes,
+      created_by: authorOf(p),
     });
   }
   await core.store.insertChunks(q, l.row.id, [...fresh.values()]);

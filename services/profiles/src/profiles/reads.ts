@@ -63,3 +63,47 @@ export async function diff(core: ProfileCore, p: Principal, id: string, input: {
     return { from, to, ...diffSnapshots(a, b) };
   });
 }
+
+/** The most snapshot text one ExportHistory answer carries, unless asked for less. */
+const EXPORT_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The history as the Git front needs it (docs/git.md): branches in order, every version's metadata
+ * in commit order (a version's parents always come before it), and the snapshots of
+ * `snapshotVersionIds`, in that order, while they total at most `maxBytes` (at least one); the
+ * caller asks again for the rest. JSON text: snapshots are spliced in as stored.
+ */
+export async function exportHistory(core: ProfileCore, p: Principal, id: string, input: { snapshotVersionIds: string[]; maxBytes?: number }) {
+  const scope = scopeOf(p);
+  const budget = input.maxBytes && input.maxBytes > 0 ? Math.min(input.maxBytes, EXPORT_MAX_BYTES) : EXPORT_MAX_BYTES;
+  return core.read(async (q) => {
+    const l = await core.loadFor(q, id, scope);
+    const byId = new Map(l.versions.map((v) => [v.id, v]));
+    const wanted: string[] = [];
+    let bytes = 0;
+    for (const vid of input.snapshotVersionIds) {
+      const v = byId.get(vid);
+      if (!v) throw versionNotFound(vid);
+      if (wanted.length && bytes + v.snapshot_bytes > budget) break;
+      wanted.push(vid);
+      bytes += v.snapshot_bytes;
+    }
+    const manifests = await core.store.manifests(q, l.row.id, wanted);
+    const chunks = await core.chunksFor(q, l.row.id, [...manifests.values()]);
+    const snapshots = wanted.map((vid) => `{"id":${JSON.stringify(vid)},"snapshot":${snapshotText(manifests.get(vid)!, chunks)}}`);
+    const meta = {
+      id: l.row.id,
+      branches: l.history.branches.map((b) => ({ id: b.id, name: b.name, headVersionId: b.headVersionId })),
+      versions: l.versions.map((v) => ({
+        id: v.id,
+        branchId: v.branch_id,
+        parentVersionId: v.parent_version_id,
+        mergeParentId: v.merge_parent_id,
+        message: v.message,
+        createdAt: v.created_at.toISOString(),
+        createdBy: v.created_by,
+      })),
+    };
+    return `${JSON.stringify(meta).slice(0, -1)},"snapshots":[${snapshots.join(',')}]}`;
+  });
+}

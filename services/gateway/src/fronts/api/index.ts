@@ -3,11 +3,13 @@
  * declares (JSON, raw bytes, a multipart form), authenticates it, hands it to the dispatcher and
  * writes the answer; the rules themselves are the dispatcher's.
  */
+import type { IncomingMessage } from 'node:http';
+
 import express, { type Request, type Response } from 'express';
 
 import type { Route } from '@svc/api';
 import type { Answer, Dispatcher, RawInput } from '@svc/dispatch';
-import { DomainError, HOST_CREDENTIAL_RE, setHttpRoute } from '@svc/kit';
+import { DomainError, HOST_CREDENTIAL_RE, type Logger, type Registry, setHttpRoute } from '@svc/kit';
 
 import { type Authenticator, presentedSecret } from '../../auth.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
@@ -16,12 +18,16 @@ import { readContent } from '../../http/multipart.js';
 import { checkQueryUtf8, verifyJsonUtf8 } from '../../http/utf8.js';
 import { sendDomainError, sendError, sendReply, writeJson } from '../../replies.js';
 import { compileRoutes } from '../../routing.js';
+import { type Claimed, IDEMPOTENCY_HEADER, idempotent, noteBodyHash } from './idempotency.js';
 
 export interface ApiDeps {
   dispatcher: Dispatcher;
   auth: Authenticator;
   /** JSON body limit (SVC_BODY_LIMIT) for operations that declare none of their own. */
   bodyLimit: string;
+  /** Where Idempotency-Key records are kept (the keys service), and where failures to record them are logged. */
+  registry: Registry;
+  log: Logger;
 }
 
 /** The client address the failed-authentication limit counts by. */
@@ -51,15 +57,19 @@ function sendContentError(req: Request, res: Response, err: DomainError): void {
 export function mountApi(app: express.Express, deps: ApiDeps): void {
   // JSON bodies are parsed per operation, with the operation's own limit where it declares one.
   const parsers = new Map<string, express.RequestHandler>();
+  const verify = (req: IncomingMessage, res: unknown, buf: Buffer, encoding: string) => {
+    verifyJsonUtf8(req, res, buf, encoding);
+    noteBodyHash(req, buf);
+  };
   const jsonParser = (limit: string) => {
     let p = parsers.get(limit);
-    if (!p)
-      parsers.set(limit, (p = express.json({ limit, strict: false, type: ['application/json', 'application/*+json'], verify: verifyJsonUtf8 })));
+    if (!p) parsers.set(limit, (p = express.json({ limit, strict: false, type: ['application/json', 'application/*+json'], verify })));
     return p;
   };
 
   const entries = deps.dispatcher.routes.map((route: Route) => {
     const hostCalls = route.principals.includes('host');
+    const takesIdempotencyKey = route.method === 'post' && route.auth === 'key';
     const handle = async (req: Request, res: Response) => {
       let auth;
       if (route.auth === 'key') {
@@ -73,6 +83,13 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
       }
       // req.query parses the query string on each read: only for operations that take a query.
       if (route.query) checkQueryUtf8(req.url);
+      const content = route.content && (() => readContent(req, route.content!));
+      // A replayed answer ends here; a claimed key records the answer before it is sent.
+      let claimed: Claimed | undefined;
+      if (takesIdempotencyKey && auth && req.headers[IDEMPOTENCY_HEADER] !== undefined) {
+        claimed = await idempotent(deps, req, res, route, auth.token, content || (() => Promise.reject(new Error('no content'))));
+        if (!claimed) return;
+      }
       const raw: RawInput = {
         params: req.params,
         query: route.query && (req.query as Record<string, unknown>),
@@ -87,7 +104,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
           'The request body must be JSON (Content-Type: application/json).',
         );
       }
-      if (route.content) raw.content = () => readContent(req, route.content!);
+      if (content) raw.content = claimed ? () => content().then((c) => claimed.content(c)) : content;
       let answer: Answer;
       try {
         answer = await deps.dispatcher.invoke(route, raw, {

@@ -1,0 +1,226 @@
+/** The `svc` command's commands: each takes the client, its positional arguments and flags, and writes its answer. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+import type { Svc } from '../client.js';
+import type { Item } from '../types.js';
+import { bytes, counted, type Out, table, UsageError } from './format.js';
+
+export type Flags = Record<string, string | boolean | undefined>;
+export type Command = (svc: Svc, args: string[], flags: Flags, out: Out) => Promise<void>;
+
+const str = (flags: Flags, name: string): string | undefined => {
+  const v = flags[name];
+  if (v === true) throw new UsageError(`--${name} needs a value`);
+  return v === false ? undefined : v;
+};
+const need = (args: string[], i: number, what: string): string => {
+  const v = args[i];
+  if (v === undefined) throw new UsageError(`missing ${what}`);
+  return v;
+};
+const print = (out: Out, value: unknown, human: () => string) => out.stdout(out.json ? JSON.stringify(value, null, 2) + '\n' : human());
+
+const keys: Record<string, Command> = {
+  async create(svc, _args, flags, out) {
+    const k = await svc.keys.create({ name: str(flags, 'name') ?? 'svc command' });
+    print(out, k, () => `${k.key}\n`);
+    if (!out.json) out.stderr(`Created ${k.id} (${k.prefix}…): the key is shown once.\n`);
+  },
+  async list(svc, _args, _flags, out) {
+    const items: Array<Record<string, unknown>> = [];
+    for await (const k of svc.meApiKeys.list.all()) items.push(k as Record<string, unknown>);
+    print(out, { keys: items }, () => table(items, ['id', 'prefix', 'name', 'createdAt', 'lastUsedAt']));
+  },
+  async revoke(svc, args, _flags, out) {
+    const res = await svc.keys.revoke({ keyId: need(args, 0, 'key id') });
+    print(out, res, () => `Revoked ${args[0]}\n`);
+  },
+};
+keys.ls = keys.list!;
+
+const drive: Record<string, Command> = {
+  async ls(svc, args, flags, out) {
+    const items: Array<Item<'drive.list'>> = [];
+    for await (const i of svc.drive.list.all({ parentId: args[0], projectId: str(flags, 'project') })) items.push(i);
+    print(out, { items }, () =>
+      table(
+        items.map((i) => ({ ...i, size: i.kind === 'folder' ? '-' : bytes(i.size) })),
+        ['id', 'kind', 'size', 'updatedAt', 'name'],
+      ),
+    );
+  },
+  async put(svc, args, flags, out) {
+    const local = need(args, 0, 'local file');
+    const size = fs.statSync(local).size;
+    const name = str(flags, 'name') ?? path.basename(local);
+    const content = counted(fs.createReadStream(local), `put ${name}`, size, out);
+    const ifMatch = str(flags, 'if-match');
+    const item = await svc.drive.upload({
+      name,
+      parentId: str(flags, 'parent'),
+      projectId: str(flags, 'project'),
+      content,
+      contentType: str(flags, 'type'),
+      ...(ifMatch ? { ifMatch } : flags.force ? {} : { ifNoneMatch: '*' }),
+    });
+    print(out, item, () => `${item.id}  ${bytes(item.size)}  ${item.etag}  ${item.name}\n`);
+  },
+  async get(svc, args, flags, out) {
+    const id = need(args, 0, 'file id');
+    const meta = await svc.drive.get({ id });
+    const dest = args[1] ?? meta.name;
+    const res = await svc.drive.read({ id });
+    const source = counted(Readable.fromWeb(res.body as never), `get ${meta.name}`, res.contentLength, out);
+    if (dest === '-') {
+      for await (const chunk of source) out.stdout(Buffer.from(chunk) as unknown as string);
+      return;
+    }
+    if (fs.existsSync(dest) && !flags.force) throw new UsageError(`${dest} exists (--force replaces it)`);
+    await pipeline(Readable.from(source), fs.createWriteStream(dest));
+    if (out.json) out.stdout(JSON.stringify({ ...meta, path: dest }, null, 2) + '\n');
+    else out.stderr(`Wrote ${dest} (${bytes(meta.size)})\n`);
+  },
+  async mv(svc, args, flags, out) {
+    const id = need(args, 0, 'item id');
+    const name = str(flags, 'name') ?? args[1];
+    const parent = str(flags, 'to');
+    if (name === undefined && parent === undefined) throw new UsageError('give a new name or --to <folder id>');
+    const item = await svc.drive.update({
+      id,
+      ...(name !== undefined ? { name } : {}),
+      ...(parent !== undefined ? { parentId: parent === 'root' ? null : parent } : {}),
+      ifMatch: str(flags, 'if-match'),
+    } as never);
+    print(out, item, () => `${item.id}  ${item.name}\n`);
+  },
+  async rm(svc, args, flags, out) {
+    const res = await svc.drive.delete({ id: need(args, 0, 'item id'), ifMatch: str(flags, 'if-match') });
+    print(out, res, () => `Deleted ${args[0]}\n`);
+  },
+  async mkdir(svc, args, flags, out) {
+    const item = await svc.drive.createFolder({ name: need(args, 0, 'folder name'), parentId: str(flags, 'parent') });
+    print(out, item, () => `${item.id}  ${item.name}\n`);
+  },
+};
+
+const FINAL = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+
+/** Follows a thread's events; with `untilIdle`, stops when the run in progress (or the next one) ends. */
+async function follow(svc: Svc, id: string, after: number, untilIdle: boolean, out: Out): Promise<number> {
+  let failed = false;
+  let midLine = false;
+  for await (const e of svc.threads.events.stream({ id, after })) {
+    const ev = e.data;
+    if (out.json) out.stdout(JSON.stringify(ev) + '\n');
+    else if (e.event === 'message.delta') {
+      out.stdout(String((ev.data as { text?: string }).text ?? ''));
+      midLine = true;
+    } else {
+      if (midLine) out.stdout('\n');
+      midLine = false;
+      const d = ev.data as Record<string, any>;
+      if (ev.type === 'message.created' && d.role === 'assistant') out.stdout(`assistant: ${d.content}\n`);
+      else if (ev.type === 'message.created' || ev.type === 'message.injected') out.stdout(`${d.role ?? 'user'}: ${d.content}\n`);
+      else if (ev.type === 'tool.called') out.stdout(`[${ev.seq}] tool.called ${d.name} ${JSON.stringify(d.arguments ?? d.args ?? {})}\n`);
+      else out.stdout(`[${ev.seq}] ${ev.type}\n`);
+    }
+    if (untilIdle && FINAL.has(String(e.event))) {
+      failed = e.event !== 'run.completed';
+      break;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+const threads: Record<string, Command> = {
+  async new(svc, args, flags, out) {
+    const message = args.join(' ') || undefined;
+    const t = await svc.threads.create({ agentId: str(flags, 'agent'), title: str(flags, 'title'), message });
+    if (flags.wait && message) {
+      if (!out.json) out.stderr(`Thread ${t.id}\n`);
+      process.exitCode = await follow(svc, t.id, 0, true, out);
+      return;
+    }
+    print(out, t, () => `${t.id}\n`);
+  },
+  async say(svc, args, flags, out) {
+    const id = need(args, 0, 'thread id');
+    const content = args.slice(1).join(' ');
+    if (!content) throw new UsageError('missing message');
+    const mode = str(flags, 'mode') as 'boundary' | 'interrupt' | 'enqueue' | 'reject' | undefined;
+    const res = await svc.threads.inject({ id, content, ...(mode ? { mode } : {}) });
+    if (flags.wait) {
+      process.exitCode = await follow(svc, id, res.seq > 0 ? res.seq - 1 : 0, true, out);
+      return;
+    }
+    print(out, res, () => `${res.messageId} ${res.status}\n`);
+  },
+  async tail(svc, args, flags, out) {
+    const id = need(args, 0, 'thread id');
+    process.exitCode = await follow(svc, id, Number(str(flags, 'after') ?? 0), Boolean(flags['until-idle']), out);
+  },
+  async ls(svc, _args, _flags, out) {
+    const res = await svc.threads.list({ limit: 50 });
+    print(out, res, () => table(res.threads, ['id', 'status', 'agentId', 'lastActivityAt', 'title']));
+  },
+};
+threads.list = threads.ls!;
+
+const models: Record<string, Command> = {
+  async ls(svc, _args, _flags, out) {
+    const res = await svc.models.list();
+    print(out, res, () => table(res.models as Array<Record<string, unknown>>, ['id', 'provider', 'available', 'name']));
+  },
+};
+models.list = models.ls!;
+
+const profiles: Record<string, Command> = {
+  async log(svc, args, flags, out) {
+    const res = await svc.profiles.log({ id: need(args, 0, 'profile id'), branchId: str(flags, 'branch') });
+    print(out, res, () => table(res.versions, ['id', 'parentVersionId', 'createdAt', 'message']));
+  },
+  async diff(svc, args, _flags, out) {
+    const res = await svc.profiles.diff({ id: need(args, 0, 'profile id'), from: need(args, 1, 'from version'), to: need(args, 2, 'to version') });
+    print(out, res, () => {
+      const rows = Object.entries(res as Record<string, unknown>)
+        .filter(([, v]) => typeof v === 'object' && v !== null)
+        .map(([section, v]) => {
+          const count = (x: unknown) => (Array.isArray(x) ? x.length : typeof x === 'object' && x !== null ? Object.keys(x).length : 0);
+          const d = v as Record<string, unknown>;
+          return { section, added: count(d.added), removed: count(d.removed), changed: count(d.changed) };
+        });
+      return `${res.from ?? '-'} -> ${res.to ?? '-'}\n` + table(rows, ['section', 'added', 'removed', 'changed']);
+    });
+  },
+};
+
+const trading: Record<string, Command> = {
+  async venues(svc, _args, _flags, out) {
+    const res = await svc.trading.venues();
+    print(out, res, () => table(res.venues as Array<Record<string, unknown>>, ['id', 'kind', 'name']));
+  },
+  async order(svc, _args, flags, out) {
+    const side = str(flags, 'side');
+    if (side !== 'buy' && side !== 'sell') throw new UsageError('--side buy|sell is required');
+    const o = await svc.trading.order({
+      venue: str(flags, 'venue'),
+      symbol: str(flags, 'symbol') ?? '',
+      side,
+      type: (str(flags, 'type') ?? (flags.price ? 'limit' : 'market')) as never,
+      qty: str(flags, 'qty') ?? '',
+      price: str(flags, 'price'),
+      timeInForce: str(flags, 'tif') as never,
+      clientOrderId: str(flags, 'client-order-id'),
+    });
+    print(out, o, () => table([o as Record<string, unknown>], ['id', 'status', 'side', 'type', 'qty', 'price', 'symbol']));
+  },
+  async cancel(svc, args, flags, out) {
+    const res = await svc.trading.cancel({ orderId: need(args, 0, 'order id'), venue: str(flags, 'venue') } as never);
+    print(out, res, () => table(res.orders as Array<Record<string, unknown>>, ['id', 'status', 'symbol']));
+  },
+};
+
+export const COMMANDS: Record<string, Record<string, Command>> = { keys, drive, threads, models, profiles, trading };

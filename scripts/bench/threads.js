@@ -1,0 +1,206 @@
+#!/usr/bin/env node
+// Threads benchmark (docs/threads.md, "Performance"), measured in one run on one machine:
+//   1. live event latency: a client holds GET /threads/:id/events as text/event-stream on the
+//      gateway while another connection appends events (PATCH /threads/:id, one event each, the
+//      same commit → signal → watcher → gRPC stream → SSE path a worker's events take); for each,
+//      the time from sending the PATCH to the event arriving on the stream, p50/p99, beside the
+//      PATCH's own round trip. Target: p99 ≤ 20 ms on loopback.
+//   2. runs per second with the development model and one tool call each (`/tool whoami {}`): one
+//      platform process, then a second process that is only a runtime (SVC_SERVICE=runtime) on the
+//      same PostgreSQL and NATS; target: the second worker adds ≥ 60%. Needs DATABASE_URL and
+//      NATS_URL (two processes share them); skipped with the embedded backends.
+//
+//   npm run build && node scripts/bench/threads.js
+//
+// Options (environment): BENCH_EVENTS (2000), BENCH_RUNS (120 per round), BENCH_CONCURRENCY (16).
+'use strict';
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { randomBytes } = require('node:crypto');
+const { TextDecoder } = require('node:util');
+
+const { dropStream, freshDatabase } = require('./lib.js');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 120);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+function spawnStack(env) {
+  const child = spawn(process.execPath, ['./packages/stack/dist/main.js'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', SVC_TRADING_ALPACA_URL: 'off', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return child;
+}
+
+async function ready(port) {
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/ready`)).ok) return;
+    } catch {
+      // not yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`nothing ready on ${port}`);
+}
+
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const ms = (x) => `${x.toFixed(2)} ms`;
+
+async function api(base, key, method, p, body) {
+  const res = await fetch(`${base}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${p} -> ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function latency(base, key, agentId) {
+  const thread = await api(base, key, 'POST', '/threads', { agentId });
+  const res = await fetch(`${base}/threads/${thread.id}/events`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } });
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  const arrived = new Map();
+  let buf = '';
+  let stop = false;
+  const reading = (async () => {
+    while (!stop) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true });
+      let i;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const data = block.split('\n').find((l) => l.startsWith('data: '));
+        if (!data) continue;
+        const e = JSON.parse(data.slice(6));
+        if (e.type === 'thread.updated') arrived.set(e.data.title, performance.now());
+      }
+    }
+  })();
+  const sent = [];
+  const roundTrips = [];
+  for (let n = 0; n < EVENTS; n++) {
+    const title = `t${n}`;
+    const t0 = performance.now();
+    sent.push([title, t0]);
+    await api(base, key, 'PATCH', `/threads/${thread.id}`, { title });
+    roundTrips.push(performance.now() - t0);
+  }
+  const deadline = Date.now() + 10_000;
+  while (arrived.size < EVENTS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  stop = true;
+  await reader.cancel().catch(() => {});
+  await reading.catch(() => {});
+  const lat = sent.filter(([t]) => arrived.has(t)).map(([t, t0]) => arrived.get(t) - t0);
+  return { received: lat.length, lat, roundTrips };
+}
+
+async function runsPerSecond(base, key, agentId) {
+  const threads = [];
+  for (let i = 0; i < CONCURRENCY; i++) threads.push((await api(base, key, 'POST', '/threads', { agentId })).id);
+  let done = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    threads.map(async (id) => {
+      while (done < RUNS) {
+        done++;
+        const r = await api(base, key, 'POST', `/threads/${id}/inject`, { content: '/tool whoami {}' });
+        for (;;) {
+          const t = await api(base, key, 'GET', `/threads/${id}`);
+          if (t.status === 'idle' && t.currentRunId === null) break;
+          await new Promise((res) => setTimeout(res, 5));
+        }
+        void r;
+      }
+    }),
+  );
+  return (done / (performance.now() - t0)) * 1000;
+}
+
+async function main() {
+  const bootstrap = `svc_${randomBytes(32).toString('hex')}`;
+  const secret = randomBytes(32).toString('hex');
+  const namespace = `bench${randomBytes(4).toString('hex')}`;
+  const db = await freshDatabase();
+  const dirs = [];
+  const children = [];
+  const start = async (env) => {
+    const port = await freePort();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-threads-'));
+    dirs.push(dir);
+    const child = spawnStack({
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SVC_DATA_DIR: dir,
+      SVC_NAMESPACE: namespace,
+      SVC_BOOTSTRAP_KEY: bootstrap,
+      SVC_INTERNAL_SECRET: secret,
+      ...(db.url ? { DATABASE_URL: db.url } : {}),
+      ...(process.env.NATS_URL ? { NATS_URL: process.env.NATS_URL } : {}),
+      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+      ...env,
+    });
+    children.push(child);
+    await ready(port);
+    return port;
+  };
+  try {
+    const port = await start({ SVC_SERVICE: 'all' });
+    const base = `http://127.0.0.1:${port}`;
+    const person = await api(base, bootstrap, 'POST', '/accounts', { kind: 'user', name: 'bench' });
+    const key = person.key;
+    const agent = await api(base, key, 'POST', '/agents', { name: 'bench' });
+    const backends = db.url ? 'PostgreSQL + NATS' : 'embedded';
+    console.log(`threads bench (${backends}; ${os.cpus().length} cores)`);
+
+    const l = await latency(base, key, agent.id);
+    console.log(
+      `live event latency over ${l.received}/${EVENTS} events: p50 ${ms(pct(l.lat, 50))}, p99 ${ms(pct(l.lat, 99))} ` +
+        `(PATCH round trip p50 ${ms(pct(l.roundTrips, 50))}, p99 ${ms(pct(l.roundTrips, 99))}); target p99 ≤ 20 ms`,
+    );
+
+    if (!db.url || !process.env.NATS_URL) {
+      console.log('runs per second: skipped (needs DATABASE_URL and NATS_URL: two processes share them)');
+      return;
+    }
+    const one = await runsPerSecond(base, key, agent.id);
+    console.log(`runs/s, one process (gateway, services, runtime): ${one.toFixed(1)}`);
+    await start({ SVC_SERVICE: 'runtime' });
+    const two = await runsPerSecond(base, key, agent.id);
+    console.log(`runs/s, plus a runtime-only process: ${two.toFixed(1)} (${(((two - one) / one) * 100).toFixed(0)}% more; target ≥ 60%)`);
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+    await db.drop().catch(() => {});
+    await dropStream(namespace).catch(() => {});
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
