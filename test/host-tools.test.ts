@@ -359,6 +359,13 @@ describe('the project graph', () => {
     ]);
     expect((await ok('graph_search', { query: 'zebra' })).results.map((r: any) => r.path).sort()).toEqual(['docs/old.md', 'src/lib/util.ts']);
     fs.rmSync(path.join(project, 'docs/old.md'));
+    // A link with a malformed escape is kept as written (a broken link), not a failed index.
+    fs.writeFileSync(path.join(project, 'docs/odd.md'), 'See [this](%E0%A4%A.md).\n');
+    expect((await ok('graph_query', {})).brokenLinks).toEqual([
+      { from: 'docs/odd.md', to: 'docs/%E0%A4%A.md', line: 1 },
+      { from: 'docs/setup.md', to: 'docs/old.md', line: 3 },
+    ]);
+    fs.rmSync(path.join(project, 'docs/odd.md'));
     expect((await ok('graph_search', { query: 'zebra' })).results.map((r: any) => r.path)).toEqual(['src/lib/util.ts']);
   });
 });
@@ -389,6 +396,16 @@ describe('code and simulation', () => {
     expect((await call('sim_trials', { world: 'empty', trials: 10, seed: 1 })).body.error.code).toBe('no_simulation');
     expect((await call('sim_trials', { world: 'bench', trials: 10, seed: 1, overrides: { nope: 1 } })).body.error.code).toBe('unknown_parameter');
     expect((await call('sim_trials', { world: 'bench', trials: 10, seed: 1, outputs: ['nope'] })).body.error.code).toBe('unknown_output');
+    expect(
+      (
+        await call('sim_trials', {
+          world: 'bench',
+          trials: 1_000_000,
+          seed: 1,
+          outputs: ['travelTime', 'energy', 'energy', 'energy', 'energy', 'energy'],
+        })
+      ).body.error.code,
+    ).toBe('too_many_trials');
   });
 
   test('evaluate_code runs in the sandbox: a result, logs and input; no require, no network, and a time limit', async () => {

@@ -3,6 +3,7 @@ import path from 'node:path';
 
 import { Connection } from './connection.js';
 import { Control } from './control.js';
+import { HostSetupError } from './credential.js';
 import { type Endpoint, startEndpoint } from './endpoint.js';
 import { GrantBook } from './grants.js';
 import { Journal } from './journal.js';
@@ -57,7 +58,12 @@ export async function startHost(o: HostOptions): Promise<RunningHost> {
   const grants = new GrantBook({ baseUrl: o.baseUrl, credential: o.credential, log: o.log, pollMs: o.grantsPollMs });
   grants.start();
   const units = new Units(o.units);
-  const project = o.project ? await Project.open(o.project) : undefined;
+  // A project folder that is not there stops the host before it listens (said as a setup error).
+  const project = o.project
+    ? await Project.open(o.project).catch((err: Error) => {
+        throw new HostSetupError(err.message);
+      })
+    : undefined;
   const platform = new PlatformClient({ baseUrl: o.baseUrl, credential: o.credential, actingKey: o.platformKey });
   const mailer = o.smtp ? smtpMailer(o.smtp) : undefined;
   const projectTools = new ProjectTools({ journal, project, platform, mailer });

@@ -15,6 +15,6 @@ export interface ToolSpec {
   /** Changes something (a unit, a file, an order): journaled before it is done. */
   acts: boolean;
   /** units (default): a unit's channel; project, files, compute, platform: the project tools (docs/host.md). */
-  group?: 'units' | 'project' | 'files' | 'compute' | 'platform' | 'outreach';
+  group?: 'units' | 'project' | 'files' | 'compute' | 'platform' | 'outreach' | 'workbench';
   inputSchema: { type: 'object'; properties: Record<string, object>; required?: string[]; additionalProperties: false };
 }

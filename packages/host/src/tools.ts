@@ -1,4 +1,4 @@
-import { COMPUTE_TOOLS, FILE_TOOLS, OUTREACH_TOOLS, PLATFORM_TOOLS, PROJECT_TOOLS } from './project/specs.js';
+import { COMPUTE_TOOLS, FILE_TOOLS, OUTREACH_TOOLS, PLATFORM_TOOLS, PROJECT_TOOLS, WORKBENCH_TOOLS } from './project/specs.js';
 import type { ToolSpec } from './tool-spec.js';
 
 export type { ToolSpec } from './tool-spec.js';
@@ -125,6 +125,14 @@ export const UNIT_TOOLS: ToolSpec[] = [
   },
 ];
 
-export const TOOLS: ToolSpec[] = [...UNIT_TOOLS, ...PROJECT_TOOLS, ...FILE_TOOLS, ...COMPUTE_TOOLS, ...PLATFORM_TOOLS, ...OUTREACH_TOOLS];
+export const TOOLS: ToolSpec[] = [
+  ...UNIT_TOOLS,
+  ...PROJECT_TOOLS,
+  ...FILE_TOOLS,
+  ...COMPUTE_TOOLS,
+  ...PLATFORM_TOOLS,
+  ...OUTREACH_TOOLS,
+  ...WORKBENCH_TOOLS,
+];
 
 export const TOOL_BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));

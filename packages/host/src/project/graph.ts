@@ -47,6 +47,15 @@ interface FileNode {
   terms: Map<string, number>;
 }
 
+/** A markdown link's path, %-decoded when it decodes (a malformed escape is kept as written). */
+function safeDecode(s: string): string {
+  try {
+    return decodeURI(s);
+  } catch {
+    return s;
+  }
+}
+
 const tokenize = (s: string) => s.toLowerCase().match(/[\p{L}\p{N}_]{2,}/gu) ?? [];
 
 function kindOf(rel: string): string {
@@ -87,21 +96,27 @@ export class ProjectGraph {
       } catch {
         return;
       }
+      const files: string[] = [];
+      const dirs: Array<[string, string]> = [];
       for (const e of entries) {
-        if (seen.size >= MAX_FILES) return;
         const r = rel ? `${rel}/${e.name}` : e.name;
         // Symlinks are not followed: the index never reads outside the project.
         if (e.isDirectory()) {
-          if (!SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) await walk(path.join(dir, e.name), r);
-        } else if (e.isFile()) {
-          seen.add(r);
-          const st = await fs.promises.stat(path.join(dir, e.name)).catch(() => null);
-          if (!st) continue;
-          const known = this.files.get(r);
-          if (known && known.mtimeMs === st.mtimeMs && known.size === st.size) continue;
-          this.files.set(r, await this.indexFile(r, st));
-        }
+          if (!SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) dirs.push([path.join(dir, e.name), r]);
+        } else if (e.isFile() && seen.size + files.length < MAX_FILES) files.push(r);
       }
+      // A folder's files are looked at together (stat in parallel): a rescan is one pass of the tree.
+      await Promise.all(
+        files.map(async (r) => {
+          seen.add(r);
+          const st = await fs.promises.stat(path.join(this.root, r)).catch(() => null);
+          if (!st) return;
+          const known = this.files.get(r);
+          if (known && known.mtimeMs === st.mtimeMs && known.size === st.size) return;
+          this.files.set(r, await this.indexFile(r, st));
+        }),
+      );
+      for (const [abs, r] of dirs) if (seen.size < MAX_FILES) await walk(abs, r);
     };
     await walk(this.root, '');
     for (const k of [...this.files.keys()]) if (!seen.has(k)) this.files.delete(k);
@@ -141,7 +156,7 @@ export class ProjectGraph {
   /** A link's target as a project path (relative to the file), with code extensions and index files tried. */
   private resolve(from: string, l: Link): string {
     if (l.kind === 'device') return l.to;
-    const base = l.kind === 'reference' && !l.to.startsWith('.') ? l.to : path.posix.join(path.posix.dirname(from), decodeURI(l.to));
+    const base = l.kind === 'reference' && !l.to.startsWith('.') ? l.to : path.posix.join(path.posix.dirname(from), safeDecode(l.to));
     const norm = path.posix.normalize(base);
     if (norm.startsWith('..')) return `outside:${l.to}`;
     if (l.kind !== 'import' || (fs.existsSync(path.join(this.root, norm)) && fs.statSync(path.join(this.root, norm)).isFile())) return norm;
@@ -179,6 +194,7 @@ export class ProjectGraph {
         brokenLinks: links
           .filter((l) => !l.to.startsWith('device:') && !this.files.has(l.to))
           .map((l) => ({ from: l.from, to: l.to, line: l.line }))
+          .sort((a, b) => a.from.localeCompare(b.from) || a.line - b.line)
           .slice(0, limit),
         indexedAt: new Date(this.scannedAt).toISOString(),
       };

@@ -7,6 +7,7 @@ import { type Mailer, type OUTCOMES, Outreach } from './outreach.js';
 import type { PlatformClient } from './platform.js';
 import type { Project } from './project.js';
 import { runTrials } from './sim.js';
+import { Workbench } from './workbench.js';
 
 type Args = Record<string, unknown>;
 
@@ -31,9 +32,11 @@ export class ProjectTools {
   private ownSandbox = false;
   private accountId: string | undefined;
   private outreachEngine: Outreach | undefined;
+  readonly workbench: Workbench;
 
   constructor(private readonly d: ProjectToolsDeps) {
     this.sandbox = d.sandbox;
+    this.workbench = new Workbench(d.project);
   }
 
   private project(): Project {
@@ -177,7 +180,7 @@ export class ProjectTools {
           if (typeof v !== 'number' || !Number.isFinite(v)) throw new ControlError('invalid_arguments', `overrides.${k}: must be a number`, 400);
         }
         const started = performance.now();
-        const out = runTrials(w.world, await p.devices(), {
+        const out = await runTrials(w.world, await p.devices(), {
           trials: a.trials as number,
           seed: a.seed as number,
           outputs: a.outputs as string[] | undefined,
@@ -268,6 +271,30 @@ export class ProjectTools {
         return { enrollment: await this.outreach().advance(a.enrollment as string) };
       case 'outreach_status':
         return this.outreach().status(a.enrollment as string | undefined);
+      case 'list_panes':
+        // The view's URL carries its token: it is for callers on this machine, never sent to the platform.
+        return { panes: this.workbench.list(), ...(caller.via === 'local' ? { url: await this.workbench.url() } : {}) };
+      case 'open_file': {
+        const f = await this.project().readFile(a.path as string);
+        return { pane: this.workbench.open({ kind: 'file', title: f.path, target: f.path }) };
+      }
+      case 'show_world': {
+        const w = await this.project().world(a.world as string);
+        return { pane: this.workbench.open({ kind: 'world', title: w.world.name, target: w.id }) };
+      }
+      case 'thread_read': {
+        const q = new URLSearchParams({ after: String(a.after ?? 0), limit: String(a.limit ?? 50) });
+        const out = (await this.platform().call('GET', `/threads/${encodeURIComponent(a.thread as string)}/events?${q}`)) as { events: unknown[] };
+        const pane = this.workbench.open({ kind: 'thread', title: `thread ${a.thread}`, target: a.thread as string, snapshot: out.events });
+        return { ...out, pane: pane.id };
+      }
+      case 'thread_say':
+        return this.act(spec, caller, { target: `thread:${a.thread}`, line: `say ${(a.text as string).slice(0, 200)}` }, () =>
+          this.platform().call('POST', `/threads/${encodeURIComponent(a.thread as string)}/inject`, {
+            content: a.text,
+            ...(a.clientMessageId ? { clientMessageId: a.clientMessageId } : {}),
+          }),
+        );
       default:
         throw new ControlError('unknown_tool', `There is no control tool ${spec.name}.`, 404);
     }
@@ -312,6 +339,7 @@ export class ProjectTools {
   }
 
   async close(): Promise<void> {
+    await this.workbench.close();
     if (this.ownSandbox) await this.sandbox?.close();
   }
 }

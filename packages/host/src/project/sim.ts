@@ -209,6 +209,11 @@ export function statistics(values: Float64Array, percentiles: number[]): OutputS
   };
 }
 
+/** Trials between turns given back to the event loop (about 5-10 ms of work). */
+const YIELD_EVERY = 5_000;
+/** Values kept for the statistics (8 bytes each): 40 MB at most. */
+const MAX_VALUES = 5_000_000;
+
 export interface TrialsRequest {
   trials: number;
   seed: number;
@@ -224,7 +229,7 @@ export interface TrialsRequest {
  * (a mulberry32 stream seeded with `seed`, parameters in sorted id order) and evaluates the
  * outputs. Device parameters that are numbers are fixed inputs named `<device>.<parameter>`.
  */
-export function runTrials(world: World, devices: Map<string, Device>, req: TrialsRequest) {
+export async function runTrials(world: World, devices: Map<string, Device>, req: TrialsRequest) {
   const outputs = world.simulation?.outputs ?? {};
   const names = req.outputs ?? Object.keys(outputs);
   if (names.length === 0) throw new ControlError('no_simulation', `The world ${world.name} has no simulation outputs (simulation.outputs).`, 400);
@@ -234,6 +239,9 @@ export function runTrials(world: World, devices: Map<string, Device>, req: Trial
       throw new ControlError('unknown_output', `The world has no output ${name} (it has ${Object.keys(outputs).join(', ')}).`, 400);
     return { name, node: parseExpression(src) };
   });
+  if (req.trials * parsed.length > MAX_VALUES) {
+    throw new ControlError('too_many_trials', `trials × outputs is at most ${MAX_VALUES} (asked ${req.trials} × ${parsed.length}).`, 400);
+  }
   const fixed = new Map<string, number>();
   for (const placed of world.devices) {
     const described = devices.get(placed.device)?.parameters ?? {};
@@ -254,6 +262,8 @@ export function runTrials(world: World, devices: Map<string, Device>, req: Trial
   const values = parsed.map(() => new Float64Array(req.trials));
   const env = new Map(fixed);
   for (let t = 0; t < req.trials; t++) {
+    // Long runs give the event loop a turn (a unit's stop must not wait for a simulation).
+    if (t > 0 && t % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
     for (const p of params) {
       const draw = sample(world.parameters[p]!, rand); // drawn even when overridden: the stream stays aligned
       if (!req.overrides || !(p in req.overrides)) env.set(p, draw);

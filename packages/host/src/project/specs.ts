@@ -439,3 +439,66 @@ export const OUTREACH_TOOLS: ToolSpec[] = [
     'outreach',
   ),
 ];
+
+const thread = { type: 'string', minLength: 1, maxLength: 64, description: 'A thread id of the platform.' };
+
+/** The workbench: a local view that shows (workbench.view), and threads of the platform (threads.read, threads.say). */
+export const WORKBENCH_TOOLS: ToolSpec[] = [
+  spec(
+    {
+      name: 'list_panes',
+      title: 'List panes',
+      description: "The workbench's panes, and (for a caller on this machine) the URL of the view that shows them.",
+      verb: 'workbench.view',
+      inputSchema: obj({}),
+    },
+    'workbench',
+  ),
+  spec(
+    {
+      name: 'open_file',
+      title: 'Open a file in the workbench',
+      description: 'Shows a project file in a workbench pane (the view reads it when shown).',
+      verb: 'workbench.view',
+      readOnly: false,
+      inputSchema: obj({ path: filePath }, ['path']),
+    },
+    'workbench',
+  ),
+  spec(
+    {
+      name: 'show_world',
+      title: 'Show a world',
+      description: 'Shows a world of the project in a workbench pane.',
+      verb: 'workbench.view',
+      readOnly: false,
+      inputSchema: obj({ world: id('The world id.') }, ['world']),
+    },
+    'workbench',
+  ),
+  spec(
+    {
+      name: 'thread_read',
+      title: 'Read a thread',
+      description: "A platform thread's events after a seq (and shows them in a workbench pane).",
+      verb: 'threads.read',
+      inputSchema: obj({ thread, after: { type: 'integer', minimum: 0 }, limit: { type: 'integer', minimum: 1, maximum: 200 } }, ['thread']),
+    },
+    'workbench',
+  ),
+  spec(
+    {
+      name: 'thread_say',
+      title: 'Say something in a thread',
+      description: 'Sends a message to a platform thread (POST /threads/:id/inject). Journaled before it is sent.',
+      verb: 'threads.say',
+      readOnly: false,
+      acts: true,
+      inputSchema: obj({ thread, text: { type: 'string', minLength: 1, maxLength: 20_000 }, clientMessageId: { type: 'string', maxLength: 100 } }, [
+        'thread',
+        'text',
+      ]),
+    },
+    'workbench',
+  ),
+];
