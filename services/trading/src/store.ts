@@ -239,11 +239,16 @@ export class TradingStore {
 
   /** Takes the book's row lock (the one writer of the book) and answers its row. */
   async lockBook(q: Queryable, venue: string, symbol: string): Promise<BookRow> {
-    await q.query(`INSERT INTO trading.books (venue, symbol) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [venue, symbol]);
-    const rows = await q.query<BookRow>(
-      `SELECT venue, symbol, version, state, created_at FROM trading.books WHERE venue = $1 AND symbol = $2 FOR UPDATE`,
-      [venue, symbol],
-    );
+    const lock = () =>
+      q.query<BookRow>(`SELECT venue, symbol, version, state, created_at FROM trading.books WHERE venue = $1 AND symbol = $2 FOR UPDATE`, [
+        venue,
+        symbol,
+      ]);
+    let rows = await lock();
+    if (!rows.length) {
+      await q.query(`INSERT INTO trading.books (venue, symbol) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [venue, symbol]);
+      rows = await lock();
+    }
     const r = rows[0]!;
     return { ...r, version: Number(r.version), state: json(r.state) };
   }
@@ -264,6 +269,191 @@ export class TradingStore {
       version,
       JSON.stringify(state),
     ]);
+  }
+
+  // Group commits: one statement per kind of write, whatever the number of orders -------------
+
+  /** Inserts orders with one statement; answers them as stored, in the order given. */
+  async insertOrders(q: Queryable, os: Array<Omit<OrderRow, 'created_at' | 'updated_at'>>): Promise<OrderRow[]> {
+    if (!os.length) return [];
+    const col = <K extends keyof (typeof os)[number]>(k: K) => os.map((o) => o[k]);
+    const rows = await q.query<OrderRow>(
+      `INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
+         stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+         $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], $14::numeric[], $15::numeric[], $16::numeric[], $17::text[],
+         $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[])
+       RETURNING ${ORDER_COLUMNS}`,
+      [
+        col('id'),
+        col('account_id'),
+        col('venue'),
+        col('symbol'),
+        col('client_order_id'),
+        col('request_hash'),
+        col('side'),
+        col('type'),
+        col('time_in_force'),
+        col('qty'),
+        col('price'),
+        col('stop_price'),
+        col('filled_qty'),
+        col('filled_notional'),
+        col('fees'),
+        col('hold_units'),
+        col('status'),
+        col('reason'),
+        col('triggered'),
+        col('seq'),
+        os.map((o) => JSON.stringify(o.placed_by)),
+        col('external_id'),
+      ],
+    );
+    const byId = new Map(rows.map((r) => [r.id, orderRow(r)]));
+    return os.map((o) => byId.get(o.id)!);
+  }
+
+  /** Writes several orders' changed state with one statement (`feesAdded` adds to each one's fees). */
+  async updateOrders(
+    q: Queryable,
+    os: Array<
+      Pick<OrderRow, 'id' | 'filled_qty' | 'filled_notional' | 'hold_units' | 'status' | 'reason' | 'triggered' | 'seq'> & { feesAdded: string }
+    >,
+  ): Promise<OrderRow[]> {
+    if (!os.length) return [];
+    const rows = await q.query<OrderRow>(
+      `UPDATE trading.orders o SET filled_qty = u.u_filled, filled_notional = u.u_notional, hold_units = u.u_hold, status = u.u_status,
+         reason = u.u_reason, triggered = u.u_triggered, seq = u.u_seq, fees = o.fees + u.u_fees, updated_at = now()
+       FROM unnest($1::text[], $2::numeric[], $3::numeric[], $4::numeric[], $5::text[], $6::text[], $7::boolean[], $8::bigint[], $9::numeric[])
+         AS u(u_id, u_filled, u_notional, u_hold, u_status, u_reason, u_triggered, u_seq, u_fees)
+       WHERE o.id = u.u_id
+       RETURNING ${ORDER_COLUMNS.replace(/(^|,\s*)(\w+)/g, '$1o.$2')}`,
+      [
+        os.map((o) => o.id),
+        os.map((o) => o.filled_qty),
+        os.map((o) => o.filled_notional),
+        os.map((o) => o.hold_units),
+        os.map((o) => o.status),
+        os.map((o) => o.reason),
+        os.map((o) => o.triggered),
+        os.map((o) => o.seq),
+        os.map((o) => o.feesAdded),
+      ],
+    );
+    return rows.map(orderRow);
+  }
+
+  /** Inserts fills with one statement. */
+  async insertFills(q: Queryable, fs: Array<Omit<FillRow, 'created_at'>>): Promise<void> {
+    if (!fs.length) return;
+    const col = <K extends keyof (typeof fs)[number]>(k: K) => fs.map((f) => f[k]);
+    await q.query(
+      `INSERT INTO trading.fills (id, account_id, order_id, venue, symbol, side, price, qty, notional, fee, liquidity, seq, epoch)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::numeric[], $8::numeric[],
+         $9::numeric[], $10::numeric[], $11::text[], $12::bigint[], $13::integer[])`,
+      [
+        col('id'),
+        col('account_id'),
+        col('order_id'),
+        col('venue'),
+        col('symbol'),
+        col('side'),
+        col('price'),
+        col('qty'),
+        col('notional'),
+        col('fee'),
+        col('liquidity'),
+        col('seq'),
+        col('epoch'),
+      ],
+    );
+  }
+
+  /** The orders some (account, client order id) pairs already name at a venue. */
+  async ordersByClientIds(q: Queryable, venue: string, keys: Array<{ accountId: string; clientOrderId: string }>): Promise<OrderRow[]> {
+    if (!keys.length) return [];
+    const rows = await q.query<OrderRow>(
+      `SELECT ${ORDER_COLUMNS} FROM trading.orders
+       WHERE venue = $1 AND (account_id, client_order_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
+      [venue, keys.map((k) => k.accountId), keys.map((k) => k.clientOrderId)],
+    );
+    return rows.map(orderRow);
+  }
+
+  /**
+   * Opens the paper accounts on first use (their starting cash) and takes a share lock on each, in
+   * account order; answers their epochs. One statement when they all exist.
+   */
+  async paperAccounts(q: Queryable, accountIds: string[], venue: string, cash: { asset: string; units: string }): Promise<Map<string, number>> {
+    const ids = [...new Set(accountIds)].sort();
+    const lock = () =>
+      q.query<{ account_id: string; epoch: number }>(
+        `SELECT account_id, epoch FROM trading.paper_accounts WHERE venue = $1 AND account_id = ANY($2) ORDER BY account_id FOR SHARE`,
+        [venue, ids],
+      );
+    let rows = await lock();
+    if (rows.length < ids.length) {
+      await q.query(
+        `WITH c AS (INSERT INTO trading.paper_accounts (account_id, venue, starting_cash) SELECT a, $2, $3 FROM unnest($1::text[]) a
+           ON CONFLICT DO NOTHING RETURNING account_id)
+         INSERT INTO trading.balances (account_id, venue, asset, total) SELECT account_id, $2, $4, $3 FROM c`,
+        [ids, venue, cash.units, cash.asset],
+      );
+      rows = await lock();
+    }
+    return new Map(rows.map((r) => [r.account_id, Number(r.epoch)]));
+  }
+
+  /** The balances of some accounts at a venue and their epochs, with one statement. */
+  async ledgerRows(q: Queryable, accountIds: string[], venue: string): Promise<{ balances: BalanceRow[]; epochs: Map<string, number> }> {
+    const rows = await q.query<{ account_id: string; epoch: number; asset: string | null; total: string | null; held: string | null }>(
+      `SELECT a.account_id, a.epoch, b.asset, b.total::text, b.held::text FROM trading.paper_accounts a
+       LEFT JOIN trading.balances b ON b.account_id = a.account_id AND b.venue = a.venue
+       WHERE a.venue = $2 AND a.account_id = ANY($1)`,
+      [accountIds, venue],
+    );
+    const balances: BalanceRow[] = [];
+    const epochs = new Map<string, number>();
+    for (const r of rows) {
+      epochs.set(r.account_id, Number(r.epoch));
+      if (r.asset !== null) balances.push({ account_id: r.account_id, venue, asset: r.asset, total: r.total!, held: r.held! });
+    }
+    return { balances, epochs };
+  }
+
+  /**
+   * Adds to balances with one UPDATE (rows in key order, so that writers rarely deadlock; a
+   * deadlock retries), then inserts the rows that did not exist.
+   */
+  async addBalancesAtOnce(
+    q: Queryable,
+    venue: string,
+    deltas: Array<{ accountId: string; asset: string; total: bigint; held: bigint }>,
+  ): Promise<void> {
+    const ds = deltas
+      .filter((d) => d.total !== 0n || d.held !== 0n)
+      .sort((a, b) => (a.accountId + '\u0000' + a.asset < b.accountId + '\u0000' + b.asset ? -1 : 1));
+    if (!ds.length) return;
+    const updated = await q.query<{ account_id: string; asset: string }>(
+      `UPDATE trading.balances b SET total = b.total + d.d_total, held = b.held + d.d_held
+       FROM (SELECT * FROM unnest($2::text[], $3::text[], $4::numeric[], $5::numeric[]) WITH ORDINALITY AS x(d_account, d_asset, d_total, d_held, n) ORDER BY n) d
+       WHERE b.account_id = d.d_account AND b.venue = $1 AND b.asset = d.d_asset
+       RETURNING b.account_id, b.asset`,
+      [venue, ds.map((d) => d.accountId), ds.map((d) => d.asset), ds.map((d) => d.total.toString()), ds.map((d) => d.held.toString())],
+    );
+    if (updated.length === ds.length) return;
+    const done = new Set(updated.map((r) => `${r.account_id}\u0000${r.asset}`));
+    const missing = ds.filter((d) => !done.has(`${d.accountId}\u0000${d.asset}`));
+    await q.query(
+      `INSERT INTO trading.balances (account_id, venue, asset, total, held) SELECT a, $1, s, t, h FROM unnest($2::text[], $3::text[], $4::numeric[], $5::numeric[]) AS x(a, s, t, h)`,
+      [
+        venue,
+        missing.map((d) => d.accountId),
+        missing.map((d) => d.asset),
+        missing.map((d) => d.total.toString()),
+        missing.map((d) => d.held.toString()),
+      ],
+    );
   }
 
   // Paper accounts and balances ----------------------------------------------------------------

@@ -28,6 +28,34 @@ export async function enqueueEvent<D>(
   return envelope;
 }
 
+/**
+ * Writes several events in the caller's transaction with one statement (group commits). Each event
+ * may carry the trace headers of the request it belongs to (captured where the request was handled).
+ */
+export async function enqueueEvents(
+  q: Queryable,
+  schema: string,
+  events: Array<{ subject: string; accountId: string; data: unknown; type?: string; headers?: Record<string, string> }>,
+): Promise<void> {
+  if (!events.length) return;
+  const ids: string[] = [];
+  const subjects: string[] = [];
+  const payloads: string[] = [];
+  const headers: string[] = [];
+  const occurredAt = new Date().toISOString();
+  for (const e of events) {
+    const id = newId('evt');
+    ids.push(id);
+    subjects.push(e.subject);
+    payloads.push(JSON.stringify({ id, type: e.type ?? e.subject, occurredAt, accountId: e.accountId, data: e.data }));
+    headers.push(JSON.stringify(e.headers ?? currentTraceHeaders()));
+  }
+  await q.query(
+    `INSERT INTO ${schema}.outbox (id, subject, payload, headers) SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::jsonb[])`,
+    [ids, subjects, payloads, headers],
+  );
+}
+
 export interface OutboxRelay {
   /** Publish now (call after a commit that enqueued events). */
   kick(): void;

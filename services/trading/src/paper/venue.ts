@@ -1,4 +1,4 @@
-import { type Actor, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
+import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, enqueueEvents, newId, type Queryable, type Sql } from '@svc/kit';
 
 import { type BookOrder, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
@@ -45,15 +45,34 @@ interface Session {
   entry: BookEntry;
   ledger: Ledger;
   changed: Set<BookOrder>;
-  inserted: Map<string, { clientOrderId: string; requestHash: string; actor: Actor }>;
+  inserted: Map<string, { clientOrderId: string; requestHash: string; actor: Actor; headers?: Record<string, string> }>;
   epochs: Map<string, number>;
 }
+
+/** An order waiting for its book's next group, with the trace headers of its request (for its events). */
+interface Job {
+  input: PlaceInput;
+  headers: Record<string, string>;
+  resolve(v: { row: OrderRow; replayed: boolean }): void;
+  reject(err: unknown): void;
+}
+
+/** What a group answers one order: its result, or the error that refused it alone. */
+interface Outcome {
+  value?: { row: OrderRow; replayed: boolean } | null;
+  error?: unknown;
+}
+
+/** At most this many orders in one transaction. */
+const MAX_GROUP = 64;
 
 // Deadlock, serialization, a balance another book spent meanwhile (CHECK), a row another transaction inserted first.
 const RETRYABLE = new Set(['40P01', '40001', '23514', '23505']);
 
 export class PaperVenue {
   readonly books: Books;
+  private readonly queues = new Map<string, Job[]>();
+  private readonly draining = new Set<string>();
 
   constructor(
     private readonly deps: { sql: Sql; store: TradingStore; instruments: Instruments; settings: PaperSettings; kick(): void; now?: () => number },
@@ -96,13 +115,8 @@ export class PaperVenue {
     const owners = new Set(accounts);
     for (const o of entry.book.openOrders()) if (o.owner !== MARKET_MAKER) owners.add(o.owner);
     const ledger = new Ledger(spec, this.deps.settings.fees, entry.holds);
-    ledger.load(await this.deps.store.balances(q, [...owners], PAPER));
-    const epochs = new Map<string, number>();
-    const rows = await q.query<{ account_id: string; epoch: number }>(
-      `SELECT account_id, epoch FROM trading.paper_accounts WHERE venue = $1 AND account_id = ANY($2)`,
-      [PAPER, [...owners]],
-    );
-    for (const r of rows) epochs.set(r.account_id, Number(r.epoch));
+    const { balances, epochs } = await this.deps.store.ledgerRows(q, [...owners], PAPER);
+    ledger.load(balances);
     const s: Session = { q, entry, ledger, changed: new Set(), inserted: new Map(), epochs };
     const now = this.now();
     const today = utcDay(now);
@@ -137,97 +151,185 @@ export class PaperVenue {
       triggered: o.triggered,
       seq: o.seq,
     });
-    for (const [id, meta] of s.inserted) {
-      const o = [...s.changed].find((x) => x.id === id)!;
-      const row = await store.insertOrder(q, {
-        id,
-        account_id: o.owner,
-        venue: PAPER,
-        symbol: spec.symbol,
-        client_order_id: meta.clientOrderId,
-        request_hash: meta.requestHash,
-        side: o.side,
-        type: o.type,
-        time_in_force: o.tif,
-        qty: lotsToString(spec, o.qty),
-        price: o.price === undefined ? null : ticksToString(spec, o.price),
-        stop_price: o.stopPrice === undefined ? null : ticksToString(spec, o.stopPrice),
-        ...fields(o),
-        fees: formatUnits(ledger.feesAdded.get(id) ?? 0n),
-        placed_by: meta.actor,
-        external_id: null,
-      });
-      rows.set(id, row);
-      await enqueueEvent(q, SCHEMA, { subject: 'trading.order.placed', accountId: o.owner, data: orderEvent(row) });
+    const byId = new Map([...s.changed].map((o) => [o.id, o]));
+    const events: Parameters<typeof enqueueEvents>[2] = [];
+    const inserted = await store.insertOrders(
+      q,
+      [...s.inserted].map(([id, meta]) => {
+        const o = byId.get(id)!;
+        return {
+          id,
+          account_id: o.owner,
+          venue: PAPER,
+          symbol: spec.symbol,
+          client_order_id: meta.clientOrderId,
+          request_hash: meta.requestHash,
+          side: o.side,
+          type: o.type,
+          time_in_force: o.tif,
+          qty: lotsToString(spec, o.qty),
+          price: o.price === undefined ? null : ticksToString(spec, o.price),
+          stop_price: o.stopPrice === undefined ? null : ticksToString(spec, o.stopPrice),
+          ...fields(o),
+          fees: formatUnits(ledger.feesAdded.get(id) ?? 0n),
+          placed_by: meta.actor,
+          external_id: null,
+        };
+      }),
+    );
+    for (const row of inserted) {
+      rows.set(row.id, row);
+      events.push({ subject: 'trading.order.placed', accountId: row.account_id, data: orderEvent(row), headers: s.inserted.get(row.id)!.headers });
     }
-    for (const o of s.changed) {
-      if (s.inserted.has(o.id)) continue;
-      const row = await store.updateOrder(q, { id: o.id, ...fields(o) }, formatUnits(ledger.feesAdded.get(o.id) ?? 0n));
-      rows.set(o.id, row);
-      await enqueueEvent(q, SCHEMA, { subject: `trading.order.${o.status}`, accountId: o.owner, data: orderEvent(row) });
+    const updated = await store.updateOrders(
+      q,
+      [...s.changed]
+        .filter((o) => !s.inserted.has(o.id))
+        .map((o) => ({ id: o.id, ...fields(o), feesAdded: formatUnits(ledger.feesAdded.get(o.id) ?? 0n) })),
+    );
+    for (const row of updated) {
+      rows.set(row.id, row);
+      events.push({ subject: `trading.order.${row.status}`, accountId: row.account_id, data: orderEvent(row) });
     }
-    for (const f of ledger.fills) {
-      const id = newId('fill');
-      const fill = {
-        id,
-        account_id: f.accountId,
-        order_id: f.order.id,
-        venue: PAPER,
-        symbol: spec.symbol,
-        side: f.order.side,
-        price: ticksToString(spec, f.price),
-        qty: lotsToString(spec, f.qty),
-        notional: formatUnits(f.notional),
-        fee: formatUnits(f.fee),
-        liquidity: f.liquidity,
-        seq: f.seq,
-        epoch: s.epochs.get(f.accountId) ?? 0,
-      };
-      await store.insertFill(q, fill);
-      await enqueueEvent(q, SCHEMA, { subject: 'trading.fill.executed', accountId: f.accountId, data: fill });
-    }
-    await store.addBalances(q, PAPER, ledger.deltas());
+    const fills = ledger.fills.map((f) => ({
+      id: newId('fill'),
+      account_id: f.accountId,
+      order_id: f.order.id,
+      venue: PAPER,
+      symbol: spec.symbol,
+      side: f.order.side,
+      price: ticksToString(spec, f.price),
+      qty: lotsToString(spec, f.qty),
+      notional: formatUnits(f.notional),
+      fee: formatUnits(f.fee),
+      liquidity: f.liquidity,
+      seq: f.seq,
+      epoch: s.epochs.get(f.accountId) ?? 0,
+    }));
+    await store.insertFills(q, fills);
+    for (const fill of fills) events.push({ subject: 'trading.fill.executed', accountId: fill.account_id, data: fill });
+    await enqueueEvents(q, SCHEMA, events);
+    await store.addBalancesAtOnce(q, PAPER, ledger.deltas());
     await store.saveBook(q, PAPER, spec.symbol, entry.version + 1, this.books.state(entry));
     return rows;
   }
 
-  /** Places an order; `replayed` when the client order id names an order already placed (the same one). */
-  async place(input: PlaceInput): Promise<{ row: OrderRow; replayed: boolean }> {
-    const { spec, accountId } = input;
-    return this.retrying(async (taken) =>
-      this.deps.sql.tx(async (q) => {
-        await this.deps.store.paperAccount(q, accountId, PAPER, this.cash, 'share');
-        const existing = await this.deps.store.orderByClientId(q, accountId, PAPER, input.clientOrderId);
-        if (existing) return { row: existing, replayed: true };
-        const s = await this.open(q, spec, taken, [accountId]);
-        const book = s.entry.book;
-        const o = newBookOrder({
-          id: newId('ord'),
-          owner: accountId,
-          side: input.side,
-          type: input.type,
-          tif: input.tif,
-          qty: input.qty,
-          price: input.price,
-          stopPrice: input.stopPrice,
-        });
-        const waits =
-          (o.type === 'stop' || o.type === 'stop_limit') && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!);
-        const preview = waits ? null : book.preview(o);
+  /**
+   * Places an order; `replayed` when the client order id names an order already placed (the same
+   * one). Orders for one book wait in a queue here and go in groups (group commit): one
+   * transaction takes the book's lock, matches every order of the group in arrival order and
+   * writes them all; each is answered after that commit.
+   */
+  place(input: PlaceInput): Promise<{ row: OrderRow; replayed: boolean }> {
+    return new Promise((resolve, reject) => {
+      const symbol = input.spec.symbol;
+      let queue = this.queues.get(symbol);
+      if (!queue) this.queues.set(symbol, (queue = []));
+      queue.push({ input, headers: currentTraceHeaders(), resolve, reject });
+      if (!this.draining.has(symbol)) void this.drain(symbol);
+    });
+  }
+
+  private async drain(symbol: string): Promise<void> {
+    this.draining.add(symbol);
+    try {
+      for (;;) {
+        const queue = this.queues.get(symbol);
+        if (!queue?.length) break;
+        // A client order id twice in one group: the later one waits for the next group (and replays the first).
+        const batch: Job[] = [];
+        const later: Job[] = [];
+        const seen = new Set<string>();
+        for (const job of queue.splice(0, MAX_GROUP)) {
+          const key = `${job.input.accountId}\u0000${job.input.clientOrderId}`;
+          if (seen.has(key)) later.push(job);
+          else {
+            seen.add(key);
+            batch.push(job);
+          }
+        }
+        queue.unshift(...later);
+        await this.runGroup(batch);
+      }
+    } finally {
+      this.draining.delete(symbol);
+    }
+  }
+
+  /** One group in one transaction (retried as a whole); when it cannot commit, each order on its own. */
+  private async runGroup(batch: Job[]): Promise<void> {
+    let outcomes: Outcome[];
+    try {
+      outcomes = await this.retrying((taken) => this.deps.sql.tx((q) => this.placeGroup(q, batch, taken)));
+    } catch (err) {
+      if (batch.length === 1) return batch[0]!.reject(err);
+      for (const job of batch) await this.runGroup([job]);
+      return;
+    }
+    outcomes.forEach((o, i) => (o.error ? batch[i]!.reject(o.error) : batch[i]!.resolve(o.value!)));
+  }
+
+  private async placeGroup(q: Queryable, batch: Job[], taken: BookEntry[]): Promise<Outcome[]> {
+    const { store } = this.deps;
+    const spec = batch[0]!.input.spec;
+    const accounts = batch.map((j) => j.input.accountId);
+    await store.paperAccounts(q, accounts, PAPER, this.cash);
+    const s = await this.open(q, spec, taken, accounts);
+    // After the book's lock: an order another replica placed with the same client order id is visible.
+    const existing = new Map<string, OrderRow>();
+    for (const r of await store.ordersByClientIds(
+      q,
+      PAPER,
+      batch.map((j) => ({ accountId: j.input.accountId, clientOrderId: j.input.clientOrderId })),
+    ))
+      existing.set(`${r.account_id}\u0000${r.client_order_id}`, r);
+    const book = s.entry.book;
+    const outcomes: Outcome[] = [];
+    const placed = new Map<number, string>();
+    for (const [i, { input, headers }] of batch.entries()) {
+      const prior = existing.get(`${input.accountId}\u0000${input.clientOrderId}`);
+      if (prior) {
+        outcomes.push({ value: { row: prior, replayed: true } });
+        continue;
+      }
+      const o = newBookOrder({
+        id: newId('ord'),
+        owner: input.accountId,
+        side: input.side,
+        type: input.type,
+        tif: input.tif,
+        qty: input.qty,
+        price: input.price,
+        stopPrice: input.stopPrice,
+      });
+      const waits =
+        (o.type === 'stop' || o.type === 'stop_limit') && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!);
+      const preview = waits ? null : book.preview(o);
+      // An agent's usage is counted in a savepoint: an order refused afterwards counts nothing.
+      if (input.limits) await q.query('SAVEPOINT agent_limits');
+      try {
         if (input.limits) {
           const ticks = o.type === 'market' ? preview!.notional : o.qty * (o.price ?? o.stopPrice!);
           await input.limits(q, notionalToUnits(spec, ticks));
         }
-        const reason = s.ledger.check(o, preview);
-        if (reason) throw insufficient(spec, o, s.ledger);
+        if (s.ledger.check(o, preview)) throw insufficient(spec, o, s.ledger);
         const result = book.submit(o, s.ledger);
         if (o.status === 'rejected') throw insufficient(spec, o, s.ledger);
         for (const x of result.changed) this.track(s, x);
-        s.inserted.set(o.id, { clientOrderId: input.clientOrderId, requestHash: input.requestHash, actor: input.actor });
-        const rows = await this.close(s);
-        return { row: rows.get(o.id)!, replayed: false };
-      }),
-    );
+        if (input.limits) await q.query('RELEASE SAVEPOINT agent_limits');
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        if (input.limits) await q.query('ROLLBACK TO SAVEPOINT agent_limits');
+        outcomes.push({ error: err });
+        continue;
+      }
+      s.inserted.set(o.id, { clientOrderId: input.clientOrderId, requestHash: input.requestHash, actor: input.actor, headers });
+      placed.set(i, o.id);
+      outcomes.push({ value: null });
+    }
+    const rows = await this.close(s);
+    for (const [i, id] of placed) outcomes[i] = { value: { row: rows.get(id)!, replayed: false } };
+    return outcomes;
   }
 
   /** Cancels one open order of the account (already known to be its own and at this venue). */
