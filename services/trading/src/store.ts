@@ -68,7 +68,48 @@ const ORDER_COLUMNS = `id, account_id, venue, symbol, client_order_id, request_h
   external_id, created_at, updated_at`;
 
 const json = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
-const orderRow = (r: OrderRow): OrderRow => ({ ...r, placed_by: json(r.placed_by), seq: Number(r.seq) });
+const orderRow = (r: OrderRow): OrderRow => ({
+  ...r,
+  placed_by: json(r.placed_by),
+  seq: Number(r.seq),
+  created_at: new Date(r.created_at),
+  updated_at: new Date(r.updated_at),
+});
+
+interface LedgerJson {
+  account_id: string;
+  epoch: number;
+  asset: string | null;
+  total: string | null;
+  held: string | null;
+}
+
+type Delta = { accountId: string; asset: string; total: bigint; held: bigint };
+
+/** What one book transaction writes (store.writeGroup). */
+export interface GroupWrite {
+  venue: string;
+  symbol: string;
+  inserts: Array<Omit<OrderRow, 'created_at' | 'updated_at'>>;
+  /** Changed orders; each gets a `trading.order.<status>` event with `eventId`. */
+  updates: Array<
+    Pick<OrderRow, 'id' | 'filled_qty' | 'filled_notional' | 'hold_units' | 'status' | 'reason' | 'triggered' | 'seq'> & {
+      feesAdded: string;
+      eventId: string;
+    }
+  >;
+  fills: Array<Omit<FillRow, 'created_at'>>;
+  /** The other events, as outbox columns (kit's eventRows). */
+  events: { ids: string[]; subjects: string[]; payloads: string[]; headers: string[] };
+  occurredAt: string;
+  /** The trace headers of the changed orders' events. */
+  headers: string;
+  /** Deltas to balance rows that exist (in key order) and to rows to create. */
+  balanceUpdates: Delta[];
+  balanceInserts: Delta[];
+  version: number;
+  state: unknown;
+}
 
 export interface OrderFilter {
   venue?: string;
@@ -202,14 +243,6 @@ export class TradingStore {
 
   // Fills --------------------------------------------------------------------------------------
 
-  async insertFill(q: Queryable, f: Omit<FillRow, 'created_at'>): Promise<void> {
-    await q.query(
-      `INSERT INTO trading.fills (id, account_id, order_id, venue, symbol, side, price, qty, notional, fee, liquidity, seq, epoch)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-      [f.id, f.account_id, f.order_id, f.venue, f.symbol, f.side, f.price, f.qty, f.notional, f.fee, f.liquidity, f.seq, f.epoch],
-    );
-  }
-
   async listFills(
     q: Queryable,
     accountId: string,
@@ -237,20 +270,39 @@ export class TradingStore {
 
   // Books --------------------------------------------------------------------------------------
 
-  /** Takes the book's row lock (the one writer of the book) and answers its row. */
-  async lockBook(q: Queryable, venue: string, symbol: string): Promise<BookRow> {
+  /**
+   * Takes the book's row lock (the one writer of the book) and answers its row. With `accounts`,
+   * first opens them on first use (their starting cash) and takes a share lock on each, in account
+   * order, in the same statement (a reset holds its account's lock for update).
+   */
+  async lockBook(
+    q: Queryable,
+    venue: string,
+    symbol: string,
+    accounts?: { ids: string[]; cash: { asset: string; units: string } },
+  ): Promise<BookRow> {
+    const ids = [...new Set(accounts?.ids ?? [])].sort();
     const lock = () =>
-      q.query<BookRow>(`SELECT venue, symbol, version, state, created_at FROM trading.books WHERE venue = $1 AND symbol = $2 FOR UPDATE`, [
-        venue,
-        symbol,
-      ]);
+      q.query<BookRow & { accounts: number }>(
+        `WITH a AS MATERIALIZED (SELECT account_id FROM trading.paper_accounts WHERE venue = $1 AND account_id = ANY($3) ORDER BY account_id FOR SHARE)
+         SELECT b.venue, b.symbol, b.version, b.state, b.created_at, (SELECT count(*) FROM a)::int AS accounts
+         FROM trading.books b WHERE b.venue = $1 AND b.symbol = $2 FOR UPDATE OF b`,
+        [venue, symbol, ids],
+      );
     let rows = await lock();
-    if (!rows.length) {
+    if (!rows.length || Number(rows[0]!.accounts) < ids.length) {
+      if (ids.length)
+        await q.query(
+          `WITH c AS (INSERT INTO trading.paper_accounts (account_id, venue, starting_cash) SELECT a, $2, $3 FROM unnest($1::text[]) a
+             ON CONFLICT DO NOTHING RETURNING account_id)
+           INSERT INTO trading.balances (account_id, venue, asset, total) SELECT account_id, $2, $4, $3 FROM c`,
+          [ids, venue, accounts!.cash.units, accounts!.cash.asset],
+        );
       await q.query(`INSERT INTO trading.books (venue, symbol) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [venue, symbol]);
       rows = await lock();
     }
     const r = rows[0]!;
-    return { ...r, version: Number(r.version), state: json(r.state) };
+    return { venue: r.venue, symbol: r.symbol, version: Number(r.version), state: json(r.state), created_at: r.created_at };
   }
 
   async readBook(q: Queryable, venue: string, symbol: string): Promise<BookRow | null> {
@@ -262,198 +314,156 @@ export class TradingStore {
     return r ? { ...r, version: Number(r.version), state: json(r.state) } : null;
   }
 
-  async saveBook(q: Queryable, venue: string, symbol: string, version: number, state: unknown): Promise<void> {
-    await q.query(`UPDATE trading.books SET version = $3, state = $4::jsonb, updated_at = now() WHERE venue = $1 AND symbol = $2`, [
-      venue,
-      symbol,
-      version,
-      JSON.stringify(state),
-    ]);
-  }
-
-  // Group commits: one statement per kind of write, whatever the number of orders -------------
-
-  /** Inserts orders with one statement; answers them as stored, in the order given. */
-  async insertOrders(q: Queryable, os: Array<Omit<OrderRow, 'created_at' | 'updated_at'>>): Promise<OrderRow[]> {
-    if (!os.length) return [];
-    const col = <K extends keyof (typeof os)[number]>(k: K) => os.map((o) => o[k]);
-    const rows = await q.query<OrderRow>(
-      `INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
-         stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-         $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], $14::numeric[], $15::numeric[], $16::numeric[], $17::text[],
-         $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[])
-       RETURNING ${ORDER_COLUMNS}`,
-      [
-        col('id'),
-        col('account_id'),
-        col('venue'),
-        col('symbol'),
-        col('client_order_id'),
-        col('request_hash'),
-        col('side'),
-        col('type'),
-        col('time_in_force'),
-        col('qty'),
-        col('price'),
-        col('stop_price'),
-        col('filled_qty'),
-        col('filled_notional'),
-        col('fees'),
-        col('hold_units'),
-        col('status'),
-        col('reason'),
-        col('triggered'),
-        col('seq'),
-        os.map((o) => JSON.stringify(o.placed_by)),
-        col('external_id'),
-      ],
-    );
-    const byId = new Map(rows.map((r) => [r.id, orderRow(r)]));
-    return os.map((o) => byId.get(o.id)!);
-  }
-
-  /** Writes several orders' changed state with one statement (`feesAdded` adds to each one's fees). */
-  async updateOrders(
-    q: Queryable,
-    os: Array<
-      Pick<OrderRow, 'id' | 'filled_qty' | 'filled_notional' | 'hold_units' | 'status' | 'reason' | 'triggered' | 'seq'> & { feesAdded: string }
-    >,
-  ): Promise<OrderRow[]> {
-    if (!os.length) return [];
-    const rows = await q.query<OrderRow>(
-      `UPDATE trading.orders o SET filled_qty = u.u_filled, filled_notional = u.u_notional, hold_units = u.u_hold, status = u.u_status,
-         reason = u.u_reason, triggered = u.u_triggered, seq = u.u_seq, fees = o.fees + u.u_fees, updated_at = now()
-       FROM unnest($1::text[], $2::numeric[], $3::numeric[], $4::numeric[], $5::text[], $6::text[], $7::boolean[], $8::bigint[], $9::numeric[])
-         AS u(u_id, u_filled, u_notional, u_hold, u_status, u_reason, u_triggered, u_seq, u_fees)
-       WHERE o.id = u.u_id
-       RETURNING ${ORDER_COLUMNS.replace(/(^|,\s*)(\w+)/g, '$1o.$2')}`,
-      [
-        os.map((o) => o.id),
-        os.map((o) => o.filled_qty),
-        os.map((o) => o.filled_notional),
-        os.map((o) => o.hold_units),
-        os.map((o) => o.status),
-        os.map((o) => o.reason),
-        os.map((o) => o.triggered),
-        os.map((o) => o.seq),
-        os.map((o) => o.feesAdded),
-      ],
-    );
-    return rows.map(orderRow);
-  }
-
-  /** Inserts fills with one statement. */
-  async insertFills(q: Queryable, fs: Array<Omit<FillRow, 'created_at'>>): Promise<void> {
-    if (!fs.length) return;
-    const col = <K extends keyof (typeof fs)[number]>(k: K) => fs.map((f) => f[k]);
-    await q.query(
-      `INSERT INTO trading.fills (id, account_id, order_id, venue, symbol, side, price, qty, notional, fee, liquidity, seq, epoch)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::numeric[], $8::numeric[],
-         $9::numeric[], $10::numeric[], $11::text[], $12::bigint[], $13::integer[])`,
-      [
-        col('id'),
-        col('account_id'),
-        col('order_id'),
-        col('venue'),
-        col('symbol'),
-        col('side'),
-        col('price'),
-        col('qty'),
-        col('notional'),
-        col('fee'),
-        col('liquidity'),
-        col('seq'),
-        col('epoch'),
-      ],
-    );
-  }
-
-  /** The orders some (account, client order id) pairs already name at a venue. */
-  async ordersByClientIds(q: Queryable, venue: string, keys: Array<{ accountId: string; clientOrderId: string }>): Promise<OrderRow[]> {
-    if (!keys.length) return [];
-    const rows = await q.query<OrderRow>(
-      `SELECT ${ORDER_COLUMNS} FROM trading.orders
-       WHERE venue = $1 AND (account_id, client_order_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
-      [venue, keys.map((k) => k.accountId), keys.map((k) => k.clientOrderId)],
-    );
-    return rows.map(orderRow);
-  }
+  // Group commits: a few statements per transaction, whatever the number of orders ------------
 
   /**
-   * Opens the paper accounts on first use (their starting cash) and takes a share lock on each, in
-   * account order; answers their epochs. One statement when they all exist.
+   * What a group transaction reads once it holds the book's lock: the balances and epochs of the
+   * accounts the book can touch, and the orders some (account, client order id) pairs already name.
    */
-  async paperAccounts(q: Queryable, accountIds: string[], venue: string, cash: { asset: string; units: string }): Promise<Map<string, number>> {
-    const ids = [...new Set(accountIds)].sort();
-    const lock = () =>
-      q.query<{ account_id: string; epoch: number }>(
-        `SELECT account_id, epoch FROM trading.paper_accounts WHERE venue = $1 AND account_id = ANY($2) ORDER BY account_id FOR SHARE`,
-        [venue, ids],
-      );
-    let rows = await lock();
-    if (rows.length < ids.length) {
-      await q.query(
-        `WITH c AS (INSERT INTO trading.paper_accounts (account_id, venue, starting_cash) SELECT a, $2, $3 FROM unnest($1::text[]) a
-           ON CONFLICT DO NOTHING RETURNING account_id)
-         INSERT INTO trading.balances (account_id, venue, asset, total) SELECT account_id, $2, $4, $3 FROM c`,
-        [ids, venue, cash.units, cash.asset],
-      );
-      rows = await lock();
-    }
-    return new Map(rows.map((r) => [r.account_id, Number(r.epoch)]));
-  }
-
-  /** The balances of some accounts at a venue and their epochs, with one statement. */
-  async ledgerRows(q: Queryable, accountIds: string[], venue: string): Promise<{ balances: BalanceRow[]; epochs: Map<string, number> }> {
-    const rows = await q.query<{ account_id: string; epoch: number; asset: string | null; total: string | null; held: string | null }>(
-      `SELECT a.account_id, a.epoch, b.asset, b.total::text, b.held::text FROM trading.paper_accounts a
-       LEFT JOIN trading.balances b ON b.account_id = a.account_id AND b.venue = a.venue
-       WHERE a.venue = $2 AND a.account_id = ANY($1)`,
-      [accountIds, venue],
+  async groupState(
+    q: Queryable,
+    venue: string,
+    accountIds: string[],
+    keys: Array<{ accountId: string; clientOrderId: string }>,
+  ): Promise<{ balances: BalanceRow[]; epochs: Map<string, number>; existing: OrderRow[] }> {
+    const rows = await q.query<{ ledger: LedgerJson[] | null; existing: OrderRow[] | null }>(
+      `SELECT (SELECT json_agg(x) FROM (SELECT a.account_id, a.epoch, b.asset, b.total::text AS total, b.held::text AS held
+                 FROM trading.paper_accounts a LEFT JOIN trading.balances b ON b.account_id = a.account_id AND b.venue = a.venue
+                 WHERE a.venue = $1 AND a.account_id = ANY($2)) x) AS ledger,
+              (SELECT json_agg(y) FROM (SELECT ${ORDER_COLUMNS} FROM trading.orders
+                 WHERE venue = $1 AND (account_id, client_order_id) IN (SELECT * FROM unnest($3::text[], $4::text[]))) y) AS existing`,
+      [venue, accountIds, keys.map((k) => k.accountId), keys.map((k) => k.clientOrderId)],
     );
     const balances: BalanceRow[] = [];
     const epochs = new Map<string, number>();
-    for (const r of rows) {
+    for (const r of json<LedgerJson[] | null>(rows[0]!.ledger) ?? []) {
       epochs.set(r.account_id, Number(r.epoch));
       if (r.asset !== null) balances.push({ account_id: r.account_id, venue, asset: r.asset, total: r.total!, held: r.held! });
     }
-    return { balances, epochs };
+    return { balances, epochs, existing: (json<OrderRow[] | null>(rows[0]!.existing) ?? []).map(orderRow) };
   }
 
   /**
-   * Adds to balances with one UPDATE (rows in key order, so that writers rarely deadlock; a
-   * deadlock retries), then inserts the rows that did not exist.
+   * Writes what one book transaction changed with one statement: new orders, changed orders and
+   * an event for each, fills, the other events, balance deltas (rows that exist updated in key
+   * order, new ones inserted) and the book's state. Answers the new and changed orders as stored.
    */
-  async addBalancesAtOnce(
-    q: Queryable,
-    venue: string,
-    deltas: Array<{ accountId: string; asset: string; total: bigint; held: bigint }>,
-  ): Promise<void> {
-    const ds = deltas
-      .filter((d) => d.total !== 0n || d.held !== 0n)
-      .sort((a, b) => (a.accountId + '\u0000' + a.asset < b.accountId + '\u0000' + b.asset ? -1 : 1));
-    if (!ds.length) return;
-    const updated = await q.query<{ account_id: string; asset: string }>(
-      `UPDATE trading.balances b SET total = b.total + d.d_total, held = b.held + d.d_held
-       FROM (SELECT * FROM unnest($2::text[], $3::text[], $4::numeric[], $5::numeric[]) WITH ORDINALITY AS x(d_account, d_asset, d_total, d_held, n) ORDER BY n) d
-       WHERE b.account_id = d.d_account AND b.venue = $1 AND b.asset = d.d_asset
-       RETURNING b.account_id, b.asset`,
-      [venue, ds.map((d) => d.accountId), ds.map((d) => d.asset), ds.map((d) => d.total.toString()), ds.map((d) => d.held.toString())],
-    );
-    if (updated.length === ds.length) return;
-    const done = new Set(updated.map((r) => `${r.account_id}\u0000${r.asset}`));
-    const missing = ds.filter((d) => !done.has(`${d.accountId}\u0000${d.asset}`));
-    await q.query(
-      `INSERT INTO trading.balances (account_id, venue, asset, total, held) SELECT a, $1, s, t, h FROM unnest($2::text[], $3::text[], $4::numeric[], $5::numeric[]) AS x(a, s, t, h)`,
+  async writeGroup(q: Queryable, w: GroupWrite): Promise<{ inserted: OrderRow[]; updated: OrderRow[] }> {
+    const ins = <K extends keyof GroupWrite['inserts'][number]>(k: K) => w.inserts.map((o) => o[k]);
+    const upd = <K extends keyof GroupWrite['updates'][number]>(k: K) => w.updates.map((o) => o[k]);
+    const fil = <K extends keyof GroupWrite['fills'][number]>(k: K) => w.fills.map((f) => f[k]);
+    const bal = (ds: GroupWrite['balanceUpdates']) => [
+      ds.map((d) => d.accountId),
+      ds.map((d) => d.asset),
+      ds.map((d) => d.total.toString()),
+      ds.map((d) => d.held.toString()),
+    ];
+    const rows = await q.query<{ balances: number; inserted: OrderRow[] | null; updated: OrderRow[] | null }>(
+      `WITH o AS (
+         INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
+           stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+           $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], $14::numeric[], $15::numeric[], $16::numeric[], $17::text[],
+           $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[])
+         RETURNING ${ORDER_COLUMNS}),
+       u AS (
+         UPDATE trading.orders t SET filled_qty = x.u_filled, filled_notional = x.u_notional, hold_units = x.u_hold, status = x.u_status,
+           reason = x.u_reason, triggered = x.u_triggered, seq = x.u_seq, fees = t.fees + x.u_fees, updated_at = now()
+         FROM unnest($23::text[], $24::numeric[], $25::numeric[], $26::numeric[], $27::text[], $28::text[], $29::boolean[], $30::bigint[],
+           $31::numeric[], $32::text[]) AS x(u_id, u_filled, u_notional, u_hold, u_status, u_reason, u_triggered, u_seq, u_fees, u_evt)
+         WHERE t.id = x.u_id
+         RETURNING x.u_evt AS evt, ${ORDER_COLUMNS.replace(/(^|,\s*)(\w+)/g, '$1t.$2')}),
+       eu AS (
+         INSERT INTO trading.outbox (id, subject, payload, headers)
+         SELECT u.evt, 'trading.order.' || u.status, jsonb_build_object('id', u.evt, 'type', 'trading.order.' || u.status, 'occurredAt', $33::text,
+           'accountId', u.account_id, 'data', jsonb_build_object('id', u.id, 'clientOrderId', u.client_order_id, 'venue', u.venue, 'symbol',
+           u.symbol, 'side', u.side, 'type', u.type, 'timeInForce', u.time_in_force, 'qty', u.qty, 'filledQty', u.filled_qty, 'status',
+           u.status, 'reason', u.reason)), $34::jsonb
+         FROM u),
+       f AS (
+         INSERT INTO trading.fills (id, account_id, order_id, venue, symbol, side, price, qty, notional, fee, liquidity, seq, epoch)
+         SELECT * FROM unnest($35::text[], $36::text[], $37::text[], $38::text[], $39::text[], $40::text[], $41::numeric[], $42::numeric[],
+           $43::numeric[], $44::numeric[], $45::text[], $46::bigint[], $47::integer[])),
+       e AS (
+         INSERT INTO trading.outbox (id, subject, payload, headers) SELECT * FROM unnest($48::text[], $49::text[], $50::jsonb[], $51::jsonb[])),
+       bu AS (
+         UPDATE trading.balances b SET total = b.total + d.d_total, held = b.held + d.d_held
+         FROM (SELECT * FROM unnest($52::text[], $53::text[], $54::numeric[], $55::numeric[]) WITH ORDINALITY AS x(d_account, d_asset, d_total, d_held, n)
+           ORDER BY n) d
+         WHERE b.account_id = d.d_account AND b.venue = $56 AND b.asset = d.d_asset
+         RETURNING 1),
+       bi AS (
+         INSERT INTO trading.balances (account_id, venue, asset, total, held)
+         SELECT a, $56, s, t, h FROM unnest($57::text[], $58::text[], $59::numeric[], $60::numeric[]) AS x(a, s, t, h)),
+       k AS (
+         UPDATE trading.books SET version = $61, state = $62::jsonb, updated_at = now() WHERE venue = $56 AND symbol = $63)
+       SELECT (SELECT count(*) FROM bu)::int AS balances, (SELECT json_agg(o) FROM o) AS inserted, (SELECT json_agg(u) FROM u) AS updated`,
       [
-        venue,
-        missing.map((d) => d.accountId),
-        missing.map((d) => d.asset),
-        missing.map((d) => d.total.toString()),
-        missing.map((d) => d.held.toString()),
+        ins('id'),
+        ins('account_id'),
+        ins('venue'),
+        ins('symbol'),
+        ins('client_order_id'),
+        ins('request_hash'),
+        ins('side'),
+        ins('type'),
+        ins('time_in_force'),
+        ins('qty'),
+        ins('price'),
+        ins('stop_price'),
+        ins('filled_qty'),
+        ins('filled_notional'),
+        ins('fees'),
+        ins('hold_units'),
+        ins('status'),
+        ins('reason'),
+        ins('triggered'),
+        ins('seq'),
+        w.inserts.map((o) => JSON.stringify(o.placed_by)),
+        ins('external_id'),
+        upd('id'),
+        upd('filled_qty'),
+        upd('filled_notional'),
+        upd('hold_units'),
+        upd('status'),
+        upd('reason'),
+        upd('triggered'),
+        upd('seq'),
+        upd('feesAdded'),
+        upd('eventId'),
+        w.occurredAt,
+        w.headers,
+        fil('id'),
+        fil('account_id'),
+        fil('order_id'),
+        fil('venue'),
+        fil('symbol'),
+        fil('side'),
+        fil('price'),
+        fil('qty'),
+        fil('notional'),
+        fil('fee'),
+        fil('liquidity'),
+        fil('seq'),
+        fil('epoch'),
+        w.events.ids,
+        w.events.subjects,
+        w.events.payloads,
+        w.events.headers,
+        ...bal(w.balanceUpdates),
+        w.venue,
+        ...bal(w.balanceInserts),
+        w.version,
+        JSON.stringify(w.state),
+        w.symbol,
       ],
     );
+    const r = rows[0]!;
+    // A balance row this transaction read is gone (a reset meanwhile): run the transaction again.
+    if (Number(r.balances) !== w.balanceUpdates.length)
+      throw Object.assign(new Error('a balance row changed under the transaction'), { code: '40001' });
+    const byId = new Map((json<OrderRow[] | null>(r.inserted) ?? []).map((x) => [x.id, orderRow(x)]));
+    return { inserted: w.inserts.map((o) => byId.get(o.id)!), updated: (json<OrderRow[] | null>(r.updated) ?? []).map(orderRow) };
   }
 
   // Paper accounts and balances ----------------------------------------------------------------
@@ -484,27 +494,6 @@ export class TradingStore {
       `SELECT account_id, venue, asset, total::text, held::text FROM trading.balances WHERE account_id = ANY($1) AND venue = $2 ORDER BY account_id, asset`,
       [accountIds, venue],
     );
-  }
-
-  /** Adds to balances (rows created as needed), in key order so that writers never deadlock. */
-  async addBalances(q: Queryable, venue: string, deltas: Array<{ accountId: string; asset: string; total: bigint; held: bigint }>): Promise<void> {
-    const sorted = [...deltas].sort((a, b) => (a.accountId + '\u0000' + a.asset < b.accountId + '\u0000' + b.asset ? -1 : 1));
-    for (const d of sorted) {
-      if (d.total === 0n && d.held === 0n) continue;
-      // UPDATE first: an INSERT … ON CONFLICT checks the CHECK on the proposed row (a negative delta) before it sees the conflict.
-      const updated = await q.query(
-        `UPDATE trading.balances SET total = total + $4::numeric, held = held + $5::numeric WHERE account_id = $1 AND venue = $2 AND asset = $3 RETURNING asset`,
-        [d.accountId, venue, d.asset, d.total.toString(), d.held.toString()],
-      );
-      if (updated.length) continue;
-      await q.query(`INSERT INTO trading.balances (account_id, venue, asset, total, held) VALUES ($1, $2, $3, $4, $5)`, [
-        d.accountId,
-        venue,
-        d.asset,
-        d.total.toString(),
-        d.held.toString(),
-      ]);
-    }
   }
 
   /** Puts a paper account back to its starting cash (a new epoch). */

@@ -29,31 +29,27 @@ export async function enqueueEvent<D>(
 }
 
 /**
- * Writes several events in the caller's transaction with one statement (group commits). Each event
- * may carry the trace headers of the request it belongs to (captured where the request was handled).
+ * Outbox rows (columns as arrays) for several events, for a caller that writes them with one
+ * statement (`INSERT … SELECT * FROM unnest($ids::text[], $subjects::text[], $payloads::jsonb[],
+ * $headers::jsonb[])`), possibly inside a larger one. Ids are in the order given. Each event may
+ * carry the trace headers of the request it belongs to; the current context's otherwise.
  */
-export async function enqueueEvents(
-  q: Queryable,
-  schema: string,
-  events: Array<{ subject: string; accountId: string; data: unknown; type?: string; headers?: Record<string, string> }>,
-): Promise<void> {
-  if (!events.length) return;
-  const ids: string[] = [];
-  const subjects: string[] = [];
-  const payloads: string[] = [];
-  const headers: string[] = [];
+export function eventRows(events: Array<{ subject: string; accountId: string; data: unknown; type?: string; headers?: Record<string, string> }>): {
+  ids: string[];
+  subjects: string[];
+  payloads: string[];
+  headers: string[];
+} {
+  const out = { ids: [] as string[], subjects: [] as string[], payloads: [] as string[], headers: [] as string[] };
   const occurredAt = new Date().toISOString();
   for (const e of events) {
     const id = newId('evt');
-    ids.push(id);
-    subjects.push(e.subject);
-    payloads.push(JSON.stringify({ id, type: e.type ?? e.subject, occurredAt, accountId: e.accountId, data: e.data }));
-    headers.push(JSON.stringify(e.headers ?? currentTraceHeaders()));
+    out.ids.push(id);
+    out.subjects.push(e.subject);
+    out.payloads.push(JSON.stringify({ id, type: e.type ?? e.subject, occurredAt, accountId: e.accountId, data: e.data }));
+    out.headers.push(JSON.stringify(e.headers ?? currentTraceHeaders()));
   }
-  await q.query(
-    `INSERT INTO ${schema}.outbox (id, subject, payload, headers) SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::jsonb[])`,
-    [ids, subjects, payloads, headers],
-  );
+  return out;
 }
 
 export interface OutboxRelay {

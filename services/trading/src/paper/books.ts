@@ -85,11 +85,12 @@ export class Books {
   ) {}
 
   /**
-   * Locks the book's row and answers the book as of that row, cached or rebuilt; marks it busy.
+   * Locks the book's row (after share-locking `accounts`, opened on first use) and answers the
+   * book as of that row, cached or rebuilt; marks it busy.
    * Call inside a transaction, then `committed` after it commits or `dropped` when it fails.
    */
-  async take(q: Queryable, spec: Spec): Promise<BookEntry> {
-    const row = await this.store.lockBook(q, this.venue, spec.symbol);
+  async take(q: Queryable, spec: Spec, accounts?: { ids: string[]; cash: { asset: string; units: string } }): Promise<BookEntry> {
+    const row = await this.store.lockBook(q, this.venue, spec.symbol, accounts);
     const cached = this.entries.get(spec.symbol);
     if (cached && !cached.busy && cached.version === row.version) {
       cached.busy = true;

@@ -6,7 +6,7 @@ import { feeOf, lotsToUnits, notionalToUnits, type Spec } from '../symbols.js';
  * The money side of one book transaction: the balances of every account the book can touch (the
  * taker, and the owners of resting orders and stops), updated as the engine reports fills, and the
  * holds that back open orders. Amounts are bigint units (10⁻⁹ of an asset). At the end the
- * deltas are written in one go (store.addBalances), where a CHECK keeps every balance covering its
+ * deltas are written in one go (store.writeGroup), where a CHECK keeps every balance covering its
  * holds.
  */
 
@@ -20,6 +20,8 @@ interface Balance {
   held: bigint;
   dTotal: bigint;
   dHeld: bigint;
+  /** Whether the row exists (loaded), or is to be created. */
+  stored: boolean;
 }
 
 /** One side of a fill as it will be recorded. */
@@ -48,13 +50,14 @@ export class Ledger implements MatchHooks {
   ) {}
 
   load(rows: Array<{ account_id: string; asset: string; total: string; held: string }>): void {
-    for (const r of rows) this.balances.set(key(r.account_id, r.asset), { total: BigInt(r.total), held: BigInt(r.held), dTotal: 0n, dHeld: 0n });
+    for (const r of rows)
+      this.balances.set(key(r.account_id, r.asset), { total: BigInt(r.total), held: BigInt(r.held), dTotal: 0n, dHeld: 0n, stored: true });
   }
 
   private bal(accountId: string, asset: string): Balance {
     const k = key(accountId, asset);
     let b = this.balances.get(k);
-    if (!b) this.balances.set(k, (b = { total: 0n, held: 0n, dTotal: 0n, dHeld: 0n }));
+    if (!b) this.balances.set(k, (b = { total: 0n, held: 0n, dTotal: 0n, dHeld: 0n, stored: false }));
     return b;
   }
 
@@ -154,13 +157,13 @@ export class Ledger implements MatchHooks {
     this.setHold(o, o.side === 'buy' ? this.spec.quote : this.spec.base, this.holdFor(o));
   }
 
-  /** The balance changes to write. */
-  deltas(): Array<{ accountId: string; asset: string; total: bigint; held: bigint }> {
-    const out: Array<{ accountId: string; asset: string; total: bigint; held: bigint }> = [];
+  /** The balance changes to write; `stored` when the row exists. */
+  deltas(): Array<{ accountId: string; asset: string; total: bigint; held: bigint; stored: boolean }> {
+    const out: Array<{ accountId: string; asset: string; total: bigint; held: bigint; stored: boolean }> = [];
     for (const [k, b] of this.balances) {
       if (b.dTotal === 0n && b.dHeld === 0n) continue;
       const [accountId, asset] = k.split('\u0000') as [string, string];
-      out.push({ accountId, asset, total: b.dTotal, held: b.dHeld });
+      out.push({ accountId, asset, total: b.dTotal, held: b.dHeld, stored: b.stored });
     }
     return out;
   }

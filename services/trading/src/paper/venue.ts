@@ -1,4 +1,4 @@
-import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, enqueueEvents, newId, type Queryable, type Sql } from '@svc/kit';
+import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, eventRows, newId, type Queryable, type Sql } from '@svc/kit';
 
 import { type BookOrder, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
@@ -47,6 +47,8 @@ interface Session {
   changed: Set<BookOrder>;
   inserted: Map<string, { clientOrderId: string; requestHash: string; actor: Actor; headers?: Record<string, string> }>;
   epochs: Map<string, number>;
+  /** Orders the group's client order ids already name. */
+  existing: OrderRow[];
 }
 
 /** An order waiting for its book's next group, with the trace headers of its request (for its events). */
@@ -109,15 +111,22 @@ export class PaperVenue {
   }
 
   /** Takes a book for this transaction, loads the balances it can touch and lets time pass (day orders, the market maker). */
-  private async open(q: Queryable, spec: Spec, taken: BookEntry[], accounts: string[]): Promise<Session> {
-    const entry = await this.books.take(q, spec);
+  private async open(
+    q: Queryable,
+    spec: Spec,
+    taken: BookEntry[],
+    accounts: string[],
+    group?: { lock: string[]; keys: Array<{ accountId: string; clientOrderId: string }> },
+  ): Promise<Session> {
+    const entry = await this.books.take(q, spec, group && { ids: group.lock, cash: this.cash });
     taken.push(entry);
     const owners = new Set(accounts);
     for (const o of entry.book.openOrders()) if (o.owner !== MARKET_MAKER) owners.add(o.owner);
     const ledger = new Ledger(spec, this.deps.settings.fees, entry.holds);
-    const { balances, epochs } = await this.deps.store.ledgerRows(q, [...owners], PAPER);
+    // After the book's lock: what another replica wrote before it (balances, a client order id) is visible.
+    const { balances, epochs, existing } = await this.deps.store.groupState(q, PAPER, [...owners], group?.keys ?? []);
     ledger.load(balances);
-    const s: Session = { q, entry, ledger, changed: new Set(), inserted: new Map(), epochs };
+    const s: Session = { q, entry, ledger, changed: new Set(), inserted: new Map(), epochs, existing };
     const now = this.now();
     const today = utcDay(now);
     if (today !== entry.day) {
@@ -152,45 +161,27 @@ export class PaperVenue {
       seq: o.seq,
     });
     const byId = new Map([...s.changed].map((o) => [o.id, o]));
-    const events: Parameters<typeof enqueueEvents>[2] = [];
-    const inserted = await store.insertOrders(
-      q,
-      [...s.inserted].map(([id, meta]) => {
-        const o = byId.get(id)!;
-        return {
-          id,
-          account_id: o.owner,
-          venue: PAPER,
-          symbol: spec.symbol,
-          client_order_id: meta.clientOrderId,
-          request_hash: meta.requestHash,
-          side: o.side,
-          type: o.type,
-          time_in_force: o.tif,
-          qty: lotsToString(spec, o.qty),
-          price: o.price === undefined ? null : ticksToString(spec, o.price),
-          stop_price: o.stopPrice === undefined ? null : ticksToString(spec, o.stopPrice),
-          ...fields(o),
-          fees: formatUnits(ledger.feesAdded.get(id) ?? 0n),
-          placed_by: meta.actor,
-          external_id: null,
-        };
-      }),
-    );
-    for (const row of inserted) {
-      rows.set(row.id, row);
-      events.push({ subject: 'trading.order.placed', accountId: row.account_id, data: orderEvent(row), headers: s.inserted.get(row.id)!.headers });
-    }
-    const updated = await store.updateOrders(
-      q,
-      [...s.changed]
-        .filter((o) => !s.inserted.has(o.id))
-        .map((o) => ({ id: o.id, ...fields(o), feesAdded: formatUnits(ledger.feesAdded.get(o.id) ?? 0n) })),
-    );
-    for (const row of updated) {
-      rows.set(row.id, row);
-      events.push({ subject: `trading.order.${row.status}`, accountId: row.account_id, data: orderEvent(row) });
-    }
+    const inserts = [...s.inserted].map(([id, meta]) => {
+      const o = byId.get(id)!;
+      return {
+        id,
+        account_id: o.owner,
+        venue: PAPER,
+        symbol: spec.symbol,
+        client_order_id: meta.clientOrderId,
+        request_hash: meta.requestHash,
+        side: o.side,
+        type: o.type,
+        time_in_force: o.tif,
+        qty: lotsToString(spec, o.qty),
+        price: o.price === undefined ? null : ticksToString(spec, o.price),
+        stop_price: o.stopPrice === undefined ? null : ticksToString(spec, o.stopPrice),
+        ...fields(o),
+        fees: formatUnits(ledger.feesAdded.get(id) ?? 0n),
+        placed_by: meta.actor,
+        external_id: null,
+      };
+    });
     const fills = ledger.fills.map((f) => ({
       id: newId('fill'),
       account_id: f.accountId,
@@ -206,11 +197,33 @@ export class PaperVenue {
       seq: f.seq,
       epoch: s.epochs.get(f.accountId) ?? 0,
     }));
-    await store.insertFills(q, fills);
-    for (const fill of fills) events.push({ subject: 'trading.fill.executed', accountId: fill.account_id, data: fill });
-    await enqueueEvents(q, SCHEMA, events);
-    await store.addBalancesAtOnce(q, PAPER, ledger.deltas());
-    await store.saveBook(q, PAPER, spec.symbol, entry.version + 1, this.books.state(entry));
+    const events = eventRows([
+      ...inserts.map((o) => ({
+        subject: 'trading.order.placed',
+        accountId: o.account_id,
+        data: orderEvent(o),
+        headers: s.inserted.get(o.id)!.headers,
+      })),
+      ...fills.map((f) => ({ subject: 'trading.fill.executed', accountId: f.account_id, data: f })),
+    ]);
+    const deltas = ledger.deltas().sort((a, b) => (a.accountId + '\u0000' + a.asset < b.accountId + '\u0000' + b.asset ? -1 : 1));
+    const written = await store.writeGroup(q, {
+      venue: PAPER,
+      symbol: spec.symbol,
+      inserts,
+      updates: [...s.changed]
+        .filter((o) => !s.inserted.has(o.id))
+        .map((o) => ({ id: o.id, ...fields(o), feesAdded: formatUnits(ledger.feesAdded.get(o.id) ?? 0n), eventId: newId('evt') })),
+      fills,
+      events,
+      occurredAt: new Date().toISOString(),
+      headers: JSON.stringify(currentTraceHeaders()),
+      balanceUpdates: deltas.filter((d) => d.stored),
+      balanceInserts: deltas.filter((d) => !d.stored),
+      version: entry.version + 1,
+      state: this.books.state(entry),
+    });
+    for (const row of [...written.inserted, ...written.updated]) rows.set(row.id, row);
     return rows;
   }
 
@@ -270,19 +283,11 @@ export class PaperVenue {
   }
 
   private async placeGroup(q: Queryable, batch: Job[], taken: BookEntry[]): Promise<Outcome[]> {
-    const { store } = this.deps;
     const spec = batch[0]!.input.spec;
     const accounts = batch.map((j) => j.input.accountId);
-    await store.paperAccounts(q, accounts, PAPER, this.cash);
-    const s = await this.open(q, spec, taken, accounts);
-    // After the book's lock: an order another replica placed with the same client order id is visible.
-    const existing = new Map<string, OrderRow>();
-    for (const r of await store.ordersByClientIds(
-      q,
-      PAPER,
-      batch.map((j) => ({ accountId: j.input.accountId, clientOrderId: j.input.clientOrderId })),
-    ))
-      existing.set(`${r.account_id}\u0000${r.client_order_id}`, r);
+    const keys = batch.map((j) => ({ accountId: j.input.accountId, clientOrderId: j.input.clientOrderId }));
+    const s = await this.open(q, spec, taken, accounts, { lock: accounts, keys });
+    const existing = new Map(s.existing.map((r) => [`${r.account_id}\u0000${r.client_order_id}`, r]));
     const book = s.entry.book;
     const outcomes: Outcome[] = [];
     const placed = new Map<number, string>();
@@ -431,7 +436,7 @@ function insufficient(spec: Spec, o: BookOrder, ledger: Ledger): DomainError {
 }
 
 /** What events say of an order. */
-export function orderEvent(r: OrderRow) {
+export function orderEvent(r: Omit<OrderRow, 'created_at' | 'updated_at'>) {
   return {
     id: r.id,
     clientOrderId: r.client_order_id,
