@@ -3,7 +3,14 @@ import { randomBytes } from 'node:crypto';
 // Crockford base32: ids sort by creation time as plain strings.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
-/** `prefix_` + 10 chars of milliseconds + 16 random chars (80 bits), ULID-shaped, lowercase. */
+let last = '';
+
+/**
+ * `prefix_` + 10 chars of milliseconds + 16 random chars (80 bits), ULID-shaped, lowercase.
+ * Monotonic within a process (as ULID's monotonic generator): an id made in the same millisecond
+ * as the previous one continues from it (its first 8 random chars plus one, 8 fresh ones after),
+ * so ids made in a row (the fills of one transaction) sort in the order they were made.
+ */
 export function newId(prefix: string, now = Date.now()): string {
   let time = '';
   let t = now;
@@ -11,10 +18,30 @@ export function newId(prefix: string, now = Date.now()): string {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const bytes = randomBytes(16);
-  let rand = '';
-  for (let i = 0; i < 16; i++) rand += ALPHABET[bytes[i]! & 31];
-  return `${prefix}_${time}${rand}`;
+  const random = (n: number) => {
+    const bytes = randomBytes(n);
+    let out = '';
+    for (let i = 0; i < n; i++) out += ALPHABET[bytes[i]! & 31];
+    return out;
+  };
+  // In the previous id's millisecond: its first 8 random chars plus one, then 8 new ones (40 bits).
+  const body = last.startsWith(time) ? increment(last.slice(0, 18)) + random(8) : time + random(16);
+  if (body > last) last = body;
+  return `${prefix}_${body}`;
+}
+
+/** The next string in base-32 order (8 random chars do not run out in one millisecond). */
+function increment(s: string): string {
+  const chars = s.split('');
+  for (let i = chars.length - 1; i >= 10; i--) {
+    const k = ALPHABET.indexOf(chars[i]!);
+    if (k < 31) {
+      chars[i] = ALPHABET[k + 1]!;
+      return chars.join('');
+    }
+    chars[i] = ALPHABET[0]!;
+  }
+  return chars.join('');
 }
 
 export function hasPrefix(id: string, prefix: string): boolean {
