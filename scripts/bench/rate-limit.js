@@ -5,6 +5,7 @@
 // (every request takes its tokens: from the local lease, and from Redis once per 50 requests),
 // each pinned to core 1 and the load to core 0; rounds alternate, the verdict is the median ratio.
 // Usage: node scripts/bench/rate-limit.js [rounds=3] [seconds=2]    (about 40 s, half of it starting the stacks)
+//        node scripts/bench/rate-limit.js admission                 (the limiter alone, in process: a few seconds)
 const { execSync } = require('node:child_process');
 
 const { load, measure, startTarget } = require('./lib.js');
@@ -52,9 +53,38 @@ async function main() {
   console.log(
     `GET /me, limits on / off: requests per second ${pct(median(rps))} (rounds ${rps.map(pct).join(' ')}), CPU per request ${pct(median(cpu))}`,
   );
+  await perAdmission();
 }
 
-main().catch((err) => {
+/** The limiter alone, in this process: CPU per admission on memory and (with REDIS_URL) Redis buckets. */
+async function perAdmission() {
+  const { RateLimiter } = require('@svc/gateway/dist/rate-limit.js');
+  const { createMemoryCache, createRedisCache } = require('@svc/kit');
+  const { routes } = require('@svc/api');
+  const me = routes.find((r) => r.id === 'me.get');
+  const big = { capacity: 1e9, windowSeconds: 1 };
+  const limits = { read: big, write: big, compute: big };
+  const principal = { kind: 'human', accountId: 'acct_bench', keyId: 'key_bench', userId: 'usr_bench', channel: 'api' };
+  const caches = [['memory', createMemoryCache()]];
+  if (process.env.REDIS_URL) caches.push(['redis', createRedisCache(process.env.REDIS_URL, `rlbench${Date.now()}`)]);
+  for (const [name, cache] of caches) {
+    const limiter = new RateLimiter(cache, limits, limits);
+    const admit = async () => {
+      const a = limiter.admit(me, principal);
+      if (a instanceof Promise) await a;
+    };
+    for (let i = 0; i < 20_000; i++) await admit();
+    const n = 200_000;
+    const before = process.cpuUsage();
+    for (let i = 0; i < n; i++) await admit();
+    const used = process.cpuUsage(before);
+    console.log(`admission on ${name} buckets: ${((used.user + used.system) / n).toFixed(2)} µs CPU`);
+    limiter.close();
+    await cache.close();
+  }
+}
+
+(process.argv[2] === 'admission' ? perAdmission() : main()).catch((err) => {
   console.error(err);
   process.exit(1);
 });
