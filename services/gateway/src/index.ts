@@ -27,7 +27,7 @@ export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
 export { expressServerOptions } from './http-server.js';
 export { compileRoutes } from './routing.js';
-export { type GatewaySettings, gatewaySettingsSchema } from './settings.js';
+export { DEFAULT_ACCOUNT_LIMITS, DEFAULT_KEY_LIMITS, type GatewaySettings, gatewaySettingsSchema } from './settings.js';
 
 export interface RunningGateway {
   port: number;

@@ -24,15 +24,15 @@ export interface Bucket {
 }
 export type Limits = Record<OperationClass, Bucket>;
 
-/** Operations that run code or reach outside the platform (a host, a run): the costly class. */
-const COMPUTE = new Set(['code.run', 'hosts.call', 'threads.inject', 'threads.create']);
+/** Operations that run code or start an agent's run: the costly class. */
+const COMPUTE = new Set(['code.run', 'threads.inject', 'threads.create']);
 
 export function classOf(route: Route): OperationClass {
   if (COMPUTE.has(route.id)) return 'compute';
   return route.method === 'get' ? 'read' : 'write';
 }
 
-/** Parses `read=1000/10,write=200/10,compute=20/10` (capacity/seconds) over `defaults`; `off` is null. */
+/** Parses `read=2000/10,write=1000/10,compute=100/10` (capacity/seconds) over `defaults`; `off` is null. */
 export function parseLimits(spec: string, defaults: Limits): Limits | null {
   if (spec.trim() === 'off') return null;
   const out: Limits = { ...defaults };

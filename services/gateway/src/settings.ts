@@ -4,17 +4,17 @@ import { defineSettings } from '@svc/kit';
 
 import { type Limits, parseLimits } from './rate-limit.js';
 
-/** Per API key: 100 reads, 20 writes, 2 runs a second sustained, bursts of ten seconds' worth. */
+/** Per API key: 200 reads, 100 writes, 10 runs a second sustained, bursts of ten seconds' worth. */
 export const DEFAULT_KEY_LIMITS: Limits = {
-  read: { capacity: 1000, windowSeconds: 10 },
-  write: { capacity: 200, windowSeconds: 10 },
-  compute: { capacity: 20, windowSeconds: 10 },
+  read: { capacity: 2000, windowSeconds: 10 },
+  write: { capacity: 1000, windowSeconds: 10 },
+  compute: { capacity: 100, windowSeconds: 10 },
 };
 /** Per acting account (all its keys together): three keys' worth. */
 export const DEFAULT_ACCOUNT_LIMITS: Limits = {
-  read: { capacity: 3000, windowSeconds: 10 },
-  write: { capacity: 600, windowSeconds: 10 },
-  compute: { capacity: 60, windowSeconds: 10 },
+  read: { capacity: 6000, windowSeconds: 10 },
+  write: { capacity: 3000, windowSeconds: 10 },
+  compute: { capacity: 300, windowSeconds: 10 },
 };
 
 const limits = (defaults: Limits) =>
@@ -41,7 +41,7 @@ const limits = (defaults: Limits) =>
  *   `<slug>.<host>` serves a hosted site at its root (docs/sites.md); unset, sites are served at
  *   /sites/<slug>/ only.
  * - SVC_RATE_LIMITS, SVC_RATE_LIMITS_ACCOUNT: token buckets per API key and per acting account for
- *   each class of operation, `read=1000/10,write=200/10,compute=20/10` (capacity/seconds to refill;
+ *   each class of operation, `read=2000/10,write=1000/10,compute=100/10` (capacity/seconds to refill;
  *   classes left out keep their default), or `off` (docs/reliability.md).
  * - SVC_MCP_ALLOWED_ORIGINS: browser origins (`https://app.example.com`, comma-separated) allowed to
  *   call POST /mcp, with CORS; empty (the default): a request with any Origin header is refused (403).
