@@ -1,6 +1,6 @@
 import { accountsService, accountsSettingsSchema } from '@svc/accounts';
 import { driveService, driveSettings, driveSettingsSchema } from '@svc/drive';
-import { gatewaySettingsSchema } from '@svc/gateway';
+import { DEFAULT_ACCOUNT_LIMITS, DEFAULT_KEY_LIMITS, gatewaySettingsSchema } from '@svc/gateway';
 import { ConfigError, loadSettings } from '@svc/kit';
 import { startStack } from '@svc/stack';
 
@@ -59,7 +59,19 @@ test('the entrypoint prints it as it prints the shared settings', async () => {
 
 test('the gateway and the accounts service declare theirs: proxies trusted, the body limit, the bootstrap key', () => {
   const gateway = (env: Record<string, string>) => loadSettings({ gateway: gatewaySettingsSchema }, env).gateway;
-  expect(gateway({})).toEqual({ SVC_BODY_LIMIT: '1mb', SVC_TRUST_PROXY: false, SVC_MCP_ALLOWED_ORIGINS: [], SVC_SSE_MAX_STREAMS_PER_KEY: 20 });
+  expect(gateway({})).toEqual({
+    SVC_BODY_LIMIT: '1mb',
+    SVC_TRUST_PROXY: false,
+    SVC_MCP_ALLOWED_ORIGINS: [],
+    SVC_SSE_MAX_STREAMS_PER_KEY: 20,
+    SVC_RATE_LIMITS: DEFAULT_KEY_LIMITS,
+    SVC_RATE_LIMITS_ACCOUNT: DEFAULT_ACCOUNT_LIMITS,
+  });
+  expect(gateway({ SVC_RATE_LIMITS: 'compute=5/60', SVC_RATE_LIMITS_ACCOUNT: 'off' })).toMatchObject({
+    SVC_RATE_LIMITS: { ...DEFAULT_KEY_LIMITS, compute: { capacity: 5, windowSeconds: 60 } },
+    SVC_RATE_LIMITS_ACCOUNT: null,
+  });
+  expect(message(() => gateway({ SVC_RATE_LIMITS: 'reads=5/10' }))).toMatch(/SVC_RATE_LIMITS: reads=5\/10: must look like read=1000\/10/);
   expect(gateway({ SVC_MCP_ALLOWED_ORIGINS: 'https://a.example, http://localhost:3000' }).SVC_MCP_ALLOWED_ORIGINS).toEqual([
     'https://a.example',
     'http://localhost:3000',

@@ -315,7 +315,9 @@ describe('threads', () => {
     }
     expect((await t.call('POST', '/threads', { key: bob.key, body: { agentId: agent.id } })).body.error.code).toBe('agent_not_found');
     const big = await t.call('POST', `/threads/${th.id}/inject`, { key: ada.key, body: { content: 'x'.repeat(32_001) } });
-    expect(big.status).toBe(400);
+    expect([big.status, big.body.error.code]).toEqual([413, 'message_too_large']);
+    const bigFirst = await t.call('POST', '/threads', { key: ada.key, body: { agentId: agent.id, message: 'x'.repeat(32_001) } });
+    expect([bigFirst.status, bigFirst.body.error.code]).toEqual([413, 'message_too_large']);
     const none = await t.call('POST', '/threads', { key: bob.key, body: {} });
     expect([none.status, none.body.error.code]).toEqual([422, 'no_default_agent']);
     expect((await ok('GET', '/me/threads', bob.key)).body.threads).toEqual([]);

@@ -9,6 +9,7 @@ import { type Backends, DomainError, type Logger, type Registry, type ServiceNam
 import type { Authenticator } from './auth.js';
 import { mountApi } from './fronts/api/index.js';
 import { systemOperations } from './fronts/api/system.js';
+import type { RateLimiter } from './rate-limit.js';
 import { sendDomainError, sendError } from './replies.js';
 
 export interface GatewayDeps {
@@ -26,6 +27,8 @@ export interface GatewayDeps {
   operations?: Record<string, OperationHandler>;
   /** Where cached answers are kept (evicted on services' events); default the dispatcher's own. */
   answers?: AnswerCache;
+  /** Token buckets per API key and account for the route table's operations (absent: none). */
+  limiter?: RateLimiter;
   /** Protocol fronts outside the route table (WebDAV at /dav; Git, SSE to come), each on its own path. */
   mount?: (app: express.Express) => void;
 }
@@ -64,7 +67,7 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
     ...deps.operations,
     ...systemOperations({ registry: deps.registry, backends: deps.backends, services: deps.services, version: deps.version, routes, log: deps.log }),
   });
-  mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit, registry: deps.registry, log: deps.log });
+  mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit, registry: deps.registry, log: deps.log, limiter: deps.limiter });
 
   app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.originalUrl.split('?')[0]}.`));
 

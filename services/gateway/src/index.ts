@@ -21,13 +21,14 @@ import { attachHostFront } from './fronts/hosts/index.js';
 import { mountProtocols } from './fronts/index.js';
 import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
+import { RateLimiter } from './rate-limit.js';
 import type { GatewaySettings } from './settings.js';
 
 export { createApp } from './app.js';
 export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
 export { expressServerOptions } from './http-server.js';
 export { compileRoutes } from './routing.js';
-export { type GatewaySettings, gatewaySettingsSchema } from './settings.js';
+export { DEFAULT_ACCOUNT_LIMITS, DEFAULT_KEY_LIMITS, type GatewaySettings, gatewaySettingsSchema } from './settings.js';
 
 export interface RunningGateway {
   port: number;
@@ -90,6 +91,12 @@ export async function startGateway(deps: {
     mcpAllowedOrigins: deps.settings.SVC_MCP_ALLOWED_ORIGINS,
   };
 
+  const { SVC_RATE_LIMITS: perKey, SVC_RATE_LIMITS_ACCOUNT: perAccount } = deps.settings;
+  const limiter =
+    perKey || perAccount
+      ? new RateLimiter(cache, perKey, perAccount, (err) => log.warn({ err }, 'rate limits unavailable: requests pass unlimited'))
+      : undefined;
+
   const services = [...GRPC_SERVICE_NAMES];
   const app = createApp({
     log,
@@ -102,6 +109,7 @@ export async function startGateway(deps: {
     version: deps.version,
     operations: { ...driveOperations(local), ...threadOperations({ ...local, maxStreamsPerKey: deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY }) },
     answers,
+    limiter,
     mount: (app) => mountProtocols(app, local),
   });
   const server = http.createServer(expressServerOptions(app), app);
@@ -120,6 +128,7 @@ export async function startGateway(deps: {
     server,
     async stop(graceMs) {
       clearInterval(usageTimer);
+      limiter?.close();
       await revoked.unsubscribe();
       await membership.unsubscribe();
       await hostFront.close();

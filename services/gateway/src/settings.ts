@@ -2,6 +2,34 @@ import { z } from 'zod';
 
 import { defineSettings } from '@svc/kit';
 
+import { type Limits, parseLimits } from './rate-limit.js';
+
+/** Per API key: 200 reads, 100 writes, 10 runs a second sustained, bursts of ten seconds' worth. */
+export const DEFAULT_KEY_LIMITS: Limits = {
+  read: { capacity: 2000, windowSeconds: 10 },
+  write: { capacity: 1000, windowSeconds: 10 },
+  compute: { capacity: 100, windowSeconds: 10 },
+};
+/** Per acting account (all its keys together): three keys' worth. */
+export const DEFAULT_ACCOUNT_LIMITS: Limits = {
+  read: { capacity: 6000, windowSeconds: 10 },
+  write: { capacity: 3000, windowSeconds: 10 },
+  compute: { capacity: 300, windowSeconds: 10 },
+};
+
+const limits = (defaults: Limits) =>
+  z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      try {
+        return parseLimits(v, defaults);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    });
+
 /**
  * The gateway's own settings, checked when the stack starts (a bad value stops it with
  * `svc: invalid configuration: SVC_BODY_LIMIT: …`):
@@ -12,12 +40,17 @@ import { defineSettings } from '@svc/kit';
  * - SVC_SITES_HOST: a host name (`sites.example.com`, or `*.sites.example.com`) under which
  *   `<slug>.<host>` serves a hosted site at its root (docs/sites.md); unset, sites are served at
  *   /sites/<slug>/ only.
+ * - SVC_RATE_LIMITS, SVC_RATE_LIMITS_ACCOUNT: token buckets per API key and per acting account for
+ *   each class of operation, `read=2000/10,write=1000/10,compute=100/10` (capacity/seconds to refill;
+ *   classes left out keep their default), or `off` (docs/reliability.md).
  * - SVC_MCP_ALLOWED_ORIGINS: browser origins (`https://app.example.com`, comma-separated) allowed to
  *   call POST /mcp, with CORS; empty (the default): a request with any Origin header is refused (403).
  * - SVC_SSE_MAX_STREAMS_PER_KEY: live event streams one key may hold open on one gateway replica at
  *   once (default 20); one more answers 429 too_many_streams.
  */
 export const gatewaySettingsSchema = defineSettings({
+  SVC_RATE_LIMITS: limits(DEFAULT_KEY_LIMITS),
+  SVC_RATE_LIMITS_ACCOUNT: limits(DEFAULT_ACCOUNT_LIMITS),
   SVC_BODY_LIMIT: z
     .string()
     .regex(/^\d+(b|kb|mb)$/i, 'must look like 1mb or 512kb')

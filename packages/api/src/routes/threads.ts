@@ -81,7 +81,8 @@ export const threadEventJson = (e: agents_threads.ThreadEvent) => ({
   usage: e.usageJson ? JSON.parse(e.usageJson) : null,
 });
 
-const Message = z.string().min(1, 'must not be empty').max(MAX_MESSAGE, `must be at most ${MAX_MESSAGE} characters`);
+// The length is checked by the agents service, which answers 413 message_too_large above it.
+const Message = z.string().min(1, 'must not be empty').describe(`At most ${MAX_MESSAGE} characters (413 message_too_large above it).`);
 const Metadata = z.record(z.string(), z.unknown()).describe('Your own JSON object (at most 16 KiB).');
 
 const CreateThreadBody = z

@@ -17,11 +17,38 @@ export interface Cache {
   hdrain(key: string): Promise<Record<string, string>>;
   /** Counts events in a fixed window; returns the count including this one. */
   hit(key: string, windowMs: number): Promise<number>;
+  /**
+   * Token buckets, each `capacity` tokens refilled evenly over `windowMs` (full when new): takes up
+   * to `want` whole tokens from each, as many as it holds, atomically; returns, for each, what it
+   * granted and the tokens left after (fractional).
+   */
+  takeTokens(buckets: TokenRequest[]): Promise<TokenGrant[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
+export interface TokenRequest {
+  key: string;
+  capacity: number;
+  windowMs: number;
+  want: number;
+}
+
+export interface TokenGrant {
+  granted: number;
+  left: number;
+}
+
+/** One bucket's refill and take, the same arithmetic as the Redis script's. */
+function takeFrom(tokens: number | undefined, at: number | undefined, now: number, b: TokenRequest): { tokens: number; granted: number } {
+  const rate = b.capacity / b.windowMs;
+  const full = tokens === undefined || at === undefined ? b.capacity : Math.min(b.capacity, tokens + Math.max(0, now - at) * rate);
+  const granted = Math.max(0, Math.min(b.want, Math.floor(full)));
+  return { tokens: full - granted, granted };
+}
+
 export function createMemoryCache(): Cache {
+  const buckets = new Map<string, { tokens: number; at: number; exp: number }>();
   const values = new Map<string, { v: string; exp: number }>();
   const hashes = new Map<string, Map<string, string>>();
   const live = (k: string) => {
@@ -36,6 +63,7 @@ export function createMemoryCache(): Cache {
   const sweep = setInterval(() => {
     const now = Date.now();
     for (const [k, e] of values) if (e.exp <= now) values.delete(k);
+    for (const [k, e] of buckets) if (e.exp <= now) buckets.delete(k);
   }, 30_000);
   sweep.unref();
   const hash = (k: string) => {
@@ -79,6 +107,15 @@ export function createMemoryCache(): Cache {
       values.set(k, { v: String(n), exp });
       return n;
     },
+    async takeTokens(requests) {
+      const now = Date.now();
+      return requests.map((b) => {
+        const cur = buckets.get(b.key);
+        const out = takeFrom(cur?.tokens, cur?.at, now, b);
+        buckets.set(b.key, { tokens: out.tokens, at: now, exp: now + b.windowMs });
+        return { granted: out.granted, left: out.tokens };
+      });
+    },
     async ping() {},
     async close() {
       clearInterval(sweep);
@@ -97,10 +134,36 @@ for i = 1, #ARGV, 2 do
 end
 return 1`;
 
+// KEYS: the buckets; ARGV: capacity, window (ms), want, for each. Time is Redis's own (one clock for
+// every gateway replica). Returns granted and tokens left (as strings: Lua numbers are truncated
+// to integers in replies) for each.
+const TAKE_TOKENS = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local out = {}
+for i = 1, #KEYS do
+  local cap = tonumber(ARGV[3 * i - 2])
+  local window = tonumber(ARGV[3 * i - 1])
+  local want = tonumber(ARGV[3 * i])
+  local rate = cap / window
+  local v = redis.call('HMGET', KEYS[i], 't', 'at')
+  local t = tonumber(v[1])
+  local at = tonumber(v[2])
+  if (not t) or (not at) then t = cap else t = math.min(cap, t + math.max(0, now - at) * rate) end
+  local granted = math.max(0, math.min(want, math.floor(t)))
+  t = t - granted
+  redis.call('HSET', KEYS[i], 't', tostring(t), 'at', tostring(now))
+  redis.call('PEXPIRE', KEYS[i], window)
+  out[2 * i - 1] = tostring(granted)
+  out[2 * i] = tostring(t)
+end
+return out`;
+
 export function createRedisCache(url: string, namespace: string): Cache {
   const redis = new Redis(url, { keyPrefix: `${namespace}:`, maxRetriesPerRequest: 2, enableOfflineQueue: true });
   redis.on('error', () => {}); // reconnects on its own; readiness reports the outage
   redis.defineCommand('hmax', { numberOfKeys: 1, lua: HMAX });
+  redis.defineCommand('takeTokens', { lua: TAKE_TOKENS });
   return {
     kind: 'redis',
     get: (k) => redis.get(k),
@@ -124,6 +187,12 @@ export function createRedisCache(url: string, namespace: string): Cache {
     async hit(k, windowMs) {
       const res = await redis.multi().incr(k).pexpire(k, windowMs, 'NX').exec();
       return Number(res?.[0]?.[1] ?? 0);
+    },
+    async takeTokens(requests) {
+      const args = requests.flatMap((b) => [String(b.capacity), String(b.windowMs), String(b.want)]);
+      const run = (redis as unknown as { takeTokens(n: number, ...a: string[]): Promise<string[]> }).takeTokens;
+      const res = await run.call(redis, requests.length, ...requests.map((b) => b.key), ...args);
+      return requests.map((_, i) => ({ granted: Number(res[2 * i]), left: Number(res[2 * i + 1]) }));
     },
     async ping() {
       await redis.ping();

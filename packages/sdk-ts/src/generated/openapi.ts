@@ -1718,6 +1718,7 @@ export interface components {
             seq: number;
         };
         InjectMessageRequestInput: {
+            /** @description At most 32000 characters (413 message_too_large above it). */
             content: string;
             /**
              * @description While a run works: boundary (default) delivers the message at its next step boundary; interrupt stops the current model turn and delivers it at once; enqueue starts a run with it after the current one; reject answers 409 thread_busy.

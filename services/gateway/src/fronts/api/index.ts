@@ -16,6 +16,7 @@ import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';
 import { checkQueryUtf8, verifyJsonUtf8 } from '../../http/utf8.js';
+import type { RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError, sendReply, writeJson } from '../../replies.js';
 import { compileRoutes } from '../../routing.js';
 import { type Claimed, IDEMPOTENCY_HEADER, idempotent, noteBodyHash } from './idempotency.js';
@@ -28,6 +29,8 @@ export interface ApiDeps {
   /** Where Idempotency-Key records are kept (the keys service), and where failures to record them are logged. */
   registry: Registry;
   log: Logger;
+  /** Token buckets per API key and account (absent: no limits). */
+  limiter?: RateLimiter;
 }
 
 /** The client address the failed-authentication limit counts by. */
@@ -80,6 +83,12 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
           hostCalls && secret && HOST_CREDENTIAL_RE.test(secret)
             ? await deps.auth.authenticateHost(secret, clientAddress(req))
             : await deps.auth.authenticate(secret, typeof account === 'string' && account ? account : undefined, clientAddress(req));
+      }
+      if (deps.limiter && auth) {
+        const admitted = deps.limiter.admit(route, auth.principal);
+        const admission = admitted instanceof Promise ? await admitted : admitted;
+        for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
+        if (admission.denied) throw admission.denied;
       }
       // req.query parses the query string on each read: only for operations that take a query.
       if (route.query) checkQueryUtf8(req.url);
