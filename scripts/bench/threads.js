@@ -213,6 +213,9 @@ async function main() {
       SVC_INTERNAL_SECRET: secret,
       // One key holds every subscriber's stream here.
       SVC_SSE_MAX_STREAMS_PER_KEY: String(SUBSCRIBERS + 10),
+      // Measured without the rate limiter's refusals (its cost is measured by scripts/bench/rate-limit.js).
+      SVC_RATE_LIMITS: 'off',
+      SVC_RATE_LIMITS_ACCOUNT: 'off',
       ...(db.url ? { DATABASE_URL: db.url } : {}),
       ...(process.env.NATS_URL ? { NATS_URL: process.env.NATS_URL } : {}),
       ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
