@@ -9,6 +9,8 @@ import { startTestStack, type TestStack } from './support/stack';
 /** The `svc` command (docs/sdk.md) against the running platform: a drive round trip, a thread, keys, exit codes. */
 
 const CLI = path.resolve(__dirname, '../packages/sdk-ts/dist/cli.js');
+/** The command's Node: the first of SVC_TEST_NODE_BINARIES (CI puts Node 22, the SDK's target, first), else this one. */
+const NODE = (process.env.SVC_TEST_NODE_BINARIES ?? '').split(':').find(Boolean) ?? process.execPath;
 let t: TestStack;
 let key: string;
 let dir: string;
@@ -28,7 +30,7 @@ afterAll(async () => {
 function svc(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
-      process.execPath,
+      NODE,
       [CLI, ...args],
       { cwd: dir, env: { PATH: process.env.PATH ?? '', SVC_API_KEY: key, SVC_BASE_URL: t.url, ...env }, timeout: 30_000, maxBuffer: 64 << 20 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
