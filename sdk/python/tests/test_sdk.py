@@ -29,9 +29,24 @@ class Scripted:
             def log_message(self, *args):
                 pass
 
-            def handle_one(self):
+            def read_body(self):
+                # The whole body, chunked or not, before answering: a server that answers a request
+                # whose body it left unread and closes makes the client's send fail (a broken pipe).
+                if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+                    parts = []
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass
+                            return b"".join(parts)
+                        parts.append(self.rfile.read(size))
+                        self.rfile.readline()
                 length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else b""
+                return self.rfile.read(length) if length else b""
+
+            def handle_one(self):
+                body = self.read_body()
                 outer.seen.append({"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "at": time.time()})
                 step = steps[min(len(outer.seen), len(steps)) - 1]
                 if step == "drop":
