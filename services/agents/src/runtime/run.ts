@@ -337,7 +337,7 @@ export class RunExecutor {
   private async complete(run: RunRow, step: number): Promise<boolean> {
     const d = this.deps;
     const done = await this.tx(run, async (q, emit) => {
-      await q.query(`SELECT id FROM agents.threads WHERE id = $1 FOR UPDATE`, [run.thread_id]);
+      await d.threads.lockThread(q, run.thread_id);
       if ((await d.threads.waiting(q, run.thread_id, 'pending')).length) return null;
       const finished = await d.threads.finishRun(q, run.id, 'completed', null);
       if (!finished) throw new RunEnded();
@@ -375,7 +375,7 @@ export class RunExecutor {
       thread_id: after.thread_id,
       account_id: after.account_id,
       agent_id: after.agent_id,
-      context: [...(await d.threads.run(after.id, q))!.context, ...queued.map((m) => ({ role: 'user' as const, content: m.content }))],
+      context: [...after.context, ...queued.map((m) => ({ role: 'user' as const, content: m.content }))],
       started_by: after.started_by,
     });
     await d.threads.markInbox(
@@ -396,9 +396,9 @@ export class RunExecutor {
   private async end(run: RunRow, status: 'failed' | 'cancelled', error: { code: string; message: string } | null, events: NewEvent[]) {
     const d = this.deps;
     const out = await this.tx(run, async (q, emit) => {
-      const t = await q.query(`SELECT id FROM agents.threads WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`, [run.thread_id]);
+      const live = await d.threads.lockThread(q, run.thread_id);
       const finished = await d.threads.finishRun(q, run.id, status, error);
-      if (!finished || !t.length) return null;
+      if (!finished || !live) return null;
       const next = await this.nextRun(q, finished);
       if (!next) await d.threads.setThreadRun(q, run.thread_id, null);
       const all = [...events, ...(next ? [{ type: 'run.queued', runId: next, producer: SYSTEM, data: { runId: next, after: run.id } }] : [])];

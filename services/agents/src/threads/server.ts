@@ -1,9 +1,7 @@
 import type { Handlers } from '@svc/kit';
 import type { agents, agents_threads } from '@svc/proto';
 
-import type { WireEvent } from './live.js';
-import type { LiveEvents } from './live.js';
-import { watchEvents } from './live.js';
+import { type LiveEvents, watchEvents, type WireEvent } from './live.js';
 import type { EventRow, ThreadRow } from './store.js';
 import type { ThreadsDomain } from './threads.js';
 

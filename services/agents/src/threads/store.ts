@@ -320,12 +320,28 @@ export class ThreadStore {
     return rows[0] ? inboxRow(rows[0]) : null;
   }
 
-  async inboxByClientId(threadId: string, clientMessageId: string): Promise<InboxRow | null> {
-    const rows = await this.sql.query<InboxRow>(`SELECT * FROM agents.thread_inbox WHERE thread_id = $1 AND client_message_id = $2`, [
+  /** The message sent under a client's message id, if any. */
+  async inboxByClientId(q: Queryable, threadId: string, clientMessageId: string): Promise<InboxRow | null> {
+    const rows = await q.query<InboxRow>(`SELECT * FROM agents.thread_inbox WHERE thread_id = $1 AND client_message_id = $2`, [
       threadId,
       clientMessageId,
     ]);
     return rows[0] ? inboxRow(rows[0]) : null;
+  }
+
+  /** Locks the thread's row (deleted or not) in the caller's transaction; whether it is live. */
+  async lockThread(q: Queryable, id: string): Promise<boolean> {
+    const rows = await q.query<{ live: boolean }>(`SELECT deleted_at IS NULL AS live FROM agents.threads WHERE id = $1 FOR UPDATE`, [id]);
+    return rows[0]?.live === true;
+  }
+
+  /** The model context of the thread's last finished run: the conversation so far. */
+  async lastContext(q: Queryable, threadId: string): Promise<ContextMessage[]> {
+    const rows = await q.query<{ context: ContextMessage[] | string }>(
+      `SELECT context FROM agents.runs WHERE thread_id = $1 AND status NOT IN ('queued', 'running') ORDER BY created_at DESC, id DESC LIMIT 1`,
+      [threadId],
+    );
+    return rows[0] ? json(rows[0].context) : [];
   }
 
   /** Messages waiting for a run (`pending`: the running one; `queued`: a run after it), oldest first. */

@@ -4,16 +4,7 @@ import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Pri
 
 import type { AgentRow, AgentStore } from '../store.js';
 import type { LiveEvents } from './live.js';
-import {
-  type ContextMessage,
-  type EventRow,
-  type InboxRow,
-  type InjectMode,
-  type NewEvent,
-  type Producer,
-  type ThreadRow,
-  ThreadStore,
-} from './store.js';
+import { type EventRow, type InboxRow, type InjectMode, type NewEvent, type Producer, type ThreadRow, ThreadStore } from './store.js';
 
 /**
  * Threads: conversations with an agent of the acting account (docs/threads.md). People and agents
@@ -228,8 +219,8 @@ export class ThreadsDomain {
       const t = await this.store.thread(id, q, true);
       if (!t) throw threadNotFound();
       if (clientId) {
-        const earlier = await q.query<InboxRow>(`SELECT * FROM agents.thread_inbox WHERE thread_id = $1 AND client_message_id = $2`, [id, clientId]);
-        if (earlier[0]) return { replay: earlier[0] };
+        const earlier = await this.store.inboxByClientId(q, id, clientId);
+        if (earlier) return { replay: earlier };
       }
       const run = await this.store.activeRun(id, q);
       if (!run) {
@@ -285,18 +276,14 @@ export class ThreadsDomain {
    * context of the thread's last run) plus the message. Enqueued after the commit (after()).
    */
   private async startRun(q: Parameters<Parameters<Sql['tx']>[0]>[0], t: ThreadRow, p: Principal, content: string, clientId: string | null) {
-    const previous = await q.query<{ context: ContextMessage[] | string }>(
-      `SELECT context FROM agents.runs WHERE thread_id = $1 AND status NOT IN ('queued', 'running') ORDER BY created_at DESC, id DESC LIMIT 1`,
-      [t.id],
-    );
-    const before = previous[0] ? (typeof previous[0].context === 'string' ? JSON.parse(previous[0].context) : previous[0].context) : [];
+    const before = await this.store.lastContext(q, t.id);
     const runId = newId('run');
     await this.store.insertRun(q, {
       id: runId,
       thread_id: t.id,
       account_id: t.account_id,
       agent_id: t.agent_id,
-      context: [...(before as ContextMessage[]), { role: 'user', content }],
+      context: [...before, { role: 'user', content }],
       started_by: actorOf(p),
     });
     const producer = producerOf(p);
