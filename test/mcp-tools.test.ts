@@ -3,6 +3,8 @@ import { ToolCatalogue } from '@svc/tools';
 
 import { legacyClient, type McpTestClient, modernClient, outcome } from './support/mcp';
 import { startTestStack, type TestStack } from './support/stack';
+import { AREA_STEPS } from './support/tool-steps';
+import type { State, Step } from './support/tool-steps/types';
 
 /**
  * Every tool of the catalogue through a real MCP client: a valid call answers a structured result
@@ -15,26 +17,6 @@ import { startTestStack, type TestStack } from './support/stack';
 
 const catalogue = ToolCatalogue.fromRoutes(routes);
 const Z26 = 'z'.repeat(26);
-
-interface State {
-  accountId: string;
-  orgId: string;
-  otherAccountId: string;
-  hostId: string;
-  [k: string]: any;
-}
-
-interface Step {
-  tool: string;
-  /** The valid call's arguments. */
-  valid: (s: State) => Record<string, unknown>;
-  /** An invalid call's arguments (default: without its required arguments, or with one it does not take). */
-  invalid?: (s: State) => Record<string, unknown>;
-  /** Records what later steps need from the valid call's result. */
-  keep?: (s: State, body: any) => void;
-  /** Setup through the HTTP API first (what no tool does: authority, a second fixture). */
-  before?: (s: State, t: TestStack, key: string) => Promise<void>;
-}
 
 const working = (id: string, question: string) => ({
   workingChanges: { constraints: [{ id, question, answer: 'yes' }], exemplars: [], comparisons: [] },
@@ -183,9 +165,15 @@ const STEPS: Step[] = [
     invalid: () => ({ id: 'nope' }),
   },
   { tool: 'me_api_keys_revoke', valid: (s) => ({ keyId: s.meKeyId }), invalid: () => ({ keyId: 'nope' }) },
+];
+
+/** Last: the deletions of the fixtures the steps above (and the areas' steps) share. */
+const CLEANUP: Step[] = [
   { tool: 'drive_delete', valid: (s) => ({ id: s.fileId }), invalid: (s) => ({ id: s.fileId }) }, // gone by then: 404
   { tool: 'agents_delete', valid: (s) => ({ id: s.agentId }), invalid: () => ({ id: `agt_${Z26}` }) },
 ];
+
+const ALL_STEPS: Step[] = [...STEPS, ...AREA_STEPS, ...CLEANUP];
 
 /** The default invalid call: without the required arguments, or with one the tool does not take. */
 function defaultInvalid(tool: string): Record<string, unknown> {
@@ -214,9 +202,9 @@ beforeAll(async () => {
 afterAll(() => t?.stop());
 
 test('every tool of the catalogue has a step here or is newer than this file', () => {
-  const stepped = new Set(STEPS.map((s) => s.tool));
-  for (const s of STEPS) expect(catalogue.get(s.tool)).toBeDefined();
-  expect(stepped.size).toBe(STEPS.length);
+  const stepped = new Set(ALL_STEPS.map((s) => s.tool));
+  for (const s of ALL_STEPS) expect(catalogue.get(s.tool)).toBeDefined();
+  expect(stepped.size).toBe(ALL_STEPS.length);
 });
 
 describe.each([
@@ -244,10 +232,10 @@ describe.each([
       }
     };
     const steps = [
-      ...STEPS,
+      ...ALL_STEPS,
       ...catalogue
         .list()
-        .filter((x) => !STEPS.some((st) => st.tool === x.name))
+        .filter((x) => !ALL_STEPS.some((st) => st.tool === x.name))
         .map((x) => ({ tool: x.name }) as Step),
     ];
     for (const step of steps) {

@@ -1,0 +1,3 @@
+import type { Step } from './types';
+
+export const STEPS: Step[] = [];
