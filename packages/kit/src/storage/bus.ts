@@ -10,6 +10,8 @@ import {
   RetentionPolicy,
 } from 'nats';
 
+import { observeConsumer } from '../tracing/metrics.js';
+
 /** The event shape on the wire (DESIGN §5). */
 export interface EventEnvelope<D = unknown> {
   id: string;
@@ -342,6 +344,10 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
       }
       const consumer = await js.consumers.get(stream, durable);
       const messages = await consumer.consume({ max_messages: 64 });
+      const unobserve = observeConsumer(stream, durable, async () => {
+        const i = await jsm.consumers.info(stream, durable);
+        return i.num_pending + i.num_ack_pending;
+      });
       void (async () => {
         for await (const msg of messages) {
           try {
@@ -353,7 +359,12 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
           }
         }
       })();
-      return { unsubscribe: async () => void (await messages.close()) };
+      return {
+        unsubscribe: async () => {
+          unobserve();
+          await messages.close();
+        },
+      };
     },
     async request(subject, data, timeoutMs) {
       const h = natsHeaders();
@@ -417,7 +428,10 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
     },
     async enqueue(name, id, data) {
       await workStream();
-      await js.publish(`${namespace}_work.${name}`, encodeJson(data), { msgID: id });
+      // A job continues the trace of the request that made it.
+      const h = natsHeaders();
+      for (const [k, v] of Object.entries(currentTraceHeaders())) h.set(k, v);
+      await js.publish(`${namespace}_work.${name}`, encodeJson(data), { msgID: id, headers: h });
     },
     async work(name, handler, options = {}) {
       await workStream();
@@ -441,6 +455,10 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
       const consumer = await js.consumers.get(workName, durable);
       const concurrency = options.concurrency ?? 4;
       const messages = await consumer.consume({ max_messages: concurrency });
+      const unobserve = observeConsumer(workName, durable, async () => {
+        const i = await jsm.consumers.info(workName, durable);
+        return i.num_pending + i.num_ack_pending;
+      });
       let running = 0;
       const idle: (() => void)[] = [];
       void (async () => {
@@ -465,7 +483,12 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
             });
         }
       })();
-      return { unsubscribe: async () => void (await messages.close()) };
+      return {
+        unsubscribe: async () => {
+          unobserve();
+          await messages.close();
+        },
+      };
     },
     async ping() {
       await nc.flush();

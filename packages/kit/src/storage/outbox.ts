@@ -1,5 +1,8 @@
+import { context, type Link, propagation, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+
 import { newId } from '../ids.js';
 import type { Logger } from '../log.js';
+import { observeOutbox } from '../tracing/metrics.js';
 import { type Bus, currentTraceHeaders, type EventEnvelope } from './bus.js';
 import type { Queryable, Sql } from './sql.js';
 
@@ -63,6 +66,8 @@ export interface OutboxRelay {
  * share the work; a row published twice (crash between publish and mark) is dropped by
  * JetStream's dedupe on the event id, and consumers are idempotent anyway.
  */
+const tracer = trace.getTracer('svc-outbox');
+
 export function startOutboxRelay(deps: { sql: Sql; schema: string; bus: Bus; log: Logger; intervalMs?: number }): OutboxRelay {
   const { sql, schema, bus, log } = deps;
   let running: Promise<void> | null = null;
@@ -75,16 +80,32 @@ export function startOutboxRelay(deps: { sql: Sql; schema: string; bus: Bus; log
         `SELECT id, subject, payload, headers FROM ${schema}.outbox
           WHERE published_at IS NULL ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`,
       );
+      if (rows.length === 0) return 0;
       // All at once: they leave in id order on one connection, in one write instead of one each,
       // and their acknowledgements come back together. Rows up to the first failure are marked;
       // the rest are published again later (JetStream drops a repeat of an event id).
-      const sent = await Promise.allSettled(
-        rows.map((row) => {
-          const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as EventEnvelope;
-          const headers = (typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers) as Record<string, string>;
-          return bus.publish(row.subject, payload, headers);
-        }),
+      const batch = rows.map((row) => ({
+        row,
+        payload: (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as EventEnvelope,
+        headers: (typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers) as Record<string, string>,
+      }));
+      // A pass that finds nothing is not traced (the poll would drown the traces); one that
+      // publishes is a span linked to the requests whose events it carries, and each event's
+      // publish continues its own request's trace.
+      const links: Link[] = [];
+      for (const b of batch) {
+        const linked = trace.getSpanContext(propagation.extract(context.active(), b.headers));
+        if (linked) links.push({ context: linked });
+      }
+      const span = tracer.startSpan(`outbox publish ${schema}`, {
+        kind: SpanKind.INTERNAL,
+        links,
+        attributes: { 'messaging.system': 'nats', 'messaging.batch.message_count': batch.length },
+      });
+      const sent = await context.with(trace.setSpan(context.active(), span), () =>
+        Promise.allSettled(batch.map((b) => bus.publish(b.row.subject, b.payload, b.headers))),
       );
+      span.end();
       const done: string[] = [];
       for (const [i, r] of sent.entries()) {
         if (r.status === 'rejected') {
@@ -105,7 +126,9 @@ export function startOutboxRelay(deps: { sql: Sql; schema: string; bus: Bus; log
       again = true;
       return;
     }
-    running = (async () => {
+    // Outside the context of the request that kicked it: a pass publishes other requests'
+    // events too, and its span links to each of them instead.
+    running = context.with(ROOT_CONTEXT, async () => {
       try {
         do {
           again = false;
@@ -116,9 +139,16 @@ export function startOutboxRelay(deps: { sql: Sql; schema: string; bus: Bus; log
       } finally {
         running = null;
       }
-    })();
+    });
   };
 
+  const unobserve = observeOutbox(schema, async () => {
+    const [r] = await sql.query<{ pending: number; lag: number | null }>(
+      `SELECT count(*)::int AS pending, extract(epoch FROM now() - min(created_at))::float8 AS lag
+         FROM ${schema}.outbox WHERE published_at IS NULL`,
+    );
+    return { pending: r?.pending ?? 0, lagSeconds: r?.lag ?? 0 };
+  });
   const timer = setInterval(run, deps.intervalMs ?? 500);
   timer.unref();
   const cleanup = setInterval(() => {
@@ -133,6 +163,7 @@ export function startOutboxRelay(deps: { sql: Sql; schema: string; bus: Bus; log
     kick: run,
     async stop() {
       stopped = true;
+      unobserve();
       clearInterval(timer);
       clearInterval(cleanup);
       await running;

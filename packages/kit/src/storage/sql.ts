@@ -5,6 +5,8 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 
 import { databaseUnavailable } from '../errors.js';
+import { observePool } from '../tracing/metrics.js';
+import { withSqlSpan } from '../tracing/sql-spans.js';
 
 export interface Queryable {
   /** One statement with $1-style parameters. */
@@ -51,6 +53,7 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  observePool(pool, options.applicationName ?? 'svc');
   const named = statementNames();
   const wrap = (c: pg.Pool | pg.PoolClient, inTransaction: boolean): Queryable => ({
     async query<R>(text: string, params?: unknown[]) {
@@ -135,10 +138,10 @@ export async function createPgliteSql(dataDir: string): Promise<Sql> {
   const db = await PGlite.create(dataDir);
   const wrap = (c: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
     async query<R>(text: string, params?: unknown[]) {
-      return (await c.query<R>(text, params)).rows;
+      return withSqlSpan(text, async () => (await c.query<R>(text, params)).rows);
     },
     async exec(text: string) {
-      await c.exec(text);
+      await withSqlSpan(text, () => c.exec(text));
     },
   });
   return {
