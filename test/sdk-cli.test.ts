@@ -48,8 +48,7 @@ describe('the svc command', () => {
     const item = JSON.parse(put.stdout);
     expect(item).toMatchObject({ name: 'big.bin', size: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') });
     expect(put.stderr).toMatch(/put big\.bin: 3\.0 MiB \/ 3\.0 MiB \(100%\)/);
-    // The name is taken: If-None-Match: * makes it a 412, exit code 5. (A small file: the gateway answers
-    // before reading a refused body and then closes the connection, which can reset a large upload still sending.)
+    // The name is taken: If-None-Match: * makes it a 412, exit code 5 (test/refused-upload.test.ts has large refused uploads).
     fs.writeFileSync(path.join(dir, 'small.bin'), 'x');
     const again = await svc(['drive', 'put', path.join(dir, 'small.bin'), '--name', 'big.bin']);
     expect([again.code, again.stderr]).toEqual([5, expect.stringMatching(/^svc: .*\(request /m)]);

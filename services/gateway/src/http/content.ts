@@ -55,18 +55,29 @@ export function drained(res: Response): Promise<void> {
   });
 }
 
+/** The most of a refused request's body the gateway reads and drops to keep its connection. */
+export const UNREAD_BODY_LIMIT = 64 * 1024 * 1024;
+
 /**
- * After an error answered before the body was read: read and drop the rest (bounded), so that
- * the client sees the answer rather than a reset connection, then close.
+ * After an error answered before the body was read: the answer goes out at once, and the rest of
+ * the body is read and dropped, so that a client still sending gets the answer rather than a reset
+ * (closing the connection under a sender resets it) and its keep-alive connection serves the next
+ * request. A body larger than UNREAD_BODY_LIMIT is not read to its end: the connection is closed.
  */
 export function finishUnreadBody(req: Request, res: Response): void {
   if (req.complete || req.destroyed) return;
-  res.setHeader('Connection', 'close');
   let dropped = 0;
   const onData = (chunk: Buffer) => {
     dropped += chunk.length;
-    if (dropped > 64 * 1024 * 1024) req.destroy();
+    if (dropped <= UNREAD_BODY_LIMIT) return;
+    req.off('data', onData);
+    if (!res.headersSent) res.setHeader('Connection', 'close');
+    if (res.writableFinished) req.socket.destroy();
+    else res.once('finish', () => req.socket.destroy());
   };
+  // A reader that stopped early (an abandoned async iterator) leaves a 'readable' listener, with
+  // which the stream never flows: it goes, and the body flows into the drop.
+  req.removeAllListeners('readable');
   req.on('data', onData);
   req.on('error', () => {});
   req.resume();
