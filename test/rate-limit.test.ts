@@ -83,6 +83,48 @@ describe('token buckets', () => {
   });
 });
 
+describe('the protocol fronts draw on the same buckets', () => {
+  const person = async (name: string) => (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name })).body.key as string;
+  const mcp = (key: string, message: object) =>
+    t.call('POST', '/mcp', {
+      key,
+      body: { jsonrpc: '2.0', id: 1, ...message },
+      headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+    });
+
+  test('WebDAV: reading methods take read tokens; the sixth PROPFIND of a key is 429 with Retry-After', async () => {
+    const key = await person('Fay');
+    const auth = { authorization: `Basic ${Buffer.from(`x:${key}`).toString('base64')}`, depth: '0' };
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await fetch(`${t.url}/dav/`, { method: 'PROPFIND', headers: auth })).status);
+    expect(statuses).toEqual([207, 207, 207, 207, 207, 429]);
+    const refused = await fetch(`${t.url}/dav/`, { method: 'PROPFIND', headers: auth });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // A write is another bucket: MKCOL still passes, with its own RateLimit headers.
+    const made = await fetch(`${t.url}/dav/made`, { method: 'MKCOL', headers: auth });
+    expect(made.status).toBe(201);
+    expect(made.headers.get('ratelimit-policy')).toMatch(/^"key-write";q=50;w=30/);
+    // The API's reads are the same bucket: empty too.
+    expect((await get(key)).status).toBe(429);
+  });
+
+  test("MCP: a tool call takes its operation's class (run_code, directly or through call_tool, is compute); listing is a read", async () => {
+    const key = await person('Gus');
+    const listed = await mcp(key, { method: 'tools/list', params: {} });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('ratelimit-policy')).toMatch(/^"key-read";q=5;w=10/);
+    const ran = await mcp(key, { method: 'tools/call', params: { name: 'run_code', arguments: { code: '1 + 1' } } });
+    expect(ran.status).toBe(200);
+    expect(ran.headers.get('ratelimit-policy')).toMatch(/^"key-compute";q=1;w=30/);
+    const again = await mcp(key, { method: 'tools/call', params: { name: 'call_tool', arguments: { name: 'run_code', arguments: { code: '2' } } } });
+    expect(again.status).toBe(429);
+    expect(again.body).toEqual(ERROR_BODY);
+    expect(Number(again.headers.get('retry-after'))).toBeGreaterThan(20);
+    // The API's compute bucket is the same one.
+    expect((await t.call('POST', '/code/run', { key, body: { code: '1' } })).status).toBe(429);
+  });
+});
+
 describe('the embedded (memory) buckets', () => {
   test('take whole tokens up to what is there, and refill evenly', async () => {
     const cache = createMemoryCache();

@@ -110,7 +110,7 @@ export async function startGateway(deps: {
     operations: { ...driveOperations(local), ...threadOperations({ ...local, maxStreamsPerKey: deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY }) },
     answers,
     limiter,
-    mount: (app) => mountProtocols(app, local),
+    mount: (app) => mountProtocols(app, { ...local, limiter }),
   });
   const server = http.createServer(expressServerOptions(app), app);
   answerClientErrors(server, nextRequestId);

@@ -96,11 +96,12 @@ export class RateLimiter {
   }
 
   /**
-   * Takes a token for the request from its key's and its account's buckets, or says why not.
+   * Takes a token for the request from its key's and its account's buckets, or says why not (an
+   * operation of the route table, or a class for the protocol fronts: WebDAV, MCP).
    * Synchronous while the local leases last (no promise, no cache call): most requests.
    */
-  admit(route: Route, p: Principal): Admission | Promise<Admission> {
-    const cls = classOf(route);
+  admit(route: Route | OperationClass, p: Principal): Admission | Promise<Admission> {
+    const cls = typeof route === 'string' ? route : classOf(route);
     const who = p.keyId ?? p.hostId ?? p.agentId ?? 'anonymous';
     const id = `${cls} ${who} ${p.accountId}`;
     let entry = this.entries.get(id);
@@ -187,3 +188,20 @@ interface Entry {
 
 /** How many tokens a replica takes at once: a twentieth of the bucket, at least 1, at most 50. */
 const leaseOf = (b: Bucket) => Math.max(1, Math.min(50, Math.floor(b.capacity / 20)));
+
+/**
+ * Takes a token for a request of a protocol front and sets the answer's RateLimit headers; throws
+ * the 429 when a bucket is empty. Without a limiter nothing is limited.
+ */
+export async function admitFront(
+  limiter: RateLimiter | undefined,
+  cls: OperationClass,
+  p: Principal,
+  res: { setHeader(k: string, v: string): unknown },
+): Promise<void> {
+  if (!limiter) return;
+  const admitted = limiter.admit(cls, p);
+  const admission = admitted instanceof Promise ? await admitted : admitted;
+  for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
+  if (admission.denied) throw admission.denied;
+}

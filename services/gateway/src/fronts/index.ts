@@ -3,6 +3,7 @@ import type express from 'express';
 import type { ContentDeps } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
+import type { RateLimiter } from '../rate-limit.js';
 import { type GitFront, mountGit } from './git/index.js';
 import { mountHostConnect } from './hosts/index.js';
 import { mountMcp } from './mcp/index.js';
@@ -16,6 +17,8 @@ export interface FrontDeps extends ContentDeps, SitesDeps {
   git: GitFront;
   /** Browser origins allowed on /mcp (SVC_MCP_ALLOWED_ORIGINS). */
   mcpAllowedOrigins: string[];
+  /** The API's token buckets, drawn on by WebDAV and MCP requests too (absent: no limits). */
+  limiter?: RateLimiter;
 }
 
 /**
@@ -28,5 +31,5 @@ export function mountProtocols(app: express.Express, deps: FrontDeps): void {
   mountDav(app, deps);
   mountGit(app, deps);
   mountHostConnect(app);
-  mountMcp(app, { auth: deps.auth, registry: deps.registry, log: deps.log, allowedOrigins: deps.mcpAllowedOrigins });
+  mountMcp(app, { auth: deps.auth, registry: deps.registry, log: deps.log, allowedOrigins: deps.mcpAllowedOrigins, limiter: deps.limiter });
 }

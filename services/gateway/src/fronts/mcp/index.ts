@@ -7,10 +7,13 @@
  */
 import express, { type Request, type Response } from 'express';
 
+import { routes } from '@svc/api';
 import { mcpClient } from '@svc/clients';
 import { DomainError, type Logger, type Registry, setHttpRoute } from '@svc/kit';
+import { CALL_TOOL, isToolOperation, toolName } from '@svc/tools';
 
 import { type Authenticator, presentedSecret } from '../../auth.js';
+import { admitFront, classOf, type OperationClass, type RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError } from '../../replies.js';
 
 export interface McpFrontDeps {
@@ -19,6 +22,8 @@ export interface McpFrontDeps {
   log: Logger;
   /** Browser origins allowed to call the endpoint (SVC_MCP_ALLOWED_ORIGINS); none by default. */
   allowedOrigins: string[];
+  /** The API's token buckets (absent: no limits). */
+  limiter?: RateLimiter;
 }
 
 /** The largest MCP message taken (a tool call may carry a file's content in base64). */
@@ -28,6 +33,25 @@ const FORWARDED = /^(accept|content-type|mcp-.*)$/;
 /** Response headers node writes itself. */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
 const CORS_HEADERS = 'authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, x-svc-account, x-request-id';
+
+/** The operation class of each tool of the catalogue (its route's), by tool name. */
+let toolClasses: Map<string, OperationClass> | undefined;
+
+/** The class of an MCP message: a `tools/call` (directly or through call_tool) is its operation's. */
+export function mcpClass(body: unknown): OperationClass {
+  if (!Buffer.isBuffer(body) || body.length === 0) return 'read';
+  let msg: { method?: unknown; params?: { name?: unknown; arguments?: { name?: unknown } } };
+  try {
+    msg = JSON.parse(body.toString('utf8')) as typeof msg;
+  } catch {
+    return 'read';
+  }
+  if (msg?.method !== 'tools/call') return 'read';
+  let name = msg.params?.name;
+  if (name === CALL_TOOL) name = msg.params?.arguments?.name;
+  toolClasses ??= new Map(routes.filter(isToolOperation).map((r) => [toolName(r), classOf(r)]));
+  return (typeof name === 'string' && toolClasses.get(name)) || 'read';
+}
 
 /** An Origin as compared: lowercase, no trailing slash. */
 const normalOrigin = (o: string) => o.trim().toLowerCase().replace(/\/+$/, '');
@@ -67,6 +91,9 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
     );
     const caller = await deps.auth.onChannel(verified, 'mcp');
     await new Promise<void>((resolve, reject) => readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+    // A tool call draws on the buckets of its operation's class, as the same call over the API
+    // would; listing, searching and the protocol's own messages are reads.
+    if (deps.limiter) await admitFront(deps.limiter, mcpClass(req.body), verified.principal, res);
     const headers = Object.entries(req.headers)
       .filter(([name, value]) => FORWARDED.test(name) && typeof value === 'string')
       .map(([name, value]) => ({ name, value: value as string }));

@@ -11,6 +11,7 @@ import { type Access, checkPrincipal } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 
 import { presentedSecret } from '../../auth.js';
+import { admitFront } from '../../rate-limit.js';
 import { sendDavDomainError, sendText } from './answers.js';
 import { lock, unlock } from './locks.js';
 import { segmentsOf } from './paths.js';
@@ -20,6 +21,9 @@ import { copyMove, mkcol, proppatch, put, remove } from './write.js';
 
 /** Who may use WebDAV: people and agents (not hosts); nothing here changes authority. */
 export const DAV_ACCESS: Access = { principals: ['human', 'agent'], authority: false };
+
+/** The methods that change nothing: they draw on the `read` buckets, the others on `write`. */
+const DAV_READS = new Set(['OPTIONS', 'PROPFIND', 'GET', 'HEAD']);
 
 function handle(d: DavRequest): Promise<void> | void {
   const m = d.req.method.toUpperCase();
@@ -73,6 +77,8 @@ export function mountDav(app: express.Express, deps: DavDeps): void {
         req.ip ?? req.socket.remoteAddress ?? 'unknown',
       );
       checkPrincipal(auth.principal, DAV_ACCESS);
+      // The API's buckets: reading methods are `read`, the rest `write`.
+      await admitFront(deps.limiter, DAV_READS.has(req.method) ? 'read' : 'write', auth.principal, res);
       await handle(new DavRequest(deps, req, res, auth, target));
     };
     run().catch((err: unknown) => {

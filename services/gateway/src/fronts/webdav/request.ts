@@ -10,12 +10,15 @@ import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
 import type { AuthContext, Authenticator } from '../../auth.js';
+import type { RateLimiter } from '../../rate-limit.js';
 import { type IfList, type IfState, listPasses, parseIfHeader, stateOf, submittedTokens } from './if-header.js';
 import { hrefOf, segmentsOf, type Target } from './paths.js';
 
 /** What the front needs: the authentication step, and what moving drive content needs. */
 export interface DavDeps extends ContentDeps {
   auth: Authenticator;
+  /** The API's token buckets (absent: no limits). */
+  limiter?: RateLimiter;
 }
 
 export class DavRequest {
