@@ -66,6 +66,7 @@ export default tseslint.config(
         URL: 'readonly',
         fetch: 'readonly',
         performance: 'readonly',
+        AbortSignal: 'readonly',
       },
     },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

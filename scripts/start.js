@@ -1,12 +1,60 @@
 #!/usr/bin/env node
 // `npm start`: builds when needed (tsc -b is incremental), then runs the whole platform in this
-// process with tracing loaded first. SVC_SERVICE picks one service instead of all.
+// process with tracing loaded first. SVC_SERVICE picks one service instead of all. The build says
+// what it is doing: each project as it starts, and a line every few seconds while one takes long.
 'use strict';
-const { execFileSync } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-execFileSync(process.execPath, [path.join(root, 'scripts/codegen.js')], { cwd: root, stdio: 'inherit' });
-execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-b'], { cwd: root, stdio: 'inherit' });
-require(path.join(root, 'packages/kit/dist/tracing/register.js'));
-require(path.join(root, 'packages/stack/dist/main.js'));
+
+/** `tsc -b --verbose`, its chatter reduced to one line per project built. */
+function build() {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const tsc = spawn(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-b', '--verbose'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let projects = 0;
+    let built = 0;
+    let current = '';
+    let rest = '';
+    const errors = []; // what is not the verbose chatter: the compiler's diagnostics
+    tsc.stdout.setEncoding('utf8');
+    tsc.stdout.on('data', (chunk) => {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop();
+      for (const line of lines) {
+        if (/^\s+\* \S*tsconfig\.json\s*$/.test(line)) projects++;
+        const m = /Building project '(.*)\/tsconfig\.json'/.exec(line);
+        if (m) {
+          current = path.relative(root, m[1]);
+          built++;
+          console.log(`svc: building ${current} (${built} of ${projects} projects)`);
+        } else if (line.trim() && !/^\s+\* |\d - (Project|Projects|Building|Updating|Skipping)\b/.test(line)) errors.push(line);
+      }
+    });
+    const ticker = setInterval(() => console.log(`svc: still building ${current || ''} (${Math.round((Date.now() - started) / 1000)} s)`), 3000);
+    tsc.on('error', reject);
+    tsc.on('exit', (code) => {
+      clearInterval(ticker);
+      if (code !== 0) {
+        for (const e of errors) console.error(e);
+        return reject(new Error(`the build failed (tsc exited with ${code})`));
+      }
+      console.log(built ? `svc: built ${built} projects in ${((Date.now() - started) / 1000).toFixed(1)} s` : 'svc: the build is up to date');
+      resolve();
+    });
+  });
+}
+
+(async () => {
+  execFileSync(process.execPath, [path.join(root, 'scripts/codegen.js')], { cwd: root, stdio: 'inherit' });
+  await build();
+  require(path.join(root, 'packages/kit/dist/tracing/register.js'));
+  require(path.join(root, 'packages/stack/dist/main.js'));
+})().catch((err) => {
+  console.error(`svc: ${err.message}`);
+  process.exit(1);
+});

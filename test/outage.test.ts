@@ -1,7 +1,6 @@
-import net from 'node:net';
-
 import { createDatabase, REAL } from './support/backends';
 import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
+import { TcpProxy as Proxy } from './support/tcp-proxy';
 
 /**
  * A database outage from the stack's side, without touching the machine's PostgreSQL: the stack
@@ -10,45 +9,6 @@ import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
  * that needs SQL answers 503 `database_unavailable` with Retry-After, never 500, and the stack
  * works again once the proxy does. An Idempotency-Key sent during the outage is not spent.
  */
-type Mode = 'up' | 'blackhole';
-class Proxy {
-  private server?: net.Server;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-  mode: Mode = 'up';
-  constructor(private readonly upstream: { host: string; port: number }) {}
-
-  async listen(): Promise<void> {
-    const server = net.createServer((client) => {
-      this.sockets.add(client);
-      client.on('close', () => this.sockets.delete(client));
-      client.on('error', () => {});
-      if (this.mode === 'blackhole') return; // accepted, never answered
-      const up = net.connect(this.upstream.port, this.upstream.host);
-      this.sockets.add(up);
-      up.on('close', () => this.sockets.delete(up));
-      up.on('error', () => client.destroy());
-      client.on('close', () => up.destroy());
-      up.on('close', () => client.destroy());
-      client.pipe(up).pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    this.port = (server.address() as net.AddressInfo).port;
-    this.server = server;
-  }
-
-  /** Stops listening (connections refused) and cuts every open connection. */
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    this.sockets.clear();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-    this.server = undefined;
-  }
-}
-
 const suite = REAL.pg ? describe : describe.skip;
 let t: TestStack;
 let proxy: Proxy;

@@ -90,6 +90,18 @@ const DB_UNAVAILABLE_MESSAGE =
 /** How long a client is asked to wait before it retries a request the database could not serve. */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
+/** A cache (Redis) outage that reaches a caller: 503 `cache_unavailable` with `Retry-After`. */
+export function cacheUnavailable(err: unknown): DomainError {
+  if (err instanceof DomainError) return err;
+  return new DomainError(
+    'unavailable',
+    'cache_unavailable',
+    'The cache is unavailable; try again shortly.',
+    { retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS },
+    { cause: err },
+  );
+}
+
 /**
  * The one mapping of a database outage to a DomainError: 503 `database_unavailable` with
  * `Retry-After`, so that every service answers an outage alike. Undefined for any other error.

@@ -98,6 +98,9 @@ function sees(p: Principal, row: KeyRow): boolean {
 export class KeysDomain {
   readonly store: KeyStore;
 
+  /** When this replica last saw the shared cache fail (ms; 0: never). */
+  private cacheFailedAt = 0;
+
   constructor(
     private readonly sql: Sql,
     private readonly cache: Cache,
@@ -117,7 +120,8 @@ export class KeysDomain {
 
   private async insert(a: Acting, owner: Owner, input: Omit<CreateInput, 'agentId'>): Promise<{ row: KeyRow; plaintext: string }> {
     const projectId = projectFor(a, input.projectId);
-    const attempts = await this.cache.hit(`keys:create:${a.accountId}`, 60_000);
+    // Without the cache the creation limit cannot count: creation goes on (a limiter outage is not an API outage).
+    const attempts = await this.cache.hit(`keys:create:${a.accountId}`, 60_000).catch(() => 0);
     if (attempts > CREATE_LIMIT_PER_MINUTE) {
       throw new DomainError('rate_limited', 'rate_limited', 'Too many keys created for this account; try again in a minute.', {
         retryAfterSeconds: 60,
@@ -228,16 +232,28 @@ export class KeysDomain {
     return rows.length;
   }
 
-  /** The key for a hash, if it exists and is usable now. Cached in the shared cache. */
+  /**
+   * The key for a hash, if it exists and is usable now. Cached in the shared cache; without the
+   * cache (Redis down) it is read from the database, the truth, so a revocation made during the
+   * outage holds. An entry cached before this replica last saw the cache fail is not trusted: a
+   * revocation's delete of it may have failed in the outage (the durable consumer of
+   * keys.key.revoked deletes it again once the cache is back).
+   */
   async verify(hash: string): Promise<KeyRow> {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw invalidKey();
-    let row: KeyRow | null;
-    const cached = await this.cache.get(verifyCacheKey(hash));
+    let row: KeyRow | null = null;
+    const cached = await this.cache.get(verifyCacheKey(hash)).catch(() => void (this.cacheFailedAt = Date.now()));
     if (cached) {
-      row = reviveRow(JSON.parse(cached));
-    } else {
+      const { cachedAt, ...entry } = JSON.parse(cached) as Record<string, unknown> & { cachedAt?: number };
+      if ((cachedAt ?? 0) > this.cacheFailedAt) row = reviveRow(entry);
+    }
+    if (!row) {
       row = await this.store.byHash(hash);
-      if (row && !row.revoked_at) await this.cache.set(verifyCacheKey(hash), JSON.stringify(row), VERIFY_CACHE_MS);
+      if (row && !row.revoked_at) {
+        await this.cache
+          .set(verifyCacheKey(hash), JSON.stringify({ ...row, cachedAt: Date.now() }), VERIFY_CACHE_MS)
+          .catch(() => void (this.cacheFailedAt = Date.now()));
+      }
     }
     if (!row || row.revoked_at || (row.expires_at && row.expires_at.getTime() <= Date.now())) throw invalidKey();
     return row;

@@ -1,5 +1,7 @@
 import { Redis } from 'ioredis';
 
+import { cacheUnavailable } from '../errors.js';
+
 /**
  * A small cache and counter store. Keys are given without the namespace; the implementation
  * prefixes them (`svc:` by default) so several stacks can share one Redis.
@@ -159,12 +161,35 @@ for i = 1, #KEYS do
 end
 return out`;
 
+/** The longest a cache command may take before it fails (a cache that does not answer is down). */
+const COMMAND_TIMEOUT_MS = 1000;
+
 export function createRedisCache(url: string, namespace: string): Cache {
-  const redis = new Redis(url, { keyPrefix: `${namespace}:`, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+  const redis = new Redis(url, {
+    keyPrefix: `${namespace}:`,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: true,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    connectTimeout: 2000,
+  });
   redis.on('error', () => {}); // reconnects on its own; readiness reports the outage
   redis.defineCommand('hmax', { numberOfKeys: 1, lua: HMAX });
   redis.defineCommand('takeTokens', { lua: TAKE_TOKENS });
-  return {
+  // Once connected, a lost connection fails commands at once (503 cache_unavailable) instead of
+  // queueing them until Redis is back: a caller's deadline is not spent waiting for an outage.
+  let everReady = false;
+  redis.on('ready', () => (everReady = true));
+  const guard =
+    <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      if (everReady && redis.status !== 'ready') throw cacheUnavailable(new Error(`redis is ${redis.status}`));
+      try {
+        return await fn(...a);
+      } catch (err) {
+        throw cacheUnavailable(err);
+      }
+    };
+  const cache: Cache = {
     kind: 'redis',
     get: (k) => redis.get(k),
     async set(k, v, ttlMs) {
@@ -201,4 +226,8 @@ export function createRedisCache(url: string, namespace: string): Cache {
       redis.disconnect();
     },
   };
+  for (const name of ['get', 'set', 'del', 'hincrby', 'hmax', 'hdrain', 'hit', 'takeTokens'] as const) {
+    (cache as unknown as Record<string, unknown>)[name] = guard(cache[name] as (...a: unknown[]) => Promise<unknown>);
+  }
+  return cache;
 }
