@@ -4,6 +4,7 @@
 // what it is doing: each project as it starts, and a line every few seconds while one takes long.
 'use strict';
 const { execFileSync, spawn } = require('node:child_process');
+const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
@@ -49,9 +50,39 @@ function build() {
   });
 }
 
+/**
+ * The embedded database of a new data folder, created in a child process while the build runs:
+ * PGlite's initdb takes most of a first start, and the WebAssembly memory it grows to (~800 MB)
+ * is never given back, so the platform's process opens the database made (~300 MB) instead. It is
+ * made in a folder of its own and renamed into place, so a cut-off start leaves no half database.
+ */
+function prepareDatabase() {
+  if (process.env.DATABASE_URL) return Promise.resolve();
+  const dir = path.resolve(process.env.SVC_DATA_DIR || '.data', 'pg');
+  if (fs.existsSync(dir)) return Promise.resolve();
+  const tmp = `${dir}.new-${process.pid}`;
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  console.log('svc: creating the embedded database (first start only)');
+  const script = `import('@electric-sql/pglite').then(async ({ PGlite }) => { const db = await PGlite.create(${JSON.stringify(tmp)}); await db.close(); })`;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', script], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code !== 0) {
+        fs.rmSync(tmp, { recursive: true, force: true });
+        return reject(new Error(`creating the embedded database failed (exit ${code})`));
+      }
+      fs.renameSync(tmp, dir);
+      resolve();
+    });
+  });
+}
+
 (async () => {
+  const database = prepareDatabase();
   execFileSync(process.execPath, [path.join(root, 'scripts/codegen.js')], { cwd: root, stdio: 'inherit' });
   await build();
+  await database;
   require(path.join(root, 'packages/kit/dist/tracing/register.js'));
   require(path.join(root, 'packages/stack/dist/main.js'));
 })().catch((err) => {
