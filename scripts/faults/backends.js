@@ -95,7 +95,7 @@ async function restartable(name, file, argsOf) {
   const port = await freePort();
   let child;
   const up = async () => {
-    child = spawn(file, argsOf(port), { stdio: 'ignore' });
+    child = spawn(file, argsOf(port), { stdio: ['ignore', 'ignore', 'inherit'] });
     child.on('error', (err) => console.error(`${name}: ${err.message}`));
     await waitPort(port, 10_000);
   };
@@ -133,17 +133,15 @@ async function startBackends() {
     '-sd',
     natsDir,
   ]);
-  const S3rver = require('s3rver');
   const s3dir = path.join(root, 's3');
   fs.mkdirSync(s3dir);
-  const s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3dir });
-  const s3addr = await s3.run();
+  const s3 = await restartable('s3rver', process.execPath, (port) => [path.join(__dirname, 's3.js'), s3dir, String(port)]);
   return {
     root,
     pg,
     redis: { ...redis, url: `redis://127.0.0.1:${redis.port}` },
     nats: { ...nats, url: `nats://127.0.0.1:${nats.port}` },
-    s3: { endpoint: `http://127.0.0.1:${s3addr.port}`, accessKey: 'S3RVER', secretKey: 'S3RVER' },
+    s3: { endpoint: `http://127.0.0.1:${s3.port}`, accessKey: 'S3RVER', secretKey: 'S3RVER' },
     async close() {
       await redis.close();
       await nats.close();

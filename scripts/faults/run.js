@@ -140,7 +140,7 @@ async function main() {
       let stopped = false;
       const records = [];
       const load = runLoad({ url: platform.url, keys, clients: CLIENTS, timeoutMs: TIMEOUT_MS, t0, stop: () => stopped, acked, records });
-      const revocation = spec === 'redis-down' ? await revocationBefore(platform, keys[0]) : undefined;
+      const revocation = spec === 'redis-down' ? await revocationBefore(platform) : undefined;
       await sleep(Math.max(0, injectAt - (performance.now() - t0)));
       console.error(`faults: ${spec} ...`);
       await fault.inject();
@@ -173,6 +173,7 @@ async function main() {
     printTable(report);
     const failed =
       checks.lost.length ||
+      checks.runsUnfinished ||
       checks.unpublished ||
       checks.doubled ||
       checks.missingEvents ||
@@ -190,8 +191,12 @@ async function main() {
  * refused at once and stays refused after Redis is back (whose entry for it the revocation could
  * not delete).
  */
-async function revocationBefore(platform, key) {
+async function revocationBefore(platform) {
   const opts = { timeoutMs: TIMEOUT_MS };
+  // An account of its own: the mix's accounts may have spent their key creations of the minute.
+  const owner = await send(platform.url, platform.bootstrapKey, 'POST', '/accounts', { ...opts, body: { kind: 'user', name: 'Rev' } });
+  if (owner.status !== 201) throw new Error(`creating the revocation check's account: ${owner.status}`);
+  const key = owner.json.key;
   const made = await send(platform.url, key, 'POST', '/api/api-keys', { ...opts, body: { name: 'revoked while redis is down' } });
   if (made.status !== 201) throw new Error(`creating the key to revoke: ${made.status}`);
   const usedBefore = await send(platform.url, made.json.key, 'GET', '/me', opts);
@@ -233,6 +238,7 @@ function printTable(report) {
         ', ',
       )}), lost: ${c.lost.length}; events: ${c.events} published, ${c.unpublished} left in outboxes, ${c.doubled} doubled, ${c.missingEvents} missing from the stream`,
   );
+  console.log(`agent runs: ${JSON.stringify(c.runs)}${Object.keys(c.runFailures).length ? `, failed with ${JSON.stringify(c.runFailures)}` : ''}`);
   if (report.revocation) console.log(`revocation while Redis was down: ${JSON.stringify(report.revocation)}`);
   console.log(`whole run: ${report.seconds} s, ${report.clients} clients, gRPC deadline ${report.deadlineMs} ms`);
 }

@@ -13,6 +13,7 @@ const TABLES = {
   version: 'profiles.versions',
   order: 'trading.orders',
   file: 'drive.items',
+  thread: 'agents.threads',
 };
 
 async function verify({ platform, backends, acked }) {
@@ -37,6 +38,18 @@ async function verify({ platform, backends, acked }) {
             .digest('hex')
         : `HTTP ${res.status}`;
       if (sha !== f.sha256) lost.push({ kind: 'file content', id: f.id, got: sha });
+    }
+
+    // Runs: none left queued or running once the runtime has had time (a run whose worker died is
+    // taken over after its lease); failed ones are counted, not lost.
+    let runs;
+    for (const until = Date.now() + 90_000; ;) {
+      runs = Object.fromEntries(
+        (await db.query(`SELECT status, count(*)::int AS n FROM agents.runs GROUP BY status`)).rows.map((r) => [r.status, r.n]),
+      );
+      if (!runs.queued && !runs.running) break;
+      if (Date.now() > until) break;
+      await new Promise((r) => setTimeout(r, 1000));
     }
 
     // Outboxes: drained within 30 s of the last fault (the relays retry on their own).
@@ -79,7 +92,26 @@ async function verify({ platform, backends, acked }) {
     }
     const doubled = [...seen.values()].filter((n) => n > 1).length;
     const missingEvents = [...outboxIds].filter((id) => !seen.has(id)).length;
-    return { total: acked.length, byKind, lost, unpublished, events: outboxIds.size, streamMessages: messages, doubled, missingEvents };
+    const runsUnfinished = (runs.queued ?? 0) + (runs.running ?? 0);
+    const runFailures = Object.fromEntries(
+      (await db.query(`SELECT error->>'code' AS code, count(*)::int AS n FROM agents.runs WHERE status = 'failed' GROUP BY 1`)).rows.map((r) => [
+        r.code,
+        r.n,
+      ]),
+    );
+    return {
+      total: acked.length,
+      byKind,
+      lost,
+      runs,
+      runFailures,
+      runsUnfinished,
+      unpublished,
+      events: outboxIds.size,
+      streamMessages: messages,
+      doubled,
+      missingEvents,
+    };
   } finally {
     await db.end();
   }

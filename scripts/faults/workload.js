@@ -6,9 +6,9 @@
 const crypto = require('node:crypto');
 
 /** A request's outcome. `status` 0: no answer (connection refused or reset); -1: no answer within the client's timeout (a hang). */
-async function send(url, key, method, path, { body, raw, type, timeoutMs }) {
+async function send(url, key, method, path, { body, raw, type, timeoutMs, headers: extra = {} }) {
   const started = performance.now();
-  const headers = { authorization: `Bearer ${key}` };
+  const headers = { authorization: `Bearer ${key}`, ...extra };
   let payload;
   if (raw !== undefined) {
     headers['content-type'] = type ?? 'application/octet-stream';
@@ -80,6 +80,30 @@ function operations(acked) {
         if (ok(committed)) acked.push({ kind: 'version', id: committed.json.id, profileId: made.json.id });
         return committed;
       },
+    },
+    {
+      name: 'threads.create',
+      async run(c) {
+        // A thread with a first message: a run for the runtime, answered by the development model.
+        if (!c.agentId) {
+          const agent = await c.send('POST', '/agents', { body: { name: `thread agent ${c.seq()}` } });
+          if (!ok(agent)) return agent;
+          acked.push({ kind: 'agent', id: agent.json.id });
+          c.agentId = agent.json.id;
+        }
+        const r = await c.send('POST', '/threads', { body: { agentId: c.agentId, message: `hello ${c.seq()}` } });
+        if (ok(r)) acked.push({ kind: 'thread', id: r.json.id });
+        return r;
+      },
+    },
+    { name: 'models.list', run: (c) => c.send('GET', '/models') },
+    {
+      name: 'mcp.whoami',
+      run: (c) =>
+        c.send('POST', '/mcp', {
+          body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } },
+          headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' },
+        }),
     },
     {
       name: 'trading.order',

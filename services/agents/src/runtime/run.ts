@@ -41,6 +41,8 @@ interface Turn {
 class RunEnded extends Error {}
 
 const SYSTEM: Producer = { kind: 'system', id: 'runtime', keyId: null };
+/** Waits before asking a turn of a restarting models service again (ms): about half a minute in all. */
+const INFER_RETRIES = [500, 1000, 2000, 4000, 8000, 8000, 8000];
 
 /** Tool calls of the last assistant message that have no result in the context yet. */
 export function unanswered(context: ContextMessage[]): NonNullable<ContextMessage['toolCalls']> {
@@ -219,6 +221,41 @@ export class RunExecutor {
       ...context.map((m) => ({ role: m.role, content: m.content, toolCalls: m.toolCalls ?? [], toolCallId: m.toolCallId ?? '', name: m.name ?? '' })),
     ];
     const turn: Turn = { text: '', toolCalls: [], usage: undefined, interrupted: false };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.inferInto(turn, run, step, model, agent, messages, principal, afterSeq, abort);
+        break;
+      } catch (err) {
+        if (abort.signal.aborted) break;
+        // The models service restarting (a pod replaced, a process killed) is not the model
+        // failing: the turn is asked again, a few times over about half a minute, as long as
+        // nothing of it has streamed yet. The charge key makes a repeated call charge once.
+        const restarting = err instanceof DomainError && err.code === 'service_unavailable' && !turn.text && !turn.toolCalls.length;
+        if (!restarting || attempt >= INFER_RETRIES.length || state.cancel) {
+          state.turn = undefined;
+          throw err;
+        }
+        await new Promise((r) => setTimeout(r, INFER_RETRIES[attempt]));
+      }
+    }
+    state.turn = undefined;
+    if (abort.signal.aborted || state.interrupt || state.cancel) turn.interrupted = true;
+    return turn;
+  }
+
+  /** One Infer call of a turn, its deltas, tool calls and usage collected into `turn`. */
+  private async inferInto(
+    turn: Turn,
+    run: RunRow,
+    step: number,
+    model: string,
+    agent: AgentRow,
+    messages: models_infer.ChatMessage[],
+    principal: Principal,
+    afterSeq: number,
+    abort: AbortController,
+  ): Promise<void> {
+    const d = this.deps;
     try {
       const stream = d.infer(
         {
@@ -243,11 +280,7 @@ export class RunExecutor {
       }
     } catch (err) {
       if (!abort.signal.aborted) throw err;
-    } finally {
-      state.turn = undefined;
     }
-    if (abort.signal.aborted || state.interrupt || state.cancel) turn.interrupted = true;
-    return turn;
   }
 
   /** Executes one tool call, recorded first: a call a stopped worker had begun is not executed again. */

@@ -1,0 +1,51 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { tempDir } from './support/backends';
+import { ROOT } from './support/process';
+
+/**
+ * The fault-injection harness (scripts/faults, docs/reliability.md#faults), bounded: every service
+ * its own process on PostgreSQL, Redis and NATS servers of the harness's own, a mixed load, and
+ * four faults: the keys and models services killed with SIGKILL (agents' runs must go on through
+ * the models service's restart), the drive service frozen past the gRPC deadline, Redis down.
+ * The harness fails (exit 1) on a lost acknowledged write, an event left in an outbox, doubled or
+ * missing from the stream, a 500, an error without the contract's body, a hang, no recovery, or a
+ * revoked key accepted while Redis is down. The whole list of faults is `node scripts/faults/run.js`.
+ */
+test('killed, frozen and cut-off parts: no acknowledged write lost, no 500, recovery, revocation fail-closed', async () => {
+  const out = path.join(tempDir('svc-faults-test-'), 'report.json');
+  const args = [
+    'scripts/faults/run.js',
+    '--faults',
+    'kill:keys,kill:models,slow:drive,redis-down',
+    '--seconds',
+    '8',
+    '--down',
+    '5',
+    '--clients',
+    '4',
+    '--json',
+    out,
+  ];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`the harness exited with ${code}:\n${output.slice(-6000)}`);
+  const report = JSON.parse(fs.readFileSync(out, 'utf8'));
+  expect(report.phases.map((p: { fault: string }) => p.fault)).toEqual(['kill:keys', 'kill:models', 'slow:drive', 'redis-down']);
+  for (const p of report.phases) expect([p.fault, p.status500, p.hangs, p.withoutErrorBody]).toEqual([p.fault, 0, 0, 0]);
+  // The killed service answered 503 with the body while it was down; the frozen one, 504 or 503 within the deadline.
+  expect(report.phases[0].byStatus['503']).toBeGreaterThan(0);
+  expect((report.phases[2].byStatus['504'] ?? 0) + (report.phases[2].byStatus['503'] ?? 0)).toBeGreaterThan(0);
+  // Agents' runs went on through the models service's restart: every one finished, none failed.
+  expect(report.checks.runs.completed).toBeGreaterThan(0);
+  expect(report.checks.runs).toEqual({ completed: report.checks.runs.completed });
+  expect(report.checks.total).toBeGreaterThan(50);
+  expect(report.checks.lost).toEqual([]);
+  expect([report.checks.unpublished, report.checks.doubled, report.checks.missingEvents]).toEqual([0, 0, 0]);
+  expect(report.revocation).toMatchObject({ usedDuring: 401, usedAfter: 401, failClosed: true });
+}, 400_000);
