@@ -10,9 +10,9 @@ import type { State, Step } from './support/tool-steps/types';
  * Every tool of the catalogue through a real MCP client: a valid call answers a structured result
  * (which the client checks against the tool's output schema), an invalid one a tool error with
  * the API's code; neither is ever a protocol failure or a 500. Fixtures are made by the calls
- * themselves, in order (what a later call needs, an earlier one created); a tool without a step
- * here (a route that landed after this file) is still called, and must answer a result or a tool
- * error.
+ * themselves, in order (what a later call needs, an earlier one created). Each area's steps are in
+ * test/support/tool-steps/; a tool without a step fails the first test (and is still called, and
+ * must answer a result or a tool error).
  */
 
 const catalogue = ToolCatalogue.fromRoutes(routes);
@@ -201,10 +201,16 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => t?.stop());
 
-test('every tool of the catalogue has a step here or is newer than this file', () => {
+test('every tool of the catalogue has a step (a valid and an invalid call), and each step names a tool', () => {
   const stepped = new Set(ALL_STEPS.map((s) => s.tool));
   for (const s of ALL_STEPS) expect(catalogue.get(s.tool)).toBeDefined();
   expect(stepped.size).toBe(ALL_STEPS.length);
+  expect(
+    catalogue
+      .list()
+      .map((x) => x.name)
+      .filter((name) => !stepped.has(name)),
+  ).toEqual([]);
 });
 
 describe.each([
