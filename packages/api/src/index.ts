@@ -4,6 +4,10 @@ import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
 import { creditsRoutes } from './routes/credits.js';
 import { driveRoutes } from './routes/drive.js';
+import { driveFindRoutes } from './routes/drive/find.js';
+import { driveJsonRoutes } from './routes/drive/json.js';
+import { driveOrganizeRoutes } from './routes/drive/organize.js';
+import { driveTextRoutes } from './routes/drive/text.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
@@ -38,6 +42,10 @@ export const routes: Route[] = [
   ...agentsRoutes,
   ...threadsRoutes,
   ...keysRoutes,
+  ...driveFindRoutes,
+  ...driveTextRoutes,
+  ...driveJsonRoutes,
+  ...driveOrganizeRoutes,
   ...driveRoutes,
   ...sitesRoutes,
   ...profilesRoutes,

@@ -1,3 +1,100 @@
 import type { Step } from './types';
 
-export const STEPS: Step[] = [];
+const Z26 = '0'.repeat(26);
+
+/**
+ * The drive's file tools (and sites and code): each step makes what it needs under a folder of
+ * its own run (`tools-<run>`), so that the two clients' runs do not meet.
+ */
+export const STEPS: Step[] = [
+  {
+    tool: 'drive_make_folders',
+    valid: (s) => ({ path: `tools-${s.run}/docs` }),
+    invalid: () => ({ path: 'a/../b' }),
+    keep: (s, b) => (s.toolsDocs = b.id),
+  },
+  {
+    tool: 'drive_write_text',
+    valid: (s) => ({ path: `tools-${s.run}/docs/notes.md`, content: '# Notes\nalpha\nbeta\n' }),
+    invalid: (s) => ({ path: `tools-${s.run}/docs/notes.md`, content: 'x', ifNoneMatch: '*' }),
+    keep: (s, b) => (s.notesId = b.id),
+  },
+  {
+    tool: 'drive_stat',
+    // A JSON file and a CSV file for the steps below, written through the API.
+    before: async (s, t, key) => {
+      s.jsonId = (await t.ok('PUT', '/drive/text', key, { path: `tools-${s.run}/data.json`, content: '{"name":"svc","list":[1]}' })).body.id;
+      s.csvId = (await t.ok('PUT', '/drive/text', key, { path: `tools-${s.run}/table.csv`, content: 'a,b\n1,2\n' })).body.id;
+    },
+    valid: (s) => ({ path: `tools-${s.run}/docs/notes.md` }),
+    invalid: (s) => ({ path: `tools-${s.run}/missing.md` }),
+  },
+  { tool: 'drive_ancestors', valid: (s) => ({ id: s.notesId }), invalid: () => ({ id: `file_${Z26}` }) },
+  { tool: 'drive_tree', valid: (s) => ({ folderId: s.toolsDocs, maxDepth: 2 }), invalid: () => ({ maxDepth: 0 }) },
+  { tool: 'drive_find', valid: () => ({ name: '*.md' }), invalid: () => ({ name: 'x', kind: 'link' }) },
+  { tool: 'drive_recent', valid: () => ({ limit: 5 }), invalid: () => ({ cursor: 'nope' }) },
+  { tool: 'drive_usage', valid: () => ({}), invalid: () => ({ projectId: 'bad project' }) },
+  { tool: 'drive_duplicates', valid: () => ({}), invalid: () => ({ minSize: -1 }) },
+  { tool: 'drive_folder_size', valid: (s) => ({ id: s.toolsDocs }), invalid: () => ({ id: `fld_${Z26}` }) },
+  { tool: 'drive_grep', valid: (s) => ({ pattern: 'alpha', folderId: s.toolsDocs }), invalid: () => ({ pattern: '(', regex: 'true' }) },
+  { tool: 'drive_read_lines', valid: (s) => ({ id: s.notesId, start: 2, end: 3 }), invalid: (s) => ({ id: s.notesId, start: 0 }) },
+  { tool: 'drive_text_stats', valid: (s) => ({ id: s.notesId }), invalid: () => ({ id: `file_${Z26}` }) },
+  { tool: 'drive_read_csv', valid: (s) => ({ id: s.csvId }), invalid: (s) => ({ id: s.csvId, delimiter: ';;' }) },
+  { tool: 'drive_diff', valid: (s) => ({ from: s.notesId, to: s.csvId }), invalid: (s) => ({ from: s.notesId }) },
+  { tool: 'drive_append', valid: (s) => ({ id: s.notesId, text: 'gamma', newline: true }), invalid: (s) => ({ id: s.notesId, text: '' }) },
+  {
+    tool: 'drive_edit',
+    valid: (s) => ({ id: s.notesId, find: 'alpha', replace: 'ALPHA' }),
+    invalid: (s) => ({ id: s.notesId, find: 'not in the file', replace: 'x' }),
+  },
+  {
+    tool: 'drive_replace_lines',
+    valid: (s) => ({ id: s.notesId, start: 1, end: 1, text: '# Title' }),
+    invalid: (s) => ({ id: s.notesId, start: 3, end: 1, text: '' }),
+  },
+  { tool: 'drive_insert_lines', valid: (s) => ({ id: s.notesId, after: 0, text: 'top' }), invalid: (s) => ({ id: s.notesId, after: -1, text: 'x' }) },
+  { tool: 'drive_read_json', valid: (s) => ({ id: s.jsonId, pointer: '/name' }), invalid: (s) => ({ id: s.jsonId, pointer: '/missing' }) },
+  {
+    tool: 'drive_set_json',
+    valid: (s) => ({ id: s.jsonId, pointer: '/list/-', value: 2 }),
+    invalid: (s) => ({ id: s.jsonId, pointer: 'no-slash', value: 1 }),
+  },
+  { tool: 'drive_merge_json', valid: (s) => ({ id: s.jsonId, patch: { extra: true } }), invalid: (s) => ({ id: s.jsonId, patch: 'x' }) },
+  { tool: 'drive_delete_json', valid: (s) => ({ id: s.jsonId, pointer: '/extra' }), invalid: (s) => ({ id: s.jsonId, pointer: '' }) },
+  {
+    tool: 'drive_versions_list',
+    valid: (s) => ({ id: s.notesId }),
+    invalid: (s) => ({ id: s.toolsDocs }),
+    keep: (s, b) => (s.versionId = b.versions[0].id),
+  },
+  {
+    tool: 'drive_versions_get',
+    valid: (s) => ({ id: s.notesId, versionId: s.versionId }),
+    invalid: (s) => ({ id: s.notesId, versionId: `ver_${Z26}` }),
+  },
+  {
+    tool: 'drive_versions_restore',
+    valid: (s) => ({ id: s.notesId, versionId: s.versionId }),
+    invalid: (s) => ({ id: s.notesId, versionId: 'nope' }),
+  },
+  {
+    tool: 'drive_versions_delete',
+    valid: (s) => ({ id: s.notesId, versionId: s.versionId }),
+    invalid: (s) => ({ id: s.notesId, versionId: 'nope' }),
+  },
+  { tool: 'drive_tags_set', valid: (s) => ({ id: s.notesId, tags: ['notes', 'draft'] }), invalid: (s) => ({ id: s.notesId, tags: ['-bad'] }) },
+  { tool: 'drive_tags_add', valid: (s) => ({ id: s.csvId, tags: ['notes'] }), invalid: (s) => ({ id: s.csvId, tags: [] }) },
+  { tool: 'drive_tags_get', valid: (s) => ({ id: s.notesId }), invalid: () => ({ id: 'nope' }) },
+  { tool: 'drive_tags_remove', valid: (s) => ({ id: s.notesId, tag: 'draft' }), invalid: () => ({ id: `file_${Z26}`, tag: 'draft' }) },
+  { tool: 'drive_tags_list', valid: () => ({}), invalid: () => ({ projectId: 'bad project' }) },
+  { tool: 'drive_tags_items', valid: () => ({ tag: 'notes' }), invalid: () => ({ tag: '' }) },
+  { tool: 'drive_copy', valid: (s) => ({ id: s.notesId }), invalid: (s) => ({ id: s.notesId, name: '' }), keep: (s, b) => (s.copyId = b.id) },
+  { tool: 'drive_zip', valid: (s) => ({ id: s.toolsDocs }), invalid: (s) => ({ id: s.notesId }), keep: (s, b) => (s.zipId = b.id) },
+  { tool: 'drive_extract', valid: (s) => ({ id: s.zipId }), invalid: (s) => ({ id: s.notesId }) },
+  {
+    tool: 'drive_batch_move',
+    valid: (s) => ({ ids: [s.copyId], parentId: s.toolsDocs }),
+    invalid: () => ({ ids: [], parentId: null }),
+  },
+  { tool: 'drive_batch_delete', valid: (s) => ({ ids: [s.copyId, s.zipId] }), invalid: () => ({ ids: ['nope'] }) },
+];
