@@ -13,6 +13,7 @@ import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
+import { sitesManageRoutes } from './routes/sites-manage.js';
 import { systemRoutes } from './routes/system.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
@@ -48,6 +49,7 @@ export const routes: Route[] = [
   ...driveOrganizeRoutes,
   ...driveRoutes,
   ...sitesRoutes,
+  ...sitesManageRoutes,
   ...profilesRoutes,
   ...modelsRoutes,
   ...creditsRoutes,

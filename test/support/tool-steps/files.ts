@@ -97,4 +97,33 @@ export const STEPS: Step[] = [
     invalid: () => ({ ids: [], parentId: null }),
   },
   { tool: 'drive_batch_delete', valid: (s) => ({ ids: [s.copyId, s.zipId] }), invalid: () => ({ ids: ['nope'] }) },
+  // Sites: a site with two deployments, made through the API.
+  {
+    tool: 'sites_update',
+    before: async (s, t, key) => {
+      s.siteId = (await t.ok('POST', '/sites', key, { slug: `tool-site-${s.run}` })).body.id;
+      const deploy = (files: Record<string, string>) =>
+        t.ok('POST', `/sites/${s.siteId}/deployments`, key, { files: Object.entries(files).map(([path, content]) => ({ path, content })) });
+      s.dep1 = (await deploy({ 'index.html': '<a href="gone.html">x</a>', 'old.txt': 'old' })).body.id;
+      s.dep2 = (await deploy({ 'index.html': '<a href="about.html">x</a>' })).body.id;
+    },
+    valid: (s) => ({ id: s.siteId, title: 'Tools', spaFallback: true }),
+    invalid: (s) => ({ id: s.siteId, slug: 'Not A Slug' }),
+  },
+  { tool: 'sites_deployments_diff', valid: (s) => ({ id: s.siteId, from: s.dep1 }), invalid: (s) => ({ id: s.siteId, from: 'nope' }) },
+  { tool: 'sites_files_read', valid: (s) => ({ id: s.siteId, path: 'index.html' }), invalid: (s) => ({ id: s.siteId, path: 'missing.html' }) },
+  { tool: 'sites_links_check', valid: (s) => ({ id: s.siteId, deploymentId: s.dep1 }), invalid: () => ({ id: `site_${Z26}` }) },
+  { tool: 'sites_redirects_add', valid: (s) => ({ id: s.siteId, from: '/old', to: '/' }), invalid: (s) => ({ id: s.siteId, from: '/x', to: '/x' }) },
+  {
+    tool: 'sites_redirects_replace',
+    valid: (s) => ({ id: s.siteId, redirects: [{ from: '/a', to: '/b' }] }),
+    invalid: (s) => ({ id: s.siteId, redirects: [{ from: 'a', to: '/b' }] }),
+  },
+  { tool: 'sites_redirects_list', valid: (s) => ({ id: s.siteId }), invalid: () => ({ id: 'nope' }) },
+  { tool: 'sites_redirects_delete', valid: (s) => ({ id: s.siteId, from: '/a' }), invalid: (s) => ({ id: s.siteId, from: '' }) },
+  {
+    tool: 'sites_deployments_delete',
+    valid: (s) => ({ id: s.siteId, deploymentId: s.dep1 }),
+    invalid: (s) => ({ id: s.siteId, deploymentId: s.dep2 }), // the one served: 409
+  },
 ];

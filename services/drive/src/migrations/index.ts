@@ -160,4 +160,17 @@ export const migrations: Migration[] = [
       CREATE INDEX tags_account ON drive.tags (account_id, tag, item_id);
       CREATE INDEX items_recent ON drive.items (account_id, updated_at DESC, id) WHERE kind = 'file';`,
   },
+  {
+    id: '0005_site_settings',
+    sql: `
+      -- A site's single-page-app fallback, and its redirects (exact paths from the site root).
+      ALTER TABLE drive.sites ADD COLUMN spa_fallback boolean NOT NULL DEFAULT false;
+      CREATE TABLE drive.site_redirects (
+        site_id text NOT NULL REFERENCES drive.sites (id) ON DELETE CASCADE,
+        from_path text COLLATE "C" NOT NULL,
+        to_path text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (site_id, from_path)
+      );`,
+  },
 ];
