@@ -126,4 +126,19 @@ export const STEPS: Step[] = [
     valid: (s) => ({ id: s.siteId, deploymentId: s.dep1 }),
     invalid: (s) => ({ id: s.siteId, deploymentId: s.dep2 }), // the one served: 409
   },
+  // Code over the drive.
+  { tool: 'code_check', valid: () => ({ code: 'const x = 1;\nx' }), invalid: () => ({ code: '' }) },
+  {
+    tool: 'code_run_file',
+    before: async (s, t, key) => {
+      s.scriptId = (await t.ok('PUT', '/drive/text', key, { path: `tools-${s.run}/double.js`, content: 'input.n * 2' })).body.id;
+    },
+    valid: (s) => ({ fileId: s.scriptId, input: { n: 21 } }),
+    invalid: () => ({ fileId: `file_${Z26}` }),
+  },
+  {
+    tool: 'code_run_with_data',
+    valid: (s) => ({ code: 'files.length', dataFileIds: [s.scriptId] }),
+    invalid: () => ({ code: '1' }),
+  },
 ];

@@ -1769,6 +1769,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/code/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check JavaScript’s syntax without running it: whether it compiles (as a script, a module or a function body, as code.run would run it), and the syntax error with its line and column when not. */
+        post: operations["code.check"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/code/run-file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a JavaScript file of the drive in the sandbox (as code.run runs code), with optional `input` JSON and drive files as read-only data; the answer is code.run’s. */
+        post: operations["code.runFile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/code/run-with-data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run JavaScript over data: `input` (any JSON, the global `input`) and drive files read as the caller (the global `files`), to compute over documents without copying them into the code. The answer is code.run’s. */
+        post: operations["code.runWithData"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3562,6 +3613,62 @@ export interface components {
         RunCodeRequestInput: {
             /** @description JavaScript. The result is the value of the last expression statement; code with `export` runs as a module (the result is `export default`, top-level `await` allowed); code with a top-level `return` runs as the body of an async function. */
             code: string;
+            /** @description Wall-clock limit in ms (default 5000; at most the operator's maximum, 30000 unless set). */
+            timeoutMs?: number;
+            /** @description Memory of the interpreter in MiB (default 64, at least 16; at most the operator's maximum, 256 unless set). */
+            memoryLimitMb?: number;
+            /** @description Bytes of console output and result JSON together, each console entry counting its text plus 32 (default 65536; at most the operator's maximum, 1 MiB unless set). */
+            maxOutputBytes?: number;
+        };
+        CheckCodeResult: {
+            valid: boolean;
+            /**
+             * @description How code.run would run it.
+             * @enum {string}
+             */
+            mode: "script" | "module" | "function";
+            /**
+             * @description Why the run failed; null when it succeeded.
+             * @default null
+             */
+            error: {
+                /** @enum {string} */
+                code: "syntax_error" | "script_error" | "timeout" | "memory_limit" | "stack_overflow" | "output_limit" | "result_not_serializable" | "unsettled_promise" | "sandbox_error";
+                message: string;
+                /** @description The error's name inside the script (TypeError, SyntaxError, ...). */
+                name?: string;
+                /** @description 1-based line in the code. */
+                line?: number;
+                column?: number;
+                /** @description The script's own stack frames (script.js:line:column). */
+                stack?: string;
+            } | null;
+        };
+        CheckCodeRequestInput: {
+            /** @description JavaScript. The result is the value of the last expression statement; code with `export` runs as a module (the result is `export default`, top-level `await` allowed); code with a top-level `return` runs as the body of an async function. */
+            code: string;
+        };
+        RunFileRequestInput: {
+            /** @description The script: a UTF-8 text file of at most 512 KiB. */
+            fileId: string;
+            /** @description Any JSON: the script reads it as the global `input` (null when absent). */
+            input?: unknown;
+            /** @description Drive files passed read-only as the global `files`: an array of {id, name, contentType, size, text} (text null and base64 set for binary files); 8 MiB together. */
+            dataFileIds?: string[];
+            /** @description Wall-clock limit in ms (default 5000; at most the operator's maximum, 30000 unless set). */
+            timeoutMs?: number;
+            /** @description Memory of the interpreter in MiB (default 64, at least 16; at most the operator's maximum, 256 unless set). */
+            memoryLimitMb?: number;
+            /** @description Bytes of console output and result JSON together, each console entry counting its text plus 32 (default 65536; at most the operator's maximum, 1 MiB unless set). */
+            maxOutputBytes?: number;
+        };
+        RunWithDataRequestInput: {
+            /** @description JavaScript. The result is the value of the last expression statement; code with `export` runs as a module (the result is `export default`, top-level `await` allowed); code with a top-level `return` runs as the body of an async function. */
+            code: string;
+            /** @description Any JSON: the script reads it as the global `input` (null when absent). */
+            input?: unknown;
+            /** @description Drive files passed read-only as the global `files`: an array of {id, name, contentType, size, text} (text null and base64 set for binary files); 8 MiB together. */
+            dataFileIds?: string[];
             /** @description Wall-clock limit in ms (default 5000; at most the operator's maximum, 30000 unless set). */
             timeoutMs?: number;
             /** @description Memory of the interpreter in MiB (default 64, at least 16; at most the operator's maximum, 256 unless set). */
@@ -13672,6 +13779,267 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["RunCodeRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunCodeResult"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "code.check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckCodeRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckCodeResult"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "code.runFile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunFileRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunCodeResult"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "code.runWithData": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunWithDataRequestInput"];
             };
         };
         responses: {
