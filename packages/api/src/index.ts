@@ -6,6 +6,7 @@ import { creditsRoutes } from './routes/credits.js';
 import { driveRoutes } from './routes/drive.js';
 import { driveFindRoutes } from './routes/drive/find.js';
 import { driveJsonRoutes } from './routes/drive/json.js';
+import { driveMoreRoutes } from './routes/drive/more.js';
 import { driveOrganizeRoutes } from './routes/drive/organize.js';
 import { driveTextRoutes } from './routes/drive/text.js';
 import { identityRoutes } from './routes/identity.js';
@@ -47,6 +48,7 @@ export const routes: Route[] = [
   ...driveTextRoutes,
   ...driveJsonRoutes,
   ...driveOrganizeRoutes,
+  ...driveMoreRoutes,
   ...driveRoutes,
   ...sitesRoutes,
   ...sitesManageRoutes,

@@ -141,4 +141,48 @@ export const STEPS: Step[] = [
     valid: (s) => ({ code: 'files.length', dataFileIds: [s.scriptId] }),
     invalid: () => ({ code: '1' }),
   },
+  // CSV writes, a version's diff, locks and custom properties.
+  {
+    tool: 'drive_write_csv',
+    valid: (s) => ({ path: `tools-${s.run}/out.csv`, columns: ['a', 'b'], rows: [[1, 'x, y']] }),
+    invalid: (s) => ({ path: `tools-${s.run}/out2.csv`, rows: 'nope' }),
+    keep: (s, b) => (s.outCsv = b.id),
+  },
+  { tool: 'drive_append_csv', valid: (s) => ({ id: s.outCsv, rows: [[2, 'z']] }), invalid: (s) => ({ id: s.outCsv, rows: [] }) },
+  {
+    tool: 'drive_versions_diff',
+    before: async (s, t, key) => {
+      s.csvVersion = (await t.ok('GET', `/drive/${s.outCsv}/versions`, key)).body.versions[0].id;
+    },
+    valid: (s) => ({ id: s.outCsv, versionId: s.csvVersion }),
+    invalid: (s) => ({ id: s.outCsv, versionId: `ver_${Z26}` }),
+  },
+  {
+    tool: 'drive_properties_set',
+    valid: (s) => ({ id: s.outCsv, name: 'status', value: 'final' }),
+    invalid: (s) => ({ id: s.outCsv, name: '1 bad', value: 'x' }),
+  },
+  { tool: 'drive_properties_list', valid: (s) => ({ id: s.outCsv }), invalid: () => ({ id: `file_${Z26}` }) },
+  { tool: 'drive_properties_delete', valid: (s) => ({ id: s.outCsv, name: 'status' }), invalid: (s) => ({ id: s.outCsv }) },
+  {
+    tool: 'drive_locks_list',
+    // A WebDAV client's lock on the file, taken with the same key.
+    before: async (s, t, key) => {
+      const res = await fetch(`${t.url}/dav/tools-${s.run}/out.csv`, {
+        method: 'LOCK',
+        headers: { authorization: `Basic ${Buffer.from(`x:${key}`).toString('base64')}`, 'content-type': 'application/xml' },
+        body:
+          '<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope>' +
+          '<D:locktype><D:write/></D:locktype></D:lockinfo>',
+      });
+      s.lockToken = (res.headers.get('lock-token') ?? '').replace(/^<|>$/g, '');
+    },
+    valid: (s) => ({ id: s.outCsv }),
+    invalid: () => ({ id: 'nope' }),
+  },
+  {
+    tool: 'drive_locks_release',
+    valid: (s) => ({ id: s.outCsv, token: s.lockToken }),
+    invalid: (s) => ({ id: s.outCsv, token: 'urn:uuid:00000000-0000-0000-0000-000000000000' }),
+  },
 ];

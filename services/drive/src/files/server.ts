@@ -11,7 +11,7 @@ import { ancestors, duplicates, findItems, folderSize, makeFolders, type PathIte
 import type { VersionRow } from './store.js';
 import { getTags, listTags, removeTags, setTags, taggedItems } from './tags.js';
 import { appendText, diffFiles, editText, grep, readCsv, readLines, replaceLines, textStats, writeText } from './text.js';
-import { deleteVersion, listVersions, readVersion, restoreVersion } from './versions.js';
+import { deleteVersion, diffVersion, listVersions, readVersion, restoreVersion } from './versions.js';
 
 const pathItem = (i: PathItem): drive.PathItem => ({ item: toItem({ row: i.row }), path: i.path, depth: i.depth });
 const items = (r: { items: PathItem[]; truncated?: boolean; nextCursor?: string }): drive.PathItemsResponse => ({
@@ -118,6 +118,9 @@ export function fileHandlers(d: DriveDomain) {
     async deleteVersion(req: drive_files.VersionRequest, ctx: CallContext) {
       await deleteVersion(d, ctx.principal, req);
       return {};
+    },
+    async diffVersion(req: drive_files.VersionRequest, ctx: CallContext) {
+      return diffVersion(d, ctx.principal, req);
     },
     async getTags(req: drive.GetItemRequest, ctx: CallContext) {
       return getTags(d, ctx.principal, req.id);

@@ -4,9 +4,11 @@ import { DomainError, ifMatchPasses, type Principal } from '@svc/kit';
 import type { DriveDomain } from '../domain.js';
 import { stale } from '../errors.js';
 import { etagOf } from '../rules.js';
-import { isText, notAFile, readBlob, TOOL_MAX_BYTES, writeBytes } from './io.js';
+import { unifiedDiff } from './diff.js';
+import { isText, notAFile, readBlob, readText, TOOL_MAX_BYTES, writeBytes } from './io.js';
 import { files } from './paths.js';
 import type { VersionRow } from './store.js';
+import { splitLines } from './text.js';
 
 const versionNotFound = () => new DomainError('not_found', 'version_not_found', 'Version not found.');
 
@@ -59,4 +61,17 @@ export async function deleteVersion(drive: DriveDomain, p: Principal, input: { i
     await files.deleteVersion(q, row.id, v.id);
     await drive.store.release(q, p.accountId, [v.sha256], drive.settings.graceSeconds);
   });
+}
+
+/** What changed from an earlier version (text) to the file's current content. */
+export async function diffVersion(drive: DriveDomain, p: Principal, input: { id: string; versionId: string }) {
+  const v = await versionOf(drive, p, input.id, input.versionId);
+  const row = await fileOf(drive, p, input.id);
+  const max = 1024 * 1024;
+  if (v.size > max) throw new DomainError('too_large', 'file_too_large', `The version has ${v.size} bytes; at most ${max} are compared.`);
+  const old = v.size ? await readBlob(drive, v.account_id, v.sha256) : Buffer.alloc(0);
+  if (!isText(old)) throw new DomainError('invalid_argument', 'not_text', 'The version is not UTF-8 text.');
+  const current = await readText(drive, row, max);
+  const { path } = await drive.ancestry(drive.sql, p.accountId, row.id);
+  return unifiedDiff(splitLines(old.toString('utf8')), splitLines(current), `a/${path}@${v.id}`, `b/${path}`, 3);
 }
