@@ -179,3 +179,30 @@ function tarOf(files: Record<string, string>): Buffer {
   }
   return Buffer.concat([...blocks, Buffer.alloc(1024)]);
 }
+
+test('batch tag and read many: each item on its own', async () => {
+  const a = await write('many/a.txt', 'alpha');
+  const b = await write('many/b.json', '{"b":1}');
+  const missing = `file_${'0'.repeat(26)}`;
+  const tagged = await call('POST', '/drive/batch/tag', { ids: [a.id, b.id, missing], add: ['batch'], remove: ['old'] });
+  expect(tagged.body).toMatchObject({ succeeded: 2, failed: 1 });
+  expect(tagged.body.results[2]).toMatchObject({ id: missing, ok: false, error: { code: 'item_not_found' } });
+  expect((await call('GET', '/drive/tags/batch/items')).body.items.map((x: any) => x.path).sort()).toEqual(['many/a.txt', 'many/b.json']);
+  expect((await call('POST', '/drive/batch/tag', { ids: [a.id], remove: ['batch'] })).body.succeeded).toBe(1);
+  expect((await call('GET', `/drive/${a.id}/tags`)).body.tags).toEqual([]);
+  expect((await call('POST', '/drive/batch/tag', { ids: [a.id] })).status).toBe(400);
+
+  const bin = await uploadFile('many-bin.bin', Buffer.from([0, 255]));
+  const read = await call('POST', '/drive/batch/read', { ids: [a.id, b.id, bin.body.id, missing] });
+  expect(read.body.files).toEqual([
+    { id: a.id, ok: true, path: 'many/a.txt', etag: `"${sha('alpha')}"`, content: 'alpha', encoding: 'utf8', error: null },
+    { id: b.id, ok: true, path: 'many/b.json', etag: expect.any(String), content: '{"b":1}', encoding: 'utf8', error: null },
+    { id: bin.body.id, ok: true, path: 'many-bin.bin', etag: expect.any(String), content: 'AP8=', encoding: 'base64', error: null },
+    { id: missing, ok: false, path: null, etag: null, content: null, encoding: null, error: { code: 'item_not_found', message: expect.any(String) } },
+  ]);
+  expect((await call('POST', '/drive/batch/read', { ids: [] })).status).toBe(400);
+  const other = newId('acct');
+  const key = await importKey({ accountId: other, ownerKind: 'human', ownerId: other });
+  const stolen = await t.call('POST', '/drive/batch/read', { key, body: { ids: [a.id] } });
+  expect(stolen.body.files[0]).toMatchObject({ ok: false, error: { code: 'item_not_found' } });
+});

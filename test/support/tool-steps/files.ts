@@ -96,6 +96,8 @@ export const STEPS: Step[] = [
     valid: (s) => ({ ids: [s.copyId], parentId: s.toolsDocs }),
     invalid: () => ({ ids: [], parentId: null }),
   },
+  { tool: 'drive_batch_tag', valid: (s) => ({ ids: [s.notesId, s.csvId], add: ['batch'] }), invalid: (s) => ({ ids: [s.notesId] }) },
+  { tool: 'drive_read_many', valid: (s) => ({ ids: [s.notesId, s.csvId] }), invalid: () => ({ ids: [] }) },
   { tool: 'drive_batch_delete', valid: (s) => ({ ids: [s.copyId, s.zipId] }), invalid: () => ({ ids: ['nope'] }) },
   // Sites: a site with two deployments, made through the API.
   {

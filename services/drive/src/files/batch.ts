@@ -3,6 +3,8 @@ import { DomainError, type Principal } from '@svc/kit';
 
 import type { DriveDomain } from '../domain.js';
 import { deleteItem, updateItem } from '../tree.js';
+import { isText, readBytes } from './io.js';
+import { removeTags, setTags, validTags } from './tags.js';
 
 type Result = { id: string; ok: boolean; errorCode: string; errorMessage: string; deleted: number };
 
@@ -31,4 +33,49 @@ export function batchMove(drive: DriveDomain, p: Principal, input: { ids: string
     await updateItem(drive, p, { id, parentId: input.parentId ?? '', overwrite: false, lockTokens: [] });
     return 0;
   });
+}
+
+/** Adds and removes tags on up to 100 items, each on its own. */
+export function batchTag(drive: DriveDomain, p: Principal, input: { ids: string[]; add: string[]; remove: string[] }) {
+  if (!input.add.length && !input.remove.length) throw new DomainError('invalid_argument', 'invalid_request', 'add or remove: at least one tag.');
+  validTags([...input.add, ...input.remove]);
+  return each(input.ids, async (id) => {
+    if (input.remove.length) await removeTags(drive, p, { id, tags: input.remove });
+    if (input.add.length) await setTags(drive, p, { id, tags: input.add }, false);
+    return 0;
+  });
+}
+
+/** The most bytes one readMany answers (all files together). */
+const READ_MANY_BYTES = 2 * 1024 * 1024;
+
+/** Up to 50 files read at once, each as text (or base64), with its path; each fails on its own. */
+export async function readMany(drive: DriveDomain, p: Principal, ids: string[]) {
+  if (!ids.length || ids.length > 50) throw new DomainError('invalid_argument', 'invalid_request', 'ids: 1 to 50 file ids.');
+  let budget = READ_MANY_BYTES;
+  const out = [];
+  for (const id of ids) {
+    try {
+      const row = await drive.visible(drive.sql, p, id);
+      if (row.size > budget) throw new DomainError('too_large', 'file_too_large', `Past the ${READ_MANY_BYTES} bytes one call reads; read it alone.`);
+      const bytes = await readBytes(drive, row);
+      budget -= bytes.length;
+      const text = isText(bytes);
+      const { path } = await drive.ancestry(drive.sql, p.accountId, row.id);
+      out.push({
+        id,
+        ok: true,
+        path,
+        etag: `"${row.sha256}"`,
+        content: bytes.toString(text ? 'utf8' : 'base64'),
+        encoding: text ? 'utf8' : 'base64',
+        errorCode: '',
+        errorMessage: '',
+      });
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+      out.push({ id, ok: false, path: '', etag: '', content: '', encoding: '', errorCode: err.code, errorMessage: err.message });
+    }
+  }
+  return { files: out };
 }

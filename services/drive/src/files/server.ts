@@ -5,7 +5,7 @@ import type { drive, drive_files } from '@svc/proto';
 import type { DriveDomain } from '../domain.js';
 import { toItem } from '../views.js';
 import { extractArchive, zipFolder } from './archives.js';
-import { batchDelete, batchMove } from './batch.js';
+import { batchDelete, batchMove, batchTag, readMany } from './batch.js';
 import { getJson, mergeJson, setJson } from './json.js';
 import { ancestors, duplicates, findItems, folderSize, makeFolders, type PathItem, recentFiles, statPath, tree, usage } from './paths.js';
 import type { VersionRow } from './store.js';
@@ -146,6 +146,12 @@ export function fileHandlers(d: DriveDomain) {
     },
     async batchDelete(req: drive_files.BatchRequest, ctx: CallContext) {
       return batchDelete(d, ctx.principal, req);
+    },
+    async batchTag(req: drive_files.BatchTagRequest, ctx: CallContext) {
+      return batchTag(d, ctx.principal, req);
+    },
+    async readMany(req: drive_files.ReadManyRequest, ctx: CallContext) {
+      return readMany(d, ctx.principal, req.ids);
     },
     async batchMove(req: drive_files.BatchRequest, ctx: CallContext) {
       return batchMove(d, ctx.principal, { ids: req.ids, parentId: req.parentId });

@@ -125,6 +125,60 @@ export const driveOrganizeRoutes = [
   }),
   route({
     ...KEY,
+    id: 'drive.batchTag',
+    method: 'post',
+    path: '/drive/batch/tag',
+    summary: 'Add and/or remove tags on up to 100 items, each on its own (one not found does not stop the others).',
+    body: z
+      .object({ ids: Ids, add: z.array(Tag).max(50).default([]), remove: z.array(Tag).max(50).default([]) })
+      .strict()
+      .refine((b) => b.add.length + b.remove.length > 0, 'name tags to add or remove')
+      .meta({ id: 'BatchTagRequest' }),
+    response: Batch,
+    handler: rpc('drive', 'batchTag', {
+      request: (i) => ({ ids: i.body.ids, add: i.body.add, remove: i.body.remove }),
+      response: (r) => batch(r, false),
+    }),
+  }),
+  route({
+    ...KEY,
+    id: 'drive.readMany',
+    method: 'post',
+    path: '/drive/batch/read',
+    summary:
+      'Read up to 50 small files at once (2 MiB together): each with its path, ETag and content (text, or base64 for binary), or its own error.',
+    body: z
+      .object({ ids: z.array(FileId).min(1).max(50).describe('1 to 50 file ids.') })
+      .strict()
+      .meta({ id: 'ReadManyRequest' }),
+    response: z
+      .object({
+        files: z.array(
+          z.object({
+            id: z.string(),
+            ok: z.boolean(),
+            path: Nullable(z.string()),
+            etag: Nullable(z.string()),
+            content: Nullable(z.string()),
+            encoding: Nullable(z.enum(['utf8', 'base64'])),
+            error: Nullable(z.object({ code: z.string(), message: z.string() })),
+          }),
+        ),
+      })
+      .meta({ id: 'DriveReadMany' }),
+    handler: rpc('drive', 'readMany', {
+      request: (i) => ({ ids: i.body.ids }),
+      response: (r) => ({
+        files: r.files.map((f) =>
+          f.ok
+            ? { id: f.id, ok: true, path: f.path, etag: f.etag, content: f.content, encoding: f.encoding as 'utf8', error: null }
+            : { id: f.id, ok: false, path: null, etag: null, content: null, encoding: null, error: { code: f.errorCode, message: f.errorMessage } },
+        ),
+      }),
+    }),
+  }),
+  route({
+    ...KEY,
     id: 'drive.tags.list',
     method: 'get',
     path: '/drive/tags',
