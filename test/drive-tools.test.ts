@@ -247,3 +247,13 @@ test("another account's items are 404 to every file tool", async () => {
   expect(await text(f.id)).toBe('secret\n');
   await collectGarbage(3600);
 });
+
+test("find and grep take names literally: %, _ and ' match themselves", async () => {
+  await write("lit/it's_100%.txt", 'x');
+  await write('lit/itXs-1000.txt', 'x');
+  const found = await call('GET', `/drive/find?name=${encodeURIComponent("it's_100%")}`);
+  expect(found.body.items.map((x: any) => x.path)).toEqual(["lit/it's_100%.txt"]);
+  const dir = (await call('GET', '/drive/stat?path=lit')).body.item.id;
+  const g = await call('GET', `/drive/grep?pattern=x&folderId=${dir}&nameGlob=${encodeURIComponent("it's_100%.txt")}`);
+  expect(g.body.matches.map((m: any) => m.path)).toEqual(["lit/it's_100%.txt"]);
+});

@@ -87,9 +87,10 @@ export async function findItems(
   }
   const { start: s, prefix } = await start(drive, p, input.folderId, input.projectId);
   const limit = clamp(input.limit, 100, 1000);
-  const like = likeOf(input.name).replace(/'/g, "''");
-  const where = `name ILIKE '${like}' ESCAPE '\\'${input.kind ? ` AND kind = '${input.kind}'` : ''}`;
-  const rows = await files.walk(drive.sql, p.accountId, s, 100, limit + 1, where);
+  const rows = await files.walk(drive.sql, p.accountId, s, 100, limit + 1, {
+    nameLike: likeOf(input.name),
+    kind: (input.kind || undefined) as 'file' | 'folder' | undefined,
+  });
   return { items: withPrefix(prefix, rows.slice(0, limit)), truncated: rows.length > limit };
 }
 

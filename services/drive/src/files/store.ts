@@ -41,20 +41,33 @@ export class FilesStore {
   /**
    * Everything under a folder (or a drive root), with each item's path relative to it and its
    * depth (1: a member), breadth first, names in byte order; at most `limit` rows, `maxDepth` deep.
+   * `only` keeps the rows whose name matches a LIKE pattern (case-insensitive, `\` escapes), of a
+   * kind, and (files) of at most a size.
    */
-  async walk(q: Queryable, accountId: string, start: Start, maxDepth: number, limit: number, where = ''): Promise<PathRow[]> {
+  async walk(
+    q: Queryable,
+    accountId: string,
+    start: Start,
+    maxDepth: number,
+    limit: number,
+    only: { nameLike?: string; kind?: 'file' | 'folder'; maxSize?: number } = {},
+  ): Promise<PathRow[]> {
     const params: unknown[] = [accountId, maxDepth, limit];
     const seed =
       'folderId' in start
         ? `parent_id = $${params.push(start.folderId)}`
         : `parent_id IS NULL AND COALESCE(project_id, '') = $${params.push(start.projectId ?? '')}`;
+    const filters: string[] = [];
+    if (only.nameLike !== undefined) filters.push(`name ILIKE $${params.push(only.nameLike)} ESCAPE '\\'`);
+    if (only.kind) filters.push(`kind = $${params.push(only.kind)}`);
+    if (only.maxSize !== undefined) filters.push(`size <= $${params.push(only.maxSize)}`);
     const rows = await q.query<PathRow>(
       `WITH RECURSIVE tree AS (
          SELECT ${COLUMNS}, name::text AS path, 1 AS depth FROM drive.items WHERE account_id = $1 AND ${seed}
          UNION ALL
          SELECT ${I_COLUMNS}, t.path || '/' || i.name, t.depth + 1
            FROM drive.items i JOIN tree t ON i.parent_id = t.id WHERE t.depth < $2
-       ) SELECT * FROM tree ${where ? `WHERE ${where}` : ''} ORDER BY depth, path COLLATE "C" LIMIT $3`,
+       ) SELECT * FROM tree ${filters.length ? `WHERE ${filters.join(' AND ')}` : ''} ORDER BY depth, path COLLATE "C" LIMIT $3`,
       params,
     );
     return rows.map((r) => ({ ...revive(r), path: r.path, depth: Number(r.depth) }));

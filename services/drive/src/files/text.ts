@@ -6,7 +6,7 @@ import { contentTypeFor } from '../rules.js';
 import type { ItemRow } from '../store.js';
 import { unifiedDiff } from './diff.js';
 import { isText, readBytes, readText, rewriteText, segments, TOOL_MAX_BYTES, writeBytes } from './io.js';
-import { files, makeFolders, start } from './paths.js';
+import { files, likeOf, makeFolders, start } from './paths.js';
 
 const bad = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
 
@@ -70,15 +70,12 @@ export async function grep(
   }
   const max = Math.min(Math.max(input.maxMatches || 100, 1), 1000);
   const { start: s, prefix } = await start(drive, p, input.folderId, input.projectId);
-  let where = `kind = 'file' AND size <= ${TOOL_MAX_BYTES}`;
-  if (input.nameGlob) {
-    const like = input.nameGlob
-      .replace(/[\\%_']/g, (c) => (c === "'" ? "''" : `\\${c}`))
-      .replace(/\*/g, '%')
-      .replace(/\?/g, '_');
-    where += ` AND name ILIKE '${like}' ESCAPE '\\'`;
-  }
-  const rows = await files.walk(drive.sql, p.accountId, s, 100, 2001, where);
+  const rows = await files.walk(drive.sql, p.accountId, s, 100, 2001, {
+    kind: 'file',
+    maxSize: TOOL_MAX_BYTES,
+    // A glob without * or ? names the file exactly.
+    ...(input.nameGlob ? { nameLike: /[*?]/.test(input.nameGlob) ? likeOf(input.nameGlob) : likeOf(input.nameGlob).slice(1, -1) } : {}),
+  });
   const matches: Array<{ fileId: string; path: string; line: number; column: number; text: string }> = [];
   let searched = 0;
   let skipped = 0;
