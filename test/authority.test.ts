@@ -43,6 +43,8 @@ interface Tenant {
   /** A hosted site and its one deployment. */
   siteId: string;
   deploymentId: string;
+  /** An earlier version of a file (drive versions). */
+  fileVersionId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -69,6 +71,9 @@ async function tenant(name: string): Promise<Tenant> {
   // another tenant: a fixture that cannot be made fails the suite here.
   const folderId = (await ok('POST', '/drive/folders', key, { name: `${name} folder` })).id;
   const fileId = (await ok('POST', `/drive/upload?name=${name}.txt`, key, FILE_CONTENT(name), { 'content-type': 'application/octet-stream' })).id;
+  const notes = (await ok('PUT', '/drive/text', key, { path: `${name}-notes.txt`, content: 'one' })).id;
+  await ok('PUT', '/drive/text', key, { path: `${name}-notes.txt`, content: 'two' });
+  const fileVersionId = (await ok('GET', `/drive/${notes}/versions`, key)).versions[0].id;
   const profileId = (await ok('POST', '/profiles', key, { name: `${name} profile` })).id;
   const working = { constraints: [{ id: 'a', question: 'Warm?', answer: 'yes' }], exemplars: [], comparisons: [] };
   await ok('PATCH', `/profiles/${profileId}`, key, { profileData: { workingChanges: working } });
@@ -97,6 +102,7 @@ async function tenant(name: string): Promise<Tenant> {
     threadId,
     siteId,
     deploymentId,
+    fileVersionId,
   };
 }
 
@@ -143,6 +149,19 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /sites': { slug: 'authority-site' },
     'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
     'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
+    'post /drive/:id/append': { text: 'x' },
+    'post /drive/:id/edit': { find: 'file', replace: 'x' },
+    'patch /drive/:id/lines': { start: 1, end: 1, text: 'x' },
+    'post /drive/:id/lines': { after: 0, text: 'x' },
+    'put /drive/:id/json': { pointer: '/a', value: 1 },
+    'patch /drive/:id/json': { patch: { a: 1 } },
+    'post /drive/:id/csv': { rows: [['a']] },
+    'put /drive/:id/tags': { tags: ['x'] },
+    'post /drive/:id/tags': { tags: ['x'] },
+    'put /drive/:id/properties': { name: 'x', value: 'y' },
+    'patch /sites/:id': { title: 'x' },
+    'put /sites/:id/redirects': { redirects: [] },
+    'post /sites/:id/redirects': { from: '/a', to: '/b' },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -159,6 +178,12 @@ function sampleQuery(r: Route, who: Tenant): string {
     'delete /me/api-keys': `id=${who.keyId}`,
     'delete /agents/:id/keys': `id=${who.agentKeyId}`,
     'get /profiles/:id/diff': `from=${who.versionId}&to=${who.branchId}`,
+    'delete /drive/:id/json': 'pointer=/a',
+    'delete /drive/:id/locks': 'token=urn:uuid:00000000-0000-0000-0000-000000000000',
+    'delete /drive/:id/properties': 'name=x',
+    'get /sites/:id/diff': `from=${who.deploymentId}`,
+    'get /sites/:id/files': 'path=index.html',
+    'delete /sites/:id/redirects': 'from=/a',
   };
   const k = `${r.method} ${r.path}`;
   const q = samples[k] ?? '';
@@ -172,13 +197,13 @@ function sampleQuery(r: Route, who: Tenant): string {
 /** The route's path with the ids of `who`'s resources; null if a parameter has no known source (a test gap). */
 function pathFor(r: Route, who: Tenant, accountId: string): string {
   return r.path.replace(/:(\w+)/g, (_, name: string) => {
-    const id = idFor(r.path, name, who, accountId);
+    const id = idFor(r.path, name, who, accountId, r);
     if (!id) throw new Error(`test/authority.test.ts has no id for :${name} of ${r.method} ${r.path}: add one`);
     return id;
   });
 }
 
-function idFor(path: string, name: string, who: Tenant, accountId: string): string | undefined {
+function idFor(path: string, name: string, who: Tenant, accountId: string, r?: Route): string | undefined {
   const base = path.split('/')[1];
   switch (`${base}:${name}`) {
     case 'accounts:id':
@@ -196,7 +221,12 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
     case 'me:keyId':
       return who.keyId;
     case 'drive:id':
-      return path.endsWith('/content') ? who.fileId : who.folderId;
+      // A route for files only (its id must be file_…) gets the file.
+      return path.endsWith('/content') || (r?.params?.shape.id && !r.params.shape.id.safeParse(who.folderId).success) ? who.fileId : who.folderId;
+    case 'drive:versionId':
+      return who.fileVersionId;
+    case 'drive:tag':
+      return 'x';
     case 'profiles:id':
       return who.profileId;
     case 'profiles:branchId':
@@ -342,7 +372,11 @@ describe('authority: another tenant’s resources answer 404', () => {
   // So do venue credentials (a venue, the caller's acting account).
   const named = keyed.filter(
     (r) =>
-      (r.path.includes(':') || r.query?.shape?.id) && !r.path.startsWith('/models/provider-keys/') && !r.path.startsWith('/trading/credentials/'),
+      (r.path.includes(':') || r.query?.shape?.id) &&
+      !r.path.startsWith('/models/provider-keys/') &&
+      !r.path.startsWith('/trading/credentials/') &&
+      // A tag names no resource: the caller's own items carrying it (test/drive-organize.test.ts).
+      r.path !== '/drive/tags/:tag/items',
   );
 
   test('the matrix covers every route that names a resource', () => {

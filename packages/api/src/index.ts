@@ -4,11 +4,17 @@ import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
 import { creditsRoutes } from './routes/credits.js';
 import { driveRoutes } from './routes/drive.js';
+import { driveFindRoutes } from './routes/drive/find.js';
+import { driveJsonRoutes } from './routes/drive/json.js';
+import { driveMoreRoutes } from './routes/drive/more.js';
+import { driveOrganizeRoutes } from './routes/drive/organize.js';
+import { driveTextRoutes } from './routes/drive/text.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
+import { sitesManageRoutes } from './routes/sites-manage.js';
 import { systemRoutes } from './routes/system.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
@@ -38,8 +44,14 @@ export const routes: Route[] = [
   ...agentsRoutes,
   ...threadsRoutes,
   ...keysRoutes,
+  ...driveFindRoutes,
+  ...driveTextRoutes,
+  ...driveJsonRoutes,
+  ...driveOrganizeRoutes,
+  ...driveMoreRoutes,
   ...driveRoutes,
   ...sitesRoutes,
+  ...sitesManageRoutes,
   ...profilesRoutes,
   ...modelsRoutes,
   ...creditsRoutes,
