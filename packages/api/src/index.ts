@@ -12,6 +12,10 @@ import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
+import { tradingJournalRoutes } from './routes/trading-journal.js';
+import { tradingListRoutes } from './routes/trading-lists.js';
+import { tradingMarketRoutes } from './routes/trading-market.js';
+import { tradingPortfolioRoutes } from './routes/trading-portfolio.js';
 
 export * from './openapi.js';
 export * from './route.js';
@@ -29,6 +33,7 @@ export * from './schemas/agents.js';
 export * from './schemas/models.js';
 export * from './schemas/profiles.js';
 export * from './schemas/trading.js';
+export * from './schemas/trading-market.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
 export const routes: Route[] = [
@@ -44,5 +49,9 @@ export const routes: Route[] = [
   ...modelsRoutes,
   ...creditsRoutes,
   ...tradingRoutes,
+  ...tradingMarketRoutes,
+  ...tradingPortfolioRoutes,
+  ...tradingListRoutes,
+  ...tradingJournalRoutes,
   ...codeRoutes,
 ];
