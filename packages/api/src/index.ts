@@ -3,10 +3,12 @@ import { accountsRoutes } from './routes/accounts/index.js';
 import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
 import { creditsRoutes } from './routes/credits.js';
+import { creditsViewRoutes } from './routes/credits-views.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
+import { modelsUsageRoutes } from './routes/models-usage.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
@@ -47,7 +49,9 @@ export const routes: Route[] = [
   ...sitesRoutes,
   ...profilesRoutes,
   ...modelsRoutes,
+  ...modelsUsageRoutes,
   ...creditsRoutes,
+  ...creditsViewRoutes,
   ...tradingRoutes,
   ...tradingMarketRoutes,
   ...tradingPortfolioRoutes,

@@ -1,3 +1,7 @@
+import { type Principal, PrincipalSigner } from '@svc/kit';
+import { models } from '@svc/proto';
+
+import type { TestStack } from '../stack';
 import type { Step } from './types';
 
 /** Steps of the trading, models and credits tools (helper "markets"); each makes its own fixtures. */
@@ -91,4 +95,46 @@ const trading: Step[] = [
   { tool: 'trading_journal_delete', valid: (s) => ({ id: s.journalId }), invalid: (s) => ({ id: s.journalId }) },
 ];
 
-export const STEPS: Step[] = [...trading];
+/** One call of the development model through Infer, as an agent of the account: a usage record. */
+async function devCall(t: TestStack, accountId: string): Promise<void> {
+  const p: Principal = { kind: 'agent', agentId: 'agt_tools', accountId, channel: 'internal' };
+  const principalToken = (await new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!).sign(p)).token;
+  const c = t.stack.registry.client('models', models.ModelsServiceService, 'svc.models.v1.ModelsService');
+  const msg = { role: 'user', content: 'hi', toolCalls: [], toolCallId: '', name: '' };
+  for await (const e of c.infer({ model: 'svc/dev', messages: [msg], tools: [], chargeKey: '' }, { principalToken })) void e;
+}
+
+const modelSteps: Step[] = [
+  { tool: 'models_get', valid: () => ({ id: 'openai/gpt-4o' }), invalid: () => ({ id: 'openai/nope' }) },
+  { tool: 'models_family', valid: () => ({ id: 'gpt-4o' }), invalid: () => ({ id: 'nope' }) },
+  {
+    tool: 'models_estimate_cost',
+    valid: () => ({ model: 'openai/gpt-4o', inputTokens: 1000, outputTokens: 200, calls: 10 }),
+    invalid: () => ({ model: 'openai/gpt-4o', inputTokens: -5 }),
+  },
+  { tool: 'models_count_tokens', valid: () => ({ text: 'How many tokens is this?', model: 'svc/dev' }), invalid: () => ({ model: 'svc/dev' }) },
+  { tool: 'models_compare', valid: () => ({ ids: 'openai/gpt-4o,openai/gpt-4o-mini' }), invalid: () => ({ ids: 'openai/gpt-4o' }) },
+  { tool: 'models_recommend', valid: () => ({ useCase: 'code', tools: true }), invalid: () => ({ useCase: 'poetry' }) },
+  {
+    tool: 'models_usage_list',
+    before: async (s, t) => devCall(t, s.accountId),
+    valid: () => ({ limit: 5 }),
+    invalid: () => ({ cursor: 'bad' }),
+    keep: (s, b) => (s.usageId = b.records[0].id),
+  },
+  { tool: 'models_usage_get', valid: (s) => ({ id: s.usageId }), invalid: () => ({ id: `use_${Z26}` }) },
+  { tool: 'models_usage_summary', valid: () => ({ groupBy: 'day' }), invalid: () => ({ groupBy: 'colour' }) },
+  { tool: 'models_providers_list', valid: () => ({}) },
+  {
+    tool: 'credits_entries_list',
+    before: async (s, t) => void (await t.ok('POST', '/credits/grants', t.bootstrapKey, { accountId: s.accountId, amount: '1', memo: 'tools' })),
+    valid: () => ({ kind: 'grant' }),
+    invalid: () => ({ kind: 'refund' }),
+    keep: (s, b) => (s.creditEntryId = b.entries[0].id),
+  },
+  { tool: 'credits_entries_get', valid: (s) => ({ id: s.creditEntryId }), invalid: () => ({ id: `crd_${Z26}` }) },
+  { tool: 'credits_summary', valid: () => ({}), invalid: () => ({ start: 'yesterday' }) },
+  { tool: 'credits_forecast', valid: () => ({ days: 14 }), invalid: () => ({ days: 0 }) },
+];
+
+export const STEPS: Step[] = [...trading, ...modelSteps];

@@ -48,4 +48,35 @@ export const migrations: Migration[] = [
         updated_at timestamptz NOT NULL DEFAULT now()
       );`,
   },
+  {
+    // Inference usage (docs/models.md, "Usage"): one record per Infer call that finished, free or
+    // paid, and the last error each provider gave each account.
+    id: '0003_usage',
+    sql: `
+      CREATE TABLE models.usage (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        model text NOT NULL,
+        provider text NOT NULL,
+        input_tokens bigint NOT NULL,
+        output_tokens bigint NOT NULL,
+        cost numeric(38, 12) NOT NULL,
+        currency text NOT NULL,
+        own_key boolean NOT NULL,
+        charged boolean NOT NULL,
+        charge_key text NOT NULL,
+        finish_reason text NOT NULL,
+        actor jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX usage_account ON models.usage (account_id, id DESC);
+      CREATE TABLE models.provider_errors (
+        account_id text NOT NULL,
+        provider text NOT NULL,
+        code text NOT NULL,
+        message text NOT NULL,
+        at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, provider)
+      );`,
+  },
 ];
