@@ -152,6 +152,33 @@ test('positions, P&L, activities, stats, trades, tickers and candles follow the 
   expect(Number(hist.points[hist.points.length - 1].equity)).toBeCloseTo(Number(acct.equity), 6);
 });
 
+test('performance, allocation and one fill', async () => {
+  // Bob (above) bought 10 AAPL at the ask and sold 4 at the bid: one losing closing trade.
+  const perf = (await t.ok('GET', '/trading/performance', bob)).body;
+  expect(perf).toMatchObject({ startingCash: '100000', closingTrades: 1, winningTrades: 0, losingTrades: 1, winRate: 0 });
+  expect(Number(perf.totalReturn)).toBeLessThan(0);
+  expect(Number(perf.equity) - 100000).toBeCloseTo(Number(perf.totalReturn), 6);
+  expect(Number(perf.maxDrawdown)).toBeGreaterThan(0);
+  expect(Number(perf.bestTrade)).toBe(Number(perf.worstTrade));
+  expect(Number(perf.turnover)).toBeGreaterThan(0);
+  const fresh = (await t.ok('GET', '/trading/performance', alice)).body;
+  expect(fresh).toMatchObject({ closingTrades: 0, totalReturn: '0', maxDrawdown: '0' });
+  expect(fresh.winRate).toBeUndefined();
+  expect((await t.call('GET', '/trading/performance?venue=nowhere', { key: bob })).status).toBe(400);
+
+  const alloc = (await t.ok('GET', '/trading/portfolio/allocation', bob)).body;
+  expect(alloc.rows.map((r: any) => r.asset)).toEqual(['USD', 'AAPL']);
+  expect(alloc.largest).toBe('AAPL');
+  expect(alloc.rows.reduce((s: number, r: any) => s + r.weightPct, 0)).toBeCloseTo(100, 2);
+  expect(Number(alloc.rows[0].value) + Number(alloc.rows[1].value)).toBeCloseTo(Number(alloc.equity), 6);
+  expect((await t.ok('GET', '/trading/portfolio/allocation', alice)).body).toMatchObject({ cashPct: 100, largestPct: 0 });
+
+  const fills = (await t.ok('GET', '/trading/fills?limit=1', bob)).body.fills;
+  expect((await t.ok('GET', `/trading/fills/${fills[0].id}`, bob)).body).toEqual(fills[0]);
+  expect((await t.call('GET', `/trading/fills/${fills[0].id}`, { key: alice })).status).toBe(404);
+  expect((await t.call('GET', '/trading/fills/nope', { key: bob })).status).toBe(400);
+});
+
 test('an order is replaced, found by client order id, and its history told', async () => {
   const o = await order(alice, { symbol: 'SPY', side: 'buy', type: 'limit', qty: '3', price: '400', clientOrderId: 'spy-1' });
   expect((await t.ok('GET', '/trading/orders/by-client-id/spy-1', alice)).body.id).toBe(o.id);

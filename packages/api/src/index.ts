@@ -3,6 +3,7 @@ import { accountsRoutes } from './routes/accounts/index.js';
 import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
 import { creditsRoutes } from './routes/credits.js';
+import { creditsAlertRoutes } from './routes/credits-alerts.js';
 import { creditsViewRoutes } from './routes/credits-views.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
@@ -52,6 +53,7 @@ export const routes: Route[] = [
   ...modelsUsageRoutes,
   ...creditsRoutes,
   ...creditsViewRoutes,
+  ...creditsAlertRoutes,
   ...tradingRoutes,
   ...tradingMarketRoutes,
   ...tradingPortfolioRoutes,

@@ -4,6 +4,8 @@ import { models } from '@svc/proto';
 
 import { Advisor } from './advisor.js';
 import { loadCatalogue } from './catalogue.js';
+import { CreditAlertStore } from './credit-alert-store.js';
+import { CreditAlerts } from './credit-alerts.js';
 import { CreditViews } from './credit-views.js';
 import { Credits } from './credits.js';
 import { startDevModelServer } from './inference/dev-model.js';
@@ -74,6 +76,13 @@ export const modelsService = defineService({
       sql,
       isOperator: async (principalToken) => Boolean((await accountsClient(ctx.registry).getMe({}, { principalToken })).account?.operator),
       kick: () => relay?.kick(),
+      afterCharge: (accountId: string, balance: string): Promise<void> => creditAlerts.check(accountId, balance),
+    });
+    const creditAlerts: CreditAlerts = new CreditAlerts({
+      sql,
+      store: new CreditAlertStore(sql),
+      balance: (accountId: string): Promise<string> => credits.store.balance(accountId),
+      kick: () => relay?.kick(),
     });
     const usageStore = new UsageStore(sql);
     const usage = new Usage({ store: usageStore, catalogue, settings, keyedProviders: (p) => keys.providersOf(p), log: ctx.log });
@@ -85,7 +94,7 @@ export const modelsService = defineService({
     const inference = new Inference({ catalogue, settings, keys, credits, usage, dev: () => dev });
     ctx.log.info({ models: catalogue.models.length, firstParty: Boolean(settings.firstParty.url) }, 'model catalogue loaded');
     return {
-      handlers: { ...handlers(domain, keys, inference, credits), ...viewHandlers(advisor, usage, creditViews) },
+      handlers: { ...handlers(domain, keys, inference, credits), ...viewHandlers(advisor, usage, creditViews, creditAlerts) },
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });

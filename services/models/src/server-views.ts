@@ -2,6 +2,8 @@ import type { Handlers } from '@svc/kit';
 import type { models } from '@svc/proto';
 
 import type { Advisor } from './advisor.js';
+import type { CreditAlertRow } from './credit-alert-store.js';
+import type { CreditAlerts } from './credit-alerts.js';
 import type { CreditViews } from './credit-views.js';
 import { decimal } from './credits.js';
 import { toCreditEntry, toModel } from './server.js';
@@ -27,6 +29,11 @@ export type ViewHandlers = Pick<
   | 'getCreditEntry'
   | 'creditSummary'
   | 'creditForecast'
+  | 'createCreditAlert'
+  | 'listCreditAlerts'
+  | 'getCreditAlert'
+  | 'updateCreditAlert'
+  | 'deleteCreditAlert'
 >;
 
 const toUsage = (u: UsageRow) => ({
@@ -46,7 +53,18 @@ const toUsage = (u: UsageRow) => ({
   createdAt: u.created_at.toISOString(),
 });
 
-export function viewHandlers(advisor: Advisor, usage: Usage, credits: CreditViews): ViewHandlers {
+const toAlert = (a: CreditAlertRow) => ({
+  id: a.id,
+  threshold: decimal(a.threshold),
+  note: a.note ?? undefined,
+  status: a.status,
+  triggeredAt: a.triggered_at ? new Date(a.triggered_at).toISOString() : undefined,
+  triggeredBalance: a.triggered_balance === null ? undefined : decimal(a.triggered_balance),
+  createdAt: new Date(a.created_at).toISOString(),
+  updatedAt: new Date(a.updated_at).toISOString(),
+});
+
+export function viewHandlers(advisor: Advisor, usage: Usage, credits: CreditViews, alerts: CreditAlerts): ViewHandlers {
   return {
     async getModel(req, { principal }) {
       return { model: toModel(await advisor.get(principal, req.id)) };
@@ -109,6 +127,24 @@ export function viewHandlers(advisor: Advisor, usage: Usage, credits: CreditView
     },
     async creditForecast(req, { principal }) {
       return credits.forecast(principal, req.days);
+    },
+    async createCreditAlert(req, { principal }) {
+      return { alert: toAlert(await alerts.create(principal, req)) };
+    },
+    async listCreditAlerts(req, { principal }) {
+      const limit = req.limit || 50;
+      const { rows, next } = await alerts.list(principal, req, limit);
+      return { alerts: rows.map(toAlert), nextCursor: next };
+    },
+    async getCreditAlert(req, { principal }) {
+      return { alert: toAlert(await alerts.get(principal, req.id)) };
+    },
+    async updateCreditAlert(req, { principal }) {
+      return { alert: toAlert(await alerts.update(principal, req.id, req)) };
+    },
+    async deleteCreditAlert(req, { principal }) {
+      await alerts.remove(principal, req.id);
+      return {};
     },
   };
 }

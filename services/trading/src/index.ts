@@ -20,6 +20,7 @@ import { Instruments, PAPER_INSTRUMENTS } from './symbols.js';
 import { Trading } from './trading.js';
 import { Market } from './views/market.js';
 import { OrderTools } from './views/orders.js';
+import { Performance } from './views/performance.js';
 import { Portfolio } from './views/portfolio.js';
 import { ViewsStore } from './views/store.js';
 
@@ -87,9 +88,13 @@ export const tradingService = defineService({
     const watchlists = new Watchlists({ sql, lists, instruments, market, kick });
     const alerts = new PriceAlerts({ sql, lists, market, kick });
     const journal = new Journal({ sql, lists, store, kick });
+    const performance = new Performance({ sql, views, market, portfolio });
     let sweepTimer: NodeJS.Timeout | undefined;
     return {
-      handlers: { ...handlers(domain, limits, credentials), ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal }) },
+      handlers: {
+        ...handlers(domain, limits, credentials),
+        ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance }),
+      },
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });

@@ -9,6 +9,7 @@ import { toOrder } from './server.js';
 import { cursorId } from './trading.js';
 import type { Market } from './views/market.js';
 import type { OrderTools } from './views/orders.js';
+import type { Performance } from './views/performance.js';
 import type { Portfolio } from './views/portfolio.js';
 
 type Def = typeof trading.TradingServiceService;
@@ -85,6 +86,7 @@ export function viewHandlers(d: {
   watchlists: Watchlists;
   alerts: PriceAlerts;
   journal: Journal;
+  performance: Performance;
 }): ViewHandlers {
   const { market, portfolio, orders, watchlists, alerts } = d;
   return {
@@ -218,6 +220,28 @@ export function viewHandlers(d: {
     async updateJournalEntry(req, { principal }) {
       return {
         entry: journal(await d.journal.update(principal, req.id, { title: req.title, body: req.body, tags: req.setTags ? req.tags : undefined })),
+      };
+    },
+    async getPerformance(req, { principal }) {
+      return d.performance.performance(principal, req.venue);
+    },
+    async getAllocation(req, { principal }) {
+      return d.performance.allocation(principal, req.venue);
+    },
+    async getFill(req, { principal }) {
+      const f = await d.performance.fill(principal, req.id);
+      return {
+        id: f.id,
+        orderId: f.order_id,
+        venue: f.venue,
+        symbol: f.symbol,
+        side: f.side,
+        price: trim(f.price),
+        qty: trim(f.qty),
+        notional: trim(f.notional),
+        fee: trim(f.fee),
+        liquidity: f.liquidity,
+        createdAt: toIso(f.created_at)!,
       };
     },
     async deleteJournalEntry(req, { principal }) {

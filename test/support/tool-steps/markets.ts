@@ -44,6 +44,14 @@ const trading: Step[] = [
   { tool: 'trading_positions_get', valid: () => ({ symbol: 'ETH/USD' }), invalid: () => ({ symbol: 'SPY' }) },
   { tool: 'trading_positions_close', valid: () => ({ symbol: 'ETH/USD', qty: '0.01' }), invalid: () => ({ symbol: 'BTC/USD' }) },
   { tool: 'trading_pnl', valid: () => ({}), invalid: () => ({ symbol: 'NOPE' }) },
+  { tool: 'trading_performance', valid: () => ({}), invalid: () => ({ venue: 'nowhere' }) },
+  { tool: 'trading_portfolio_allocation', valid: () => ({}), invalid: () => ({ venue: 'nowhere' }) },
+  {
+    tool: 'trading_fill',
+    before: async (s, t, key) => void (s.fillId = (await t.ok('GET', '/trading/fills?limit=1', key)).body.fills[0].id),
+    valid: (s) => ({ id: s.fillId }),
+    invalid: () => ({ id: `fill_${Z26}` }),
+  },
   { tool: 'trading_portfolio_history', valid: () => ({ interval: '1h' }), invalid: () => ({ interval: '2m' }) },
   { tool: 'trading_activities', valid: () => ({ limit: 5 }), invalid: () => ({ kind: 'deposit' }) },
   { tool: 'trading_stats', valid: () => ({}), invalid: () => ({ start: 'yesterday' }) },
@@ -135,6 +143,16 @@ const modelSteps: Step[] = [
   { tool: 'credits_entries_get', valid: (s) => ({ id: s.creditEntryId }), invalid: () => ({ id: `crd_${Z26}` }) },
   { tool: 'credits_summary', valid: () => ({}), invalid: () => ({ start: 'yesterday' }) },
   { tool: 'credits_forecast', valid: () => ({ days: 14 }), invalid: () => ({ days: 0 }) },
+  {
+    tool: 'credits_alerts_create',
+    valid: () => ({ threshold: '0.25', note: 'low' }),
+    invalid: () => ({ threshold: '-1' }),
+    keep: (s, b) => (s.creditAlertId = b.id),
+  },
+  { tool: 'credits_alerts_list', valid: () => ({}), invalid: () => ({ status: 'done' }) },
+  { tool: 'credits_alerts_get', valid: (s) => ({ id: s.creditAlertId }), invalid: () => ({ id: `cral_${Z26}` }) },
+  { tool: 'credits_alerts_update', valid: (s) => ({ id: s.creditAlertId, threshold: '0.1' }), invalid: (s) => ({ id: s.creditAlertId }) },
+  { tool: 'credits_alerts_delete', valid: (s) => ({ id: s.creditAlertId }), invalid: (s) => ({ id: s.creditAlertId }) },
 ];
 
 export const STEPS: Step[] = [...trading, ...modelSteps];

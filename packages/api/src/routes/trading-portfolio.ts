@@ -1,10 +1,12 @@
 import { z } from 'zod';
 
-import { ListQuery, Nullable, route } from '../route.js';
+import { ListQuery, Nullable, prefixedId, route } from '../route.js';
 import { rpc } from '../rpc.js';
-import { ClientOrderId, DecimalInput, TradingOrder, TradingSymbol, VenueId } from '../schemas/trading.js';
+import { ClientOrderId, DecimalInput, TradingFill, TradingOrder, TradingSymbol, VenueId } from '../schemas/trading.js';
 import { DayStats, EquityPoint, INTERVALS, PositionDetail, TradingActivity, TradingPnl } from '../schemas/trading-market.js';
 import { orderJson } from './trading.js';
+
+const FillId = prefixedId('fill', 'a fill id');
 
 /**
  * The acting account's paper portfolio (docs/trading.md, "Portfolio"): positions with cost and
@@ -134,6 +136,77 @@ export const tradingPortfolioRoutes = [
     handler: rpc('trading', 'getStats', {
       request: (i) => ({ venue: i.query.venue, start: i.query.start, end: i.query.end }),
       response: (r) => ({ days: r.days, totals: r.totals! }),
+    }),
+  }),
+  route({
+    ...common,
+    id: 'trading.performance',
+    method: 'get',
+    path: '/trading/performance',
+    summary:
+      'How the paper account has done since its last reset: total return, maximum drawdown of equity, closing trades won and lost (win rate, best, worst, fees included), fees and turnover.',
+    query: VenueQuery,
+    response: z
+      .object({
+        since: z.string().describe('The last reset (or opening) of the paper account.'),
+        startingCash: z.string(),
+        equity: z.string(),
+        totalReturn: z.string().describe('Equity minus starting cash.'),
+        totalReturnPct: z.number(),
+        maxDrawdown: z
+          .string()
+          .describe('The largest fall of equity from a peak (equity after each fill, positions at the last fill prices; now at the market).'),
+        maxDrawdownPct: z.number().describe('That fall in percent of the peak.'),
+        closingTrades: z.number().int().describe('Sell fills: each realises P&L against the average cost.'),
+        winningTrades: z.number().int(),
+        losingTrades: z.number().int(),
+        winRate: z.number().optional().describe('Winning / closing trades, 0 to 1.'),
+        bestTrade: z.string().optional().describe("The best closing trade's realised P&L less its fee."),
+        worstTrade: z.string().optional(),
+        fees: z.string(),
+        turnover: z.string().describe('Notional bought and sold.'),
+      })
+      .meta({ id: 'TradingPerformance' }),
+    handler: rpc('trading', 'getPerformance', { request: (i) => ({ venue: i.query.venue }) }),
+  }),
+  route({
+    ...common,
+    id: 'trading.portfolio.allocation',
+    method: 'get',
+    path: '/trading/portfolio/allocation',
+    summary: "Where the paper account's equity is: cash and each position at market value, with weights, largest first.",
+    query: VenueQuery,
+    response: z
+      .object({
+        equity: z.string(),
+        rows: z.array(
+          z
+            .object({
+              asset: z.string(),
+              symbol: z.string().describe('Empty for cash.'),
+              value: z.string(),
+              weightPct: z.number().describe('Percent of equity.'),
+            })
+            .meta({ id: 'TradingAllocationRow' }),
+        ),
+        cashPct: z.number(),
+        largest: z.string().optional().describe('The largest position.'),
+        largestPct: z.number(),
+      })
+      .meta({ id: 'TradingAllocation' }),
+    handler: rpc('trading', 'getAllocation', { request: (i) => ({ venue: i.query.venue }) }),
+  }),
+  route({
+    ...common,
+    id: 'trading.fill',
+    method: 'get',
+    path: '/trading/fills/:id',
+    summary: 'One fill of the acting account.',
+    params: z.object({ id: FillId }),
+    response: TradingFill,
+    handler: rpc('trading', 'getFill', {
+      request: (i) => ({ id: i.params.id }),
+      response: (f) => ({ ...f, side: f.side as 'buy' | 'sell', liquidity: f.liquidity as 'maker' | 'taker' }),
     }),
   }),
 ];

@@ -79,4 +79,22 @@ export const migrations: Migration[] = [
         PRIMARY KEY (account_id, provider)
       );`,
   },
+  {
+    // Low-balance alerts on credits (docs/models.md, "Credits"): each triggers once when the
+    // account's balance is at or below its threshold.
+    id: '0004_credit_alerts',
+    sql: `
+      CREATE TABLE models.credit_alerts (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        threshold numeric(38, 12) NOT NULL,
+        note text,
+        status text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'triggered')),
+        triggered_at timestamptz,
+        triggered_balance numeric(38, 12),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX credit_alerts_account ON models.credit_alerts (account_id, id DESC);`,
+  },
 ];

@@ -14,7 +14,7 @@ import type { ViewsStore } from './store.js';
  * and closing positions (market sell orders through the ordinary order path: limits apply).
  */
 
-interface Book {
+export interface Book {
   qty: bigint;
   cost: bigint;
   realized: bigint;
@@ -73,6 +73,24 @@ export class Portfolio {
       applyFill(books.get(f.symbol)!, f);
     }
     return { books, fills, since: acct!.reset_at, startingCash: BigInt(startingCash.split('.')[0]!) };
+  }
+
+  /** A new symbol's book (performance.ts). */
+  empty(): Book {
+    return empty();
+  }
+
+  baseOf(symbol: string): string {
+    return this.deps.instruments.get(symbol)!.base;
+  }
+
+  /** Everything the views of the current epoch need: books, fills, cash (10⁻¹⁸, as `dec`) and marks. */
+  async state(accountId: string) {
+    const b = await this.books(accountId);
+    const { rows } = await this.deps.paper.balances(accountId);
+    const usd = rows.find((r) => r.asset === 'USD');
+    const cash = usd ? BigInt(usd.total.split('.')[0]!) * 10n ** 9n : 0n;
+    return { ...b, cash, marks: await this.marks() };
   }
 
   private async marks(): Promise<Map<string, bigint>> {

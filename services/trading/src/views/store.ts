@@ -159,6 +159,16 @@ export class ViewsStore {
     );
   }
 
+  /** One fill of the account. */
+  async fill(q: Queryable, accountId: string, id: string): Promise<FillRow | null> {
+    const rows = await q.query<FillRow>(
+      `SELECT id, account_id, order_id, venue, symbol, side, price::text, qty::text, notional::text, fee::text, liquidity, seq, epoch, created_at
+       FROM trading.fills WHERE account_id = $1 AND id = $2`,
+      [accountId, id],
+    );
+    return rows[0] ? { ...rows[0], seq: Number(rows[0].seq), created_at: new Date(rows[0].created_at) } : null;
+  }
+
   /** An order's fills, oldest first. */
   async orderFills(q: Queryable, accountId: string, orderId: string): Promise<FillRow[]> {
     const rows = await q.query<FillRow>(
