@@ -81,7 +81,7 @@ export const tradingService = defineService({
     const domain = new Trading({ sql, store, instruments, paper, alpaca, limits });
     const views = new ViewsStore();
     const lists = new ListsStore();
-    const deps = { sql, views, instruments, paper, settings: settings.paper, venues: () => domain.venues().map((v) => v.id) };
+    const deps = { sql, store, views, instruments, paper, settings: settings.paper, venues: () => domain.venues().map((v) => v.id) };
     const market = new Market(deps);
     const portfolio = new Portfolio({ ...deps, market, trading: domain });
     const orderTools = new OrderTools({ sql, store, paper, settings: settings.paper, market, trading: domain });

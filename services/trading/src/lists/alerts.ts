@@ -89,9 +89,9 @@ export class PriceAlerts {
   async sweep(accountId?: string): Promise<number> {
     let n = 0;
     for (const symbol of await this.deps.lists.activeAlertSymbols(this.deps.sql, 'paper', accountId)) {
-      const quote = await this.deps.market.quote('paper', symbol);
+      const reference = await this.deps.market.referenceNow(symbol);
       n += await this.deps.sql.tx(async (q) => {
-        const hit = await this.deps.lists.triggerAlerts(q, 'paper', symbol, quote.reference);
+        const hit = await this.deps.lists.triggerAlerts(q, 'paper', symbol, reference);
         for (const r of hit) await enqueueEvent(q, SCHEMA, { subject: 'trading.alert.triggered', accountId: r.account_id, data: view(r) });
         return hit.length;
       });

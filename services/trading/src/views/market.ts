@@ -1,9 +1,12 @@
 import { DomainError, invalid, type Sql, toIso } from '@svc/kit';
 
+import { walk } from '../engine/market-maker.js';
+import type { BookState } from '../paper/books.js';
 import { PAPER, type PaperSettings, type PaperVenue } from '../paper/venue.js';
+import type { TradingStore } from '../store.js';
 import { type Instruments, lotsToString, type Spec, ticksToString } from '../symbols.js';
 import { dec, money, mul, ratio, str } from './decimal.js';
-import type { TradeRow, ViewsStore } from './store.js';
+import type { ViewsStore } from './store.js';
 
 /**
  * Market data of the paper venue (docs/trading.md, "Market data"): symbols and their rules, quotes,
@@ -31,7 +34,15 @@ export interface QuoteView {
 
 export class Market {
   constructor(
-    readonly deps: { sql: Sql; views: ViewsStore; instruments: Instruments; paper: PaperVenue; settings: PaperSettings; venues: () => string[] },
+    readonly deps: {
+      sql: Sql;
+      store: TradingStore;
+      views: ViewsStore;
+      instruments: Instruments;
+      paper: PaperVenue;
+      settings: PaperSettings;
+      venues: () => string[];
+    },
   ) {}
 
   /** The paper venue, or the error an unknown or external venue answers. */
@@ -107,31 +118,41 @@ export class Market {
     return out;
   }
 
+  /**
+   * The reference price now, without the book's lock: the book row's saved walk taken on to the
+   * current step (the walk is deterministic, so this is the price the book will quote around when
+   * it is next used). For price alerts, checked every few seconds without writing the book.
+   */
+  async referenceNow(symbol: string): Promise<string> {
+    const spec = this.spec(PAPER, symbol);
+    const row = await this.deps.store.readBook(this.deps.sql, PAPER, symbol);
+    const state = row?.state as BookState | null | undefined;
+    if (!row || !state) return ticksToString(spec, spec.params.startPrice);
+    const step = Math.max(0, Math.floor((Date.now() - row.created_at.getTime()) / this.deps.settings.tickMs));
+    const ref = step > state.maker.step ? walk(this.deps.settings.seed, symbol, spec.params, state.maker, step) : state.maker.reference;
+    return ticksToString(spec, Math.round(ref));
+  }
+
   /** 24-hour statistics of every symbol, from the trades of the last 24 hours. */
   async tickers(venue: string) {
     this.venue(venue);
-    const now = Date.now();
-    const since = new Date(now - DAY);
-    const trades = await this.deps.views.tradesBetween(this.deps.sql, PAPER, null, since, new Date(now + 1000), 100_000);
+    const since = new Date(Date.now() - DAY);
+    const stats = new Map((await this.deps.views.tradeStats(this.deps.sql, PAPER, since)).map((r) => [r.symbol, r]));
     const marks = await this.deps.paper.marks();
     return {
       since: since.toISOString(),
       tickers: this.deps.instruments.all().map((spec) => {
-        const mine = trades.filter((t) => t.symbol === spec.symbol);
-        const last = ticksToString(spec, marks.get(spec.symbol)!);
-        const c = candleOf(mine);
-        const volume = mine.reduce((a, t) => a + dec(t.qty), 0n);
-        const notional = mine.reduce((a, t) => a + dec(t.notional), 0n);
+        const c = stats.get(spec.symbol);
         const change = c ? dec(c.close) - dec(c.open) : undefined;
         return {
           symbol: spec.symbol,
-          last,
-          open: c?.open,
-          high: c?.high,
-          low: c?.low,
-          volume: str(volume),
-          notional: money(notional),
-          trades: mine.length,
+          last: ticksToString(spec, marks.get(spec.symbol)!),
+          open: c ? plain(c.open) : undefined,
+          high: c ? plain(c.high) : undefined,
+          low: c ? plain(c.low) : undefined,
+          volume: c ? plain(c.volume) : '0',
+          notional: c ? money(dec(c.notional)) : '0',
+          trades: c?.trades ?? 0,
           change: change === undefined ? undefined : str(change),
           changePct: change === undefined ? undefined : Math.round(ratio(change, dec(c!.open)) * 100 * 10_000) / 10_000,
         };
@@ -170,17 +191,17 @@ export class Market {
     const to = end ? new Date(end) : new Date(Date.now() + 1000);
     const from = start ? new Date(start) : new Date(to.getTime() - ms * limit);
     if (from >= to) throw invalid('start: must be before end.');
-    const trades = await this.deps.views.tradesBetween(this.deps.sql, PAPER, spec.symbol, from, to, 100_000);
-    const buckets = new Map<number, TradeRow[]>();
-    for (const t of trades) {
-      const k = Math.floor(t.at.getTime() / ms) * ms;
-      if (!buckets.has(k)) buckets.set(k, []);
-      buckets.get(k)!.push(t);
-    }
-    const candles = [...buckets.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .slice(-limit)
-      .map(([k, list]) => ({ start: new Date(k).toISOString(), ...candleOf(list)! }));
+    const rows = await this.deps.views.candles(this.deps.sql, PAPER, spec.symbol, ms, from, to, limit);
+    const candles = rows.reverse().map((r) => ({
+      start: r.start.toISOString(),
+      open: plain(r.open),
+      high: plain(r.high),
+      low: plain(r.low),
+      close: plain(r.close),
+      volume: plain(r.volume),
+      notional: money(dec(r.notional)),
+      trades: r.trades,
+    }));
     return { symbol: spec.symbol, interval, candles };
   }
 
@@ -207,28 +228,3 @@ export class Market {
 }
 
 export const plain = (v: string) => (v.includes('.') ? v.replace(/0+$/, '').replace(/\.$/, '') : v);
-
-/** Open, high, low, close, volume of trades in time order; undefined without trades. */
-export function candleOf(trades: TradeRow[]) {
-  if (!trades.length) return undefined;
-  let high = dec(trades[0]!.price);
-  let low = high;
-  let volume = 0n;
-  let notional = 0n;
-  for (const t of trades) {
-    const p = dec(t.price);
-    if (p > high) high = p;
-    if (p < low) low = p;
-    volume += dec(t.qty);
-    notional += dec(t.notional);
-  }
-  return {
-    open: plain(trades[0]!.price),
-    high: str(high),
-    low: str(low),
-    close: plain(trades[trades.length - 1]!.price),
-    volume: str(volume),
-    notional: money(notional),
-    trades: trades.length,
-  };
-}

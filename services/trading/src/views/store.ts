@@ -52,6 +52,22 @@ const TRADES = `SELECT symbol, seq, min(price)::text AS price, min(qty)::text AS
     min(created_at) AS at
   FROM trading.fills`;
 
+export interface OhlcRow {
+  symbol: string;
+  trades: number;
+  volume: string;
+  notional: string;
+  open: string;
+  high: string;
+  low: string;
+  close: string;
+}
+
+// Over TRADES' rows, whose amounts are text.
+const OHLC = `count(*)::int AS trades, sum(qty::numeric)::text AS volume, sum(notional::numeric)::text AS notional,
+  (array_agg(price ORDER BY seq))[1] AS open, max(price::numeric)::text AS high, min(price::numeric)::text AS low,
+  (array_agg(price ORDER BY seq DESC))[1] AS close`;
+
 const trade = (r: TradeRow): TradeRow => ({ ...r, seq: Number(r.seq), at: new Date(r.at) });
 
 export class ViewsStore {
@@ -64,23 +80,32 @@ export class ViewsStore {
     return rows.map(trade);
   }
 
-  /** The trades of a venue's books (one symbol or all) in a time range, oldest first (at most `max`). */
-  async tradesBetween(q: Queryable, venue: string, symbol: string | null, from: Date, to: Date, max: number): Promise<TradeRow[]> {
-    const rows = await q.query<TradeRow>(
-      `${TRADES} WHERE venue = $1 AND ($2::text IS NULL OR symbol = $2) AND created_at >= $3 AND created_at < $4
-       GROUP BY symbol, seq ORDER BY symbol, seq LIMIT $5`,
-      [venue, symbol, from, to, max],
+  /** Per symbol of a venue, the trades since a time: count, volume, notional, open, high, low, close. */
+  async tradeStats(q: Queryable, venue: string, since: Date): Promise<OhlcRow[]> {
+    const rows = await q.query<OhlcRow & { symbol: string }>(
+      `WITH t AS (${TRADES} WHERE venue = $1 AND created_at >= $2 GROUP BY symbol, seq)
+       SELECT symbol, ${OHLC} FROM t GROUP BY symbol`,
+      [venue, since],
     );
-    return rows.map(trade);
+    return rows.map((r) => ({ ...r, trades: Number(r.trades) }));
   }
 
-  /** The last trade of a book before a time. */
-  async lastTradeBefore(q: Queryable, venue: string, symbol: string, before: Date): Promise<TradeRow | null> {
-    const rows = await q.query<TradeRow>(
-      `${TRADES} WHERE venue = $1 AND symbol = $2 AND created_at < $3 GROUP BY symbol, seq ORDER BY seq DESC LIMIT 1`,
-      [venue, symbol, before],
+  /** A book's trades in a time range as OHLCV candles of `ms` milliseconds, the newest `limit`, newest first. */
+  async candles(
+    q: Queryable,
+    venue: string,
+    symbol: string,
+    ms: number,
+    from: Date,
+    to: Date,
+    limit: number,
+  ): Promise<Array<OhlcRow & { start: Date }>> {
+    const rows = await q.query<OhlcRow & { bucket: string }>(
+      `WITH t AS (${TRADES} WHERE venue = $1 AND symbol = $2 AND created_at >= $3 AND created_at < $4 GROUP BY symbol, seq)
+       SELECT floor(extract(epoch FROM at) * 1000 / $5)::bigint AS bucket, ${OHLC} FROM t GROUP BY 1 ORDER BY 1 DESC LIMIT $6`,
+      [venue, symbol, from, to, ms, limit],
     );
-    return rows[0] ? trade(rows[0]) : null;
+    return rows.map((r) => ({ ...r, trades: Number(r.trades), start: new Date(Number(r.bucket) * ms) }));
   }
 
   /** The account's fills at a venue in one epoch (since its last reset), oldest first. */
