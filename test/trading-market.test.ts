@@ -181,8 +181,8 @@ test('performance, allocation and one fill', async () => {
 
 test('an order is replaced, found by client order id, and its history told', async () => {
   const o = await order(alice, { symbol: 'SPY', side: 'buy', type: 'limit', qty: '3', price: '400', clientOrderId: 'spy-1' });
-  expect((await t.ok('GET', '/trading/orders/by-client-id/spy-1', alice)).body.id).toBe(o.id);
-  expect((await t.call('GET', '/trading/orders/by-client-id/spy-1', { key: bob })).status).toBe(404);
+  expect((await t.ok('GET', '/trading/client-orders/spy-1', alice)).body.id).toBe(o.id);
+  expect((await t.call('GET', '/trading/client-orders/spy-1', { key: bob })).status).toBe(404);
   const r = (await t.ok('POST', `/trading/orders/${o.id}/replace`, alice, { price: '401', clientOrderId: 'spy-2' })).body;
   expect(r.replaced).toMatchObject({ id: o.id, status: 'cancelled' });
   expect(r.order).toMatchObject({ clientOrderId: 'spy-2', qty: '3', price: '401', status: 'new', side: 'buy' });

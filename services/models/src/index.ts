@@ -13,7 +13,7 @@ import { Inference } from './inference/infer.js';
 import { migrations } from './migrations/index.js';
 import { ModelsDomain } from './models.js';
 import { keyProviders, providerKeyKeks, ProviderKeys } from './provider-keys.js';
-import { handlers } from './server.js';
+import { handlers, toCreditEntry, toModel } from './server.js';
 import { viewHandlers } from './server-views.js';
 import { modelsSettings, modelsSettingsSchema } from './settings.js';
 import { SCHEMA } from './store.js';
@@ -94,7 +94,10 @@ export const modelsService = defineService({
     const inference = new Inference({ catalogue, settings, keys, credits, usage, dev: () => dev });
     ctx.log.info({ models: catalogue.models.length, firstParty: Boolean(settings.firstParty.url) }, 'model catalogue loaded');
     return {
-      handlers: { ...handlers(domain, keys, inference, credits), ...viewHandlers(advisor, usage, creditViews, creditAlerts) },
+      handlers: {
+        ...handlers(domain, keys, inference, credits),
+        ...viewHandlers(advisor, usage, creditViews, creditAlerts, { toModel, toCreditEntry }),
+      },
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });

@@ -6,7 +6,8 @@ import type { CreditAlertRow } from './credit-alert-store.js';
 import type { CreditAlerts } from './credit-alerts.js';
 import type { CreditViews } from './credit-views.js';
 import { decimal } from './credits.js';
-import { toCreditEntry, toModel } from './server.js';
+import type { ModelView } from './models.js';
+import type { CreditEntryRow } from './store.js';
 import type { Usage } from './usage.js';
 import type { UsageRow } from './usage-store.js';
 
@@ -64,7 +65,14 @@ const toAlert = (a: CreditAlertRow) => ({
   updatedAt: new Date(a.updated_at).toISOString(),
 });
 
-export function viewHandlers(advisor: Advisor, usage: Usage, credits: CreditViews, alerts: CreditAlerts): ViewHandlers {
+/** server.ts's messages (passed in: server.ts imports this module's types). */
+interface Messages {
+  toModel: (m: ModelView) => models.Model;
+  toCreditEntry: (e: CreditEntryRow) => models.CreditEntry;
+}
+
+export function viewHandlers(advisor: Advisor, usage: Usage, credits: CreditViews, alerts: CreditAlerts, m: Messages): ViewHandlers {
+  const { toModel, toCreditEntry } = m;
   return {
     async getModel(req, { principal }) {
       return { model: toModel(await advisor.get(principal, req.id)) };

@@ -12,7 +12,7 @@ import { ListsStore } from './lists/store.js';
 import { Watchlists } from './lists/watchlists.js';
 import { migrations } from './migrations/index.js';
 import { PaperVenue } from './paper/venue.js';
-import { handlers } from './server.js';
+import { handlers, toOrder } from './server.js';
 import { viewHandlers } from './server-views.js';
 import { tradingSettings, tradingSettingsSchema } from './settings.js';
 import { SCHEMA, TradingStore } from './store.js';
@@ -93,7 +93,7 @@ export const tradingService = defineService({
     return {
       handlers: {
         ...handlers(domain, limits, credentials),
-        ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance }),
+        ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance, toOrder }),
       },
       async start() {
         const bus = await ctx.backends.bus();

@@ -5,7 +5,7 @@ import type { PriceAlerts } from './lists/alerts.js';
 import type { Journal } from './lists/journal.js';
 import type { AlertRow, JournalRow, WatchlistRow } from './lists/store.js';
 import type { Watchlists } from './lists/watchlists.js';
-import { toOrder } from './server.js';
+import type { OrderRow } from './store.js';
 import { cursorId } from './trading.js';
 import type { Market } from './views/market.js';
 import type { OrderTools } from './views/orders.js';
@@ -87,8 +87,10 @@ export function viewHandlers(d: {
   alerts: PriceAlerts;
   journal: Journal;
   performance: Performance;
+  /** server.ts's order message (passed in: server.ts imports this module's types). */
+  toOrder: (r: OrderRow) => trading.Order;
 }): ViewHandlers {
-  const { market, portfolio, orders, watchlists, alerts } = d;
+  const { market, portfolio, orders, watchlists, alerts, toOrder } = d;
   return {
     async listSymbols(req) {
       return { symbols: market.symbols(req.venue, req.assetClass, req.q) };

@@ -255,7 +255,7 @@ export const tradingMarketRoutes = [
     ...common,
     id: 'trading.orders.byClientId',
     method: 'get',
-    path: '/trading/orders/by-client-id/:clientOrderId',
+    path: '/trading/client-orders/:clientOrderId',
     summary: 'One order of the acting account by its client order id at a venue.',
     params: z.object({ clientOrderId: ClientOrderId }),
     query: z.object({ venue: Venue }),

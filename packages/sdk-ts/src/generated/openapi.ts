@@ -1640,7 +1640,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/trading/orders/by-client-id/{clientOrderId}": {
+    "/trading/client-orders/{clientOrderId}": {
         parameters: {
             query?: never;
             header?: never;
