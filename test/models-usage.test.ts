@@ -82,6 +82,19 @@ test('cost estimates and token counts', async () => {
   const fit = (await t.ok('POST', '/models/tokens/count', a.key, { text: 'x'.repeat(400), model: 'openai/gpt-4o' })).body;
   expect(fit).toMatchObject({ tokens: 100, contextWindow: 128000, remaining: 127900, fits: true });
   expect((await t.call('POST', '/models/tokens/count', { key: a.key, body: {} })).status).toBe(400);
+
+  const cut = (await t.ok('POST', '/models/tokens/truncate', a.key, { text: 'abcdefghijkl', maxTokens: 2 })).body;
+  expect(cut).toMatchObject({ text: 'abcdefgh', tokens: 2, originalTokens: 3, truncated: true, maxTokens: 2 });
+  const tail = (await t.ok('POST', '/models/tokens/truncate', a.key, { text: 'abcdefghijkl', maxTokens: 2, keep: 'end' })).body;
+  expect(tail.text).toBe('efghijkl');
+  const whole = (await t.ok('POST', '/models/tokens/truncate', a.key, { text: 'short', maxTokens: 10 })).body;
+  expect(whole).toMatchObject({ text: 'short', truncated: false });
+  // A model's context window less the output reserved: gpt-4o has 128000.
+  const window = (await t.ok('POST', '/models/tokens/truncate', a.key, { text: 'x'.repeat(600000), model: 'openai/gpt-4o', reserveOutputTokens: 8000 }))
+    .body;
+  expect(window).toMatchObject({ tokens: 120000, originalTokens: 150000, truncated: true, maxTokens: 120000 });
+  expect((await t.call('POST', '/models/tokens/truncate', { key: a.key, body: { text: 'abc' } })).status).toBe(400);
+  expect((await t.call('POST', '/models/tokens/truncate', { key: a.key, body: { text: 'abc', maxTokens: 1, keep: 'middle' } })).status).toBe(400);
 });
 
 test('comparison and recommendation', async () => {

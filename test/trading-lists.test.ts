@@ -109,6 +109,14 @@ test('journal entries: written, tied to an order, found by tag, edited, deleted'
   expect((await t.call('PATCH', `/trading/journal/${e.id}`, { key: alice, body: {} })).status).toBe(400);
   expect((await t.call('PATCH', `/trading/journal/${e.id}`, { key: bob, body: { title: 'mine' } })).status).toBe(404);
   expect((await t.ok('GET', `/trading/journal/${e.id}`, alice)).body.body).toBe('filled later');
+  await t.ok('POST', '/trading/journal', alice, { title: 'Another review', tags: ['review', 'spy'] });
+  const tags = (await t.ok('GET', '/trading/journal/tags', alice)).body.tags;
+  expect(tags.map((x: any) => [x.tag, x.entries])).toEqual([
+    ['review', 2],
+    ['done', 1],
+    ['spy', 1],
+  ]);
+  expect((await t.ok('GET', '/trading/journal/tags', bob)).body.tags).toEqual([]);
   expect((await t.call('GET', `/trading/journal/${e.id}`, { key: bob })).status).toBe(404);
   expect((await t.ok('DELETE', `/trading/journal/${e.id}`, alice)).body).toEqual({ success: true });
   expect((await t.call('DELETE', `/trading/journal/${e.id}`, { key: alice })).status).toBe(404);

@@ -87,6 +87,35 @@ export class Advisor {
     return { ...base, model: m.id, contextWindow: m.contextWindow, remaining: m.contextWindow - n, fits: n <= m.contextWindow };
   }
 
+  /**
+   * Cuts a text to a token budget (the estimate of `count`): `maxTokens`, or a model's context
+   * window less `reserveOutputTokens`; keeps the start or the end, never splitting a character.
+   */
+  truncate(req: { text: string; maxTokens: number; model?: string; reserveOutputTokens: number; keep: string }) {
+    if (req.text.length > 4_000_000) throw invalid('text: at most 4,000,000 characters.');
+    if (req.keep !== 'start' && req.keep !== 'end') throw invalid('keep: must be "start" or "end".');
+    let max = req.maxTokens;
+    if (req.model) {
+      const m = this.record(req.model);
+      const room = m.contextWindow - tokens('reserveOutputTokens', req.reserveOutputTokens);
+      max = max > 0 ? Math.min(max, room) : room;
+    }
+    if (!Number.isSafeInteger(max) || max < 1)
+      throw invalid('maxTokens: give a budget of at least 1 token, or a model whose context window leaves room.');
+    const chars = [...req.text];
+    const original = Math.ceil(chars.length / 4);
+    const truncated = original > max;
+    const kept = truncated ? (req.keep === 'start' ? chars.slice(0, max * 4) : chars.slice(chars.length - max * 4)) : chars;
+    return {
+      text: kept.join(''),
+      tokens: Math.ceil(kept.length / 4),
+      originalTokens: original,
+      truncated,
+      maxTokens: max,
+      method: 'estimate: one token per 4 characters, rounded up',
+    };
+  }
+
   async compare(p: Principal, req: { ids: string[]; inputTokens: number; outputTokens: number }) {
     const ids = [...new Set(req.ids)];
     if (ids.length < 2 || ids.length > 10) throw invalid('ids: name 2 to 10 different models.');

@@ -20,6 +20,7 @@ export type ViewHandlers = Pick<
   | 'getFamily'
   | 'estimateCost'
   | 'countTokens'
+  | 'truncateText'
   | 'compareModels'
   | 'recommend'
   | 'listUsage'
@@ -91,6 +92,9 @@ export function viewHandlers(advisor: Advisor, usage: Usage, credits: CreditView
     },
     async countTokens(req) {
       return advisor.count(req);
+    },
+    async truncateText(req) {
+      return advisor.truncate({ ...req, maxTokens: Number(req.maxTokens), reserveOutputTokens: Number(req.reserveOutputTokens) });
     },
     async compareModels(req, { principal }) {
       const r = await advisor.compare(principal, { ids: req.ids, inputTokens: Number(req.inputTokens), outputTokens: Number(req.outputTokens) });

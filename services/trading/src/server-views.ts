@@ -216,6 +216,10 @@ export function viewHandlers(d: {
       );
       return { entries: rows.map(journal), nextCursor: next };
     },
+    async listJournalTags(_req, { principal }) {
+      const tags = await d.journal.tags(principal);
+      return { tags: tags.map((t) => ({ tag: t.tag, entries: Number(t.entries), lastUsedAt: toIso(t.last_used_at)! })) };
+    },
     async getJournalEntry(req, { principal }) {
       return { entry: journal(await d.journal.get(principal, req.id)) };
     },

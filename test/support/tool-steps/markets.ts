@@ -98,6 +98,7 @@ const trading: Step[] = [
     keep: (s, b) => (s.journalId = b.id),
   },
   { tool: 'trading_journal_list', valid: () => ({ tag: 'mcp' }), invalid: () => ({ tag: 'Bad Tag' }) },
+  { tool: 'trading_journal_tags', valid: () => ({}) },
   { tool: 'trading_journal_get', valid: (s) => ({ id: s.journalId }), invalid: () => ({ id: `jrn_${Z26}` }) },
   { tool: 'trading_journal_update', valid: (s) => ({ id: s.journalId, body: 'edited' }), invalid: (s) => ({ id: s.journalId }) },
   { tool: 'trading_journal_delete', valid: (s) => ({ id: s.journalId }), invalid: (s) => ({ id: s.journalId }) },
@@ -121,6 +122,11 @@ const modelSteps: Step[] = [
     invalid: () => ({ model: 'openai/gpt-4o', inputTokens: -5 }),
   },
   { tool: 'models_count_tokens', valid: () => ({ text: 'How many tokens is this?', model: 'svc/dev' }), invalid: () => ({ model: 'svc/dev' }) },
+  {
+    tool: 'models_truncate_text',
+    valid: () => ({ text: 'a long text to cut down to size', maxTokens: 3, keep: 'end' }),
+    invalid: () => ({ text: 'abc' }),
+  },
   { tool: 'models_compare', valid: () => ({ ids: 'openai/gpt-4o,openai/gpt-4o-mini' }), invalid: () => ({ ids: 'openai/gpt-4o' }) },
   { tool: 'models_recommend', valid: () => ({ useCase: 'code', tools: true }), invalid: () => ({ useCase: 'poetry' }) },
   {

@@ -105,6 +105,44 @@ export const modelsUsageRoutes = [
   }),
   route({
     ...common,
+    id: 'models.truncateText',
+    method: 'post',
+    path: '/models/tokens/truncate',
+    summary:
+      "Cut a text to a token budget (estimated at one token per 4 characters, not the provider's tokenizer): `maxTokens`, or a model's context window less the tokens reserved for output; keeps the start or the end.",
+    body: z
+      .object({
+        text: z.string().max(4_000_000).describe('The text.'),
+        maxTokens: TokenCount.default(0).describe('The budget in tokens (with a model: at most its context window less `reserveOutputTokens`).'),
+        model: ModelId.optional().describe("Fit the model's context window."),
+        reserveOutputTokens: TokenCount.default(0).describe('Tokens to leave for the answer (with a model).'),
+        keep: z.enum(['start', 'end']).default('start').describe('Which part to keep.'),
+      })
+      .meta({ id: 'TruncateText' }),
+    bodyLimit: '16mb',
+    response: z
+      .object({
+        text: z.string(),
+        tokens: z.number().int(),
+        originalTokens: z.number().int(),
+        truncated: z.boolean(),
+        maxTokens: z.number().int().describe('The budget applied.'),
+        method: z.string(),
+      })
+      .meta({ id: 'TruncatedText' }),
+    handler: rpc('models', 'truncateText', {
+      request: (i) => ({
+        text: i.body.text,
+        maxTokens: i.body.maxTokens,
+        model: i.body.model,
+        reserveOutputTokens: i.body.reserveOutputTokens,
+        keep: i.body.keep,
+      }),
+      response: (r) => ({ ...r, tokens: Number(r.tokens), originalTokens: Number(r.originalTokens), maxTokens: Number(r.maxTokens) }),
+    }),
+  }),
+  route({
+    ...common,
     id: 'models.compare',
     method: 'get',
     path: '/models/compare',

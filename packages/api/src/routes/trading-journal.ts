@@ -63,6 +63,23 @@ export const tradingJournalRoutes = [
   }),
   route({
     ...common,
+    id: 'trading.journal.tags',
+    method: 'get',
+    path: '/trading/journal/tags',
+    summary: "The tags of the acting account's journal, with how many entries carry each, most used first.",
+    response: z
+      .object({
+        tags: z.array(
+          z
+            .object({ tag: z.string(), entries: z.number().int(), lastUsedAt: z.string().describe('The latest change of an entry with the tag.') })
+            .meta({ id: 'TradingJournalTag' }),
+        ),
+      })
+      .meta({ id: 'TradingJournalTagList' }),
+    handler: rpc('trading', 'listJournalTags', { request: () => ({}) }),
+  }),
+  route({
+    ...common,
     id: 'trading.journal.get',
     method: 'get',
     path: '/trading/journal/:id',

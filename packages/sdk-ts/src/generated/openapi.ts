@@ -1025,6 +1025,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/models/tokens/truncate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cut a text to a token budget (estimated at one token per 4 characters, not the provider's tokenizer): `maxTokens`, or a model's context window less the tokens reserved for output; keeps the start or the end. */
+        post: operations["models.truncateText"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/models/compare": {
         parameters: {
             query?: never;
@@ -1981,6 +1998,23 @@ export interface paths {
         put?: never;
         /** Write a journal entry: a note on a trade, a plan or a review, optionally tied to a symbol and to one of the account's orders. */
         post: operations["trading.journal.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/trading/journal/tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tags of the acting account's journal, with how many entries carry each, most used first. */
+        get: operations["trading.journal.tags"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3187,6 +3221,37 @@ export interface components {
             /** @description A model id, `<provider>/<name>` (GET /models/catalog lists them). */
             model?: string;
         };
+        TruncatedText: {
+            text: string;
+            tokens: number;
+            originalTokens: number;
+            truncated: boolean;
+            /** @description The budget applied. */
+            maxTokens: number;
+            method: string;
+        };
+        TruncateTextInput: {
+            /** @description The text. */
+            text: string;
+            /**
+             * @description The budget in tokens (with a model: at most its context window less `reserveOutputTokens`).
+             * @default 0
+             */
+            maxTokens?: number;
+            /** @description Fit the model's context window. */
+            model?: string;
+            /**
+             * @description Tokens to leave for the answer (with a model).
+             * @default 0
+             */
+            reserveOutputTokens?: number;
+            /**
+             * @description Which part to keep.
+             * @default start
+             * @enum {string}
+             */
+            keep?: "start" | "end";
+        };
         ModelComparison: {
             models: components["schemas"]["ComparedModel"][];
             inputTokens: number;
@@ -4157,6 +4222,15 @@ export interface components {
             entries: components["schemas"]["TradingJournalEntry"][];
             /** @default null */
             nextCursor: string | null;
+        };
+        TradingJournalTagList: {
+            tags: components["schemas"]["TradingJournalTag"][];
+        };
+        TradingJournalTag: {
+            tag: string;
+            entries: number;
+            /** @description The latest change of an entry with the tag. */
+            lastUsedAt: string;
         };
         UpdateJournalEntryInput: {
             /** @description 1 to 200 characters. */
@@ -10233,6 +10307,93 @@ export interface operations {
             };
         };
     };
+    "models.truncateText": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TruncateTextInput"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TruncatedText"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "models.compare": {
         parameters: {
             query: {
@@ -14988,6 +15149,71 @@ export interface operations {
             };
             /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "trading.journal.tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TradingJournalTagList"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

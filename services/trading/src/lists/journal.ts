@@ -61,6 +61,10 @@ export class Journal {
     return this.deps.lists.listJournal(this.deps.sql, p.accountId, f, limit);
   }
 
+  tags(p: Principal) {
+    return this.deps.lists.journalTags(this.deps.sql, p.accountId);
+  }
+
   async get(p: Principal, id: string): Promise<JournalRow> {
     const row = await this.deps.lists.journalEntry(this.deps.sql, p.accountId, id);
     if (!row) throw notFound('The journal entry');

@@ -223,6 +223,15 @@ export class ListsStore {
     return rows[0] ?? null;
   }
 
+  /** The tags of the account's journal with how many entries carry each, most used first. */
+  async journalTags(q: Queryable, accountId: string): Promise<Array<{ tag: string; entries: number; last_used_at: Date }>> {
+    return q.query(
+      `SELECT tag, count(*)::int AS entries, max(updated_at) AS last_used_at FROM trading.journal, unnest(tags) AS tag
+       WHERE account_id = $1 GROUP BY tag ORDER BY count(*) DESC, tag`,
+      [accountId],
+    );
+  }
+
   async deleteJournal(q: Queryable, accountId: string, id: string): Promise<boolean> {
     const rows = await q.query(`DELETE FROM trading.journal WHERE id = $1 AND account_id = $2 RETURNING id`, [id, accountId]);
     return rows.length > 0;
