@@ -1,6 +1,6 @@
 import { type Route, routes } from '@svc/api';
 import { DomainError, type Principal, PrincipalSigner } from '@svc/kit';
-import { accounts, agents } from '@svc/proto';
+import { accounts, agents, models } from '@svc/proto';
 
 import { startTestStack, type TestStack } from './support/stack';
 
@@ -37,8 +37,18 @@ interface Tenant {
   /** A committed version of the profile, and a branch beside main (not current, so deletable). */
   versionId: string;
   branchId: string;
-  /** A resting paper order. */
+  /** A resting paper order, and its client order id. */
   orderId: string;
+  clientOrderId: string;
+  /** A fill (of a round trip in SPY: no position left), a watchlist, a price alert, a journal entry. */
+  fillId: string;
+  watchlistId: string;
+  alertId: string;
+  journalId: string;
+  /** A credit grant, a low-balance alert, a usage record of a model call. */
+  creditEntryId: string;
+  creditAlertId: string;
+  usageId: string;
   threadId: string;
   /** A hosted site and its one deployment. */
   siteId: string;
@@ -79,7 +89,18 @@ async function tenant(name: string): Promise<Tenant> {
   await ok('PATCH', `/profiles/${profileId}`, key, { profileData: { workingChanges: working } });
   const versionId = (await ok('POST', `/profiles/${profileId}/commits`, key, { message: 'first' })).id;
   const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
-  const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00' })).id;
+  const clientOrderId = `${name.toLowerCase()}-order`;
+  const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00', clientOrderId }))
+    .id;
+  await ok('POST', '/trading/order', key, { symbol: 'SPY', side: 'buy', type: 'market', qty: '1' });
+  await ok('POST', '/trading/order', key, { symbol: 'SPY', side: 'sell', type: 'market', qty: '1' });
+  const fillId = (await ok('GET', '/trading/fills?limit=1', key)).fills[0].id;
+  const watchlistId = (await ok('POST', '/trading/watchlists', key, { name: 'mine', symbols: ['SPY'] })).id;
+  const alertId = (await ok('POST', '/trading/alerts', key, { symbol: 'SPY', condition: 'above', price: '100000' })).id;
+  const journalId = (await ok('POST', '/trading/journal', key, { title: `${name}'s note` })).id;
+  const creditEntryId = (await ok('POST', '/credits/grants', t.bootstrapKey, { accountId: userId, amount: '1' })).entry.id;
+  const creditAlertId = (await ok('POST', '/credits/alerts', key, { threshold: '0.5' })).id;
+  const usageId = await usageRecord(userId, key);
   const threadId = (await ok('POST', '/threads', key, { agentId, title: `${name} thread` })).id;
   const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
   const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
@@ -99,11 +120,29 @@ async function tenant(name: string): Promise<Tenant> {
     versionId,
     branchId,
     orderId,
+    clientOrderId,
+    fillId,
+    watchlistId,
+    alertId,
+    journalId,
+    creditEntryId,
+    creditAlertId,
+    usageId,
     threadId,
     siteId,
     deploymentId,
     fileVersionId,
   };
+}
+
+/** A model call (the development model, through Infer as an agent of the account) and its usage record's id. */
+async function usageRecord(accountId: string, key: string): Promise<string> {
+  const p: Principal = { kind: 'agent', agentId: 'agt_authority', accountId, channel: 'internal' };
+  const principalToken = (await new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!).sign(p)).token;
+  const c = t.stack.registry.client('models', models.ModelsServiceService, 'svc.models.v1.ModelsService');
+  const msg = { role: 'user', content: 'hi', toolCalls: [], toolCallId: '', name: '' };
+  for await (const e of c.infer({ model: 'svc/dev', messages: [msg], tools: [], chargeKey: '' }, { principalToken })) void e;
+  return (await ok('GET', '/models/usage?limit=1', key)).records[0].id;
 }
 
 async function setUp() {
@@ -144,6 +183,11 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /profiles/:id/merge': { sourceBranchId: owner.branchId },
     'put /models/provider-keys/:provider': { key: 'sk-authority-test' },
     'put /trading/credentials/:venue': { keyId: 'PKAUTHORITY', secretKey: 'authority-test' },
+    'patch /trading/watchlists/:id': { name: 'renamed' },
+    'post /trading/watchlists/:id/symbols': { symbol: 'AAPL' },
+    'patch /trading/alerts/:id': { price: '1' },
+    'patch /trading/journal/:id': { title: 'renamed' },
+    'patch /credits/alerts/:id': { threshold: '1' },
     'patch /threads/:id': { title: 'renamed' },
     'post /threads/:id/inject': { content: 'hello' },
     'post /sites': { slug: 'authority-site' },
@@ -205,6 +249,19 @@ function pathFor(r: Route, who: Tenant, accountId: string): string {
 
 function idFor(path: string, name: string, who: Tenant, accountId: string, r?: Route): string | undefined {
   const base = path.split('/')[1];
+  // Trading's and credits' own resources, by the path's collection.
+  const collection = path.split('/')[2];
+  if (name === 'id' && base === 'trading') {
+    const ids: Record<string, string> = {
+      fills: who.fillId,
+      watchlists: who.watchlistId,
+      alerts: who.alertId,
+      journal: who.journalId,
+    };
+    if (collection && collection in ids) return ids[collection];
+  }
+  if (name === 'id' && base === 'credits') return collection === 'alerts' ? who.creditAlertId : who.creditEntryId;
+  if (name === 'id' && path.startsWith('/models/usage/')) return who.usageId;
   switch (`${base}:${name}`) {
     case 'accounts:id':
       return accountId;
@@ -241,6 +298,11 @@ function idFor(path: string, name: string, who: Tenant, accountId: string, r?: R
       return who.agentId;
     case 'trading:venue':
       return 'alpaca';
+    case 'trading:clientOrderId':
+      return who.clientOrderId;
+    // The tenants' fills leave them no position (a round trip in SPY): the caller's own is not found.
+    case 'trading:symbol':
+      return 'SPY';
     case 'threads:id':
       return who.threadId;
     case 'sites:id':
@@ -369,14 +431,19 @@ describe('authority: agent keys never change authority', () => {
 describe('authority: another tenant’s resources answer 404', () => {
   // A provider key's route names a provider, not a resource: it acts on the caller's acting account
   // (test/provider-keys.test.ts shows another account's keys invisible).
-  // So do venue credentials (a venue, the caller's acting account).
+  // So do venue credentials (a venue, the caller's acting account). A model, a family and a symbol's
+  // rules are the catalogue's, the same for everyone.
   const named = keyed.filter(
     (r) =>
       (r.path.includes(':') || r.query?.shape?.id) &&
       !r.path.startsWith('/models/provider-keys/') &&
       !r.path.startsWith('/trading/credentials/') &&
       // A tag names no resource: the caller's own items carrying it (test/drive-organize.test.ts).
-      r.path !== '/drive/tags/:tag/items',
+      r.path !== '/drive/tags/:tag/items' &&
+      // Catalogue entries, the same for every account: a model, a family, a symbol's rules.
+      r.path !== '/models/:id' &&
+      !r.path.startsWith('/models/families/') &&
+      !r.path.startsWith('/trading/symbols/'),
   );
 
   test('the matrix covers every route that names a resource', () => {

@@ -3,6 +3,8 @@ import { accountsRoutes } from './routes/accounts/index.js';
 import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
 import { creditsRoutes } from './routes/credits.js';
+import { creditsAlertRoutes } from './routes/credits-alerts.js';
+import { creditsViewRoutes } from './routes/credits-views.js';
 import { driveRoutes } from './routes/drive.js';
 import { driveFindRoutes } from './routes/drive/find.js';
 import { driveJsonRoutes } from './routes/drive/json.js';
@@ -12,12 +14,17 @@ import { driveTextRoutes } from './routes/drive/text.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
+import { modelsUsageRoutes } from './routes/models-usage.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
 import { sitesManageRoutes } from './routes/sites-manage.js';
 import { systemRoutes } from './routes/system.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
+import { tradingJournalRoutes } from './routes/trading-journal.js';
+import { tradingListRoutes } from './routes/trading-lists.js';
+import { tradingMarketRoutes } from './routes/trading-market.js';
+import { tradingPortfolioRoutes } from './routes/trading-portfolio.js';
 
 export * from './openapi.js';
 export * from './route.js';
@@ -35,6 +42,7 @@ export * from './schemas/agents.js';
 export * from './schemas/models.js';
 export * from './schemas/profiles.js';
 export * from './schemas/trading.js';
+export * from './schemas/trading-market.js';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
 export const routes: Route[] = [
@@ -54,7 +62,14 @@ export const routes: Route[] = [
   ...sitesManageRoutes,
   ...profilesRoutes,
   ...modelsRoutes,
+  ...modelsUsageRoutes,
   ...creditsRoutes,
+  ...creditsViewRoutes,
+  ...creditsAlertRoutes,
   ...tradingRoutes,
+  ...tradingMarketRoutes,
+  ...tradingPortfolioRoutes,
+  ...tradingListRoutes,
+  ...tradingJournalRoutes,
   ...codeRoutes,
 ];

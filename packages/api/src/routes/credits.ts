@@ -9,7 +9,7 @@ import { CreditsView, GrantCreditsBody, GrantedCredits } from '../schemas/models
  * grants. Model calls are charged by the models service itself (Infer), not through a route.
  */
 
-const entryJson = (e: models.CreditEntry) => ({
+export const entryJson = (e: models.CreditEntry) => ({
   id: e.id,
   kind: e.kind as 'grant' | 'charge',
   amount: e.amount,
