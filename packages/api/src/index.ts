@@ -10,6 +10,8 @@ import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
+import { threadMessagesRoutes } from './routes/thread-messages.js';
+import { threadOpsRoutes } from './routes/thread-ops.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
 
@@ -37,6 +39,8 @@ export const routes: Route[] = [
   ...accountsRoutes,
   ...agentsRoutes,
   ...threadsRoutes,
+  ...threadOpsRoutes,
+  ...threadMessagesRoutes,
   ...keysRoutes,
   ...driveRoutes,
   ...sitesRoutes,

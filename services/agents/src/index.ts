@@ -8,6 +8,7 @@ import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
 import { LiveEvents } from './threads/live.js';
+import { ThreadOps } from './threads/ops.js';
 import { ThreadsDomain } from './threads/threads.js';
 
 export { AgentKeys } from './agent-keys.js';
@@ -69,7 +70,7 @@ export const agentsService = defineService({
       }
     };
     return {
-      handlers: handlers(domain, agentKeys, threads, live),
+      handlers: handlers(domain, agentKeys, threads, live, new ThreadOps(threads, sql)),
       async start() {
         void recordAll();
         const bus = await ctx.backends.bus();

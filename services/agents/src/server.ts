@@ -5,6 +5,8 @@ import type { AgentKeys } from './agent-keys.js';
 import type { AgentsDomain } from './agents.js';
 import type { AgentRow } from './store.js';
 import type { LiveEvents } from './threads/live.js';
+import type { ThreadOps } from './threads/ops.js';
+import { threadOpsHandlers } from './threads/ops-server.js';
 import { threadHandlers } from './threads/server.js';
 import type { ThreadsDomain } from './threads/threads.js';
 
@@ -29,7 +31,7 @@ export function toAgent(a: AgentRow): agents.Agent {
 }
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: ThreadsDomain, live: LiveEvents): Handlers<Def> {
+export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: ThreadsDomain, live: LiveEvents, ops: ThreadOps): Handlers<Def> {
   return {
     ...threadHandlers(threads, live),
     async createAgent(req, { principal }) {
@@ -66,5 +68,6 @@ export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: Th
       await agentKeys.revoke(principal, req);
       return {};
     },
+    ...threadOpsHandlers(ops),
   };
 }

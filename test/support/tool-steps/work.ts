@@ -1,3 +1,99 @@
-import type { Step } from './types';
+import type { TestStack } from '../stack';
+import type { State, Step } from './types';
 
-export const STEPS: Step[] = [];
+/** Steps of the threads, agents, keys and accounts tools added for issue 21 (helper "work"). */
+
+const Z26 = '0'.repeat(26);
+const SLOW = '/tool run_code {"code":"const end = Date.now() + 3000; while (Date.now() < end) {} 1"}';
+
+async function settle(t: TestStack, key: string, id: string) {
+  await t.ok('POST', `/threads/${id}/wait`, key, { timeoutMs: 20_000 });
+}
+
+const threadSteps: Step[] = [
+  {
+    tool: 'threads_wait',
+    before: async (s: State, t, key) => {
+      s.workAgentId = (await t.ok('POST', '/agents', key, { name: `work agent ${s.run}` })).body.id;
+      const th = await t.ok('POST', '/threads', key, { agentId: s.workAgentId, title: 'Work thread', message: '/tool whoami {}' });
+      s.thrId = th.body.id;
+      s.thrRunId = th.body.runId;
+    },
+    valid: (s) => ({ id: s.thrId, timeoutMs: 15_000 }),
+    invalid: (s) => ({ id: s.thrId, timeoutMs: 999_999 }),
+  },
+  {
+    tool: 'threads_messages_list',
+    valid: (s) => ({ id: s.thrId }),
+    invalid: (s) => ({ id: s.thrId, role: 'system' }),
+    keep: (s, b) => (s.thrMsgId = b.messages[0].id),
+  },
+  {
+    tool: 'threads_messages_get',
+    valid: (s) => ({ id: s.thrId, messageId: s.thrMsgId }),
+    invalid: (s) => ({ id: s.thrId, messageId: `msg_${Z26}` }),
+  },
+  {
+    tool: 'threads_messages_pending',
+    before: async (s, t, key) => {
+      const slow = await t.ok('POST', '/threads', key, { agentId: s.workAgentId, message: SLOW });
+      s.slowThrId = slow.body.id;
+      s.waitingMsgId = (await t.ok('POST', `/threads/${s.slowThrId}/inject`, key, { content: 'afterwards', mode: 'enqueue' })).body.messageId;
+    },
+    valid: (s) => ({ id: s.slowThrId }),
+    invalid: () => ({ id: 'nope' }),
+  },
+  {
+    tool: 'threads_messages_update',
+    valid: (s) => ({ id: s.slowThrId, messageId: s.waitingMsgId, content: 'edited afterwards' }),
+    invalid: (s) => ({ id: s.slowThrId, messageId: s.waitingMsgId, content: '' }),
+  },
+  {
+    tool: 'threads_messages_retract',
+    valid: (s) => ({ id: s.slowThrId, messageId: s.waitingMsgId }),
+    invalid: (s) => ({ id: s.slowThrId, messageId: s.thrMsgId }),
+  },
+  { tool: 'threads_get_event', valid: (s) => ({ id: s.thrId, seq: '1' }), invalid: (s) => ({ id: s.thrId, seq: '0' }) },
+  { tool: 'threads_runs_list', valid: (s) => ({ id: s.thrId }), invalid: (s) => ({ id: s.thrId, limit: 0 }) },
+  { tool: 'threads_runs_get', valid: (s) => ({ id: s.thrId, runId: s.thrRunId }), invalid: (s) => ({ id: s.thrId, runId: `run_${Z26}` }) },
+  { tool: 'threads_runs_tool_calls', valid: (s) => ({ id: s.thrId, runId: s.thrRunId }), invalid: (s) => ({ id: s.thrId, runId: 'nope' }) },
+  { tool: 'threads_runs_context', valid: (s) => ({ id: s.thrId, runId: s.thrRunId }), invalid: (s) => ({ id: s.thrId, runId: `run_${Z26}` }) },
+  { tool: 'threads_tool_calls_summary', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  {
+    tool: 'threads_fork',
+    valid: (s) => ({ id: s.thrId, title: 'forked' }),
+    invalid: (s) => ({ id: s.thrId, atSeq: 99_999 }),
+    keep: (s, b) => (s.forkId = b.id),
+  },
+  { tool: 'threads_archive', valid: (s) => ({ id: s.forkId }), invalid: () => ({ id: 'nope' }) },
+  { tool: 'threads_unarchive', valid: (s) => ({ id: s.forkId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  { tool: 'threads_tags_add', valid: (s) => ({ id: s.thrId, tag: 'mcp' }), invalid: (s) => ({ id: s.thrId, tag: 'Bad Tag' }) },
+  { tool: 'threads_tags_list', valid: () => ({}) },
+  { tool: 'threads_tags_remove', valid: (s) => ({ id: s.thrId, tag: 'mcp' }), invalid: (s) => ({ id: s.thrId, tag: '!' }) },
+  { tool: 'threads_search', valid: () => ({ q: 'whoami' }), invalid: () => ({ q: '' }) },
+  { tool: 'threads_export', valid: (s) => ({ id: s.thrId, format: 'markdown' }), invalid: (s) => ({ id: s.thrId, format: 'pdf' }) },
+  { tool: 'threads_usage', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  { tool: 'threads_last_reply', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  { tool: 'threads_summary', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: 'thr_x' }) },
+  { tool: 'threads_set_agent', valid: (s) => ({ id: s.thrId, agentId: s.agentId }), invalid: (s) => ({ id: s.thrId, agentId: `agt_${Z26}` }) },
+  {
+    tool: 'threads_retry',
+    before: async (s, t, key) => {
+      await t.ok('POST', `/threads/${s.slowThrId}/cancel`, key);
+      await settle(t, key, s.slowThrId);
+    },
+    valid: (s) => ({ id: s.slowThrId }),
+    invalid: (s) => ({ id: s.thrId }),
+  },
+  {
+    tool: 'threads_list_deleted',
+    before: async (s, t, key) => {
+      await t.ok('DELETE', `/threads/${s.forkId}`, key);
+    },
+    valid: () => ({}),
+    invalid: () => ({ limit: 0 }),
+  },
+  { tool: 'threads_restore', valid: (s) => ({ id: s.forkId }), invalid: () => ({ id: `thr_${Z26}` }) },
+];
+
+export const STEPS: Step[] = [...threadSteps];
