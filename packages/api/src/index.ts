@@ -1,5 +1,6 @@
 import type { Route } from './route.js';
 import { accountsRoutes } from './routes/accounts/index.js';
+import { agentOpsRoutes } from './routes/agent-ops.js';
 import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
 import { creditsRoutes } from './routes/credits.js';
@@ -37,6 +38,7 @@ export const routes: Route[] = [
   ...systemRoutes,
   ...identityRoutes,
   ...accountsRoutes,
+  ...agentOpsRoutes,
   ...agentsRoutes,
   ...threadsRoutes,
   ...threadOpsRoutes,

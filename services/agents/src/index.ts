@@ -3,6 +3,7 @@ import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } 
 import { agents } from '@svc/proto';
 
 import { AgentKeys } from './agent-keys.js';
+import { AgentOps } from './agent-ops.js';
 import { type AgentRecords, AgentsDomain } from './agents.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
@@ -54,6 +55,7 @@ export const agentsService = defineService({
     });
     const live = new LiveEvents(() => ctx.backends.bus());
     const threads = new ThreadsDomain({ sql, agents: domain.store, live, bus: () => ctx.backends.bus() });
+    const threadOps = new ThreadOps(threads, sql);
     const agentKeys = new AgentKeys(domain, { keysClient: () => keysClient(ctx.registry), systemToken: () => ctx.systemToken() });
     // Every agent's record, once per start: agents from before the records, and any change whose
     // record and event both went missing. Retried while the accounts service is not up yet.
@@ -70,7 +72,7 @@ export const agentsService = defineService({
       }
     };
     return {
-      handlers: handlers(domain, agentKeys, threads, live, new ThreadOps(threads, sql)),
+      handlers: handlers(domain, agentKeys, threads, live, threadOps, new AgentOps(domain, threads, threadOps)),
       async start() {
         void recordAll();
         const bus = await ctx.backends.bus();

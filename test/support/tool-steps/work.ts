@@ -96,4 +96,22 @@ const threadSteps: Step[] = [
   { tool: 'threads_restore', valid: (s) => ({ id: s.forkId }), invalid: () => ({ id: `thr_${Z26}` }) },
 ];
 
-export const STEPS: Step[] = [...threadSteps];
+const agentSteps: Step[] = [
+  {
+    tool: 'agents_ask',
+    valid: (s) => ({ id: s.workAgentId, message: 'hello', timeoutMs: 15_000 }),
+    invalid: (s) => ({ id: s.workAgentId, message: '' }),
+  },
+  { tool: 'agents_runs_list', valid: (s) => ({ id: s.workAgentId }), invalid: (s) => ({ id: s.workAgentId, status: 'sleeping' }) },
+  { tool: 'agents_usage', valid: (s) => ({ id: s.workAgentId }), invalid: (s) => ({ id: s.workAgentId, since: 'yesterday' }) },
+  { tool: 'agents_tool_calls_list', valid: (s) => ({ id: s.workAgentId }), invalid: (s) => ({ id: s.workAgentId, name: 'Not A Tool' }) },
+  { tool: 'agents_tools', valid: (s) => ({ id: s.workAgentId }), invalid: () => ({ id: `agt_${Z26}` }) },
+  { tool: 'agents_export', valid: (s) => ({ id: s.workAgentId }), invalid: () => ({ id: 'nope' }) },
+  { tool: 'agents_clone', valid: (s) => ({ id: s.workAgentId, name: 'cloned by a tool' }), invalid: (s) => ({ id: s.workAgentId, name: '' }) },
+  { tool: 'agents_search', valid: () => ({ q: 'work agent' }), invalid: () => ({ q: '' }) },
+  { tool: 'agents_cancel_runs', valid: (s) => ({ id: s.workAgentId }), invalid: () => ({ id: `agt_${Z26}` }) },
+  { tool: 'default_agents_add', valid: (s) => ({ agentId: s.workAgentId }), invalid: () => ({ agentId: `agt_${Z26}` }) },
+  { tool: 'default_agents_remove', valid: (s) => ({ agentId: s.workAgentId }), invalid: () => ({ agentId: 'nope' }) },
+];
+
+export const STEPS: Step[] = [...threadSteps, ...agentSteps];

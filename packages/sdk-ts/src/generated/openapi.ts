@@ -290,6 +290,177 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Agents of the acting account whose name, description or instructions contain the text (case-insensitive); name matches first. */
+        get: operations["agents.search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/default-agents/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Add an agent of the account at the end of its default agents (already there: no change; at most 20). */
+        put: operations["defaultAgents.add"];
+        post?: never;
+        /** Take an agent out of the account’s default agents (not there: no change). */
+        delete: operations["defaultAgents.remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{id}/clone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new agent like this one (name, description, model, instructions, project; its tools and limits when a person asks through the API). */
+        post: operations["agents.clone"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent’s portable definition: the body of POST /agents that makes one like it (in this account or another). */
+        get: operations["agents.export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent’s runs across its threads, newest first. */
+        get: operations["agents.runs.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the agent did and cost: runs by outcome, threads, tokens, cost, tool calls and errors (since a date, or all time). */
+        get: operations["agents.usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{id}/tool-calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tool calls the agent made across its threads, newest first: what it did, with arguments and results. */
+        get: operations["agents.toolCalls.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{id}/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tools the agent’s runs may call: its patterns (or the default set) resolved against the tool catalogue. */
+        get: operations["agents.tools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{id}/ask": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask the agent something in a new thread and wait (at most timeoutMs) for its answer: delegation in one call. */
+        post: operations["agents.ask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{id}/cancel-runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop the agent: each of its running or queued runs stops at its next step boundary. */
+        post: operations["agents.cancelRuns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents": {
         parameters: {
             query?: never;
@@ -1911,10 +2082,8 @@ export interface components {
             /** @description ISO 8601 UTC with milliseconds */
             occurredAt: string;
         };
-        AgentList: {
+        AgentSearchResult: {
             agents: components["schemas"]["Agent"][];
-            /** @default null */
-            nextCursor: string | null;
         };
         Agent: {
             id: string;
@@ -1949,6 +2118,182 @@ export interface components {
             /** @description ISO 8601 UTC with milliseconds */
             updatedAt: string;
         };
+        /** @description The account’s default agents, in order. */
+        DefaultAgents: {
+            agentIds: string[];
+            agents: components["schemas"]["Agent"][];
+        };
+        ClonedAgent: {
+            agent: components["schemas"]["Agent"];
+            /** @description false: the source’s tools and limits were left out (only a person through the API sets them). */
+            runtimeCopied: boolean;
+        };
+        CloneAgentRequestInput: {
+            /** @description The copy’s name; the source’s with " (copy)" when absent. */
+            name?: string;
+        };
+        AgentDefinition: {
+            /** @description Fields left unset on the agent are absent. */
+            definition: {
+                name: string;
+                description?: string;
+                model?: string;
+                instructions?: string;
+                tools?: string[];
+                maxSteps?: number;
+                maxTokensPerRun?: number;
+            };
+        };
+        AgentRunList: {
+            runs: components["schemas"]["Run"][];
+            /** @default null */
+            nextCursor: string | null;
+        };
+        Run: {
+            id: string;
+            threadId: string;
+            agentId: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            /** @description Model turns taken. */
+            steps: number;
+            usage: {
+                inputTokens: number;
+                outputTokens: number;
+                /** @description Decimal, in credits. */
+                cost: string;
+            };
+            /** @description Tool calls made. */
+            toolCalls: number;
+            /**
+             * @description Why a failed run failed.
+             * @default null
+             */
+            error: {
+                code: string;
+                message: string;
+            } | null;
+            /** @description Who started it: {kind, id, keyId}. */
+            startedBy: {
+                [key: string]: unknown;
+            };
+            cancelRequested: boolean;
+            /** @description ISO 8601 UTC with milliseconds */
+            createdAt: string;
+            /** @default null */
+            startedAt: string | null;
+            /** @default null */
+            endedAt: string | null;
+        };
+        AgentUsage: {
+            runs: number;
+            completed: number;
+            failed: number;
+            cancelled: number;
+            /** @description Queued or running now. */
+            active: number;
+            threads: number;
+            usage: {
+                inputTokens: number;
+                outputTokens: number;
+                /** @description Decimal, in credits. */
+                cost: string;
+            };
+            toolCalls: number;
+            toolErrors: number;
+            /** @default null */
+            lastRunAt: string | null;
+        };
+        AgentToolCallList: {
+            toolCalls: {
+                threadId: string;
+                runId: string;
+                callId: string;
+                name: string;
+                arguments: unknown;
+                isError: boolean;
+                result: unknown;
+                /** @enum {string} */
+                status: "started" | "done";
+                /** @description ISO 8601 UTC with milliseconds */
+                createdAt: string;
+            }[];
+            /** @default null */
+            nextCursor: string | null;
+        };
+        AgentTools: {
+            patterns: string[];
+            /** @description true: the agent names no tools and gets the default set. */
+            usesDefault: boolean;
+            tools: {
+                name: string;
+                description: string;
+            }[];
+        };
+        AgentAnswer: {
+            /** @description The thread holding the conversation: continue it with threads.inject. */
+            threadId: string;
+            runId: string;
+            /**
+             * @description The run’s status when answered.
+             * @enum {string}
+             */
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            /** @description true: the run was still working when the time was up (threads.wait waits more). */
+            timedOut: boolean;
+            /**
+             * @description The agent’s last message.
+             * @default null
+             */
+            reply: components["schemas"]["ThreadMessage"] | null;
+        };
+        ThreadMessage: {
+            id: string;
+            /** @description The seq of the event that recorded it (0 for a waiting message listed by threads.messages.pending). */
+            seq: number;
+            /** @enum {string} */
+            role: "user" | "assistant";
+            content: string;
+            /**
+             * @description The run it started, was delivered to, or was written in.
+             * @default null
+             */
+            runId: string | null;
+            /** @description A user message: started, pending, queued (waiting for a run), delivered or retracted; "" for the agent’s. */
+            status: string;
+            /** @description Who wrote it: {kind, id, keyId}. */
+            producer: {
+                [key: string]: unknown;
+            };
+            /** @description The agent’s tool calls in this message: {id, name, arguments}. */
+            toolCalls: {
+                [key: string]: unknown;
+            }[];
+            /** @description ISO 8601 UTC with milliseconds */
+            createdAt: string;
+            /** @default null */
+            editedAt: string | null;
+        };
+        AskAgentRequestInput: {
+            /** @description The question or task (at most 32000 characters). */
+            message: string;
+            /** @description The new thread’s title. */
+            title?: string;
+            /**
+             * @description How long to wait for the answer (100 to 30000 ms).
+             * @default 20000
+             */
+            timeoutMs?: number;
+        };
+        CancelledAgentRuns: {
+            /** @description The runs asked to stop. */
+            runIds: string[];
+        };
+        AgentList: {
+            agents: components["schemas"]["Agent"][];
+            /** @default null */
+            nextCursor: string | null;
+        };
         CreateAgentRequestInput: {
             name: string;
             description?: string;
@@ -1962,11 +2307,6 @@ export interface components {
             maxSteps?: number;
             /** @description Input plus output tokens per run (set by a person). */
             maxTokensPerRun?: number;
-        };
-        /** @description The account’s default agents, in order. */
-        DefaultAgents: {
-            agentIds: string[];
-            agents: components["schemas"]["Agent"][];
         };
         SetDefaultAgentsRequestInput: {
             agentIds: string[];
@@ -2241,75 +2581,12 @@ export interface components {
             }[];
             runs: components["schemas"]["Run"][];
         };
-        Run: {
-            id: string;
-            threadId: string;
-            agentId: string;
-            /** @enum {string} */
-            status: "queued" | "running" | "completed" | "failed" | "cancelled";
-            /** @description Model turns taken. */
-            steps: number;
-            usage: {
-                inputTokens: number;
-                outputTokens: number;
-                /** @description Decimal, in credits. */
-                cost: string;
-            };
-            /** @description Tool calls made. */
-            toolCalls: number;
-            /**
-             * @description Why a failed run failed.
-             * @default null
-             */
-            error: {
-                code: string;
-                message: string;
-            } | null;
-            /** @description Who started it: {kind, id, keyId}. */
-            startedBy: {
-                [key: string]: unknown;
-            };
-            cancelRequested: boolean;
-            /** @description ISO 8601 UTC with milliseconds */
-            createdAt: string;
-            /** @default null */
-            startedAt: string | null;
-            /** @default null */
-            endedAt: string | null;
-        };
         WaitThreadResult: {
             thread: components["schemas"]["Thread"];
             /** @description true: a run was still working when the time was up. */
             timedOut: boolean;
             /** @default null */
             lastReply: components["schemas"]["ThreadMessage"] | null;
-        };
-        ThreadMessage: {
-            id: string;
-            /** @description The seq of the event that recorded it (0 for a waiting message listed by threads.messages.pending). */
-            seq: number;
-            /** @enum {string} */
-            role: "user" | "assistant";
-            content: string;
-            /**
-             * @description The run it started, was delivered to, or was written in.
-             * @default null
-             */
-            runId: string | null;
-            /** @description A user message: started, pending, queued (waiting for a run), delivered or retracted; "" for the agent’s. */
-            status: string;
-            /** @description Who wrote it: {kind, id, keyId}. */
-            producer: {
-                [key: string]: unknown;
-            };
-            /** @description The agent’s tool calls in this message: {id, name, arguments}. */
-            toolCalls: {
-                [key: string]: unknown;
-            }[];
-            /** @description ISO 8601 UTC with milliseconds */
-            createdAt: string;
-            /** @default null */
-            editedAt: string | null;
         };
         WaitThreadRequestInput: {
             /**
@@ -4390,6 +4667,816 @@ export interface operations {
             };
             /** @description Not found (also for resources of another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.search": {
+        parameters: {
+            query: {
+                q: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentSearchResult"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "defaultAgents.add": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DefaultAgents"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "defaultAgents.remove": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DefaultAgents"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.clone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CloneAgentRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClonedAgent"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentDefinition"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.runs.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                status?: "queued" | "running" | "completed" | "failed" | "cancelled";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRunList"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.usage": {
+        parameters: {
+            query?: {
+                since?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentUsage"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.toolCalls.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                name?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentToolCallList"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentTools"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.ask": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AskAgentRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentAnswer"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "agents.cancelRuns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelledAgentRuns"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -71,7 +71,7 @@ export function toRun(r: RunRow & { tool_calls: number }): agents_thread_ops.Run
   };
 }
 
-const toToolCall = (c: ToolCallFullRow): agents_thread_ops.ToolCall => ({
+export const toToolCall = (c: ToolCallFullRow): agents_thread_ops.ToolCall => ({
   runId: c.run_id,
   callId: c.call_id,
   step: c.step,
