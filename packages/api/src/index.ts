@@ -6,6 +6,7 @@ import { codeRoutes } from './routes/code.js';
 import { creditsRoutes } from './routes/credits.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
+import { keyOpsRoutes } from './routes/key-ops.js';
 import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
@@ -43,6 +44,7 @@ export const routes: Route[] = [
   ...threadsRoutes,
   ...threadOpsRoutes,
   ...threadMessagesRoutes,
+  ...keyOpsRoutes,
   ...keysRoutes,
   ...driveRoutes,
   ...sitesRoutes,

@@ -63,5 +63,11 @@ export function handlers(
     },
     ...threadOpsHandlers(ops),
     ...agentOpsHandlers(agentOps),
+    async getAgentKey(req, { principal }) {
+      return agentKeys.get(principal, { agentId: req.agentId, id: req.id });
+    },
+    async renameAgentKey(req, { principal }) {
+      return agentKeys.rename(principal, req);
+    },
   };
 }

@@ -114,4 +114,28 @@ const agentSteps: Step[] = [
   { tool: 'default_agents_remove', valid: (s) => ({ agentId: s.workAgentId }), invalid: () => ({ agentId: 'nope' }) },
 ];
 
-export const STEPS: Step[] = [...threadSteps, ...agentSteps];
+const keySteps: Step[] = [
+  {
+    tool: 'me_api_keys_current',
+    before: async (s, t, key) => {
+      s.workKeyId = (await t.ok('POST', '/me/api-keys', key, { name: 'work key' })).body.id;
+      s.workAgentKeyId = (await t.ok('POST', `/agents/${s.workAgentId}/keys`, key, { name: 'work agent key' })).body.id;
+    },
+    valid: () => ({}),
+  },
+  { tool: 'me_api_keys_get', valid: (s) => ({ keyId: s.workKeyId }), invalid: () => ({ keyId: `key_${Z26}` }) },
+  { tool: 'me_api_keys_update', valid: (s) => ({ keyId: s.workKeyId, name: 'renamed key' }), invalid: (s) => ({ keyId: s.workKeyId, name: '' }) },
+  { tool: 'me_api_keys_revoked', valid: () => ({}), invalid: () => ({ limit: 0 }) },
+  {
+    tool: 'agent_keys_get',
+    valid: (s) => ({ id: s.workAgentId, keyId: s.workAgentKeyId }),
+    invalid: (s) => ({ id: s.workAgentId, keyId: `key_${Z26}` }),
+  },
+  {
+    tool: 'agent_keys_update',
+    valid: (s) => ({ id: s.workAgentId, keyId: s.workAgentKeyId, name: 'renamed agent key' }),
+    invalid: (s) => ({ id: s.workAgentId, keyId: s.workAgentKeyId, name: '' }),
+  },
+];
+
+export const STEPS: Step[] = [...threadSteps, ...agentSteps, ...keySteps];
