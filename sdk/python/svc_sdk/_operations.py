@@ -4,9 +4,11 @@ from typing import Any, Dict
 
 OPERATIONS: Dict[str, Dict[str, Any]] = {
   "accounts.audit": {"method": "GET", "path": "/accounts/{id}/audit", "pathParams": ["id"], "query": ["limit", "cursor", "action"], "headers": {}, "body": None, "answer": "json", "events": False, "paged": {"param": "cursor", "next": "nextCursor", "items": "events"}, "status": 200, "auth": "key"},
+  "accounts.auditEvent": {"method": "GET", "path": "/accounts/{id}/audit/{eventId}", "pathParams": ["id", "eventId"], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "accounts.chain": {"method": "GET", "path": "/accounts/me/chain", "pathParams": [], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "accounts.get": {"method": "GET", "path": "/accounts/{id}", "pathParams": ["id"], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "accounts.list": {"method": "GET", "path": "/accounts", "pathParams": [], "query": ["limit", "cursor"], "headers": {}, "body": None, "answer": "json", "events": False, "paged": {"param": "cursor", "next": "nextCursor", "items": "accounts"}, "status": 200, "auth": "key"},
+  "accounts.members.get": {"method": "GET", "path": "/accounts/{id}/members/{memberId}", "pathParams": ["id", "memberId"], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "accounts.members.list": {"method": "GET", "path": "/accounts/{id}/members", "pathParams": ["id"], "query": ["limit", "cursor"], "headers": {}, "body": None, "answer": "json", "events": False, "paged": {"param": "cursor", "next": "nextCursor", "items": "members"}, "status": 200, "auth": "key"},
   "accounts.settings.get": {"method": "GET", "path": "/accounts/{id}/settings", "pathParams": ["id"], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "agentKeys.create": {"method": "POST", "path": "/agents/{id}/keys", "pathParams": ["id"], "query": [], "headers": {}, "body": "json", "answer": "json", "events": False, "paged": None, "status": 201, "auth": "key"},
@@ -49,8 +51,11 @@ OPERATIONS: Dict[str, Dict[str, Any]] = {
   "grants.held": {"method": "GET", "path": "/standing-grants/held", "pathParams": [], "query": ["limit", "cursor"], "headers": {}, "body": None, "answer": "json", "events": False, "paged": {"param": "cursor", "next": "nextCursor", "items": "grants"}, "status": 200, "auth": "key"},
   "grants.list": {"method": "GET", "path": "/accounts/{id}/standing-grants", "pathParams": ["id"], "query": ["limit", "cursor"], "headers": {}, "body": None, "answer": "json", "events": False, "paged": {"param": "cursor", "next": "nextCursor", "items": "grants"}, "status": 200, "auth": "key"},
   "hosts.call": {"method": "POST", "path": "/hosts/{hostId}/call", "pathParams": ["hostId"], "query": [], "headers": {}, "body": "json", "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
+  "hosts.get": {"method": "GET", "path": "/hosts/{hostId}", "pathParams": ["hostId"], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "hosts.list": {"method": "GET", "path": "/accounts/{id}/hosts", "pathParams": ["id"], "query": ["limit", "cursor"], "headers": {}, "body": None, "answer": "json", "events": False, "paged": {"param": "cursor", "next": "nextCursor", "items": "hosts"}, "status": 200, "auth": "key"},
+  "hosts.rename": {"method": "PATCH", "path": "/hosts/{hostId}", "pathParams": ["hostId"], "query": [], "headers": {}, "body": "json", "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "me.get": {"method": "GET", "path": "/me", "pathParams": [], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
+  "me.permissions": {"method": "GET", "path": "/me/permissions", "pathParams": [], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "meApiKeys.create": {"method": "POST", "path": "/me/api-keys", "pathParams": [], "query": [], "headers": {}, "body": "json", "answer": "json", "events": False, "paged": None, "status": 201, "auth": "key"},
   "meApiKeys.current": {"method": "GET", "path": "/me/api-keys/current", "pathParams": [], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
   "meApiKeys.get": {"method": "GET", "path": "/me/api-keys/{keyId}", "pathParams": ["keyId"], "query": [], "headers": {}, "body": None, "answer": "json", "events": False, "paged": None, "status": 200, "auth": "key"},
@@ -139,7 +144,7 @@ OPERATIONS: Dict[str, Dict[str, Any]] = {
 }
 
 RESOURCES: Dict[str, Any] = {
-  "accounts": {"audit": "accounts.audit", "chain": "accounts.chain", "get": "accounts.get", "list": "accounts.list", "members": {"list": "accounts.members.list"}, "settings": {"get": "accounts.settings.get"}},
+  "accounts": {"audit": "accounts.audit", "auditEvent": "accounts.auditEvent", "chain": "accounts.chain", "get": "accounts.get", "list": "accounts.list", "members": {"get": "accounts.members.get", "list": "accounts.members.list"}, "settings": {"get": "accounts.settings.get"}},
   "agentKeys": {"create": "agentKeys.create", "get": "agentKeys.get", "list": "agentKeys.list", "revoke": "agentKeys.revoke", "revokeByQuery": "agentKeys.revokeByQuery", "update": "agentKeys.update"},
   "agents": {"ask": "agents.ask", "cancelRuns": "agents.cancelRuns", "clone": "agents.clone", "create": "agents.create", "delete": "agents.delete", "export": "agents.export", "get": "agents.get", "list": "agents.list", "runs": {"list": "agents.runs.list"}, "search": "agents.search", "toolCalls": {"list": "agents.toolCalls.list"}, "tools": "agents.tools", "update": "agents.update", "usage": "agents.usage"},
   "apiKeys": {"create": "apiKeys.create", "list": "apiKeys.list", "revoke": "apiKeys.revoke"},
@@ -148,8 +153,8 @@ RESOURCES: Dict[str, Any] = {
   "defaultAgents": {"add": "defaultAgents.add", "get": "defaultAgents.get", "remove": "defaultAgents.remove", "set": "defaultAgents.set"},
   "drive": {"createFolder": "drive.createFolder", "delete": "drive.delete", "get": "drive.get", "list": "drive.list", "read": "drive.read", "replace": "drive.replace", "update": "drive.update", "upload": "drive.upload"},
   "grants": {"held": "grants.held", "list": "grants.list"},
-  "hosts": {"call": "hosts.call", "list": "hosts.list"},
-  "me": {"get": "me.get"},
+  "hosts": {"call": "hosts.call", "get": "hosts.get", "list": "hosts.list", "rename": "hosts.rename"},
+  "me": {"get": "me.get", "permissions": "me.permissions"},
   "meApiKeys": {"create": "meApiKeys.create", "current": "meApiKeys.current", "get": "meApiKeys.get", "list": "meApiKeys.list", "revoke": "meApiKeys.revoke", "revokeByQuery": "meApiKeys.revokeByQuery", "revoked": "meApiKeys.revoked", "update": "meApiKeys.update"},
   "models": {"catalog": "models.catalog", "families": "models.families", "list": "models.list"},
   "profiles": {"checkout": "profiles.checkout", "commit": "profiles.commit", "create": "profiles.create", "createBranch": "profiles.createBranch", "delete": "profiles.delete", "deleteBranch": "profiles.deleteBranch", "diff": "profiles.diff", "get": "profiles.get", "getVersion": "profiles.getVersion", "list": "profiles.list", "log": "profiles.log", "merge": "profiles.merge", "rollback": "profiles.rollback", "update": "profiles.update"},

@@ -138,4 +138,23 @@ const keySteps: Step[] = [
   },
 ];
 
-export const STEPS: Step[] = [...threadSteps, ...agentSteps, ...keySteps];
+const accountSteps: Step[] = [
+  { tool: 'me_permissions', valid: () => ({}) },
+  {
+    tool: 'accounts_members_get',
+    valid: (s) => ({ id: s.orgId, memberId: s.accountId }),
+    invalid: (s) => ({ id: s.orgId, memberId: s.otherAccountId }),
+  },
+  {
+    tool: 'accounts_audit_event',
+    before: async (s, t, key) => {
+      s.auditEventId = (await t.ok('GET', `/accounts/${s.accountId}/audit`, key)).body.events[0].id;
+    },
+    valid: (s) => ({ id: s.accountId, eventId: s.auditEventId }),
+    invalid: (s) => ({ id: s.accountId, eventId: `evt_${Z26}` }),
+  },
+  { tool: 'hosts_get', valid: (s) => ({ hostId: s.hostId }), invalid: () => ({ hostId: `host_${Z26}` }) },
+  { tool: 'hosts_rename', valid: (s) => ({ hostId: s.hostId, name: `laptop ${s.run}` }), invalid: (s) => ({ hostId: s.hostId, name: '' }) },
+];
+
+export const STEPS: Step[] = [...threadSteps, ...agentSteps, ...keySteps, ...accountSteps];
