@@ -12,6 +12,7 @@ import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
+import { threadExtrasRoutes } from './routes/thread-extras.js';
 import { threadMessagesRoutes } from './routes/thread-messages.js';
 import { threadOpsRoutes } from './routes/thread-ops.js';
 import { threadsRoutes } from './routes/threads.js';
@@ -42,6 +43,7 @@ export const routes: Route[] = [
   ...agentOpsRoutes,
   ...agentsRoutes,
   ...threadsRoutes,
+  ...threadExtrasRoutes,
   ...threadOpsRoutes,
   ...threadMessagesRoutes,
   ...keyOpsRoutes,

@@ -8,6 +8,7 @@ import { type AgentRecords, AgentsDomain } from './agents.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
+import { ThreadExtras } from './threads/extras.js';
 import { LiveEvents } from './threads/live.js';
 import { ThreadOps } from './threads/ops.js';
 import { ThreadsDomain } from './threads/threads.js';
@@ -72,7 +73,15 @@ export const agentsService = defineService({
       }
     };
     return {
-      handlers: handlers(domain, agentKeys, threads, live, threadOps, new AgentOps(domain, threads, threadOps)),
+      handlers: handlers(
+        domain,
+        agentKeys,
+        threads,
+        live,
+        threadOps,
+        new AgentOps(domain, threads, threadOps),
+        new ThreadExtras(threads, threadOps, sql),
+      ),
       async start() {
         void recordAll();
         const bus = await ctx.backends.bus();

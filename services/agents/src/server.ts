@@ -5,6 +5,8 @@ import type { AgentKeys } from './agent-keys.js';
 import type { AgentOps } from './agent-ops.js';
 import { agentOpsHandlers } from './agent-ops-server.js';
 import type { AgentsDomain } from './agents.js';
+import type { ThreadExtras } from './threads/extras.js';
+import { threadExtrasHandlers } from './threads/extras-server.js';
 import type { LiveEvents } from './threads/live.js';
 import type { ThreadOps } from './threads/ops.js';
 import { threadOpsHandlers } from './threads/ops-server.js';
@@ -24,6 +26,7 @@ export function handlers(
   live: LiveEvents,
   ops: ThreadOps,
   agentOps: AgentOps,
+  extras: ThreadExtras,
 ): Handlers<Def> {
   return {
     ...threadHandlers(threads, live),
@@ -63,6 +66,7 @@ export function handlers(
     },
     ...threadOpsHandlers(ops),
     ...agentOpsHandlers(agentOps),
+    ...threadExtrasHandlers(extras),
     async getAgentKey(req, { principal }) {
       return agentKeys.get(principal, { agentId: req.agentId, id: req.id });
     },

@@ -49,6 +49,14 @@ const threadSteps: Step[] = [
     invalid: (s) => ({ id: s.slowThrId, messageId: s.waitingMsgId, content: '' }),
   },
   {
+    tool: 'threads_messages_clear_pending',
+    before: async (s, t, key) => {
+      await t.ok('POST', `/threads/${s.slowThrId}/inject`, key, { content: 'to clear', mode: 'enqueue' });
+    },
+    valid: (s) => ({ id: s.slowThrId }),
+    invalid: () => ({ id: 'nope' }),
+  },
+  {
     tool: 'threads_messages_retract',
     valid: (s) => ({ id: s.slowThrId, messageId: s.waitingMsgId }),
     invalid: (s) => ({ id: s.slowThrId, messageId: s.thrMsgId }),
@@ -75,6 +83,13 @@ const threadSteps: Step[] = [
   { tool: 'threads_usage', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
   { tool: 'threads_last_reply', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
   { tool: 'threads_summary', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: 'thr_x' }) },
+  { tool: 'threads_ask', valid: (s) => ({ id: s.thrId, content: 'one more', timeoutMs: 15_000 }), invalid: (s) => ({ id: s.thrId, content: '' }) },
+  { tool: 'threads_search_messages', valid: (s) => ({ id: s.thrId, q: 'one more' }), invalid: (s) => ({ id: s.thrId, q: '' }) },
+  { tool: 'threads_participants', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  { tool: 'threads_metadata_patch', valid: (s) => ({ id: s.thrId, body: { via: 'mcp' } }), invalid: (s) => ({ id: s.thrId, body: [1] }) },
+  { tool: 'runs_list', valid: (s) => ({ agentId: s.workAgentId }), invalid: () => ({ status: 'sleeping' }) },
+  { tool: 'threads_usage_by_agent', valid: () => ({}), invalid: () => ({ since: 'yesterday' }) },
+  { tool: 'threads_archive_idle', valid: () => ({ olderThanDays: 3650 }), invalid: () => ({ olderThanDays: -1 }) },
   { tool: 'threads_set_agent', valid: (s) => ({ id: s.thrId, agentId: s.agentId }), invalid: (s) => ({ id: s.thrId, agentId: `agt_${Z26}` }) },
   {
     tool: 'threads_retry',

@@ -69,6 +69,10 @@ export class ThreadOps {
   }
 
   /** Message events as messages, with the waiting ones' current state from the inbox. */
+  viewsOf(threadId: string, events: EventRow[]): Promise<MessageView[]> {
+    return this.views(threadId, events);
+  }
+
   private async views(threadId: string, events: EventRow[]): Promise<MessageView[]> {
     const ids = events.filter((e) => e.data.role === 'user').map((e) => String(e.data.messageId));
     const inbox = new Map((await this.store.inboxRows(threadId, ids)).map((m) => [m.id, m]));
