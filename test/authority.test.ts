@@ -40,6 +40,10 @@ interface Tenant {
   /** A resting paper order. */
   orderId: string;
   threadId: string;
+  /** The thread's first message and the run it started; an audit event of the person's account. */
+  messageId: string;
+  runId: string;
+  auditEventId: string;
   /** A hosted site and its one deployment. */
   siteId: string;
   deploymentId: string;
@@ -76,6 +80,8 @@ async function tenant(name: string): Promise<Tenant> {
   const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
   const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00' })).id;
   const threadId = (await ok('POST', '/threads', key, { agentId, title: `${name} thread` })).id;
+  const sent = await ok('POST', `/threads/${threadId}/inject`, key, { content: 'hello' });
+  const auditEventId = (await ok('GET', `/accounts/${userId}/audit`, key)).events[0].id;
   const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
   const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
   return {
@@ -95,6 +101,9 @@ async function tenant(name: string): Promise<Tenant> {
     branchId,
     orderId,
     threadId,
+    messageId: sent.messageId,
+    runId: sent.runId,
+    auditEventId,
     siteId,
     deploymentId,
   };
@@ -140,6 +149,14 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'put /trading/credentials/:venue': { keyId: 'PKAUTHORITY', secretKey: 'authority-test' },
     'patch /threads/:id': { title: 'renamed' },
     'post /threads/:id/inject': { content: 'hello' },
+    'post /threads/:id/ask': { content: 'hello', timeoutMs: 100 },
+    'post /threads/:id/wait-events': { after: 0, timeoutMs: 0 },
+    'put /threads/:id/agent': { agentId: who.agentId },
+    'patch /threads/:id/messages/:messageId': { content: 'edited' },
+    'patch /hosts/:hostId': { name: 'renamed' },
+    'post /agents/:id/ask': { message: 'hello', timeoutMs: 100 },
+    'patch /me/api-keys/:keyId': { name: 'renamed' },
+    'patch /agents/:id/keys/:keyId': { name: 'renamed' },
     'post /sites': { slug: 'authority-site' },
     'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
     'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
@@ -159,6 +176,7 @@ function sampleQuery(r: Route, who: Tenant): string {
     'delete /me/api-keys': `id=${who.keyId}`,
     'delete /agents/:id/keys': `id=${who.agentKeyId}`,
     'get /profiles/:id/diff': `from=${who.versionId}&to=${who.branchId}`,
+    'get /threads/:id/search': 'q=hello',
   };
   const k = `${r.method} ${r.path}`;
   const q = samples[k] ?? '';
@@ -185,6 +203,10 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return accountId;
     case 'accounts:memberId':
       return who.userId;
+    case 'accounts:eventId':
+      return who.auditEventId;
+    case 'default-agents:agentId':
+      return who.agentId;
     case 'standing-grants:id':
       return who.grantId;
     case 'hosts:hostId':
@@ -213,6 +235,14 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return 'alpaca';
     case 'threads:id':
       return who.threadId;
+    case 'threads:messageId':
+      return who.messageId;
+    case 'threads:runId':
+      return who.runId;
+    case 'threads:seq':
+      return '1';
+    case 'threads:tag':
+      return 'shared-tag';
     case 'sites:id':
       return who.siteId;
     case 'sites:deploymentId':

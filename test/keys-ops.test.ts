@@ -64,3 +64,23 @@ test('an agent’s key: details and rename, by a person of its account or by the
   expect(await err('GET', `/agents/${other.id}/keys/${k.id}`, ada.key)).toEqual([404, 'key_not_found']);
   expect(await err('PATCH', `/agents/${agent.id}/keys/${k.id}`, ada.key, { name: 'x'.repeat(101) })).toEqual([400, 'invalid_request']);
 });
+
+test('rotate: a new key like the old one, the old one revoked; only the owner rotates', async () => {
+  const [ada, bob] = await Promise.all([person(), person()]);
+  const old = (await ok('POST', '/me/api-keys', ada.key, { name: 'deploy', projectId: 'web', expiresInDays: 10 })).body;
+  const rotated = await ok('POST', `/me/api-keys/${old.id}/rotate`, ada.key);
+  expect(rotated.status).toBe(201);
+  expect(rotated.body).toMatchObject({ name: 'deploy', projectId: 'web', revokedKeyId: old.id });
+  expect(rotated.body.key).toMatch(/^svc_/);
+  expect(Math.abs(Date.parse(rotated.body.expiresAt) - Date.parse(old.expiresAt))).toBeLessThan(86_400_000 + 60_000);
+  expect((await t.call('GET', '/me', { key: old.key })).status).toBe(401);
+  expect((await ok('GET', '/me/api-keys/current', rotated.body.key)).body.id).toBe(rotated.body.id);
+  expect(await err('POST', `/me/api-keys/${old.id}/rotate`, ada.key)).toEqual([409, 'key_revoked']);
+  expect(await err('POST', `/me/api-keys/${rotated.body.id}/rotate`, bob.key)).toEqual([404, 'key_not_found']);
+  // A person sees the keys of the account's agents, but only the agent rotates its own.
+  const agent = (await ok('POST', '/agents', ada.key, { name: 'a' })).body;
+  const ak = (await ok('POST', `/agents/${agent.id}/keys`, ada.key, { name: 'ak' })).body;
+  expect(await err('POST', `/me/api-keys/${ak.id}/rotate`, ada.key)).toEqual([403, 'key_owner_required']);
+  const self = (await ok('POST', `/me/api-keys/${ak.id}/rotate`, ak.key)).body;
+  expect((await ok('GET', `/agents/${agent.id}/keys/${self.id}`, ada.key)).body).toMatchObject({ ownerKind: 'agent', ownerId: agent.id, name: 'ak' });
+});

@@ -108,4 +108,27 @@ describe('threads: more operations', () => {
     expect(await err('POST', '/me/threads/archive-idle', ada.key, { olderThanDays: -1 })).toEqual([400, 'invalid_request']);
     expect((await ok('POST', '/me/threads/archive-idle', bob.key, { olderThanDays: 0 })).body.threadIds).toEqual([]);
   });
+
+  test('wait-events answers as soon as an event comes; run steps', async () => {
+    const th = (await ok('POST', '/threads', ada.key, { agentId: agent.id })).body;
+    const last = (await ok('GET', `/threads/${th.id}`, ada.key)).body.lastSeq;
+    const idle = (await ok('POST', `/threads/${th.id}/wait-events`, ada.key, { after: last, timeoutMs: 300 })).body;
+    expect(idle).toEqual({ events: [], timedOut: true, lastSeq: last });
+    const waiting = ok('POST', `/threads/${th.id}/wait-events`, ada.key, { after: last, types: ['run.completed'], timeoutMs: 15_000 });
+    const sent = (await ok('POST', `/threads/${th.id}/inject`, ada.key, { content: '/tool whoami {}' })).body;
+    const got = (await waiting).body;
+    expect(got.timedOut).toBe(false);
+    expect(got.events.map((e: any) => [e.type, e.runId])).toEqual([['run.completed', sent.runId]]);
+    expect(await err('POST', `/threads/${th.id}/wait-events`, ada.key, { after: 0, types: ['Bad Type'] })).toEqual([400, 'invalid_request']);
+    expect(await err('POST', `/threads/${th.id}/wait-events`, bob.key, { after: 0, timeoutMs: 0 })).toEqual([404, 'thread_not_found']);
+
+    const steps = (await ok('GET', `/threads/${th.id}/runs/${sent.runId}/steps`, ada.key)).body.steps;
+    expect(steps.map((x: any) => [x.step, x.toolsCalled, x.toolErrors, x.interrupted])).toEqual([
+      [1, ['whoami'], 0, false],
+      [2, [], 0, false],
+    ]);
+    expect(steps[0].usage.inputTokens).toBeGreaterThan(0);
+    expect(await err('GET', `/threads/${th.id}/runs/${sent.runId}/steps`, bob.key)).toEqual([404, 'thread_not_found']);
+    expect(await err('GET', `/threads/${th.id}/runs/run_${'0'.repeat(26)}/steps`, ada.key)).toEqual([404, 'run_not_found']);
+  });
 });

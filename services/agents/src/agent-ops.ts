@@ -169,7 +169,10 @@ export class AgentOps {
 
   async removeDefault(p: Principal, id: string): Promise<AgentRow[]> {
     const ids = (await this.agents.getDefaults(p)).map((a) => a.id);
-    if (!ids.includes(id)) return this.agents.getDefaults(p);
+    if (!ids.includes(id)) {
+      await this.agents.get(p, id); // another account's agent is not found, as everywhere
+      return this.agents.getDefaults(p);
+    }
     return this.agents.setDefaults(
       p,
       ids.filter((x) => x !== id),

@@ -57,6 +57,24 @@ export class KeyOps {
     return this.renameIf(p.accountId, id, n, (row) => keySees(p, row), p.keyId ?? null);
   }
 
+  /**
+   * Replaces one of the caller's own keys: a new key with its name, project and remaining expiry,
+   * then the old one revoked (a failed revocation leaves both: revoking again finishes it).
+   */
+  async rotate(p: Principal, id: string): Promise<{ row: KeyRow; plaintext: string; revokedKeyId: string }> {
+    const old = await this.get(p, id);
+    const own =
+      p.kind === 'agent' ? old.owner_kind === 'agent' && old.owner_id === p.agentId : old.owner_kind === 'human' && old.owner_id === p.userId;
+    if (!own) throw new DomainError('forbidden', 'key_owner_required', 'Only the key’s owner rotates it: revoke it, and its owner makes a new one.');
+    if (old.revoked_at) throw new DomainError('conflict', 'key_revoked', 'The key is revoked: it cannot change.');
+    const left = old.expires_at ? old.expires_at.getTime() - Date.now() : null;
+    if (left !== null && left <= 0) throw new DomainError('conflict', 'key_expired', 'The key has expired: make a new one.');
+    const expiresInDays = left === null ? undefined : Math.max(1, Math.ceil(left / 86_400_000));
+    const made = await this.keys.create(p, { name: old.name, projectId: old.project_id ?? undefined, expiresInDays });
+    await this.keys.revoke(p, { id: old.id });
+    return { ...made, revokedKeyId: old.id };
+  }
+
   async getAgentKey(c: AgentKeyCaller, id: string): Promise<KeyRow> {
     return this.visible(c.accountId, id, agentSees(c));
   }

@@ -124,6 +124,10 @@ export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords, op
       const { rows, nextCursor } = await ops.revoked(ctx.principal, req);
       return { keys: rows.map(toApiKey), nextCursor };
     },
+    async rotateKey(req, ctx) {
+      const r = await ops.rotate(ctx.principal, req.id);
+      return { key: toApiKey(r.row), plaintext: r.plaintext, revokedKeyId: r.revokedKeyId };
+    },
     async getAgentKey(req, ctx) {
       systemOnly(ctx);
       return { key: toApiKey(await ops.getAgentKey(agentKeyCaller(req.caller), req.id)) };

@@ -66,6 +66,8 @@ const threadSteps: Step[] = [
   { tool: 'threads_runs_get', valid: (s) => ({ id: s.thrId, runId: s.thrRunId }), invalid: (s) => ({ id: s.thrId, runId: `run_${Z26}` }) },
   { tool: 'threads_runs_tool_calls', valid: (s) => ({ id: s.thrId, runId: s.thrRunId }), invalid: (s) => ({ id: s.thrId, runId: 'nope' }) },
   { tool: 'threads_runs_context', valid: (s) => ({ id: s.thrId, runId: s.thrRunId }), invalid: (s) => ({ id: s.thrId, runId: `run_${Z26}` }) },
+  { tool: 'threads_runs_steps', valid: (s) => ({ id: s.thrId, runId: s.thrRunId }), invalid: (s) => ({ id: s.thrId, runId: `run_${Z26}` }) },
+  { tool: 'threads_wait_for_events', valid: (s) => ({ id: s.thrId, after: 0, timeoutMs: 0 }), invalid: (s) => ({ id: s.thrId, after: -1 }) },
   { tool: 'threads_tool_calls_summary', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
   {
     tool: 'threads_fork',
@@ -94,6 +96,9 @@ const threadSteps: Step[] = [
   {
     tool: 'threads_retry',
     before: async (s, t, key) => {
+      // A run of its own, cancelled: whatever the slow thread did before has ended by now.
+      await settle(t, key, s.slowThrId);
+      await t.ok('POST', `/threads/${s.slowThrId}/inject`, key, { content: SLOW });
       await t.ok('POST', `/threads/${s.slowThrId}/cancel`, key);
       await settle(t, key, s.slowThrId);
     },
@@ -140,6 +145,11 @@ const keySteps: Step[] = [
   },
   { tool: 'me_api_keys_get', valid: (s) => ({ keyId: s.workKeyId }), invalid: () => ({ keyId: `key_${Z26}` }) },
   { tool: 'me_api_keys_update', valid: (s) => ({ keyId: s.workKeyId, name: 'renamed key' }), invalid: (s) => ({ keyId: s.workKeyId, name: '' }) },
+  {
+    tool: 'me_api_keys_rotate',
+    valid: (s) => ({ keyId: s.workKeyId }),
+    invalid: (s) => ({ keyId: s.workKeyId }), // revoked by the rotation: 409
+  },
   { tool: 'me_api_keys_revoked', valid: () => ({}), invalid: () => ({ limit: 0 }) },
   {
     tool: 'agent_keys_get',

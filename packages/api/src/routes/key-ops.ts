@@ -4,6 +4,7 @@ import type { keys } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, ProjectId, route, type RouteInput, Timestamp } from '../route.js';
 import { rpc } from '../rpc.js';
+import { created, CreatedKey } from './keys.js';
 
 /**
  * One API key at a time (docs/keys.md): its details (revoked ones too), renaming it, the calling key
@@ -101,6 +102,21 @@ export const keyOpsRoutes = [
     body: RenameBody,
     response: KeyDetails,
     handler: rpc('keys', 'renameKey', { request: (i) => ({ id: i.params.keyId, name: i.body.name }), response: details }),
+  }),
+  route({
+    ...common,
+    id: 'meApiKeys.rotate',
+    method: 'post',
+    path: '/me/api-keys/:keyId/rotate',
+    summary: 'Replace one of the caller’s own keys: a new key with its name, project and remaining expiry (shown once), the old one revoked at once.',
+    tag: 'keys',
+    params: z.object({ keyId: KeyId }),
+    response: CreatedKey.extend({ revokedKeyId: z.string().describe('The key replaced, now revoked.') }).meta({ id: 'RotatedKey' }),
+    status: 201,
+    handler: rpc('keys', 'rotateKey', {
+      request: (i) => ({ id: i.params.keyId }),
+      response: (res) => ({ ...created(res), revokedKeyId: res.revokedKeyId }),
+    }),
   }),
   route({
     ...common,

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AgentId, ListQuery, Nullable, route, type RouteInput, Timestamp } from '../route.js';
 import { rpc } from '../rpc.js';
 import { messageJson, Run, runJson, ThreadMessage } from './thread-messages.js';
-import { Thread, ThreadId, threadJson } from './threads.js';
+import { Thread, ThreadEvent, threadEventJson, ThreadId, threadJson } from './threads.js';
 
 /**
  * Account-wide and housekeeping thread operations (docs/threads.md): the account's runs and usage
@@ -184,6 +184,74 @@ export const threadExtrasRoutes = [
         reply: res.reply ? messageJson(res.reply) : null,
       }),
       deadlineMs: 40_000,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'threads.waitForEvents',
+    method: 'post',
+    path: '/threads/:id/wait-events',
+    summary: 'The thread’s events after a seq (of the given types), as soon as there is one, or none after timeoutMs: live updates without a stream.',
+    params,
+    body: z
+      .object({
+        after: z.number().int().min(0).describe('Events with a greater seq.'),
+        types: z
+          .array(z.string().regex(/^[a-z_]+\.[a-z_]+$/, 'must be an event type such as run.completed'))
+          .max(20)
+          .default([])
+          .describe('Only these event types (all when empty).'),
+        timeoutMs: z.number().int().min(0).max(30_000).default(10_000).describe('How long to wait for one (0 to 30000 ms).'),
+        limit: z.number().int().min(1).max(200).default(50),
+      })
+      .strict()
+      .meta({ id: 'WaitEventsRequest' }),
+    response: z
+      .object({
+        events: z.array(ThreadEvent),
+        timedOut: z.boolean(),
+        lastSeq: z.number().int().describe('The thread’s last seq when answered.'),
+      })
+      .meta({ id: 'WaitedEvents' }),
+    handler: rpc('agents', 'waitThreadEvents', {
+      request: (i) => ({ threadId: i.params.id, after: i.body.after, types: i.body.types, timeoutMs: i.body.timeoutMs, limit: i.body.limit }),
+      response: (res) => ({ events: res.events.map(threadEventJson), timedOut: res.timedOut, lastSeq: Number(res.lastSeq) }),
+      deadlineMs: 40_000,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'threads.runs.steps',
+    method: 'get',
+    path: '/threads/:id/runs/:runId/steps',
+    summary: 'A run step by step: each model turn with its usage, the tools it called and how many failed.',
+    params: z.object({ id: ThreadId, runId: z.string().regex(/^run_[0-9a-z]{26}$/, 'must be a run id (run_…)') }),
+    response: z
+      .object({
+        steps: z.array(
+          z.object({
+            step: z.number().int(),
+            at: Timestamp,
+            interrupted: z.boolean(),
+            usage: Nullable(z.object({ model: z.string(), inputTokens: z.number().int(), outputTokens: z.number().int(), cost: z.string() }).loose()),
+            toolsCalled: z.array(z.string()),
+            toolErrors: z.number().int(),
+          }),
+        ),
+      })
+      .meta({ id: 'RunSteps' }),
+    handler: rpc('agents', 'listRunSteps', {
+      request: (i) => ({ threadId: i.params.id, runId: i.params.runId }),
+      response: (res) => ({
+        steps: res.steps.map((s) => ({
+          step: s.step,
+          at: s.at,
+          interrupted: s.interrupted,
+          usage: s.usageJson ? (JSON.parse(s.usageJson) as { model: string; inputTokens: number; outputTokens: number; cost: string }) : null,
+          toolsCalled: s.toolsCalled,
+          toolErrors: s.toolErrors,
+        })),
+      }),
     }),
   }),
 ];

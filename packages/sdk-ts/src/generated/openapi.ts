@@ -826,6 +826,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/threads/{id}/wait-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The thread’s events after a seq (of the given types), as soon as there is one, or none after timeoutMs: live updates without a stream. */
+        post: operations["threads.waitForEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/threads/{id}/runs/{runId}/steps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run step by step: each model turn with its usage, the tools it called and how many failed. */
+        get: operations["threads.runs.steps"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/me/threads/search": {
         parameters: {
             query?: never;
@@ -1271,6 +1305,23 @@ export interface paths {
         head?: never;
         /** Rename an API key (409 key_revoked for a revoked one). */
         patch: operations["meApiKeys.update"];
+        trace?: never;
+    };
+    "/me/api-keys/{keyId}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace one of the caller’s own keys: a new key with its name, project and remaining expiry (shown once), the old one revoked at once. */
+        post: operations["meApiKeys.rotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/agents/{id}/keys/{keyId}": {
@@ -2847,6 +2898,47 @@ export interface components {
              */
             timeoutMs?: number;
         };
+        WaitedEvents: {
+            events: components["schemas"]["ThreadEvent"][];
+            timedOut: boolean;
+            /** @description The thread’s last seq when answered. */
+            lastSeq: number;
+        };
+        WaitEventsRequestInput: {
+            /** @description Events with a greater seq. */
+            after: number;
+            /**
+             * @description Only these event types (all when empty).
+             * @default []
+             */
+            types?: string[];
+            /**
+             * @description How long to wait for one (0 to 30000 ms).
+             * @default 10000
+             */
+            timeoutMs?: number;
+            /** @default 50 */
+            limit?: number;
+        };
+        RunSteps: {
+            steps: {
+                step: number;
+                /** @description ISO 8601 UTC with milliseconds */
+                at: string;
+                interrupted: boolean;
+                /** @default null */
+                usage: ({
+                    model: string;
+                    inputTokens: number;
+                    outputTokens: number;
+                    cost: string;
+                } & {
+                    [key: string]: unknown;
+                }) | null;
+                toolsCalled: string[];
+                toolErrors: number;
+            }[];
+        };
         ThreadSearchResult: {
             matches: {
                 thread: components["schemas"]["Thread"];
@@ -3053,6 +3145,22 @@ export interface components {
         RenameKeyRequestInput: {
             /** @description The new name. */
             name: string;
+        };
+        RotatedKey: {
+            /** @description The key itself. Shown once: store it now. */
+            key: string;
+            id: string;
+            name: string;
+            /** @description The first 12 characters, the only part visible later. */
+            prefix: string;
+            projectId?: string;
+            /** @default null */
+            expiresAt: string | null;
+            /** @description ISO 8601 UTC with milliseconds */
+            createdAt: string;
+            warning: string;
+            /** @description The key replaced, now revoked. */
+            revokedKeyId: string;
         };
         CreatedKey: {
             /** @description The key itself. Shown once: store it now. */
@@ -7961,6 +8069,163 @@ export interface operations {
             };
         };
     };
+    "threads.waitForEvents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WaitEventsRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitedEvents"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "threads.runs.steps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunSteps"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "threads.search": {
         parameters: {
             query: {
@@ -10170,6 +10435,91 @@ export interface operations {
             };
             /** @description Not found (also for resources of another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "meApiKeys.rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedKey"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

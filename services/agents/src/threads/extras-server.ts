@@ -3,7 +3,7 @@ import type { agents } from '@svc/proto';
 
 import type { ThreadExtras } from './extras.js';
 import { toMessage, toRun } from './ops-server.js';
-import { toThread } from './server.js';
+import { toEvent, toThread } from './server.js';
 
 type Def = typeof agents.AgentsServiceService;
 type ExtrasHandlers = Pick<
@@ -16,6 +16,8 @@ type ExtrasHandlers = Pick<
   | 'listThreadParticipants'
   | 'askThread'
   | 'archiveIdleThreads'
+  | 'waitThreadEvents'
+  | 'listRunSteps'
 >;
 
 /** gRPC handlers of the account-wide and housekeeping thread operations. */
@@ -75,6 +77,28 @@ export function threadExtrasHandlers(x: ThreadExtras): ExtrasHandlers {
     },
     async archiveIdleThreads(req, { principal }) {
       return { threadIds: await x.archiveIdle(principal, req.olderThanDays, req.agentId) };
+    },
+    async waitThreadEvents(req, { principal }) {
+      const r = await x.waitEvents(principal, req.threadId, {
+        after: Number(req.after),
+        types: req.types,
+        timeoutMs: req.timeoutMs,
+        limit: req.limit,
+      });
+      return { events: r.events.map(toEvent), timedOut: r.timedOut, lastSeq: r.lastSeq };
+    },
+    async listRunSteps(req, { principal }) {
+      const steps = await x.steps(principal, req.threadId, req.runId);
+      return {
+        steps: steps.map((s) => ({
+          step: s.step,
+          at: s.at.toISOString(),
+          interrupted: s.interrupted,
+          usageJson: s.usage ? JSON.stringify(s.usage) : '',
+          toolsCalled: s.tools,
+          toolErrors: s.errors,
+        })),
+      };
     },
   };
 }

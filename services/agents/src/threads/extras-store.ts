@@ -97,4 +97,24 @@ export class ThreadExtrasStore {
   async archive(q: Queryable, ids: string[]): Promise<void> {
     await q.query(`UPDATE agents.threads SET archived_at = now(), updated_at = now() WHERE id = ANY($1::text[])`, [ids]);
   }
+
+  /** Events after a seq, of the given types (all when none), oldest first. */
+  async eventsOf(threadId: string, after: number, types: string[], limit: number): Promise<EventRow[]> {
+    const rows = await this.sql.query<EventRow>(
+      `SELECT * FROM agents.thread_events WHERE thread_id = $1 AND seq > $2 AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
+        ORDER BY seq LIMIT $4`,
+      [threadId, after, types, limit],
+    );
+    return rows.map(eventRow);
+  }
+
+  /** A run's step events: its model turns, tool calls and tool results, in order. */
+  async stepEvents(threadId: string, runId: string): Promise<EventRow[]> {
+    const rows = await this.sql.query<EventRow>(
+      `SELECT * FROM agents.thread_events WHERE thread_id = $1 AND run_id = $2 AND type IN ('run.step', 'tool.called', 'tool.result', 'message.created')
+        ORDER BY seq`,
+      [threadId, runId],
+    );
+    return rows.map(eventRow);
+  }
 }

@@ -16,6 +16,7 @@ import { producerOf, type ThreadsDomain } from './threads.js';
 const MAX_METADATA_BYTES = 16_384;
 const RUN_STATUS = ['queued', 'running', 'completed', 'failed', 'cancelled'];
 const AGENT_ID_RE = /^agt_[0-9a-z]{26}$/;
+const EVENT_TYPE_RE = /^[a-z_]+\.[a-z_]+$/;
 const Query = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
 
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
@@ -172,5 +173,48 @@ export class ThreadExtras {
     });
     for (const e of events) await this.threads.after(e.id, e.events, null);
     return ids;
+  }
+
+  /** The events after `after` (of `types`), as soon as there is one, or none when timeoutMs pass (checked every 200 ms). */
+  async waitEvents(p: Principal, threadId: string, input: { after: number; types: string[]; timeoutMs: number; limit: number }) {
+    const ms = input.timeoutMs || 10_000;
+    if (!Number.isInteger(ms) || ms < 0 || ms > 30_000)
+      throw new DomainError('invalid_argument', 'invalid_request', 'timeoutMs: must be 0 to 30000.');
+    if (!Number.isSafeInteger(input.after) || input.after < 0)
+      throw new DomainError('invalid_argument', 'invalid_request', 'after: must be 0 or more.');
+    if (input.types.length > 20 || input.types.some((x) => !EVENT_TYPE_RE.test(x))) {
+      throw new DomainError('invalid_argument', 'invalid_request', 'types: at most 20 event types such as run.completed.');
+    }
+    const limit = Math.min(Math.max(input.limit || 50, 1), 200);
+    const end = Date.now() + ms;
+    for (;;) {
+      const t = await this.threads.get(p, threadId);
+      const rows = await this.store.eventsOf(threadId, input.after, input.types, limit);
+      if (rows.length || Date.now() >= end) return { events: rows, timedOut: rows.length === 0, lastSeq: Number(t.last_seq) };
+      await new Promise((r) => setTimeout(r, Math.min(200, Math.max(end - Date.now(), 0))));
+    }
+  }
+
+  /** A run's steps: each model turn with its usage, the tools it called and their errors. */
+  async steps(p: Principal, threadId: string, runId: string) {
+    await this.ops.run(p, threadId, runId);
+    const steps = new Map<number, { step: number; at: Date; interrupted: boolean; usage: unknown; tools: string[]; errors: number }>();
+    const at = (n: number, e: EventRow) => {
+      let s = steps.get(n);
+      if (!s) steps.set(n, (s = { step: n, at: e.created_at, interrupted: false, usage: null, tools: [], errors: 0 }));
+      return s;
+    };
+    for (const e of await this.store.stepEvents(threadId, runId)) {
+      const n = Number(e.data.step);
+      if (!Number.isInteger(n)) continue;
+      if (e.type === 'message.created' && e.data.role === 'assistant') at(n, e).usage = e.usage;
+      else if (e.type === 'run.step') {
+        const s = at(n, e);
+        s.at = e.created_at;
+        if (e.data.interrupted) s.interrupted = true;
+      } else if (e.type === 'tool.called') at(n, e).tools.push(String(e.data.name));
+      else if (e.type === 'tool.result' && e.data.isError) at(n, e).errors++;
+    }
+    return [...steps.values()].sort((a, b) => a.step - b.step);
   }
 }
