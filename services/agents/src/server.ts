@@ -67,6 +67,13 @@ export function handlers(
     ...threadOpsHandlers(ops),
     ...agentOpsHandlers(agentOps),
     ...threadExtrasHandlers(extras),
+    async listDeletedAgents(req, { principal }) {
+      const { rows, nextCursor } = await domain.listDeleted(principal, req);
+      return { agents: rows.map(toAgent), nextCursor };
+    },
+    async restoreAgent(req, { principal }) {
+      return { agent: toAgent(await domain.restore(principal, req.id)) };
+    },
     async getAgentKey(req, { principal }) {
       return agentKeys.get(principal, { agentId: req.agentId, id: req.id });
     },

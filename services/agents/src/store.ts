@@ -148,4 +148,37 @@ export class AgentStore {
       [accountId, agentIds],
     );
   }
+
+  /** A deleted agent. */
+  async deletedById(id: string): Promise<AgentRow | null> {
+    const rows = await this.sql.query<AgentRow>(`SELECT ${COLUMNS} FROM agents.agents WHERE id = $1 AND deleted_at IS NOT NULL`, [id]);
+    return rows[0] ? agentRow(rows[0]) : null;
+  }
+
+  /** Agents of an account deleted since a time, most recently deleted first. */
+  async listDeleted(f: {
+    ownerAccountId: string;
+    projectId?: string;
+    since: Date;
+    before?: { at: string; id: string };
+    limit: number;
+  }): Promise<AgentRow[]> {
+    const rows = await this.sql.query<AgentRow>(
+      `SELECT ${COLUMNS} FROM agents.agents
+        WHERE owner_account_id = $1 AND deleted_at IS NOT NULL AND deleted_at > $3 AND ($2::text IS NULL OR project_id = $2)
+          AND ($4::timestamptz IS NULL OR (deleted_at, id) < ($4::timestamptz, $5::text))
+        ORDER BY deleted_at DESC, id DESC LIMIT $6`,
+      [f.ownerAccountId, f.projectId ?? null, f.since, f.before?.at ?? null, f.before?.id ?? null, f.limit],
+    );
+    return rows.map(agentRow);
+  }
+
+  /** Undoes a deletion; the restored row, or null when it was not deleted. */
+  async restore(q: Queryable, id: string): Promise<AgentRow | null> {
+    const rows = await q.query<AgentRow>(
+      `UPDATE agents.agents SET deleted_at = NULL, updated_at = now(), version = version + 1 WHERE id = $1 AND deleted_at IS NOT NULL RETURNING ${COLUMNS}`,
+      [id],
+    );
+    return rows[0] ? agentRow(rows[0]) : null;
+  }
 }

@@ -128,6 +128,16 @@ const agentSteps: Step[] = [
   { tool: 'agents_tools', valid: (s) => ({ id: s.workAgentId }), invalid: () => ({ id: `agt_${Z26}` }) },
   { tool: 'agents_export', valid: (s) => ({ id: s.workAgentId }), invalid: () => ({ id: 'nope' }) },
   { tool: 'agents_clone', valid: (s) => ({ id: s.workAgentId, name: 'cloned by a tool' }), invalid: (s) => ({ id: s.workAgentId, name: '' }) },
+  {
+    tool: 'agents_list_deleted',
+    before: async (s, t, key) => {
+      s.goneAgentId = (await t.ok('POST', '/agents', key, { name: `gone ${s.run}` })).body.id;
+      await t.ok('DELETE', `/agents/${s.goneAgentId}`, key);
+    },
+    valid: () => ({}),
+    invalid: () => ({ limit: 0 }),
+  },
+  { tool: 'agents_restore', valid: (s) => ({ id: s.goneAgentId }), invalid: () => ({ id: `agt_${Z26}` }) },
   { tool: 'agents_search', valid: () => ({ q: 'work agent' }), invalid: () => ({ q: '' }) },
   { tool: 'agents_cancel_runs', valid: (s) => ({ id: s.workAgentId }), invalid: () => ({ id: `agt_${Z26}` }) },
   { tool: 'default_agents_add', valid: (s) => ({ agentId: s.workAgentId }), invalid: () => ({ agentId: `agt_${Z26}` }) },

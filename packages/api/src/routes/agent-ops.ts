@@ -34,6 +34,30 @@ export const agentOpsRoutes = [
   }),
   route({
     ...common,
+    id: 'agents.listDeleted',
+    method: 'get',
+    path: '/agents/deleted',
+    summary: 'Agents of the acting account deleted in the last 30 days, which agents.restore brings back; most recently deleted first.',
+    query: ListQuery,
+    response: z.object({ agents: z.array(Agent), nextCursor: Nullable(z.string()) }).meta({ id: 'DeletedAgentList' }),
+    handler: rpc('agents', 'listDeletedAgents', {
+      request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor }),
+      response: (res) => ({ agents: res.agents.map(agentJson), nextCursor: res.nextCursor ?? null }),
+    }),
+  }),
+  route({
+    ...common,
+    id: 'agents.restore',
+    method: 'post',
+    path: '/agents/:id/restore',
+    summary:
+      'Undo the deletion of an agent deleted in the last 30 days: its definition and threads come back, its keys stay revoked (a live agent: no change).',
+    params,
+    response: Agent,
+    handler: rpc('agents', 'restoreAgent', { request: (i) => ({ id: i.params.id }), response: (res) => agentJson(res.agent!) }),
+  }),
+  route({
+    ...common,
     id: 'defaultAgents.add',
     method: 'put',
     path: '/default-agents/:agentId',

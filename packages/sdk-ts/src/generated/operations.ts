@@ -23,6 +23,8 @@ export const operations = {
   "agents.export": {"method":"GET","path":"/agents/{id}/export","pathParams":["id"],"query":[],"headers":{},"body":null,"answer":"json","events":false,"paged":null,"status":200,"auth":"key"},
   "agents.get": {"method":"GET","path":"/agents/{id}","pathParams":["id"],"query":[],"headers":{},"body":null,"answer":"json","events":false,"paged":null,"status":200,"auth":"key"},
   "agents.list": {"method":"GET","path":"/agents","pathParams":[],"query":["limit","cursor","projectId"],"headers":{},"body":null,"answer":"json","events":false,"paged":{"param":"cursor","next":"nextCursor","items":"agents"},"status":200,"auth":"key"},
+  "agents.listDeleted": {"method":"GET","path":"/agents/deleted","pathParams":[],"query":["limit","cursor"],"headers":{},"body":null,"answer":"json","events":false,"paged":{"param":"cursor","next":"nextCursor","items":"agents"},"status":200,"auth":"key"},
+  "agents.restore": {"method":"POST","path":"/agents/{id}/restore","pathParams":["id"],"query":[],"headers":{},"body":null,"answer":"json","events":false,"paged":null,"status":200,"auth":"key"},
   "agents.runs.list": {"method":"GET","path":"/agents/{id}/runs","pathParams":["id"],"query":["limit","cursor","status"],"headers":{},"body":null,"answer":"json","events":false,"paged":{"param":"cursor","next":"nextCursor","items":"runs"},"status":200,"auth":"key"},
   "agents.search": {"method":"GET","path":"/agents/search","pathParams":[],"query":["q","limit"],"headers":{},"body":null,"answer":"json","events":false,"paged":null,"status":200,"auth":"key"},
   "agents.toolCalls.list": {"method":"GET","path":"/agents/{id}/tool-calls","pathParams":["id"],"query":["limit","cursor","name"],"headers":{},"body":null,"answer":"json","events":false,"paged":{"param":"cursor","next":"nextCursor","items":"toolCalls"},"status":200,"auth":"key"},
@@ -155,7 +157,7 @@ export const operations = {
 export const resources = {
   "accounts": {"audit":"accounts.audit","auditEvent":"accounts.auditEvent","chain":"accounts.chain","get":"accounts.get","list":"accounts.list","members":{"get":"accounts.members.get","list":"accounts.members.list"},"settings":{"get":"accounts.settings.get"}},
   "agentKeys": {"create":"agentKeys.create","get":"agentKeys.get","list":"agentKeys.list","revoke":"agentKeys.revoke","revokeByQuery":"agentKeys.revokeByQuery","update":"agentKeys.update"},
-  "agents": {"ask":"agents.ask","cancelRuns":"agents.cancelRuns","clone":"agents.clone","create":"agents.create","delete":"agents.delete","export":"agents.export","get":"agents.get","list":"agents.list","runs":{"list":"agents.runs.list"},"search":"agents.search","toolCalls":{"list":"agents.toolCalls.list"},"tools":"agents.tools","update":"agents.update","usage":"agents.usage"},
+  "agents": {"ask":"agents.ask","cancelRuns":"agents.cancelRuns","clone":"agents.clone","create":"agents.create","delete":"agents.delete","export":"agents.export","get":"agents.get","list":"agents.list","listDeleted":"agents.listDeleted","restore":"agents.restore","runs":{"list":"agents.runs.list"},"search":"agents.search","toolCalls":{"list":"agents.toolCalls.list"},"tools":"agents.tools","update":"agents.update","usage":"agents.usage"},
   "apiKeys": {"create":"apiKeys.create","list":"apiKeys.list","revoke":"apiKeys.revoke"},
   "code": {"run":"code.run"},
   "credits": {"get":"credits.get"},
