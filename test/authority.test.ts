@@ -50,6 +50,10 @@ interface Tenant {
   creditAlertId: string;
   usageId: string;
   threadId: string;
+  /** The thread's first message and the run it started; an audit event of the person's account. */
+  messageId: string;
+  runId: string;
+  auditEventId: string;
   /** A hosted site and its one deployment. */
   siteId: string;
   deploymentId: string;
@@ -102,6 +106,8 @@ async function tenant(name: string): Promise<Tenant> {
   const creditAlertId = (await ok('POST', '/credits/alerts', key, { threshold: '0.5' })).id;
   const usageId = await usageRecord(userId, key);
   const threadId = (await ok('POST', '/threads', key, { agentId, title: `${name} thread` })).id;
+  const sent = await ok('POST', `/threads/${threadId}/inject`, key, { content: 'hello' });
+  const auditEventId = (await ok('GET', `/accounts/${userId}/audit`, key)).events[0].id;
   const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
   const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
   return {
@@ -129,6 +135,9 @@ async function tenant(name: string): Promise<Tenant> {
     creditAlertId,
     usageId,
     threadId,
+    messageId: sent.messageId,
+    runId: sent.runId,
+    auditEventId,
     siteId,
     deploymentId,
     fileVersionId,
@@ -190,6 +199,14 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'patch /credits/alerts/:id': { threshold: '1' },
     'patch /threads/:id': { title: 'renamed' },
     'post /threads/:id/inject': { content: 'hello' },
+    'post /threads/:id/ask': { content: 'hello', timeoutMs: 100 },
+    'post /threads/:id/wait-events': { after: 0, timeoutMs: 0 },
+    'put /threads/:id/agent': { agentId: who.agentId },
+    'patch /threads/:id/messages/:messageId': { content: 'edited' },
+    'patch /hosts/:hostId': { name: 'renamed' },
+    'post /agents/:id/ask': { message: 'hello', timeoutMs: 100 },
+    'patch /me/api-keys/:keyId': { name: 'renamed' },
+    'patch /agents/:id/keys/:keyId': { name: 'renamed' },
     'post /sites': { slug: 'authority-site' },
     'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
     'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
@@ -228,6 +245,7 @@ function sampleQuery(r: Route, who: Tenant): string {
     'get /sites/:id/diff': `from=${who.deploymentId}`,
     'get /sites/:id/files': 'path=index.html',
     'delete /sites/:id/redirects': 'from=/a',
+    'get /threads/:id/search': 'q=hello',
   };
   const k = `${r.method} ${r.path}`;
   const q = samples[k] ?? '';
@@ -267,6 +285,10 @@ function idFor(path: string, name: string, who: Tenant, accountId: string, r?: R
       return accountId;
     case 'accounts:memberId':
       return who.userId;
+    case 'accounts:eventId':
+      return who.auditEventId;
+    case 'default-agents:agentId':
+      return who.agentId;
     case 'standing-grants:id':
       return who.grantId;
     case 'hosts:hostId':
@@ -305,6 +327,14 @@ function idFor(path: string, name: string, who: Tenant, accountId: string, r?: R
       return 'SPY';
     case 'threads:id':
       return who.threadId;
+    case 'threads:messageId':
+      return who.messageId;
+    case 'threads:runId':
+      return who.runId;
+    case 'threads:seq':
+      return '1';
+    case 'threads:tag':
+      return 'shared-tag';
     case 'sites:id':
       return who.siteId;
     case 'sites:deploymentId':

@@ -1,5 +1,6 @@
 import type { Route } from './route.js';
 import { accountsRoutes } from './routes/accounts/index.js';
+import { agentOpsRoutes } from './routes/agent-ops.js';
 import { agentsRoutes } from './routes/agents.js';
 import { codeRoutes } from './routes/code.js';
 import { creditsRoutes } from './routes/credits.js';
@@ -12,6 +13,7 @@ import { driveMoreRoutes } from './routes/drive/more.js';
 import { driveOrganizeRoutes } from './routes/drive/organize.js';
 import { driveTextRoutes } from './routes/drive/text.js';
 import { identityRoutes } from './routes/identity.js';
+import { keyOpsRoutes } from './routes/key-ops.js';
 import { keysRoutes } from './routes/keys.js';
 import { modelsRoutes } from './routes/models.js';
 import { modelsUsageRoutes } from './routes/models-usage.js';
@@ -19,6 +21,9 @@ import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
 import { sitesManageRoutes } from './routes/sites-manage.js';
 import { systemRoutes } from './routes/system.js';
+import { threadExtrasRoutes } from './routes/thread-extras.js';
+import { threadMessagesRoutes } from './routes/thread-messages.js';
+import { threadOpsRoutes } from './routes/thread-ops.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
 import { tradingJournalRoutes } from './routes/trading-journal.js';
@@ -49,8 +54,13 @@ export const routes: Route[] = [
   ...systemRoutes,
   ...identityRoutes,
   ...accountsRoutes,
+  ...agentOpsRoutes,
   ...agentsRoutes,
   ...threadsRoutes,
+  ...threadExtrasRoutes,
+  ...threadOpsRoutes,
+  ...threadMessagesRoutes,
+  ...keyOpsRoutes,
   ...keysRoutes,
   ...driveFindRoutes,
   ...driveTextRoutes,

@@ -122,4 +122,16 @@ export const migrations: Migration[] = [
         PRIMARY KEY (run_id, call_id)
       );`,
   },
+  {
+    // Thread operations (docs/threads.md): archive, tags, forks (the fork's conversation so far is
+    // its base context, used until its first run finishes), edits of waiting messages.
+    id: '0100_thread_ops',
+    sql: `
+      ALTER TABLE agents.threads ADD COLUMN archived_at timestamptz, ADD COLUMN tags text[] NOT NULL DEFAULT '{}',
+        ADD COLUMN forked_from_thread_id text, ADD COLUMN forked_at_seq bigint, ADD COLUMN base_context jsonb;
+      CREATE INDEX threads_by_tag ON agents.threads USING gin (tags) WHERE deleted_at IS NULL;
+      ALTER TABLE agents.thread_inbox ADD COLUMN edited_at timestamptz;
+      CREATE INDEX thread_events_messages ON agents.thread_events (thread_id, seq) WHERE type IN ('message.created', 'message.injected');
+      CREATE INDEX runs_by_thread ON agents.runs (thread_id, created_at DESC, id DESC);`,
+  },
 ];
