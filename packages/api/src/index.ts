@@ -6,6 +6,7 @@ import { creditsRoutes } from './routes/credits.js';
 import { driveRoutes } from './routes/drive.js';
 import { identityRoutes } from './routes/identity.js';
 import { keysRoutes } from './routes/keys.js';
+import { memoryRoutes } from './routes/memory.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
@@ -20,6 +21,7 @@ export * from './routes/credits.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
+export * from './routes/memory.js';
 export * from './routes/models.js';
 export * from './routes/sites.js';
 export * from './routes/threads.js';
@@ -37,6 +39,7 @@ export const routes: Route[] = [
   ...accountsRoutes,
   ...agentsRoutes,
   ...threadsRoutes,
+  ...memoryRoutes,
   ...keysRoutes,
   ...driveRoutes,
   ...sitesRoutes,

@@ -4,6 +4,7 @@ import { agents } from '@svc/proto';
 
 import { AgentKeys } from './agent-keys.js';
 import { type AgentRecords, AgentsDomain } from './agents.js';
+import { createAreas } from './memory/areas.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
@@ -69,7 +70,7 @@ export const agentsService = defineService({
       }
     };
     return {
-      handlers: handlers(domain, agentKeys, threads, live),
+      handlers: handlers(domain, agentKeys, threads, live, createAreas(sql)),
       async start() {
         void recordAll();
         const bus = await ctx.backends.bus();

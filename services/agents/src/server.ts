@@ -3,6 +3,7 @@ import type { agents } from '@svc/proto';
 
 import type { AgentKeys } from './agent-keys.js';
 import type { AgentsDomain } from './agents.js';
+import { areaHandlers, type Areas } from './memory/areas.js';
 import type { AgentRow } from './store.js';
 import type { LiveEvents } from './threads/live.js';
 import { threadHandlers } from './threads/server.js';
@@ -29,9 +30,10 @@ export function toAgent(a: AgentRow): agents.Agent {
 }
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: ThreadsDomain, live: LiveEvents): Handlers<Def> {
+export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: ThreadsDomain, live: LiveEvents, areas: Areas): Handlers<Def> {
   return {
     ...threadHandlers(threads, live),
+    ...areaHandlers(areas),
     async createAgent(req, { principal }) {
       const { tools, hasTools, ...rest } = req;
       return { agent: toAgent(await domain.create(principal, { ...rest, tools: hasTools ? tools : undefined })) };

@@ -122,4 +122,33 @@ export const migrations: Migration[] = [
         PRIMARY KEY (run_id, call_id)
       );`,
   },
+  {
+    // Agent memory (docs/memory.md): JSON values by account, namespace and key, each write a new
+    // version (continuing after a delete) recorded in the key's history.
+    id: '0200_memory',
+    sql: `
+      CREATE TABLE agents.memory (
+        account_id text NOT NULL,
+        namespace text NOT NULL,
+        key text NOT NULL,
+        value jsonb NOT NULL,
+        version bigint NOT NULL,
+        expires_at timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        updated_by jsonb NOT NULL,
+        PRIMARY KEY (account_id, namespace, key)
+      );
+      CREATE TABLE agents.memory_history (
+        account_id text NOT NULL,
+        namespace text NOT NULL,
+        key text NOT NULL,
+        version bigint NOT NULL,
+        op text NOT NULL,
+        value jsonb,
+        by_actor jsonb NOT NULL,
+        at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, namespace, key, version)
+      );`,
+  },
 ];
