@@ -11,6 +11,7 @@ import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
 import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
+import { tasksRoutes } from './routes/tasks.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
 
@@ -24,6 +25,7 @@ export * from './routes/keys.js';
 export * from './routes/memory.js';
 export * from './routes/models.js';
 export * from './routes/sites.js';
+export * from './routes/tasks.js';
 export * from './routes/threads.js';
 export * from './rpc.js';
 export * from './schemas/accounts.js';
@@ -40,6 +42,7 @@ export const routes: Route[] = [
   ...agentsRoutes,
   ...threadsRoutes,
   ...memoryRoutes,
+  ...tasksRoutes,
   ...keysRoutes,
   ...driveRoutes,
   ...sitesRoutes,

@@ -75,4 +75,91 @@ const MEMORY: Step[] = [
   { tool: 'memory_namespaces_delete', valid: (s) => ({ namespace: `${ns(s)}-copy` }), invalid: () => ({ namespace: 'BAD!' }) },
 ];
 
-export const STEPS: Step[] = [...MEMORY];
+const Z26 = '0'.repeat(26);
+
+/** Task tools: a list, two tasks (the second waits for the first), a comment. */
+const TASKS: Step[] = [
+  {
+    tool: 'tasks_lists_create',
+    valid: (s) => ({ name: `chores ${s.run}` }),
+    invalid: () => ({ name: '' }),
+    keep: (s, b) => (s.taskListId = b.id),
+  },
+  {
+    tool: 'tasks_lists_list',
+    before: async (s, t, key) => void (s.taskList2Id = (await t.ok('POST', '/task-lists', key, { name: `later ${s.run}` })).body.id),
+    valid: () => ({ limit: 10 }),
+    invalid: () => ({ limit: 0 }),
+  },
+  { tool: 'tasks_lists_get', valid: (s) => ({ id: s.taskListId }), invalid: () => ({ id: `tls_${Z26}` }) },
+  {
+    tool: 'tasks_lists_update',
+    valid: (s) => ({ id: s.taskListId, description: 'around the house' }),
+    invalid: (s) => ({ id: s.taskListId }),
+  },
+  {
+    tool: 'tasks_create',
+    valid: (s) => ({ listId: s.taskListId, title: 'buy lemons', priority: 'high', labels: ['shop'] }),
+    invalid: (s) => ({ listId: s.taskListId, title: 'x', priority: 'whenever' }),
+    keep: (s, b) => (s.taskId = b.id),
+  },
+  {
+    tool: 'tasks_get',
+    before: async (s, t, key) => void (s.task2Id = (await t.ok('POST', '/tasks', key, { listId: s.taskListId, title: 'make lemonade' })).body.id),
+    valid: (s) => ({ id: s.taskId }),
+    invalid: () => ({ id: `tsk_${Z26}` }),
+  },
+  { tool: 'tasks_list', valid: (s) => ({ listId: s.taskListId, status: 'open' }), invalid: () => ({ status: 'maybe' }) },
+  {
+    tool: 'tasks_update',
+    valid: (s) => ({ id: s.taskId, notes: 'unwaxed', dueAt: '2030-01-01T09:00:00Z' }),
+    invalid: (s) => ({ id: s.taskId, dueAt: 'tomorrow' }),
+  },
+  {
+    tool: 'tasks_blockers_add',
+    valid: (s) => ({ id: s.task2Id, blockerId: s.taskId }),
+    invalid: (s) => ({ id: s.taskId, blockerId: s.task2Id }),
+  },
+  { tool: 'tasks_lists_next', valid: (s) => ({ id: s.taskListId }), invalid: () => ({ id: `tls_${Z26}` }) },
+  { tool: 'tasks_complete', valid: (s) => ({ id: s.taskId }), invalid: () => ({ id: `tsk_${Z26}` }) },
+  { tool: 'tasks_reopen', valid: (s) => ({ id: s.taskId }), invalid: () => ({ id: 'nope' }) },
+  {
+    tool: 'tasks_blockers_remove',
+    valid: (s) => ({ id: s.task2Id, blockerId: s.taskId }),
+    invalid: (s) => ({ id: s.task2Id, blockerId: 'nope' }),
+  },
+  { tool: 'tasks_assign', valid: (s) => ({ id: s.taskId, agentId: s.agentId }), invalid: (s) => ({ id: s.taskId, agentId: `agt_${Z26}` }) },
+  {
+    tool: 'tasks_lists_reorder',
+    valid: (s) => ({ id: s.taskListId, taskIds: [s.task2Id, s.taskId] }),
+    invalid: (s) => ({ id: s.taskListId, taskIds: [s.taskId] }),
+  },
+  {
+    tool: 'tasks_move',
+    valid: (s) => ({ id: s.task2Id, listId: s.taskList2Id }),
+    invalid: (s) => ({ id: s.task2Id, listId: `tls_${Z26}` }),
+  },
+  {
+    tool: 'tasks_comments_create',
+    valid: (s) => ({ id: s.taskId, body: 'the shop is closed on Sundays' }),
+    invalid: (s) => ({ id: s.taskId, body: '' }),
+    keep: (s, b) => (s.taskCommentId = b.id),
+  },
+  { tool: 'tasks_comments_list', valid: (s) => ({ id: s.taskId }), invalid: () => ({ id: `tsk_${Z26}` }) },
+  {
+    tool: 'tasks_comments_update',
+    valid: (s) => ({ id: s.taskId, commentId: s.taskCommentId, body: 'closed on Sundays and Mondays' }),
+    invalid: (s) => ({ id: s.taskId, commentId: s.taskCommentId, body: '' }),
+  },
+  { tool: 'tasks_activity', valid: (s) => ({ id: s.taskId }), invalid: () => ({ id: `tsk_${Z26}` }) },
+  {
+    tool: 'tasks_comments_delete',
+    valid: (s) => ({ id: s.taskId, commentId: s.taskCommentId }),
+    invalid: (s) => ({ id: s.taskId, commentId: 'nope' }),
+  },
+  { tool: 'tasks_lists_clear_completed', valid: (s) => ({ id: s.taskListId }), invalid: () => ({ id: `tls_${Z26}` }) },
+  { tool: 'tasks_delete', valid: (s) => ({ id: s.taskId }), invalid: () => ({ id: 'nope' }) },
+  { tool: 'tasks_lists_delete', valid: (s) => ({ id: s.taskList2Id }), invalid: () => ({ id: `tls_${Z26}` }) },
+];
+
+export const STEPS: Step[] = [...MEMORY, ...TASKS];

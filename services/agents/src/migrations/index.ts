@@ -151,4 +151,57 @@ export const migrations: Migration[] = [
         PRIMARY KEY (account_id, namespace, key, version)
       );`,
   },
+  {
+    // Tasks (docs/memory.md): lists, tasks (a position in their list, blockers), comments, activity.
+    id: '0201_tasks',
+    sql: `
+      CREATE TABLE agents.task_lists (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        name text NOT NULL,
+        description text,
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX task_lists_by_account ON agents.task_lists (account_id, id);
+      CREATE TABLE agents.tasks (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        list_id text NOT NULL REFERENCES agents.task_lists (id) ON DELETE CASCADE,
+        title text NOT NULL,
+        notes text,
+        status text NOT NULL DEFAULT 'open',
+        priority text NOT NULL DEFAULT 'normal',
+        due_at timestamptz,
+        assignee_agent_id text,
+        labels text[] NOT NULL DEFAULT '{}',
+        position double precision NOT NULL,
+        blocked_by text[] NOT NULL DEFAULT '{}',
+        completed_at timestamptz,
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX tasks_by_list ON agents.tasks (list_id, position, id);
+      CREATE INDEX tasks_by_account ON agents.tasks (account_id, id);
+      CREATE TABLE agents.task_comments (
+        id text PRIMARY KEY,
+        task_id text NOT NULL REFERENCES agents.tasks (id) ON DELETE CASCADE,
+        body text NOT NULL,
+        author jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX task_comments_by_task ON agents.task_comments (task_id, id);
+      CREATE TABLE agents.task_activity (
+        seq bigserial PRIMARY KEY,
+        task_id text NOT NULL REFERENCES agents.tasks (id) ON DELETE CASCADE,
+        type text NOT NULL,
+        data jsonb NOT NULL,
+        actor jsonb NOT NULL,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX task_activity_by_task ON agents.task_activity (task_id, seq);`,
+  },
 ];
