@@ -9,6 +9,7 @@ import { keysRoutes } from './routes/keys.js';
 import { memoryRoutes } from './routes/memory.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
+import { schedulesRoutes } from './routes/schedules.js';
 import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
 import { tasksRoutes } from './routes/tasks.js';
@@ -24,6 +25,7 @@ export * from './routes/identity.js';
 export * from './routes/keys.js';
 export * from './routes/memory.js';
 export * from './routes/models.js';
+export * from './routes/schedules.js';
 export * from './routes/sites.js';
 export * from './routes/tasks.js';
 export * from './routes/threads.js';
@@ -43,6 +45,7 @@ export const routes: Route[] = [
   ...threadsRoutes,
   ...memoryRoutes,
   ...tasksRoutes,
+  ...schedulesRoutes,
   ...keysRoutes,
   ...driveRoutes,
   ...sitesRoutes,

@@ -70,7 +70,7 @@ export const agentsService = defineService({
       }
     };
     return {
-      handlers: handlers(domain, agentKeys, threads, live, createAreas(sql)),
+      handlers: handlers(domain, agentKeys, threads, live, createAreas(sql, threads)),
       async start() {
         void recordAll();
         const bus = await ctx.backends.bus();

@@ -162,4 +162,24 @@ const TASKS: Step[] = [
   { tool: 'tasks_lists_delete', valid: (s) => ({ id: s.taskList2Id }), invalid: () => ({ id: `tls_${Z26}` }) },
 ];
 
-export const STEPS: Step[] = [...MEMORY, ...TASKS];
+/** Schedule tools: a daily schedule to the core steps' agent (never due during the test). */
+const SCHEDULES: Step[] = [
+  { tool: 'schedules_preview', valid: () => ({ cron: '0 9 * * MON-FRI', count: 2 }), invalid: () => ({ cron: '99 * * * *' }) },
+  {
+    tool: 'schedules_create',
+    valid: (s) => ({ name: `daily ${s.run}`, message: 'summarise yesterday', agentId: s.agentId, cron: '0 9 * * *' }),
+    invalid: (s) => ({ name: 'x', message: 'y', agentId: s.agentId }),
+    keep: (s, b) => (s.scheduleId = b.id),
+  },
+  { tool: 'schedules_list', valid: () => ({ status: 'active' }), invalid: () => ({ status: 'sleeping' }) },
+  { tool: 'schedules_get', valid: (s) => ({ id: s.scheduleId }), invalid: () => ({ id: `sch_${Z26}` }) },
+  { tool: 'schedules_update', valid: (s) => ({ id: s.scheduleId, message: 'summarise today' }), invalid: (s) => ({ id: s.scheduleId }) },
+  { tool: 'schedules_skip', valid: (s) => ({ id: s.scheduleId }), invalid: () => ({ id: `sch_${Z26}` }) },
+  { tool: 'schedules_pause', valid: (s) => ({ id: s.scheduleId }), invalid: () => ({ id: `sch_${Z26}` }) },
+  { tool: 'schedules_resume', valid: (s) => ({ id: s.scheduleId }), invalid: () => ({ id: 'nope' }) },
+  { tool: 'schedules_trigger', valid: (s) => ({ id: s.scheduleId }), invalid: () => ({ id: `sch_${Z26}` }) },
+  { tool: 'schedules_firings_list', valid: (s) => ({ id: s.scheduleId }), invalid: () => ({ id: `sch_${Z26}` }) },
+  { tool: 'schedules_delete', valid: (s) => ({ id: s.scheduleId }), invalid: () => ({ id: 'nope' }) },
+];
+
+export const STEPS: Step[] = [...MEMORY, ...TASKS, ...SCHEDULES];

@@ -1,8 +1,11 @@
 import type { Sql } from '@svc/kit';
 
+import { SchedulesDomain } from '../schedules/schedules.js';
+import { scheduleHandlers } from '../schedules/server.js';
 import { AgentStore } from '../store.js';
 import { taskHandlers } from '../tasks/server.js';
 import { TasksDomain } from '../tasks/tasks.js';
+import type { ThreadsDomain } from '../threads/threads.js';
 import { MemoryDomain } from './memory.js';
 import { memoryHandlers } from './server.js';
 
@@ -10,12 +13,14 @@ import { memoryHandlers } from './server.js';
 export interface Areas {
   memory: MemoryDomain;
   tasks: TasksDomain;
+  schedules: SchedulesDomain;
 }
 
-export function createAreas(sql: Sql): Areas {
-  return { memory: new MemoryDomain(sql), tasks: new TasksDomain(sql, new AgentStore(sql)) };
+export function createAreas(sql: Sql, threads: ThreadsDomain): Areas {
+  const agents = new AgentStore(sql);
+  return { memory: new MemoryDomain(sql), tasks: new TasksDomain(sql, agents), schedules: new SchedulesDomain(sql, threads, agents) };
 }
 
 export function areaHandlers(a: Areas) {
-  return { ...memoryHandlers(a.memory), ...taskHandlers(a.tasks) };
+  return { ...memoryHandlers(a.memory), ...taskHandlers(a.tasks), ...scheduleHandlers(a.schedules) };
 }

@@ -204,4 +204,43 @@ export const migrations: Migration[] = [
       );
       CREATE INDEX task_activity_by_task ON agents.task_activity (task_id, seq);`,
   },
+  {
+    // Schedules (docs/memory.md): timed messages to a thread or an agent; the runtime claims a due
+    // one (FOR UPDATE SKIP LOCKED), advances it and records the firing in one transaction.
+    id: '0202_schedules',
+    sql: `
+      CREATE TABLE agents.schedules (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        name text NOT NULL,
+        message text NOT NULL,
+        thread_id text,
+        agent_id text,
+        cron text,
+        interval_seconds integer,
+        at timestamptz,
+        ends_at timestamptz,
+        status text NOT NULL DEFAULT 'active',
+        next_fire_at timestamptz,
+        last_fired_at timestamptz,
+        fire_count integer NOT NULL DEFAULT 0,
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX schedules_by_account ON agents.schedules (account_id, id);
+      CREATE INDEX schedules_due ON agents.schedules (next_fire_at) WHERE status = 'active';
+      CREATE TABLE agents.schedule_firings (
+        id text PRIMARY KEY,
+        schedule_id text NOT NULL REFERENCES agents.schedules (id) ON DELETE CASCADE,
+        scheduled_for timestamptz,
+        fired_at timestamptz NOT NULL DEFAULT now(),
+        trigger text NOT NULL,
+        status text NOT NULL,
+        thread_id text,
+        run_id text,
+        error text
+      );
+      CREATE INDEX schedule_firings_by_schedule ON agents.schedule_firings (schedule_id, id);`,
+  },
 ];
