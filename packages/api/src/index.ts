@@ -9,6 +9,7 @@ import { keysRoutes } from './routes/keys.js';
 import { memoryRoutes } from './routes/memory.js';
 import { modelsRoutes } from './routes/models.js';
 import { profilesRoutes } from './routes/profiles.js';
+import { profilesOpsRoutes } from './routes/profiles-ops.js';
 import { schedulesRoutes } from './routes/schedules.js';
 import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
@@ -50,6 +51,7 @@ export const routes: Route[] = [
   ...driveRoutes,
   ...sitesRoutes,
   ...profilesRoutes,
+  ...profilesOpsRoutes,
   ...modelsRoutes,
   ...creditsRoutes,
   ...tradingRoutes,

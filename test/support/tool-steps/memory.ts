@@ -182,4 +182,57 @@ const SCHEDULES: Step[] = [
   { tool: 'schedules_delete', valid: (s) => ({ id: s.scheduleId }), invalid: () => ({ id: 'nope' }) },
 ];
 
-export const STEPS: Step[] = [...MEMORY, ...TASKS, ...SCHEDULES];
+const item = (id: string, answer = 'yes') => ({ id, question: `${id}?`, answer });
+
+/** Profile tools beyond the core ones: on a profile of their own with two versions and a branch. */
+const PROFILES: Step[] = [
+  {
+    tool: 'profiles_working_stage',
+    before: async (s, t, key) => void (s.opsProfileId = (await t.ok('POST', '/profiles', key, { name: `ops ${s.run}` })).body.id),
+    valid: (s) => ({ id: s.opsProfileId, kind: 'constraints', item: item('warm') }),
+    invalid: (s) => ({ id: s.opsProfileId, kind: 'moods', item: item('x') }),
+  },
+  {
+    tool: 'profiles_working_unstage',
+    valid: (s) => ({ id: s.opsProfileId, kind: 'constraints', itemId: 'never-staged' }),
+    invalid: (s) => ({ id: s.opsProfileId, kind: 'moods', itemId: 'warm' }),
+  },
+  {
+    tool: 'profiles_branches_list',
+    before: async (s, t, key) => {
+      const p = `/profiles/${s.opsProfileId}`;
+      s.opsV1 = (await t.ok('POST', `${p}/commits`, key, { message: 'one' })).body.id;
+      await t.ok('POST', `${p}/working-changes/constraints`, key, { item: item('warm', 'very') });
+      s.opsV2 = (await t.ok('POST', `${p}/commits`, key, { message: 'two' })).body.id;
+      s.opsBranch = (await t.ok('POST', `${p}/branches`, key, { name: 'side' })).body.id;
+    },
+    valid: (s) => ({ id: s.opsProfileId }),
+    invalid: () => ({ id: 'x' }),
+  },
+  {
+    tool: 'profiles_branches_get',
+    valid: (s) => ({ id: s.opsProfileId, branchId: 'main' }),
+    invalid: (s) => ({ id: s.opsProfileId, branchId: 'nope' }),
+  },
+  {
+    tool: 'profiles_branches_update',
+    valid: (s) => ({ id: s.opsProfileId, branchId: s.opsBranch, description: 'a side branch' }),
+    invalid: (s) => ({ id: s.opsProfileId, branchId: 'main', name: 'trunk' }),
+  },
+  { tool: 'profiles_search', valid: (s) => ({ id: s.opsProfileId, q: 'warm' }), invalid: (s) => ({ id: s.opsProfileId, q: '' }) },
+  { tool: 'profiles_stats', valid: (s) => ({ id: s.opsProfileId }), invalid: () => ({ id: 'x' }) },
+  {
+    tool: 'profiles_revert',
+    valid: (s) => ({ id: s.opsProfileId, versionId: s.opsV2 }),
+    invalid: (s) => ({ id: s.opsProfileId, versionId: 'ver_nope' }),
+  },
+  {
+    tool: 'profiles_branches_reset',
+    valid: (s) => ({ id: s.opsProfileId, branchId: 'main', versionId: s.opsV1 }),
+    invalid: (s) => ({ id: s.opsProfileId, branchId: 'main', versionId: 'nope' }),
+  },
+  { tool: 'profiles_working_discard', valid: (s) => ({ id: s.opsProfileId }), invalid: () => ({ id: 'x' }) },
+  { tool: 'profiles_duplicate', valid: (s) => ({ id: s.opsProfileId, name: `ops copy ${s.run}` }), invalid: () => ({ id: 'x' }) },
+];
+
+export const STEPS: Step[] = [...MEMORY, ...TASKS, ...SCHEDULES, ...PROFILES];

@@ -1,0 +1,224 @@
+import { z } from 'zod';
+
+import type { profiles } from '@svc/proto';
+
+import { Nullable, route, type RouteInput, Timestamp } from '../route.js';
+import { rpc } from '../rpc.js';
+import {
+  ProfileBranchName as BranchName,
+  ProfileMessage as Message,
+  ProfileRefId as RefId,
+  ProfileWorkingChanges as WorkingChanges,
+} from '../schemas/profiles.js';
+import { common, doc, IdParams, IfMatch, ifMatchOf, json, Profile, ProfileBranch, ProfileVersion } from './profiles.js';
+
+/**
+ * More taste-profile operations (docs/profiles.md): branches as resources (list, read, rename,
+ * reset), granular working changes (stage, unstage, discard), content reads (search, statistics),
+ * a copy of a whole profile, and the revert of one version.
+ */
+
+const BranchDetail = ProfileBranch.extend({
+  current: z.boolean().describe('It is the checked-out branch.'),
+  versionCount: z.number().int().describe('Versions in its history (its head’s chain).'),
+  headVersion: Nullable(ProfileVersion),
+}).meta({ id: 'ProfileBranchDetail' });
+
+const Kind = z.enum(['constraints', 'exemplars', 'comparisons']).describe('The kind of item.');
+const Working = z
+  .object({
+    workingChanges: WorkingChanges,
+    counts: z.record(z.string(), z.number().int()).describe('Staged items per kind.'),
+  })
+  .meta({ id: 'ProfileWorkingChangesView' });
+const BranchParams = IdParams.extend({ branchId: RefId });
+const body = (i: RouteInput) => JSON.stringify(i.body ?? {});
+const read = (res: profiles.JsonReply) => JSON.parse(res.json) as unknown;
+
+export const profilesOpsRoutes = [
+  route({
+    ...common,
+    id: 'profiles.branches.list',
+    method: 'get',
+    path: '/profiles/:id/branches',
+    summary: 'A profile’s branches, each with its head version, history length and whether it is checked out.',
+    params: IdParams,
+    response: z.object({ currentBranchId: z.string(), branches: z.array(BranchDetail) }).meta({ id: 'ProfileBranchList' }),
+    handler: rpc('profiles', 'listBranches', { request: (i) => ({ id: i.params.id }), response: read }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.branches.get',
+    method: 'get',
+    path: '/profiles/:id/branches/:branchId',
+    summary: 'One branch with its head version and history length.',
+    params: BranchParams,
+    response: BranchDetail,
+    handler: rpc('profiles', 'getBranch', { request: (i) => ({ id: i.params.id, branchId: i.params.branchId }), response: read }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.branches.update',
+    method: 'patch',
+    path: '/profiles/:id/branches/:branchId',
+    summary: 'Rename a branch (not main) or change its description (null clears it).',
+    params: BranchParams,
+    headers: IfMatch,
+    body: z
+      .object({ name: BranchName.optional(), description: z.string().max(2000).nullable().optional() })
+      .strict()
+      .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
+      .meta({ id: 'UpdateProfileBranchRequest' }),
+    response: BranchDetail,
+    handler: rpc('profiles', 'updateBranch', {
+      request: (i) => ({ id: i.params.id, branchId: i.params.branchId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.branches.reset',
+    method: 'post',
+    path: '/profiles/:id/branches/:branchId/reset',
+    summary: 'Move a branch’s head back to an earlier version of its history (no new version; the later ones stay in the profile).',
+    params: BranchParams,
+    headers: IfMatch,
+    body: z.object({ versionId: RefId }).strict().meta({ id: 'ResetProfileBranchRequest' }),
+    response: BranchDetail,
+    handler: rpc('profiles', 'resetBranch', {
+      request: (i) => ({ id: i.params.id, branchId: i.params.branchId, versionId: i.body.versionId, ifMatch: ifMatchOf(i) }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.working.discard',
+    method: 'delete',
+    path: '/profiles/:id/working-changes',
+    summary: 'Discard every uncommitted change.',
+    params: IdParams,
+    headers: IfMatch,
+    response: Working,
+    handler: rpc('profiles', 'discardWorkingChanges', { request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i) }), response: json }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.working.stage',
+    method: 'post',
+    path: '/profiles/:id/working-changes/:kind',
+    summary:
+      'Stage one item for the next commit: it replaces a staged item with its id, and on commit the head’s item with its id; {id, "$remove": true} removes one.',
+    params: IdParams.extend({ kind: Kind }),
+    headers: IfMatch,
+    body: z
+      .object({ item: z.record(z.string(), z.unknown()).describe('The item; `id` (string or number) identifies it.') })
+      .strict()
+      .meta({ id: 'StageProfileItemRequest' }),
+    response: Working,
+    handler: rpc('profiles', 'stageItem', {
+      request: (i) => ({ id: i.params.id, kind: i.params.kind, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.working.unstage',
+    method: 'delete',
+    path: '/profiles/:id/working-changes/:kind/:itemId',
+    summary: 'Unstage one item (by id) from the working changes (idempotent).',
+    params: IdParams.extend({ kind: Kind, itemId: z.string().min(1).max(200) }),
+    headers: IfMatch,
+    response: Working,
+    handler: rpc('profiles', 'unstageItem', {
+      request: (i) => ({ id: i.params.id, kind: i.params.kind, itemId: i.params.itemId, ifMatch: ifMatchOf(i) }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.search',
+    method: 'get',
+    path: '/profiles/:id/search',
+    summary: 'Items of the current head (or of a version) whose content holds a text, case-insensitive.',
+    params: IdParams,
+    query: z.object({
+      q: z.string().min(1).max(200),
+      kind: Kind.optional(),
+      versionId: RefId.optional().describe('Search this version instead of the current head.'),
+      limit: z.coerce.number().int().min(1).max(200).default(50),
+    }),
+    response: z
+      .object({
+        versionId: Nullable(z.string()),
+        items: z.array(z.object({ kind: z.string(), item: z.unknown() })),
+        total: z.number().int().describe('How many items match (items holds the first `limit`).'),
+      })
+      .meta({ id: 'ProfileSearchResult' }),
+    handler: rpc('profiles', 'searchItems', {
+      request: (i) => ({
+        id: i.params.id,
+        versionId: i.query.versionId,
+        bodyJson: JSON.stringify({ q: i.query.q, kind: i.query.kind, limit: i.query.limit }),
+      }),
+      response: read,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.stats',
+    method: 'get',
+    path: '/profiles/:id/stats',
+    summary: 'A profile in numbers: versions, branches, authors, the head’s items by kind, staged changes, sizes, first and last commit.',
+    params: IdParams,
+    response: z
+      .object({
+        currentBranchId: z.string(),
+        headVersionId: Nullable(z.string()),
+        versionCount: z.number().int(),
+        branchCount: z.number().int(),
+        authorCount: z.number().int(),
+        items: z.record(z.string(), z.number().int()),
+        workingChanges: z.record(z.string(), z.number().int()),
+        headSnapshotBytes: z.number().int(),
+        historyBytes: z.number().int(),
+        firstCommitAt: Nullable(Timestamp),
+        lastCommitAt: Nullable(Timestamp),
+      })
+      .meta({ id: 'ProfileStats' }),
+    handler: rpc('profiles', 'getStats', { request: (i) => ({ id: i.params.id }), response: read }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.duplicate',
+    method: 'post',
+    path: '/profiles/:id/duplicate',
+    summary: 'Copy a profile with its whole history, branches and working changes into a new profile.',
+    params: IdParams,
+    body: z
+      .object({ name: BranchName.optional().describe('Default: the name with " (copy)".') })
+      .strict()
+      .meta({ id: 'DuplicateProfileRequest' }),
+    response: Profile,
+    status: 201,
+    handler: rpc('profiles', 'duplicateProfile', { request: (i) => ({ id: i.params.id, bodyJson: body(i) }), response: doc }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.revert',
+    method: 'post',
+    path: '/profiles/:id/revert',
+    summary: 'Undo one version: a new version on the branch head reverting what it changed, item by item (409 revert_conflict if changed since).',
+    params: IdParams,
+    headers: IfMatch,
+    body: z
+      .object({ versionId: RefId, branchId: RefId.optional().describe('Default: the current branch.'), message: Message.optional() })
+      .strict()
+      .meta({ id: 'RevertProfileVersionRequest' }),
+    response: ProfileVersion,
+    status: 201,
+    handler: rpc('profiles', 'revertVersion', {
+      request: (i) => ({ id: i.params.id, versionId: i.body.versionId, branchId: i.body.branchId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
+      response: json,
+    }),
+  }),
+];

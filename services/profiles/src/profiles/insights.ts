@@ -1,0 +1,198 @@
+import { PROFILE_LIMITS, ProfileBranchName, ProfileMessage } from '@svc/api';
+import { DomainError, newId, type Principal } from '@svc/kit';
+
+import { type Change, unprocessable, type VersionMeta } from '../history.js';
+import { parse } from '../input.js';
+import { diffSnapshots } from '../merge.js';
+import { canonical, computeDerived, deepEqual, ITEM_KINDS, itemKey, type Snapshot } from '../snapshots.js';
+import { type ProfileCore, scopeOf, versionNotFound } from './core.js';
+import { persist } from './persist.js';
+import { versionView } from './views.js';
+
+/** Reading a profile's content (search, statistics), copying a profile, and reverting one version. */
+
+const list = (s: Snapshot, k: string): unknown[] => (Array.isArray(s[k]) ? (s[k] as unknown[]) : []);
+const obj = (v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+/** Items of a version (default: the current branch head) whose JSON holds a text, case-insensitive. */
+export async function searchItems(
+  core: ProfileCore,
+  p: Principal,
+  id: string,
+  input: { query: string; kind?: string; versionId?: string; limit?: number },
+) {
+  const text = input.query.trim().toLowerCase();
+  if (!text || text.length > 200) throw new DomainError('invalid_argument', 'invalid_request', 'q: must be 1–200 characters.');
+  if (input.kind !== undefined && !(ITEM_KINDS as readonly string[]).includes(input.kind)) {
+    throw new DomainError('invalid_argument', 'invalid_request', 'kind: must be constraints, exemplars or comparisons.');
+  }
+  const limit = Math.min(Math.max(input.limit || 50, 1), 200);
+  const scope = scopeOf(p);
+  return core.read(async (q) => {
+    const l = await core.loadFor(q, id, scope);
+    let versionId = core.branch(l, l.row.current_branch_id).headVersionId;
+    if (input.versionId !== undefined) {
+      if (!l.history.versions.some((v) => v.id === input.versionId)) throw versionNotFound(input.versionId);
+      versionId = input.versionId;
+    }
+    const snapshot = await core.snapshotOf(q, l.row.id, versionId);
+    const items: Array<{ kind: string; item: unknown }> = [];
+    let total = 0;
+    for (const k of ITEM_KINDS) {
+      if (input.kind !== undefined && input.kind !== k) continue;
+      for (const item of list(snapshot, k)) {
+        if (!canonical(item).toLowerCase().includes(text)) continue;
+        total++;
+        if (items.length < limit) items.push({ kind: k, item });
+      }
+    }
+    return { versionId, items, total };
+  });
+}
+
+/** Counts: history, branches, the head's items, the working changes, sizes. */
+export async function profileStats(core: ProfileCore, p: Principal, id: string) {
+  const scope = scopeOf(p);
+  return core.read(async (q) => {
+    const l = await core.loadFor(q, id, scope);
+    const head = core.branch(l, l.row.current_branch_id).headVersionId;
+    const snapshot = await core.snapshotOf(q, l.row.id, head);
+    const count = (s: Record<string, unknown>) => Object.fromEntries(ITEM_KINDS.map((k) => [k, list(s, k).length]));
+    const authors = new Set(l.versions.map((v) => (v.created_by ? `${v.created_by.kind}:${v.created_by.id}` : 'unknown')));
+    return {
+      currentBranchId: l.row.current_branch_id,
+      headVersionId: head,
+      versionCount: l.versions.length,
+      branchCount: l.history.branches.length,
+      authorCount: authors.size,
+      items: { ...count(snapshot), latentScores: Object.keys(obj(snapshot.latentScores)).length },
+      workingChanges: count(l.row.working),
+      headSnapshotBytes: l.versions.find((v) => v.id === head)?.snapshot_bytes ?? 0,
+      historyBytes: l.versions.reduce((n, v) => n + v.snapshot_bytes, 0),
+      firstCommitAt: l.versions[0]?.created_at.toISOString() ?? null,
+      lastCommitAt: l.versions[l.versions.length - 1]?.created_at.toISOString() ?? null,
+    };
+  });
+}
+
+/**
+ * A new profile holding a copy of this one: every version (same ids, authors and times, also those
+ * off every branch after a reset), its branches, the current branch and the working changes. The
+ * stored rows are copied as they are (they passed the history rules when written).
+ */
+export async function duplicateProfile(core: ProfileCore, p: Principal, id: string, input: { name?: string }) {
+  const scope = scopeOf(p);
+  const name = input.name === undefined ? undefined : parse(ProfileBranchName, input.name, 'body.name');
+  const out = await core.sql.tx(async (q) => {
+    const l = await core.loadFor(q, id, scope);
+    const row = await core.store.insertProfile(q, {
+      id: newId('prof'),
+      account_id: l.row.account_id,
+      project_id: l.row.project_id,
+      name: name ?? `${l.row.name} (copy)`.slice(0, PROFILE_LIMITS.name),
+      working: l.row.working,
+    });
+    const manifests = await core.store.manifests(
+      q,
+      l.row.id,
+      l.versions.map((v) => v.id),
+    );
+    const chunks = await core.chunksFor(q, l.row.id, [...manifests.values()]);
+    await core.store.insertChunks(
+      q,
+      row.id,
+      [...chunks].map(([hash, body]) => ({ hash, body })),
+    );
+    await core.store.insertVersions(
+      q,
+      row.id,
+      l.versions.map((v) => ({ ...v, manifest: manifests.get(v.id)!, created_by: v.created_by })),
+    );
+    await core.store.saveBranches(q, row.id, l.branches);
+    const copy = await core.store.updateProfile(q, row.id, {
+      name: row.name,
+      current_branch_id: l.row.current_branch_id,
+      working: l.row.working,
+      next_seq: l.row.next_seq,
+    });
+    await core.emit(q, copy, [
+      { subject: 'profiles.profile.created', data: { profileId: copy.id, name: copy.name, projectId: copy.project_id, copiedFrom: l.row.id } },
+    ]);
+    return core.render(q, copy, {});
+  });
+  core.outbox()?.kick();
+  return out;
+}
+
+/**
+ * Reverts one version: a new version on the branch head undoing what that version changed (its
+ * difference from its parent), item by item. An item changed again since is a conflict (409).
+ */
+export async function revertVersion(
+  core: ProfileCore,
+  p: Principal,
+  id: string,
+  input: { versionId: string; branchId?: string; message?: string },
+  ifMatch?: string,
+) {
+  const message = input.message === undefined ? undefined : parse(ProfileMessage, input.message, 'body.message');
+  return core.operate(p, id, ifMatch, async (q, l) => {
+    const branch = core.branch(l, input.branchId ?? l.row.current_branch_id);
+    const target = l.history.versions.find((v) => v.id === input.versionId);
+    if (!target) throw versionNotFound(input.versionId);
+    if (!branch.headVersionId) throw unprocessable('branch_empty', `Branch ${branch.id} has no version to revert on.`);
+    const before = await core.snapshotOf(q, l.row.id, target.parentVersionId);
+    const after = await core.snapshotOf(q, l.row.id, target.id);
+    const head = await core.snapshotOf(q, l.row.id, branch.headVersionId);
+    const d = diffSnapshots(before, after);
+    const conflicts: string[] = [];
+    const out: Snapshot = { ...head };
+    for (const k of ITEM_KINDS) {
+      let items = [...list(head, k)];
+      const at = (item: unknown) => items.findIndex((x) => itemKey(x) === itemKey(item));
+      for (const added of d[k].added) {
+        const i = at(added);
+        if (i < 0) continue;
+        if (!deepEqual(items[i], added)) conflicts.push(`${k} ${itemKey(added)}`);
+        else items = items.filter((_, j) => j !== i);
+      }
+      for (const removed of d[k].removed) if (at(removed) < 0) items.push(removed);
+      for (const c of d[k].changed) {
+        const i = at(c.to);
+        if (i < 0 || !deepEqual(items[i], c.to)) conflicts.push(`${k} ${itemKey(c.to)}`);
+        else items[i] = c.from;
+      }
+      out[k] = items;
+    }
+    const scores = { ...obj(head.latentScores) };
+    for (const key of Object.keys(d.latentScores.added)) delete scores[key];
+    for (const [key, v] of Object.entries(d.latentScores.removed)) if (!(key in scores)) scores[key] = v;
+    for (const [key, c] of Object.entries(d.latentScores.changed)) {
+      if (!deepEqual(scores[key], c.to)) conflicts.push(`latentScores ${key}`);
+      else scores[key] = c.from;
+    }
+    out.latentScores = scores;
+    if (conflicts.length) {
+      throw new DomainError(
+        'conflict',
+        'revert_conflict',
+        `Changed again since ${target.id}, so not reverted: ${conflicts.slice(0, 10).join(', ')}.`,
+      );
+    }
+    Object.assign(out, computeDerived(out));
+    const meta: VersionMeta = {
+      id: newId('ver'),
+      branchId: branch.id,
+      parentVersionId: branch.headVersionId,
+      message: message ?? `Revert ${target.id}: ${target.message}`.slice(0, 10_000),
+      createdAt: new Date(),
+    };
+    const change: Change = {
+      newVersions: [meta],
+      branches: l.history.branches.map((b) => (b.id === branch.id ? { ...b, headVersionId: meta.id } : b)),
+      currentBranchId: l.row.current_branch_id,
+    };
+    const row = await persist(core, q, p, l, change, [{ meta, snapshot: out }], { operation: 'revert' });
+    return { row, result: versionView(meta) };
+  });
+}
