@@ -43,6 +43,12 @@ interface Tenant {
   /** A hosted site and its one deployment. */
   siteId: string;
   deploymentId: string;
+  /** A task list with two tasks, a comment on the first; a schedule (docs/memory.md). */
+  taskListId: string;
+  taskId: string;
+  taskId2: string;
+  commentId: string;
+  scheduleId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -78,6 +84,11 @@ async function tenant(name: string): Promise<Tenant> {
   const threadId = (await ok('POST', '/threads', key, { agentId, title: `${name} thread` })).id;
   const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
   const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
+  const taskListId = (await ok('POST', '/task-lists', key, { name: `${name} tasks` })).id;
+  const taskId = (await ok('POST', '/tasks', key, { listId: taskListId, title: 'one' })).id;
+  const taskId2 = (await ok('POST', '/tasks', key, { listId: taskListId, title: 'two' })).id;
+  const commentId = (await ok('POST', `/tasks/${taskId}/comments`, key, { body: 'hi' })).id;
+  const scheduleId = (await ok('POST', '/schedules', key, { name: 'daily', message: 'hi', threadId, cron: '0 9 * * *' })).id;
   return {
     userId,
     key,
@@ -97,6 +108,11 @@ async function tenant(name: string): Promise<Tenant> {
     threadId,
     siteId,
     deploymentId,
+    taskListId,
+    taskId,
+    taskId2,
+    commentId,
+    scheduleId,
   };
 }
 
@@ -143,6 +159,18 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /sites': { slug: 'authority-site' },
     'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
     'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
+    'patch /profiles/:id/branches/:branchId': { description: 'd' },
+    'post /profiles/:id/branches/:branchId/reset': { versionId: owner.versionId },
+    'post /profiles/:id/working-changes/:kind': { item: { id: 'x' } },
+    'post /profiles/:id/revert': { versionId: owner.versionId },
+    'patch /task-lists/:id': { name: 'renamed' },
+    'put /task-lists/:id/order': { taskIds: [owner.taskId, owner.taskId2] },
+    'patch /tasks/:id': { title: 'renamed' },
+    'put /tasks/:id/assignee': { agentId: null },
+    'post /tasks/:id/move': { listId: owner.taskListId },
+    'post /tasks/:id/comments': { body: 'x' },
+    'patch /tasks/:id/comments/:commentId': { body: 'x' },
+    'patch /schedules/:id': { name: 'renamed' },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -159,6 +187,7 @@ function sampleQuery(r: Route, who: Tenant): string {
     'delete /me/api-keys': `id=${who.keyId}`,
     'delete /agents/:id/keys': `id=${who.agentKeyId}`,
     'get /profiles/:id/diff': `from=${who.versionId}&to=${who.branchId}`,
+    'get /profiles/:id/search': 'q=a',
   };
   const k = `${r.method} ${r.path}`;
   const q = samples[k] ?? '';
@@ -217,6 +246,20 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return who.siteId;
     case 'sites:deploymentId':
       return who.deploymentId;
+    case 'profiles:kind':
+      return 'constraints';
+    case 'profiles:itemId':
+      return 'a';
+    case 'task-lists:id':
+      return who.taskListId;
+    case 'tasks:id':
+      return who.taskId;
+    case 'tasks:blockerId':
+      return who.taskId2;
+    case 'tasks:commentId':
+      return who.commentId;
+    case 'schedules:id':
+      return who.scheduleId;
   }
   return undefined;
 }
@@ -339,10 +382,14 @@ describe('authority: agent keys never change authority', () => {
 describe('authority: another tenant’s resources answer 404', () => {
   // A provider key's route names a provider, not a resource: it acts on the caller's acting account
   // (test/provider-keys.test.ts shows another account's keys invisible).
-  // So do venue credentials (a venue, the caller's acting account).
+  // So do venue credentials (a venue, the caller's acting account), and memory namespaces and keys
+  // (names in the caller's acting account's memory: test/memory.test.ts shows another's invisible).
   const named = keyed.filter(
     (r) =>
-      (r.path.includes(':') || r.query?.shape?.id) && !r.path.startsWith('/models/provider-keys/') && !r.path.startsWith('/trading/credentials/'),
+      (r.path.includes(':') || r.query?.shape?.id) &&
+      !r.path.startsWith('/models/provider-keys/') &&
+      !r.path.startsWith('/trading/credentials/') &&
+      !r.path.startsWith('/memory/'),
   );
 
   test('the matrix covers every route that names a resource', () => {
