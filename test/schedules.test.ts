@@ -6,8 +6,14 @@ let t: TestStack;
 let key: string;
 let other: string;
 let agentId: string;
+const events: Array<{ subject: string; data: any }> = [];
 beforeAll(async () => {
   t = await startTestStack();
+  const bus = await t.stack.backends.bus();
+  await bus.subscribe(
+    'agents.schedule.>',
+    async (event, meta) => void events.push({ subject: meta.subject.slice(meta.subject.indexOf('agents.')), data: event.data }),
+  );
   key = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Sol' })).body.key;
   other = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Ona' })).body.key;
   agentId = (await t.ok('POST', '/agents', key, { name: 'clock' })).body.id;
@@ -111,7 +117,11 @@ test('a one-time schedule to an agent starts a new thread, then completes; trigg
     return g.status === 'completed' && g;
   });
   expect(done).toMatchObject({ fireCount: 1, nextFireAt: null });
-  const [firing] = (await call('GET', `/schedules/${s.id}/firings`)).body.firings;
+  // The firing is recorded when claimed, then marked sent once the message is delivered.
+  const firing = await until(async () => {
+    const [f] = (await call('GET', `/schedules/${s.id}/firings`)).body.firings;
+    return f.status !== 'pending' && f;
+  });
   expect(firing).toMatchObject({ status: 'sent', trigger: 'schedule' });
   expect(firing.runId).toMatch(/^run_/);
   const th = (await call('GET', `/threads/${firing.threadId}`)).body;
@@ -121,6 +131,12 @@ test('a one-time schedule to an agent starts a new thread, then completes; trigg
   expect(manual.body).toMatchObject({ trigger: 'manual', status: 'sent', scheduledFor: null });
   expect(manual.body.threadId).not.toBe(firing.threadId);
   expect((await call('GET', `/schedules/${s.id}`)).body).toMatchObject({ fireCount: 2, status: 'completed' });
+  const fired = await until(async () => {
+    const mine = events.filter((e) => e.subject === 'agents.schedule.fired' && e.data.scheduleId === s.id);
+    return mine.length === 2 && mine;
+  });
+  expect(fired.map((e) => e.data.trigger).sort()).toEqual(['manual', 'schedule']);
+  expect(events.some((e) => e.subject === 'agents.schedule.created' && e.data.scheduleId === s.id)).toBe(true);
   // A new timetable makes it active again.
   expect((await call('PATCH', `/schedules/${s.id}`, { at: future(3600) })).body.status).toBe('active');
   await call('DELETE', `/schedules/${s.id}`);

@@ -6,8 +6,14 @@ let t: TestStack;
 let key: string;
 let other: string;
 let agentId: string;
+const events: Array<{ subject: string; data: any }> = [];
 beforeAll(async () => {
   t = await startTestStack();
+  const bus = await t.stack.backends.bus();
+  await bus.subscribe(
+    'agents.task.>',
+    async (event, meta) => void events.push({ subject: meta.subject.slice(meta.subject.indexOf('agents.')), data: event.data }),
+  );
   key = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Tess' })).body.key;
   other = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Oto' })).body.key;
   agentId = (await t.ok('POST', '/agents', key, { name: 'helper' })).body.id;
@@ -162,4 +168,19 @@ test('comments: author-only edits, and the activity log records each change', as
   ]);
   expect(log[5].data).toEqual({ priority: 'high' });
   expect(log[6].actor).toMatchObject({ kind: 'agent', id: agentId });
+  // Each change is also an event on the bus, from the outbox.
+  const done = await until(() => events.find((e) => e.subject === 'agents.task.completed' && e.data.taskId === x.id));
+  expect(done.data.actor).toMatchObject({ kind: 'agent', id: agentId });
+  await call('DELETE', `/tasks/${x.id}`);
+  await until(() => events.find((e) => e.subject === 'agents.task.deleted' && e.data.taskId === x.id));
 });
+
+async function until<T>(probe: () => T | undefined, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -70,7 +70,13 @@ export const agentsService = defineService({
       }
     };
     return {
-      handlers: handlers(domain, agentKeys, threads, live, createAreas(sql, threads)),
+      handlers: handlers(
+        domain,
+        agentKeys,
+        threads,
+        live,
+        createAreas(sql, threads, () => relay),
+      ),
       async start() {
         void recordAll();
         const bus = await ctx.backends.bus();

@@ -1,4 +1,4 @@
-import type { Sql } from '@svc/kit';
+import type { OutboxRelay, Sql } from '@svc/kit';
 
 import { SchedulesDomain } from '../schedules/schedules.js';
 import { scheduleHandlers } from '../schedules/server.js';
@@ -16,9 +16,9 @@ export interface Areas {
   schedules: SchedulesDomain;
 }
 
-export function createAreas(sql: Sql, threads: ThreadsDomain): Areas {
+export function createAreas(sql: Sql, threads: ThreadsDomain, outbox: () => OutboxRelay | undefined): Areas {
   const agents = new AgentStore(sql);
-  return { memory: new MemoryDomain(sql), tasks: new TasksDomain(sql, agents), schedules: new SchedulesDomain(sql, threads, agents) };
+  return { memory: new MemoryDomain(sql), tasks: new TasksDomain(sql, agents, outbox), schedules: new SchedulesDomain(sql, threads, agents, outbox) };
 }
 
 export function areaHandlers(a: Areas) {

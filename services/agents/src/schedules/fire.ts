@@ -1,5 +1,6 @@
-import { DomainError, newId, type Principal, type Sql } from '@svc/kit';
+import { DomainError, enqueueEvent, newId, type Principal, type Queryable, type Sql } from '@svc/kit';
 
+import { SCHEMA } from '../store.js';
 import type { ThreadsDomain } from '../threads/threads.js';
 import { type FiringRow, type ScheduleRow, ScheduleStore, type Timing } from './store.js';
 import { nextFire } from './timing.js';
@@ -31,6 +32,7 @@ export class ScheduleFirer {
         await this.store.advance(q, s.id, next, true);
         const firingId = newId('sfr');
         await this.store.insertFiring(q, { id: firingId, schedule_id: s.id, scheduled_for: s.next_fire_at, trigger: 'schedule' });
+        await this.fired(q, s, firingId, 'schedule', s.next_fire_at);
         return { s, firingId };
       });
       if (!claimed) break;
@@ -45,8 +47,18 @@ export class ScheduleFirer {
     await this.sql.tx(async (q) => {
       await this.store.insertFiring(q, { id: firingId, schedule_id: s.id, scheduled_for: null, trigger: 'manual' });
       await this.store.countFiring(q, s.id);
+      await this.fired(q, s, firingId, 'manual', null);
     });
     return this.deliver(s, firingId);
+  }
+
+  /** The event of a firing, in its claim's transaction (the agents service's outbox relay publishes it). */
+  private fired(q: Queryable, s: ScheduleRow, firingId: string, trigger: string, scheduledFor: Date | null) {
+    return enqueueEvent(q, SCHEMA, {
+      subject: 'agents.schedule.fired',
+      accountId: s.account_id,
+      data: { scheduleId: s.id, firingId, trigger, scheduledFor: scheduledFor?.toISOString() ?? null, threadId: s.thread_id, agentId: s.agent_id },
+    });
   }
 
   private async deliver(s: ScheduleRow, firingId: string): Promise<FiringRow> {

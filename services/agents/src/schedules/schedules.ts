@@ -1,8 +1,8 @@
 import { z } from 'zod';
 
-import { actorOf, DomainError, newId, parseInput, type Principal, type Sql } from '@svc/kit';
+import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, type Queryable, type Sql } from '@svc/kit';
 
-import type { AgentStore } from '../store.js';
+import { type AgentStore, SCHEMA } from '../store.js';
 import type { ThreadsDomain } from '../threads/threads.js';
 import { CronError, parseCron } from './cron.js';
 import { ScheduleFirer } from './fire.js';
@@ -12,7 +12,9 @@ import { nextFire } from './timing.js';
 /**
  * Schedules (docs/memory.md): a message the account sends on a timetable to one of its threads,
  * or to one of its agents in a new thread each time. Another account's schedule is not found.
- * The runtime fires due schedules (runtime/schedules.ts); `trigger` fires one at once.
+ * The runtime fires due schedules (runtime/schedules.ts); `trigger` fires one at once. Changes and
+ * firings are events (`agents.schedule.created`, `.updated`, `.paused`, `.resumed`, `.skipped`,
+ * `.deleted`, `.fired`) through the outbox, in the change's transaction.
  */
 
 export const MAX_SCHEDULES = 100;
@@ -61,9 +63,24 @@ export class SchedulesDomain {
     private readonly sql: Sql,
     private readonly threads: ThreadsDomain,
     private readonly agents: AgentStore,
+    private readonly outbox: () => OutboxRelay | undefined = () => undefined,
   ) {
     this.store = new ScheduleStore(sql);
     this.firer = new ScheduleFirer(sql, threads);
+  }
+
+  private async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    const out = await this.sql.tx(fn);
+    this.outbox()?.kick();
+    return out;
+  }
+
+  private event(q: Queryable, p: Principal, type: string, s: Pick<ScheduleRow, 'id' | 'status' | 'next_fire_at'>) {
+    return enqueueEvent(q, SCHEMA, {
+      subject: `agents.schedule.${type}`,
+      accountId: p.accountId,
+      data: { scheduleId: s.id, status: s.status, nextFireAt: s.next_fire_at?.toISOString() ?? null, actor: actorOf(p) },
+    });
   }
 
   async get(p: Principal, id: string, q = this.sql as Parameters<ScheduleStore['get']>[1], lock = false): Promise<ScheduleRow> {
@@ -92,7 +109,7 @@ export class SchedulesDomain {
     const next = nextFire(timing, now, null, endsAt);
     if (!next) throw new DomainError('unprocessable', 'never_fires', 'The timetable has no time ahead (before endsAt).');
     const id = newId('sch');
-    await this.sql.tx(async (q) => {
+    await this.tx(async (q) => {
       await q.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`schedules:${p.accountId}`]);
       if ((await this.store.count(q, p.accountId)) >= MAX_SCHEDULES) {
         throw new DomainError('conflict', 'schedule_limit', `An account has at most ${MAX_SCHEDULES} schedules.`);
@@ -109,6 +126,7 @@ export class SchedulesDomain {
         next_fire_at: next,
         created_by: actorOf(p),
       });
+      await this.event(q, p, 'created', { id, status: 'active', next_fire_at: next });
     });
     return (await this.store.get(id))!;
   }
@@ -139,7 +157,7 @@ export class SchedulesDomain {
     }
     const now = new Date();
     if (timing?.at && timing.at <= now) throw bad('at: must be in the future.');
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const s = await this.get(p, r.id, q, true);
       const t = timing ?? { cron: s.cron, interval_seconds: s.interval_seconds, at: s.at };
       const ends = r.clearEndsAt ? null : (endsAt ?? s.ends_at);
@@ -151,7 +169,7 @@ export class SchedulesDomain {
         next = nextFire(t, now, null, ends);
         if (!next) status = 'completed';
       }
-      return this.store.update(q, s.id, {
+      const row = await this.store.update(q, s.id, {
         name: name ?? s.name,
         message: message ?? s.message,
         ...t,
@@ -159,38 +177,43 @@ export class SchedulesDomain {
         status: status as ScheduleRow['status'],
         next_fire_at: next,
       });
+      await this.event(q, p, 'updated', row);
+      return row;
     });
   }
 
   async remove(p: Principal, id: string): Promise<number> {
     if (!SCHEDULE_RE.test(id)) throw notFound();
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const s = await this.store.get(id, q, true);
       if (!s) return 0;
       if (s.account_id !== p.accountId) throw notFound();
       await this.store.remove(q, id);
+      await this.event(q, p, 'deleted', { ...s, status: s.status });
       return 1;
     });
   }
 
-  private async setState(p: Principal, id: string, fn: (s: ScheduleRow) => Pick<ScheduleRow, 'status' | 'next_fire_at'> | null) {
-    return this.sql.tx(async (q) => {
+  private async setState(p: Principal, id: string, type: string, fn: (s: ScheduleRow) => Pick<ScheduleRow, 'status' | 'next_fire_at'> | null) {
+    return this.tx(async (q) => {
       const s = await this.get(p, id, q, true);
       const change = fn(s);
       if (!change) return s;
-      return this.store.update(q, s.id, { ...s, ...change });
+      const row = await this.store.update(q, s.id, { ...s, ...change });
+      await this.event(q, p, type, row);
+      return row;
     });
   }
 
   pause(p: Principal, id: string) {
-    return this.setState(p, id, (s) => {
+    return this.setState(p, id, 'paused', (s) => {
       if (s.status === 'completed') throw new DomainError('conflict', 'schedule_completed', 'The schedule has completed: give it a new timetable.');
       return s.status === 'paused' ? null : { status: 'paused', next_fire_at: null };
     });
   }
 
   resume(p: Principal, id: string) {
-    return this.setState(p, id, (s) => {
+    return this.setState(p, id, 'resumed', (s) => {
       if (s.status === 'completed') throw new DomainError('conflict', 'schedule_completed', 'The schedule has completed: give it a new timetable.');
       if (s.status === 'active') return null;
       const next = nextFire(s, new Date(), null, s.ends_at);
@@ -200,7 +223,7 @@ export class SchedulesDomain {
 
   /** Skips the next firing: the schedule moves on to the one after it. */
   skip(p: Principal, id: string) {
-    return this.setState(p, id, (s) => {
+    return this.setState(p, id, 'skipped', (s) => {
       if (s.status !== 'active' || !s.next_fire_at) {
         throw new DomainError('conflict', 'schedule_not_active', 'Only an active schedule has a next firing to skip.');
       }

@@ -1,14 +1,26 @@
 import { z } from 'zod';
 
-import { actorOf, DomainError, newId, parseInput, type Principal, type Queryable, type Sql } from '@svc/kit';
+import {
+  type Actor,
+  actorOf,
+  DomainError,
+  enqueueEvent,
+  newId,
+  type OutboxRelay,
+  parseInput,
+  type Principal,
+  type Queryable,
+  type Sql,
+} from '@svc/kit';
 
-import type { AgentStore } from '../store.js';
+import { type AgentStore, SCHEMA } from '../store.js';
 import { type CommentRow, type TaskListRow, type TaskRow, TaskStore } from './store.js';
 
 /**
  * Tasks (docs/memory.md): to-do lists the acting account's people and agents share. Another
  * account's list, task or comment is not found. Each change of a task is a line of its activity
- * log, written in the change's transaction.
+ * log and an event (`agents.task.completed`, ...: the log line's type), both written in the
+ * change's transaction (the event through the outbox).
  */
 
 export const MAX_TASKS_PER_LIST = 1000;
@@ -65,8 +77,22 @@ export class TasksDomain {
   constructor(
     private readonly sql: Sql,
     private readonly agents: AgentStore,
+    private readonly outbox: () => OutboxRelay | undefined = () => undefined,
   ) {
     this.store = new TaskStore(sql);
+  }
+
+  /** A transaction whose events the outbox relay then publishes at once. */
+  private async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    const out = await this.sql.tx(fn);
+    this.outbox()?.kick();
+    return out;
+  }
+
+  /** A line of the task's activity log, and its event. */
+  private async log(q: Queryable, taskId: string, type: string, data: Record<string, unknown>, actor: Actor): Promise<void> {
+    await this.store.activity(q, taskId, type, data, actor);
+    await enqueueEvent(q, SCHEMA, { subject: `agents.${type}`, accountId: actor.accountId, data: { taskId, ...data, actor } });
   }
 
   async getList(p: Principal, id: string, q: Queryable = this.sql, lock = false): Promise<TaskListRow> {
@@ -93,7 +119,7 @@ export class TasksDomain {
     const name = parseInput(Name, r.name, { where: 'name' });
     const description = r.description === undefined ? null : parseInput(Description, r.description, { where: 'description' });
     const id = newId('tls');
-    await this.sql.tx((q) => this.store.insertList(q, { id, account_id: p.accountId, name, description, created_by: actorOf(p) }));
+    await this.tx((q) => this.store.insertList(q, { id, account_id: p.accountId, name, description, created_by: actorOf(p) }));
     return (await this.store.list(id))!;
   }
 
@@ -108,7 +134,7 @@ export class TasksDomain {
     const name = r.name === undefined ? undefined : parseInput(Name, r.name, { where: 'name' });
     const description = r.description === undefined ? undefined : parseInput(Description, r.description, { where: 'description' });
     if (name === undefined && description === undefined && !r.clearDescription) throw bad('body: must change at least one field.');
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const l = await this.getList(p, r.id, q, true);
       await this.store.updateList(q, l.id, { name: name ?? l.name, description: r.clearDescription ? null : (description ?? l.description) });
       return (await this.store.list(l.id, q))!;
@@ -116,7 +142,7 @@ export class TasksDomain {
   }
 
   async deleteList(p: Principal, id: string): Promise<number> {
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const l = await this.getList(p, id, q, true);
       const ids = (await this.store.listTasks(q, l.id)).map((t) => t.id);
       const n = await this.store.deleteList(q, l.id);
@@ -126,7 +152,7 @@ export class TasksDomain {
   }
 
   async clearCompleted(p: Principal, id: string): Promise<number> {
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const l = await this.getList(p, id, q, true);
       const ids = await this.store.deleteDone(q, l.id);
       await this.store.unblock(q, p.accountId, ids);
@@ -136,7 +162,7 @@ export class TasksDomain {
 
   /** PUT semantics: `taskIds` is the list's every task, in the new order. */
   async reorder(p: Principal, id: string, taskIds: string[]): Promise<TaskRow[]> {
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const l = await this.getList(p, id, q, true);
       const tasks = await this.store.listTasks(q, l.id);
       const given = new Set(taskIds);
@@ -197,7 +223,7 @@ export class TasksDomain {
     const due = r.dueAt === undefined ? null : parseInput(Due, r.dueAt, { where: 'dueAt' });
     const labels = parseInput(Labels, r.labels, { where: 'labels' });
     const assignee = r.assigneeAgentId === undefined ? null : await this.agent(p, r.assigneeAgentId);
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const l = await this.getList(p, r.listId, q, true);
       if (l.open_tasks + l.done_tasks >= MAX_TASKS_PER_LIST) {
         throw new DomainError('conflict', 'list_full', `A list holds at most ${MAX_TASKS_PER_LIST} tasks.`);
@@ -218,7 +244,7 @@ export class TasksDomain {
         position,
         created_by: by,
       });
-      await this.store.activity(q, id, 'task.created', { listId: l.id, title }, by);
+      await this.log(q, id, 'task.created', { listId: l.id, title }, by);
       return (await this.store.task(id, q))!;
     });
   }
@@ -263,22 +289,24 @@ export class TasksDomain {
     data: Record<string, unknown>,
     fn: (q: Queryable, t: TaskRow) => Promise<boolean | void>,
   ): Promise<TaskRow> {
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const t = await this.get(p, id, q, true);
       const done = await fn(q, t);
-      if (done !== false && type) await this.store.activity(q, t.id, type, data, actorOf(p));
+      if (done !== false && type) await this.log(q, t.id, type, data, actorOf(p));
       return (await this.store.task(t.id, q))!;
     });
   }
 
   async remove(p: Principal, id: string): Promise<number> {
     if (!TASK_RE.test(id)) throw taskNotFound();
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const t = await this.store.task(id, q, true);
       if (!t) return 0;
       if (t.account_id !== p.accountId) throw taskNotFound();
       await this.store.deleteTask(q, id);
       await this.store.unblock(q, p.accountId, [id]);
+      const actor = actorOf(p);
+      await enqueueEvent(q, SCHEMA, { subject: 'agents.task.deleted', accountId: p.accountId, data: { taskId: id, listId: t.list_id, actor } });
       return 1;
     });
   }
@@ -311,7 +339,7 @@ export class TasksDomain {
   }
 
   async move(p: Principal, r: { id: string; listId?: string; beforeTaskId?: string }): Promise<TaskRow> {
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const t = await this.get(p, r.id, q, true);
       const before = r.beforeTaskId === undefined ? undefined : await this.get(p, r.beforeTaskId, q);
       if (before?.id === t.id) throw bad('beforeTaskId: must be another task.');
@@ -323,14 +351,14 @@ export class TasksDomain {
       }
       const position = before ? await this.store.positionBefore(q, l.id, before) : (await this.store.maxPosition(q, l.id)) + 1;
       await this.store.setPlace(q, t.id, l.id, position);
-      await this.store.activity(q, t.id, 'task.moved', { fromListId: t.list_id, listId: l.id, beforeTaskId: before?.id ?? null }, actorOf(p));
+      await this.log(q, t.id, 'task.moved', { fromListId: t.list_id, listId: l.id, beforeTaskId: before?.id ?? null }, actorOf(p));
       return (await this.store.task(t.id, q))!;
     });
   }
 
   async addBlocker(p: Principal, id: string, blockerId: string): Promise<TaskRow> {
     if (id === blockerId) throw bad('blockerId: a task cannot wait for itself.');
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       // Both rows locked in id order: two opposite additions cannot both pass the cycle check.
       for (const x of [id, blockerId].sort()) await this.get(p, x, q, true);
       const t = (await this.store.task(id, q))!;
@@ -340,7 +368,7 @@ export class TasksDomain {
         throw new DomainError('conflict', 'dependency_cycle', `${blockerId} already waits (directly or not) for ${id}.`);
       }
       await this.store.setBlockers(q, id, [...t.blocked_by, blockerId]);
-      await this.store.activity(q, id, 'task.blocker_added', { blockerId }, actorOf(p));
+      await this.log(q, id, 'task.blocker_added', { blockerId }, actorOf(p));
       return (await this.store.task(id, q))!;
     });
   }
@@ -377,10 +405,10 @@ export class TasksDomain {
 
   async comment(p: Principal, taskId: string, body: string): Promise<CommentRow> {
     const text = parseInput(Body, body, { where: 'body' });
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const t = await this.get(p, taskId, q, true);
       const c = await this.store.insertComment(q, { id: newId('tcm'), task_id: t.id, body: text, author: actorOf(p) });
-      await this.store.activity(q, t.id, 'comment.created', { commentId: c.id }, actorOf(p));
+      await this.log(q, t.id, 'comment.created', { commentId: c.id }, actorOf(p));
       return c;
     });
   }
@@ -399,21 +427,21 @@ export class TasksDomain {
 
   async editComment(p: Principal, taskId: string, commentId: string, body: string): Promise<CommentRow> {
     const text = parseInput(Body, body, { where: 'body' });
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       const c = await this.ownComment(p, q, taskId, commentId);
       const next = await this.store.updateComment(q, c.id, text);
-      await this.store.activity(q, taskId, 'comment.updated', { commentId: c.id }, actorOf(p));
+      await this.log(q, taskId, 'comment.updated', { commentId: c.id }, actorOf(p));
       return next;
     });
   }
 
   async deleteComment(p: Principal, taskId: string, commentId: string): Promise<number> {
-    return this.sql.tx(async (q) => {
+    return this.tx(async (q) => {
       await this.get(p, taskId, q, true);
       if (COMMENT_RE.test(commentId) && !(await this.store.comment(taskId, commentId))) return 0;
       const c = await this.ownComment(p, q, taskId, commentId);
       await this.store.deleteComment(q, c.id);
-      await this.store.activity(q, taskId, 'comment.deleted', { commentId: c.id }, actorOf(p));
+      await this.log(q, taskId, 'comment.deleted', { commentId: c.id }, actorOf(p));
       return 1;
     });
   }
