@@ -163,6 +163,7 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /profiles/:id/branches/:branchId/reset': { versionId: owner.versionId },
     'post /profiles/:id/working-changes/:kind': { item: { id: 'x' } },
     'post /profiles/:id/revert': { versionId: owner.versionId },
+    'post /profiles/:id/cherry-pick': { versionId: owner.versionId },
     'patch /task-lists/:id': { name: 'renamed' },
     'put /task-lists/:id/order': { taskIds: [owner.taskId, owner.taskId2] },
     'patch /tasks/:id': { title: 'renamed' },

@@ -115,3 +115,24 @@ test('search, stats and duplicate', async () => {
   expect((await call('POST', `/profiles/${p}/duplicate`, {}, other)).status).toBe(404);
   expect((await call('GET', `/profiles/${p}/stats`, undefined, other)).status).toBe(404);
 });
+
+test('cherry-pick applies one version’s change onto another branch', async () => {
+  const p = (await t.ok('POST', '/profiles', key, { name: 'pick' })).body.id as string;
+  await t.ok('POST', `/profiles/${p}/working-changes/constraints`, key, { item: c('warm') });
+  await t.ok('POST', `/profiles/${p}/working-changes/constraints`, key, { item: c('cool') });
+  const v1 = (await t.ok('POST', `/profiles/${p}/commits`, key, { message: 'first' })).body.id as string;
+  const old = (await t.ok('POST', `/profiles/${p}/branches`, key, { name: 'old' })).body.id;
+  await t.ok('POST', `/profiles/${p}/working-changes/constraints`, key, { item: c('warm', 'very') });
+  await t.ok('POST', `/profiles/${p}/working-changes/constraints`, key, { item: c('bright') });
+  await t.ok('POST', `/profiles/${p}/working-changes/constraints`, key, { item: { id: 'cool', $remove: true } });
+  const v2 = (await t.ok('POST', `/profiles/${p}/commits`, key, { message: 'second' })).body.id as string;
+  const picked = await call('POST', `/profiles/${p}/cherry-pick`, { versionId: v2, branchId: old });
+  expect(picked.status).toBe(201);
+  expect(picked.body).toMatchObject({ branchId: old, parentVersionId: v1, message: 'second' });
+  const state = (await call('GET', `/profiles/${p}/versions/${picked.body.id}`)).body.snapshot.constraints;
+  expect(state.sort((a: any, b: any) => a.id.localeCompare(b.id))).toEqual([c('bright'), c('warm', 'very')]);
+  const again = await call('POST', `/profiles/${p}/cherry-pick`, { versionId: v2, branchId: old });
+  expect([again.status, again.body.error.code]).toEqual([409, 'cherry_pick_conflict']);
+  expect((await call('POST', `/profiles/${p}/cherry-pick`, { versionId: v1 })).body.error.code).toBe('version_in_history');
+  expect((await call('POST', `/profiles/${p}/cherry-pick`, { versionId: v2, branchId: old }, other)).status).toBe(404);
+});

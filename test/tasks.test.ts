@@ -184,3 +184,34 @@ async function until<T>(probe: () => T | undefined, ms = 10_000): Promise<T> {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+test('duplicates: a task into another list, a list as a template with its blockers', async () => {
+  const l = await list('template');
+  const pack = await task(l.id, { title: 'pack', priority: 'high', labels: ['trip'], notes: 'passport' });
+  const go = await task(l.id, { title: 'go' });
+  await t.ok('PUT', `/tasks/${go.id}/blockers/${pack.id}`, key);
+  await call('POST', `/tasks/${pack.id}/complete`);
+  const l2 = await list('other');
+  const copy = await call('POST', `/tasks/${pack.id}/duplicate`, { listId: l2.id });
+  expect(copy.status).toBe(201);
+  expect(copy.body).toMatchObject({
+    listId: l2.id,
+    title: 'pack',
+    status: 'open',
+    priority: 'high',
+    labels: ['trip'],
+    notes: 'passport',
+    blockedBy: [],
+  });
+  expect(copy.body.id).not.toBe(pack.id);
+  expect((await call('POST', `/tasks/${pack.id}/duplicate`, { listId: l2.id }, other)).status).toBe(404);
+  expect((await call('POST', `/tasks/${pack.id}/duplicate`, { title: '' })).status).toBe(400);
+  const openOnly = await call('POST', `/task-lists/${l.id}/duplicate`, {});
+  expect(openOnly.body).toMatchObject({ name: 'template (copy)', openTasks: 1, doneTasks: 0 });
+  const all = await call('POST', `/task-lists/${l.id}/duplicate`, { name: 'trip 2', includeDone: true });
+  expect(all.body).toMatchObject({ name: 'trip 2', openTasks: 2, doneTasks: 0 });
+  const copied = (await call('GET', `/tasks?listId=${all.body.id}`)).body.tasks;
+  expect(copied.map((x: any) => x.title)).toEqual(['pack', 'go']);
+  expect(copied[1].blockedBy).toEqual([copied[0].id]);
+  expect((await call('POST', `/task-lists/${l.id}/duplicate`, {}, other)).status).toBe(404);
+});

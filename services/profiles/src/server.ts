@@ -111,6 +111,11 @@ export function handlers(domain: ProfilesDomain): Handlers<Def> {
       const input = { versionId: req.versionId ?? '', branchId: req.branchId, message: body.message };
       return reply(await domain.revert(ctx.principal, req.id, input, req.ifMatch));
     },
+    async cherryPick(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { message?: string };
+      const input = { versionId: req.versionId ?? '', branchId: req.branchId, message: body.message };
+      return reply(await domain.cherryPick(ctx.principal, req.id, input, req.ifMatch));
+    },
     async exportHistory(req, ctx) {
       const json = await domain.exportHistory(ctx.principal, req.id, { snapshotVersionIds: req.snapshotVersionIds, maxBytes: req.maxBytes });
       return { json, etag: '' };

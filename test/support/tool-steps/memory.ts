@@ -157,6 +157,8 @@ const TASKS: Step[] = [
     valid: (s) => ({ id: s.taskId, commentId: s.taskCommentId }),
     invalid: (s) => ({ id: s.taskId, commentId: 'nope' }),
   },
+  { tool: 'tasks_duplicate', valid: (s) => ({ id: s.taskId, title: 'buy more lemons' }), invalid: () => ({ id: `tsk_${Z26}` }) },
+  { tool: 'tasks_lists_duplicate', valid: (s) => ({ id: s.taskListId, includeDone: true }), invalid: () => ({ id: `tls_${Z26}` }) },
   { tool: 'tasks_lists_clear_completed', valid: (s) => ({ id: s.taskListId }), invalid: () => ({ id: `tls_${Z26}` }) },
   { tool: 'tasks_delete', valid: (s) => ({ id: s.taskId }), invalid: () => ({ id: 'nope' }) },
   { tool: 'tasks_lists_delete', valid: (s) => ({ id: s.taskList2Id }), invalid: () => ({ id: `tls_${Z26}` }) },
@@ -202,9 +204,9 @@ const PROFILES: Step[] = [
     before: async (s, t, key) => {
       const p = `/profiles/${s.opsProfileId}`;
       s.opsV1 = (await t.ok('POST', `${p}/commits`, key, { message: 'one' })).body.id;
+      s.opsBranch = (await t.ok('POST', `${p}/branches`, key, { name: 'side' })).body.id;
       await t.ok('POST', `${p}/working-changes/constraints`, key, { item: item('warm', 'very') });
       s.opsV2 = (await t.ok('POST', `${p}/commits`, key, { message: 'two' })).body.id;
-      s.opsBranch = (await t.ok('POST', `${p}/branches`, key, { name: 'side' })).body.id;
     },
     valid: (s) => ({ id: s.opsProfileId }),
     invalid: () => ({ id: 'x' }),
@@ -225,6 +227,11 @@ const PROFILES: Step[] = [
     tool: 'profiles_revert',
     valid: (s) => ({ id: s.opsProfileId, versionId: s.opsV2 }),
     invalid: (s) => ({ id: s.opsProfileId, versionId: 'ver_nope' }),
+  },
+  {
+    tool: 'profiles_cherry_pick',
+    valid: (s) => ({ id: s.opsProfileId, versionId: s.opsV2, branchId: s.opsBranch }),
+    invalid: (s) => ({ id: s.opsProfileId, versionId: s.opsV1 }),
   },
   {
     tool: 'profiles_branches_reset',

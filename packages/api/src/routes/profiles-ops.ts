@@ -221,4 +221,27 @@ export const profilesOpsRoutes = [
       response: json,
     }),
   }),
+  route({
+    ...common,
+    id: 'profiles.cherryPick',
+    method: 'post',
+    path: '/profiles/:id/cherry-pick',
+    summary: 'Apply what one version changed (from its parent) onto a branch head, as a new version (409 cherry_pick_conflict if the items differ).',
+    params: IdParams,
+    headers: IfMatch,
+    body: z
+      .object({
+        versionId: RefId.describe('A version of another branch.'),
+        branchId: RefId.optional().describe('The branch it goes onto; default: the current branch.'),
+        message: Message.optional().describe('Default: the version’s message.'),
+      })
+      .strict()
+      .meta({ id: 'CherryPickProfileVersionRequest' }),
+    response: ProfileVersion,
+    status: 201,
+    handler: rpc('profiles', 'cherryPick', {
+      request: (i) => ({ id: i.params.id, versionId: i.body.versionId, branchId: i.body.branchId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
+      response: json,
+    }),
+  }),
 ];

@@ -211,6 +211,26 @@ export const tasksRoutes: Route[] = [
     handler: rpc('agents', 'nextTask', { request: byId, response: (res) => ({ task: res.task ? taskJson(res.task) : null }) }),
   }),
   taskRoute({
+    id: 'tasks.lists.duplicate',
+    method: 'post',
+    path: '/task-lists/:id/duplicate',
+    summary: 'Copy a list with its tasks into a new list (a checklist template): open tasks by default, open again, blockers among them kept.',
+    params: listParams,
+    body: z
+      .object({
+        name: z.string().min(1).max(100).optional().describe('Default: the name with " (copy)".'),
+        includeDone: z.boolean().default(false).describe('Copy the done tasks too (as open ones).'),
+      })
+      .strict()
+      .meta({ id: 'DuplicateTaskListRequest' }),
+    response: TaskList,
+    status: 201,
+    handler: rpc('agents', 'duplicateTaskList', {
+      request: (i) => ({ id: i.params.id, name: i.body.name, includeDone: i.body.includeDone }),
+      response: oneList,
+    }),
+  }),
+  taskRoute({
     id: 'tasks.list',
     method: 'get',
     path: '/tasks',
@@ -267,6 +287,24 @@ export const tasksRoutes: Route[] = [
         assigneeAgentId: i.body.assigneeAgentId,
         labels: i.body.labels ?? [],
       }),
+      response: oneTask,
+    }),
+  }),
+  taskRoute({
+    id: 'tasks.duplicate',
+    method: 'post',
+    path: '/tasks/:id/duplicate',
+    summary:
+      'Copy a task (open, with its notes, priority, due time, assignee and labels; no blockers or comments) to the end of its list or another.',
+    params: taskParams,
+    body: z
+      .object({ listId: TaskListId.optional().describe('Default: its own list.'), title: z.string().min(1).max(300).optional() })
+      .strict()
+      .meta({ id: 'DuplicateTaskRequest' }),
+    response: Task,
+    status: 201,
+    handler: rpc('agents', 'duplicateTask', {
+      request: (i) => ({ id: i.params.id, listId: i.body.listId, title: i.body.title }),
       response: oneTask,
     }),
   }),

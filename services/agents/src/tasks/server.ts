@@ -31,6 +31,8 @@ type TaskHandlers = Pick<
   | 'updateTaskComment'
   | 'deleteTaskComment'
   | 'taskActivityLog'
+  | 'duplicateTask'
+  | 'duplicateTaskList'
 >;
 
 export function toList(l: TaskListRow): agents_memory.TaskList {
@@ -150,6 +152,12 @@ export function taskHandlers(d: TasksDomain): TaskHandlers {
     },
     async deleteTaskComment(req, { principal }) {
       return { count: await d.deleteComment(principal, req.taskId, req.commentId) };
+    },
+    async duplicateTask(req, { principal }) {
+      return { task: toTask(await d.duplicate(principal, req)) };
+    },
+    async duplicateTaskList(req, { principal }) {
+      return { list: toList(await d.duplicateList(principal, req)) };
     },
     async taskActivityLog(req, { principal }) {
       const { rows, nextCursor } = await d.activity(principal, req.taskId, req.limit, req.cursor);

@@ -249,6 +249,59 @@ export class TasksDomain {
     });
   }
 
+  /** A copy of a task (open, without blockers or comments) at the end of its list or another one. */
+  async duplicate(p: Principal, r: { id: string; listId?: string; title?: string }): Promise<TaskRow> {
+    const title = r.title === undefined ? undefined : parseInput(Title, r.title, { where: 'title' });
+    return this.tx(async (q) => {
+      const src = await this.get(p, r.id, q);
+      const l = await this.getList(p, r.listId ?? src.list_id, q, true);
+      if (l.open_tasks + l.done_tasks >= MAX_TASKS_PER_LIST) {
+        throw new DomainError('conflict', 'list_full', `A list holds at most ${MAX_TASKS_PER_LIST} tasks.`);
+      }
+      const id = newId('tsk');
+      const by = actorOf(p);
+      await this.store.insertTask(q, {
+        ...src,
+        id,
+        list_id: l.id,
+        title: title ?? src.title,
+        position: (await this.store.maxPosition(q, l.id)) + 1,
+        created_by: by,
+      });
+      await this.log(q, id, 'task.created', { listId: l.id, title: title ?? src.title, duplicateOf: src.id }, by);
+      return (await this.store.task(id, q))!;
+    });
+  }
+
+  /** A new list with copies of a list's tasks (open again; blockers among them kept), a template's use. */
+  async duplicateList(p: Principal, r: { id: string; name?: string; includeDone?: boolean }): Promise<TaskListRow> {
+    const name = r.name === undefined ? undefined : parseInput(Name, r.name, { where: 'name' });
+    return this.tx(async (q) => {
+      const src = await this.getList(p, r.id, q);
+      const tasks = (await this.store.listTasks(q, src.id)).filter((t) => r.includeDone || t.status === 'open');
+      const listId = newId('tls');
+      const by = actorOf(p);
+      await this.store.insertList(q, {
+        id: listId,
+        account_id: p.accountId,
+        name: name ?? `${src.name} (copy)`.slice(0, 100),
+        description: src.description,
+        created_by: by,
+      });
+      const ids = new Map(tasks.map((t) => [t.id, newId('tsk')]));
+      for (const [i, t] of tasks.entries()) {
+        const id = ids.get(t.id)!;
+        await this.store.insertTask(q, { ...t, id, list_id: listId, position: i + 1, created_by: by });
+        await this.log(q, id, 'task.created', { listId, title: t.title, duplicateOf: t.id }, by);
+      }
+      for (const t of tasks) {
+        const blockers = t.blocked_by.filter((b) => ids.has(b)).map((b) => ids.get(b)!);
+        if (blockers.length) await this.store.setBlockers(q, ids.get(t.id)!, blockers);
+      }
+      return (await this.store.list(listId, q))!;
+    });
+  }
+
   async update(
     p: Principal,
     r: {

@@ -6,7 +6,7 @@ import { checkout, createBranch, deleteBranch } from './branches.js';
 import { commit, rollback } from './commits.js';
 import { ProfileCore } from './core.js';
 import { createProfile, getProfile, listProfiles, removeProfile, updateProfile } from './crud.js';
-import { duplicateProfile, profileStats, revertVersion, searchItems } from './insights.js';
+import { applyVersion, duplicateProfile, profileStats, searchItems } from './insights.js';
 import { merge } from './merging.js';
 import { diff, exportHistory, log, version } from './reads.js';
 import { discardWorking, stageItem, unstageItem } from './working.js';
@@ -140,6 +140,10 @@ export class ProfilesDomain {
   }
 
   revert(p: Principal, id: string, input: { versionId: string; branchId?: string; message?: string }, ifMatch?: string) {
-    return revertVersion(this.core, p, id, input, ifMatch);
+    return applyVersion(this.core, p, id, { ...input, direction: 'revert' }, ifMatch);
+  }
+
+  cherryPick(p: Principal, id: string, input: { versionId: string; branchId?: string; message?: string }, ifMatch?: string) {
+    return applyVersion(this.core, p, id, { ...input, direction: 'cherry_pick' }, ifMatch);
   }
 }

@@ -1,9 +1,9 @@
 import { PROFILE_LIMITS, ProfileBranchName, ProfileMessage } from '@svc/api';
 import { DomainError, newId, type Principal } from '@svc/kit';
 
-import { type Change, unprocessable, type VersionMeta } from '../history.js';
+import { chain, type Change, unprocessable, type VersionMeta } from '../history.js';
 import { parse } from '../input.js';
-import { diffSnapshots } from '../merge.js';
+import { diffSnapshots, type SnapshotDiff } from '../merge.js';
 import { canonical, computeDerived, deepEqual, ITEM_KINDS, itemKey, type Snapshot } from '../snapshots.js';
 import { type ProfileCore, scopeOf, versionNotFound } from './core.js';
 import { persist } from './persist.js';
@@ -124,67 +124,105 @@ export async function duplicateProfile(core: ProfileCore, p: Principal, id: stri
   return out;
 }
 
+/** A diff the other way round: what undoes it. */
+function invert(d: SnapshotDiff): SnapshotDiff {
+  const out = {} as SnapshotDiff;
+  for (const k of ITEM_KINDS) {
+    out[k] = { added: d[k].removed, removed: d[k].added, changed: d[k].changed.map((c) => ({ id: c.id, from: c.to, to: c.from })) };
+  }
+  const s = d.latentScores;
+  out.latentScores = {
+    added: s.removed,
+    removed: s.added,
+    changed: Object.fromEntries(Object.entries(s.changed).map(([k, c]) => [k, { from: c.to, to: c.from }])),
+  };
+  return out;
+}
+
 /**
- * Reverts one version: a new version on the branch head undoing what that version changed (its
- * difference from its parent), item by item. An item changed again since is a conflict (409).
+ * Applies a diff to a head, item by item: an added item is added (unless the head holds it
+ * already, equal), a removed one removed and a changed one changed, each only where the head
+ * still holds what the diff started from; anything else is a conflict.
  */
-export async function revertVersion(
+function applyDiff(head: Snapshot, d: SnapshotDiff): { out: Snapshot; conflicts: string[] } {
+  const conflicts: string[] = [];
+  const out: Snapshot = { ...head };
+  for (const k of ITEM_KINDS) {
+    let items = [...list(head, k)];
+    const at = (item: unknown) => items.findIndex((x) => itemKey(x) === itemKey(item));
+    for (const added of d[k].added) {
+      const i = at(added);
+      if (i < 0) items.push(added);
+      else if (!deepEqual(items[i], added)) conflicts.push(`${k} ${itemKey(added)}`);
+    }
+    for (const removed of d[k].removed) {
+      const i = at(removed);
+      if (i < 0) continue;
+      if (!deepEqual(items[i], removed)) conflicts.push(`${k} ${itemKey(removed)}`);
+      else items = items.filter((_, j) => j !== i);
+    }
+    for (const c of d[k].changed) {
+      const i = at(c.from);
+      if (i < 0 || !deepEqual(items[i], c.from)) conflicts.push(`${k} ${itemKey(c.from)}`);
+      else items[i] = c.to;
+    }
+    out[k] = items;
+  }
+  const scores = { ...obj(head.latentScores) };
+  for (const [key, v] of Object.entries(d.latentScores.added)) {
+    if (key in scores && !deepEqual(scores[key], v)) conflicts.push(`latentScores ${key}`);
+    else scores[key] = v;
+  }
+  for (const [key, v] of Object.entries(d.latentScores.removed)) {
+    if (!(key in scores)) continue;
+    if (!deepEqual(scores[key], v)) conflicts.push(`latentScores ${key}`);
+    else delete scores[key];
+  }
+  for (const [key, c] of Object.entries(d.latentScores.changed)) {
+    if (!deepEqual(scores[key], c.from)) conflicts.push(`latentScores ${key}`);
+    else scores[key] = c.to;
+  }
+  out.latentScores = scores;
+  return { out, conflicts };
+}
+
+/**
+ * A new version on a branch head (the current branch by default) applying what one version changed
+ * from its parent: forward (cherry-pick: that change onto another branch) or backward (revert: undo
+ * it). An item changed otherwise since is a conflict (409) and nothing is written.
+ */
+export async function applyVersion(
   core: ProfileCore,
   p: Principal,
   id: string,
-  input: { versionId: string; branchId?: string; message?: string },
+  input: { versionId: string; branchId?: string; message?: string; direction: 'revert' | 'cherry_pick' },
   ifMatch?: string,
 ) {
   const message = input.message === undefined ? undefined : parse(ProfileMessage, input.message, 'body.message');
+  const revert = input.direction === 'revert';
   return core.operate(p, id, ifMatch, async (q, l) => {
     const branch = core.branch(l, input.branchId ?? l.row.current_branch_id);
     const target = l.history.versions.find((v) => v.id === input.versionId);
     if (!target) throw versionNotFound(input.versionId);
-    if (!branch.headVersionId) throw unprocessable('branch_empty', `Branch ${branch.id} has no version to revert on.`);
+    if (revert && !branch.headVersionId) throw unprocessable('branch_empty', `Branch ${branch.id} has no version to revert on.`);
+    if (!revert && chain(new Map(l.history.versions.map((v) => [v.id, v])), branch.headVersionId).some((v) => v.id === target.id)) {
+      throw unprocessable('version_in_history', `Version ${target.id} is in the history of branch ${branch.id} already.`);
+    }
     const before = await core.snapshotOf(q, l.row.id, target.parentVersionId);
     const after = await core.snapshotOf(q, l.row.id, target.id);
     const head = await core.snapshotOf(q, l.row.id, branch.headVersionId);
     const d = diffSnapshots(before, after);
-    const conflicts: string[] = [];
-    const out: Snapshot = { ...head };
-    for (const k of ITEM_KINDS) {
-      let items = [...list(head, k)];
-      const at = (item: unknown) => items.findIndex((x) => itemKey(x) === itemKey(item));
-      for (const added of d[k].added) {
-        const i = at(added);
-        if (i < 0) continue;
-        if (!deepEqual(items[i], added)) conflicts.push(`${k} ${itemKey(added)}`);
-        else items = items.filter((_, j) => j !== i);
-      }
-      for (const removed of d[k].removed) if (at(removed) < 0) items.push(removed);
-      for (const c of d[k].changed) {
-        const i = at(c.to);
-        if (i < 0 || !deepEqual(items[i], c.to)) conflicts.push(`${k} ${itemKey(c.to)}`);
-        else items[i] = c.from;
-      }
-      out[k] = items;
-    }
-    const scores = { ...obj(head.latentScores) };
-    for (const key of Object.keys(d.latentScores.added)) delete scores[key];
-    for (const [key, v] of Object.entries(d.latentScores.removed)) if (!(key in scores)) scores[key] = v;
-    for (const [key, c] of Object.entries(d.latentScores.changed)) {
-      if (!deepEqual(scores[key], c.to)) conflicts.push(`latentScores ${key}`);
-      else scores[key] = c.from;
-    }
-    out.latentScores = scores;
+    const { out, conflicts } = applyDiff(head, revert ? invert(d) : d);
     if (conflicts.length) {
-      throw new DomainError(
-        'conflict',
-        'revert_conflict',
-        `Changed again since ${target.id}, so not reverted: ${conflicts.slice(0, 10).join(', ')}.`,
-      );
+      const code = revert ? 'revert_conflict' : 'cherry_pick_conflict';
+      throw new DomainError('conflict', code, `Changed otherwise since ${target.id}, so not applied: ${conflicts.slice(0, 10).join(', ')}.`);
     }
     Object.assign(out, computeDerived(out));
     const meta: VersionMeta = {
       id: newId('ver'),
       branchId: branch.id,
       parentVersionId: branch.headVersionId,
-      message: message ?? `Revert ${target.id}: ${target.message}`.slice(0, 10_000),
+      message: message ?? (revert ? `Revert ${target.id}: ${target.message}` : target.message).slice(0, PROFILE_LIMITS.message),
       createdAt: new Date(),
     };
     const change: Change = {
@@ -192,7 +230,15 @@ export async function revertVersion(
       branches: l.history.branches.map((b) => (b.id === branch.id ? { ...b, headVersionId: meta.id } : b)),
       currentBranchId: l.row.current_branch_id,
     };
-    const row = await persist(core, q, p, l, change, [{ meta, snapshot: out }], { operation: 'revert' });
+    const row = await persist(core, q, p, l, change, [{ meta, snapshot: out }], {
+      operation: input.direction,
+      events: [
+        {
+          subject: `profiles.${revert ? 'revert' : 'cherry_pick'}.created`,
+          data: { profileId: l.row.id, branchId: branch.id, versionId: meta.id, sourceVersionId: target.id },
+        },
+      ],
+    });
     return { row, result: versionView(meta) };
   });
 }
