@@ -164,6 +164,7 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /profiles/:id/working-changes/:kind': { item: { id: 'x' } },
     'post /profiles/:id/revert': { versionId: owner.versionId },
     'post /profiles/:id/cherry-pick': { versionId: owner.versionId },
+    'post /profiles/:id/tags': { name: 'v1' },
     'patch /task-lists/:id': { name: 'renamed' },
     'put /task-lists/:id/order': { taskIds: [owner.taskId, owner.taskId2] },
     'patch /tasks/:id': { title: 'renamed' },
@@ -251,6 +252,8 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return 'constraints';
     case 'profiles:itemId':
       return 'a';
+    case 'profiles:name':
+      return 'v1';
     case 'task-lists:id':
       return who.taskListId;
     case 'tasks:id':

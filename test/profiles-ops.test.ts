@@ -136,3 +136,22 @@ test('cherry-pick applies one version’s change onto another branch', async () 
   expect((await call('POST', `/profiles/${p}/cherry-pick`, { versionId: v1 })).body.error.code).toBe('version_in_history');
   expect((await call('POST', `/profiles/${p}/cherry-pick`, { versionId: v2, branchId: old }, other)).status).toBe(404);
 });
+
+test('tags name versions; names are unique; delete is idempotent', async () => {
+  const { p, v1, v2 } = await history();
+  const head = await call('POST', `/profiles/${p}/tags`, { name: 'v2.0', message: 'spring' });
+  expect(head.status).toBe(201);
+  expect(head.body).toMatchObject({ name: 'v2.0', versionId: v2, message: 'spring', createdBy: { kind: 'human' } });
+  await t.ok('POST', `/profiles/${p}/tags`, key, { name: 'v1.0', versionId: v1 });
+  expect((await call('POST', `/profiles/${p}/tags`, { name: 'v1.0', versionId: v2 })).body.error.code).toBe('tag_exists');
+  expect((await call('POST', `/profiles/${p}/tags`, { name: 'bad name' })).status).toBe(400);
+  expect((await call('POST', `/profiles/${p}/tags`, { name: 'x', versionId: 'ver_nope' })).body.error.code).toBe('version_not_found');
+  expect((await call('GET', `/profiles/${p}/tags`)).body.tags.map((x: any) => [x.name, x.versionId])).toEqual([
+    ['v2.0', v2],
+    ['v1.0', v1],
+  ]);
+  expect((await call('GET', `/profiles/${p}/tags`, undefined, other)).status).toBe(404);
+  expect((await call('DELETE', `/profiles/${p}/tags/v1.0`, undefined, other)).status).toBe(404);
+  expect((await call('DELETE', `/profiles/${p}/tags/v1.0`)).body).toEqual({ deleted: 1 });
+  expect((await call('DELETE', `/profiles/${p}/tags/v1.0`)).body).toEqual({ deleted: 0 });
+});

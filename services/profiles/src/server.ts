@@ -116,6 +116,18 @@ export function handlers(domain: ProfilesDomain): Handlers<Def> {
       const input = { versionId: req.versionId ?? '', branchId: req.branchId, message: body.message };
       return reply(await domain.cherryPick(ctx.principal, req.id, input, req.ifMatch));
     },
+    async listTags(req, ctx) {
+      return { json: JSON.stringify(await domain.listTags(ctx.principal, req.id)), etag: '' };
+    },
+    async createTag(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { name?: string; message?: string };
+      return reply(
+        await domain.createTag(ctx.principal, req.id, { name: body.name ?? '', versionId: req.versionId, message: body.message }, req.ifMatch),
+      );
+    },
+    async deleteTag(req, ctx) {
+      return reply(await domain.deleteTag(ctx.principal, req.id, req.itemId ?? '', req.ifMatch));
+    },
     async exportHistory(req, ctx) {
       const json = await domain.exportHistory(ctx.principal, req.id, { snapshotVersionIds: req.snapshotVersionIds, maxBytes: req.maxBytes });
       return { json, etag: '' };

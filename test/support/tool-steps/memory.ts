@@ -238,6 +238,17 @@ const PROFILES: Step[] = [
     valid: (s) => ({ id: s.opsProfileId, branchId: 'main', versionId: s.opsV1 }),
     invalid: (s) => ({ id: s.opsProfileId, branchId: 'main', versionId: 'nope' }),
   },
+  {
+    tool: 'profiles_tags_create',
+    valid: (s) => ({ id: s.opsProfileId, name: `v1-${s.run}`, versionId: s.opsV1 }),
+    invalid: (s) => ({ id: s.opsProfileId, name: 'bad name' }),
+  },
+  { tool: 'profiles_tags_list', valid: (s) => ({ id: s.opsProfileId }), invalid: () => ({ id: 'x' }) },
+  {
+    tool: 'profiles_tags_delete',
+    valid: (s) => ({ id: s.opsProfileId, name: `v1-${s.run}` }),
+    invalid: (s) => ({ id: s.opsProfileId, name: 'bad name' }),
+  },
   { tool: 'profiles_working_discard', valid: (s) => ({ id: s.opsProfileId }), invalid: () => ({ id: 'x' }) },
   { tool: 'profiles_duplicate', valid: (s) => ({ id: s.opsProfileId, name: `ops copy ${s.run}` }), invalid: () => ({ id: 'x' }) },
 ];

@@ -31,6 +31,19 @@ const Working = z
     counts: z.record(z.string(), z.number().int()).describe('Staged items per kind.'),
   })
   .meta({ id: 'ProfileWorkingChangesView' });
+const TagName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be 1–100 of A-Z a-z 0-9 . _ - (starting with a letter or digit)')
+  .describe('A tag name, e.g. v1.0.');
+const ProfileTag = z
+  .object({
+    name: z.string(),
+    versionId: z.string(),
+    message: Nullable(z.string()),
+    createdBy: Nullable(z.record(z.string(), z.unknown())),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'ProfileTag' });
 const BranchParams = IdParams.extend({ branchId: RefId });
 const body = (i: RouteInput) => JSON.stringify(i.body ?? {});
 const read = (res: profiles.JsonReply) => JSON.parse(res.json) as unknown;
@@ -243,5 +256,42 @@ export const profilesOpsRoutes = [
       request: (i) => ({ id: i.params.id, versionId: i.body.versionId, branchId: i.body.branchId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
       response: json,
     }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.tags.list',
+    method: 'get',
+    path: '/profiles/:id/tags',
+    summary: 'A profile’s tags (names for versions), oldest first.',
+    params: IdParams,
+    response: z.object({ tags: z.array(ProfileTag) }).meta({ id: 'ProfileTagList' }),
+    handler: rpc('profiles', 'listTags', { request: (i) => ({ id: i.params.id }), response: read }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.tags.create',
+    method: 'post',
+    path: '/profiles/:id/tags',
+    summary: 'Name a version (default: the current branch head), e.g. a release; 409 tag_exists for a name in use.',
+    params: IdParams,
+    headers: IfMatch,
+    body: z.object({ name: TagName, versionId: RefId.optional(), message: Message.optional() }).strict().meta({ id: 'CreateProfileTagRequest' }),
+    response: ProfileTag,
+    status: 201,
+    handler: rpc('profiles', 'createTag', {
+      request: (i) => ({ id: i.params.id, versionId: i.body.versionId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.tags.delete',
+    method: 'delete',
+    path: '/profiles/:id/tags/:name',
+    summary: 'Delete a tag (idempotent); its version stays.',
+    params: IdParams.extend({ name: TagName }),
+    headers: IfMatch,
+    response: z.object({ deleted: z.number().int() }).meta({ id: 'DeletedProfileTag' }),
+    handler: rpc('profiles', 'deleteTag', { request: (i) => ({ id: i.params.id, itemId: i.params.name, ifMatch: ifMatchOf(i) }), response: json }),
   }),
 ];

@@ -9,6 +9,7 @@ import { createProfile, getProfile, listProfiles, removeProfile, updateProfile }
 import { applyVersion, duplicateProfile, profileStats, searchItems } from './insights.js';
 import { merge } from './merging.js';
 import { diff, exportHistory, log, version } from './reads.js';
+import { createTag, deleteTag, listTags } from './tags.js';
 import { discardWorking, stageItem, unstageItem } from './working.js';
 
 export { buildCommitSnapshot } from './commits.js';
@@ -145,5 +146,17 @@ export class ProfilesDomain {
 
   cherryPick(p: Principal, id: string, input: { versionId: string; branchId?: string; message?: string }, ifMatch?: string) {
     return applyVersion(this.core, p, id, { ...input, direction: 'cherry_pick' }, ifMatch);
+  }
+
+  listTags(p: Principal, id: string) {
+    return listTags(this.core, p, id);
+  }
+
+  createTag(p: Principal, id: string, input: { name: string; versionId?: string; message?: string }, ifMatch?: string) {
+    return createTag(this.core, p, id, input, ifMatch);
+  }
+
+  deleteTag(p: Principal, id: string, name: string, ifMatch?: string) {
+    return deleteTag(this.core, p, id, name, ifMatch);
   }
 }
