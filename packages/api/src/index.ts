@@ -13,6 +13,7 @@ import { profilesOpsRoutes } from './routes/profiles-ops.js';
 import { schedulesRoutes } from './routes/schedules.js';
 import { sitesRoutes } from './routes/sites.js';
 import { systemRoutes } from './routes/system.js';
+import { taskListsRoutes } from './routes/task-lists.js';
 import { tasksRoutes } from './routes/tasks.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
@@ -28,6 +29,7 @@ export * from './routes/memory.js';
 export * from './routes/models.js';
 export * from './routes/schedules.js';
 export * from './routes/sites.js';
+export * from './routes/task-lists.js';
 export * from './routes/tasks.js';
 export * from './routes/threads.js';
 export * from './rpc.js';
@@ -45,6 +47,7 @@ export const routes: Route[] = [
   ...agentsRoutes,
   ...threadsRoutes,
   ...memoryRoutes,
+  ...taskListsRoutes,
   ...tasksRoutes,
   ...schedulesRoutes,
   ...keysRoutes,

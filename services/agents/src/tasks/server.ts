@@ -1,6 +1,8 @@
 import type { Handlers } from '@svc/kit';
 import type { agents, agents_memory } from '@svc/proto';
 
+import { TaskComments } from './comments.js';
+import { TaskLists } from './lists.js';
 import type { CommentRow, TaskListRow, TaskRow } from './store.js';
 import type { TasksDomain } from './tasks.js';
 
@@ -79,31 +81,33 @@ const toComment = (c: CommentRow): agents_memory.TaskComment => ({
 
 /** gRPC handlers of tasks: translate messages, let the domain decide. */
 export function taskHandlers(d: TasksDomain): TaskHandlers {
+  const comments = new TaskComments(d);
+  const lists = new TaskLists(d);
   return {
     async listTaskLists(req, { principal }) {
-      const { rows, nextCursor } = await d.lists(principal, req.limit, req.cursor);
+      const { rows, nextCursor } = await lists.lists(principal, req.limit, req.cursor);
       return { lists: rows.map(toList), nextCursor };
     },
     async createTaskList(req, { principal }) {
-      return { list: toList(await d.createList(principal, req)) };
+      return { list: toList(await lists.createList(principal, req)) };
     },
     async getTaskList(req, { principal }) {
       return { list: toList(await d.getList(principal, req.id)) };
     },
     async updateTaskList(req, { principal }) {
-      return { list: toList(await d.updateList(principal, req)) };
+      return { list: toList(await lists.updateList(principal, req)) };
     },
     async deleteTaskList(req, { principal }) {
-      return { count: await d.deleteList(principal, req.id) };
+      return { count: await lists.deleteList(principal, req.id) };
     },
     async clearCompletedTasks(req, { principal }) {
-      return { count: await d.clearCompleted(principal, req.id) };
+      return { count: await lists.clearCompleted(principal, req.id) };
     },
     async reorderTaskList(req, { principal }) {
-      return { tasks: (await d.reorder(principal, req.id, req.taskIds)).map(toTask) };
+      return { tasks: (await lists.reorder(principal, req.id, req.taskIds)).map(toTask) };
     },
     async nextTask(req, { principal }) {
-      const t = await d.next(principal, req.id);
+      const t = await lists.next(principal, req.id);
       return { task: t ? toTask(t) : undefined };
     },
     async listTasks(req, { principal }) {
@@ -141,23 +145,23 @@ export function taskHandlers(d: TasksDomain): TaskHandlers {
       return { task: toTask(await d.removeBlocker(principal, req.id, req.blockerId)) };
     },
     async listTaskComments(req, { principal }) {
-      const { rows, nextCursor } = await d.comments(principal, req.taskId, req.limit, req.cursor);
+      const { rows, nextCursor } = await comments.comments(principal, req.taskId, req.limit, req.cursor);
       return { comments: rows.map(toComment), nextCursor };
     },
     async createTaskComment(req, { principal }) {
-      return { comment: toComment(await d.comment(principal, req.taskId, req.body)) };
+      return { comment: toComment(await comments.comment(principal, req.taskId, req.body)) };
     },
     async updateTaskComment(req, { principal }) {
-      return { comment: toComment(await d.editComment(principal, req.taskId, req.commentId, req.body)) };
+      return { comment: toComment(await comments.editComment(principal, req.taskId, req.commentId, req.body)) };
     },
     async deleteTaskComment(req, { principal }) {
-      return { count: await d.deleteComment(principal, req.taskId, req.commentId) };
+      return { count: await comments.deleteComment(principal, req.taskId, req.commentId) };
     },
     async duplicateTask(req, { principal }) {
       return { task: toTask(await d.duplicate(principal, req)) };
     },
     async duplicateTaskList(req, { principal }) {
-      return { list: toList(await d.duplicateList(principal, req)) };
+      return { list: toList(await lists.duplicateList(principal, req)) };
     },
     async taskActivityLog(req, { principal }) {
       const { rows, nextCursor } = await d.activity(principal, req.taskId, req.limit, req.cursor);

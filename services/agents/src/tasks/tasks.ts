@@ -14,7 +14,7 @@ import {
 } from '@svc/kit';
 
 import { type AgentStore, SCHEMA } from '../store.js';
-import { type CommentRow, type TaskListRow, type TaskRow, TaskStore } from './store.js';
+import { type TaskListRow, type TaskRow, TaskStore } from './store.js';
 
 /**
  * Tasks (docs/memory.md): to-do lists the acting account's people and agents share. Another
@@ -24,17 +24,15 @@ import { type CommentRow, type TaskListRow, type TaskRow, TaskStore } from './st
  */
 
 export const MAX_TASKS_PER_LIST = 1000;
-const LIST_RE = /^tls_[0-9a-z]{26}$/;
+export const LIST_RE = /^tls_[0-9a-z]{26}$/;
 const TASK_RE = /^tsk_[0-9a-z]{26}$/;
-const COMMENT_RE = /^tcm_[0-9a-z]{26}$/;
 
 const listNotFound = () => new DomainError('not_found', 'task_list_not_found', 'Task list not found.');
 const taskNotFound = () => new DomainError('not_found', 'task_not_found', 'Task not found.');
-const commentNotFound = () => new DomainError('not_found', 'comment_not_found', 'Comment not found.');
-const bad = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
+export const bad = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
 
-const Name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
-const Description = z.string().max(1000, 'must be at most 1000 characters');
+export const Name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
+export const Description = z.string().max(1000, 'must be at most 1000 characters');
 const Title = z.string().trim().min(1, 'must not be empty').max(300, 'must be at most 300 characters');
 const Notes = z.string().max(10_000, 'must be at most 10000 characters');
 const Priority = z.enum(['low', 'normal', 'high', 'urgent'], { error: 'must be low, normal, high or urgent' });
@@ -43,7 +41,6 @@ const Labels = z
   .array(z.string().regex(/^[a-z0-9][a-z0-9:_-]{0,49}$/, 'must be 1–50 of a-z 0-9 : _ -'))
   .max(20, 'must hold at most 20 labels')
   .transform((l) => [...new Set(l)]);
-const Body = z.string().trim().min(1, 'must not be empty').max(10_000, 'must be at most 10000 characters');
 
 const offsetCursor = (n: number) => Buffer.from(String(n)).toString('base64url');
 function readOffset(c: string | undefined): number {
@@ -52,14 +49,14 @@ function readOffset(c: string | undefined): number {
   if (!Number.isInteger(n) || n < 0) throw new DomainError('invalid_argument', 'invalid_cursor', 'The cursor is not valid.');
   return n;
 }
-const idCursor = (id: string) => Buffer.from(id).toString('base64url');
-function readId(c: string | undefined, re: RegExp | null): string {
+export const idCursor = (id: string) => Buffer.from(id).toString('base64url');
+export function readId(c: string | undefined, re: RegExp | null): string {
   if (!c) return '';
   const s = Buffer.from(c, 'base64url').toString();
   if (re ? !re.test(s) : !/^\d{1,15}$/.test(s)) throw new DomainError('invalid_argument', 'invalid_cursor', 'The cursor is not valid.');
   return s;
 }
-const clamp = (n: number | undefined, d: number, max: number) => Math.min(Math.max(n || d, 1), max);
+export const clamp = (n: number | undefined, d: number, max: number) => Math.min(Math.max(n || d, 1), max);
 
 export interface TaskInput {
   listId: string;
@@ -83,14 +80,14 @@ export class TasksDomain {
   }
 
   /** A transaction whose events the outbox relay then publishes at once. */
-  private async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+  async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     const out = await this.sql.tx(fn);
     this.outbox()?.kick();
     return out;
   }
 
   /** A line of the task's activity log, and its event. */
-  private async log(q: Queryable, taskId: string, type: string, data: Record<string, unknown>, actor: Actor): Promise<void> {
+  async log(q: Queryable, taskId: string, type: string, data: Record<string, unknown>, actor: Actor): Promise<void> {
     await this.store.activity(q, taskId, type, data, actor);
     await enqueueEvent(q, SCHEMA, { subject: `agents.${type}`, accountId: actor.accountId, data: { taskId, ...data, actor } });
   }
@@ -111,73 +108,6 @@ export class TasksDomain {
     const a = /^agt_[0-9a-z]{26}$/.test(id) ? await this.agents.byId(id) : null;
     if (!a || a.owner_account_id !== p.accountId) throw new DomainError('not_found', 'agent_not_found', 'Agent not found.');
     return a.id;
-  }
-
-  // Lists --------------------------------------------------------------------------------------
-
-  async createList(p: Principal, r: { name: string; description?: string }) {
-    const name = parseInput(Name, r.name, { where: 'name' });
-    const description = r.description === undefined ? null : parseInput(Description, r.description, { where: 'description' });
-    const id = newId('tls');
-    await this.tx((q) => this.store.insertList(q, { id, account_id: p.accountId, name, description, created_by: actorOf(p) }));
-    return (await this.store.list(id))!;
-  }
-
-  async lists(p: Principal, limit?: number, cursor?: string) {
-    const n = clamp(limit, 50, 200);
-    const rows = await this.store.lists(p.accountId, readId(cursor, LIST_RE), n + 1);
-    const page = rows.slice(0, n);
-    return { rows: page, nextCursor: rows.length > n ? idCursor(page[page.length - 1]!.id) : undefined };
-  }
-
-  async updateList(p: Principal, r: { id: string; name?: string; description?: string; clearDescription?: boolean }) {
-    const name = r.name === undefined ? undefined : parseInput(Name, r.name, { where: 'name' });
-    const description = r.description === undefined ? undefined : parseInput(Description, r.description, { where: 'description' });
-    if (name === undefined && description === undefined && !r.clearDescription) throw bad('body: must change at least one field.');
-    return this.tx(async (q) => {
-      const l = await this.getList(p, r.id, q, true);
-      await this.store.updateList(q, l.id, { name: name ?? l.name, description: r.clearDescription ? null : (description ?? l.description) });
-      return (await this.store.list(l.id, q))!;
-    });
-  }
-
-  async deleteList(p: Principal, id: string): Promise<number> {
-    return this.tx(async (q) => {
-      const l = await this.getList(p, id, q, true);
-      const ids = (await this.store.listTasks(q, l.id)).map((t) => t.id);
-      const n = await this.store.deleteList(q, l.id);
-      await this.store.unblock(q, p.accountId, ids);
-      return n;
-    });
-  }
-
-  async clearCompleted(p: Principal, id: string): Promise<number> {
-    return this.tx(async (q) => {
-      const l = await this.getList(p, id, q, true);
-      const ids = await this.store.deleteDone(q, l.id);
-      await this.store.unblock(q, p.accountId, ids);
-      return ids.length;
-    });
-  }
-
-  /** PUT semantics: `taskIds` is the list's every task, in the new order. */
-  async reorder(p: Principal, id: string, taskIds: string[]): Promise<TaskRow[]> {
-    return this.tx(async (q) => {
-      const l = await this.getList(p, id, q, true);
-      const tasks = await this.store.listTasks(q, l.id);
-      const given = new Set(taskIds);
-      if (given.size !== taskIds.length) throw bad('taskIds: each task at most once.');
-      if (given.size !== tasks.length || tasks.some((t) => !given.has(t.id))) {
-        throw new DomainError('conflict', 'order_mismatch', `taskIds must name every task of the list exactly once (it holds ${tasks.length}).`);
-      }
-      for (const [i, tid] of taskIds.entries()) await this.store.setPlace(q, tid, l.id, i + 1);
-      return this.store.listTasks(q, l.id);
-    });
-  }
-
-  async next(p: Principal, id: string): Promise<TaskRow | null> {
-    const l = await this.getList(p, id);
-    return this.store.next(l.id);
   }
 
   // Tasks --------------------------------------------------------------------------------------
@@ -270,35 +200,6 @@ export class TasksDomain {
       });
       await this.log(q, id, 'task.created', { listId: l.id, title: title ?? src.title, duplicateOf: src.id }, by);
       return (await this.store.task(id, q))!;
-    });
-  }
-
-  /** A new list with copies of a list's tasks (open again; blockers among them kept), a template's use. */
-  async duplicateList(p: Principal, r: { id: string; name?: string; includeDone?: boolean }): Promise<TaskListRow> {
-    const name = r.name === undefined ? undefined : parseInput(Name, r.name, { where: 'name' });
-    return this.tx(async (q) => {
-      const src = await this.getList(p, r.id, q);
-      const tasks = (await this.store.listTasks(q, src.id)).filter((t) => r.includeDone || t.status === 'open');
-      const listId = newId('tls');
-      const by = actorOf(p);
-      await this.store.insertList(q, {
-        id: listId,
-        account_id: p.accountId,
-        name: name ?? `${src.name} (copy)`.slice(0, 100),
-        description: src.description,
-        created_by: by,
-      });
-      const ids = new Map(tasks.map((t) => [t.id, newId('tsk')]));
-      for (const [i, t] of tasks.entries()) {
-        const id = ids.get(t.id)!;
-        await this.store.insertTask(q, { ...t, id, list_id: listId, position: i + 1, created_by: by });
-        await this.log(q, id, 'task.created', { listId, title: t.title, duplicateOf: t.id }, by);
-      }
-      for (const t of tasks) {
-        const blockers = t.blocked_by.filter((b) => ids.has(b)).map((b) => ids.get(b)!);
-        if (blockers.length) await this.store.setBlockers(q, ids.get(t.id)!, blockers);
-      }
-      return (await this.store.list(listId, q))!;
     });
   }
 
@@ -444,58 +345,5 @@ export class TasksDomain {
     const rows = await this.store.activityOf(t.id, Number(readId(cursor, null) || 0), n + 1);
     const page = rows.slice(0, n);
     return { rows: page, nextCursor: rows.length > n ? idCursor(String(page[page.length - 1]!.seq)) : undefined };
-  }
-
-  // Comments -----------------------------------------------------------------------------------
-
-  async comments(p: Principal, taskId: string, limit?: number, cursor?: string) {
-    const t = await this.get(p, taskId);
-    const n = clamp(limit, 50, 200);
-    const rows = await this.store.comments(t.id, readId(cursor, COMMENT_RE), n + 1);
-    const page = rows.slice(0, n);
-    return { rows: page, nextCursor: rows.length > n ? idCursor(page[page.length - 1]!.id) : undefined };
-  }
-
-  async comment(p: Principal, taskId: string, body: string): Promise<CommentRow> {
-    const text = parseInput(Body, body, { where: 'body' });
-    return this.tx(async (q) => {
-      const t = await this.get(p, taskId, q, true);
-      const c = await this.store.insertComment(q, { id: newId('tcm'), task_id: t.id, body: text, author: actorOf(p) });
-      await this.log(q, t.id, 'comment.created', { commentId: c.id }, actorOf(p));
-      return c;
-    });
-  }
-
-  /** A comment of a visible task that the caller wrote (editing another's is 403). */
-  private async ownComment(p: Principal, q: Queryable, taskId: string, commentId: string): Promise<CommentRow> {
-    await this.get(p, taskId, q, true);
-    const c = COMMENT_RE.test(commentId) ? await this.store.comment(taskId, commentId) : null;
-    if (!c) throw commentNotFound();
-    const me = actorOf(p);
-    if (c.author.kind !== me.kind || c.author.id !== me.id) {
-      throw new DomainError('forbidden', 'not_comment_author', 'Only its author may change or delete a comment.');
-    }
-    return c;
-  }
-
-  async editComment(p: Principal, taskId: string, commentId: string, body: string): Promise<CommentRow> {
-    const text = parseInput(Body, body, { where: 'body' });
-    return this.tx(async (q) => {
-      const c = await this.ownComment(p, q, taskId, commentId);
-      const next = await this.store.updateComment(q, c.id, text);
-      await this.log(q, taskId, 'comment.updated', { commentId: c.id }, actorOf(p));
-      return next;
-    });
-  }
-
-  async deleteComment(p: Principal, taskId: string, commentId: string): Promise<number> {
-    return this.tx(async (q) => {
-      await this.get(p, taskId, q, true);
-      if (COMMENT_RE.test(commentId) && !(await this.store.comment(taskId, commentId))) return 0;
-      const c = await this.ownComment(p, q, taskId, commentId);
-      await this.store.deleteComment(q, c.id);
-      await this.log(q, taskId, 'comment.deleted', { commentId: c.id }, actorOf(p));
-      return 1;
-    });
   }
 }
