@@ -155,3 +155,23 @@ test('tags name versions; names are unique; delete is idempotent', async () => {
   expect((await call('DELETE', `/profiles/${p}/tags/v1.0`)).body).toEqual({ deleted: 1 });
   expect((await call('DELETE', `/profiles/${p}/tags/v1.0`)).body).toEqual({ deleted: 0 });
 });
+
+test('versions across branches, filtered by branch, author, message and time', async () => {
+  const { p, v1, v2 } = await history();
+  const side = (await t.ok('POST', `/profiles/${p}/branches`, key, { name: 'side' })).body.id;
+  await t.ok('POST', `/profiles/${p}/working-changes/constraints`, key, { item: c('dim') });
+  const v3 = (await t.ok('POST', `/profiles/${p}/commits`, key, { message: 'dim on the side', branchId: side })).body.id;
+  const all = (await call('GET', `/profiles/${p}/versions`)).body;
+  expect([all.total, all.versions.map((v: any) => v.id)]).toEqual([3, [v3, v2, v1]]);
+  expect(all.versions[0].createdBy.kind).toBe('human');
+  expect((await call('GET', `/profiles/${p}/versions?branchId=${side}`)).body.versions.map((v: any) => v.id)).toEqual([v3]);
+  expect((await call('GET', `/profiles/${p}/versions?q=FIRST`)).body.versions.map((v: any) => v.id)).toEqual([v1]);
+  expect((await call('GET', `/profiles/${p}/versions?authorId=${all.versions[0].createdBy.id}`)).body.total).toBe(3);
+  expect((await call('GET', `/profiles/${p}/versions?authorId=agt_someone`)).body.total).toBe(0);
+  expect((await call('GET', `/profiles/${p}/versions?since=2999-01-01T00:00:00Z`)).body.total).toBe(0);
+  const page = (await call('GET', `/profiles/${p}/versions?limit=2`)).body;
+  const rest = (await call('GET', `/profiles/${p}/versions?limit=2&cursor=${page.nextCursor}`)).body;
+  expect([...page.versions, ...rest.versions].map((v: any) => v.id)).toEqual([v3, v2, v1]);
+  expect((await call('GET', `/profiles/${p}/versions?branchId=nope`)).body.error.code).toBe('branch_not_found');
+  expect((await call('GET', `/profiles/${p}/versions`, undefined, other)).status).toBe(404);
+});

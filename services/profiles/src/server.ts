@@ -128,6 +128,17 @@ export function handlers(domain: ProfilesDomain): Handlers<Def> {
     async deleteTag(req, ctx) {
       return reply(await domain.deleteTag(ctx.principal, req.id, req.itemId ?? '', req.ifMatch));
     },
+    async listVersions(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as {
+        authorId?: string;
+        q?: string;
+        since?: string;
+        until?: string;
+        limit?: number;
+        cursor?: string;
+      };
+      return { json: JSON.stringify(await domain.findVersions(ctx.principal, req.id, { ...body, branchId: req.branchId })), etag: '' };
+    },
     async exportHistory(req, ctx) {
       const json = await domain.exportHistory(ctx.principal, req.id, { snapshotVersionIds: req.snapshotVersionIds, maxBytes: req.maxBytes });
       return { json, etag: '' };

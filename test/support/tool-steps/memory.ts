@@ -221,6 +221,7 @@ const PROFILES: Step[] = [
     valid: (s) => ({ id: s.opsProfileId, branchId: s.opsBranch, description: 'a side branch' }),
     invalid: (s) => ({ id: s.opsProfileId, branchId: 'main', name: 'trunk' }),
   },
+  { tool: 'profiles_versions_list', valid: (s) => ({ id: s.opsProfileId, q: 'one' }), invalid: (s) => ({ id: s.opsProfileId, since: 'yesterday' }) },
   { tool: 'profiles_search', valid: (s) => ({ id: s.opsProfileId, q: 'warm' }), invalid: (s) => ({ id: s.opsProfileId, q: '' }) },
   { tool: 'profiles_stats', valid: (s) => ({ id: s.opsProfileId }), invalid: () => ({ id: 'x' }) },
   {

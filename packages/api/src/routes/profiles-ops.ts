@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import type { profiles } from '@svc/proto';
 
-import { Nullable, route, type RouteInput, Timestamp } from '../route.js';
+import { ListQuery, Nullable, route, type RouteInput, Timestamp } from '../route.js';
 import { rpc } from '../rpc.js';
 import {
   ProfileBranchName as BranchName,
@@ -145,6 +145,43 @@ export const profilesOpsRoutes = [
     handler: rpc('profiles', 'unstageItem', {
       request: (i) => ({ id: i.params.id, kind: i.params.kind, itemId: i.params.itemId, ifMatch: ifMatchOf(i) }),
       response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.versions.list',
+    method: 'get',
+    path: '/profiles/:id/versions',
+    summary: 'Versions across every branch, newest first, by branch, author, message text or time range, with their authors.',
+    params: IdParams,
+    query: ListQuery.extend({
+      branchId: RefId.optional().describe('Made on this branch.'),
+      authorId: z.string().min(1).max(100).optional().describe('Made by this person (user id) or agent (agent id).'),
+      q: z.string().min(1).max(200).optional().describe('Text in the message (case-insensitive).'),
+      since: z.iso.datetime({ offset: true }).optional(),
+      until: z.iso.datetime({ offset: true }).optional(),
+    }),
+    response: z
+      .object({
+        versions: z.array(ProfileVersion.extend({ createdBy: Nullable(z.record(z.string(), z.unknown())) })),
+        total: z.number().int(),
+        nextCursor: Nullable(z.string()),
+      })
+      .meta({ id: 'ProfileVersionList' }),
+    handler: rpc('profiles', 'listVersions', {
+      request: (i) => ({
+        id: i.params.id,
+        branchId: i.query.branchId,
+        bodyJson: JSON.stringify({
+          authorId: i.query.authorId,
+          q: i.query.q,
+          since: i.query.since,
+          until: i.query.until,
+          limit: i.query.limit,
+          cursor: i.query.cursor,
+        }),
+      }),
+      response: read,
     }),
   }),
   route({

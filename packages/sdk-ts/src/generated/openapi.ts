@@ -1689,6 +1689,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/profiles/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Versions across every branch, newest first, by branch, author, message text or time range, with their authors. */
+        get: operations["profiles.versions.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/profiles/{id}/search": {
         parameters: {
             query?: never;
@@ -3600,6 +3617,26 @@ export interface components {
             item: {
                 [key: string]: unknown;
             };
+        };
+        ProfileVersionList: {
+            versions: {
+                id: string;
+                branchId: string;
+                /** @default null */
+                parentVersionId: string | null;
+                message: string;
+                /** @description Absent in history listings (and in GET when the snapshots are large). */
+                snapshot?: components["schemas"]["ProfileSnapshot"];
+                /** @description ISO 8601 UTC with milliseconds */
+                createdAt: string;
+                /** @default null */
+                createdBy: {
+                    [key: string]: unknown;
+                } | null;
+            }[];
+            total: number;
+            /** @default null */
+            nextCursor: string | null;
         };
         ProfileSearchResult: {
             /** @default null */
@@ -14420,6 +14457,81 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProfileWorkingChangesView"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "profiles.versions.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                branchId?: string;
+                authorId?: string;
+                q?: string;
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileVersionList"];
                 };
             };
             /** @description Invalid input. */

@@ -6,7 +6,7 @@ import { checkout, createBranch, deleteBranch } from './branches.js';
 import { commit, rollback } from './commits.js';
 import { ProfileCore } from './core.js';
 import { createProfile, getProfile, listProfiles, removeProfile, updateProfile } from './crud.js';
-import { applyVersion, duplicateProfile, profileStats, searchItems } from './insights.js';
+import { applyVersion, duplicateProfile, findVersions, profileStats, searchItems } from './insights.js';
 import { merge } from './merging.js';
 import { diff, exportHistory, log, version } from './reads.js';
 import { createTag, deleteTag, listTags } from './tags.js';
@@ -158,5 +158,13 @@ export class ProfilesDomain {
 
   deleteTag(p: Principal, id: string, name: string, ifMatch?: string) {
     return deleteTag(this.core, p, id, name, ifMatch);
+  }
+
+  findVersions(
+    p: Principal,
+    id: string,
+    input: { branchId?: string; authorId?: string; q?: string; since?: string; until?: string; limit?: number; cursor?: string },
+  ) {
+    return findVersions(this.core, p, id, input);
   }
 }

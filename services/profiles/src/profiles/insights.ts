@@ -50,6 +50,51 @@ export async function searchItems(
   });
 }
 
+/**
+ * Versions across every branch, newest first, filtered: made on a branch, by an author (a person's
+ * user id or an agent's id), with a text in the message, within a time range. Offset cursor.
+ */
+export async function findVersions(
+  core: ProfileCore,
+  p: Principal,
+  id: string,
+  input: { branchId?: string; authorId?: string; q?: string; since?: string; until?: string; limit?: number; cursor?: string },
+) {
+  const time = (v: string | undefined, where: string) => {
+    if (v === undefined) return undefined;
+    const t = Date.parse(v);
+    if (Number.isNaN(t)) throw new DomainError('invalid_argument', 'invalid_request', `${where}: must be an ISO 8601 time.`);
+    return t;
+  };
+  const since = time(input.since, 'since');
+  const until = time(input.until, 'until');
+  const text = input.q?.toLowerCase();
+  const limit = Math.min(Math.max(input.limit || 50, 1), 200);
+  const offset = input.cursor ? Number(Buffer.from(input.cursor, 'base64url').toString()) : 0;
+  if (!Number.isInteger(offset) || offset < 0) throw new DomainError('invalid_argument', 'invalid_cursor', 'The cursor is not valid.');
+  const scope = scopeOf(p);
+  return core.read(async (q) => {
+    const l = await core.loadFor(q, id, scope);
+    if (input.branchId !== undefined) core.branch(l, input.branchId);
+    const found = [...l.versions].reverse().filter((v) => {
+      const at = v.created_at.getTime();
+      return (
+        (input.branchId === undefined || v.branch_id === input.branchId) &&
+        (input.authorId === undefined || v.created_by?.id === input.authorId) &&
+        (text === undefined || v.message.toLowerCase().includes(text)) &&
+        (since === undefined || at >= since) &&
+        (until === undefined || at < until)
+      );
+    });
+    const page = found.slice(offset, offset + limit);
+    return {
+      versions: page.map((v) => ({ ...versionView(v), createdBy: v.created_by })),
+      total: found.length,
+      nextCursor: found.length > offset + limit ? Buffer.from(String(offset + limit)).toString('base64url') : null,
+    };
+  });
+}
+
 /** Counts: history, branches, the head's items, the working changes, sizes. */
 export async function profileStats(core: ProfileCore, p: Principal, id: string) {
   const scope = scopeOf(p);
