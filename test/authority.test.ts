@@ -59,6 +59,12 @@ interface Tenant {
   deploymentId: string;
   /** An earlier version of a file (drive versions). */
   fileVersionId: string;
+  /** A task list with two tasks, a comment on the first; a schedule (docs/memory.md). */
+  taskListId: string;
+  taskId: string;
+  taskId2: string;
+  commentId: string;
+  scheduleId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -110,6 +116,11 @@ async function tenant(name: string): Promise<Tenant> {
   const auditEventId = (await ok('GET', `/accounts/${userId}/audit`, key)).events[0].id;
   const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
   const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
+  const taskListId = (await ok('POST', '/task-lists', key, { name: `${name} tasks` })).id;
+  const taskId = (await ok('POST', '/tasks', key, { listId: taskListId, title: 'one' })).id;
+  const taskId2 = (await ok('POST', '/tasks', key, { listId: taskListId, title: 'two' })).id;
+  const commentId = (await ok('POST', `/tasks/${taskId}/comments`, key, { body: 'hi' })).id;
+  const scheduleId = (await ok('POST', '/schedules', key, { name: 'daily', message: 'hi', threadId, cron: '0 9 * * *' })).id;
   return {
     userId,
     key,
@@ -141,6 +152,11 @@ async function tenant(name: string): Promise<Tenant> {
     siteId,
     deploymentId,
     fileVersionId,
+    taskListId,
+    taskId,
+    taskId2,
+    commentId,
+    scheduleId,
   };
 }
 
@@ -223,6 +239,20 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'patch /sites/:id': { title: 'x' },
     'put /sites/:id/redirects': { redirects: [] },
     'post /sites/:id/redirects': { from: '/a', to: '/b' },
+    'patch /profiles/:id/branches/:branchId': { description: 'd' },
+    'post /profiles/:id/branches/:branchId/reset': { versionId: owner.versionId },
+    'post /profiles/:id/working-changes/:kind': { item: { id: 'x' } },
+    'post /profiles/:id/revert': { versionId: owner.versionId },
+    'post /profiles/:id/cherry-pick': { versionId: owner.versionId },
+    'post /profiles/:id/tags': { name: 'v1' },
+    'patch /task-lists/:id': { name: 'renamed' },
+    'put /task-lists/:id/order': { taskIds: [owner.taskId, owner.taskId2] },
+    'patch /tasks/:id': { title: 'renamed' },
+    'put /tasks/:id/assignee': { agentId: null },
+    'post /tasks/:id/move': { listId: owner.taskListId },
+    'post /tasks/:id/comments': { body: 'x' },
+    'patch /tasks/:id/comments/:commentId': { body: 'x' },
+    'patch /schedules/:id': { name: 'renamed' },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -246,6 +276,7 @@ function sampleQuery(r: Route, who: Tenant): string {
     'get /sites/:id/files': 'path=index.html',
     'delete /sites/:id/redirects': 'from=/a',
     'get /threads/:id/search': 'q=hello',
+    'get /profiles/:id/search': 'q=a',
   };
   const k = `${r.method} ${r.path}`;
   const q = samples[k] ?? '';
@@ -339,6 +370,22 @@ function idFor(path: string, name: string, who: Tenant, accountId: string, r?: R
       return who.siteId;
     case 'sites:deploymentId':
       return who.deploymentId;
+    case 'profiles:kind':
+      return 'constraints';
+    case 'profiles:itemId':
+      return 'a';
+    case 'profiles:name':
+      return 'v1';
+    case 'task-lists:id':
+      return who.taskListId;
+    case 'tasks:id':
+      return who.taskId;
+    case 'tasks:blockerId':
+      return who.taskId2;
+    case 'tasks:commentId':
+      return who.commentId;
+    case 'schedules:id':
+      return who.scheduleId;
   }
   return undefined;
 }
@@ -461,8 +508,9 @@ describe('authority: agent keys never change authority', () => {
 describe('authority: another tenant’s resources answer 404', () => {
   // A provider key's route names a provider, not a resource: it acts on the caller's acting account
   // (test/provider-keys.test.ts shows another account's keys invisible).
-  // So do venue credentials (a venue, the caller's acting account). A model, a family and a symbol's
-  // rules are the catalogue's, the same for everyone.
+  // So do venue credentials (a venue, the caller's acting account), and memory namespaces and keys
+  // (names in the caller's acting account's memory: test/memory.test.ts shows another's invisible).
+  // A model, a family and a symbol's rules are the catalogue's, the same for everyone.
   const named = keyed.filter(
     (r) =>
       (r.path.includes(':') || r.query?.shape?.id) &&
@@ -473,7 +521,8 @@ describe('authority: another tenant’s resources answer 404', () => {
       // Catalogue entries, the same for every account: a model, a family, a symbol's rules.
       r.path !== '/models/:id' &&
       !r.path.startsWith('/models/families/') &&
-      !r.path.startsWith('/trading/symbols/'),
+      !r.path.startsWith('/trading/symbols/') &&
+      !r.path.startsWith('/memory/'),
   );
 
   test('the matrix covers every route that names a resource', () => {

@@ -15,15 +15,20 @@ import { driveTextRoutes } from './routes/drive/text.js';
 import { identityRoutes } from './routes/identity.js';
 import { keyOpsRoutes } from './routes/key-ops.js';
 import { keysRoutes } from './routes/keys.js';
+import { memoryRoutes } from './routes/memory.js';
 import { modelsRoutes } from './routes/models.js';
 import { modelsUsageRoutes } from './routes/models-usage.js';
 import { profilesRoutes } from './routes/profiles.js';
+import { profilesOpsRoutes } from './routes/profiles-ops.js';
+import { schedulesRoutes } from './routes/schedules.js';
 import { sitesRoutes } from './routes/sites.js';
 import { sitesManageRoutes } from './routes/sites-manage.js';
 import { systemRoutes } from './routes/system.js';
 import { threadExtrasRoutes } from './routes/thread-extras.js';
 import { threadMessagesRoutes } from './routes/thread-messages.js';
 import { threadOpsRoutes } from './routes/thread-ops.js';
+import { taskListsRoutes } from './routes/task-lists.js';
+import { tasksRoutes } from './routes/tasks.js';
 import { threadsRoutes } from './routes/threads.js';
 import { tradingRoutes } from './routes/trading.js';
 import { tradingJournalRoutes } from './routes/trading-journal.js';
@@ -38,8 +43,12 @@ export * from './routes/credits.js';
 export * from './routes/drive.js';
 export * from './routes/identity.js';
 export * from './routes/keys.js';
+export * from './routes/memory.js';
 export * from './routes/models.js';
+export * from './routes/schedules.js';
 export * from './routes/sites.js';
+export * from './routes/task-lists.js';
+export * from './routes/tasks.js';
 export * from './routes/threads.js';
 export * from './rpc.js';
 export * from './schemas/accounts.js';
@@ -61,6 +70,10 @@ export const routes: Route[] = [
   ...threadOpsRoutes,
   ...threadMessagesRoutes,
   ...keyOpsRoutes,
+  ...memoryRoutes,
+  ...taskListsRoutes,
+  ...tasksRoutes,
+  ...schedulesRoutes,
   ...keysRoutes,
   ...driveFindRoutes,
   ...driveTextRoutes,
@@ -71,6 +84,7 @@ export const routes: Route[] = [
   ...sitesRoutes,
   ...sitesManageRoutes,
   ...profilesRoutes,
+  ...profilesOpsRoutes,
   ...modelsRoutes,
   ...modelsUsageRoutes,
   ...creditsRoutes,

@@ -5,6 +5,7 @@ import { agents } from '@svc/proto';
 import { AgentKeys } from './agent-keys.js';
 import { AgentOps } from './agent-ops.js';
 import { type AgentRecords, AgentsDomain } from './agents.js';
+import { createAreas } from './memory/areas.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
@@ -81,6 +82,7 @@ export const agentsService = defineService({
         threadOps,
         new AgentOps(domain, threads, threadOps),
         new ThreadExtras(threads, threadOps, sql),
+        createAreas(sql, threads, () => relay),
       ),
       async start() {
         void recordAll();

@@ -7,6 +7,8 @@ import { agentOpsHandlers } from './agent-ops-server.js';
 import type { AgentsDomain } from './agents.js';
 import type { ThreadExtras } from './threads/extras.js';
 import { threadExtrasHandlers } from './threads/extras-server.js';
+import { areaHandlers, type Areas } from './memory/areas.js';
+import type { AgentRow } from './store.js';
 import type { LiveEvents } from './threads/live.js';
 import type { ThreadOps } from './threads/ops.js';
 import { threadOpsHandlers } from './threads/ops-server.js';
@@ -27,9 +29,11 @@ export function handlers(
   ops: ThreadOps,
   agentOps: AgentOps,
   extras: ThreadExtras,
+  areas: Areas,
 ): Handlers<Def> {
   return {
     ...threadHandlers(threads, live),
+    ...areaHandlers(areas),
     async createAgent(req, { principal }) {
       const { tools, hasTools, ...rest } = req;
       return { agent: toAgent(await domain.create(principal, { ...rest, tools: hasTools ? tools : undefined })) };
