@@ -4,7 +4,7 @@ import { ListQuery, prefixedId, route } from '../route.js';
 import { rpc } from '../rpc.js';
 import { CreditEntry, CreditsView, DecimalAmount } from '../schemas/models.js';
 import { ModelId } from '../schemas/models-usage.js';
-import { entryJson } from './credits.js';
+import { creditEntryJson } from './credits.js';
 
 /** Views of the credit ledger (docs/models.md, "Credits"): entries filtered, one entry, a summary, a forecast. */
 
@@ -34,7 +34,7 @@ export const creditsViewRoutes = [
         limit: i.query.limit,
         cursor: i.query.cursor,
       }),
-      response: (r) => ({ balance: r.balance, currency: 'USD' as const, entries: r.entries.map(entryJson), nextCursor: r.nextCursor ?? null }),
+      response: (r) => ({ balance: r.balance, currency: 'USD' as const, entries: r.entries.map(creditEntryJson), nextCursor: r.nextCursor ?? null }),
     }),
   }),
   route({
@@ -45,7 +45,7 @@ export const creditsViewRoutes = [
     summary: 'One entry of the credit ledger.',
     params: z.object({ id: prefixedId('crd', 'a credit entry id') }),
     response: CreditEntry,
-    handler: rpc('models', 'getCreditEntry', { request: (i) => ({ id: i.params.id }), response: (r) => entryJson(r.entry!) }),
+    handler: rpc('models', 'getCreditEntry', { request: (i) => ({ id: i.params.id }), response: (r) => creditEntryJson(r.entry!) }),
   }),
   route({
     ...common,

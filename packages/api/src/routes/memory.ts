@@ -43,7 +43,7 @@ export const MemoryEntry = z
   })
   .meta({ id: 'MemoryEntry' });
 
-export const entryJson = (e: agents_memory.MemoryEntry) => ({
+export const memoryEntryJson = (e: agents_memory.MemoryEntry) => ({
   namespace: e.namespace,
   key: e.key,
   value: JSON.parse(e.valueJson) as unknown,
@@ -60,7 +60,7 @@ const Deleted = z.object({ deleted: z.number().int().describe('How many entries 
 const nsParams = z.object({ namespace: MemoryNamespace });
 const keyParams = z.object({ namespace: MemoryNamespace, key: MemoryKey });
 const nk = (i: RouteInput) => ({ namespace: i.params.namespace as string, key: i.params.key as string });
-const one = (res: agents_memory.MemoryEntryResponse) => entryJson(res.entry!);
+const one = (res: agents_memory.MemoryEntryResponse) => memoryEntryJson(res.entry!);
 
 const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {
   tag: 'memory',
@@ -108,7 +108,7 @@ export const memoryRoutes: Route[] = [
     response: EntryList,
     handler: rpc('agents', 'searchMemory', {
       request: (i) => ({ query: i.query.q, namespace: i.query.namespace, limit: i.query.limit }),
-      response: (res) => ({ entries: res.entries.map(entryJson), nextCursor: null }),
+      response: (res) => ({ entries: res.entries.map(memoryEntryJson), nextCursor: null }),
     }),
   }),
   memRoute({
@@ -150,7 +150,7 @@ export const memoryRoutes: Route[] = [
     response: EntryList,
     handler: rpc('agents', 'listMemory', {
       request: (i) => ({ namespace: i.params.namespace, prefix: i.query.prefix, limit: i.query.limit, cursor: i.query.cursor }),
-      response: (res) => ({ entries: res.entries.map(entryJson), nextCursor: res.nextCursor ?? null }),
+      response: (res) => ({ entries: res.entries.map(memoryEntryJson), nextCursor: res.nextCursor ?? null }),
     }),
   }),
   memRoute({
@@ -166,7 +166,7 @@ export const memoryRoutes: Route[] = [
     response: z.object({ entries: z.array(MemoryEntry), missing: z.array(z.string()) }).meta({ id: 'MemoryEntriesFound' }),
     handler: rpc('agents', 'getManyMemory', {
       request: (i) => ({ namespace: i.params.namespace, keys: i.body.keys }),
-      response: (res) => ({ entries: res.entries.map(entryJson), missing: res.missing }),
+      response: (res) => ({ entries: res.entries.map(memoryEntryJson), missing: res.missing }),
     }),
   }),
   memRoute({
@@ -194,7 +194,7 @@ export const memoryRoutes: Route[] = [
           ttlSeconds: e.ttlSeconds,
         })),
       }),
-      response: (res) => ({ entries: res.entries.map(entryJson) }),
+      response: (res) => ({ entries: res.entries.map(memoryEntryJson) }),
     }),
   }),
   memRoute({
@@ -321,7 +321,7 @@ export const memoryRoutes: Route[] = [
       .meta({ id: 'PoppedMemory' }),
     handler: rpc('agents', 'popMemory', {
       request: (i) => ({ ...nk(i), from: i.body.from, count: i.body.count }),
-      response: (res) => ({ values: res.valuesJson.map((v) => JSON.parse(v) as unknown), entry: entryJson(res.entry!) }),
+      response: (res) => ({ values: res.valuesJson.map((v) => JSON.parse(v) as unknown), entry: memoryEntryJson(res.entry!) }),
     }),
   }),
   memRoute({
