@@ -90,8 +90,9 @@ test('cost estimates and token counts', async () => {
   const whole = (await t.ok('POST', '/models/tokens/truncate', a.key, { text: 'short', maxTokens: 10 })).body;
   expect(whole).toMatchObject({ text: 'short', truncated: false });
   // A model's context window less the output reserved: gpt-4o has 128000.
-  const window = (await t.ok('POST', '/models/tokens/truncate', a.key, { text: 'x'.repeat(600000), model: 'openai/gpt-4o', reserveOutputTokens: 8000 }))
-    .body;
+  const window = (
+    await t.ok('POST', '/models/tokens/truncate', a.key, { text: 'x'.repeat(600000), model: 'openai/gpt-4o', reserveOutputTokens: 8000 })
+  ).body;
   expect(window).toMatchObject({ tokens: 120000, originalTokens: 150000, truncated: true, maxTokens: 120000 });
   expect((await t.call('POST', '/models/tokens/truncate', { key: a.key, body: { text: 'abc' } })).status).toBe(400);
   expect((await t.call('POST', '/models/tokens/truncate', { key: a.key, body: { text: 'abc', maxTokens: 1, keep: 'middle' } })).status).toBe(400);
