@@ -41,8 +41,8 @@ interface Turn {
 class RunEnded extends Error {}
 
 const SYSTEM: Producer = { kind: 'system', id: 'runtime', keyId: null };
-/** Waits before asking a turn of a restarting models service again (ms): about half a minute in all. */
-const INFER_RETRIES = [500, 1000, 2000, 4000, 8000, 8000, 8000];
+/** Waits before asking a turn of a restarting models service again (ms): about a minute in all. */
+const INFER_RETRIES = [500, 1000, 2000, 4000, 8000, 8000, 8000, 8000, 8000, 8000, 8000];
 
 /** Tool calls of the last assistant message that have no result in the context yet. */
 export function unanswered(context: ContextMessage[]): NonNullable<ContextMessage['toolCalls']> {
@@ -228,7 +228,7 @@ export class RunExecutor {
       } catch (err) {
         if (abort.signal.aborted) break;
         // The models service restarting (a pod replaced, a process killed) is not the model
-        // failing: the turn is asked again, a few times over about half a minute, as long as
+        // failing: the turn is asked again, a few times over about a minute, as long as
         // nothing of it has streamed yet. The charge key makes a repeated call charge once.
         const restarting = err instanceof DomainError && err.code === 'service_unavailable' && !turn.text && !turn.toolCalls.length;
         if (!restarting || attempt >= INFER_RETRIES.length || state.cancel) {
