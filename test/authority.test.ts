@@ -1,6 +1,6 @@
 import { type Route, routes } from '@svc/api';
 import { DomainError, type Principal, PrincipalSigner } from '@svc/kit';
-import { accounts, agents } from '@svc/proto';
+import { accounts, agents, models } from '@svc/proto';
 
 import { startTestStack, type TestStack } from './support/stack';
 
@@ -37,12 +37,34 @@ interface Tenant {
   /** A committed version of the profile, and a branch beside main (not current, so deletable). */
   versionId: string;
   branchId: string;
-  /** A resting paper order. */
+  /** A resting paper order, and its client order id. */
   orderId: string;
+  clientOrderId: string;
+  /** A fill (of a round trip in SPY: no position left), a watchlist, a price alert, a journal entry. */
+  fillId: string;
+  watchlistId: string;
+  alertId: string;
+  journalId: string;
+  /** A credit grant, a low-balance alert, a usage record of a model call. */
+  creditEntryId: string;
+  creditAlertId: string;
+  usageId: string;
   threadId: string;
+  /** The thread's first message and the run it started; an audit event of the person's account. */
+  messageId: string;
+  runId: string;
+  auditEventId: string;
   /** A hosted site and its one deployment. */
   siteId: string;
   deploymentId: string;
+  /** An earlier version of a file (drive versions). */
+  fileVersionId: string;
+  /** A task list with two tasks, a comment on the first; a schedule (docs/memory.md). */
+  taskListId: string;
+  taskId: string;
+  taskId2: string;
+  commentId: string;
+  scheduleId: string;
 }
 let A: Tenant;
 let B: Tenant;
@@ -69,15 +91,36 @@ async function tenant(name: string): Promise<Tenant> {
   // another tenant: a fixture that cannot be made fails the suite here.
   const folderId = (await ok('POST', '/drive/folders', key, { name: `${name} folder` })).id;
   const fileId = (await ok('POST', `/drive/upload?name=${name}.txt`, key, FILE_CONTENT(name), { 'content-type': 'application/octet-stream' })).id;
+  const notes = (await ok('PUT', '/drive/text', key, { path: `${name}-notes.txt`, content: 'one' })).id;
+  await ok('PUT', '/drive/text', key, { path: `${name}-notes.txt`, content: 'two' });
+  const fileVersionId = (await ok('GET', `/drive/${notes}/versions`, key)).versions[0].id;
   const profileId = (await ok('POST', '/profiles', key, { name: `${name} profile` })).id;
   const working = { constraints: [{ id: 'a', question: 'Warm?', answer: 'yes' }], exemplars: [], comparisons: [] };
   await ok('PATCH', `/profiles/${profileId}`, key, { profileData: { workingChanges: working } });
   const versionId = (await ok('POST', `/profiles/${profileId}/commits`, key, { message: 'first' })).id;
   const branchId = (await ok('POST', `/profiles/${profileId}/branches`, key, { name: 'side' })).id;
-  const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00' })).id;
+  const clientOrderId = `${name.toLowerCase()}-order`;
+  const orderId = (await ok('POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.00', clientOrderId }))
+    .id;
+  await ok('POST', '/trading/order', key, { symbol: 'SPY', side: 'buy', type: 'market', qty: '1' });
+  await ok('POST', '/trading/order', key, { symbol: 'SPY', side: 'sell', type: 'market', qty: '1' });
+  const fillId = (await ok('GET', '/trading/fills?limit=1', key)).fills[0].id;
+  const watchlistId = (await ok('POST', '/trading/watchlists', key, { name: 'mine', symbols: ['SPY'] })).id;
+  const alertId = (await ok('POST', '/trading/alerts', key, { symbol: 'SPY', condition: 'above', price: '100000' })).id;
+  const journalId = (await ok('POST', '/trading/journal', key, { title: `${name}'s note` })).id;
+  const creditEntryId = (await ok('POST', '/credits/grants', t.bootstrapKey, { accountId: userId, amount: '1' })).entry.id;
+  const creditAlertId = (await ok('POST', '/credits/alerts', key, { threshold: '0.5' })).id;
+  const usageId = await usageRecord(userId, key);
   const threadId = (await ok('POST', '/threads', key, { agentId, title: `${name} thread` })).id;
+  const sent = await ok('POST', `/threads/${threadId}/inject`, key, { content: 'hello' });
+  const auditEventId = (await ok('GET', `/accounts/${userId}/audit`, key)).events[0].id;
   const siteId = (await ok('POST', '/sites', key, { slug: `${name.toLowerCase()}-site` })).id;
   const deploymentId = (await ok('POST', `/sites/${siteId}/deployments`, key, { files: [{ path: 'index.html', content: name }] })).id;
+  const taskListId = (await ok('POST', '/task-lists', key, { name: `${name} tasks` })).id;
+  const taskId = (await ok('POST', '/tasks', key, { listId: taskListId, title: 'one' })).id;
+  const taskId2 = (await ok('POST', '/tasks', key, { listId: taskListId, title: 'two' })).id;
+  const commentId = (await ok('POST', `/tasks/${taskId}/comments`, key, { body: 'hi' })).id;
+  const scheduleId = (await ok('POST', '/schedules', key, { name: 'daily', message: 'hi', threadId, cron: '0 9 * * *' })).id;
   return {
     userId,
     key,
@@ -94,10 +137,37 @@ async function tenant(name: string): Promise<Tenant> {
     versionId,
     branchId,
     orderId,
+    clientOrderId,
+    fillId,
+    watchlistId,
+    alertId,
+    journalId,
+    creditEntryId,
+    creditAlertId,
+    usageId,
     threadId,
+    messageId: sent.messageId,
+    runId: sent.runId,
+    auditEventId,
     siteId,
     deploymentId,
+    fileVersionId,
+    taskListId,
+    taskId,
+    taskId2,
+    commentId,
+    scheduleId,
   };
+}
+
+/** A model call (the development model, through Infer as an agent of the account) and its usage record's id. */
+async function usageRecord(accountId: string, key: string): Promise<string> {
+  const p: Principal = { kind: 'agent', agentId: 'agt_authority', accountId, channel: 'internal' };
+  const principalToken = (await new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!).sign(p)).token;
+  const c = t.stack.registry.client('models', models.ModelsServiceService, 'svc.models.v1.ModelsService');
+  const msg = { role: 'user', content: 'hi', toolCalls: [], toolCallId: '', name: '' };
+  for await (const e of c.infer({ model: 'svc/dev', messages: [msg], tools: [], chargeKey: '' }, { principalToken })) void e;
+  return (await ok('GET', '/models/usage?limit=1', key)).records[0].id;
 }
 
 async function setUp() {
@@ -138,11 +208,51 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /profiles/:id/merge': { sourceBranchId: owner.branchId },
     'put /models/provider-keys/:provider': { key: 'sk-authority-test' },
     'put /trading/credentials/:venue': { keyId: 'PKAUTHORITY', secretKey: 'authority-test' },
+    'patch /trading/watchlists/:id': { name: 'renamed' },
+    'post /trading/watchlists/:id/symbols': { symbol: 'AAPL' },
+    'patch /trading/alerts/:id': { price: '1' },
+    'patch /trading/journal/:id': { title: 'renamed' },
+    'patch /credits/alerts/:id': { threshold: '1' },
     'patch /threads/:id': { title: 'renamed' },
     'post /threads/:id/inject': { content: 'hello' },
+    'post /threads/:id/ask': { content: 'hello', timeoutMs: 100 },
+    'post /threads/:id/wait-events': { after: 0, timeoutMs: 0 },
+    'put /threads/:id/agent': { agentId: who.agentId },
+    'patch /threads/:id/messages/:messageId': { content: 'edited' },
+    'patch /hosts/:hostId': { name: 'renamed' },
+    'post /agents/:id/ask': { message: 'hello', timeoutMs: 100 },
+    'patch /me/api-keys/:keyId': { name: 'renamed' },
+    'patch /agents/:id/keys/:keyId': { name: 'renamed' },
     'post /sites': { slug: 'authority-site' },
     'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
     'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
+    'post /drive/:id/append': { text: 'x' },
+    'post /drive/:id/edit': { find: 'file', replace: 'x' },
+    'patch /drive/:id/lines': { start: 1, end: 1, text: 'x' },
+    'post /drive/:id/lines': { after: 0, text: 'x' },
+    'put /drive/:id/json': { pointer: '/a', value: 1 },
+    'patch /drive/:id/json': { patch: { a: 1 } },
+    'post /drive/:id/csv': { rows: [['a']] },
+    'put /drive/:id/tags': { tags: ['x'] },
+    'post /drive/:id/tags': { tags: ['x'] },
+    'put /drive/:id/properties': { name: 'x', value: 'y' },
+    'patch /sites/:id': { title: 'x' },
+    'put /sites/:id/redirects': { redirects: [] },
+    'post /sites/:id/redirects': { from: '/a', to: '/b' },
+    'patch /profiles/:id/branches/:branchId': { description: 'd' },
+    'post /profiles/:id/branches/:branchId/reset': { versionId: owner.versionId },
+    'post /profiles/:id/working-changes/:kind': { item: { id: 'x' } },
+    'post /profiles/:id/revert': { versionId: owner.versionId },
+    'post /profiles/:id/cherry-pick': { versionId: owner.versionId },
+    'post /profiles/:id/tags': { name: 'v1' },
+    'patch /task-lists/:id': { name: 'renamed' },
+    'put /task-lists/:id/order': { taskIds: [owner.taskId, owner.taskId2] },
+    'patch /tasks/:id': { title: 'renamed' },
+    'put /tasks/:id/assignee': { agentId: null },
+    'post /tasks/:id/move': { listId: owner.taskListId },
+    'post /tasks/:id/comments': { body: 'x' },
+    'patch /tasks/:id/comments/:commentId': { body: 'x' },
+    'patch /schedules/:id': { name: 'renamed' },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;
@@ -159,6 +269,14 @@ function sampleQuery(r: Route, who: Tenant): string {
     'delete /me/api-keys': `id=${who.keyId}`,
     'delete /agents/:id/keys': `id=${who.agentKeyId}`,
     'get /profiles/:id/diff': `from=${who.versionId}&to=${who.branchId}`,
+    'delete /drive/:id/json': 'pointer=/a',
+    'delete /drive/:id/locks': 'token=urn:uuid:00000000-0000-0000-0000-000000000000',
+    'delete /drive/:id/properties': 'name=x',
+    'get /sites/:id/diff': `from=${who.deploymentId}`,
+    'get /sites/:id/files': 'path=index.html',
+    'delete /sites/:id/redirects': 'from=/a',
+    'get /threads/:id/search': 'q=hello',
+    'get /profiles/:id/search': 'q=a',
   };
   const k = `${r.method} ${r.path}`;
   const q = samples[k] ?? '';
@@ -172,19 +290,36 @@ function sampleQuery(r: Route, who: Tenant): string {
 /** The route's path with the ids of `who`'s resources; null if a parameter has no known source (a test gap). */
 function pathFor(r: Route, who: Tenant, accountId: string): string {
   return r.path.replace(/:(\w+)/g, (_, name: string) => {
-    const id = idFor(r.path, name, who, accountId);
+    const id = idFor(r.path, name, who, accountId, r);
     if (!id) throw new Error(`test/authority.test.ts has no id for :${name} of ${r.method} ${r.path}: add one`);
     return id;
   });
 }
 
-function idFor(path: string, name: string, who: Tenant, accountId: string): string | undefined {
+function idFor(path: string, name: string, who: Tenant, accountId: string, r?: Route): string | undefined {
   const base = path.split('/')[1];
+  // Trading's and credits' own resources, by the path's collection.
+  const collection = path.split('/')[2];
+  if (name === 'id' && base === 'trading') {
+    const ids: Record<string, string> = {
+      fills: who.fillId,
+      watchlists: who.watchlistId,
+      alerts: who.alertId,
+      journal: who.journalId,
+    };
+    if (collection && collection in ids) return ids[collection];
+  }
+  if (name === 'id' && base === 'credits') return collection === 'alerts' ? who.creditAlertId : who.creditEntryId;
+  if (name === 'id' && path.startsWith('/models/usage/')) return who.usageId;
   switch (`${base}:${name}`) {
     case 'accounts:id':
       return accountId;
     case 'accounts:memberId':
       return who.userId;
+    case 'accounts:eventId':
+      return who.auditEventId;
+    case 'default-agents:agentId':
+      return who.agentId;
     case 'standing-grants:id':
       return who.grantId;
     case 'hosts:hostId':
@@ -196,7 +331,12 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
     case 'me:keyId':
       return who.keyId;
     case 'drive:id':
-      return path.endsWith('/content') ? who.fileId : who.folderId;
+      // A route for files only (its id must be file_…) gets the file.
+      return path.endsWith('/content') || (r?.params?.shape.id && !r.params.shape.id.safeParse(who.folderId).success) ? who.fileId : who.folderId;
+    case 'drive:versionId':
+      return who.fileVersionId;
+    case 'drive:tag':
+      return 'x';
     case 'profiles:id':
       return who.profileId;
     case 'profiles:branchId':
@@ -211,12 +351,41 @@ function idFor(path: string, name: string, who: Tenant, accountId: string): stri
       return who.agentId;
     case 'trading:venue':
       return 'alpaca';
+    case 'trading:clientOrderId':
+      return who.clientOrderId;
+    // The tenants' fills leave them no position (a round trip in SPY): the caller's own is not found.
+    case 'trading:symbol':
+      return 'SPY';
     case 'threads:id':
       return who.threadId;
+    case 'threads:messageId':
+      return who.messageId;
+    case 'threads:runId':
+      return who.runId;
+    case 'threads:seq':
+      return '1';
+    case 'threads:tag':
+      return 'shared-tag';
     case 'sites:id':
       return who.siteId;
     case 'sites:deploymentId':
       return who.deploymentId;
+    case 'profiles:kind':
+      return 'constraints';
+    case 'profiles:itemId':
+      return 'a';
+    case 'profiles:name':
+      return 'v1';
+    case 'task-lists:id':
+      return who.taskListId;
+    case 'tasks:id':
+      return who.taskId;
+    case 'tasks:blockerId':
+      return who.taskId2;
+    case 'tasks:commentId':
+      return who.commentId;
+    case 'schedules:id':
+      return who.scheduleId;
   }
   return undefined;
 }
@@ -339,10 +508,21 @@ describe('authority: agent keys never change authority', () => {
 describe('authority: another tenant’s resources answer 404', () => {
   // A provider key's route names a provider, not a resource: it acts on the caller's acting account
   // (test/provider-keys.test.ts shows another account's keys invisible).
-  // So do venue credentials (a venue, the caller's acting account).
+  // So do venue credentials (a venue, the caller's acting account), and memory namespaces and keys
+  // (names in the caller's acting account's memory: test/memory.test.ts shows another's invisible).
+  // A model, a family and a symbol's rules are the catalogue's, the same for everyone.
   const named = keyed.filter(
     (r) =>
-      (r.path.includes(':') || r.query?.shape?.id) && !r.path.startsWith('/models/provider-keys/') && !r.path.startsWith('/trading/credentials/'),
+      (r.path.includes(':') || r.query?.shape?.id) &&
+      !r.path.startsWith('/models/provider-keys/') &&
+      !r.path.startsWith('/trading/credentials/') &&
+      // A tag names no resource: the caller's own items carrying it (test/drive-organize.test.ts).
+      r.path !== '/drive/tags/:tag/items' &&
+      // Catalogue entries, the same for every account: a model, a family, a symbol's rules.
+      r.path !== '/models/:id' &&
+      !r.path.startsWith('/models/families/') &&
+      !r.path.startsWith('/trading/symbols/') &&
+      !r.path.startsWith('/memory/'),
   );
 
   test('the matrix covers every route that names a resource', () => {

@@ -189,10 +189,15 @@ describe('WebDAV', () => {
     expect([...responses(root.text).keys()]).toEqual(['/dav/']);
   });
 
-  test('the drive over S3: a replaced version is collected, the current one stays readable', async () => {
+  test('the drive over S3: a replaced version, once its kept version is deleted, is collected; the current one stays readable', async () => {
     const p = `/dav/s3gc-${Date.now()}.txt`;
     await dav('PUT', p, { body: 's3 version one' });
     await dav('PUT', p, { body: 's3 version two', headers: { 'if-match': quoted('s3 version one') } });
+    // The replaced content is kept as a version until that version is deleted.
+    const id = (await api('GET', `/drive/stat?path=${p.slice('/dav/'.length)}`)).body.item.id;
+    const [kept] = (await api('GET', `/drive/${id}/versions`)).body.versions;
+    expect(kept.sha256).toBe(sha('s3 version one'));
+    expect((await api('DELETE', `/drive/${id}/versions/${kept.id}`)).status).toBe(200);
     const sysToken = await createSystemTokenSource(new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!))();
     const res = await (t.stack.registry.client('drive', drive.DriveServiceService as any, 'svc.drive.v1.DriveService') as any).collectGarbage(
       { graceSeconds: 0 },

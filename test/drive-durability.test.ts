@@ -186,7 +186,7 @@ describe('nothing lost', () => {
     expect(await blobs.stat(key)).toBeNull();
   });
 
-  test('replaced and deleted content is collected after the grace period, current content stays', async () => {
+  test('replaced content whose version is deleted, and deleted content, is collected after the grace period; current content stays', async () => {
     const { body } = await uploadFile(`gc-${Date.now()}.bin`, 'gc version one');
     await req('PUT', `/drive/${body.id}/content`, { body: 'gc version two', headers: { 'if-match': quoted('gc version one') } });
     const blob = (s: string) => path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive', accountId, sha(s).slice(0, 2), sha(s));
@@ -194,6 +194,11 @@ describe('nothing lost', () => {
     // Within the grace period nothing referenced a moment ago is removed.
     await collectGarbage(3600);
     expect(fs.existsSync(blob('gc version one'))).toBe(true);
+    // The replaced content is kept as a version: collected only once that version is deleted.
+    await collectGarbage(0);
+    expect(fs.existsSync(blob('gc version one'))).toBe(true);
+    const [kept] = (await req('GET', `/drive/${body.id}/versions`)).body.versions;
+    expect((await req('DELETE', `/drive/${body.id}/versions/${kept.id}`)).status).toBe(200);
     const res = await collectGarbage(0);
     expect(res.blobsRemoved).toBeGreaterThanOrEqual(1);
     expect(fs.existsSync(blob('gc version one'))).toBe(false);

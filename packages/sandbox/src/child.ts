@@ -34,7 +34,7 @@ async function main(): Promise<void> {
       // The ready interpreter serves a run with the default limit; another limit gets its own.
       const usesReady = wanted === defaultMemoryMb;
       const it = await (usesReady ? ready : prepare(compiled, wanted)).catch(() => process.exit(71));
-      const outcome = run(it, msg.code, msg.limits);
+      const outcome = run(it, msg.code, msg.limits, { globalsJson: msg.globalsJson, checkOnly: msg.checkOnly });
       send({ type: 'done', id: msg.id, outcome, rss: process.memoryUsage.rss() });
       // The interpreter is dropped (its memory goes with it) and the next one prepared now, while
       // the parent has nothing for this process.

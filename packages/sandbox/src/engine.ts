@@ -138,17 +138,20 @@ type Evaluated = { mode: RunMode; value?: QuickJSHandle; error?: QuickJSHandle; 
  * an async function) and runs it. Compile errors are told from runtime errors: a script may throw
  * a SyntaxError of its own (JSON.parse) while running.
  */
-function evaluate(ctx: QuickJSContext, code: string): Evaluated {
+function evaluate(ctx: QuickJSContext, code: string, checkOnly = false): Evaluated {
+  // A check compiles only: the mode is known, nothing runs.
+  const runs = (mode: RunMode, r: () => ReturnType<QuickJSContext['evalCode']>): Evaluated =>
+    checkOnly ? { mode, value: ctx.undefined } : unwrap(mode, r());
   const script = ctx.evalCode(code, FILE, { type: 'global', compileOnly: true });
   if (!script.error) {
     script.value.dispose();
-    return unwrap('script', ctx.evalCode(code, FILE, { type: 'global' }));
+    return runs('script', () => ctx.evalCode(code, FILE, { type: 'global' }));
   }
   const asModule = ctx.evalCode(code, FILE, { type: 'module', compileOnly: true });
   if (!asModule.error) {
     script.error.dispose();
     asModule.value.dispose();
-    return unwrap('module', ctx.evalCode(code, FILE, { type: 'module' }));
+    return runs('module', () => ctx.evalCode(code, FILE, { type: 'module' }));
   }
   // No user code has run yet: dumping the compiler's own error object is safe.
   const moduleError = ctx.dump(asModule.error) as { name?: unknown } | undefined;
@@ -164,7 +167,7 @@ function evaluate(ctx: QuickJSContext, code: string): Evaluated {
     script.error.dispose();
     asModule.error.dispose();
     asFunction.value.dispose();
-    return unwrap('function', ctx.evalCode(`${wrapped}()`, FILE, { type: 'global' }));
+    return runs('function', () => ctx.evalCode(`${wrapped}()`, FILE, { type: 'global' }));
   }
   asFunction?.error?.dispose();
   if (looksLikeModule) {
@@ -180,7 +183,16 @@ function unwrap(mode: RunMode, r: ReturnType<QuickJSContext['evalCode']>): Evalu
 }
 
 /** Runs one script in a prepared interpreter (used once). Never throws. */
-export function run(it: Interpreter, code: string, limits: RunLimits): RunOutcome {
+/**
+ * What a run may add: `globalsJson`, a JSON object whose members become globals before the code
+ * runs (the caller's inputs); `checkOnly`, compile without running (a syntax check).
+ */
+export interface RunExtras {
+  globalsJson?: string;
+  checkOnly?: boolean;
+}
+
+export function run(it: Interpreter, code: string, limits: RunLimits, extras: RunExtras = {}): RunOutcome {
   const started = performance.now();
   const { runtime: rt, context: ctx, out } = it;
   out.budget = limits.maxOutputBytes;
@@ -206,8 +218,18 @@ export function run(it: Interpreter, code: string, limits: RunLimits): RunOutcom
   });
   let mode: RunMode = 'script';
   try {
-    const ev = evaluate(ctx, code);
+    if (extras.globalsJson) {
+      const set = ctx.evalCode(`Object.assign(globalThis, ${extras.globalsJson});`, 'inputs.js', { type: 'global' });
+      if (set.error) {
+        set.error.dispose();
+        return finish(null, mode, { code: 'sandbox_error', message: 'The inputs could not be set.' });
+      }
+      set.value.dispose();
+    }
+    const ev = evaluate(ctx, code, extras.checkOnly === true);
     mode = ev.mode;
+    // A check that compiled: nothing ran, no result.
+    if (extras.checkOnly && !ev.error) return finish(null, mode);
     let value = ev.value;
     let error = ev.error;
     if (value) ({ value, error } = settle(it, value, () => Date.now() >= deadline || out.exceeded));

@@ -8,6 +8,10 @@ import type { ChildMessage, ParentMessage, RunError, RunOutcome } from './protoc
 /** A call to run code: the code and any limits the caller lowers. */
 export interface RunRequest extends Partial<RunLimits> {
   code: string;
+  /** A JSON object whose members become globals before the code runs (its inputs). */
+  globalsJson?: string;
+  /** Compile only: a syntax check (the result is null; a syntax error is the run's error). */
+  checkOnly?: boolean;
 }
 
 /** A run's outcome with the limits it ran under and how long it waited for a process. */
@@ -63,6 +67,8 @@ const STDERR_KEEP = 2048;
 interface Job {
   id: number;
   code: string;
+  globalsJson?: string;
+  checkOnly?: boolean;
   limits: RunLimits;
   enqueued: number;
   resolve(r: RunResult): void;
@@ -157,7 +163,16 @@ export class Sandbox {
     }
     if (this.workers.size === 0) this.spawn();
     return new Promise<RunResult>((resolve, reject) => {
-      const job: Job = { id: this.nextId++, code: request.code, limits, enqueued: performance.now(), resolve, reject };
+      const job: Job = {
+        id: this.nextId++,
+        code: request.code,
+        globalsJson: request.globalsJson,
+        checkOnly: request.checkOnly,
+        limits,
+        enqueued: performance.now(),
+        resolve,
+        reject,
+      };
       const idle = this.idleWorker();
       if (idle) return this.dispatch(idle, job);
       if (this.queue.length >= this.maxQueue) {
@@ -354,7 +369,14 @@ export class Sandbox {
       };
       running.rssTimer = setTimeout(poll, RSS_POLL_MS);
     }
-    const msg: ParentMessage = { type: 'run', id: job.id, code: job.code, limits: job.limits };
+    const msg: ParentMessage = {
+      type: 'run',
+      id: job.id,
+      code: job.code,
+      limits: job.limits,
+      globalsJson: job.globalsJson,
+      checkOnly: job.checkOnly,
+    };
     w.child.send(msg, (err) => {
       if (err) this.kill(w);
     });

@@ -66,6 +66,9 @@ export interface RunMessage {
   id: number;
   code: string;
   limits: RunLimits;
+  /** A JSON object whose members become globals; and whether to compile only (engine.ts RunExtras). */
+  globalsJson?: string;
+  checkOnly?: boolean;
 }
 
 export type ParentMessage = RunMessage;

@@ -219,5 +219,30 @@ export function handlers(domain: AccountsDomain, store: AccountStore): Handlers<
       await domain.agents.forget(principal, req.id);
       return {};
     },
+    async getHost(req, { principal }) {
+      return { host: toHost(await domain.getHost(principal, req.hostId)) };
+    },
+    async renameHost(req, { principal }) {
+      return { host: toHost(await domain.renameHost(principal, req.hostId, req.name)) };
+    },
+    async getMember(req, { principal }) {
+      return { member: toMember(await domain.getMember(principal, req.accountId, req.memberId)) };
+    },
+    async getAuditEvent(req, { principal }) {
+      return { event: toAudit(await domain.getAuditEvent(principal, req.accountId, req.eventId)) };
+    },
+    async getPermissions(_req, { principal: p }) {
+      const r = await domain.permissions(p);
+      return {
+        kind: p.kind,
+        accountId: p.accountId,
+        channel: p.channel ?? 'api',
+        standing: r.standing,
+        projectId: p.projectId,
+        canChangeAuthority: r.canChangeAuthority,
+        canManage: r.canManage,
+        heldGrants: r.held.map(toGrant),
+      };
+    },
   };
 }

@@ -468,4 +468,28 @@ export class AccountStore {
     );
     return rows.map(auditRow);
   }
+
+  /** One member of an organization, with the role and when it was added. */
+  async member(orgId: string, memberId: string): Promise<MemberRow | null> {
+    const rows = await this.sql.query<MemberRow>(
+      `SELECT a.id, a.kind, a.name, a.email, a.is_operator, a.created_at, m.role, m.created_at AS added_at
+         FROM accounts.memberships m JOIN accounts.accounts a ON a.id = m.member_id
+        WHERE m.org_id = $1 AND m.member_id = $2`,
+      [orgId, memberId],
+    );
+    return rows[0] ?? null;
+  }
+
+  async auditById(accountId: string, id: string): Promise<AuditRow | null> {
+    const rows = await this.sql.query<AuditRow>(
+      `SELECT id, account_id, action, actor, target_kind, target_id, data, occurred_at FROM accounts.audit_events WHERE account_id = $1 AND id = $2`,
+      [accountId, id],
+    );
+    return rows[0] ? auditRow(rows[0]) : null;
+  }
+
+  async renameHost(q: Queryable, id: string, name: string): Promise<HostRow> {
+    const rows = await q.query<HostRow>(`UPDATE accounts.hosts SET name = $2 WHERE id = $1 RETURNING ${HOST_COLUMNS}`, [id, name]);
+    return hostRow(rows[0]!);
+  }
 }

@@ -50,4 +50,14 @@ export class AgentKeys {
     const caller = await this.caller(p, req.agentId);
     await this.deps.keysClient().revokeAgentKey({ caller, id: req.id }, await this.options());
   }
+
+  async get(p: Principal, req: { agentId: string; id: string }): Promise<keys.GetKeyResponse> {
+    const caller = await this.caller(p, req.agentId);
+    return this.deps.keysClient().getAgentKey({ caller, id: req.id }, await this.options());
+  }
+
+  async rename(p: Principal, req: { agentId: string; id: string; name: string }): Promise<keys.GetKeyResponse> {
+    const caller = await this.caller(p, req.agentId);
+    return this.deps.keysClient().renameAgentKey({ caller, id: req.id, name: req.name }, await this.options());
+  }
 }

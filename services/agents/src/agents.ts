@@ -27,6 +27,8 @@ import { type AgentRow, AgentStore, SCHEMA } from './store.js';
 export const AGENT_ID_RE = /^agt_[0-9a-z]{26}$/;
 const ACCOUNT_ID_RE = /^acct_[0-9a-z]{26}$/;
 export const MAX_DEFAULT_AGENTS = 20;
+/** How long a deleted agent can be restored. */
+export const AGENT_RESTORE_DAYS = 30;
 
 const agentNotFound = () => new DomainError('not_found', 'agent_not_found', 'Agent not found.');
 
@@ -434,5 +436,54 @@ export class AgentsDomain {
     });
     this.kick();
     return this.store.defaults(p.accountId);
+  }
+
+  /** Agents of the acting account deleted in the last RESTORE_DAYS days, most recently deleted first. */
+  async listDeleted(p: Principal, input: { limit?: number; cursor?: string }): Promise<{ rows: AgentRow[]; nextCursor?: string }> {
+    this.usable(p);
+    const limit = Math.min(Math.max(input.limit || 50, 1), 200);
+    let before: { at: string; id: string } | undefined;
+    if (input.cursor) {
+      try {
+        const [at, cid] = JSON.parse(Buffer.from(input.cursor, 'base64url').toString()) as [string, string];
+        if (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || !AGENT_ID_RE.test(cid)) throw new Error('bad');
+        before = { at, id: cid };
+      } catch {
+        throw new DomainError('invalid_argument', 'invalid_cursor', 'The cursor is not valid.');
+      }
+    }
+    const rows = await this.store.listDeleted({
+      ownerAccountId: p.accountId,
+      projectId: p.projectId,
+      since: new Date(Date.now() - AGENT_RESTORE_DAYS * 86_400_000),
+      before,
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > limit && last ? Buffer.from(JSON.stringify([last.deleted_at!.toISOString(), last.id])).toString('base64url') : undefined;
+    return { rows: page, nextCursor };
+  }
+
+  /** Undoes the deletion of an agent deleted in the last RESTORE_DAYS days (its keys stay revoked); a live agent: no change. */
+  async restore(p: Principal, id: string): Promise<AgentRow> {
+    this.usable(p);
+    if (!AGENT_ID_RE.test(id)) throw agentNotFound();
+    const live = await this.store.byId(id);
+    if (live && this.sees(p, live)) return live;
+    const gone = await this.store.deletedById(id);
+    if (!gone || !this.sees(p, gone) || gone.deleted_at!.getTime() < Date.now() - AGENT_RESTORE_DAYS * 86_400_000) throw agentNotFound();
+    const actor = actorOf(p);
+    const restored = await this.deps.sql.tx(async (q) => {
+      const a = await this.store.restore(q, id);
+      if (!a) return null;
+      await enqueueEvent(q, SCHEMA, { subject: 'agents.agent.restored', accountId: a.owner_account_id, data: { agent: eventView(a), actor } });
+      return a;
+    });
+    if (!restored) return this.get(p, id);
+    this.kick();
+    await this.record(restored);
+    return restored;
   }
 }

@@ -3,11 +3,15 @@ import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } 
 import { agents } from '@svc/proto';
 
 import { AgentKeys } from './agent-keys.js';
+import { AgentOps } from './agent-ops.js';
 import { type AgentRecords, AgentsDomain } from './agents.js';
+import { createAreas } from './memory/areas.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { SCHEMA } from './store.js';
+import { ThreadExtras } from './threads/extras.js';
 import { LiveEvents } from './threads/live.js';
+import { ThreadOps } from './threads/ops.js';
 import { ThreadsDomain } from './threads/threads.js';
 
 export { AgentKeys } from './agent-keys.js';
@@ -53,6 +57,7 @@ export const agentsService = defineService({
     });
     const live = new LiveEvents(() => ctx.backends.bus());
     const threads = new ThreadsDomain({ sql, agents: domain.store, live, bus: () => ctx.backends.bus() });
+    const threadOps = new ThreadOps(threads, sql);
     const agentKeys = new AgentKeys(domain, { keysClient: () => keysClient(ctx.registry), systemToken: () => ctx.systemToken() });
     // Every agent's record, once per start: agents from before the records, and any change whose
     // record and event both went missing. Retried while the accounts service is not up yet.
@@ -69,7 +74,16 @@ export const agentsService = defineService({
       }
     };
     return {
-      handlers: handlers(domain, agentKeys, threads, live),
+      handlers: handlers(
+        domain,
+        agentKeys,
+        threads,
+        live,
+        threadOps,
+        new AgentOps(domain, threads, threadOps),
+        new ThreadExtras(threads, threadOps, sql),
+        createAreas(sql, threads, () => relay),
+      ),
       async start() {
         void recordAll();
         const bus = await ctx.backends.bus();

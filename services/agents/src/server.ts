@@ -2,36 +2,37 @@ import type { Handlers } from '@svc/kit';
 import type { agents } from '@svc/proto';
 
 import type { AgentKeys } from './agent-keys.js';
+import type { AgentOps } from './agent-ops.js';
+import { agentOpsHandlers } from './agent-ops-server.js';
 import type { AgentsDomain } from './agents.js';
-import type { AgentRow } from './store.js';
+import { areaHandlers, type Areas } from './memory/areas.js';
+import type { ThreadExtras } from './threads/extras.js';
+import { threadExtrasHandlers } from './threads/extras-server.js';
 import type { LiveEvents } from './threads/live.js';
+import type { ThreadOps } from './threads/ops.js';
+import { threadOpsHandlers } from './threads/ops-server.js';
 import { threadHandlers } from './threads/server.js';
 import type { ThreadsDomain } from './threads/threads.js';
+import { toAgent } from './to-agent.js';
 
 type Def = typeof agents.AgentsServiceService;
 
-export function toAgent(a: AgentRow): agents.Agent {
-  return {
-    id: a.id,
-    ownerAccountId: a.owner_account_id,
-    name: a.name,
-    description: a.description ?? undefined,
-    model: a.model ?? undefined,
-    instructions: a.instructions ?? undefined,
-    projectId: a.project_id ?? undefined,
-    createdAt: a.created_at.toISOString(),
-    updatedAt: a.updated_at.toISOString(),
-    tools: a.tools ?? [],
-    hasTools: a.tools !== null,
-    maxSteps: a.max_steps ?? undefined,
-    maxTokensPerRun: a.max_tokens_per_run ?? undefined,
-  };
-}
+export { toAgent };
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: ThreadsDomain, live: LiveEvents): Handlers<Def> {
+export function handlers(
+  domain: AgentsDomain,
+  agentKeys: AgentKeys,
+  threads: ThreadsDomain,
+  live: LiveEvents,
+  ops: ThreadOps,
+  agentOps: AgentOps,
+  extras: ThreadExtras,
+  areas: Areas,
+): Handlers<Def> {
   return {
     ...threadHandlers(threads, live),
+    ...areaHandlers(areas),
     async createAgent(req, { principal }) {
       const { tools, hasTools, ...rest } = req;
       return { agent: toAgent(await domain.create(principal, { ...rest, tools: hasTools ? tools : undefined })) };
@@ -65,6 +66,22 @@ export function handlers(domain: AgentsDomain, agentKeys: AgentKeys, threads: Th
     async revokeAgentKey(req, { principal }) {
       await agentKeys.revoke(principal, req);
       return {};
+    },
+    ...threadOpsHandlers(ops),
+    ...agentOpsHandlers(agentOps),
+    ...threadExtrasHandlers(extras),
+    async listDeletedAgents(req, { principal }) {
+      const { rows, nextCursor } = await domain.listDeleted(principal, req);
+      return { agents: rows.map(toAgent), nextCursor };
+    },
+    async restoreAgent(req, { principal }) {
+      return { agent: toAgent(await domain.restore(principal, req.id)) };
+    },
+    async getAgentKey(req, { principal }) {
+      return agentKeys.get(principal, { agentId: req.agentId, id: req.id });
+    },
+    async renameAgentKey(req, { principal }) {
+      return agentKeys.rename(principal, req);
     },
   };
 }

@@ -26,10 +26,10 @@ export interface AgentRow {
 
 export type AgentFields = Pick<AgentRow, 'name' | 'description' | 'model' | 'instructions' | 'tools' | 'max_steps' | 'max_tokens_per_run'>;
 
-const COLUMNS = `id, owner_account_id, project_id, name, description, model, instructions, tools, max_steps, max_tokens_per_run,
+export const COLUMNS = `id, owner_account_id, project_id, name, description, model, instructions, tools, max_steps, max_tokens_per_run,
   created_by, created_at, updated_at, deleted_at, version`;
 
-const row = (r: AgentRow): AgentRow => ({ ...r, created_by: typeof r.created_by === 'string' ? JSON.parse(r.created_by) : r.created_by });
+export const agentRow = (r: AgentRow): AgentRow => ({ ...r, created_by: typeof r.created_by === 'string' ? JSON.parse(r.created_by) : r.created_by });
 
 /** SQL for agents. Rules live in agents.ts. */
 export class AgentStore {
@@ -54,7 +54,7 @@ export class AgentStore {
         JSON.stringify(a.created_by),
       ],
     );
-    return row(rows[0]!);
+    return agentRow(rows[0]!);
   }
 
   /** A live (not deleted) agent. */
@@ -62,13 +62,13 @@ export class AgentStore {
     const rows = await q.query<AgentRow>(`SELECT ${COLUMNS} FROM agents.agents WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`, [
       id,
     ]);
-    return rows[0] ? row(rows[0]) : null;
+    return rows[0] ? agentRow(rows[0]) : null;
   }
 
   async byIds(ids: string[]): Promise<AgentRow[]> {
     if (!ids.length) return [];
     const rows = await this.sql.query<AgentRow>(`SELECT ${COLUMNS} FROM agents.agents WHERE id = ANY($1::text[]) AND deleted_at IS NULL`, [ids]);
-    return rows.map(row);
+    return rows.map(agentRow);
   }
 
   /** Live agents of an account, newest first. */
@@ -79,7 +79,7 @@ export class AgentStore {
         ORDER BY id DESC LIMIT $4`,
       [f.ownerAccountId, f.projectId ?? null, f.before ?? null, f.limit],
     );
-    return rows.map(row);
+    return rows.map(agentRow);
   }
 
   async update(q: Queryable, id: string, fields: AgentFields & { owner_account_id: string }): Promise<AgentRow> {
@@ -99,7 +99,7 @@ export class AgentStore {
         fields.max_tokens_per_run,
       ],
     );
-    return row(rows[0]!);
+    return agentRow(rows[0]!);
   }
 
   /** Marks the agent deleted; the deleted row, or null when it already was. */
@@ -108,7 +108,7 @@ export class AgentStore {
       `UPDATE agents.agents SET deleted_at = now(), version = version + 1 WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
       [id],
     );
-    return rows[0] ? row(rows[0]) : null;
+    return rows[0] ? agentRow(rows[0]) : null;
   }
 
   /** Every agent, deleted ones too, by id, a page at a time (for the accounts service's records). */
@@ -117,7 +117,7 @@ export class AgentStore {
       after,
       limit,
     ]);
-    return rows.map(row);
+    return rows.map(agentRow);
   }
 
   /** Removes the agent from every account's defaults. */
@@ -134,7 +134,7 @@ export class AgentStore {
         WHERE d.account_id = $1 AND a.deleted_at IS NULL ORDER BY d.position`,
       [accountId],
     );
-    return rows.map(row);
+    return rows.map(agentRow);
   }
 
   async setDefaults(q: Queryable, accountId: string, agentIds: string[]): Promise<void> {
@@ -147,5 +147,38 @@ export class AgentStore {
        SELECT $1, p.pos::int, p.id FROM unnest($2::text[]) WITH ORDINALITY AS p(id, pos)`,
       [accountId, agentIds],
     );
+  }
+
+  /** A deleted agent. */
+  async deletedById(id: string): Promise<AgentRow | null> {
+    const rows = await this.sql.query<AgentRow>(`SELECT ${COLUMNS} FROM agents.agents WHERE id = $1 AND deleted_at IS NOT NULL`, [id]);
+    return rows[0] ? agentRow(rows[0]) : null;
+  }
+
+  /** Agents of an account deleted since a time, most recently deleted first. */
+  async listDeleted(f: {
+    ownerAccountId: string;
+    projectId?: string;
+    since: Date;
+    before?: { at: string; id: string };
+    limit: number;
+  }): Promise<AgentRow[]> {
+    const rows = await this.sql.query<AgentRow>(
+      `SELECT ${COLUMNS} FROM agents.agents
+        WHERE owner_account_id = $1 AND deleted_at IS NOT NULL AND deleted_at > $3 AND ($2::text IS NULL OR project_id = $2)
+          AND ($4::timestamptz IS NULL OR (deleted_at, id) < ($4::timestamptz, $5::text))
+        ORDER BY deleted_at DESC, id DESC LIMIT $6`,
+      [f.ownerAccountId, f.projectId ?? null, f.since, f.before?.at ?? null, f.before?.id ?? null, f.limit],
+    );
+    return rows.map(agentRow);
+  }
+
+  /** Undoes a deletion; the restored row, or null when it was not deleted. */
+  async restore(q: Queryable, id: string): Promise<AgentRow | null> {
+    const rows = await q.query<AgentRow>(
+      `UPDATE agents.agents SET deleted_at = NULL, updated_at = now(), version = version + 1 WHERE id = $1 AND deleted_at IS NOT NULL RETURNING ${COLUMNS}`,
+      [id],
+    );
+    return rows[0] ? agentRow(rows[0]) : null;
   }
 }

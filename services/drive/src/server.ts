@@ -3,53 +3,17 @@ import type { drive } from '@svc/proto';
 
 import { type DriveDomain, systemOnly } from './domain.js';
 import { openContent } from './download.js';
+import { fileHandlers } from './files/server.js';
 import { lockItem, setProperties, unlockItem } from './properties-locks.js';
 import { getItem, listItems, resolvePath } from './reads.js';
-import { etagOf } from './rules.js';
 import { siteHandlers } from './sites/server.js';
 import type { Sites } from './sites/sites.js';
-import type { Actor, LockRow } from './store.js';
 import { copyItem, createFolder, deleteItem, updateItem } from './tree.js';
-import type { ItemView, UploadHeader } from './types.js';
+import type { UploadHeader } from './types.js';
 import { abortUpload, beginUpload, commitUpload } from './uploads.js';
+import { toItem, toLock } from './views.js';
 
-const actor = (a: Actor): drive.Actor => ({ kind: a.kind, id: a.id, keyId: a.keyId ?? undefined });
-
-export function toLock(l: LockRow & { rootPath: string }): drive.Lock {
-  return {
-    token: l.token,
-    rootId: l.item_id,
-    rootPath: l.rootPath,
-    scope: l.scope,
-    deep: l.deep,
-    owner: l.owner_xml,
-    timeoutSeconds: l.timeout_seconds,
-    expiresAt: l.expires_at.toISOString(),
-    holder: actor(l.holder),
-  };
-}
-
-export function toItem(v: ItemView): drive.Item {
-  const r = v.row;
-  return {
-    id: r.id,
-    name: r.name,
-    kind: r.kind,
-    parentId: r.parent_id ?? undefined,
-    projectId: r.project_id ?? undefined,
-    size: r.size,
-    contentType: r.content_type ?? undefined,
-    sha256: r.sha256 ?? undefined,
-    etag: etagOf(r),
-    createdAt: r.created_at.toISOString(),
-    updatedAt: r.updated_at.toISOString(),
-    createdBy: actor(r.created_by),
-    updatedBy: actor(r.updated_by),
-    locks: (v.locks ?? []).map(toLock),
-    properties: (v.props ?? []).map((x) => ({ ns: x.ns, name: x.name, xml: x.xml })),
-    path: v.path,
-  };
-}
+export { toItem, toLock } from './views.js';
 
 function uploadHeader(h: drive.UploadHeader | undefined): UploadHeader {
   if (!h) throw new DomainError('invalid_argument', 'invalid_upload', 'An upload names its header.');
@@ -72,6 +36,7 @@ function uploadHeader(h: drive.UploadHeader | undefined): UploadHeader {
 export function handlers(domain: DriveDomain, sites: Sites): Handlers<typeof drive.DriveServiceService> {
   return {
     ...siteHandlers(sites),
+    ...fileHandlers(domain),
     async listItems(req, ctx) {
       const { items, nextCursor } = await listItems(domain, ctx.principal, { ...req, full: req.includeDetails });
       return { items: items.map(toItem), nextCursor };

@@ -249,6 +249,7 @@ export class DriveStore {
           AND NOT EXISTS (SELECT 1 FROM drive.items i WHERE i.account_id = b.account_id AND i.sha256 = b.sha256)
           AND NOT EXISTS (SELECT 1 FROM drive.uploads u WHERE u.account_id = b.account_id AND u.sha256 = b.sha256)
           AND NOT EXISTS (SELECT 1 FROM drive.site_files f WHERE f.account_id = b.account_id AND f.sha256 = b.sha256)
+          AND NOT EXISTS (SELECT 1 FROM drive.versions v WHERE v.account_id = b.account_id AND v.sha256 = b.sha256)
         ORDER BY b.held_until LIMIT $1 FOR UPDATE OF b SKIP LOCKED`,
       [limit, earlierBy],
     );

@@ -179,15 +179,17 @@ async function deleteRows(drive: DriveDomain, q: Queryable, p: Principal, root: 
 export async function copyItem(
   drive: DriveDomain,
   p: Principal,
-  input: { id: string; parentId?: string; name: string; overwrite: boolean; recursive: boolean; lockTokens: string[] },
+  input: { id: string; parentId?: string; name: string; overwrite: boolean; recursive: boolean; lockTokens: string[]; besideSource?: boolean },
 ): Promise<{ row: ItemRow; created: boolean }> {
   writer(p);
-  const name = validName(input.name);
+  const given = input.besideSource !== undefined && !input.name ? undefined : validName(input.name);
   const actor = actorOf(p);
   return drive.tx(
     async (q) => {
       const src = await drive.visible(q, p, input.id);
-      const target = await drive.folder(q, p, input.parentId, src.project_id ?? undefined);
+      const parentId = input.parentId || (input.besideSource ? (src.parent_id ?? undefined) : undefined);
+      const name = given ?? ((parentId ?? null) === src.parent_id ? validName(`Copy of ${src.name}`.slice(0, 255)) : src.name);
+      const target = await drive.folder(q, p, parentId, src.project_id ?? undefined);
       if (target.place.projectId !== src.project_id) {
         throw new DomainError('invalid_argument', 'cross_project_copy', 'An item cannot be copied to another project’s drive.');
       }

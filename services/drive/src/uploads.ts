@@ -4,9 +4,14 @@ import { contentTooLarge, DomainError, ifMatchPasses, ifNoneMatchPasses, newId, 
 import type { Received } from './content.js';
 import { actorOf, type DriveDomain, writer } from './domain.js';
 import { currentVersion, folderNotFound, nameTaken, stale } from './errors.js';
+import { FilesStore } from './files/store.js';
 import { contentTypeFor, etagOf, validName } from './rules.js';
 import type { ItemRow, Place } from './store.js';
 import type { UploadCommit, UploadHeader } from './types.js';
+
+const versions = new FilesStore();
+/** How many earlier contents a file keeps (docs/drive.md, versions). */
+export const KEEP_VERSIONS = 20;
 
 /** The checks a content write can fail before any byte is read (the commit checks again). */
 async function writeTarget(
@@ -131,7 +136,11 @@ async function commitContent(drive: DriveDomain, p: Principal, h: UploadHeader, 
           actor,
         });
         if (!row) throw stale((await drive.store.byId(q, p.accountId, existing.id))!);
-        if (existing.sha256 !== r.sha256) await drive.store.release(q, p.accountId, [existing.sha256!], drive.settings.graceSeconds);
+        if (existing.sha256 !== r.sha256) {
+          // The content replaced is kept as a version (the oldest beyond the limit go).
+          const dropped = await versions.keepVersion(q, newId('ver'), existing, KEEP_VERSIONS);
+          await drive.store.release(q, p.accountId, [existing.sha256!, ...dropped], drive.settings.graceSeconds);
+        }
         await drive.emit(q, 'drive.file.updated', row, { previousEtag: etagOf(existing) });
         return { row, created: false };
       }

@@ -2,6 +2,7 @@ import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } 
 import { keys } from '@svc/proto';
 
 import { IdempotencyRecords } from './idempotency.js';
+import { KeyOps } from './key-ops.js';
 import { KeysDomain } from './keys.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
@@ -33,7 +34,7 @@ export const keysService = defineService({
     let sweeper: NodeJS.Timeout | undefined;
     let revoked: Subscription | undefined;
     return {
-      handlers: handlers(domain, idempotency),
+      handlers: handlers(domain, idempotency, new KeyOps(domain, sql, cache, () => relay)),
       async start() {
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         // Each revocation's cache entry is deleted at least once, even when the delete made by

@@ -20,7 +20,7 @@ export const CREATE_LIMIT_PER_MINUTE = 60;
 
 export const USAGE_COUNT_KEY = 'keys:usage:count';
 export const USAGE_LAST_KEY = 'keys:usage:last';
-const verifyCacheKey = (hash: string) => `keys:verify:${hash}`;
+export const verifyCacheKey = (hash: string) => `keys:verify:${hash}`;
 
 const notFound = () => new DomainError('not_found', 'key_not_found', 'API key not found.');
 
@@ -87,7 +87,7 @@ interface ListInput {
 }
 
 /** People see their own keys; owners and admins of an organization see every member's. */
-function sees(p: Principal, row: KeyRow): boolean {
+export function keySees(p: Principal, row: KeyRow): boolean {
   if (row.account_id !== p.accountId) return false;
   if (p.projectId && row.project_id !== p.projectId) return false;
   if (p.kind === 'agent') return row.owner_kind === 'agent' && row.owner_id === p.agentId;
@@ -180,7 +180,7 @@ export class KeysDomain {
   /** Revokes at once: the row, the shared verification cache, and an event every gateway hears. */
   async revoke(p: Principal, input: { id: string; agentId?: string }): Promise<void> {
     if (input.agentId || p.kind === 'agent') ownerFor(p, input.agentId);
-    await this.revokeIf(p, input.id, (row) => sees(p, row));
+    await this.revokeIf(p, input.id, (row) => keySees(p, row));
   }
 
   /** Revokes a key of the agent, for the agents service; another agent's key, or one outside the caller's project, is not found. */

@@ -2,6 +2,7 @@ import { type CallContext, DomainError, type Handlers } from '@svc/kit';
 import type { keys } from '@svc/proto';
 
 import type { IdempotencyRecords } from './idempotency.js';
+import type { KeyOps } from './key-ops.js';
 import type { AgentKeyCaller, KeysDomain } from './keys.js';
 import type { KeyRow } from './store.js';
 
@@ -54,7 +55,7 @@ function headersOf(json: string): Record<string, string> {
   return parsed as Record<string, string>;
 }
 
-export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords): Handlers<Def> {
+export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords, ops: KeyOps): Handlers<Def> {
   return {
     async createKey(req, ctx) {
       const { row, plaintext } = await domain.create(ctx.principal, req);
@@ -109,6 +110,31 @@ export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords): H
     async sweepIdempotent(_req, ctx) {
       systemOnly(ctx);
       return { deleted: await idempotency.sweep() };
+    },
+    async getKey(req, ctx) {
+      return { key: toApiKey(await ops.get(ctx.principal, req.id)) };
+    },
+    async renameKey(req, ctx) {
+      return { key: toApiKey(await ops.rename(ctx.principal, req.id, req.name)) };
+    },
+    async getCurrentKey(_req, ctx) {
+      return { key: toApiKey(await ops.current(ctx.principal)) };
+    },
+    async listRevokedKeys(req, ctx) {
+      const { rows, nextCursor } = await ops.revoked(ctx.principal, req);
+      return { keys: rows.map(toApiKey), nextCursor };
+    },
+    async rotateKey(req, ctx) {
+      const r = await ops.rotate(ctx.principal, req.id);
+      return { key: toApiKey(r.row), plaintext: r.plaintext, revokedKeyId: r.revokedKeyId };
+    },
+    async getAgentKey(req, ctx) {
+      systemOnly(ctx);
+      return { key: toApiKey(await ops.getAgentKey(agentKeyCaller(req.caller), req.id)) };
+    },
+    async renameAgentKey(req, ctx) {
+      systemOnly(ctx);
+      return { key: toApiKey(await ops.renameAgentKey(agentKeyCaller(req.caller), req.id, req.name)) };
     },
   };
 }

@@ -112,4 +112,20 @@ export class KeyStore {
       [usage.map((u) => u.id), usage.map((u) => u.count), usage.map((u) => u.lastUsedAt)],
     );
   }
+
+  async rename(q: Queryable, id: string, name: string): Promise<KeyRow> {
+    const rows = await q.query<KeyRow>(`UPDATE keys.api_keys SET name = $2 WHERE id = $1 RETURNING ${COLUMNS}`, [id, name]);
+    return rows[0]!;
+  }
+
+  /** Revoked keys of an account, of one owner kind (and owner, when given), most recently revoked first. */
+  async listRevoked(f: ListFilter): Promise<KeyRow[]> {
+    const params: unknown[] = [f.accountId, f.ownerKind];
+    let where = `account_id = $1 AND owner_kind = $2 AND revoked_at IS NOT NULL`;
+    if (f.ownerId) where += ` AND owner_id = $${params.push(f.ownerId)}`;
+    if (f.projectId) where += ` AND project_id = $${params.push(f.projectId)}`;
+    if (f.before) where += ` AND id < $${params.push(f.before)}`;
+    params.push(f.limit);
+    return this.sql.query<KeyRow>(`SELECT ${COLUMNS} FROM keys.api_keys WHERE ${where} ORDER BY id DESC LIMIT $${params.length}`, params);
+  }
 }

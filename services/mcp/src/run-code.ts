@@ -45,7 +45,15 @@ export function runCode(env: RunCodeEnv, log: Logger) {
     if (req.code.length > MAX_CODE_CHARS) throw new DomainError('too_large', 'code_too_large', `code may be at most ${MAX_CODE_CHARS} characters.`);
     let r: RunResult;
     try {
-      r = await sandbox.run({ code: req.code, timeoutMs: req.timeoutMs, memoryLimitMb: req.memoryLimitMb, maxOutputBytes: req.maxOutputBytes });
+      if (req.globalsJson !== undefined) checkGlobals(req.globalsJson);
+      r = await sandbox.run({
+        code: req.code,
+        timeoutMs: req.timeoutMs,
+        memoryLimitMb: req.memoryLimitMb,
+        maxOutputBytes: req.maxOutputBytes,
+        globalsJson: req.globalsJson,
+        checkOnly: req.checkOnly,
+      });
     } catch (err) {
       throw domainError(err);
     }
@@ -61,6 +69,24 @@ export function runCode(env: RunCodeEnv, log: Logger) {
     },
     stop: () => sandbox.close(),
   };
+}
+
+/** The most JSON a run's inputs may hold, in characters. */
+export const MAX_GLOBALS_CHARS = 8 * 1024 * 1024;
+
+/** Inputs are a JSON object whose member names are identifiers (each becomes a global). */
+function checkGlobals(json: string): void {
+  if (json.length > MAX_GLOBALS_CHARS)
+    throw new DomainError('too_large', 'inputs_too_large', `The inputs may be at most ${MAX_GLOBALS_CHARS} characters of JSON.`);
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    throw new DomainError('invalid_argument', 'invalid_inputs', 'The inputs are not valid JSON.');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || !Object.keys(v).every((k) => /^[A-Za-z_$][\w$]*$/.test(k))) {
+    throw new DomainError('invalid_argument', 'invalid_inputs', 'The inputs are a JSON object whose names are identifiers.');
+  }
 }
 
 function domainError(err: unknown): unknown {

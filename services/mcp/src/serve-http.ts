@@ -1,5 +1,5 @@
 import { type Route, routes } from '@svc/api';
-import { Dispatcher, type OperationHandler } from '@svc/dispatch';
+import { Dispatcher, type OperationContext, type OperationHandler } from '@svc/dispatch';
 import { type CallContext, createHashPool, DomainError, type ServiceContext, setting } from '@svc/kit';
 import type { mcp, mcp_serve_http } from '@svc/proto';
 import { ToolCatalogue, toolOperations } from '@svc/tools';
@@ -23,12 +23,13 @@ const DEFAULT_URL = 'http://mcp.svc.internal/mcp';
 /** This service's own gRPC handlers (RunCode), which its tools call in process rather than over gRPC to itself. */
 export type OwnHandlers = Partial<Record<string, (req: any, ctx: CallContext) => Promise<unknown>>>;
 
-const ownName = (method: string) => `mcp.${method}`;
+/** By route: several operations may call the same method with their own mappings (code.run, code.check). */
+const ownName = (routeId: string) => `mcp.${routeId}`;
 
 /** An operation this service serves itself (rpc to mcp) as a local one: the catalogue declares no call to oneself. */
 function servedHere(r: Route): Route {
   const h = r.handler;
-  return h.kind === 'rpc' && h.service === 'mcp' ? { ...r, handler: { kind: 'local', name: ownName(h.method) } } : r;
+  return h.kind === 'rpc' && h.service === 'mcp' ? { ...r, handler: { kind: 'local', name: ownName(r.id) } } : r;
 }
 
 /** The local operations of servedHere: the route's request and response mappings around the service's own handler. */
@@ -39,7 +40,7 @@ function ownOperations(all: Route[], own: OwnHandlers, ctx: ServiceContext<unkno
     if (h.kind !== 'rpc' || h.service !== 'mcp') continue;
     const handler = own[h.method];
     if (!handler) continue;
-    out[ownName(h.method)] = async (input, op) => {
+    out[ownName(r.id)] = async (input, op) => {
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
       const call: CallContext = { principal: op.auth!.principal, principalToken: op.auth!.token, requestId: op.requestId, log: ctx.log };
       const res = await handler(request, call);
@@ -58,7 +59,11 @@ export function serveHttp(ctx: ServiceContext<{ SVC_MCP_TOOLS_PAGE_SIZE: number 
   const hashes = createHashPool({ name: 'mcp-sha256' });
   const served = routes.map(servedHere);
   const dispatcher = new Dispatcher({ registry: ctx.registry, routes: served });
-  dispatcher.register(toolOperations({ log: ctx.log, registry: ctx.registry, backends: ctx.backends, hashes }));
+  // The drive's code operations (code.runFile, code.runWithData) run code here, in process.
+  const runCode = async (req: unknown, op: OperationContext) =>
+    own.runCode!(req, { principal: op.auth!.principal, principalToken: op.auth!.token, requestId: op.requestId, log: ctx.log }) as never;
+  const contentDeps = { log: ctx.log, registry: ctx.registry, backends: ctx.backends, hashes, runCode };
+  dispatcher.register(toolOperations(contentDeps));
   dispatcher.register(ownOperations(routes, own, ctx));
   const endpoint = new McpEndpoint({
     catalogue: ToolCatalogue.fromRoutes(served),

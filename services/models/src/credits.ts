@@ -22,6 +22,8 @@ export interface CreditsDeps {
   /** Whether a person is the platform operator (the accounts service's GetMe). */
   isOperator(principalToken: string): Promise<boolean>;
   kick(): void;
+  /** Told the balance after each charge (low-balance alerts). */
+  afterCharge?: (accountId: string, balance: string) => Promise<void>;
 }
 
 /** A ledger amount as the API shows it: exact, without trailing zeros. */
@@ -125,7 +127,7 @@ export class Credits implements Charging {
     cost: string,
     memo: { model: string; inputTokens: number; outputTokens: number; actor: ReturnType<typeof actorOf> },
   ): Promise<void> {
-    await this.store.add({
+    const added = await this.store.add({
       id: newId('crd'),
       account_id: accountId,
       kind: 'charge',
@@ -138,5 +140,7 @@ export class Credits implements Charging {
       memo: null,
       actor: memo.actor,
     });
+    // A failed check does not fail the call that was charged; the next charge or read checks again.
+    if (added && this.deps.afterCharge) await this.deps.afterCharge(accountId, added.balance).catch(() => undefined);
   }
 }

@@ -2,16 +2,23 @@ import { accountsClient } from '@svc/clients';
 import { defineService, Envelope, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { models } from '@svc/proto';
 
+import { Advisor } from './advisor.js';
 import { loadCatalogue } from './catalogue.js';
+import { CreditAlertStore } from './credit-alert-store.js';
+import { CreditAlerts } from './credit-alerts.js';
+import { CreditViews } from './credit-views.js';
 import { Credits } from './credits.js';
 import { startDevModelServer } from './inference/dev-model.js';
 import { Inference } from './inference/infer.js';
 import { migrations } from './migrations/index.js';
 import { ModelsDomain } from './models.js';
 import { keyProviders, providerKeyKeks, ProviderKeys } from './provider-keys.js';
-import { handlers } from './server.js';
+import { handlers, toCreditEntry, toModel } from './server.js';
+import { viewHandlers } from './server-views.js';
 import { modelsSettings, modelsSettingsSchema } from './settings.js';
 import { SCHEMA } from './store.js';
+import { Usage } from './usage.js';
+import { UsageStore } from './usage-store.js';
 
 export {
   type Catalogue,
@@ -69,11 +76,28 @@ export const modelsService = defineService({
       sql,
       isOperator: async (principalToken) => Boolean((await accountsClient(ctx.registry).getMe({}, { principalToken })).account?.operator),
       kick: () => relay?.kick(),
+      afterCharge: (accountId: string, balance: string): Promise<void> => creditAlerts.check(accountId, balance),
     });
-    const inference = new Inference({ catalogue, settings, keys, credits, dev: () => dev });
+    const creditAlerts: CreditAlerts = new CreditAlerts({
+      sql,
+      store: new CreditAlertStore(sql),
+      balance: (accountId: string): Promise<string> => credits.store.balance(accountId),
+      kick: () => relay?.kick(),
+    });
+    const usageStore = new UsageStore(sql);
+    const usage = new Usage({ store: usageStore, catalogue, settings, keyedProviders: (p) => keys.providersOf(p), log: ctx.log });
+    const advisor = new Advisor(catalogue, domain, async (p, m) => {
+      if (m.provider === 'svc' || (m.pricing.inputPerMillion === 0 && m.pricing.outputPerMillion === 0)) return false;
+      return !(await keys.providersOf(p)).has(m.provider);
+    });
+    const creditViews = new CreditViews({ usage: usageStore, credits: credits.store });
+    const inference = new Inference({ catalogue, settings, keys, credits, usage, dev: () => dev });
     ctx.log.info({ models: catalogue.models.length, firstParty: Boolean(settings.firstParty.url) }, 'model catalogue loaded');
     return {
-      handlers: handlers(domain, keys, inference, credits),
+      handlers: {
+        ...handlers(domain, keys, inference, credits),
+        ...viewHandlers(advisor, usage, creditViews, creditAlerts, { toModel, toCreditEntry }),
+      },
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });

@@ -6,6 +6,7 @@ import { type Credits, decimal } from './credits.js';
 import type { Inference } from './inference/infer.js';
 import type { ModelsDomain, ModelView } from './models.js';
 import type { ProviderKeys } from './provider-keys.js';
+import type { ViewHandlers } from './server-views.js';
 import type { CreditEntryRow, ProviderKeyRow } from './store.js';
 
 type Def = typeof models.ModelsServiceService;
@@ -58,7 +59,7 @@ export const toCreditEntry = (e: CreditEntryRow): models.CreditEntry => ({
 });
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: ModelsDomain, keys: ProviderKeys, inference: Inference, credits: Credits): Handlers<Def> {
+export function handlers(domain: ModelsDomain, keys: ProviderKeys, inference: Inference, credits: Credits): Omit<Handlers<Def>, keyof ViewHandlers> {
   return {
     async listModels(req, { principal }) {
       return { models: (await domain.list(principal, req)).map(toModel) };

@@ -70,6 +70,75 @@ export function handlers(domain: ProfilesDomain): Handlers<Def> {
     async getVersion(req, ctx) {
       return { json: await domain.version(ctx.principal, req.id, req.versionId), etag: '' };
     },
+    async listBranches(req, ctx) {
+      return { json: JSON.stringify(await domain.listBranches(ctx.principal, req.id)), etag: '' };
+    },
+    async getBranch(req, ctx) {
+      return { json: JSON.stringify(await domain.getBranch(ctx.principal, req.id, req.branchId ?? '')), etag: '' };
+    },
+    async updateBranch(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { name?: string; description?: string | null };
+      return reply(await domain.updateBranch(ctx.principal, req.id, req.branchId ?? '', body, req.ifMatch));
+    },
+    async resetBranch(req, ctx) {
+      return reply(await domain.resetBranch(ctx.principal, req.id, req.branchId ?? '', req.versionId ?? '', req.ifMatch));
+    },
+    async stageItem(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { item?: unknown };
+      return reply(await domain.stageItem(ctx.principal, req.id, req.kind ?? '', body.item, req.ifMatch));
+    },
+    async unstageItem(req, ctx) {
+      return reply(await domain.unstageItem(ctx.principal, req.id, req.kind ?? '', req.itemId ?? '', req.ifMatch));
+    },
+    async discardWorkingChanges(req, ctx) {
+      return reply(await domain.discardWorking(ctx.principal, req.id, req.ifMatch));
+    },
+    async searchItems(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { q?: string; kind?: string; limit?: number };
+      const input = { query: body.q ?? '', kind: body.kind, versionId: req.versionId, limit: body.limit };
+      return { json: JSON.stringify(await domain.search(ctx.principal, req.id, input)), etag: '' };
+    },
+    async getStats(req, ctx) {
+      return { json: JSON.stringify(await domain.stats(ctx.principal, req.id)), etag: '' };
+    },
+    async duplicateProfile(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { name?: string };
+      const doc = await domain.duplicate(ctx.principal, req.id, { name: body.name });
+      return { profileJson: doc.json, etag: doc.etag };
+    },
+    async revertVersion(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { message?: string };
+      const input = { versionId: req.versionId ?? '', branchId: req.branchId, message: body.message };
+      return reply(await domain.revert(ctx.principal, req.id, input, req.ifMatch));
+    },
+    async cherryPick(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { message?: string };
+      const input = { versionId: req.versionId ?? '', branchId: req.branchId, message: body.message };
+      return reply(await domain.cherryPick(ctx.principal, req.id, input, req.ifMatch));
+    },
+    async listTags(req, ctx) {
+      return { json: JSON.stringify(await domain.listTags(ctx.principal, req.id)), etag: '' };
+    },
+    async createTag(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as { name?: string; message?: string };
+      return reply(
+        await domain.createTag(ctx.principal, req.id, { name: body.name ?? '', versionId: req.versionId, message: body.message }, req.ifMatch),
+      );
+    },
+    async deleteTag(req, ctx) {
+      return reply(await domain.deleteTag(ctx.principal, req.id, req.itemId ?? '', req.ifMatch));
+    },
+    async listVersions(req, ctx) {
+      const body = parseJson(req.bodyJson ?? '{}') as {
+        authorId?: string;
+        q?: string;
+        since?: string;
+        until?: string;
+        limit?: number;
+        cursor?: string;
+      };
+      return { json: JSON.stringify(await domain.findVersions(ctx.principal, req.id, { ...body, branchId: req.branchId })), etag: '' };
+    },
     async exportHistory(req, ctx) {
       const json = await domain.exportHistory(ctx.principal, req.id, { snapshotVersionIds: req.snapshotVersionIds, maxBytes: req.maxBytes });
       return { json, etag: '' };

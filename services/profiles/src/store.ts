@@ -236,8 +236,40 @@ export class ProfileStore {
   async deleteProfile(q: Queryable, id: string): Promise<void> {
     await q.query(`DELETE FROM profiles.profiles WHERE id = $1`, [id]);
   }
+
+  // Tags -----------------------------------------------------------------------------------------
+
+  async tags(q: Queryable, profileId: string): Promise<TagRow[]> {
+    return q.query<TagRow>(
+      `SELECT name, version_id, message, created_by, created_at FROM profiles.tags WHERE profile_id = $1 ORDER BY created_at, name`,
+      [profileId],
+    );
+  }
+
+  /** Inserts a tag; false when the name is taken. */
+  async insertTag(q: Queryable, profileId: string, t: Omit<TagRow, 'created_at'>): Promise<TagRow | null> {
+    const rows = await q.query<TagRow>(
+      `INSERT INTO profiles.tags (profile_id, name, version_id, message, created_by) VALUES ($1, $2, $3, $4, $5::jsonb)
+       ON CONFLICT (profile_id, name) DO NOTHING RETURNING name, version_id, message, created_by, created_at`,
+      [profileId, t.name, t.version_id, t.message, JSON.stringify(t.created_by)],
+    );
+    return rows[0] ?? null;
+  }
+
+  async deleteTag(q: Queryable, profileId: string, name: string): Promise<boolean> {
+    const rows = await q.query(`DELETE FROM profiles.tags WHERE profile_id = $1 AND name = $2 RETURNING name`, [profileId, name]);
+    return rows.length > 0;
+  }
 }
 
 function fixProfile<T extends ProfileRow>(r: T): T {
   return { ...r, working: json(r.working) as Record<string, unknown>, rev: Number(r.rev), next_seq: Number(r.next_seq) };
+}
+
+export interface TagRow {
+  name: string;
+  version_id: string;
+  message: string | null;
+  created_by: VersionAuthor | null;
+  created_at: Date;
 }

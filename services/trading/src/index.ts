@@ -6,13 +6,23 @@ import { AlpacaClient } from './alpaca/client.js';
 import { ALPACA, AlpacaVenue } from './alpaca/venue.js';
 import { credentialKeks, VenueCredentials } from './credentials.js';
 import { AgentLimits } from './limits.js';
+import { PriceAlerts } from './lists/alerts.js';
+import { Journal } from './lists/journal.js';
+import { ListsStore } from './lists/store.js';
+import { Watchlists } from './lists/watchlists.js';
 import { migrations } from './migrations/index.js';
 import { PaperVenue } from './paper/venue.js';
-import { handlers } from './server.js';
+import { handlers, toOrder } from './server.js';
+import { viewHandlers } from './server-views.js';
 import { tradingSettings, tradingSettingsSchema } from './settings.js';
 import { SCHEMA, TradingStore } from './store.js';
 import { Instruments, PAPER_INSTRUMENTS } from './symbols.js';
 import { Trading } from './trading.js';
+import { Market } from './views/market.js';
+import { OrderTools } from './views/orders.js';
+import { Performance } from './views/performance.js';
+import { Portfolio } from './views/portfolio.js';
+import { ViewsStore } from './views/store.js';
 
 export * from './engine/book.js';
 export * from './engine/market-maker.js';
@@ -28,6 +38,8 @@ export { Instruments, PAPER_INSTRUMENTS, specOf } from './symbols.js';
  */
 /** How long after a commit the outbox relay runs (docs/trading.md, Measured). */
 const KICK_MS = 20;
+/** How often the service checks the active price alerts against the market. */
+const ALERT_SWEEP_MS = 2000;
 
 export const tradingService = defineService({
   name: 'trading',
@@ -67,13 +79,32 @@ export const tradingService = defineService({
       },
     });
     const domain = new Trading({ sql, store, instruments, paper, alpaca, limits });
+    const views = new ViewsStore();
+    const lists = new ListsStore();
+    const deps = { sql, store, views, instruments, paper, settings: settings.paper, venues: () => domain.venues().map((v) => v.id) };
+    const market = new Market(deps);
+    const portfolio = new Portfolio({ ...deps, market, trading: domain });
+    const orderTools = new OrderTools({ sql, store, paper, settings: settings.paper, market, trading: domain });
+    const watchlists = new Watchlists({ sql, lists, instruments, market, kick });
+    const alerts = new PriceAlerts({ sql, lists, market, kick });
+    const journal = new Journal({ sql, lists, store, kick });
+    const performance = new Performance({ sql, views, market, portfolio });
+    let sweepTimer: NodeJS.Timeout | undefined;
     return {
-      handlers: handlers(domain, limits, credentials),
+      handlers: {
+        ...handlers(domain, limits, credentials),
+        ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance, toOrder }),
+      },
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+        sweepTimer = setInterval(() => {
+          alerts.sweep().catch((err: unknown) => ctx.log.warn({ err }, 'price alert sweep failed'));
+        }, ALERT_SWEEP_MS);
+        sweepTimer.unref();
       },
       async stop() {
+        clearInterval(sweepTimer);
         clearTimeout(kickTimer);
         await relay?.stop();
       },

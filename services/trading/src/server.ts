@@ -3,6 +3,7 @@ import type { trading } from '@svc/proto';
 
 import type { VenueCredentials } from './credentials.js';
 import type { AgentLimits, LimitsRow } from './limits.js';
+import type { ViewHandlers } from './server-views.js';
 import type { OrderRow } from './store.js';
 import { formatUnits, scaled } from './symbols.js';
 import { cursorId, type Trading } from './trading.js';
@@ -53,7 +54,7 @@ const toLimits = (l: LimitsRow): trading.AgentLimits => ({
 });
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: Trading, limits: AgentLimits, credentials: VenueCredentials): Handlers<Def> {
+export function handlers(domain: Trading, limits: AgentLimits, credentials: VenueCredentials): Omit<Handlers<Def>, keyof ViewHandlers> {
   const account = (a: Awaited<ReturnType<Trading['account']>>): trading.GetAccountResponse => ({
     ...a,
     startingCash: 'startingCash' in a ? a.startingCash : undefined,

@@ -95,10 +95,10 @@ function updateReq(i: RouteInput) {
   return { id: i.params.id, ...set, hasTools: Array.isArray(b.tools), tools: Array.isArray(b.tools) ? b.tools : [], clearFields };
 }
 
-const DefaultAgents = z
+export const DefaultAgents = z
   .object({ agentIds: z.array(z.string()), agents: z.array(Agent) })
   .meta({ id: 'DefaultAgents', description: 'The account’s default agents, in order.' });
-const defaults = (res: agents.GetDefaultAgentsResponse | agents.SetDefaultAgentsResponse) => ({
+export const defaults = (res: agents.GetDefaultAgentsResponse | agents.SetDefaultAgentsResponse) => ({
   agentIds: res.agents.map((a) => a.id),
   agents: res.agents.map(agentJson),
 });

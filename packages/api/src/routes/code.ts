@@ -114,6 +114,19 @@ export const runCodeJson = (r: mcp_run_code.RunCodeResponse) => ({
   limits: { timeoutMs: r.limits?.timeoutMs ?? 0, memoryLimitMb: r.limits?.memoryLimitMb ?? 0, maxOutputBytes: r.limits?.maxOutputBytes ?? 0 },
 });
 
+const FileId = z.string().regex(/^file_[0-9a-z]{26}$/, 'must be a file id (file_…)');
+const Limits = RunCodeBody.pick({ timeoutMs: true, memoryLimitMb: true, maxOutputBytes: true }).shape;
+const DataInputs = {
+  input: z.unknown().optional().describe('Any JSON: the script reads it as the global `input` (null when absent).'),
+  dataFileIds: z
+    .array(FileId)
+    .max(20)
+    .optional()
+    .describe(
+      'Drive files passed read-only as the global `files`: an array of {id, name, contentType, size, text} (text null and base64 set for binary files); 8 MiB together.',
+    ),
+};
+
 export const codeRoutes = [
   route({
     id: 'code.run',
@@ -138,5 +151,72 @@ export const codeRoutes = [
       response: (res) => runCodeJson(res),
       deadlineMs: RUN_CODE_DEADLINE_MS,
     }),
+  }),
+  route({
+    id: 'code.check',
+    method: 'post',
+    path: '/code/check',
+    summary:
+      'Check JavaScript’s syntax without running it: whether it compiles (as a script, a module or a function body, as code.run would run it), ' +
+      'and the syntax error with its line and column when not.',
+    tag: 'code',
+    body: z.object({ code: RunCodeBody.shape.code }).strict().meta({ id: 'CheckCodeRequest' }),
+    response: z
+      .object({
+        valid: z.boolean(),
+        mode: z.enum(['script', 'module', 'function']).describe('How code.run would run it.'),
+        error: RunCodeResult.shape.error,
+      })
+      .meta({ id: 'CheckCodeResult' }),
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: rpc('mcp', 'runCode', {
+      request: (i) => ({ code: i.body.code, checkOnly: true, timeoutMs: 5000 }),
+      response: (res) => {
+        const r = runCodeJson(res);
+        return { valid: r.error === null, mode: r.mode, error: r.error };
+      },
+      deadlineMs: RUN_CODE_DEADLINE_MS,
+    }),
+  }),
+  route({
+    id: 'code.runFile',
+    method: 'post',
+    path: '/code/run-file',
+    summary:
+      'Run a JavaScript file of the drive in the sandbox (as code.run runs code), with optional `input` JSON and drive files as read-only data; ' +
+      'the answer is code.run’s.',
+    tag: 'code',
+    body: z
+      .object({ fileId: FileId.describe('The script: a UTF-8 text file of at most 512 KiB.'), ...DataInputs, ...Limits })
+      .strict()
+      .meta({ id: 'RunFileRequest' }),
+    bodyLimit: '10mb',
+    response: RunCodeResult,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: { kind: 'local', name: 'code.runFile' },
+  }),
+  route({
+    id: 'code.runWithData',
+    method: 'post',
+    path: '/code/run-with-data',
+    summary:
+      'Run JavaScript over data: `input` (any JSON, the global `input`) and drive files read as the caller (the global `files`), ' +
+      'to compute over documents without copying them into the code. The answer is code.run’s.',
+    tag: 'code',
+    body: z
+      .object({ code: RunCodeBody.shape.code, ...DataInputs, ...Limits })
+      .strict()
+      .refine((b) => b.input !== undefined || (b.dataFileIds?.length ?? 0) > 0, 'name input or dataFileIds (without data, use code.run)')
+      .meta({ id: 'RunWithDataRequest' }),
+    bodyLimit: '10mb',
+    response: RunCodeResult,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: { kind: 'local', name: 'code.runWithData' },
   }),
 ];

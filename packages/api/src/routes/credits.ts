@@ -9,7 +9,7 @@ import { CreditsView, GrantCreditsBody, GrantedCredits } from '../schemas/models
  * grants. Model calls are charged by the models service itself (Infer), not through a route.
  */
 
-const entryJson = (e: models.CreditEntry) => ({
+export const creditEntryJson = (e: models.CreditEntry) => ({
   id: e.id,
   kind: e.kind as 'grant' | 'charge',
   amount: e.amount,
@@ -38,7 +38,7 @@ export const creditsRoutes = [
       response: (res) => ({
         balance: res.balance,
         currency: 'USD' as const,
-        entries: res.entries.map(entryJson),
+        entries: res.entries.map(creditEntryJson),
         nextCursor: res.nextCursor ?? null,
       }),
     }),
@@ -57,7 +57,7 @@ export const creditsRoutes = [
     authority: true,
     handler: rpc('models', 'grantCredits', {
       request: (i) => ({ accountId: i.body.accountId, amount: i.body.amount, memo: i.body.memo }),
-      response: (res) => ({ entry: entryJson(res.entry!), balance: res.balance }),
+      response: (res) => ({ entry: creditEntryJson(res.entry!), balance: res.balance }),
     }),
   }),
 ];

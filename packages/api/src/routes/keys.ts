@@ -51,7 +51,7 @@ const ListKeysQuery = ListQuery.extend({ projectId: ProjectId.optional() });
 
 const WARNING = 'This key is displayed only once. Store it securely: it cannot be shown again.';
 
-const created = (res: keys.CreateKeyResponse) => {
+export const created = (res: keys.CreateKeyResponse) => {
   const k = res.key!;
   return {
     key: res.plaintext,

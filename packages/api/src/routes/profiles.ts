@@ -23,7 +23,7 @@ import {
  * The input shapes the service checks too are in ../schemas/profiles.ts; the answers' are here.
  */
 
-const ProfileId = prefixedId('prof', 'a profile id');
+export const ProfileId = prefixedId('prof', 'a profile id');
 
 export const ProfileVersion = z
   .object({
@@ -119,21 +119,21 @@ export const MergeResult = z
   })
   .meta({ id: 'ProfileMergeResult' });
 
-const IfMatch = z.object({
+export const IfMatch = z.object({
   'if-match': z.string().max(2000).optional().describe('The ETag last read; a stale one answers 412.'),
 });
 const SnapshotsQuery = z.object({
   snapshots: z.enum(['true', 'false']).optional().describe("Include every version's snapshot: default when they total at most 1 MB."),
 });
-const IdParams = z.object({ id: ProfileId });
+export const IdParams = z.object({ id: ProfileId });
 
 const snapshotsOf = (i: RouteInput) => (i.query.snapshots === undefined ? undefined : i.query.snapshots === 'true');
-const ifMatchOf = (i: RouteInput) => i.headers['if-match'] as string | undefined;
-const etagged = (body: unknown, etag: string, status?: number) => reply(body, { status, headers: etag ? { ETag: etag } : {} });
-const doc = (res: profiles.ProfileReply) => etagged(JSON.parse(res.profileJson), res.etag);
-const json = (res: profiles.JsonReply) => etagged(JSON.parse(res.json), res.etag);
+export const ifMatchOf = (i: RouteInput) => i.headers['if-match'] as string | undefined;
+export const etagged = (body: unknown, etag: string, status?: number) => reply(body, { status, headers: etag ? { ETag: etag } : {} });
+export const doc = (res: profiles.ProfileReply) => etagged(JSON.parse(res.profileJson), res.etag);
+export const json = (res: profiles.JsonReply) => etagged(JSON.parse(res.json), res.etag);
 
-const common = { tag: 'profiles', auth: 'key' as const, principals: ['human' as const, 'agent' as const], authority: false };
+export const common = { tag: 'profiles', auth: 'key' as const, principals: ['human' as const, 'agent' as const], authority: false };
 
 export const profilesRoutes = [
   route({

@@ -13,6 +13,9 @@ import { rpc } from '../rpc.js';
  */
 
 export const ThreadId = prefixedId('thr', 'a thread id');
+export const ThreadTag = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_.:-]{0,39}$/, 'must be 1 to 40 characters: a-z, 0-9, _ . : - (starting with a letter or digit)');
 const MAX_MESSAGE = 32_000;
 
 const Usage = z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cost: z.string().describe('Decimal, in credits.') });
@@ -32,6 +35,11 @@ export const Thread = z
     createdAt: Timestamp,
     updatedAt: Timestamp,
     lastActivityAt: Timestamp,
+    archivedAt: Nullable(Timestamp).describe('When it was archived (threads.archive); null while it is not.'),
+    tags: z.array(z.string()).describe('Its tags (threads.tags.add).'),
+    forkedFrom: Nullable(z.object({ threadId: z.string(), seq: z.number().int() })).describe(
+      'A fork’s origin: the thread and the seq it was forked at.',
+    ),
   })
   .meta({ id: 'Thread' });
 
@@ -49,6 +57,9 @@ export const threadJson = (t: agents_threads.Thread) => ({
   createdAt: t.createdAt,
   updatedAt: t.updatedAt,
   lastActivityAt: t.lastActivityAt,
+  archivedAt: t.archivedAt ?? null,
+  tags: t.tags ?? [],
+  forkedFrom: t.forkedFromThreadId ? { threadId: t.forkedFromThreadId, seq: Number(t.forkedAtSeq ?? 0) } : null,
 });
 
 export const ThreadEvent = z
@@ -130,13 +141,25 @@ export const threadsRoutes = [
     path: '/me/threads',
     summary: 'Threads of the acting account (of its project, for a project-scoped key), most recent activity first.',
     tag: 'threads',
-    query: ListQuery.extend({ agentId: AgentId.optional(), status: z.enum(['idle', 'running']).optional() }),
+    query: ListQuery.extend({
+      agentId: AgentId.optional(),
+      status: z.enum(['idle', 'running']).optional(),
+      tag: ThreadTag.optional().describe('Only threads carrying this tag.'),
+      archived: z.enum(['true', 'false']).optional().describe('true: the archived threads only; false (default): the others.'),
+    }),
     response: z.object({ threads: z.array(Thread), nextCursor: Nullable(z.string()) }).meta({ id: 'ThreadList' }),
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
     handler: rpc('agents', 'listThreads', {
-      request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor, agentId: i.query.agentId, status: i.query.status }),
+      request: (i) => ({
+        limit: i.query.limit,
+        cursor: i.query.cursor,
+        agentId: i.query.agentId,
+        status: i.query.status,
+        tag: i.query.tag,
+        archived: i.query.archived === 'true',
+      }),
       response: (res) => ({ threads: res.threads.map(threadJson), nextCursor: res.nextCursor ?? null }),
     }),
   }),

@@ -28,9 +28,9 @@ import {
  * account's order answers 404.
  */
 
-const OrderId = prefixedId('ord', 'an order id');
+export const OrderId = prefixedId('ord', 'an order id');
 
-const orderJson = (o: trading.Order) => ({
+export const orderJson = (o: trading.Order) => ({
   id: o.id,
   clientOrderId: o.clientOrderId,
   venue: o.venue,

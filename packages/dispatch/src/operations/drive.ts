@@ -5,6 +5,7 @@ import type { drive } from '@svc/proto';
 import { contentAnswer } from '../answers.js';
 import { type ContentDeps, download, upload } from '../content.js';
 import type { OperationContext, OperationHandler } from '../dispatcher.js';
+import { driveCodeOperations, type RunCodeFn } from './drive-code.js';
 
 const FOLDER_ID_RE = /^fld_[0-9a-z]{26}$/;
 
@@ -22,7 +23,7 @@ const preconditions = (input: RouteInput) => ({
 const callerOf = (ctx: OperationContext) => ({ token: ctx.auth!.token, requestId: ctx.requestId });
 
 /** The drive's content operations: bytes in and out, streamed between the caller and the blob store. */
-export function driveOperations(deps: ContentDeps): Record<string, OperationHandler> {
+export function driveOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Record<string, OperationHandler> {
   /** POST /drive/upload: the raw body with `?name=`, or a form's file part (its name and fields). */
   const uploadFile: OperationHandler = async (input, ctx) => {
     const content = input.content!;
@@ -84,5 +85,5 @@ export function driveOperations(deps: ContentDeps): Record<string, OperationHand
     return contentAnswer(d);
   };
 
-  return { 'drive.upload': uploadFile, 'drive.replace': replaceFile, 'drive.read': readFile };
+  return { 'drive.upload': uploadFile, 'drive.replace': replaceFile, 'drive.read': readFile, ...driveCodeOperations(deps) };
 }

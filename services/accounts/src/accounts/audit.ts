@@ -37,6 +37,7 @@ export class Audit extends AccountsCore {
       'agents.agent.created': 'agent.created',
       'agents.agent.deleted': 'agent.deleted',
       'agents.agent.owner_changed': 'agent.owner_changed',
+      'agents.agent.restored': 'agent.restored',
     }[event.type];
     if (!action || !d?.agent?.id || !d.actor) return [];
     const base = {

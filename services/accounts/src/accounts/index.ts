@@ -6,6 +6,7 @@ import { Audit } from './audit.js';
 import { AccountsCore, type AccountsDeps } from './core.js';
 import { Grants } from './grants.js';
 import { Hosts } from './hosts.js';
+import { Lookups } from './lookups.js';
 import { Members } from './members.js';
 import { AccountSettings } from './settings.js';
 import { SigningKeys } from './signing.js';
@@ -30,6 +31,7 @@ export class AccountsDomain extends AccountsCore {
     signing: SigningKeys;
     hosts: Hosts;
     audit: Audit;
+    lookups: Lookups;
   };
 
   constructor(deps: AccountsDeps) {
@@ -42,6 +44,7 @@ export class AccountsDomain extends AccountsCore {
       signing: new SigningKeys(deps),
       hosts: new Hosts(deps),
       audit: new Audit(deps),
+      lookups: new Lookups(deps),
     };
   }
 
@@ -133,5 +136,22 @@ export class AccountsDomain extends AccountsCore {
   }
   auditRowsForAgentEvent(...a: Parameters<Audit['auditRowsForAgentEvent']>) {
     return this.parts.audit.auditRowsForAgentEvent(...a);
+  }
+
+  // One at a time
+  getHost(...a: Parameters<Lookups['getHost']>) {
+    return this.parts.lookups.getHost(...a);
+  }
+  renameHost(...a: Parameters<Lookups['renameHost']>) {
+    return this.parts.lookups.renameHost(...a);
+  }
+  getMember(...a: Parameters<Lookups['getMember']>) {
+    return this.parts.lookups.getMember(...a);
+  }
+  getAuditEvent(...a: Parameters<Lookups['getAuditEvent']>) {
+    return this.parts.lookups.getAuditEvent(...a);
+  }
+  permissions(...a: Parameters<Lookups['permissions']>) {
+    return this.parts.lookups.permissions(...a);
   }
 }

@@ -122,4 +122,137 @@ export const migrations: Migration[] = [
         PRIMARY KEY (run_id, call_id)
       );`,
   },
+  {
+    // Thread operations (docs/threads.md): archive, tags, forks (the fork's conversation so far is
+    // its base context, used until its first run finishes), edits of waiting messages.
+    id: '0100_thread_ops',
+    sql: `
+      ALTER TABLE agents.threads ADD COLUMN archived_at timestamptz, ADD COLUMN tags text[] NOT NULL DEFAULT '{}',
+        ADD COLUMN forked_from_thread_id text, ADD COLUMN forked_at_seq bigint, ADD COLUMN base_context jsonb;
+      CREATE INDEX threads_by_tag ON agents.threads USING gin (tags) WHERE deleted_at IS NULL;
+      ALTER TABLE agents.thread_inbox ADD COLUMN edited_at timestamptz;
+      CREATE INDEX thread_events_messages ON agents.thread_events (thread_id, seq) WHERE type IN ('message.created', 'message.injected');
+      CREATE INDEX runs_by_thread ON agents.runs (thread_id, created_at DESC, id DESC);`,
+  },
+  {
+    // Agent memory (docs/memory.md): JSON values by account, namespace and key, each write a new
+    // version (continuing after a delete) recorded in the key's history.
+    id: '0200_memory',
+    sql: `
+      CREATE TABLE agents.memory (
+        account_id text NOT NULL,
+        namespace text NOT NULL,
+        key text NOT NULL,
+        value jsonb NOT NULL,
+        version bigint NOT NULL,
+        expires_at timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        updated_by jsonb NOT NULL,
+        PRIMARY KEY (account_id, namespace, key)
+      );
+      CREATE TABLE agents.memory_history (
+        account_id text NOT NULL,
+        namespace text NOT NULL,
+        key text NOT NULL,
+        version bigint NOT NULL,
+        op text NOT NULL,
+        value jsonb,
+        by_actor jsonb NOT NULL,
+        at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, namespace, key, version)
+      );`,
+  },
+  {
+    // Tasks (docs/memory.md): lists, tasks (a position in their list, blockers), comments, activity.
+    id: '0201_tasks',
+    sql: `
+      CREATE TABLE agents.task_lists (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        name text NOT NULL,
+        description text,
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX task_lists_by_account ON agents.task_lists (account_id, id);
+      CREATE TABLE agents.tasks (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        list_id text NOT NULL REFERENCES agents.task_lists (id) ON DELETE CASCADE,
+        title text NOT NULL,
+        notes text,
+        status text NOT NULL DEFAULT 'open',
+        priority text NOT NULL DEFAULT 'normal',
+        due_at timestamptz,
+        assignee_agent_id text,
+        labels text[] NOT NULL DEFAULT '{}',
+        position double precision NOT NULL,
+        blocked_by text[] NOT NULL DEFAULT '{}',
+        completed_at timestamptz,
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX tasks_by_list ON agents.tasks (list_id, position, id);
+      CREATE INDEX tasks_by_account ON agents.tasks (account_id, id);
+      CREATE TABLE agents.task_comments (
+        id text PRIMARY KEY,
+        task_id text NOT NULL REFERENCES agents.tasks (id) ON DELETE CASCADE,
+        body text NOT NULL,
+        author jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX task_comments_by_task ON agents.task_comments (task_id, id);
+      CREATE TABLE agents.task_activity (
+        seq bigserial PRIMARY KEY,
+        task_id text NOT NULL REFERENCES agents.tasks (id) ON DELETE CASCADE,
+        type text NOT NULL,
+        data jsonb NOT NULL,
+        actor jsonb NOT NULL,
+        at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX task_activity_by_task ON agents.task_activity (task_id, seq);`,
+  },
+  {
+    // Schedules (docs/memory.md): timed messages to a thread or an agent; the runtime claims a due
+    // one (FOR UPDATE SKIP LOCKED), advances it and records the firing in one transaction.
+    id: '0202_schedules',
+    sql: `
+      CREATE TABLE agents.schedules (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        name text NOT NULL,
+        message text NOT NULL,
+        thread_id text,
+        agent_id text,
+        cron text,
+        interval_seconds integer,
+        at timestamptz,
+        ends_at timestamptz,
+        status text NOT NULL DEFAULT 'active',
+        next_fire_at timestamptz,
+        last_fired_at timestamptz,
+        fire_count integer NOT NULL DEFAULT 0,
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX schedules_by_account ON agents.schedules (account_id, id);
+      CREATE INDEX schedules_due ON agents.schedules (next_fire_at) WHERE status = 'active';
+      CREATE TABLE agents.schedule_firings (
+        id text PRIMARY KEY,
+        schedule_id text NOT NULL REFERENCES agents.schedules (id) ON DELETE CASCADE,
+        scheduled_for timestamptz,
+        fired_at timestamptz NOT NULL DEFAULT now(),
+        trigger text NOT NULL,
+        status text NOT NULL,
+        thread_id text,
+        run_id text,
+        error text
+      );
+      CREATE INDEX schedule_firings_by_schedule ON agents.schedule_firings (schedule_id, id);`,
+  },
 ];

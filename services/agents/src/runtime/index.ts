@@ -25,6 +25,7 @@ import { LiveEvents } from '../threads/live.js';
 import { ThreadStore } from '../threads/store.js';
 import { RUN_QUEUE } from '../threads/threads.js';
 import { type Infer, RunExecutor } from './run.js';
+import { startScheduler } from './schedules.js';
 import type { RuntimeSettings } from './settings.js';
 import { AgentTools } from './tools.js';
 
@@ -110,6 +111,7 @@ export async function startRuntime(deps: {
     })().catch((err) => log.warn({ err: (err as Error).message }, 'run sweep failed'));
   }, SWEEP_MS);
   sweep.unref();
+  const stopScheduler = startScheduler({ sql, bus, log });
   const health = deps.health ? await serveHealth(deps.health, () => Promise.all([sql.ping(), bus.ping()])) : undefined;
   log.info({ worker, concurrency: deps.settings.SVC_RUNTIME_CONCURRENCY, port: health?.port }, 'runtime taking runs');
   return {
@@ -118,6 +120,7 @@ export async function startRuntime(deps: {
     async stop() {
       await health?.close();
       clearInterval(sweep);
+      stopScheduler();
       await work.unsubscribe();
       await hashes.close();
     },

@@ -24,6 +24,9 @@ export const DEFAULT_TOOLS = [
 
 const patternOf = (p: string) => new RegExp(`^${p.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
 
+/** Whether an agent with these tool patterns (null: the default set) may call `name`. */
+export const toolAllowed = (patterns: string[] | null, name: string): boolean => (patterns ?? DEFAULT_TOOLS).some((p) => patternOf(p).test(name));
+
 export class AgentTools {
   private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
 
@@ -35,7 +38,7 @@ export class AgentTools {
 
   /** Whether an agent with these tool patterns may call `name`. */
   allows(patterns: string[] | null, name: string): boolean {
-    return (patterns ?? DEFAULT_TOOLS).some((p) => patternOf(p).test(name));
+    return toolAllowed(patterns, name);
   }
 
   /** The definitions the model is given. */

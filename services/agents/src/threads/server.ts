@@ -34,6 +34,10 @@ export function toThread(t: ThreadRow): agents_threads.Thread {
     createdAt: t.created_at.toISOString(),
     updatedAt: t.updated_at.toISOString(),
     lastActivityAt: t.last_activity_at.toISOString(),
+    archivedAt: t.archived_at?.toISOString(),
+    tags: t.tags ?? [],
+    forkedFromThreadId: t.forked_from_thread_id ?? undefined,
+    forkedAtSeq: t.forked_at_seq === null || t.forked_at_seq === undefined ? undefined : Number(t.forked_at_seq),
   };
 }
 

@@ -20,6 +20,10 @@ export interface ThreadRow {
   updated_at: Date;
   last_activity_at: Date;
   deleted_at: Date | null;
+  archived_at: Date | null;
+  tags: string[];
+  forked_from_thread_id: string | null;
+  forked_at_seq: number | null;
 }
 
 /** Who produced an event: a person, the agent, a tool, or the platform. */
@@ -96,11 +100,12 @@ export interface InboxRow {
   client_message_id: string | null;
   content: string;
   mode: InjectMode;
-  status: 'pending' | 'queued' | 'delivered' | 'started';
+  status: 'pending' | 'queued' | 'delivered' | 'started' | 'retracted';
   run_id: string | null;
   delivered_step: number | null;
   producer: Producer;
   created_at: Date;
+  edited_at?: Date | null;
 }
 
 export interface ToolCallRow {
@@ -114,17 +119,21 @@ export interface ToolCallRow {
   is_error: boolean;
 }
 
+/** A thread's columns (not its base context, which only lastContext reads). */
+export const THREAD_COLUMNS = `id, account_id, project_id, agent_id, title, metadata, status, current_run_id, last_seq, input_tokens,
+  output_tokens, cost, created_by, created_at, updated_at, last_activity_at, deleted_at, archived_at, tags, forked_from_thread_id, forked_at_seq`;
+
 const json = <T>(v: T | string): T => (typeof v === 'string' ? (JSON.parse(v) as T) : v);
-const threadRow = (r: ThreadRow): ThreadRow => ({ ...r, metadata: json(r.metadata), created_by: json(r.created_by), cost: String(r.cost) });
-const eventRow = (r: EventRow): EventRow => ({ ...r, producer: json(r.producer), data: json(r.data), usage: r.usage ? json(r.usage) : null });
-const runRow = (r: RunRow): RunRow => ({
+export const threadRow = (r: ThreadRow): ThreadRow => ({ ...r, metadata: json(r.metadata), created_by: json(r.created_by), cost: String(r.cost) });
+export const eventRow = (r: EventRow): EventRow => ({ ...r, producer: json(r.producer), data: json(r.data), usage: r.usage ? json(r.usage) : null });
+export const runRow = (r: RunRow): RunRow => ({
   ...r,
   context: json(r.context),
   started_by: json(r.started_by),
   error: r.error ? json(r.error) : null,
   cost: String(r.cost),
 });
-const inboxRow = (r: InboxRow): InboxRow => ({ ...r, producer: json(r.producer) });
+export const inboxRow = (r: InboxRow): InboxRow => ({ ...r, producer: json(r.producer) });
 
 export class ThreadStore {
   constructor(readonly sql: Sql) {}
@@ -135,7 +144,7 @@ export class ThreadStore {
   ): Promise<ThreadRow> {
     const rows = await q.query<ThreadRow>(
       `INSERT INTO agents.threads (id, account_id, project_id, agent_id, title, metadata, created_by)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) RETURNING *`,
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb) RETURNING ${THREAD_COLUMNS}`,
       [t.id, t.account_id, t.project_id, t.agent_id, t.title, JSON.stringify(t.metadata), JSON.stringify(t.created_by)],
     );
     return threadRow(rows[0]!);
@@ -143,7 +152,10 @@ export class ThreadStore {
 
   /** A live thread. */
   async thread(id: string, q: Queryable = this.sql, lock = false): Promise<ThreadRow | null> {
-    const rows = await q.query<ThreadRow>(`SELECT * FROM agents.threads WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`, [id]);
+    const rows = await q.query<ThreadRow>(
+      `SELECT ${THREAD_COLUMNS} FROM agents.threads WHERE id = $1 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
+      [id],
+    );
     return rows[0] ? threadRow(rows[0]) : null;
   }
 
@@ -153,23 +165,36 @@ export class ThreadStore {
     projectId?: string;
     agentId?: string;
     status?: string;
+    tag?: string;
+    archived?: boolean;
     after?: { at: string; id: string };
     limit: number;
   }): Promise<ThreadRow[]> {
     const rows = await this.sql.query<ThreadRow>(
-      `SELECT * FROM agents.threads
+      `SELECT ${THREAD_COLUMNS} FROM agents.threads
         WHERE account_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR project_id = $2) AND ($3::text IS NULL OR agent_id = $3)
           AND ($4::text IS NULL OR status = $4)
           AND ($5::timestamptz IS NULL OR (last_activity_at, id) < ($5::timestamptz, $6::text))
+          AND ($8::text IS NULL OR tags @> ARRAY[$8::text]) AND (archived_at IS NOT NULL) = $9
         ORDER BY last_activity_at DESC, id DESC LIMIT $7`,
-      [f.accountId, f.projectId ?? null, f.agentId ?? null, f.status ?? null, f.after?.at ?? null, f.after?.id ?? null, f.limit],
+      [
+        f.accountId,
+        f.projectId ?? null,
+        f.agentId ?? null,
+        f.status ?? null,
+        f.after?.at ?? null,
+        f.after?.id ?? null,
+        f.limit,
+        f.tag ?? null,
+        f.archived === true,
+      ],
     );
     return rows.map(threadRow);
   }
 
   async updateThread(q: Queryable, id: string, f: { title: string | null; metadata: Record<string, unknown> }): Promise<ThreadRow> {
     const rows = await q.query<ThreadRow>(
-      `UPDATE agents.threads SET title = $2, metadata = $3::jsonb, updated_at = now() WHERE id = $1 RETURNING *`,
+      `UPDATE agents.threads SET title = $2, metadata = $3::jsonb, updated_at = now() WHERE id = $1 RETURNING ${THREAD_COLUMNS}`,
       [id, f.title, JSON.stringify(f.metadata)],
     );
     return threadRow(rows[0]!);
@@ -192,7 +217,7 @@ export class ThreadStore {
 
   async markThreadDeleted(q: Queryable, id: string): Promise<ThreadRow | null> {
     const rows = await q.query<ThreadRow>(
-      `UPDATE agents.threads SET deleted_at = now(), status = 'idle', current_run_id = NULL WHERE id = $1 AND deleted_at IS NULL RETURNING *`,
+      `UPDATE agents.threads SET deleted_at = now(), status = 'idle', current_run_id = NULL WHERE id = $1 AND deleted_at IS NULL RETURNING ${THREAD_COLUMNS}`,
       [id],
     );
     return rows[0] ? threadRow(rows[0]) : null;
@@ -335,10 +360,16 @@ export class ThreadStore {
     return rows[0]?.live === true;
   }
 
-  /** The model context of the thread's last finished run: the conversation so far. */
+  /**
+   * The model context of the thread's last finished run: the conversation so far (a fork's base
+   * context until its first run finishes).
+   */
   async lastContext(q: Queryable, threadId: string): Promise<ContextMessage[]> {
     const rows = await q.query<{ context: ContextMessage[] | string }>(
-      `SELECT context FROM agents.runs WHERE thread_id = $1 AND status NOT IN ('queued', 'running') ORDER BY created_at DESC, id DESC LIMIT 1`,
+      `SELECT context FROM (
+         SELECT context, 0 AS o FROM (SELECT context FROM agents.runs WHERE thread_id = $1 AND status NOT IN ('queued', 'running')
+           ORDER BY created_at DESC, id DESC LIMIT 1) r
+         UNION ALL SELECT base_context, 1 FROM agents.threads WHERE id = $1 AND base_context IS NOT NULL) c ORDER BY o LIMIT 1`,
       [threadId],
     );
     return rows[0] ? json(rows[0].context) : [];

@@ -4,7 +4,16 @@ import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Pri
 
 import type { AgentRow, AgentStore } from '../store.js';
 import type { LiveEvents } from './live.js';
-import { type EventRow, type InboxRow, type InjectMode, type NewEvent, type Producer, type ThreadRow, ThreadStore } from './store.js';
+import {
+  type ContextMessage,
+  type EventRow,
+  type InboxRow,
+  type InjectMode,
+  type NewEvent,
+  type Producer,
+  type ThreadRow,
+  ThreadStore,
+} from './store.js';
 
 /**
  * Threads: conversations with an agent of the acting account (docs/threads.md). People and agents
@@ -75,7 +84,7 @@ export class ThreadsDomain {
     this.store = new ThreadStore(deps.sql);
   }
 
-  private sees(p: Principal, t: ThreadRow): boolean {
+  sees(p: Principal, t: ThreadRow): boolean {
     if (p.kind === 'system') return true;
     if (t.account_id !== p.accountId) return false;
     return !p.projectId || t.project_id === p.projectId;
@@ -88,7 +97,7 @@ export class ThreadsDomain {
     return t;
   }
 
-  private async agentFor(p: Principal, agentId: string | undefined): Promise<AgentRow> {
+  async agentFor(p: Principal, agentId: string | undefined): Promise<AgentRow> {
     if (agentId) {
       const a = await this.deps.agents.byId(agentId);
       const visible = a && (p.kind === 'system' || a.owner_account_id === p.accountId) && (!p.projectId || a.project_id === p.projectId);
@@ -143,7 +152,7 @@ export class ThreadsDomain {
     return { thread, runId };
   }
 
-  async list(p: Principal, input: { limit?: number; cursor?: string; agentId?: string; status?: string }) {
+  async list(p: Principal, input: { limit?: number; cursor?: string; agentId?: string; status?: string; tag?: string; archived?: boolean }) {
     const limit = Math.min(Math.max(input.limit || 50, 1), 200);
     if (input.status !== undefined && input.status !== 'idle' && input.status !== 'running') {
       throw new DomainError('invalid_argument', 'invalid_request', 'status: must be idle or running.');
@@ -153,6 +162,8 @@ export class ThreadsDomain {
       projectId: p.projectId,
       agentId: input.agentId,
       status: input.status,
+      tag: input.tag,
+      archived: input.archived,
       after: decodeCursor(input.cursor),
       limit: limit + 1,
     });
@@ -275,8 +286,15 @@ export class ThreadsDomain {
    * A new run of the thread with `content` as its user message: the conversation so far (the
    * context of the thread's last run) plus the message. Enqueued after the commit (after()).
    */
-  private async startRun(q: Parameters<Parameters<Sql['tx']>[0]>[0], t: ThreadRow, p: Principal, content: string, clientId: string | null) {
-    const before = await this.store.lastContext(q, t.id);
+  async startRun(
+    q: Parameters<Parameters<Sql['tx']>[0]>[0],
+    t: ThreadRow,
+    p: Principal,
+    content: string,
+    clientId: string | null,
+    context?: ContextMessage[],
+  ) {
+    const before = context ?? (await this.store.lastContext(q, t.id));
     const runId = newId('run');
     await this.store.insertRun(q, {
       id: runId,
@@ -305,12 +323,12 @@ export class ThreadsDomain {
     return { runId, message, events };
   }
 
-  private append(q: Parameters<Parameters<Sql['tx']>[0]>[0], threadId: string, events: NewEvent[]): Promise<EventRow[]> {
+  append(q: Parameters<Parameters<Sql['tx']>[0]>[0], threadId: string, events: NewEvent[]): Promise<EventRow[]> {
     return this.store.append(q, threadId, events, () => newId('evt'));
   }
 
   /** After a commit: the events signalled live, a new run put on the work queue. */
-  private async after(threadId: string, events: EventRow[], runId: string | null): Promise<void> {
+  async after(threadId: string, events: EventRow[], runId: string | null): Promise<void> {
     await this.deps.live.published(threadId, events);
     if (runId) await (await this.deps.bus()).enqueue(RUN_QUEUE, runId, { runId });
   }

@@ -130,4 +130,47 @@ export const migrations: Migration[] = [
       );
       CREATE INDEX site_files_blob ON drive.site_files (account_id, sha256);`,
   },
+  {
+    id: '0004_versions_tags',
+    sql: `
+      -- Earlier contents of files: a content write that replaces a file keeps what it replaced
+      -- (a file keeps its latest few; deleting the file forgets them). The collector keeps a blob
+      -- a version references.
+      CREATE TABLE drive.versions (
+        id text PRIMARY KEY,
+        item_id text NOT NULL REFERENCES drive.items (id) ON DELETE CASCADE,
+        account_id text NOT NULL,
+        sha256 text NOT NULL,
+        size bigint NOT NULL,
+        content_type text NOT NULL,
+        written_at timestamptz NOT NULL,
+        written_by jsonb NOT NULL,
+        replaced_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX versions_item ON drive.versions (item_id, id);
+      CREATE INDEX versions_blob ON drive.versions (account_id, sha256);
+
+      -- Tags on items: short labels an agent sets to organise files.
+      CREATE TABLE drive.tags (
+        item_id text NOT NULL REFERENCES drive.items (id) ON DELETE CASCADE,
+        account_id text NOT NULL,
+        tag text COLLATE "C" NOT NULL,
+        PRIMARY KEY (item_id, tag)
+      );
+      CREATE INDEX tags_account ON drive.tags (account_id, tag, item_id);
+      CREATE INDEX items_recent ON drive.items (account_id, updated_at DESC, id) WHERE kind = 'file';`,
+  },
+  {
+    id: '0005_site_settings',
+    sql: `
+      -- A site's single-page-app fallback, and its redirects (exact paths from the site root).
+      ALTER TABLE drive.sites ADD COLUMN spa_fallback boolean NOT NULL DEFAULT false;
+      CREATE TABLE drive.site_redirects (
+        site_id text NOT NULL REFERENCES drive.sites (id) ON DELETE CASCADE,
+        from_path text COLLATE "C" NOT NULL,
+        to_path text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (site_id, from_path)
+      );`,
+  },
 ];

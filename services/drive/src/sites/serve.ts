@@ -42,9 +42,13 @@ export async function openSiteFile(sites: Sites, req: { slug: string; path: stri
   const folder = req.path === '' || req.path.endsWith('/');
   const wanted = asFilePath(folder ? `${req.path}index.html` : req.path);
   const asFolder = folder || !wanted ? undefined : `${wanted}/index.html`;
-  const candidates = [wanted, asFolder, '404.html'].filter((x): x is string => x !== undefined);
-  const found = await sites.store.lookup(sites.drive.sql, req.slug, candidates);
+  const candidates = [wanted, asFolder, '404.html', 'index.html'].filter((x): x is string => x !== undefined);
+  // Redirects name clean paths only (no control characters: PostgreSQL text holds no NUL).
+  const redirectKey = /[\u0000-\u001f\u007f]/.test(req.path) ? null : req.path;
+  const found = await sites.store.lookup(sites.drive.sql, req.slug, candidates, redirectKey);
   if (!found?.site.current_deployment_id) return NOT_FOUND;
+  // A redirect the site set for this exact path comes first.
+  if (found.redirectTo !== null) return { outcome: 'redirect', notModified: false, location: found.redirectTo.replace(/^\//, '') };
   const byPath = new Map(found.files.map((f) => [f.path, f]));
   const keyOf = (f: SiteFileRow) => contentKey(found.site.account_id, f.sha256);
   const file = wanted !== undefined ? byPath.get(wanted) : undefined;
@@ -53,6 +57,12 @@ export async function openSiteFile(sites: Sites, req: { slug: string; path: stri
     return { outcome: 'file', file, notModified, blobKey: notModified ? undefined : keyOf(file) };
   }
   if (asFolder && byPath.has(asFolder)) return { outcome: 'redirect', notModified: false, location: `${wanted}/` };
+  // A single-page app: a path with no file (and no extension) is the app's index.html.
+  const index = byPath.get('index.html');
+  if (found.site.spa_fallback && index && !/\.[A-Za-z0-9]{1,8}$/.test(req.path)) {
+    const notModified = req.ifNoneMatch !== undefined && !ifNoneMatchPasses(req.ifNoneMatch, `"${index.sha256}"`);
+    return { outcome: 'file', file: index, notModified, blobKey: notModified ? undefined : keyOf(index) };
+  }
   const page = byPath.get('404.html');
   return page ? { outcome: 'not_found', file: page, notModified: false, blobKey: keyOf(page) } : NOT_FOUND;
 }

@@ -6,6 +6,7 @@ import { contentKey } from '../content.js';
 import { systemOnly } from '../domain.js';
 import type { Actor } from '../store.js';
 import { type DeploymentView, deploySite, getDeployment, listDeployments, rollbackSite } from './deploy.js';
+import { checkLinks, deleteDeployment, deleteRedirect, diffDeployments, listRedirects, readSiteFile, setRedirects, updateSite } from './manage.js';
 import { openSiteFile } from './serve.js';
 import { createSite, deleteSite, listSites, type Sites } from './sites.js';
 import type { SiteFileRow, SiteRow } from './store.js';
@@ -22,6 +23,7 @@ export function toSite(s: SiteRow): drive_sites.Site {
     createdAt: s.created_at.toISOString(),
     updatedAt: s.updated_at.toISOString(),
     createdBy: actor(s.created_by),
+    spaFallback: s.spa_fallback,
   };
 }
 
@@ -87,6 +89,33 @@ export function siteHandlers(sites: Sites) {
     },
     async rollbackSite(req: drive_sites.RollbackSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
       return { site: toSite(await rollbackSite(sites, ctx.principal, { siteId: req.siteId, deploymentId: req.deploymentId || undefined })) };
+    },
+    async updateSite(req: drive_sites.UpdateSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
+      return { site: toSite(await updateSite(sites, ctx.principal, req)) };
+    },
+    async deleteDeployment(req: drive_sites.GetDeploymentRequest, ctx: CallContext): Promise<drive_sites.DeleteDeploymentResponse> {
+      await deleteDeployment(sites, ctx.principal, req);
+      return {};
+    },
+    async diffDeployments(req: drive_sites.DiffDeploymentsRequest, ctx: CallContext): Promise<drive_sites.DiffDeploymentsResponse> {
+      const r = await diffDeployments(sites, ctx.principal, { siteId: req.siteId, fromId: req.fromId, toId: req.toId || undefined });
+      return { ...r, added: r.added.map(toFile), removed: r.removed.map(toFile), changed: r.changed.map(toFile) };
+    },
+    async readSiteFile(req: drive_sites.ReadSiteFileRequest, ctx: CallContext): Promise<drive_sites.ReadSiteFileResponse> {
+      const r = await readSiteFile(sites, ctx.principal, { ...req, deploymentId: req.deploymentId || undefined });
+      return { ...r, file: toFile(r.file) };
+    },
+    async checkLinks(req: drive_sites.CheckLinksRequest, ctx: CallContext): Promise<drive_sites.CheckLinksResponse> {
+      return checkLinks(sites, ctx.principal, { siteId: req.siteId, deploymentId: req.deploymentId || undefined });
+    },
+    async listRedirects(req: drive_sites.SiteRedirectsRequest, ctx: CallContext): Promise<drive_sites.RedirectsResponse> {
+      return { redirects: await listRedirects(sites, ctx.principal, req.siteId) };
+    },
+    async setRedirects(req: drive_sites.SetRedirectsRequest, ctx: CallContext): Promise<drive_sites.RedirectsResponse> {
+      return { redirects: await setRedirects(sites, ctx.principal, req) };
+    },
+    async deleteRedirect(req: drive_sites.DeleteRedirectRequest, ctx: CallContext): Promise<drive_sites.RedirectsResponse> {
+      return { redirects: await deleteRedirect(sites, ctx.principal, req) };
     },
     async openSiteFile(req: drive_sites.OpenSiteFileRequest, ctx: CallContext): Promise<drive_sites.OpenSiteFileResponse> {
       systemOnly(ctx);

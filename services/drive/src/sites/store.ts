@@ -13,6 +13,7 @@ export interface SiteRow {
   created_at: Date;
   updated_at: Date;
   created_by: Actor;
+  spa_fallback: boolean;
 }
 
 export interface DeploymentRow {
@@ -35,18 +36,18 @@ export interface SiteFileRow {
   content_type: string;
 }
 
-const SITE = `id, account_id, project_id, slug, title, current_deployment_id, created_at, updated_at, created_by`;
+export const SITE = `id, account_id, project_id, slug, title, current_deployment_id, created_at, updated_at, created_by, spa_fallback`;
 const DEPLOYMENT = `id, site_id, account_id, digest, file_count, total_bytes, source, folder_id, created_at, created_by`;
 
 const json = <T>(v: unknown): T => (typeof v === 'string' ? (JSON.parse(v) as T) : (v as T));
-const site = (r: SiteRow): SiteRow => ({ ...r, created_by: json<Actor>(r.created_by) });
+export const site = (r: SiteRow): SiteRow => ({ ...r, created_by: json<Actor>(r.created_by) });
 const deployment = (r: DeploymentRow): DeploymentRow => ({
   ...r,
   file_count: Number(r.file_count),
   total_bytes: Number(r.total_bytes),
   created_by: json<Actor>(r.created_by),
 });
-const file = (r: SiteFileRow): SiteFileRow => ({ ...r, size: Number(r.size) });
+export const file = (r: SiteFileRow): SiteFileRow => ({ ...r, size: Number(r.size) });
 
 export class SitesStore {
   // Sites -------------------------------------------------------------------------------------
@@ -167,18 +168,26 @@ export class SitesStore {
     q: Queryable,
     slug: string,
     paths: string[],
-  ): Promise<{ site: Pick<SiteRow, 'id' | 'account_id' | 'current_deployment_id'>; files: SiteFileRow[] } | null> {
-    const rows = await q.query<{ id: string; account_id: string; current_deployment_id: string | null } & Partial<SiteFileRow>>(
-      `SELECT s.id, s.account_id, s.current_deployment_id, f.path, f.sha256, f.size, f.content_type
+    requestPath: string | null = null,
+  ): Promise<{
+    site: Pick<SiteRow, 'id' | 'account_id' | 'current_deployment_id' | 'spa_fallback'>;
+    files: SiteFileRow[];
+    redirectTo: string | null;
+  } | null> {
+    type Row = { id: string; account_id: string; current_deployment_id: string | null; spa_fallback: boolean; redirect_to: string | null };
+    const rows = await q.query<Row & Partial<SiteFileRow>>(
+      `SELECT s.id, s.account_id, s.current_deployment_id, s.spa_fallback,
+              (SELECT r.to_path FROM drive.site_redirects r WHERE r.site_id = s.id AND r.from_path = $3) AS redirect_to,
+              f.path, f.sha256, f.size, f.content_type
          FROM drive.sites s
          LEFT JOIN drive.site_files f ON f.deployment_id = s.current_deployment_id AND f.path = ANY($2::text[])
         WHERE s.slug = $1`,
-      [slug, paths],
+      [slug, paths, requestPath === null ? null : `/${requestPath}`],
     );
     if (!rows.length) return null;
-    const { id, account_id, current_deployment_id } = rows[0]!;
+    const { id, account_id, current_deployment_id, spa_fallback, redirect_to } = rows[0]!;
     const files = rows.filter((r) => r.path != null).map((r) => file(r as SiteFileRow));
-    return { site: { id, account_id, current_deployment_id }, files };
+    return { site: { id, account_id, current_deployment_id, spa_fallback }, files, redirectTo: redirect_to };
   }
 
   // Content -----------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ export interface InferDeps {
   dev: () => { url: string; apiKey: string };
   /** The credit ledger; absent, nothing is charged. */
   credits?: Charging;
+  /** Where usage records and providers' failures go (usage.ts); absent, nowhere. */
+  usage?: UsageRecorder;
   /** Adapters by wire; default the SDK adapters. */
   adapters?: Partial<Record<Wire, Adapter>>;
   /** How names resolve for a custom baseUrl (tests); default the system resolver. */
@@ -47,6 +49,26 @@ export interface Charging {
     cost: string,
     memo: { model: string; inputTokens: number; outputTokens: number; actor: Actor },
   ): Promise<void>;
+}
+
+/** What inference tells the usage records (usage.ts). */
+export interface UsageRecorder {
+  record(
+    p: Principal,
+    u: {
+      model: string;
+      provider: string;
+      inputTokens: number;
+      outputTokens: number;
+      cost: string;
+      currency: string;
+      ownKey: boolean;
+      charged: boolean;
+      chargeKey: string;
+      finishReason: string;
+    },
+  ): Promise<void>;
+  failed(p: Principal, provider: string, err: unknown): Promise<void>;
 }
 
 export type Wire = 'openai' | 'anthropic';
@@ -82,6 +104,24 @@ export class Inference {
     const adapter = this.adapters[route.wire];
     if (!adapter) throw new DomainError('unavailable', 'provider_unavailable', `No adapter serves ${route.wire} here.`);
     const conv: Conversation = { ...conversation, model: route.name };
+    try {
+      yield* this.stream(p, adapter, route, conv, signal, model, priced, chargeKey);
+    } catch (err) {
+      await this.deps.usage?.failed(p, model.provider, err);
+      throw err;
+    }
+  }
+
+  private async *stream(
+    p: Principal,
+    adapter: Adapter,
+    route: Route,
+    conv: Conversation,
+    signal: AbortSignal,
+    model: CatalogueModel,
+    priced: boolean,
+    chargeKey: string,
+  ): AsyncGenerator<models_infer.InferEvent> {
     for await (const e of adapter(route.upstream, conv, signal)) {
       if ('delta' in e) yield { delta: e.delta };
       else if ('toolCall' in e) yield { toolCall: e.toolCall };
@@ -95,6 +135,18 @@ export class Inference {
             actor: actorOf(p),
           });
         }
+        await this.deps.usage?.record(p, {
+          model: model.id,
+          provider: model.provider,
+          inputTokens: e.end.inputTokens,
+          outputTokens: e.end.outputTokens,
+          cost,
+          currency: model.pricing.currency,
+          ownKey: route.upstream.ownKey,
+          charged: Boolean(priced && this.deps.credits && cost !== '0'),
+          chargeKey,
+          finishReason: e.end.finishReason,
+        });
         yield {
           usage: {
             model: model.id,

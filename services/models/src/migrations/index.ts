@@ -48,4 +48,53 @@ export const migrations: Migration[] = [
         updated_at timestamptz NOT NULL DEFAULT now()
       );`,
   },
+  {
+    // Inference usage (docs/models.md, "Usage"): one record per Infer call that finished, free or
+    // paid, and the last error each provider gave each account.
+    id: '0003_usage',
+    sql: `
+      CREATE TABLE models.usage (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        model text NOT NULL,
+        provider text NOT NULL,
+        input_tokens bigint NOT NULL,
+        output_tokens bigint NOT NULL,
+        cost numeric(38, 12) NOT NULL,
+        currency text NOT NULL,
+        own_key boolean NOT NULL,
+        charged boolean NOT NULL,
+        charge_key text NOT NULL,
+        finish_reason text NOT NULL,
+        actor jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX usage_account ON models.usage (account_id, id DESC);
+      CREATE TABLE models.provider_errors (
+        account_id text NOT NULL,
+        provider text NOT NULL,
+        code text NOT NULL,
+        message text NOT NULL,
+        at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, provider)
+      );`,
+  },
+  {
+    // Low-balance alerts on credits (docs/models.md, "Credits"): each triggers once when the
+    // account's balance is at or below its threshold.
+    id: '0004_credit_alerts',
+    sql: `
+      CREATE TABLE models.credit_alerts (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        threshold numeric(38, 12) NOT NULL,
+        note text,
+        status text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'triggered')),
+        triggered_at timestamptz,
+        triggered_balance numeric(38, 12),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX credit_alerts_account ON models.credit_alerts (account_id, id DESC);`,
+  },
 ];

@@ -64,4 +64,18 @@ export const migrations: Migration[] = [
     id: '0002_version_authors',
     sql: `ALTER TABLE profiles.versions ADD COLUMN created_by jsonb;`,
   },
+  {
+    // Tags: names for versions (releases, milestones), unique per profile (docs/profiles.md).
+    id: '0003_tags',
+    sql: `
+      CREATE TABLE profiles.tags (
+        profile_id text NOT NULL REFERENCES profiles.profiles (id) ON DELETE CASCADE,
+        name text NOT NULL,
+        version_id text NOT NULL,
+        message text,
+        created_by jsonb,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (profile_id, name)
+      );`,
+  },
 ];

@@ -113,4 +113,49 @@ export const migrations: Migration[] = [
         PRIMARY KEY (account_id, venue)
       );`,
   },
+  {
+    // Watchlists, price alerts and the trading journal of an account (docs/trading.md).
+    id: '0002_lists_alerts_journal',
+    sql: `
+      CREATE TABLE trading.watchlists (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        name text NOT NULL,
+        symbols text[] NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (account_id, name)
+      );
+      CREATE INDEX watchlists_account ON trading.watchlists (account_id, id);
+      CREATE TABLE trading.alerts (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        venue text NOT NULL,
+        symbol text NOT NULL,
+        condition text NOT NULL CHECK (condition IN ('above', 'below')),
+        price numeric NOT NULL,
+        note text,
+        status text NOT NULL DEFAULT 'active',
+        triggered_at timestamptz,
+        triggered_price numeric,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX alerts_account ON trading.alerts (account_id, id);
+      CREATE INDEX alerts_active ON trading.alerts (venue, symbol) WHERE status = 'active';
+      CREATE TABLE trading.journal (
+        id text PRIMARY KEY,
+        account_id text NOT NULL,
+        title text NOT NULL,
+        body text NOT NULL,
+        symbol text,
+        order_id text,
+        tags text[] NOT NULL DEFAULT '{}',
+        created_by jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX journal_account ON trading.journal (account_id, id);
+      CREATE INDEX fills_book_time ON trading.fills (venue, symbol, created_at);`,
+  },
 ];

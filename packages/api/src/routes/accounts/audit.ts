@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import type { accounts } from '@svc/proto';
+
 import { ListQuery, route, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
 import { AccountParams, list, page, PrincipalRef, principalRef } from './shared.js';
@@ -17,6 +19,17 @@ export const AuditEvent = z
     occurredAt: Timestamp,
   })
   .meta({ id: 'AuditEvent' });
+
+/** An audit event as the API shows it. */
+export const auditJson = (e: accounts.AuditEvent) => ({
+  id: e.id,
+  accountId: e.accountId,
+  action: e.action,
+  actor: principalRef(e.actor),
+  target: e.targetKind && e.targetId ? { kind: e.targetKind, id: e.targetId } : null,
+  data: JSON.parse(e.dataJson) as Record<string, unknown>,
+  occurredAt: e.occurredAt,
+});
 
 export const auditRoutes = [
   route({
@@ -38,18 +51,7 @@ export const auditRoutes = [
     authority: false,
     handler: rpc('accounts', 'listAudit', {
       request: (i) => ({ accountId: i.params.id, ...page(i), action: i.query.action }),
-      response: (res) => ({
-        events: res.events.map((e) => ({
-          id: e.id,
-          accountId: e.accountId,
-          action: e.action,
-          actor: principalRef(e.actor),
-          target: e.targetKind && e.targetId ? { kind: e.targetKind, id: e.targetId } : null,
-          data: JSON.parse(e.dataJson),
-          occurredAt: e.occurredAt,
-        })),
-        nextCursor: res.nextCursor ?? null,
-      }),
+      response: (res) => ({ events: res.events.map(auditJson), nextCursor: res.nextCursor ?? null }),
     }),
   }),
 ];

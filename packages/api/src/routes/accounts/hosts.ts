@@ -23,7 +23,7 @@ export const Host = z
   .meta({ id: 'Host' });
 
 /** A paired host as the API shows it. */
-const hostJson = (h: accounts.Host) => ({
+export const hostJson = (h: accounts.Host) => ({
   id: h.id,
   accountId: h.accountId,
   name: h.name,

@@ -2,6 +2,7 @@ import { accountRoutes } from './accounts.js';
 import { auditRoutes } from './audit.js';
 import { grantRoutes } from './grants.js';
 import { hostRoutes } from './hosts.js';
+import { lookupRoutes } from './lookups.js';
 import { memberRoutes } from './members.js';
 import { settingsRoutes } from './settings.js';
 import { signingRoutes } from './signing.js';
@@ -22,4 +23,13 @@ export { Settings } from './settings.js';
 export { SigningKey } from './signing.js';
 
 /** In matching order (static paths before parameters): /accounts/me/chain before /accounts/:id, /standing-grants/held before /standing-grants/:id. */
-export const accountsRoutes = [...accountRoutes, ...memberRoutes, ...settingsRoutes, ...grantRoutes, ...signingRoutes, ...hostRoutes, ...auditRoutes];
+export const accountsRoutes = [
+  ...accountRoutes,
+  ...memberRoutes,
+  ...settingsRoutes,
+  ...grantRoutes,
+  ...signingRoutes,
+  ...hostRoutes,
+  ...auditRoutes,
+  ...lookupRoutes,
+];

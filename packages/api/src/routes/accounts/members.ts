@@ -13,7 +13,7 @@ export const Member = z
   .meta({ id: 'Member' });
 
 /** A member as the API shows it (the service always names the member's account). */
-const memberJson = (m: accounts.Member) => ({
+export const memberJson = (m: accounts.Member) => ({
   accountId: m.account!.id,
   name: m.account!.name,
   email: m.account!.email ?? null,

@@ -1,0 +1,82 @@
+/** What the drive's file-tool routes share: ids, names, paths, booleans in queries, items with paths. */
+import { z } from 'zod';
+
+import type { drive } from '@svc/proto';
+
+import { Nullable, prefixedId, reply, type Route } from '../../route.js';
+import { DriveItem, driveItem } from '../drive.js';
+
+export const ItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
+export const FileId = prefixedId('file', 'a file id');
+export const FolderId = prefixedId('fld', 'a folder id');
+export const idParams = z.object({ id: ItemId.describe('The item’s id (file_… or fld_…).') });
+export const fileParams = z.object({ id: FileId.describe('The file’s id (file_…).') });
+export const folderParams = z.object({ id: FolderId.describe('The folder’s id (fld_…).') });
+
+/** A name as the drive accepts it. */
+export const Name = z
+  .string()
+  .min(1, 'name is required')
+  .max(255)
+  .refine((v) => v.trim() !== '' && v !== '.' && v !== '..', 'must not be empty, "." or ".."')
+  .refine((v) => !/[/\u0000-\u001f\u007f]/.test(v), 'must not contain "/" or control characters');
+
+/** A path from the drive root: slash-separated names. */
+export const DrivePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((v) => v.split('/').some((s) => s !== ''), 'must name at least one item')
+  .refine((v) => !v.split('/').some((s) => s === '.' || s === '..'), 'must not contain "." or ".." segments')
+  .refine((v) => !/[\u0000-\u001f\u007f]/.test(v), 'must not contain control characters')
+  .describe('Slash-separated names from the drive root ("docs/notes.md").');
+
+export const QueryBool = z
+  .enum(['true', 'false', '1', '0'])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+export const IfMatch = z.object({
+  'if-match': z.string().max(2000).optional().describe('`"<etag>"` of the version read: the write fails with 412 if the file changed since.'),
+});
+
+export const PathItem = z
+  .object({
+    item: DriveItem,
+    path: z.string().describe('Slash-separated names from the drive root.'),
+    depth: z.number().int().describe('Levels below the folder asked about (1: a direct member); for paths from the root, the number of names.'),
+  })
+  .meta({ id: 'DrivePathItem' });
+
+export const PathItems = z
+  .object({
+    items: z.array(PathItem),
+    truncated: z.boolean().describe('More items matched than the answer holds.'),
+    nextCursor: Nullable(z.string()),
+  })
+  .meta({ id: 'DrivePathItemList' });
+
+export const pathItem = (p: drive.PathItem) => ({ item: driveItem(p.item!), path: p.path, depth: p.depth });
+export const pathItems = (r: drive.PathItemsResponse) => ({ items: r.items.map(pathItem), truncated: r.truncated, nextCursor: r.nextCursor ?? null });
+
+/** An item answer with its ETag (201 when `created` and asked). */
+export const itemReply = (res: drive.ItemResponse, createdStatus = false) =>
+  reply(driveItem(res.item!), { status: createdStatus && res.created ? 201 : 200, headers: { ETag: res.item!.etag } });
+
+export const ifMatchOf = (headers: Record<string, unknown>) => (headers['if-match'] as string | undefined) ?? undefined;
+
+export const ProjectQuery = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only')
+  .optional()
+  .describe('For an unscoped key: that project’s drive (default: the account drive).');
+
+/** The drive's public operations: a key of a person or an agent, no authority. */
+export const KEY: Pick<Route, 'auth' | 'principals' | 'authority' | 'tag'> = {
+  auth: 'key',
+  principals: ['human', 'agent'],
+  authority: false,
+  tag: 'drive',
+};

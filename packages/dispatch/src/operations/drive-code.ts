@@ -1,0 +1,105 @@
+import { runCodeJson } from '@svc/api';
+import { mcpClient } from '@svc/clients';
+import { DomainError } from '@svc/kit';
+import type { mcp_run_code } from '@svc/proto';
+
+import { type ContentDeps, download } from '../content.js';
+import type { OperationContext, OperationHandler } from '../dispatcher.js';
+
+/** Runs code as the caller: by default a RunCode call to the mcp service; the mcp service itself passes its own handler. */
+export type RunCodeFn = (req: mcp_run_code.RunCodeRequest, op: OperationContext) => Promise<mcp_run_code.RunCodeResponse>;
+
+/** The most bytes of drive files one run reads (its code and its data files together). */
+export const RUN_DATA_MAX_BYTES = 8 * 1024 * 1024;
+const RUN_DEADLINE_MS = 140_000;
+
+interface DataFile {
+  id: string;
+  name: string;
+  contentType: string | null;
+  size: number;
+  /** The content as text (UTF-8), or null when it is not text (then `base64`). */
+  text: string | null;
+  base64?: string;
+}
+
+/** Reads drive files whole, as the caller (another account's file: 404), within a byte budget. */
+async function readFiles(deps: ContentDeps, caller: { token: string; requestId: string }, ids: string[]): Promise<DataFile[]> {
+  let budget = RUN_DATA_MAX_BYTES;
+  const out: DataFile[] = [];
+  for (const id of ids) {
+    const d = await download(deps, caller, { id, headOnly: false });
+    const item = d.header.item!;
+    if (item.kind !== 'file') {
+      d.cancel();
+      throw new DomainError('conflict', 'not_a_file', `${id} is a folder; a run reads files.`);
+    }
+    budget -= item.size;
+    if (budget < 0) {
+      d.cancel();
+      throw new DomainError('too_large', 'run_data_too_large', `The files of a run may hold at most ${RUN_DATA_MAX_BYTES} bytes together.`);
+    }
+    const chunks: Buffer[] = [];
+    if (d.body) for await (const c of d.body) chunks.push(c);
+    const bytes = Buffer.concat(chunks);
+    let text: string | null = null;
+    try {
+      text = bytes.includes(0) ? null : new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      text = null;
+    }
+    out.push({
+      id: item.id,
+      name: item.name,
+      contentType: item.contentType ?? null,
+      size: item.size,
+      text,
+      ...(text === null ? { base64: bytes.toString('base64') } : {}),
+    });
+  }
+  return out;
+}
+
+/**
+ * Runs with drive content: `code.runFile` runs a JavaScript file of the drive; `code.runWithData`
+ * runs the code sent. Both may pass `input` (any JSON, the global `input`) and drive files as
+ * read-only data (the global `files`: id, name, contentType, size, text or base64). The files are
+ * read as the caller, so another account's file is not found.
+ */
+export function driveCodeOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Record<string, OperationHandler> {
+  const runCode: RunCodeFn =
+    deps.runCode ??
+    ((req, op) => mcpClient(deps.registry).runCode(req, { principalToken: op.auth!.token, requestId: op.requestId, deadlineMs: RUN_DEADLINE_MS }));
+  const runWith = async (code: string, input: Record<string, any>, data: DataFile[], op: OperationContext) => {
+    const globals = JSON.stringify({ input: input.body.input ?? null, files: data });
+    const res = await runCode(
+      {
+        code,
+        timeoutMs: input.body.timeoutMs,
+        memoryLimitMb: input.body.memoryLimitMb,
+        maxOutputBytes: input.body.maxOutputBytes,
+        globalsJson: globals,
+        checkOnly: false,
+      },
+      op,
+    );
+    return runCodeJson(res);
+  };
+
+  const runFile: OperationHandler = async (input, ctx) => {
+    const caller = { token: ctx.auth!.token, requestId: ctx.requestId };
+    const [script] = await readFiles(deps, caller, [input.body.fileId]);
+    if (script!.text === null) throw new DomainError('invalid_argument', 'not_text', 'The file is not UTF-8 text.');
+    if (script!.text.length > 512 * 1024) throw new DomainError('too_large', 'code_too_large', 'The file holds more than 512 KiB of code.');
+    const data = await readFiles(deps, caller, input.body.dataFileIds ?? []);
+    return runWith(script!.text, input, data, ctx);
+  };
+
+  const runWithData: OperationHandler = async (input, ctx) => {
+    const caller = { token: ctx.auth!.token, requestId: ctx.requestId };
+    const data = await readFiles(deps, caller, input.body.dataFileIds ?? []);
+    return runWith(input.body.code, input, data, ctx);
+  };
+
+  return { 'code.runFile': runFile, 'code.runWithData': runWithData };
+}
