@@ -165,10 +165,54 @@ const STEPS: Step[] = [
     invalid: () => ({ id: 'nope' }),
   },
   { tool: 'me_api_keys_revoke', valid: (s) => ({ keyId: s.meKeyId }), invalid: () => ({ keyId: 'nope' }) },
+  { tool: 'get_credits', valid: () => ({}) },
+  // Threads: one with the core agent (its runs answered by the development model).
+  {
+    tool: 'create_thread',
+    valid: (s) => ({ agentId: s.agentId, title: `core ${s.run}` }),
+    invalid: () => ({ agentId: `agt_${Z26}` }),
+    keep: (s, b) => (s.threadId = b.id),
+  },
+  { tool: 'list_threads', valid: () => ({ limit: 5 }), invalid: () => ({ limit: 0 }) },
+  { tool: 'get_thread', valid: (s) => ({ id: s.threadId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  { tool: 'threads_update', valid: (s) => ({ id: s.threadId, title: 'renamed' }), invalid: (s) => ({ id: s.threadId, title: 'x'.repeat(300) }) },
+  { tool: 'send_message', valid: (s) => ({ id: s.threadId, content: 'hello' }), invalid: (s) => ({ id: s.threadId, content: '' }) },
+  { tool: 'threads_events', valid: (s) => ({ id: s.threadId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  { tool: 'threads_cancel', valid: (s) => ({ id: s.threadId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  // Sites: one deployed from files sent inline, then again, then rolled back to the first.
+  {
+    tool: 'create_site',
+    valid: (s) => ({ slug: `core-site-${s.run}`, title: 'core' }),
+    invalid: () => ({ slug: 'Not A Slug!' }),
+    keep: (s, b) => (s.siteId = b.id),
+  },
+  { tool: 'sites_list', valid: () => ({ limit: 5 }), invalid: () => ({ limit: 0 }) },
+  { tool: 'sites_get', valid: (s) => ({ id: s.siteId }), invalid: () => ({ id: `site_${Z26}` }) },
+  {
+    tool: 'deploy_site',
+    valid: (s) => ({ id: s.siteId, files: [{ path: 'index.html', content: '<h1>core</h1>' }] }),
+    invalid: (s) => ({ id: s.siteId, files: [{ path: '../escape.html', content: 'x' }] }),
+    keep: (s, b) => (s.deploymentId = b.id),
+  },
+  { tool: 'sites_deployments_list', valid: (s) => ({ id: s.siteId }), invalid: () => ({ id: `site_${Z26}` }) },
+  {
+    tool: 'sites_deployments_get',
+    valid: (s) => ({ id: s.siteId, deploymentId: s.deploymentId }),
+    invalid: (s) => ({ id: s.siteId, deploymentId: `dep_${Z26}` }),
+  },
+  {
+    tool: 'sites_rollback',
+    before: async (s, t, key) =>
+      void (await t.ok('POST', `/sites/${s.siteId}/deployments`, key, { files: [{ path: 'index.html', content: '<h1>2</h1>' }] })),
+    valid: (s) => ({ id: s.siteId, deploymentId: s.deploymentId }),
+    invalid: (s) => ({ id: s.siteId, deploymentId: `dep_${Z26}` }),
+  },
 ];
 
 /** Last: the deletions of the fixtures the steps above (and the areas' steps) share. */
 const CLEANUP: Step[] = [
+  { tool: 'threads_delete', valid: (s) => ({ id: s.threadId }), invalid: () => ({ id: `thr_${Z26}` }) },
+  { tool: 'sites_delete', valid: (s) => ({ id: s.siteId }), invalid: () => ({ id: `site_${Z26}` }) },
   { tool: 'drive_delete', valid: (s) => ({ id: s.fileId }), invalid: (s) => ({ id: s.fileId }) }, // gone by then: 404
   { tool: 'agents_delete', valid: (s) => ({ id: s.agentId }), invalid: () => ({ id: `agt_${Z26}` }) },
 ];

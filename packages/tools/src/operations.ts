@@ -1,10 +1,10 @@
-import { type ContentDeps, driveOperations, identityOperations, type OperationHandler } from '@svc/dispatch';
+import { type ContentDeps, driveOperations, identityOperations, type OperationHandler, threadOperations } from '@svc/dispatch';
 
 /**
  * The operations a front that serves tools registers with its dispatcher, beside the gRPC ones:
  * those the route table declares `local` (the caller's identity, drive content streamed between
- * the caller and the blob store).
+ * the caller and the blob store, a thread's events as a list).
  */
 export function toolOperations(deps: ContentDeps): Record<string, OperationHandler> {
-  return { ...driveOperations(deps), ...identityOperations(deps) };
+  return { ...driveOperations(deps), ...identityOperations(deps), ...threadOperations(deps) };
 }

@@ -90,7 +90,8 @@ export function deploymentView(d: drive_sites.Deployment, withFiles: boolean): z
     current: d.current,
     createdAt: d.createdAt,
     createdBy: actor(d.createdBy),
-    ...(withFiles ? { files: d.files } : {}),
+    // Field by field: the service's message carries more than the API shows.
+    ...(withFiles ? { files: d.files.map((f) => ({ path: f.path, sha256: f.sha256, size: f.size, contentType: f.contentType })) } : {}),
   };
 }
 
