@@ -31,6 +31,8 @@ export interface Case {
   detail: string;
   principal: Principal;
   request: HttpRequest;
+  /** The input it was written from (before its mutation's overrides). */
+  input: Input;
   /** The schemas accept the input (the valid case). */
   valid: boolean;
   /** It names the other tenant's resources: a success would act on them. */
@@ -329,10 +331,12 @@ function otherTenant(route: Route, input: Input, rng: Rng, pools: Pools): Built 
  * Case `n` of an operation. 0 is the valid case, 1 the other tenant's ids, the rest mutations:
  * in the bounded run each operation takes the mutations in turn, starting at a place of its own.
  */
-export function makeCase(route: Route, n: number, runSeed: number, pools: Pools): Case {
+export function makeCase(route: Route, n: number, runSeed: number, pools: Pools, accepted?: Input): Case {
   const seed = hashSeed(runSeed, route.id, n);
   const rng = new Rng(seed);
-  const { input, valid } = validInput(route, rng, pools.own);
+  const generated = validInput(route, rng, pools.own);
+  // Mutations start from an input the operation accepted, when one did: they reach further.
+  const { input, valid } = n > 0 && accepted ? { input: accepted, valid: true } : generated;
   let built: Built | null = null;
   if (n === 0) built = { kind: 'valid', detail: valid ? 'accepted by the schemas' : 'generated (the schemas refine further)', input };
   else if (n === 1) built = otherTenant(route, input, rng, pools);
@@ -350,8 +354,11 @@ export function makeCase(route: Route, n: number, runSeed: number, pools: Pools)
     detail: built.detail,
     principal: built.principal ?? (route.auth === 'none' ? 'none' : 'human'),
     request: toHttp(route, built.input, overrides),
+    input: built.input,
     valid: n === 0 && valid,
     otherTenant: built.otherTenant ?? false,
-    pathChanged: !!(overrides.rawParams || overrides.rawPath),
+    pathChanged:
+      !!(overrides.rawParams || overrides.rawPath) ||
+      Object.values(built.input.params).some((v) => v === '' || v === null || v === undefined || typeof v === 'object'),
   };
 }

@@ -3,6 +3,7 @@ import type { Route } from '@svc/api';
 import type { TestStack } from '../stack';
 import { type Case, makeCase, type Pools, type Principal } from './cases';
 import { checkAnswer, type Failure, type Secrets } from './check';
+import type { Input } from './input';
 import { type HttpAnswer, send } from './send';
 import { destructive, type Tenant } from './tenants';
 
@@ -54,6 +55,8 @@ export interface FuzzReport {
   cases: number;
   operations: OperationSummary[];
   failures: CaseFailure[];
+  /** 503/504 answers with the contract's body: allowed, but reported (an overloaded or absent backend). */
+  unavailable: CaseFailure[];
   ms: number;
 }
 
@@ -76,6 +79,7 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
     selected.map((r) => [r.id, { operation: r.id, cases: 0, statuses: {}, failures: 0, validSucceeded: false, validAnswer: '', slowestMs: 0 }]),
   );
   const failures: CaseFailure[] = [];
+  const unavailable: CaseFailure[] = [];
   const auth = (p: Principal): Record<string, string> => {
     switch (p) {
       case 'human':
@@ -93,8 +97,10 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
     }
   };
 
+  /** Per operation, the last input its valid case succeeded with. */
+  const accepted = new Map<string, Input>();
   const runCase = async (r: Route, n: number, round: number) => {
-    const c = makeCase(r, n, opts.seed + round, pools);
+    const c = makeCase(r, n, opts.seed + round, pools, accepted.get(r.id));
     const req = { ...c.request, headers: { ...c.request.headers, ...auth(c.principal) } };
     const a = await send(t.url, req, opts.timeoutMs ?? 20_000);
     const found = checkAnswer(c, a, secrets);
@@ -108,12 +114,14 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
     s.statuses[cls] = (s.statuses[cls] ?? 0) + 1;
     s.slowestMs = Math.max(s.slowestMs, a.ms);
     if (n === 0) {
-      if (a.status >= 200 && a.status < 300) s.validSucceeded = true;
+      if (a.status >= 200 && a.status < 300) {
+        s.validSucceeded = true;
+        accepted.set(r.id, c.input);
+      }
       s.validAnswer = `${a.status}${a.status >= 400 ? ` ${/"code":"([a-z_]+)"/.exec(a.text)?.[1] ?? ''}` : ''}${c.valid ? '' : ' (schemas refine)'}`;
     }
-    if (found.length) {
-      s.failures++;
-      failures.push({
+    const record = (into: CaseFailure[], what: Failure[]) =>
+      into.push({
         operation: r.id,
         n,
         seed: c.seed,
@@ -123,9 +131,12 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
         principal: c.principal,
         request: `${req.method} ${req.path.slice(0, 200)} ${typeof req.body === 'string' ? req.body.slice(0, 200) : req.body ? `<${req.body.length} bytes>` : ''}`,
         status: a.status,
-        failures: found,
+        failures: what,
       });
-    }
+    if (found.length) {
+      s.failures++;
+      record(failures, found);
+    } else if (a.status === 503 || a.status === 504) record(unavailable, [{ kind: 'server-error', message: a.text.slice(0, 300) }]);
     opts.onCase?.(c, a, found);
   };
 
@@ -152,7 +163,15 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
   } while (opts.durationMs !== undefined && Date.now() - started < opts.durationMs);
 
   const operations = [...summaries.values()];
-  return { seed: opts.seed, rounds: round, cases: operations.reduce((n, s) => n + s.cases, 0), operations, failures, ms: Date.now() - started };
+  return {
+    seed: opts.seed,
+    rounds: round,
+    cases: operations.reduce((n, s) => n + s.cases, 0),
+    operations,
+    failures,
+    unavailable,
+    ms: Date.now() - started,
+  };
 }
 
 /** The report as lines: one per operation, then each failing case with what replays it. */
