@@ -84,7 +84,7 @@ test('every operation of the route table got its cases (or is listed as excluded
 });
 
 test('no answer is a 5xx, every error has the contract body, no other tenant data shows', () => {
-  const failing = formatReport({ ...report, operations: [], unavailable: [] })
+  const failing = formatReport({ ...report, operations: [], unavailable: [], kinds: {} })
     .split('\n')
     .slice(1);
   expect(failing).toEqual([]);

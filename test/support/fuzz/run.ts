@@ -45,8 +45,9 @@ export interface OperationSummary {
   validSucceeded: boolean;
   /** The valid case's last answer: status and error code. */
   validAnswer: string;
-  /** The slowest answer, ms. */
+  /** The slowest answer, ms, and its case. */
   slowestMs: number;
+  slowestCase: string;
 }
 
 export interface FuzzReport {
@@ -55,6 +56,8 @@ export interface FuzzReport {
   cases: number;
   operations: OperationSummary[];
   failures: CaseFailure[];
+  /** Cases and the time their answers took, by kind. */
+  kinds: Record<string, { cases: number; ms: number }>;
   /** 503/504 answers with the contract's body: allowed, but reported (an overloaded or absent backend). */
   unavailable: CaseFailure[];
   ms: number;
@@ -76,7 +79,10 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
   const secrets: Secrets = { ids: () => other.pool.all().concat([...other.pool.protected]), strings: other.secrets };
   const selected = routes.filter((r) => !opts.only || opts.only.includes(r.id));
   const summaries = new Map<string, OperationSummary>(
-    selected.map((r) => [r.id, { operation: r.id, cases: 0, statuses: {}, failures: 0, validSucceeded: false, validAnswer: '', slowestMs: 0 }]),
+    selected.map((r) => [
+      r.id,
+      { operation: r.id, cases: 0, statuses: {}, failures: 0, validSucceeded: false, validAnswer: '', slowestMs: 0, slowestCase: '' },
+    ]),
   );
   const failures: CaseFailure[] = [];
   const unavailable: CaseFailure[] = [];
@@ -99,11 +105,14 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
 
   /** Per operation, the last input its valid case succeeded with. */
   const accepted = new Map<string, Input>();
+  const byKind = new Map<string, { cases: number; ms: number }>();
   const runCase = async (r: Route, n: number, round: number) => {
     const c = makeCase(r, n, opts.seed + round, pools, accepted.get(r.id));
     const req = { ...c.request, headers: { ...c.request.headers, ...auth(c.principal) } };
     const a = await send(t.url, req, opts.timeoutMs ?? 20_000);
     const found = checkAnswer(c, a, secrets);
+    const k = byKind.get(c.kind) ?? { cases: 0, ms: 0 };
+    byKind.set(c.kind, { cases: k.cases + 1, ms: k.ms + a.ms });
     if (a.status >= 200 && a.status < 300 && !c.otherTenant) {
       own.pool.harvest(a.text);
       for (const id of secrets.ids()) own.pool.forget(id);
@@ -112,7 +121,10 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
     s.cases++;
     const cls = a.status ? `${Math.floor(a.status / 100)}xx` : 'none';
     s.statuses[cls] = (s.statuses[cls] ?? 0) + 1;
-    s.slowestMs = Math.max(s.slowestMs, a.ms);
+    if (a.ms > s.slowestMs) {
+      s.slowestMs = a.ms;
+      s.slowestCase = `case ${n} ${c.kind}: ${c.detail.slice(0, 60)}`;
+    }
     if (n === 0) {
       if (a.status >= 200 && a.status < 300) {
         s.validSucceeded = true;
@@ -170,6 +182,7 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
     operations,
     failures,
     unavailable,
+    kinds: Object.fromEntries(byKind),
     ms: Date.now() - started,
   };
 }
@@ -177,17 +190,21 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
 /** The report as lines: one per operation, then each failing case with what replays it. */
 export function formatReport(report: FuzzReport): string {
   const lines = [
-    `fuzz: seed ${report.seed}, ${report.rounds} round(s), ${report.operations.length} operations, ${report.cases} cases, ${report.failures.length} failing, ${report.ms} ms`,
+    `fuzz: seed ${report.seed}, ${report.rounds} round(s), ${report.operations.length} operations, ${report.cases} cases, ${report.failures.length} failing, ${report.unavailable.length} answered 503/504, ${report.ms} ms`,
   ];
+  const kinds = Object.entries(report.kinds ?? {}).map(([k, v]) => `${k} ${v.cases} (${v.ms} ms)`);
+  if (kinds.length) lines.push(`  by kind: ${kinds.join(', ')}`);
   for (const s of report.operations) {
     const statuses = Object.entries(s.statuses)
       .sort()
       .map(([k, v]) => `${k}:${v}`)
       .join(' ');
     lines.push(
-      `  ${s.operation.padEnd(32)} ${String(s.cases).padStart(5)} cases  ${statuses.padEnd(28)} ${s.failures ? `${s.failures} FAILING` : 'ok'}  valid: ${s.validAnswer}  slowest ${s.slowestMs} ms`,
+      `  ${s.operation.padEnd(32)} ${String(s.cases).padStart(5)} cases  ${statuses.padEnd(28)} ${s.failures ? `${s.failures} FAILING` : 'ok'}  valid: ${s.validAnswer}  slowest ${s.slowestMs} ms${s.slowestMs > 1000 ? ` (${s.slowestCase})` : ''}`,
     );
   }
+  for (const f of report.unavailable)
+    lines.push(`UNAVAILABLE ${f.operation} case ${f.n} (${f.kind}: ${f.detail}): ${f.status} ${f.failures[0]?.message}`);
   for (const f of report.failures) {
     lines.push(
       `FAIL ${f.operation} case ${f.n} ${f.kind}: ${f.detail} [as ${f.principal}] (replay: FUZZ_SEED=${f.runSeed} FUZZ_ONLY=${f.operation} FUZZ_CASES=${f.n + 1})`,
