@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { routes } from '@svc/api';
 
 import { type Exclusion, formatReport, fuzz, type FuzzReport } from './support/fuzz/run';
+import { changes, snapshot } from './support/fuzz/snapshot';
 import { makeTenant, seedGeneric, type Tenant } from './support/fuzz/tenants';
 import { startTestStack, type TestStack } from './support/stack';
 
@@ -31,6 +32,8 @@ let upstream: http.Server;
 let ada: Tenant;
 let bea: Tenant;
 let report: FuzzReport;
+let beaBefore: Map<string, string>;
+let beaAfter: Map<string, string>;
 
 beforeAll(
   async () => {
@@ -58,8 +61,10 @@ beforeAll(
       await bus.respond(`hosts.${hostId}.call`, async () => ({ content: [{ type: 'text', text: 'ok' }] }));
     }
     const setupMs = Date.now() - t0;
+    beaBefore = await snapshot(t, routes, bea, SEED);
     const only = ONLY ?? routes.map((r) => r.id).filter((id) => !EXCLUDED.some((e) => e.operation === id));
     report = await fuzz(t, routes, ada, bea, { seed: SEED, cases: CASES, durationMs: DURATION, only, concurrency: 4 });
+    beaAfter = await snapshot(t, routes, bea, SEED);
     if (process.env.FUZZ_REPORT !== '0') process.stdout.write(`fixtures: ${setupMs} ms\n${formatReport(report)}\n`);
   },
   (DURATION ?? 0) + 600_000,
@@ -88,4 +93,8 @@ test('no answer is a 5xx, every error has the contract body, no other tenant dat
     .split('\n')
     .slice(1);
   expect(failing).toEqual([]);
+});
+
+test('what the other tenant sees of its resources is the same after the run', () => {
+  expect(changes(beaBefore, beaAfter)).toEqual([]);
 });

@@ -37,6 +37,8 @@ export interface Case {
   valid: boolean;
   /** It names the other tenant's resources: a success would act on them. */
   otherTenant: boolean;
+  /** It acts in an account its key has no part in (x-svc-account): no operation that needs a key may succeed. */
+  foreignAccount: boolean;
   /** Its path is not the route's (a path trick): the answer may be another operation's. */
   pathChanged: boolean;
 }
@@ -136,6 +138,7 @@ interface Built {
   overrides?: Overrides;
   principal?: Principal;
   otherTenant?: boolean;
+  foreignAccount?: boolean;
 }
 
 /** One mutation of a valid input (null: it does not apply to this operation). */
@@ -297,12 +300,13 @@ function mutate(kind: Mutation, route: Route, input: Input, rng: Rng, pools: Poo
       if (route.method === 'post')
         options.push(['idempotency-key hostile', { 'idempotency-key': rng.pick(['', 'k'.repeat(5000), '\xff\xfe', '../../x']) }]);
       const [what, headers] = rng.pick(options);
-      return { kind, detail: what, input, overrides: { headers } };
+      const foreignAccount = 'x-svc-account' in headers && headers['x-svc-account'] === pools.otherAccountId;
+      return { kind, detail: what, input, overrides: { headers }, otherTenant: foreignAccount, foreignAccount };
     }
     case 'auth': {
       if (route.auth === 'none') return { kind, detail: 'a made-up key on a public operation', input, principal: 'garbage' };
       const principal = rng.pick<Principal>(['none', 'garbage', 'basic', 'agent', 'other']);
-      return { kind, detail: `as ${principal}`, input, principal, otherTenant: principal === 'other' };
+      return { kind, detail: `as ${principal}`, input, principal, otherTenant: principal === 'other', foreignAccount: principal === 'other' };
     }
   }
 }
@@ -357,6 +361,8 @@ export function makeCase(route: Route, n: number, runSeed: number, pools: Pools,
     input: built.input,
     valid: n === 0 && valid,
     otherTenant: built.otherTenant ?? false,
+    foreignAccount: built.foreignAccount ?? false,
+
     pathChanged:
       !!(overrides.rawParams || overrides.rawPath) ||
       Object.values(built.input.params).some((v) => v === '' || v === null || v === undefined || typeof v === 'object'),
