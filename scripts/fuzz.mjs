@@ -42,6 +42,9 @@ const env = {
   ...process.env,
   FUZZ_SEED: opts.seed,
   FUZZ_CASES: opts.cases,
+  // However slow the machine: the run ends by its duration or when its cases are done, never by jest's timeout.
+  FUZZ_TIMEOUT_MS: String(6 * 3600 * 1000),
+
   ...(opts.duration ? { FUZZ_DURATION_MS: String(Number(opts.duration) * 1000) } : {}),
   ...(opts.only ? { FUZZ_ONLY: opts.only } : {}),
 };

@@ -67,7 +67,7 @@ beforeAll(
     beaAfter = await snapshot(t, routes, bea, SEED);
     if (process.env.FUZZ_REPORT !== '0') process.stdout.write(`fixtures: ${setupMs} ms\n${formatReport(report)}\n`);
   },
-  (DURATION ?? 0) + 600_000,
+  (DURATION ?? 0) + Number(process.env.FUZZ_TIMEOUT_MS ?? 600_000),
 );
 afterAll(async () => {
   await t?.stop();

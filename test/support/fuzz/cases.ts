@@ -65,6 +65,7 @@ export const MUTATIONS = [
   'query',
   'headers',
   'auth',
+  'method',
 ] as const;
 export type Mutation = (typeof MUTATIONS)[number];
 
@@ -139,6 +140,8 @@ interface Built {
   principal?: Principal;
   otherTenant?: boolean;
   foreignAccount?: boolean;
+  /** Another HTTP method than the operation's. */
+  method?: string;
 }
 
 /** One mutation of a valid input (null: it does not apply to this operation). */
@@ -303,6 +306,12 @@ function mutate(kind: Mutation, route: Route, input: Input, rng: Rng, pools: Poo
       const foreignAccount = 'x-svc-account' in headers && headers['x-svc-account'] === pools.otherAccountId;
       return { kind, detail: what, input, overrides: { headers }, otherTenant: foreignAccount, foreignAccount };
     }
+    case 'method': {
+      const methods = ['OPTIONS', 'PUT', 'PATCH', 'POST', 'PROPFIND', 'TRACE'].filter((m) => m !== route.method.toUpperCase());
+      if (route.method === 'get') methods.push('HEAD', 'HEAD', 'HEAD');
+      const method = rng.pick(methods);
+      return { kind, detail: `method ${method}`, input, method };
+    }
     case 'auth': {
       if (route.auth === 'none') return { kind, detail: 'a made-up key on a public operation', input, principal: 'garbage' };
       const principal = rng.pick<Principal>(['none', 'garbage', 'basic', 'agent', 'other']);
@@ -357,7 +366,8 @@ export function makeCase(route: Route, n: number, runSeed: number, pools: Pools,
     kind: built.kind,
     detail: built.detail,
     principal: built.principal ?? (route.auth === 'none' ? 'none' : 'human'),
-    request: toHttp(route, built.input, overrides),
+    request: { ...toHttp(route, built.input, overrides), ...(built.method ? { method: built.method } : {}) },
+
     input: built.input,
     valid: n === 0 && valid,
     otherTenant: built.otherTenant ?? false,

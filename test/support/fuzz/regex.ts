@@ -34,30 +34,53 @@ class Parser {
     return this.i >= this.src.length;
   }
 
-  alternation(): string {
-    const options: Array<() => string> = [];
-    const start = this.i;
-    // Parse each branch once to find its extent, then generate only the chosen one.
+  /**
+   * Scans (without generating) to the end of the alternation that starts here: the `)` that closes
+   * it or the end of the source. Answers the extents of its top-level branches.
+   */
+  private scan(): Array<[number, number]> {
+    const src = this.src;
     const branches: Array<[number, number]> = [];
-    let from = start;
-    for (;;) {
-      this.sequence();
-      branches.push([from, this.i]);
-      if (this.src[this.i] === '|') {
-        this.i++;
-        from = this.i;
+    let from = this.i;
+    let depth = 0;
+    while (this.i < src.length) {
+      const c = src[this.i]!;
+      if (c === '\\') {
+        this.i += 2;
         continue;
       }
-      break;
+      if (c === '[') {
+        this.i++;
+        if (src[this.i] === '^') this.i++;
+        if (src[this.i] === ']') this.i++;
+        while (this.i < src.length && src[this.i] !== ']') this.i += src[this.i] === '\\' ? 2 : 1;
+        this.i++;
+        continue;
+      }
+      if (c === '(') depth++;
+      else if (c === ')') {
+        if (depth === 0) break;
+        depth--;
+      } else if (c === '|' && depth === 0) {
+        branches.push([from, this.i]);
+        from = this.i + 1;
+      }
+      this.i++;
     }
-    const end = this.i;
-    for (const [a, b] of branches) options.push(() => new Parser(this.src.slice(a, b), this.rng).alternation());
-    const out = this.rng.pick(options)();
-    this.i = end;
+    branches.push([from, this.i]);
+    return branches;
+  }
+
+  /** One branch of the alternation that starts here, generated; the position moves past it all. */
+  alternation(): string {
+    const [a, b] = this.rng.pick(this.scan());
+    const branch = new Parser(this.src.slice(a, b), this.rng);
+    const out = branch.sequence();
+    if (!branch.done()) throw new Error('unbalanced');
     return out;
   }
 
-  private sequence(): string {
+  sequence(): string {
     let out = '';
     while (this.i < this.src.length && this.src[this.i] !== '|' && this.src[this.i] !== ')') {
       const atom = this.atom();
@@ -98,8 +121,9 @@ class Parser {
         this.i += 2;
       }
       const start = this.i;
-      this.alternation();
+      this.scan();
       const end = this.i;
+
       if (this.src[this.i++] !== ')') throw new Error('unclosed group');
       const inner = this.src.slice(start, end);
       return () => new Parser(inner, this.rng).alternation();

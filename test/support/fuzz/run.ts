@@ -109,7 +109,8 @@ export async function fuzz(t: TestStack, routes: Route[], own: Tenant, other: Te
   const runCase = async (r: Route, n: number, round: number) => {
     const c = makeCase(r, n, opts.seed + round, pools, accepted.get(r.id));
     const req = { ...c.request, headers: { ...c.request.headers, ...auth(c.principal) } };
-    const a = await send(t.url, req, opts.timeoutMs ?? 20_000);
+    const a = await send(t.url, req, opts.timeoutMs ?? 60_000);
+
     const found = checkAnswer(c, a, secrets);
     const k = byKind.get(c.kind) ?? { cases: 0, ms: 0 };
     byKind.set(c.kind, { cases: k.cases + 1, ms: k.ms + a.ms });

@@ -11,8 +11,6 @@ export interface HttpAnswer {
   ms: number;
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-
 /**
  * Sends a request exactly as built (node's client: the path is not normalised, `..` and `%2e`
  * reach the server as written). An event stream is read up to its first bytes, then closed.
@@ -29,7 +27,17 @@ export function send(base: string, req: HttpRequest, timeoutMs: number): Promise
     };
     let r: http.ClientRequest;
     try {
-      r = http.request({ host: url.hostname, port: url.port, method: req.method, path: req.path, headers: req.headers, agent, timeout: timeoutMs });
+      // A connection per request: a kept-alive one the server closes while idle would fail the next
+      // request sent on it ("socket hang up"), a client's race and not an answer.
+      r = http.request({
+        host: url.hostname,
+        port: url.port,
+        method: req.method,
+        path: req.path,
+        headers: req.headers,
+        agent: false,
+        timeout: timeoutMs,
+      });
     } catch (err) {
       return done({ status: 0, headers: {}, text: '', error: `not sent: ${(err as Error).message}` });
     }

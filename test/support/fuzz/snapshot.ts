@@ -6,9 +6,14 @@ import { hashSeed, Rng } from './prng';
 import { send } from './send';
 import type { Tenant } from './tenants';
 
-/** Fields that change by themselves (clocks, cursors, market prices): left out of a comparison. */
+/**
+ * Fields that change by themselves (clocks, cursors, use counts, market prices), and `/me`'s
+ * `organizations`, which the gateway's cache of a key's principal shows up to 60 s late
+ * (services/gateway/src/auth.ts): left out of a comparison.
+ */
+
 const VOLATILE =
-  /(At|Ms)$|^(last|next)|requestId|cursor|usageCount|^(cash|equity|balances|positions|markPrice|marketValue|bids|asks|lastPrice|spread|mid|status)$/i;
+  /(At|Ms)$|^(last|next)|requestId|cursor|usageCount|organizations|^(cash|equity|balances|positions|markPrice|marketValue|bids|asks|lastPrice|spread|mid|status)$/i;
 
 function stable(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(stable);
