@@ -15,7 +15,7 @@ export interface HttpAnswer {
  * Sends a request exactly as built (node's client: the path is not normalised, `..` and `%2e`
  * reach the server as written). An event stream is read up to its first bytes, then closed.
  */
-export function send(base: string, req: HttpRequest, timeoutMs: number): Promise<HttpAnswer> {
+export function send(base: string, req: HttpRequest, timeoutMs: number, localAddress?: string): Promise<HttpAnswer> {
   const url = new URL(base);
   const started = Date.now();
   return new Promise((resolve) => {
@@ -36,6 +36,8 @@ export function send(base: string, req: HttpRequest, timeoutMs: number): Promise
         path: req.path,
         headers: req.headers,
         agent: false,
+        localAddress,
+
         timeout: timeoutMs,
       });
     } catch (err) {

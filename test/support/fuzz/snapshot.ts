@@ -13,7 +13,7 @@ import type { Tenant } from './tenants';
  */
 
 const VOLATILE =
-  /(At|Ms)$|^(last|next)|requestId|cursor|usageCount|organizations|^(cash|equity|balances|positions|markPrice|marketValue|bids|asks|lastPrice|spread|mid|status)$/i;
+  /(At|Ms)$|^(last|next)|requestId|cursor|usageCount|organizations|^(cash|equity|balances|positions|markPrice|marketValue|bids|asks|lastPrice|reference|price|spread|mid|status)$/i;
 
 function stable(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(stable);
