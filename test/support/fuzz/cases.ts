@@ -326,7 +326,7 @@ function otherTenant(route: Route, input: Input, rng: Rng, pools: Pools): Built 
   const changed: string[] = [];
   for (const f of fieldsOf(route, input)) {
     if (f.part === 'headers' || !takesId(f)) continue;
-    const ids = pools.other.all().filter((id) => {
+    const ids = pools.other.everything().filter((id) => {
       if (f.schema?.pattern) return patternOf(f.schema.pattern).test(id);
       const prefixes = idPrefixesFor(f.path.at(-1) ?? '') ?? [];
       return prefixes.some((p) => id.startsWith(p + '_'));

@@ -31,6 +31,11 @@ export class IdPool {
     return [...this.byPrefix.values()].flatMap((s) => [...s]).filter((id) => !this.protected.has(id));
   }
 
+  /** Every id, the protected ones too (the other tenant's, as hostile input). */
+  everything(): string[] {
+    return [...this.byPrefix.values()].flatMap((s) => [...s]);
+  }
+
   withPrefix(prefix: string): string[] {
     return [...(this.byPrefix.get(prefix) ?? [])].filter((id) => !this.protected.has(id));
   }

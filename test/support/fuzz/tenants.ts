@@ -48,6 +48,9 @@ export async function makeTenant(t: TestStack, name: string, marker: string): Pr
   const agent = await step('agent', 'POST', '/agents', { name: `${name} agent`, description: marker, instructions: marker });
   const agentKeyBody = agent && (await step('agent key', 'POST', `/agents/${agent.id}/keys`, { name: 'fuzz' }));
   if (agentKeyBody?.id) pool.protected.add(agentKeyBody.id);
+  // The agent whose key the fuzzer uses stays: its deletion would make that key fail from then on.
+  if (agent?.id) pool.protected.add(agent.id);
+
   await step('api key', 'POST', '/api/api-keys', { name: `${name} spare key` });
   await step('my key', 'POST', '/me/api-keys', { name: `${name} spare key 2` });
   const folder = await step('folder', 'POST', '/drive/folders', { name: `${marker}-folder` });
