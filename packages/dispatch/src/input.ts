@@ -17,14 +17,19 @@ export interface RawInput {
   unreadableBody?: DomainError;
 }
 
-type Problem = { path: string; problem: 'deep' | 'nul' | 'infinite' };
+type Problem = { path: string; problem: 'deep' | 'nul' | 'surrogate' | 'infinite' };
+
+/** A UTF-16 surrogate without its other half: not a Unicode character, and no UTF-8 text (or PostgreSQL jsonb) can hold it. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * The first problem in a parsed JSON value, found in one walk without recursion (an explicit stack),
  * so that input built to overflow the call stack is refused before anything walks it recursively:
  * nesting deeper than `max` arrays and objects, and (when `values`) a string holding U+0000 (which no
- * PostgreSQL text column or JSON document can hold) or a number that is not finite (JSON cannot carry
- * Infinity: a parsed ±Infinity is a literal that overflowed, such as 1e400).
+ * PostgreSQL text column or JSON document can hold), a lone UTF-16 surrogate in a string or a key
+ * (`"\ud800"`: not Unicode; PostgreSQL refuses it in jsonb, and UTF-8 would turn it into U+FFFD), or
+ * a number that is not finite (JSON cannot carry Infinity: a parsed ±Infinity is a literal that
+ * overflowed, such as 1e400).
  */
 function findProblem(value: unknown, root: string, max: number, values: boolean): Problem | undefined {
   const stack: Array<[unknown, string, number]> = [[value, root, 0]];
@@ -32,6 +37,7 @@ function findProblem(value: unknown, root: string, max: number, values: boolean)
     const [v, path, depth] = stack.pop()!;
     if (typeof v === 'string') {
       if (values && v.includes('\0')) return { path, problem: 'nul' };
+      if (values && LONE_SURROGATE.test(v)) return { path, problem: 'surrogate' };
     } else if (typeof v === 'number') {
       if (values && !Number.isFinite(v)) return { path, problem: 'infinite' };
     } else if (typeof v === 'object' && v !== null) {
@@ -39,6 +45,11 @@ function findProblem(value: unknown, root: string, max: number, values: boolean)
       // Pushed in reverse so that the first offending field in document order is the one named.
       const entries = Object.entries(v);
       for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i]![1], `${path}.${entries[i]![0]}`, depth + 1]);
+      // A key is text too: checked after its value's problems are queued, before them in the order found.
+      if (values && !Array.isArray(v)) {
+        const bad = entries.find(([k]) => LONE_SURROGATE.test(k) || k.includes('\0'));
+        if (bad) return { path, problem: LONE_SURROGATE.test(bad[0]) ? 'surrogate' : 'nul' };
+      }
     }
   }
   return undefined;
@@ -58,6 +69,10 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, where: string)
   }
   if (bad?.problem === 'nul')
     throw new DomainError('invalid_argument', 'invalid_request', `${bad.path}: must not contain the NUL character (U+0000).`);
+  if (bad?.problem === 'surrogate') {
+    throw new DomainError('invalid_argument', 'invalid_request', `${bad.path}: must be Unicode text (it holds a lone UTF-16 surrogate).`);
+  }
+
   if (bad) throw new DomainError('invalid_argument', 'invalid_request', `${bad.path}: must be a finite number (the literal is out of range).`);
   return parseInput(schema, value ?? (where === 'body' ? undefined : {}), { where });
 }
