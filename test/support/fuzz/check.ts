@@ -16,6 +16,14 @@ export interface Secrets {
 
 const CONTRACT_KEYS = ['code', 'message', 'requestId'];
 
+/**
+ * Writes that answer 200 with a result per item (an id they cannot see is that item's
+ * `item_not_found`) or that take an id as a filter (nothing matches another tenant's agent): a 2xx
+ * with the other tenant's ids is their normal answer. That they changed nothing of the other
+ * tenant is checked by the before/after snapshot, and its ids and marker must still not show.
+ */
+const PER_ITEM = new Set(['drive.readMany', 'drive.batchTag', 'drive.batchMove', 'drive.batchDelete', 'threads.archiveIdle']);
+
 /** Whether an answer's text is the contract's error body: `{"error":{"code","message","requestId"}}`. */
 export function errorBodyProblem(a: HttpAnswer): string | null {
   const type = String(a.headers['content-type'] ?? '');
@@ -92,7 +100,7 @@ export function checkAnswer(c: Case, a: HttpAnswer, secrets: Secrets): Failure[]
   // searched for its data below: a filter by another tenant's id may well answer an empty list).
   // A key acting in an account it has no part in (x-svc-account) must get nothing at all.
   const foreign = c.foreignAccount && c.route.auth === 'key';
-  if (c.otherTenant && (c.request.method !== 'GET' || foreign) && a.status >= 200 && a.status < 300) {
+  if (c.otherTenant && (c.request.method !== 'GET' || foreign) && a.status >= 200 && a.status < 300 && !(PER_ITEM.has(c.route.id) && !foreign)) {
     out.push({ kind: 'cross-tenant', message: `${a.status} for ${c.detail}: ${a.text.slice(0, 200)}` });
   }
   // The other tenant's ids and marker: only those the request did not carry itself.

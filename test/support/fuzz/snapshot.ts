@@ -7,13 +7,13 @@ import { send } from './send';
 import type { Tenant } from './tenants';
 
 /**
- * Fields that change by themselves (clocks, cursors, use counts, market prices), and `/me`'s
+ * Fields that change by themselves (clocks, cursors, use counts, market prices and quotes), and `/me`'s
  * `organizations`, which the gateway's cache of a key's principal shows up to 60 s late
  * (services/gateway/src/auth.ts): left out of a comparison.
  */
 
 const VOLATILE =
-  /(At|Ms)$|^(last|next)|requestId|cursor|usageCount|organizations|^(cash|equity|balances|positions|markPrice|marketValue|bids|asks|lastPrice|reference|price|spread|mid|status)$/i;
+  /(At|Ms)$|^(last|next)|requestId|cursor|usageCount|organizations|^(cash|equity|balances|positions|markPrice|marketValue|bids|asks|lastPrice|reference|price|spread|mid|status|now|since|bid|ask|bidQty|askQty|spreadBps)$/i;
 
 function stable(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(stable);
