@@ -11,6 +11,7 @@ export * from './hashing.js';
 export * from './ids.js';
 export * from './log.js';
 export * from './principal.js';
+export * from './ranges.js';
 export * from './service.js';
 export * from './storage/blobs.js';
 export * from './storage/bus.js';

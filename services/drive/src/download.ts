@@ -1,8 +1,7 @@
-import { DomainError, ifNoneMatchPasses, type Principal } from '@svc/kit';
+import { byteRange, DomainError, ifNoneMatchPasses, type Principal } from '@svc/kit';
 
 import { contentKey } from './content.js';
 import type { DriveDomain } from './domain.js';
-import { byteRange } from './ranges.js';
 import { etagOf } from './rules.js';
 import type { DownloadRequest, DownloadResult } from './types.js';
 

@@ -1,7 +1,6 @@
-import { byteRange } from '../dist/ranges.js';
+import { byteRange } from '@svc/kit';
 
-// The Range header as the drive applies it to a file's size (moved from the gateway's parseRange
-// tests: the gateway now sends the header as it came).
+// The Range header applied to a size: the drive's downloads and the public sites front use it.
 describe('byte ranges', () => {
   test('one range of bytes, else the whole file', () => {
     expect(byteRange(100, 'bytes=0-9')).toEqual({ kind: 'partial', start: 0, end: 9 });
