@@ -114,12 +114,12 @@ const DeployBody = z
     files: z.array(UploadedFile).max(100_000).optional().describe('Or the files themselves.'),
     archive: z
       .object({
-        format: z.literal('zip').default('zip'),
+        format: z.enum(['zip', 'tar', 'tar.gz']).default('zip').describe('zip, tar (ustar or GNU) or tar.gz.'),
         content: z.string().regex(BASE64, 'not valid base64').describe('The archive, base64.'),
       })
       .strict()
       .optional()
-      .describe('Or a zip archive of the files (paths as the archive names them; folders skipped).'),
+      .describe('Or an archive of the files: zip, tar or tar.gz (paths as the archive names them; folders skipped).'),
   })
   .strict()
   .refine(
@@ -205,7 +205,7 @@ export const sitesRoutes = [
     path: '/sites/:id/deployments',
     summary:
       'Deploy a site: every file under a drive folder (`folderId` or `folderPath`), the files sent (`files`: path, content, ' +
-      'encoding utf8 or base64), or a zip of them (`archive`: {format: "zip", content: base64}). The site switches to the new deployment at once and atomically; a deploy that fails (413 over ' +
+      'encoding utf8 or base64), or an archive of them (`archive`: {format: "zip", "tar" or "tar.gz", content: base64}). The site switches to the new deployment at once and atomically; a deploy that fails (413 over ' +
       'the file-count or byte limit, 400 for a bad path) leaves the site serving what it served. index.html answers a folder; ' +
       'a 404.html is served for missing paths.',
     tag: 'sites',

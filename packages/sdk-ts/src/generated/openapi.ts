@@ -2905,7 +2905,7 @@ export interface paths {
         /** A site’s deployments, newest first (without their files). */
         get: operations["sites.deployments.list"];
         put?: never;
-        /** Deploy a site: every file under a drive folder (`folderId` or `folderPath`), the files sent (`files`: path, content, encoding utf8 or base64), or a zip of them (`archive`: {format: "zip", content: base64}). The site switches to the new deployment at once and atomically; a deploy that fails (413 over the file-count or byte limit, 400 for a bad path) leaves the site serving what it served. index.html answers a folder; a 404.html is served for missing paths. */
+        /** Deploy a site: every file under a drive folder (`folderId` or `folderPath`), the files sent (`files`: path, content, encoding utf8 or base64), or an archive of them (`archive`: {format: "zip", "tar" or "tar.gz", content: base64}). The site switches to the new deployment at once and atomically; a deploy that fails (413 over the file-count or byte limit, 400 for a bad path) leaves the site serving what it served. index.html answers a folder; a 404.html is served for missing paths. */
         post: operations["sites.deploy"];
         delete?: never;
         options?: never;
@@ -6775,13 +6775,14 @@ export interface components {
                  */
                 encoding?: "utf8" | "base64";
             }[];
-            /** @description Or a zip archive of the files (paths as the archive names them; folders skipped). */
+            /** @description Or an archive of the files: zip, tar or tar.gz (paths as the archive names them; folders skipped). */
             archive?: {
                 /**
+                 * @description zip, tar (ustar or GNU) or tar.gz.
                  * @default zip
-                 * @constant
+                 * @enum {string}
                  */
-                format?: "zip";
+                format?: "zip" | "tar" | "tar.gz";
                 /** @description The archive, base64. */
                 content: string;
             };

@@ -1,8 +1,9 @@
-/** Files out of an uploaded archive (zip, by fflate), with the deployment's limits applied before anything is inflated. */
+/** Files out of an uploaded archive (zip by fflate, tar or tar.gz), with the deployment's limits applied. */
 import { unzipSync } from 'fflate';
 
 import { DomainError } from '@svc/kit';
 
+import { untar } from '../files/archives.js';
 import { tooLarge } from './rules.js';
 
 const invalid = (why: string) => new DomainError('invalid_argument', 'invalid_archive', `The archive could not be read: ${why}`);
@@ -32,4 +33,17 @@ export function unzipFiles(archive: Buffer, limits: { maxFiles: number; maxBytes
     throw invalid(err instanceof Error ? err.message : String(err));
   }
   return Object.entries(entries).map(([path, content]) => ({ path, content: Buffer.from(content.buffer, content.byteOffset, content.byteLength) }));
+}
+
+/**
+ * The files of a tar archive, gzipped or not (folders skipped; the gzip is bounded by the archive
+ * tools' own limit as it inflates). The deployment's limits are checked on the files read.
+ */
+export function untarFiles(archive: Buffer, limits: { maxFiles: number; maxBytes: number }): Array<{ path: string; content: Buffer }> {
+  const files = untar(archive).filter((e): e is { path: string; content: Buffer } => e.content !== undefined && !e.path.endsWith('/'));
+  if (files.length > limits.maxFiles) throw tooLarge(`A deployment holds at most ${limits.maxFiles} files; this archive has more.`);
+  if (files.reduce((n, f) => n + f.content.length, 0) > limits.maxBytes) {
+    throw tooLarge(`A deployment holds at most ${limits.maxBytes} bytes; this archive holds more.`);
+  }
+  return files;
 }

@@ -13,7 +13,7 @@ import { contentKey } from '../content.js';
 import { actorOf, writer } from '../domain.js';
 import { folderNotFound } from '../errors.js';
 import { resolvePath } from '../reads.js';
-import { unzipFiles } from './archive.js';
+import { untarFiles, unzipFiles } from './archive.js';
 import { byPath, decodeIdCursor, encodeIdCursor, manifestDigest, normalizeSitePath, siteContentType, tooLarge } from './rules.js';
 import type { Sites } from './sites.js';
 import type { DeploymentRow, SiteFileRow, SiteRow } from './store.js';
@@ -31,7 +31,7 @@ export interface DeployRequest {
   folderId?: string;
   folderPath?: string;
   files: Array<{ path: string; content: Buffer }>;
-  /** A zip archive of the files. */
+  /** An archive of the files: zip, tar or tar.gz. */
   archive?: { format: string; content: Buffer };
   projectId?: string;
 }
@@ -68,9 +68,13 @@ export async function deploySite(sites: Sites, p: Principal, req: DeployRequest)
   }
   await sites.visible(sites.drive.sql, p, req.siteId);
   if (req.archive) {
-    if (req.archive.format !== 'zip') throw new DomainError('invalid_argument', 'invalid_archive', 'An archive is a zip (format "zip").');
-    const { siteMaxFiles, siteMaxBytes } = sites.drive.settings;
-    return deployFiles(sites, p, req.siteId, unzipFiles(req.archive.content, { maxFiles: siteMaxFiles, maxBytes: siteMaxBytes }), 'archive');
+    const format = req.archive.format;
+    if (format !== 'zip' && format !== 'tar' && format !== 'tar.gz') {
+      throw new DomainError('invalid_argument', 'invalid_archive', 'An archive is a zip, a tar or a tar.gz (format "zip", "tar" or "tar.gz").');
+    }
+    const limits = { maxFiles: sites.drive.settings.siteMaxFiles, maxBytes: sites.drive.settings.siteMaxBytes };
+    const files = format === 'zip' ? unzipFiles(req.archive.content, limits) : untarFiles(req.archive.content, limits);
+    return deployFiles(sites, p, req.siteId, files, 'archive');
   }
   if (req.files.length) return deployFiles(sites, p, req.siteId, req.files, 'files');
   const folderId = req.folderId ?? (await folderByPath(sites, p, req.folderPath!, req.projectId));
