@@ -105,6 +105,11 @@ function summarize(spec, records, injectAt, healedAt, endAt) {
     codes,
     withoutErrorBody: during.filter((r) => r.status >= 400 && !r.errorBody).length,
     status500: during.filter((r) => r.status === 500).length,
+    // The first few 500s, what they were (none is expected: each is a defect to find).
+    examples500: during
+      .filter((r) => r.status === 500)
+      .slice(0, 5)
+      .map((r) => ({ op: r.op, ms: Math.round(r.ms), requestId: r.json?.error?.requestId })),
     hangs: during.filter((r) => r.status === -1).length,
     slowestMs: Math.round(Math.max(0, ...during.filter((r) => r.status > 0).map((r) => r.ms))),
     slowestErrorMs: Math.round(Math.max(0, ...errors.filter((r) => r.status > 0).map((r) => r.ms))),
@@ -160,6 +165,13 @@ async function main() {
       await load;
       const endAt = performance.now() - t0;
       const summary = summarize(spec, records, injectAt, healedAt, endAt);
+      // What the services logged of each 500 (by its request id).
+      for (const e of summary.examples500) {
+        for (const name of platform.names) {
+          for (const line of platform.logs(name).split('\n'))
+            if (e.requestId && line.includes(e.requestId)) console.error(`faults: ${name}: ${line.slice(0, 2000)}`);
+        }
+      }
       phases.push(summary);
       console.error(`faults: ${spec}: ${JSON.stringify(summary)}`);
       // Between faults: the platform must be whole again before the next one.

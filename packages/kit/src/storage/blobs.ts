@@ -6,6 +6,8 @@ import { pipeline } from 'node:stream/promises';
 
 import * as Minio from 'minio';
 
+import { DomainError } from '../errors.js';
+
 export interface BlobRange {
   start: number;
   /** Inclusive. */
@@ -248,35 +250,35 @@ export async function createS3Blobs(options: {
     kind: 's3',
     async put(key, body, size) {
       checkKey(key);
-      const upload = client.putObject(bucket, key, body, size);
       if (Buffer.isBuffer(body)) {
-        await upload;
-      } else {
-        // The minio client does not notice a source stream that fails (a client that went away):
-        // stop waiting on it; the unfinished upload never becomes an object.
-        upload.catch(() => {});
-        await Promise.race([
-          upload,
-          new Promise((_, reject) => {
-            body.once('error', reject);
-            body.once('close', () => {
-              if (!body.readableEnded) reject(new Error('upload stream closed before its end'));
-            });
-          }),
-        ]);
+        await retried(() => client.putObject(bucket, key, body, size));
+        return { size: (await retried(() => client.statObject(bucket, key))).size };
       }
-      const st = await client.statObject(bucket, key);
+      // A stream cannot be sent twice. The minio client does not notice a source stream that fails
+      // (a client that went away): stop waiting on it; the unfinished upload never becomes an object.
+      const upload = client.putObject(bucket, key, body, size);
+      upload.catch(() => {});
+      await Promise.race([
+        upload,
+        new Promise((_, reject) => {
+          body.once('error', reject);
+          body.once('close', () => {
+            if (!body.readableEnded) reject(new Error('upload stream closed before its end'));
+          });
+        }),
+      ]);
+      const st = await retried(() => client.statObject(bucket, key));
       return { size: st.size };
     },
     async get(key, range) {
       checkKey(key);
-      if (range) return client.getPartialObject(bucket, key, range.start, range.end - range.start + 1);
-      return client.getObject(bucket, key);
+      if (range) return retried(() => client.getPartialObject(bucket, key, range.start, range.end - range.start + 1));
+      return retried(() => client.getObject(bucket, key));
     },
     async stat(key) {
       checkKey(key);
       try {
-        return { size: (await client.statObject(bucket, key)).size };
+        return { size: (await retried(() => client.statObject(bucket, key))).size };
       } catch (err) {
         if ((err as { code?: string }).code === 'NotFound' || (err as { code?: string }).code === 'NoSuchKey') {
           return null;
@@ -286,24 +288,59 @@ export async function createS3Blobs(options: {
     },
     async remove(key) {
       checkKey(key);
-      await client.removeObject(bucket, key);
+      await retried(() => client.removeObject(bucket, key));
     },
     async move(from, to) {
       checkKey(from);
       checkKey(to);
-      const st = await client.statObject(bucket, from);
-      if (st.size > S3_MAX_COPY_BYTES) {
-        // CopyObject stops at 5 GiB; larger objects are copied part by part.
-        await client.composeObject(new Minio.CopyDestinationOptions({ Bucket: bucket, Object: to }), [
-          new Minio.CopySourceOptions({ Bucket: bucket, Object: from }),
-        ]);
-      } else {
-        await client.copyObject(bucket, to, `/${bucket}/${from}`, new Minio.CopyConditions());
-      }
-      await client.removeObject(bucket, from);
+      await retried(() => moveObject(from, to));
     },
     async ping() {
       await client.bucketExists(bucket);
     },
   };
+
+  async function moveObject(from: string, to: string): Promise<void> {
+    const st = await client.statObject(bucket, from);
+    if (st.size > S3_MAX_COPY_BYTES) {
+      // CopyObject stops at 5 GiB; larger objects are copied part by part.
+      await client.composeObject(new Minio.CopyDestinationOptions({ Bucket: bucket, Object: to }), [
+        new Minio.CopySourceOptions({ Bucket: bucket, Object: from }),
+      ]);
+    } else {
+      await client.copyObject(bucket, to, `/${bucket}/${from}`, new Minio.CopyConditions());
+    }
+    await client.removeObject(bucket, from);
+  }
+}
+
+/** A failure of the connection to the object store, not an answer of it. */
+const CONNECTION_ERRORS = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const connectionFailed = (err: unknown) =>
+  CONNECTION_ERRORS.has((err as { code?: string })?.code ?? '') || /socket hang up/i.test((err as Error)?.message ?? '');
+
+/**
+ * Runs a request of the object store that may be sent again (it carries no stream) once more when
+ * its connection failed: a kept-alive connection the store closed in the meantime (after a pause of
+ * the process, or the store's idle timeout) fails the first request sent on it. A failure that
+ * remains is the store being unreachable: 503 storage_unavailable, not an internal error.
+ */
+async function retried<T>(request: () => Promise<T>): Promise<T> {
+  try {
+    return await request();
+  } catch (err) {
+    if (!connectionFailed(err)) throw err;
+    try {
+      return await request();
+    } catch (again) {
+      if (!connectionFailed(again)) throw again;
+      throw new DomainError(
+        'unavailable',
+        'storage_unavailable',
+        'The file store is unavailable; try again.',
+        { retryAfterSeconds: 2 },
+        { cause: again },
+      );
+    }
+  }
 }
