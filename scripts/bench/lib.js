@@ -161,4 +161,4 @@ async function freshDatabase(base = process.env.DATABASE_URL) {
   return { url: u.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-module.exports = { startTarget, load, measure, freshDatabase, dropStream };
+module.exports = { startTarget, load, measure, freshDatabase, dropStream, UNREACHED_LIMITS };

@@ -142,6 +142,7 @@ async function listServerTime(pageSize) {
 
 async function main() {
   const { startStack } = require('@svc/stack');
+  const { UNREACHED_LIMITS } = require('./lib.js');
   console.log(`mcp bench: node ${process.version}, ${os.cpus().length} CPUs, ${ROUNDS}×${SECONDS} s per call, ${CONCURRENCY} callers`);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-mcp-'));
   const stack = await startStack({
@@ -151,6 +152,9 @@ async function main() {
     SVC_DATA_DIR: dataDir,
     SVC_NAMESPACE: `bench${randomBytes(4).toString('hex')}`,
     LOG_LEVEL: 'silent',
+    // Limits it never reaches: the benchmark measures the limiter's cost, not its refusals.
+    SVC_RATE_LIMITS: UNREACHED_LIMITS,
+    SVC_RATE_LIMITS_ACCOUNT: UNREACHED_LIMITS,
   });
   const key = fs.readFileSync(path.join(dataDir, 'bootstrap-key'), 'utf8').trim();
   const client = httpClient(stack.port, key);
