@@ -79,7 +79,17 @@ export function httpStatusForGrpc(code: number, kind?: string): number {
  */
 const DB_UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
 /** Socket errors of a connection that could not be made or was lost. */
-const DB_UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** Socket errors that mean a server could not be reached or the connection to it broke. */
+export const CONNECTION_ERRNO: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 /**
  * Said in words only: a pool timeout, a connection that ended under a query (node-postgres), a
  * database closed to connections (55000, a code too broad to map by itself).
@@ -113,7 +123,7 @@ export function databaseUnavailable(err: unknown): DomainError | undefined {
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : '';
   const nested = Array.isArray(e.errors) && e.errors.some((x) => databaseUnavailable(x) !== undefined); // AggregateError: every address refused
-  if (!DB_UNAVAILABLE_SQLSTATE.test(code) && !DB_UNAVAILABLE_ERRNO.has(code) && !DB_UNAVAILABLE_MESSAGE.test(message) && !nested) return undefined;
+  if (!DB_UNAVAILABLE_SQLSTATE.test(code) && !CONNECTION_ERRNO.has(code) && !DB_UNAVAILABLE_MESSAGE.test(message) && !nested) return undefined;
   return new DomainError(
     'unavailable',
     'database_unavailable',

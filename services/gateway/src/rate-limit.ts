@@ -190,18 +190,21 @@ interface Entry {
 const leaseOf = (b: Bucket) => Math.max(1, Math.min(50, Math.floor(b.capacity / 20)));
 
 /**
- * Takes a token for a request of a protocol front and sets the answer's RateLimit headers; throws
- * the 429 when a bucket is empty. Without a limiter nothing is limited.
+ * Takes a token for a request (an operation of the route table, or a protocol front's class) and
+ * sets the answer's RateLimit headers; throws the 429 when a bucket is empty. Without a limiter
+ * nothing is limited. Synchronous while the local leases last (no promise on most requests).
  */
-export async function admitFront(
+export function admitFront(
   limiter: RateLimiter | undefined,
-  cls: OperationClass,
+  what: Route | OperationClass,
   p: Principal,
   res: { setHeader(k: string, v: string): unknown },
-): Promise<void> {
+): void | Promise<void> {
   if (!limiter) return;
-  const admitted = limiter.admit(cls, p);
-  const admission = admitted instanceof Promise ? await admitted : admitted;
-  for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
-  if (admission.denied) throw admission.denied;
+  const settle = (admission: Admission) => {
+    for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
+    if (admission.denied) throw admission.denied;
+  };
+  const admitted = limiter.admit(what, p);
+  return admitted instanceof Promise ? admitted.then(settle) : settle(admitted);
 }

@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 
 import * as Minio from 'minio';
 
-import { DomainError } from '../errors.js';
+import { CONNECTION_ERRNO, DomainError } from '../errors.js';
 
 export interface BlobRange {
   start: number;
@@ -315,9 +315,8 @@ export async function createS3Blobs(options: {
 }
 
 /** A failure of the connection to the object store, not an answer of it. */
-const CONNECTION_ERRORS = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 const connectionFailed = (err: unknown) =>
-  CONNECTION_ERRORS.has((err as { code?: string })?.code ?? '') || /socket hang up/i.test((err as Error)?.message ?? '');
+  CONNECTION_ERRNO.has((err as { code?: string })?.code ?? '') || /socket hang up/i.test((err as Error)?.message ?? '');
 
 /**
  * Runs a request of the object store that may be sent again (it carries no stream) once more when

@@ -16,7 +16,7 @@ import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';
 import { checkQueryUtf8, verifyJsonUtf8 } from '../../http/utf8.js';
-import type { RateLimiter } from '../../rate-limit.js';
+import { admitFront, type RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError, sendReply, writeJson } from '../../replies.js';
 import { compileRoutes } from '../../routing.js';
 import { type Claimed, IDEMPOTENCY_HEADER, idempotent, noteBodyHash } from './idempotency.js';
@@ -85,10 +85,8 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
             : await deps.auth.authenticate(secret, typeof account === 'string' && account ? account : undefined, clientAddress(req));
       }
       if (deps.limiter && auth) {
-        const admitted = deps.limiter.admit(route, auth.principal);
-        const admission = admitted instanceof Promise ? await admitted : admitted;
-        for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
-        if (admission.denied) throw admission.denied;
+        const admitting = admitFront(deps.limiter, route, auth.principal, res);
+        if (admitting) await admitting;
       }
       // req.query parses the query string on each read: only for operations that take a query.
       if (route.query) checkQueryUtf8(req.url);
