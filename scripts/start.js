@@ -1,13 +1,26 @@
 #!/usr/bin/env node
-// `npm start`: builds when needed (tsc -b is incremental), then runs the whole platform in this
-// process with tracing loaded first. SVC_SERVICE picks one service instead of all. The build says
-// what it is doing: each project as it starts, and a line every few seconds while one takes long.
+// `npm start`: builds when needed, then runs the whole platform in this process with tracing
+// loaded first. SVC_SERVICE picks one service instead of all. The build is SWC's, file by file and
+// without type-checking (scripts/transpile.js: a few seconds on a fresh clone); type-checking is
+// `npm run build`'s and `npm test`'s. Without @swc/core (dev dependencies left out) it is `tsc -b`,
+// which says what it is doing: each project as it starts, and a line every few seconds.
 'use strict';
 const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
+const { transpile } = require('./transpile.js');
+
 const root = path.resolve(__dirname, '..');
+
+function swcAvailable() {
+  try {
+    require.resolve('@swc/core');
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** `tsc -b --verbose`, its chatter reduced to one line per project built. */
 function build() {
@@ -78,11 +91,22 @@ function prepareDatabase() {
   });
 }
 
+/** Awaits `promise`, saying every 3 s that it still does. */
+async function waitFor(promise, what) {
+  const started = Date.now();
+  const ticker = setInterval(() => console.log(`svc: still creating ${what} (${Math.round((Date.now() - started) / 1000)} s)`), 3000);
+  try {
+    return await promise;
+  } finally {
+    clearInterval(ticker);
+  }
+}
+
 (async () => {
   const database = prepareDatabase();
   execFileSync(process.execPath, [path.join(root, 'scripts/codegen.js')], { cwd: root, stdio: 'inherit' });
-  await build();
-  await database;
+  await (swcAvailable() ? transpile() : build());
+  await waitFor(database, 'the embedded database');
   require(path.join(root, 'packages/kit/dist/tracing/register.js'));
   require(path.join(root, 'packages/stack/dist/main.js'));
 })().catch((err) => {
