@@ -28,6 +28,7 @@ if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === digest && !proces
   process.exit(0);
 }
 
+console.log(`codegen: generating TypeScript from ${protos.length} proto files`);
 fs.rmSync(out, { recursive: true, force: true });
 const buf = path.join(root, 'node_modules/.bin/buf');
 execFileSync(buf, ['generate'], { cwd: root, stdio: 'inherit' });

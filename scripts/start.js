@@ -5,7 +5,7 @@
 // `npm run build`'s and `npm test`'s. Without @swc/core (dev dependencies left out) it is `tsc -b`,
 // which says what it is doing: each project as it starts, and a line every few seconds.
 'use strict';
-const { execFileSync, spawn } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -91,10 +91,19 @@ function prepareDatabase() {
   });
 }
 
-/** Awaits `promise`, saying every 3 s that it still does. */
-async function waitFor(promise, what) {
+/** scripts/codegen.js (which does nothing when the protos have not changed). */
+function codegen() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(root, 'scripts/codegen.js')], { cwd: root, stdio: 'inherit' });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`code generation failed (exit ${code})`))));
+  });
+}
+
+/** Awaits `promise`, saying every 3 s that it is still `doing`. */
+async function waitFor(promise, doing) {
   const started = Date.now();
-  const ticker = setInterval(() => console.log(`svc: still creating ${what} (${Math.round((Date.now() - started) / 1000)} s)`), 3000);
+  const ticker = setInterval(() => console.log(`svc: still ${doing} (${Math.round((Date.now() - started) / 1000)} s)`), 3000);
   try {
     return await promise;
   } finally {
@@ -104,9 +113,9 @@ async function waitFor(promise, what) {
 
 (async () => {
   const database = prepareDatabase();
-  execFileSync(process.execPath, [path.join(root, 'scripts/codegen.js')], { cwd: root, stdio: 'inherit' });
+  await waitFor(codegen(), 'generating code from the protos');
   await (swcAvailable() ? transpile() : build());
-  await waitFor(database, 'the embedded database');
+  await waitFor(database, 'creating the embedded database');
   require(path.join(root, 'packages/kit/dist/tracing/register.js'));
   require(path.join(root, 'packages/stack/dist/main.js'));
 })().catch((err) => {

@@ -11,6 +11,28 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '../..');
 
+function descendants(pid) {
+  let children = [];
+  try {
+    children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    // none
+  }
+  return children.flatMap((c) => [c, ...descendants(c)]);
+}
+
+function rssMiB(pid) {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
 async function start(dir, port) {
   const started = Date.now();
   const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', SVC_DATA_DIR: path.join(dir, '.data'), LOG_LEVEL: 'warn' };
@@ -39,11 +61,9 @@ async function start(dir, port) {
   const ms = Date.now() - started;
   silence = Math.max(silence, Date.now() - last);
   await new Promise((r) => setTimeout(r, 10_000));
-  // npm's child is the platform's process (node scripts/start.js).
-  const pid = execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' })
-    .trim()
-    .split('\n')[0];
-  const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+  // The platform's process (node scripts/start.js, under npm and its shell): the largest of npm's
+  // descendants (the run_code sandbox's children are small).
+  const rss = Math.max(...descendants(child.pid).map(rssMiB));
   process.kill(-child.pid, 'SIGTERM');
   await new Promise((r) => child.once('exit', r));
   return { ms, silence, rss, lines };
