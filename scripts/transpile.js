@@ -17,7 +17,12 @@ function projects() {
     .filter((p) => !skip.has(p))
     .map((p) => {
       const options = JSON.parse(fs.readFileSync(path.join(root, p, 'tsconfig.json'), 'utf8')).compilerOptions ?? {};
-      return { name: p, src: path.join(root, p, options.rootDir ?? 'src'), out: path.join(root, p, options.outDir ?? 'dist') };
+      return {
+        name: p,
+        src: path.join(root, p, options.rootDir ?? 'src'),
+        out: path.join(root, p, options.outDir ?? 'dist'),
+        buildInfo: path.join(root, p, 'tsconfig.tsbuildinfo'),
+      };
     });
 }
 
@@ -41,7 +46,7 @@ function stale(list = projects()) {
     for (const from of walk(p.src)) {
       if (!from.endsWith('.ts') || from.endsWith('.d.ts')) continue;
       const to = path.join(p.out, path.relative(p.src, from)).replace(/\.ts$/, '.js');
-      if (mtime(to) < mtime(from)) out.push({ from, to });
+      if (mtime(to) < mtime(from)) out.push({ from, to, buildInfo: p.buildInfo });
     }
   }
   return out;
@@ -73,6 +78,9 @@ async function transpile({ log = console.log } = {}) {
   const files = stale();
   if (!files.length) return 0;
   const started = Date.now();
+  // tsc's record of a project written here no longer describes its output (no declarations are
+  // written here): without it, the next `tsc -b` builds the project again.
+  for (const f of new Set(files.map((f) => f.buildInfo))) fs.rmSync(f, { force: true });
   let next = 0;
   const worker = async () => {
     while (next < files.length) {
@@ -85,7 +93,7 @@ async function transpile({ log = console.log } = {}) {
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
-  log(`svc: transpiled ${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s (no type-checking: that is npm run build)`);
+  log(`svc: transpiled ${files.length} file${files.length === 1 ? "" : "s"} in ${((Date.now() - started) / 1000).toFixed(1)} s (no type-checking: that is npm run build)`);
   return files.length;
 }
 

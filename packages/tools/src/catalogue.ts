@@ -1,6 +1,7 @@
 import type { Route } from '@svc/api';
 
 import { CALL_TOOL, SEARCH_TOOLS, toolName } from './names.js';
+import { portableSchema } from './portable.js';
 import { type ArgumentMap, inputSchemaOf, type JsonSchema, outputSchemaOf } from './schemas.js';
 
 export type { JsonSchema } from './schemas.js';
@@ -84,8 +85,9 @@ function bindingOf(r: Route): ToolBinding {
     description: `${r.summary} (${r.method.toUpperCase()} /v1${r.path})`,
     routeId: r.id,
     area: r.tag,
-    inputSchema: input.schema,
-    outputSchema: output.schema,
+    // In the spelling narrower clients accept (no type arrays): the same values (portable.ts).
+    inputSchema: portableSchema(input.schema),
+    outputSchema: output.schema && portableSchema(output.schema),
     annotations: annotationsOf(r),
   };
   return { def, route: r, args: input.map, wrapped: output.wrapped };
