@@ -39,18 +39,26 @@ const mtime = (f) => {
   }
 };
 
-/** What needs transpiling: [{ from, to }] for every .ts (not .d.ts) whose .js is missing or older. */
-function stale(list = projects()) {
+/**
+ * [{ from, to, dist, buildInfo }] for every .ts (not .d.ts) of the projects: `to` in the project's
+ * output folder, or in `into` instead of it (the check); only the stale ones (output missing or
+ * older) unless `all`.
+ */
+function pairs(list = projects(), { into, all = false } = {}) {
   const out = [];
   for (const p of list) {
     for (const from of walk(p.src)) {
       if (!from.endsWith('.ts') || from.endsWith('.d.ts')) continue;
-      const to = path.join(p.out, path.relative(p.src, from)).replace(/\.ts$/, '.js');
-      if (mtime(to) < mtime(from)) out.push({ from, to, buildInfo: p.buildInfo });
+      const rel = path.relative(p.src, from).replace(/\.ts$/, '.js');
+      const dist = path.join(p.out, rel);
+      const to = into ? path.join(p.out, '..', into, rel) : dist;
+      if (all || mtime(to) < mtime(from)) out.push({ from, to, dist, buildInfo: p.buildInfo });
     }
   }
   return out;
 }
+
+const stale = (list) => pairs(list);
 
 /** SWC's options for tsc's emit of tsconfig.base.json (target ES2022, module node16 as CommonJS). */
 const options = (from, to) => ({
@@ -69,18 +77,8 @@ const options = (from, to) => ({
   module: { type: 'commonjs', ignoreDynamic: true, importInterop: 'swc' },
 });
 
-/**
- * Transpiles the stale files (in parallel: SWC works on libuv's threads) and says what it did.
- * Returns the number of files written.
- */
-async function transpile({ log = console.log } = {}) {
+async function write(files) {
   const swc = require('@swc/core');
-  const files = stale();
-  if (!files.length) return 0;
-  const started = Date.now();
-  // tsc's record of a project written here no longer describes its output (no declarations are
-  // written here): without it, the next `tsc -b` builds the project again.
-  for (const f of new Set(files.map((f) => f.buildInfo))) fs.rmSync(f, { force: true });
   let next = 0;
   const worker = async () => {
     while (next < files.length) {
@@ -93,8 +91,76 @@ async function transpile({ log = console.log } = {}) {
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
-  log(`svc: transpiled ${files.length} file${files.length === 1 ? "" : "s"} in ${((Date.now() - started) / 1000).toFixed(1)} s (no type-checking: that is npm run build)`);
+}
+
+/** Modules that do something when loaded (start the platform, a sandbox child, tracing). */
+const ENTRY_POINTS = new Set(['packages/stack/src/main.ts', 'packages/sandbox/src/child.ts', 'packages/kit/src/tracing/register.ts']);
+
+const CHECK_DIR = '.transpile-check';
+
+/**
+ * `node scripts/transpile.js --check`, after `npm run build`: every module SWC makes, written
+ * beside tsc's dist (in <project>/.transpile-check, removed after), is loaded next to tsc's and
+ * must export the same names. Returns { compared, differ: [file, swc's, tsc's] }.
+ */
+async function check() {
+  const list = projects();
+  const files = pairs(list, { into: CHECK_DIR, all: true });
+  await write(files);
+  const differ = [];
+  let compared = 0;
+  const names = (f) => {
+    try {
+      return Object.keys(require(f)).sort().join(',');
+    } catch (err) {
+      return `cannot load: ${String(err.message).split('\n')[0]}`;
+    }
+  };
+  try {
+    for (const { from, to, dist } of files) {
+      if (ENTRY_POINTS.has(path.relative(root, from))) continue;
+      compared++;
+      const [a, b] = [names(to), names(dist)];
+      if (a !== b) differ.push([path.relative(root, from), a, b]);
+    }
+  } finally {
+    for (const p of list) fs.rmSync(path.join(p.out, '..', CHECK_DIR), { recursive: true, force: true });
+  }
+  return { compared, differ };
+}
+
+/**
+ * Transpiles the stale files (in parallel: SWC works on libuv's threads) and says what it did.
+ * Returns the number of files written.
+ */
+async function transpile({ log = console.log } = {}) {
+  const files = stale();
+  if (!files.length) return 0;
+  const started = Date.now();
+  // tsc's record of a project written here no longer describes its output (no declarations are
+  // written here): without it, the next `tsc -b` builds the project again.
+  for (const f of new Set(files.map((f) => f.buildInfo))) fs.rmSync(f, { force: true });
+  await write(files);
+  log(
+    `svc: transpiled ${files.length} file${files.length === 1 ? '' : 's'} in ${((Date.now() - started) / 1000).toFixed(1)} s (no type-checking: that is npm run build)`,
+  );
   return files.length;
 }
 
-module.exports = { transpile, stale, projects };
+module.exports = { transpile, stale, projects, check };
+
+if (require.main === module) {
+  const run = process.argv.includes('--check')
+    ? check().then((r) => {
+        console.log(JSON.stringify(r));
+        return r.differ.length ? 1 : 0;
+      })
+    : transpile().then(() => 0);
+  run.then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
