@@ -4,7 +4,7 @@ import { drive } from '@svc/proto';
 import { DriveDomain } from './domain.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
-import { driveSettings, driveSettingsSchema } from './settings.js';
+import { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
 import { Sites } from './sites/sites.js';
 import { SCHEMA } from './store.js';
 
@@ -28,7 +28,7 @@ export const driveService = defineService({
     const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log);
     let timer: NodeJS.Timeout | undefined;
     return {
-      handlers: handlers(domain, new Sites(domain)),
+      handlers: handlers(domain, new Sites(domain, domainSettings(ctx.settings))),
       async start() {
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         timer = setInterval(() => {

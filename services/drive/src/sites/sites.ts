@@ -6,7 +6,10 @@
 import { DomainError, enqueueEvent, newId, type Principal, type Queryable } from '@svc/kit';
 
 import { actorOf, type DriveDomain, writer } from '../domain.js';
+import type { DomainSettings } from '../settings.js';
 import { SCHEMA } from '../store.js';
+import { txtLookup, type TxtLookup } from './dns.js';
+import { Domains } from './domains.js';
 import { decodeIdCursor, encodeIdCursor, validSlug } from './rules.js';
 import { type SiteRow, SitesStore } from './store.js';
 
@@ -26,8 +29,16 @@ export function siteView(s: SiteRow) {
 
 export class Sites {
   readonly store = new SitesStore();
+  /** Custom domains (domains.ts). */
+  readonly domains: Domains;
 
-  constructor(readonly drive: DriveDomain) {}
+  constructor(
+    readonly drive: DriveDomain,
+    domainSettings: DomainSettings = { maxDomains: 10, dnsServers: [], dnsTimeoutMs: 3000, reservedHosts: [] },
+    lookupTxt: TxtLookup = txtLookup(domainSettings),
+  ) {
+    this.domains = new Domains(this, domainSettings, lookupTxt);
+  }
 
   sees(p: Principal, s: SiteRow | null): s is SiteRow {
     return !!s && s.account_id === p.accountId && (!p.projectId || s.project_id === p.projectId);
@@ -92,8 +103,10 @@ export async function deleteSite(sites: Sites, p: Principal, id: string): Promis
   writer(p);
   await sites.drive.tx(async (q) => {
     const s = await sites.visible(q, p, id, true);
+    // Its custom domains go with it (the rows cascade); the event names those it served.
+    const domains = await sites.domains.store.servedOfSite(q, s.id);
     const shas = await sites.store.deleteSite(q, s.id);
     await sites.drive.store.release(q, s.account_id, shas, sites.drive.settings.graceSeconds);
-    await sites.emit(q, 'drive.site.deleted', s);
+    await sites.emit(q, 'drive.site.deleted', s, { domains });
   });
 }
