@@ -125,7 +125,11 @@ describe('custom domains', () => {
     const path = `/sites/${shop.id}/domains/www.shop-example.com/verify`;
     const none = await t.ok('POST', path, alice);
     expect(none).toBeTruthy();
-    expect(none.body).toMatchObject({ status: 'pending', lastCheckedAt: expect.any(String), lastCheckError: expect.stringContaining('no TXT record') });
+    expect(none.body).toMatchObject({
+      status: 'pending',
+      lastCheckedAt: expect.any(String),
+      lastCheckError: expect.stringContaining('no TXT record'),
+    });
 
     dns.setTxt('_svc-challenge.www.shop-example.com', ['v=spf1 -all', `svc-verify=${'a'.repeat(32)}`]);
     const other = (await t.ok('POST', path, alice)).body;
@@ -294,7 +298,9 @@ describe('custom domains', () => {
     await t.ok('DELETE', `/sites/${site.id}`, alice);
     expect(isSite(await get('short.example.net', '/'))).toBe(false);
     expect(
-      await until(async () => events.some((e) => e.subject.endsWith('drive.site.deleted') && e.data.id === site.id && e.data.domains[0] === 'short.example.net')),
+      await until(async () =>
+        events.some((e) => e.subject.endsWith('drive.site.deleted') && e.data.id === site.id && e.data.domains[0] === 'short.example.net'),
+      ),
     ).toBe(true);
     expect((await t.call('POST', `/sites/${blog.id}/domains`, { key: bob, body: { domain: 'short.example.net' } })).status).toBe(201);
   });

@@ -41,7 +41,16 @@ export const driveSettingsSchema = defineSettings({
         .map((x) => x.trim())
         .filter(Boolean),
     )
-    .pipe(z.array(z.string().regex(/^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9a-f:.]+\](:\d{1,5})?|[0-9a-f:]+)$/i, 'each server must be an IP address, optionally with :port'))),
+    .pipe(
+      z.array(
+        z
+          .string()
+          .regex(
+            /^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9a-f:.]+\](:\d{1,5})?|[0-9a-f:]+)$/i,
+            'each server must be an IP address, optionally with :port',
+          ),
+      ),
+    ),
   SVC_SITES_DNS_TIMEOUT_MS: setting.int(100, 3000, 60_000),
   SVC_SITES_RESERVED_HOSTS: z.string().default(''),
   SVC_SITES_HOST: z.string().optional(),
@@ -66,7 +75,12 @@ export function domainSettings(env: {
   const hosts = [...env.SVC_SITES_RESERVED_HOSTS.split(','), env.SVC_SITES_HOST ?? '']
     .map((h) => h.trim().toLowerCase().replace(/^\*\./, '').replace(/\.$/, ''))
     .filter(Boolean);
-  return { maxDomains: env.SVC_DRIVE_SITE_MAX_DOMAINS, dnsServers: env.SVC_SITES_DNS_SERVERS, dnsTimeoutMs: env.SVC_SITES_DNS_TIMEOUT_MS, reservedHosts: hosts };
+  return {
+    maxDomains: env.SVC_DRIVE_SITE_MAX_DOMAINS,
+    dnsServers: env.SVC_SITES_DNS_SERVERS,
+    dnsTimeoutMs: env.SVC_SITES_DNS_TIMEOUT_MS,
+    reservedHosts: hosts,
+  };
 }
 
 export function driveSettings(env: {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import type { drive_sites } from '@svc/proto';
 
-import { Nullable, prefixedId, type Route, reply, route, Success, Timestamp } from '../route.js';
+import { Nullable, prefixedId, reply, type Route, route, Success, Timestamp } from '../route.js';
 import { rpc } from '../rpc.js';
 
 /**

@@ -16,7 +16,10 @@ export interface DomainRow {
 }
 
 const COLUMNS = `domain, account_id, site_id, token, verified_at, last_checked_at, last_check_error, created_at, created_by`;
-const row = (r: DomainRow): DomainRow => ({ ...r, created_by: typeof r.created_by === 'string' ? (JSON.parse(r.created_by) as Actor) : r.created_by });
+const row = (r: DomainRow): DomainRow => ({
+  ...r,
+  created_by: typeof r.created_by === 'string' ? (JSON.parse(r.created_by) as Actor) : r.created_by,
+});
 
 export class DomainsStore {
   /** The account's claim of a domain, whichever of its sites holds it. */

@@ -69,7 +69,11 @@ async function claimOn(domains: Domains, p: Principal, siteId: string, raw: stri
  * as it is (created: false); on another site of the account: 409 domain_exists; served by another
  * account's site: 409 domain_taken. At most SVC_DRIVE_SITE_MAX_DOMAINS per site.
  */
-export async function addDomain(domains: Domains, p: Principal, req: { siteId: string; domain: string }): Promise<{ row: DomainRow; created: boolean }> {
+export async function addDomain(
+  domains: Domains,
+  p: Principal,
+  req: { siteId: string; domain: string },
+): Promise<{ row: DomainRow; created: boolean }> {
   writer(p);
   const domain = domains.valid(req.domain, true);
   const { sites } = domains;

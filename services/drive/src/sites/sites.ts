@@ -8,7 +8,7 @@ import { DomainError, enqueueEvent, newId, type Principal, type Queryable } from
 import { actorOf, type DriveDomain, writer } from '../domain.js';
 import type { DomainSettings } from '../settings.js';
 import { SCHEMA } from '../store.js';
-import { txtLookup, type TxtLookup } from './dns.js';
+import { type TxtLookup, txtLookup } from './dns.js';
 import { Domains } from './domains.js';
 import { decodeIdCursor, encodeIdCursor, validSlug } from './rules.js';
 import { type SiteRow, SitesStore } from './store.js';
