@@ -216,7 +216,7 @@ describe('custom domains', () => {
     expect([dup.status, dup.body.error?.code]).toEqual([409, 'domain_exists']);
   });
 
-  test('bad domains are 400 invalid_domain; an internationalized name is stored as its punycode; a limit per site', async () => {
+  test('bad domains are 400; an internationalized name is stored as its punycode; a limit per site', async () => {
     const site = (await t.ok('POST', '/sites', alice, { slug: 'limits' })).body;
     for (const domain of [
       'localhost',
@@ -244,7 +244,9 @@ describe('custom domains', () => {
       'xn--zz.example.com',
     ]) {
       const res = await t.call('POST', `/sites/${site.id}/domains`, { key: alice, body: { domain } });
-      expect([domain, res.status, res.body.error?.code]).toEqual([domain, 400, 'invalid_domain']);
+      // The API's schema refuses what has no dot or has spaces (invalid_request); the drive the rest.
+      const code = ['localhost', 'shop', '[::1]', '::1', 'exa mple.com'].includes(domain) ? 'invalid_request' : 'invalid_domain';
+      expect([domain, res.status, res.body.error?.code]).toEqual([domain, 400, code]);
       expect(res.body).toEqual(ERROR_BODY);
     }
     const idn = (await t.ok('POST', `/sites/${site.id}/domains`, alice, { domain: 'Bücher.Example.com' })).body;

@@ -16,6 +16,7 @@ const DomainName = z
   .string()
   .min(1)
   .max(300)
+  .regex(/^[^\s]+\.[^\s.]+\.?$/, 'must be a host name such as www.example.com')
   .describe('A host name ("www.example.com"; an internationalized name is stored as its punycode), without scheme, port or path.');
 const params = z.object({ id: SiteId });
 const domainParams = z.object({ id: SiteId, domain: DomainName });
