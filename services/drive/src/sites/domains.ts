@@ -12,24 +12,24 @@ import { actorOf, writer } from '../domain.js';
 import type { DomainSettings } from '../settings.js';
 import type { TxtLookup } from './dns.js';
 import { CHALLENGE_PREFIX, challengeOf, newDomainToken, validDomain } from './domain-rules.js';
-import { type DomainRow, DomainsStore } from './domains-store.js';
+import type { DomainRow, DomainsStore } from './domains-store.js';
 import type { Sites } from './sites.js';
 
 export type { DomainRow } from './domains-store.js';
-
-const store = new DomainsStore();
 
 export const domainNotFound = () => new DomainError('not_found', 'domain_not_found', 'The site has no such domain.');
 const domainTaken = () => new DomainError('conflict', 'domain_taken', 'This domain is served by another site; it cannot be added.');
 
 export class Domains {
-  readonly store = store;
+  readonly store: DomainsStore;
 
   constructor(
     readonly sites: Sites,
     readonly settings: DomainSettings,
     readonly lookupTxt: TxtLookup,
-  ) {}
+  ) {
+    this.store = sites.domainsStore;
+  }
 
   /** A domain as stored; `reserved` (adding one) also refuses the platform's own names. */
   valid(raw: string, reserved = false): string {
@@ -59,7 +59,7 @@ async function claimOn(domains: Domains, p: Principal, siteId: string, raw: stri
   const domain = domains.valid(raw);
   const q = domains.sites.drive.sql;
   const site = await domains.sites.visible(q, p, siteId);
-  const claim = await store.claim(q, p.accountId, domain);
+  const claim = await domains.store.claim(q, p.accountId, domain);
   if (!claim || claim.site_id !== site.id) throw domainNotFound();
   return { site, claim };
 }
@@ -80,17 +80,23 @@ export async function addDomain(
   return sites.drive.tx(
     async (q) => {
       const site = await sites.visible(q, p, req.siteId, true);
-      const mine = await store.claim(q, p.accountId, domain);
+      const mine = await domains.store.claim(q, p.accountId, domain);
       if (mine) {
         if (mine.site_id === site.id) return { row: mine, created: false };
         throw new DomainError('conflict', 'domain_exists', `Another of your sites (${mine.site_id}) has this domain; remove it there first.`);
       }
-      const served = await store.servedBy(q, domain);
+      const served = await domains.store.servedBy(q, domain);
       if (served) throw domainTaken();
-      if ((await store.count(q, site.id)) >= domains.settings.maxDomains) {
+      if ((await domains.store.count(q, site.id)) >= domains.settings.maxDomains) {
         throw new DomainError('invalid_argument', 'too_many_domains', `A site has at most ${domains.settings.maxDomains} domains.`);
       }
-      const row = await store.insert(q, { domain, account_id: p.accountId, site_id: site.id, token: newDomainToken(), created_by: actorOf(p) });
+      const row = await domains.store.insert(q, {
+        domain,
+        account_id: p.accountId,
+        site_id: site.id,
+        token: newDomainToken(),
+        created_by: actorOf(p),
+      });
       await sites.emit(q, 'drive.site.domain_added', site, { domain });
       return { row, created: true };
     },
@@ -105,7 +111,7 @@ export async function addDomain(
 
 export async function listDomains(domains: Domains, p: Principal, siteId: string): Promise<DomainRow[]> {
   const site = await domains.sites.visible(domains.sites.drive.sql, p, siteId);
-  return store.ofSite(domains.sites.drive.sql, site.id);
+  return domains.store.ofSite(domains.sites.drive.sql, site.id);
 }
 
 /**
@@ -131,12 +137,12 @@ export async function verifyDomain(domains: Domains, p: Principal, req: { siteId
   return sites.drive.tx(
     async (q) => {
       const site = await sites.visible(q, p, req.siteId, true);
-      const now = await store.claim(q, p.accountId, claim.domain, { lock: true });
+      const now = await domains.store.claim(q, p.accountId, claim.domain, { lock: true });
       if (!now || now.site_id !== site.id) throw domainNotFound();
       if (now.verified_at) return now;
       // Another account verified it first: its site serves the name.
-      if (ok && (await store.servedBy(q, claim.domain))) throw domainTaken();
-      const row = await store.checked(q, p.accountId, claim.domain, ok, error);
+      if (ok && (await domains.store.servedBy(q, claim.domain))) throw domainTaken();
+      const row = await domains.store.checked(q, p.accountId, claim.domain, ok, error);
       if (ok) await sites.emit(q, 'drive.site.domain_verified', site, { domain: row.domain });
       return row;
     },
@@ -151,9 +157,9 @@ export async function removeDomain(domains: Domains, p: Principal, req: { siteId
   const { sites } = domains;
   await sites.drive.tx(async (q) => {
     const site = await sites.visible(q, p, req.siteId, true);
-    const claim = await store.claim(q, p.accountId, domain, { lock: true });
+    const claim = await domains.store.claim(q, p.accountId, domain, { lock: true });
     if (!claim || claim.site_id !== site.id) return;
-    await store.remove(q, p.accountId, domain);
+    await domains.store.remove(q, p.accountId, domain);
     await sites.emit(q, 'drive.site.domain_removed', site, { domain, wasVerified: !!claim.verified_at });
   });
 }
@@ -162,5 +168,5 @@ export async function removeDomain(domains: Domains, p: Principal, req: { siteId
 export async function domainServed(domains: Domains, host: string): Promise<boolean> {
   const domain = host.toLowerCase().replace(/\.$/, '');
   if (domain.length > 253) return false;
-  return !!(await store.servedBy(domains.sites.drive.sql, domain));
+  return !!(await domains.store.servedBy(domains.sites.drive.sql, domain));
 }

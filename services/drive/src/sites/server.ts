@@ -6,7 +6,7 @@ import { contentKey } from '../content.js';
 import { systemOnly } from '../domain.js';
 import type { Actor } from '../store.js';
 import { type DeploymentView, deploySite, getDeployment, listDeployments, rollbackSite } from './deploy.js';
-import { addDomain, domainServed, domainView, listDomains, removeDomain, verifyDomain } from './domains.js';
+import { addDomain, type Domains, domainServed, domainView, listDomains, removeDomain, verifyDomain } from './domains.js';
 import { checkLinks, deleteDeployment, deleteRedirect, diffDeployments, listRedirects, readSiteFile, setRedirects, updateSite } from './manage.js';
 import { openSiteFile } from './serve.js';
 import { createSite, deleteSite, listSites, type Sites } from './sites.js';
@@ -63,7 +63,7 @@ export function toDeployment(d: DeploymentView): drive_sites.Deployment {
 }
 
 /** The sites methods, spread into the drive's handlers (server.ts). */
-export function siteHandlers(sites: Sites) {
+export function siteHandlers(sites: Sites, domains: Domains) {
   return {
     async createSite(req: drive_sites.CreateSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
       return { site: toSite(await createSite(sites, ctx.principal, req)) };
@@ -146,22 +146,22 @@ export function siteHandlers(sites: Sites) {
       };
     },
     async addSiteDomain(req: drive_sites.AddSiteDomainRequest, ctx: CallContext): Promise<drive_sites.SiteDomainResponse> {
-      const r = await addDomain(sites.domains, ctx.principal, req);
+      const r = await addDomain(domains, ctx.principal, req);
       return { domain: toDomain(domainView(r.row)), created: r.created };
     },
     async listSiteDomains(req: drive_sites.ListSiteDomainsRequest, ctx: CallContext): Promise<drive_sites.ListSiteDomainsResponse> {
-      return { domains: (await listDomains(sites.domains, ctx.principal, req.siteId)).map((d) => toDomain(domainView(d))) };
+      return { domains: (await listDomains(domains, ctx.principal, req.siteId)).map((d) => toDomain(domainView(d))) };
     },
     async verifySiteDomain(req: drive_sites.SiteDomainRequest, ctx: CallContext): Promise<drive_sites.SiteDomainResponse> {
-      return { domain: toDomain(domainView(await verifyDomain(sites.domains, ctx.principal, req))), created: false };
+      return { domain: toDomain(domainView(await verifyDomain(domains, ctx.principal, req))), created: false };
     },
     async removeSiteDomain(req: drive_sites.SiteDomainRequest, ctx: CallContext): Promise<drive_sites.RemoveSiteDomainResponse> {
-      await removeDomain(sites.domains, ctx.principal, req);
+      await removeDomain(domains, ctx.principal, req);
       return {};
     },
     async resolveSiteDomain(req: drive_sites.ResolveSiteDomainRequest, ctx: CallContext): Promise<drive_sites.ResolveSiteDomainResponse> {
       systemOnly(ctx);
-      return { served: await domainServed(sites.domains, req.domain) };
+      return { served: await domainServed(domains, req.domain) };
     },
   };
 }

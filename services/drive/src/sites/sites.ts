@@ -6,10 +6,8 @@
 import { DomainError, enqueueEvent, newId, type Principal, type Queryable } from '@svc/kit';
 
 import { actorOf, type DriveDomain, writer } from '../domain.js';
-import type { DomainSettings } from '../settings.js';
 import { SCHEMA } from '../store.js';
-import { type TxtLookup, txtLookup } from './dns.js';
-import { Domains } from './domains.js';
+import { DomainsStore } from './domains-store.js';
 import { decodeIdCursor, encodeIdCursor, validSlug } from './rules.js';
 import { type SiteRow, SitesStore } from './store.js';
 
@@ -29,16 +27,10 @@ export function siteView(s: SiteRow) {
 
 export class Sites {
   readonly store = new SitesStore();
-  /** Custom domains (domains.ts). */
-  readonly domains: Domains;
+  /** The SQL of sites' custom domains (domains.ts has their rules). */
+  readonly domainsStore = new DomainsStore();
 
-  constructor(
-    readonly drive: DriveDomain,
-    domainSettings: DomainSettings = { maxDomains: 10, dnsServers: [], dnsTimeoutMs: 3000, reservedHosts: [] },
-    lookupTxt: TxtLookup = txtLookup(domainSettings),
-  ) {
-    this.domains = new Domains(this, domainSettings, lookupTxt);
-  }
+  constructor(readonly drive: DriveDomain) {}
 
   sees(p: Principal, s: SiteRow | null): s is SiteRow {
     return !!s && s.account_id === p.accountId && (!p.projectId || s.project_id === p.projectId);
@@ -104,7 +96,7 @@ export async function deleteSite(sites: Sites, p: Principal, id: string): Promis
   await sites.drive.tx(async (q) => {
     const s = await sites.visible(q, p, id, true);
     // Its custom domains go with it (the rows cascade); the event names those it served.
-    const domains = await sites.domains.store.servedOfSite(q, s.id);
+    const domains = await sites.domainsStore.servedOfSite(q, s.id);
     const shas = await sites.store.deleteSite(q, s.id);
     await sites.drive.store.release(q, s.account_id, shas, sites.drive.settings.graceSeconds);
     await sites.emit(q, 'drive.site.deleted', s, { domains });
