@@ -49,7 +49,7 @@ export class DomainsStore {
     return Number(rows[0]!.n);
   }
 
-  /** Whether some account's verified claim serves the domain (other than `accountId`'s, when given). */
+  /** The verified claim that serves the domain, if any (whichever account's). */
   async servedBy(q: Queryable, domain: string): Promise<{ account_id: string; site_id: string } | null> {
     const rows = await q.query<{ account_id: string; site_id: string }>(
       `SELECT account_id, site_id FROM drive.site_domains WHERE domain = $1 AND verified_at IS NOT NULL`,

@@ -66,7 +66,8 @@ async function claimOn(domains: Domains, p: Principal, siteId: string, raw: stri
 
 /**
  * Adds a domain to a site, pending until verified. The same name on this site already: answered
- * as it is (created: false); on another site of the account: 409 domain_exists; served by another
+ * as it is (created: false); on another site of the account: 409 domain_exists (not naming it: a
+ * project's key does not see the account's other projects); served by another
  * account's site: 409 domain_taken. At most SVC_DRIVE_SITE_MAX_DOMAINS per site.
  */
 export async function addDomain(
@@ -83,7 +84,7 @@ export async function addDomain(
       const mine = await domains.store.claim(q, p.accountId, domain);
       if (mine) {
         if (mine.site_id === site.id) return { row: mine, created: false };
-        throw new DomainError('conflict', 'domain_exists', `Another of your sites (${mine.site_id}) has this domain; remove it there first.`);
+        throw new DomainError('conflict', 'domain_exists', 'Another site of this account has this domain; remove it there first.');
       }
       const served = await domains.store.servedBy(q, domain);
       if (served) throw domainTaken();
