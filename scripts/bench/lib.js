@@ -59,7 +59,12 @@ function startTarget(kind, env = {}, execArgv = []) {
  */
 async function load({ port, path, headers = {}, connections = 32, seconds = 5, method = 'GET', body, okStatus = 200 }) {
   const net = require('node:net');
-  const head = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: keep-alive'];
+  // Host: 127.0.0.1 unless the headers name another (a site's custom domain).
+  const head = [
+    `${method} ${path} HTTP/1.1`,
+    ...(Object.keys(headers).some((k) => k.toLowerCase() === 'host') ? [] : ['Host: 127.0.0.1']),
+    'Connection: keep-alive',
+  ];
   const payload = body === undefined ? '' : JSON.stringify(body);
   if (body !== undefined) head.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(payload)}`);
   for (const [k, v] of Object.entries(headers)) head.push(`${k}: ${v}`);

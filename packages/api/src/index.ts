@@ -22,6 +22,7 @@ import { profilesRoutes } from './routes/profiles.js';
 import { profilesOpsRoutes } from './routes/profiles-ops.js';
 import { schedulesRoutes } from './routes/schedules.js';
 import { sitesRoutes } from './routes/sites.js';
+import { sitesDomainsRoutes } from './routes/sites-domains.js';
 import { sitesManageRoutes } from './routes/sites-manage.js';
 import { systemRoutes } from './routes/system.js';
 import { taskListsRoutes } from './routes/task-lists.js';
@@ -83,6 +84,7 @@ export const routes: Route[] = [
   ...driveRoutes,
   ...sitesRoutes,
   ...sitesManageRoutes,
+  ...sitesDomainsRoutes,
   ...profilesRoutes,
   ...profilesOpsRoutes,
   ...modelsRoutes,

@@ -4,7 +4,9 @@ import { drive } from '@svc/proto';
 import { DriveDomain } from './domain.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
-import { driveSettings, driveSettingsSchema } from './settings.js';
+import { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
+import { txtLookup } from './sites/dns.js';
+import { Domains } from './sites/domains.js';
 import { Sites } from './sites/sites.js';
 import { SCHEMA } from './store.js';
 
@@ -26,9 +28,11 @@ export const driveService = defineService({
     const settings = driveSettings(ctx.settings);
     let relay: OutboxRelay | undefined;
     const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log);
+    const sites = new Sites(domain);
+    const domainsSettings = domainSettings(ctx.settings);
     let timer: NodeJS.Timeout | undefined;
     return {
-      handlers: handlers(domain, new Sites(domain)),
+      handlers: handlers(domain, sites, new Domains(sites, domainsSettings, txtLookup(domainsSettings))),
       async start() {
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         timer = setInterval(() => {

@@ -6,6 +6,7 @@ import { openContent } from './download.js';
 import { fileHandlers } from './files/server.js';
 import { lockItem, setProperties, unlockItem } from './properties-locks.js';
 import { getItem, listItems, resolvePath } from './reads.js';
+import type { Domains } from './sites/domains.js';
 import { siteHandlers } from './sites/server.js';
 import type { Sites } from './sites/sites.js';
 import { copyItem, createFolder, deleteItem, updateItem } from './tree.js';
@@ -33,9 +34,9 @@ function uploadHeader(h: drive.UploadHeader | undefined): UploadHeader {
 }
 
 /** gRPC handlers of the unary methods: translate messages, let the domain decide. */
-export function handlers(domain: DriveDomain, sites: Sites): Handlers<typeof drive.DriveServiceService> {
+export function handlers(domain: DriveDomain, sites: Sites, domains: Domains): Handlers<typeof drive.DriveServiceService> {
   return {
-    ...siteHandlers(sites),
+    ...siteHandlers(sites, domains),
     ...fileHandlers(domain),
     async listItems(req, ctx) {
       const { items, nextCursor } = await listItems(domain, ctx.principal, { ...req, full: req.includeDetails });

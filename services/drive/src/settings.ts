@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 import { defineSettings, setting } from '@svc/kit';
 
 import type { DriveSettings } from './types.js';
@@ -12,6 +14,14 @@ import type { DriveSettings } from './types.js';
  * - SVC_DRIVE_SITE_MAX_FILES, SVC_DRIVE_SITE_MAX_BYTES: the most files and bytes (all files
  *   together) one site deployment holds, default 2000 and 100 MiB (413 above; docs/sites.md);
  * - SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: deployments a site keeps (the oldest go at a deploy), default 100.
+ * - SVC_DRIVE_SITE_MAX_DOMAINS: custom domains a site may have (pending or verified), default 10;
+ * - SVC_SITES_DNS_SERVERS: the DNS servers a custom domain's TXT record is looked up on
+ *   (`1.1.1.1,8.8.8.8`, `127.0.0.1:5353`); unset, the system's;
+ * - SVC_SITES_DNS_TIMEOUT_MS: how long one TXT lookup may take, default 3000;
+ * - SVC_SITES_RESERVED_HOSTS: the API's own host names (`api.example.com`, comma-separated),
+ *   refused as custom domains with every name under them;
+ * - SVC_SITES_HOST: read here too (the gateway checks its form): names under it are refused as
+ *   custom domains.
  */
 export const driveSettingsSchema = defineSettings({
   SVC_DRIVE_MAX_FILE_BYTES: setting.int(1, 5 * 1024 ** 3),
@@ -21,7 +31,57 @@ export const driveSettingsSchema = defineSettings({
   SVC_DRIVE_SITE_MAX_FILES: setting.int(1, 2000),
   SVC_DRIVE_SITE_MAX_BYTES: setting.int(1, 100 * 1024 ** 2),
   SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: setting.int(1, 100),
+  SVC_DRIVE_SITE_MAX_DOMAINS: setting.int(1, 10, 1000),
+  SVC_SITES_DNS_SERVERS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(
+      z.array(
+        z
+          .string()
+          .regex(
+            /^(\d{1,3}(\.\d{1,3}){3}(:\d{1,5})?|\[[0-9a-f:.]+\](:\d{1,5})?|[0-9a-f:]+)$/i,
+            'each server must be an IP address, optionally with :port',
+          ),
+      ),
+    ),
+  SVC_SITES_DNS_TIMEOUT_MS: setting.int(100, 3000, 60_000),
+  SVC_SITES_RESERVED_HOSTS: z.string().default(''),
+  SVC_SITES_HOST: z.string().optional(),
 });
+
+/** What custom domains need (docs/sites.md, "Custom domains"). */
+export interface DomainSettings {
+  maxDomains: number;
+  dnsServers: string[];
+  dnsTimeoutMs: number;
+  /** Host names refused with the names under them: the API's own, and SVC_SITES_HOST. */
+  reservedHosts: string[];
+}
+
+export function domainSettings(env: {
+  SVC_DRIVE_SITE_MAX_DOMAINS: number;
+  SVC_SITES_DNS_SERVERS: string[];
+  SVC_SITES_DNS_TIMEOUT_MS: number;
+  SVC_SITES_RESERVED_HOSTS: string;
+  SVC_SITES_HOST?: string;
+}): DomainSettings {
+  const hosts = [...env.SVC_SITES_RESERVED_HOSTS.split(','), env.SVC_SITES_HOST ?? '']
+    .map((h) => h.trim().toLowerCase().replace(/^\*\./, '').replace(/\.$/, ''))
+    .filter(Boolean);
+  return {
+    maxDomains: env.SVC_DRIVE_SITE_MAX_DOMAINS,
+    dnsServers: env.SVC_SITES_DNS_SERVERS,
+    dnsTimeoutMs: env.SVC_SITES_DNS_TIMEOUT_MS,
+    reservedHosts: hosts,
+  };
+}
 
 export function driveSettings(env: {
   SVC_DRIVE_MAX_FILE_BYTES: number;

@@ -19,6 +19,7 @@ import { Authenticator } from './auth.js';
 import { GitFront } from './fronts/git/index.js';
 import { attachHostFront } from './fronts/hosts/index.js';
 import { mountProtocols } from './fronts/index.js';
+import { SiteDomainCache } from './fronts/sites/domains.js';
 import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
 import { RateLimiter } from './rate-limit.js';
@@ -70,6 +71,13 @@ export async function startGateway(deps: {
   const providerKeys = await bus.subscribe('models.provider_key.*', async (event) => {
     answers.evict(MODELS_CACHE.tag, event.accountId);
   });
+  // A site's custom domain verified or removed, or the site deleted (on any replica): what this
+  // replica knows of those host names goes (docs/sites.md, "Custom domains").
+  const siteDomains = new SiteDomainCache();
+  const domainChanges = await bus.subscribe('drive.site.*', async (event) => {
+    const data = event.data as { domain?: unknown; domains?: unknown };
+    for (const name of [data.domain, ...(Array.isArray(data.domains) ? data.domains : [])]) if (typeof name === 'string') siteDomains.forget(name);
+  });
   const usageTimer = setInterval(() => {
     auth.flushUsage(cache).catch((err) => log.warn({ err }, 'usage flush failed'));
   }, USAGE_FLUSH_MS);
@@ -88,6 +96,7 @@ export async function startGateway(deps: {
     hashes,
     systemToken,
     sitesHost: deps.settings.SVC_SITES_HOST,
+    siteDomains,
     mcpAllowedOrigins: deps.settings.SVC_MCP_ALLOWED_ORIGINS,
   };
 
@@ -133,6 +142,7 @@ export async function startGateway(deps: {
       await membership.unsubscribe();
       await hostFront.close();
       await providerKeys.unsubscribe();
+      await domainChanges.unsubscribe();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.closeAllConnections();

@@ -128,6 +128,24 @@ export const STEPS: Step[] = [
     valid: (s) => ({ id: s.siteId, deploymentId: s.dep1 }),
     invalid: (s) => ({ id: s.siteId, deploymentId: s.dep2 }), // the one served: 409
   },
+  // Custom domains: a verification finds no TXT record here (nothing answers for example.com's
+  // challenge), so the domain stays pending: a result, not an error.
+  {
+    tool: 'sites_domains_add',
+    valid: (s) => ({ id: s.siteId, domain: `tools-${s.run}.example.com` }),
+    invalid: (s) => ({ id: s.siteId, domain: 'localhost' }),
+  },
+  { tool: 'sites_domains_list', valid: (s) => ({ id: s.siteId }), invalid: () => ({ id: `site_${Z26}` }) },
+  {
+    tool: 'sites_domains_verify',
+    valid: (s) => ({ id: s.siteId, domain: `tools-${s.run}.example.com` }),
+    invalid: (s) => ({ id: s.siteId, domain: 'not-added.example.com' }),
+  },
+  {
+    tool: 'sites_domains_delete',
+    valid: (s) => ({ id: s.siteId, domain: `tools-${s.run}.example.com` }),
+    invalid: (s) => ({ id: s.siteId, domain: 'a_b' }),
+  },
   // Code over the drive.
   { tool: 'code_check', valid: () => ({ code: 'const x = 1;\nx' }), invalid: () => ({ code: '' }) },
   {

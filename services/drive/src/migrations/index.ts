@@ -1,5 +1,7 @@
 import type { Migration } from '@svc/kit';
 
+import { siteDomains } from './0006-site-domains.js';
+
 export const migrations: Migration[] = [
   {
     id: '0001_drive',
@@ -173,4 +175,5 @@ export const migrations: Migration[] = [
         PRIMARY KEY (site_id, from_path)
       );`,
   },
+  siteDomains,
 ];

@@ -17,10 +17,13 @@ export interface SiteAnswer {
   blobKey?: string;
   /** For a redirect: where, relative to the site root. */
   location?: string;
+  /** No site answers for the slug or domain. */
+  noSite?: boolean;
 }
 
 const SLUG_SHAPE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const NOT_FOUND: SiteAnswer = { outcome: 'not_found', notModified: false };
+const NO_SITE: SiteAnswer = { ...NOT_FOUND, noSite: true };
 
 /** A request path as a manifest path, or undefined when no file can have it (it is then a 404). */
 function asFilePath(path: string): string | undefined {
@@ -37,16 +40,19 @@ function asFilePath(path: string): string | undefined {
  * be redirected to it with a trailing "/" (relative links then resolve inside it). Anything else
  * missing gets the site's 404.html, when it has one, with status 404.
  */
-export async function openSiteFile(sites: Sites, req: { slug: string; path: string; ifNoneMatch?: string }): Promise<SiteAnswer> {
-  if (!SLUG_SHAPE.test(req.slug)) return NOT_FOUND;
+export async function openSiteFile(sites: Sites, req: { slug: string; path: string; ifNoneMatch?: string; domain?: string }): Promise<SiteAnswer> {
+  // A custom domain (the request's host name) instead of the slug: served once verified.
+  const which: { slug: string } | { domain: string } = req.domain ? { domain: req.domain.toLowerCase().replace(/\.$/, '') } : { slug: req.slug };
+  if (!req.domain && !SLUG_SHAPE.test(req.slug)) return NO_SITE;
   const folder = req.path === '' || req.path.endsWith('/');
   const wanted = asFilePath(folder ? `${req.path}index.html` : req.path);
   const asFolder = folder || !wanted ? undefined : `${wanted}/index.html`;
   const candidates = [wanted, asFolder, '404.html', 'index.html'].filter((x): x is string => x !== undefined);
   // Redirects name clean paths only (no control characters: PostgreSQL text holds no NUL).
   const redirectKey = /[\u0000-\u001f\u007f]/.test(req.path) ? null : req.path;
-  const found = await sites.store.lookup(sites.drive.sql, req.slug, candidates, redirectKey);
-  if (!found?.site.current_deployment_id) return NOT_FOUND;
+  const found = await sites.store.lookup(sites.drive.sql, which, candidates, redirectKey);
+  if (!found) return NO_SITE;
+  if (!found.site.current_deployment_id) return NOT_FOUND;
   // A redirect the site set for this exact path comes first.
   if (found.redirectTo !== null) return { outcome: 'redirect', notModified: false, location: found.redirectTo.replace(/^\//, '') };
   const byPath = new Map(found.files.map((f) => [f.path, f]));

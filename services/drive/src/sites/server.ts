@@ -6,6 +6,7 @@ import { contentKey } from '../content.js';
 import { systemOnly } from '../domain.js';
 import type { Actor } from '../store.js';
 import { type DeploymentView, deploySite, getDeployment, listDeployments, rollbackSite } from './deploy.js';
+import { addDomain, type Domains, domainServed, domainView, listDomains, removeDomain, verifyDomain } from './domains.js';
 import { checkLinks, deleteDeployment, deleteRedirect, diffDeployments, listRedirects, readSiteFile, setRedirects, updateSite } from './manage.js';
 import { openSiteFile } from './serve.js';
 import { createSite, deleteSite, listSites, type Sites } from './sites.js';
@@ -24,6 +25,21 @@ export function toSite(s: SiteRow): drive_sites.Site {
     updatedAt: s.updated_at.toISOString(),
     createdBy: actor(s.created_by),
     spaFallback: s.spa_fallback,
+  };
+}
+
+function toDomain(d: ReturnType<typeof domainView>): drive_sites.SiteDomain {
+  return {
+    domain: d.domain,
+    siteId: d.siteId,
+    status: d.status,
+    txtName: d.txtName,
+    txtValue: d.txtValue,
+    verifiedAt: d.verifiedAt?.toISOString(),
+    lastCheckedAt: d.lastCheckedAt?.toISOString(),
+    lastCheckError: d.lastCheckError ?? undefined,
+    createdAt: d.createdAt.toISOString(),
+    createdBy: actor(d.createdBy),
   };
 }
 
@@ -47,7 +63,7 @@ export function toDeployment(d: DeploymentView): drive_sites.Deployment {
 }
 
 /** The sites methods, spread into the drive's handlers (server.ts). */
-export function siteHandlers(sites: Sites) {
+export function siteHandlers(sites: Sites, domains: Domains) {
   return {
     async createSite(req: drive_sites.CreateSiteRequest, ctx: CallContext): Promise<drive_sites.SiteResponse> {
       return { site: toSite(await createSite(sites, ctx.principal, req)) };
@@ -119,14 +135,33 @@ export function siteHandlers(sites: Sites) {
     },
     async openSiteFile(req: drive_sites.OpenSiteFileRequest, ctx: CallContext): Promise<drive_sites.OpenSiteFileResponse> {
       systemOnly(ctx);
-      const r = await openSiteFile(sites, req);
+      const r = await openSiteFile(sites, { ...req, domain: req.domain || undefined });
       return {
         outcome: r.outcome,
         file: r.file && toFile(r.file),
         notModified: r.notModified,
         blobKey: r.blobKey ?? '',
         location: r.location ?? '',
+        noSite: r.noSite ?? false,
       };
+    },
+    async addSiteDomain(req: drive_sites.AddSiteDomainRequest, ctx: CallContext): Promise<drive_sites.SiteDomainResponse> {
+      const r = await addDomain(domains, ctx.principal, req);
+      return { domain: toDomain(domainView(r.row)), created: r.created };
+    },
+    async listSiteDomains(req: drive_sites.ListSiteDomainsRequest, ctx: CallContext): Promise<drive_sites.ListSiteDomainsResponse> {
+      return { domains: (await listDomains(domains, ctx.principal, req.siteId)).map((d) => toDomain(domainView(d))) };
+    },
+    async verifySiteDomain(req: drive_sites.SiteDomainRequest, ctx: CallContext): Promise<drive_sites.SiteDomainResponse> {
+      return { domain: toDomain(domainView(await verifyDomain(domains, ctx.principal, req))), created: false };
+    },
+    async removeSiteDomain(req: drive_sites.SiteDomainRequest, ctx: CallContext): Promise<drive_sites.RemoveSiteDomainResponse> {
+      await removeDomain(domains, ctx.principal, req);
+      return {};
+    },
+    async resolveSiteDomain(req: drive_sites.ResolveSiteDomainRequest, ctx: CallContext): Promise<drive_sites.ResolveSiteDomainResponse> {
+      systemOnly(ctx);
+      return { served: await domainServed(domains, req.domain) };
     },
   };
 }

@@ -7,6 +7,7 @@ import { DomainError, enqueueEvent, newId, type Principal, type Queryable } from
 
 import { actorOf, type DriveDomain, writer } from '../domain.js';
 import { SCHEMA } from '../store.js';
+import { DomainsStore } from './domains-store.js';
 import { decodeIdCursor, encodeIdCursor, validSlug } from './rules.js';
 import { type SiteRow, SitesStore } from './store.js';
 
@@ -26,6 +27,8 @@ export function siteView(s: SiteRow) {
 
 export class Sites {
   readonly store = new SitesStore();
+  /** The SQL of sites' custom domains (domains.ts has their rules). */
+  readonly domainsStore = new DomainsStore();
 
   constructor(readonly drive: DriveDomain) {}
 
@@ -92,8 +95,10 @@ export async function deleteSite(sites: Sites, p: Principal, id: string): Promis
   writer(p);
   await sites.drive.tx(async (q) => {
     const s = await sites.visible(q, p, id, true);
+    // Its custom domains go with it (the rows cascade); the event names those it served.
+    const domains = await sites.domainsStore.servedOfSite(q, s.id);
     const shas = await sites.store.deleteSite(q, s.id);
     await sites.drive.store.release(q, s.account_id, shas, sites.drive.settings.graceSeconds);
-    await sites.emit(q, 'drive.site.deleted', s);
+    await sites.emit(q, 'drive.site.deleted', s, { domains });
   });
 }

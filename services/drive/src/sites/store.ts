@@ -161,12 +161,12 @@ export class SitesStore {
   // Serving -----------------------------------------------------------------------------------
 
   /**
-   * The site of a slug with those of `paths` its current deployment has, in one query (the public
-   * front's whole read): no row when there is no such site.
+   * The site of a slug (or of a verified custom domain) with those of `paths` its current
+   * deployment has, in one query (the public front's whole read): no row when there is no such site.
    */
   async lookup(
     q: Queryable,
-    slug: string,
+    site: { slug: string } | { domain: string },
     paths: string[],
     requestPath: string | null = null,
   ): Promise<{
@@ -181,8 +181,8 @@ export class SitesStore {
               f.path, f.sha256, f.size, f.content_type
          FROM drive.sites s
          LEFT JOIN drive.site_files f ON f.deployment_id = s.current_deployment_id AND f.path = ANY($2::text[])
-        WHERE s.slug = $1`,
-      [slug, paths, requestPath === null ? null : `/${requestPath}`],
+        WHERE ${'domain' in site ? `s.id = (SELECT d.site_id FROM drive.site_domains d WHERE d.domain = $1 AND d.verified_at IS NOT NULL)` : 's.slug = $1'}`,
+      ['domain' in site ? site.domain : site.slug, paths, requestPath === null ? null : `/${requestPath}`],
     );
     if (!rows.length) return null;
     const { id, account_id, current_deployment_id, spa_fallback, redirect_to } = rows[0]!;

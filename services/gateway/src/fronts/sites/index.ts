@@ -1,6 +1,7 @@
 /**
  * Hosted sites, served in public (docs/sites.md): GET and HEAD of /sites/<slug>/<path> (and, when
- * SVC_SITES_HOST is set, of <slug>.<that host>/<path>). No credential is read: an Authorization
+ * SVC_SITES_HOST is set, of <slug>.<that host>/<path>; and of <custom domain>/<path> once the
+ * domain is verified: domains.ts). No credential is read: an Authorization
  * header or a cookie changes nothing and goes nowhere. The drive decides what a path serves
  * (OpenSiteFile, asked with the gateway's system principal); this front streams the bytes from the
  * blob store, checked against their SHA-256, with headers that keep a site's pages away from the
@@ -17,12 +18,23 @@ import type { drive_sites } from '@svc/proto';
 
 import { drained } from '../../http/content.js';
 import { ContentCache } from './cache.js';
+import { domainCandidate, SiteDomainCache } from './domains.js';
 
 export interface SitesDeps extends ContentDeps {
   /** A token of the gateway's own (system) principal: what the public front asks the drive with. */
   systemToken: () => Promise<string>;
   /** SVC_SITES_HOST: the host name under which `<slug>.<host>` serves a site at its root. */
   sitesHost?: string;
+  /** Which hosts are verified custom domains (the gateway drops entries on the drive's events); absent: one of the front's own. */
+  siteDomains?: SiteDomainCache;
+}
+
+/** Where a request's site is: its slug, or the custom domain it came on; the path below the site's root. */
+interface SiteRef {
+  slug: string;
+  domain?: string;
+  rest: string;
+  root: string;
 }
 
 /** `/sites/<slug>` and what follows; a slug never holds "_" (ids do), so /sites/site_… stays the API's. */
@@ -91,7 +103,9 @@ async function serve(
   cache: ContentCache,
   req: Request,
   res: Response,
-  site: { slug: string; rest: string; root: string },
+  site: SiteRef,
+  /** For a custom domain the drive no longer serves: the request goes on to the API. */
+  fallThrough?: () => void,
 ): Promise<void> {
   const head = req.method === 'HEAD';
   for (const [k, v] of Object.entries(SITE_HEADERS)) res.setHeader(k, v);
@@ -105,9 +119,13 @@ async function serve(
   if (path === undefined) return plain(res, 400, 'The path is not valid percent-encoding.', head);
   const ifNoneMatch = req.headers['if-none-match'];
   const answer = await driveClient(deps.registry).openSiteFile(
-    { slug: site.slug, path, ifNoneMatch: typeof ifNoneMatch === 'string' ? ifNoneMatch.slice(0, 2000) : undefined },
+    { slug: site.slug, domain: site.domain, path, ifNoneMatch: typeof ifNoneMatch === 'string' ? ifNoneMatch.slice(0, 2000) : undefined },
     { principalToken: await deps.systemToken(), requestId: req.requestId },
   );
+  if (answer.noSite && fallThrough) {
+    for (const k of Object.keys(SITE_HEADERS)) res.removeHeader(k);
+    return fallThrough();
+  }
   if (answer.outcome === 'redirect') return redirect(res, req, `${site.root}/${answer.location.split('/').map(encodeURIComponent).join('/')}`);
   const file = answer.file;
   if (!file) return plain(res, 404, 'Not found.', head);
@@ -160,28 +178,55 @@ function redirect(res: Response, req: Request, to: string): void {
   res.end();
 }
 
-/** Mounts the public sites front: by path on every host, and by host name when SVC_SITES_HOST is set. */
+/**
+ * Mounts the public sites front: by path on every host, by host name when SVC_SITES_HOST is set,
+ * and on the verified custom domains of sites.
+ */
 export function mountSites(app: express.Express, deps: SitesDeps): void {
   const cache = new ContentCache();
+  const domains = deps.siteDomains ?? new SiteDomainCache();
   const suffix = deps.sitesHost ? `.${deps.sitesHost.replace(/^\*\./, '').toLowerCase()}` : undefined;
-  app.use((req, res, next) => {
-    let site: { slug: string; rest: string; root: string } | undefined;
-    const host = suffix ? req.hostname?.toLowerCase() : undefined;
-    if (host && host.endsWith(suffix!) && !host.slice(0, -suffix!.length).includes('.')) {
-      // The whole host is the site: its path is the request's as sent (no /v1 prefix taken off).
-      const path = req.originalUrl.split('?')[0]!;
-      site = { slug: host.slice(0, -suffix!.length), rest: path, root: '' };
-    } else {
-      const m = PATH_RE.exec(req.path);
-      if (!m || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
-      const prefix = req.originalUrl.startsWith('/v1/') ? '/v1' : '';
-      site = { slug: m[1]!, rest: m[2] ?? '', root: `${prefix}/sites/${m[1]}` };
-    }
-    serve(deps, cache, req, res, site).catch((err: unknown) => {
+  const run = (req: Request, res: Response, site: SiteRef, fallThrough?: () => void) =>
+    serve(deps, cache, req, res, site, fallThrough).catch((err: unknown) => {
       if (res.headersSent) return void res.destroy();
       if (err instanceof DomainError && err.httpStatus < 500) return plain(res, err.httpStatus, err.message, req.method === 'HEAD');
       deps.log.warn({ err, requestId: req.requestId }, 'a site request failed');
       plain(res, err instanceof DomainError && err.httpStatus === 503 ? 503 : 502, 'The site could not be served; try again.', req.method === 'HEAD');
+    });
+  // Whether the drive serves a host as a custom domain (asked once per name, then kept).
+  const ask = async (host: string) =>
+    (await driveClient(deps.registry).resolveSiteDomain({ domain: host }, { principalToken: await deps.systemToken() })).served;
+  app.use((req, res, next) => {
+    const host = req.hostname?.toLowerCase();
+    if (suffix && host && host.endsWith(suffix) && !host.slice(0, -suffix.length).includes('.')) {
+      // The whole host is the site: its path is the request's as sent (no /v1 prefix taken off).
+      const path = req.originalUrl.split('?')[0]!;
+      return void run(req, res, { slug: host.slice(0, -suffix.length), rest: path, root: '' });
+    }
+    // By path (/sites/<slug>/…), on any other host.
+    const byPath = () => {
+      const m = PATH_RE.exec(req.path);
+      if (!m || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
+      const prefix = req.originalUrl.startsWith('/v1/') ? '/v1' : '';
+      void run(req, res, { slug: m[1]!, rest: m[2] ?? '', root: `${prefix}/sites/${m[1]}` });
+    };
+    // A custom domain: the whole host is the site, as under SVC_SITES_HOST, once verified; any
+    // other host (the API's own among them) goes on as before.
+    const domain = domainCandidate(host);
+    if (!domain || domains.peek(domain) === false) return byPath();
+    const onDomain = (served: boolean) => {
+      if (!served) return byPath();
+      const path = req.originalUrl.split('?')[0]!;
+      void run(req, res, { slug: '', domain, rest: path, root: '' }, () => {
+        domains.forget(domain);
+        byPath();
+      });
+    };
+    if (domains.peek(domain) === true) return onDomain(true);
+    domains.served(domain, ask).then(onDomain, (err: unknown) => {
+      // The drive could not say: the request goes on as any other (nothing is kept).
+      deps.log.warn({ err, requestId: req.requestId, domain }, 'a custom domain could not be looked up');
+      byPath();
     });
   });
 }
