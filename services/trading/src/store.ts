@@ -353,6 +353,9 @@ export class TradingStore {
    * Writes what one book transaction changed with one statement: new orders, changed orders and
    * an event for each, fills, the other events, balance deltas (rows that exist updated in key
    * order, new ones inserted) and the book's state. Answers the new and changed orders as stored.
+   * Everything depends on the book's row update (`k`), which happens only if `guard` holds (the
+   * accounts share-locked and at their epochs, the book at the expected version): otherwise
+   * nothing is written and `applied` is false.
    */
   async writeGroup(q: Queryable, w: GroupWrite): Promise<{ applied: boolean; inserted: OrderRow[]; updated: OrderRow[] }> {
     const ins = <K extends keyof GroupWrite['inserts'][number]>(k: K) => w.inserts.map((o) => o[k]);
