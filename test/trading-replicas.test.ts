@@ -174,4 +174,40 @@ maybe('two trading replicas on one database', () => {
     acked.set(res.body.id, { filledQty: Number(res.body.filledQty) });
     await verify();
   }, 180_000);
+
+  // After verify's last use: a reset restores the cash, which its sums do not follow.
+  test('an account reset through one replica: the other, which saw it before, trades it at its new epoch', async () => {
+    const x = await call(0, 'POST', '/accounts', bootstrap, { kind: 'user', name: 'Reset elsewhere' });
+    expect(x.status).toBe(201);
+    const key = x.body.key as string;
+    // Replica 0 sees the account (its USD and ETH), and holds the AAPL book as it is stored.
+    expect((await call(0, 'POST', '/trading/order', key, { symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.05' })).status).toBe(201);
+    expect((await call(0, 'POST', '/trading/order', keys[1]!, { symbol: 'AAPL', side: 'buy', type: 'market', qty: '1' })).status).toBe(201);
+    expect((await call(0, 'POST', '/trading/order', keys[1]!, { symbol: 'AAPL', side: 'buy', type: 'market', qty: '1' })).status).toBe(201);
+    // Replica 1 resets it (no open orders: no book is written), then replica 0 places its order.
+    expect((await call(1, 'POST', '/trading/reset', key, { venue: 'paper' })).status).toBeLessThan(300);
+    const res = await call(0, 'POST', '/trading/order', key, { symbol: 'AAPL', side: 'buy', type: 'market', qty: '2' });
+    expect(res.status).toBe(201);
+    const fills = await client.query(
+      `SELECT f.epoch, p.epoch AS current FROM trading.fills f JOIN trading.paper_accounts p ON p.account_id = f.account_id AND p.venue = f.venue
+       WHERE f.order_id = $1`,
+      [res.body.id],
+    );
+    expect(fills.rows.length).toBeGreaterThan(0);
+    for (const r of fills.rows) expect(r.epoch).toBe(r.current);
+    // Its balances: the starting cash moved by the fills since the reset, to the unit.
+    const off = await client.query(
+      `WITH f AS (SELECT f.* FROM trading.fills f JOIN trading.paper_accounts p ON p.account_id = f.account_id AND f.epoch = p.epoch
+                  WHERE f.account_id = $1),
+         expected AS (
+           SELECT 'USD' AS asset, (SELECT starting_cash FROM trading.paper_accounts WHERE account_id = $1)
+             + coalesce((SELECT sum(CASE side WHEN 'buy' THEN -notional ELSE notional END - fee) FROM f), 0) * 1000000000 AS units
+           UNION ALL
+           SELECT 'AAPL', coalesce((SELECT sum(CASE side WHEN 'buy' THEN qty ELSE -qty END) FROM f WHERE symbol = 'AAPL'), 0) * 1000000000)
+       SELECT e.asset, e.units, b.total FROM expected e LEFT JOIN trading.balances b ON b.account_id = $1 AND b.asset = e.asset
+       WHERE b.total IS DISTINCT FROM e.units`,
+      [(await client.query(`SELECT account_id FROM trading.orders WHERE id = $1`, [res.body.id])).rows[0].account_id],
+    );
+    expect(off.rows).toEqual([]);
+  }, 60_000);
 });

@@ -9,6 +9,8 @@
 //      against a bare express app that parses the same JSON body, with p50/p99.
 // Backends follow the environment (DATABASE_URL etc.), embedded otherwise.
 // Usage: node scripts/bench/trading.js [seconds=5] [rounds=3] [engineOrders=300000]
+// TRADING_BENCH_BASELINE=<another checkout, built> adds that checkout's stack to the same rounds
+// (interleaved), for a before/after on a machine whose load moves.
 const { performance } = require('node:perf_hooks');
 
 const { load, measure, startTarget } = require('./lib.js');
@@ -100,6 +102,11 @@ async function main() {
     ['express (bare, parses the same JSON, 201)', bare, '/x', {}],
     ['gateway POST /trading/order (market order, paper venue)', stack, '/trading/order', { authorization: `Bearer ${stack.key}` }],
   ];
+  const baselineDir = process.env.TRADING_BENCH_BASELINE;
+  if (baselineDir) {
+    const base = await require(require('node:path').resolve(baselineDir, 'scripts/bench/lib.js')).startTarget('stack', env);
+    specs.push([`the same, ${baselineDir}'s stack`, base, '/trading/order', { authorization: `Bearer ${base.key}` }]);
+  }
   const results = specs.map(() => []);
   try {
     for (const [, t, path, headers] of specs) await load({ port: t.port, path, headers, seconds: 2, method: 'POST', body: order, okStatus: 201 });
@@ -112,8 +119,7 @@ async function main() {
       }
     }
   } finally {
-    await bare.stop();
-    await stack.stop();
+    for (const [, t] of specs) await t.stop();
   }
   const median = (rs) => [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)];
   const rows = specs.map(([name], i) => ({ name, ...median(results[i]) }));

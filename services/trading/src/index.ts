@@ -37,7 +37,7 @@ export { Instruments, PAPER_INSTRUMENTS, specOf } from './symbols.js';
  * idempotent client order ids, fills, paper balances, agents' limits and venue credentials.
  */
 /** How long after a commit the outbox relay runs (docs/trading.md, Measured). */
-const KICK_MS = 20;
+const KICK_MS = 200;
 /** How often the service checks the active price alerts against the market. */
 const ALERT_SWEEP_MS = 2000;
 

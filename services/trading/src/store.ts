@@ -109,6 +109,12 @@ export interface GroupWrite {
   balanceInserts: Delta[];
   version: number;
   state: unknown;
+  /**
+   * Written only if the book's row is still at `expectedVersion` and each of `accounts` still at
+   * its epoch (share-locked, in account order, before the book): the optimistic group commit
+   * (paper/venue.ts), one statement outside a transaction. Under the book's lock both hold.
+   */
+  guard: { expectedVersion: number; accounts: string[]; epochs: number[] };
 }
 
 export interface OrderFilter {
@@ -347,8 +353,11 @@ export class TradingStore {
    * Writes what one book transaction changed with one statement: new orders, changed orders and
    * an event for each, fills, the other events, balance deltas (rows that exist updated in key
    * order, new ones inserted) and the book's state. Answers the new and changed orders as stored.
+   * Everything depends on the book's row update (`k`), which happens only if `guard` holds (the
+   * accounts share-locked and at their epochs, the book at the expected version): otherwise
+   * nothing is written and `applied` is false.
    */
-  async writeGroup(q: Queryable, w: GroupWrite): Promise<{ inserted: OrderRow[]; updated: OrderRow[] }> {
+  async writeGroup(q: Queryable, w: GroupWrite): Promise<{ applied: boolean; inserted: OrderRow[]; updated: OrderRow[] }> {
     const ins = <K extends keyof GroupWrite['inserts'][number]>(k: K) => w.inserts.map((o) => o[k]);
     const upd = <K extends keyof GroupWrite['updates'][number]>(k: K) => w.updates.map((o) => o[k]);
     const fil = <K extends keyof GroupWrite['fills'][number]>(k: K) => w.fills.map((f) => f[k]);
@@ -358,20 +367,28 @@ export class TradingStore {
       ds.map((d) => d.total.toString()),
       ds.map((d) => d.held.toString()),
     ];
-    const rows = await q.query<{ balances: number; inserted: OrderRow[] | null; updated: OrderRow[] | null }>(
-      `WITH o AS (
+    const rows = await q.query<{ applied: number; balances: number; inserted: OrderRow[] | null; updated: OrderRow[] | null }>(
+      `WITH g0 AS MATERIALIZED (
+         SELECT account_id, epoch FROM trading.paper_accounts WHERE venue = $56 AND account_id = ANY($65::text[]) ORDER BY account_id FOR SHARE),
+       g AS (
+         SELECT count(*) = cardinality($65::text[]) AS ok FROM g0 JOIN unnest($65::text[], $66::integer[]) AS e(a, ep) ON g0.account_id = e.a AND g0.epoch = e.ep),
+       k AS (
+         UPDATE trading.books SET version = $61, state = $62::jsonb, updated_at = now()
+         WHERE venue = $56 AND symbol = $63 AND version = $64 AND (SELECT ok FROM g)
+         RETURNING 1),
+       o AS (
          INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
            stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
            $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], $14::numeric[], $15::numeric[], $16::numeric[], $17::text[],
-           $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[])
+           $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[]) WHERE EXISTS (SELECT 1 FROM k)
          RETURNING ${ORDER_COLUMNS}),
        u AS (
          UPDATE trading.orders t SET filled_qty = x.u_filled, filled_notional = x.u_notional, hold_units = x.u_hold, status = x.u_status,
            reason = x.u_reason, triggered = x.u_triggered, seq = x.u_seq, fees = t.fees + x.u_fees, updated_at = now()
          FROM unnest($23::text[], $24::numeric[], $25::numeric[], $26::numeric[], $27::text[], $28::text[], $29::boolean[], $30::bigint[],
            $31::numeric[], $32::text[]) AS x(u_id, u_filled, u_notional, u_hold, u_status, u_reason, u_triggered, u_seq, u_fees, u_evt)
-         WHERE t.id = x.u_id
+         WHERE t.id = x.u_id AND EXISTS (SELECT 1 FROM k)
          RETURNING x.u_evt AS evt, ${ORDER_COLUMNS.replace(/(^|,\s*)(\w+)/g, '$1t.$2')}),
        eu AS (
          INSERT INTO trading.outbox (id, subject, payload, headers)
@@ -383,21 +400,19 @@ export class TradingStore {
        f AS (
          INSERT INTO trading.fills (id, account_id, order_id, venue, symbol, side, price, qty, notional, fee, liquidity, seq, epoch)
          SELECT * FROM unnest($35::text[], $36::text[], $37::text[], $38::text[], $39::text[], $40::text[], $41::numeric[], $42::numeric[],
-           $43::numeric[], $44::numeric[], $45::text[], $46::bigint[], $47::integer[])),
+           $43::numeric[], $44::numeric[], $45::text[], $46::bigint[], $47::integer[]) WHERE EXISTS (SELECT 1 FROM k)),
        e AS (
-         INSERT INTO trading.outbox (id, subject, payload, headers) SELECT * FROM unnest($48::text[], $49::text[], $50::jsonb[], $51::jsonb[])),
+         INSERT INTO trading.outbox (id, subject, payload, headers) SELECT * FROM unnest($48::text[], $49::text[], $50::jsonb[], $51::jsonb[]) WHERE EXISTS (SELECT 1 FROM k)),
        bu AS (
          UPDATE trading.balances b SET total = b.total + d.d_total, held = b.held + d.d_held
          FROM (SELECT * FROM unnest($52::text[], $53::text[], $54::numeric[], $55::numeric[]) WITH ORDINALITY AS x(d_account, d_asset, d_total, d_held, n)
            ORDER BY n) d
-         WHERE b.account_id = d.d_account AND b.venue = $56 AND b.asset = d.d_asset
+         WHERE b.account_id = d.d_account AND b.venue = $56 AND b.asset = d.d_asset AND EXISTS (SELECT 1 FROM k)
          RETURNING 1),
        bi AS (
          INSERT INTO trading.balances (account_id, venue, asset, total, held)
-         SELECT a, $56, s, t, h FROM unnest($57::text[], $58::text[], $59::numeric[], $60::numeric[]) AS x(a, s, t, h)),
-       k AS (
-         UPDATE trading.books SET version = $61, state = $62::jsonb, updated_at = now() WHERE venue = $56 AND symbol = $63)
-       SELECT (SELECT count(*) FROM bu)::int AS balances, (SELECT json_agg(o) FROM o) AS inserted, (SELECT json_agg(u) FROM u) AS updated`,
+         SELECT a, $56, s, t, h FROM unnest($57::text[], $58::text[], $59::numeric[], $60::numeric[]) AS x(a, s, t, h) WHERE EXISTS (SELECT 1 FROM k))
+       SELECT (SELECT count(*) FROM k)::int AS applied, (SELECT count(*) FROM bu)::int AS balances, (SELECT json_agg(o) FROM o) AS inserted, (SELECT json_agg(u) FROM u) AS updated`,
       [
         ins('id'),
         ins('account_id'),
@@ -456,14 +471,19 @@ export class TradingStore {
         w.version,
         JSON.stringify(w.state),
         w.symbol,
+        w.guard.expectedVersion,
+        w.guard.accounts,
+        w.guard.epochs,
       ],
     );
     const r = rows[0]!;
+    // The book moved on, or an account was reset, since what the caller matched against: nothing written.
+    if (!Number(r.applied)) return { applied: false, inserted: [], updated: [] };
     // A balance row this transaction read is gone (a reset meanwhile): run the transaction again.
     if (Number(r.balances) !== w.balanceUpdates.length)
       throw Object.assign(new Error('a balance row changed under the transaction'), { code: '40001' });
     const byId = new Map((json<OrderRow[] | null>(r.inserted) ?? []).map((x) => [x.id, orderRow(x)]));
-    return { inserted: w.inserts.map((o) => byId.get(o.id)!), updated: (json<OrderRow[] | null>(r.updated) ?? []).map(orderRow) };
+    return { applied: true, inserted: w.inserts.map((o) => byId.get(o.id)!), updated: (json<OrderRow[] | null>(r.updated) ?? []).map(orderRow) };
   }
 
   // Paper accounts and balances ----------------------------------------------------------------

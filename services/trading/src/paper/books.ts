@@ -46,6 +46,8 @@ export interface BookEntry {
   holds: Map<string, bigint>;
   /** Set while a transaction changes it: another one that gets the lock then rebuilds instead. */
   busy: boolean;
+  /** The balance changes the running transaction writes, for the venue's cache once it commits. */
+  deltas?: Array<{ accountId: string; asset: string; total: bigint; held: bigint }>;
 }
 
 /** An amount column as lots or ticks (zero allowed). */

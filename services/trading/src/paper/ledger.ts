@@ -54,6 +54,11 @@ export class Ledger implements MatchHooks {
       this.balances.set(key(r.account_id, r.asset), { total: BigInt(r.total), held: BigInt(r.held), dTotal: 0n, dHeld: 0n, stored: true });
   }
 
+  /** One balance as a cache holds it (paper/venue.ts, the optimistic path). */
+  loadUnits(accountId: string, asset: string, total: bigint, held: bigint): void {
+    this.balances.set(key(accountId, asset), { total, held, dTotal: 0n, dHeld: 0n, stored: true });
+  }
+
   private bal(accountId: string, asset: string): Balance {
     const k = key(accountId, asset);
     let b = this.balances.get(k);

@@ -2,7 +2,7 @@ import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, eventRows, 
 
 import { type BookOrder, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
-import { type OrderRow, SCHEMA, type TradingStore } from '../store.js';
+import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
 import { formatUnits, type Instruments, lotsToString, notionalToUnits, parseUnits, type Spec, ticksToString } from '../symbols.js';
 import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
@@ -68,6 +68,9 @@ interface Outcome {
 /** At most this many orders in one transaction. */
 const MAX_GROUP = 64;
 
+/** The optimistic path gives way to the locked one (a refusal, a book or an account that moved on). */
+const FALLBACK = new Error('optimistic group commit not applied');
+
 // Deadlock, serialization, a balance another book spent meanwhile (CHECK), a row another transaction inserted first.
 const RETRYABLE = new Set(['40P01', '40001', '23514', '23505']);
 
@@ -75,6 +78,12 @@ export class PaperVenue {
   readonly books: Books;
   private readonly queues = new Map<string, Job[]>();
   private readonly draining = new Set<string>();
+  /**
+   * The paper balances and epochs this replica last read or wrote, per account (asset → units):
+   * what the optimistic path matches against. Possibly stale (another book, another replica): the
+   * statement then writes nothing or a CHECK refuses it, and the group runs on the locked path.
+   */
+  private readonly cache = new Map<string, { epoch: number; rows: Map<string, { total: bigint; held: bigint }> }>();
 
   constructor(
     private readonly deps: { sql: Sql; store: TradingStore; instruments: Instruments; settings: PaperSettings; kick(): void; now?: () => number },
@@ -96,11 +105,16 @@ export class PaperVenue {
       const taken: BookEntry[] = [];
       try {
         const out = await run(taken);
-        for (const e of taken) this.books.committed(e, e.version + 1);
+        for (const e of taken) {
+          this.cached(e.deltas);
+          e.deltas = undefined;
+          this.books.committed(e, e.version + 1);
+        }
         this.deps.kick();
         return out;
       } catch (err) {
         for (const e of taken) this.books.dropped(e);
+        this.cache.clear();
         const code = (err as { code?: string }).code;
         if (process.env.TRADING_DEBUG) console.error('retrying', code, (err as Error).message, (err as any).constraint);
         if (code && RETRYABLE.has(code) && attempt < 5) continue;
@@ -126,7 +140,17 @@ export class PaperVenue {
     // After the book's lock: what another replica wrote before it (balances, a client order id) is visible.
     const { balances, epochs, existing } = await this.deps.store.groupState(q, PAPER, [...owners], group?.keys ?? []);
     ledger.load(balances);
+    for (const [accountId, epoch] of epochs) this.cache.set(accountId, { epoch, rows: new Map() });
+    for (const b of balances) this.cache.get(b.account_id)?.rows.set(b.asset, { total: BigInt(b.total), held: BigInt(b.held) });
     const s: Session = { q, entry, ledger, changed: new Set(), inserted: new Map(), epochs, existing };
+    this.passTime(s);
+    return s;
+  }
+
+  /** Lets time pass on the book: day orders expire after midnight UTC, the market maker takes its steps. */
+  private passTime(s: Session): void {
+    const { entry, ledger } = s;
+    const spec = entry.spec;
     const now = this.now();
     const today = utcDay(now);
     if (today !== entry.day) {
@@ -137,15 +161,29 @@ export class PaperVenue {
     const step = Math.max(0, Math.floor((now - entry.createdAt) / this.deps.settings.tickMs));
     const r = requote(entry.book, entry.maker, { seed: this.deps.settings.seed, symbol: spec.symbol, params: spec.params, step, hooks: ledger });
     for (const o of r?.changed ?? []) this.track(s, o);
-    return s;
+  }
+
+  /** Applies committed balance changes to the cache. */
+  private cached(deltas: BookEntry['deltas']): void {
+    for (const d of deltas ?? []) {
+      const rows = this.cache.get(d.accountId)?.rows;
+      if (!rows) continue;
+      const b = rows.get(d.asset) ?? { total: 0n, held: 0n };
+      b.total += d.total;
+      b.held += d.held;
+      rows.set(d.asset, b);
+    }
   }
 
   private track(s: Session, o: BookOrder | null): void {
     if (o && o.owner !== MARKET_MAKER) s.changed.add(o);
   }
 
-  /** Writes what the session changed: new and changed orders, fills, balances, the book; their events. */
-  private async close(s: Session): Promise<Map<string, OrderRow>> {
+  /**
+   * Writes what the session changed: new and changed orders, fills, balances, the book; their
+   * events. With `guard` (the optimistic path), null when the statement wrote nothing.
+   */
+  private async close(s: Session, guard?: GroupWrite['guard']): Promise<Map<string, OrderRow> | null> {
     const { q, entry, ledger } = s;
     const { store } = this.deps;
     const spec = entry.spec;
@@ -207,6 +245,7 @@ export class PaperVenue {
       ...fills.map((f) => ({ subject: 'trading.fill.executed', accountId: f.account_id, data: f })),
     ]);
     const deltas = ledger.deltas().sort((a, b) => (a.accountId + '\u0000' + a.asset < b.accountId + '\u0000' + b.asset ? -1 : 1));
+    entry.deltas = deltas;
     const written = await store.writeGroup(q, {
       venue: PAPER,
       symbol: spec.symbol,
@@ -222,7 +261,10 @@ export class PaperVenue {
       balanceInserts: deltas.filter((d) => !d.stored),
       version: entry.version + 1,
       state: this.books.state(entry),
+      // Under the book's lock (the locked path) the version is the row's and no reset can run.
+      guard: guard ?? { expectedVersion: entry.version, accounts: [], epochs: [] },
     });
+    if (!written.applied) return null;
     for (const row of [...written.inserted, ...written.updated]) rows.set(row.id, row);
     return rows;
   }
@@ -270,13 +312,15 @@ export class PaperVenue {
   }
 
   /** One group in one transaction (retried as a whole); when it cannot commit, each order on its own. */
-  private async runGroup(batch: Job[]): Promise<void> {
+  private async runGroup(batch: Job[], optimistic = true): Promise<void> {
+    const fast = optimistic ? await this.tryOptimistic(batch) : null;
+    if (fast) return fast.forEach((o, i) => (o.error ? batch[i]!.reject(o.error) : batch[i]!.resolve(o.value!)));
     let outcomes: Outcome[];
     try {
       outcomes = await this.retrying((taken) => this.deps.sql.tx((q) => this.placeGroup(q, batch, taken)));
     } catch (err) {
       if (batch.length === 1) return batch[0]!.reject(err);
-      for (const job of batch) await this.runGroup([job]);
+      for (const job of batch) await this.runGroup([job], false);
       return;
     }
     outcomes.forEach((o, i) => (o.error ? batch[i]!.reject(o.error) : batch[i]!.resolve(o.value!)));
@@ -287,6 +331,70 @@ export class PaperVenue {
     const accounts = batch.map((j) => j.input.accountId);
     const keys = batch.map((j) => ({ accountId: j.input.accountId, clientOrderId: j.input.clientOrderId }));
     const s = await this.open(q, spec, taken, accounts, { lock: accounts, keys });
+    const { outcomes, placed } = await this.match(s, batch, false);
+    const rows = (await this.close(s))!;
+    for (const [i, id] of placed) outcomes[i] = { value: { row: rows.get(id)!, replayed: false } };
+    return outcomes;
+  }
+
+  /**
+   * The optimistic group commit: the group matched against the book this replica holds and the
+   * balances it last saw, written in one statement outside a transaction that applies only if
+   * the book's row is still at that version and every account it touches at its epoch (store's
+   * writeGroup guard: the accounts share-locked, then the book's row, as the locked path takes
+   * them). One round trip instead of five (BEGIN, lock, read, write, COMMIT). Any doubt — no
+   * cached book or balances, an agent's limits (counted in a savepoint), a refused order (decided
+   * on fresh balances only), a client order id already used (the unique index), a balance that
+   * does not cover it (the CHECK), a book or an account that moved on — and the group runs on the
+   * locked path instead; nothing of the attempt was written. Null then.
+   */
+  private async tryOptimistic(batch: Job[]): Promise<Outcome[] | null> {
+    const spec = batch[0]!.input.spec;
+    if (batch.some((j) => j.input.limits)) return null;
+    const entry = this.books.peek(spec.symbol);
+    if (!entry || entry.busy) return null;
+    const owners = new Set(batch.map((j) => j.input.accountId));
+    for (const o of entry.book.openOrders()) if (o.owner !== MARKET_MAKER) owners.add(o.owner);
+    const ledger = new Ledger(spec, this.deps.settings.fees, entry.holds);
+    const epochs = new Map<string, number>();
+    for (const a of owners) {
+      const c = this.cache.get(a);
+      if (!c) return null;
+      epochs.set(a, c.epoch);
+      for (const [asset, b] of c.rows) ledger.loadUnits(a, asset, b.total, b.held);
+    }
+    entry.busy = true;
+    const s: Session = { q: this.deps.sql, entry, ledger, changed: new Set(), inserted: new Map(), epochs, existing: [] };
+    try {
+      this.passTime(s);
+      const { outcomes, placed } = await this.match(s, batch, true);
+      const accounts = [...owners].sort();
+      const rows = await this.close(s, { expectedVersion: entry.version, accounts, epochs: accounts.map((a) => epochs.get(a)!) });
+      if (!rows) throw FALLBACK;
+      this.cached(entry.deltas);
+      entry.deltas = undefined;
+      this.books.committed(entry, entry.version + 1);
+      this.deps.kick();
+      for (const [i, id] of placed) outcomes[i] = { value: { row: rows.get(id)!, replayed: false } };
+      return outcomes;
+    } catch (err) {
+      if (process.env.TRADING_DEBUG) console.error('optimistic group fell back', (err as Error).message);
+      // The book in memory went ahead of what is stored: rebuilt by the locked path.
+      this.books.dropped(entry);
+      entry.deltas = undefined;
+      entry.busy = false;
+      this.cache.clear();
+      return null;
+    }
+  }
+
+  /**
+   * Matches the group's orders one after the other; an order refused on its own is answered its
+   * error (on the optimistic path, `FALLBACK` is thrown instead: refusals are decided on fresh balances).
+   */
+  private async match(s: Session, batch: Job[], optimistic: boolean): Promise<{ outcomes: Outcome[]; placed: Map<number, string> }> {
+    const { q } = s;
+    const spec = s.entry.spec;
     const existing = new Map(s.existing.map((r) => [`${r.account_id}\u0000${r.client_order_id}`, r]));
     const book = s.entry.book;
     const outcomes: Outcome[] = [];
@@ -323,7 +431,7 @@ export class PaperVenue {
         for (const x of result.changed) this.track(s, x);
         if (input.limits) await q.query('RELEASE SAVEPOINT agent_limits');
       } catch (err) {
-        if (!(err instanceof DomainError)) throw err;
+        if (!(err instanceof DomainError) || optimistic) throw err;
         if (input.limits) await q.query('ROLLBACK TO SAVEPOINT agent_limits');
         outcomes.push({ error: err });
         continue;
@@ -332,9 +440,7 @@ export class PaperVenue {
       placed.set(i, o.id);
       outcomes.push({ value: null });
     }
-    const rows = await this.close(s);
-    for (const [i, id] of placed) outcomes[i] = { value: { row: rows.get(id)!, replayed: false } };
-    return outcomes;
+    return { outcomes, placed };
   }
 
   /** Cancels one open order of the account (already known to be its own and at this venue). */
@@ -345,7 +451,7 @@ export class PaperVenue {
         const o = s.entry.book.get(orderId);
         const cancelled = o && o.owner === accountId ? s.entry.book.cancel(orderId) : null;
         this.track(s, cancelled);
-        const rows = await this.close(s);
+        const rows = (await this.close(s))!;
         return cancelled ? rows.get(orderId)! : null;
       }),
     );
@@ -366,7 +472,7 @@ export class PaperVenue {
     const run = async (qq: Queryable, t: BookEntry[]) => {
       const s = await this.open(qq, spec, t, [accountId]);
       for (const o of [...s.entry.book.openOrders()]) if (o.owner === accountId) this.track(s, s.entry.book.cancel(o.id));
-      return [...(await this.close(s)).values()].filter((r) => r.account_id === accountId && r.status === 'cancelled');
+      return [...(await this.close(s))!.values()].filter((r) => r.account_id === accountId && r.status === 'cancelled');
     };
     if (q && taken) return run(q, taken);
     return this.retrying((t) => this.deps.sql.tx((qq) => run(qq, t)));
@@ -374,7 +480,7 @@ export class PaperVenue {
 
   /** Cancels the account's open orders and puts its paper balances back to the starting cash. */
   async reset(accountId: string, actor: Actor): Promise<number> {
-    return this.retrying((taken) =>
+    const epoch = await this.retrying((taken) =>
       this.deps.sql.tx(async (q) => {
         await this.deps.store.paperAccount(q, accountId, PAPER, this.cash, 'update');
         for (const symbol of await this.deps.store.openSymbols(q, accountId, PAPER)) {
@@ -390,6 +496,9 @@ export class PaperVenue {
         return epoch;
       }),
     );
+    // Read again on the account's next order (the cache saw its balances before the reset).
+    this.cache.delete(accountId);
+    return epoch;
   }
 
   /** The book as it stands (after letting time pass), best levels first. */
