@@ -165,8 +165,22 @@ async function main() {
       const pending = new Set();
       // An answer slower than the deadline (plus a second of this loaded machine) is logged as it comes.
       const onSlow = (r) =>
-        console.error(`faults: ${spec}: slow answer: ${r.op} ${r.status}${r.json?.error?.code ? ` ${r.json.error.code}` : ''} after ${Math.round(r.ms)} ms (sent at ${Math.round(r.at - r.ms)} ms)`);
-      const load = runLoad({ url: platform.url, keys, clients: CLIENTS, timeoutMs: TIMEOUT_MS, t0, stop: () => stopped, acked, records, pending, slowMs: DEADLINE_MS + 1000, onSlow });
+        console.error(
+          `faults: ${spec}: slow answer: ${r.op} ${r.status}${r.json?.error?.code ? ` ${r.json.error.code}` : ''} after ${Math.round(r.ms)} ms (sent at ${Math.round(r.at - r.ms)} ms)`,
+        );
+      const load = runLoad({
+        url: platform.url,
+        keys,
+        clients: CLIENTS,
+        timeoutMs: TIMEOUT_MS,
+        t0,
+        stop: () => stopped,
+        acked,
+        records,
+        pending,
+        slowMs: DEADLINE_MS + 1000,
+        onSlow,
+      });
       const revocation = spec === 'redis-down' ? await revocationBefore(platform) : undefined;
       const probe =
         spec === 'slow:drive'
@@ -206,7 +220,13 @@ async function main() {
       await load;
       const endAt = performance.now() - t0;
       const summary = summarize(spec, records, injectAt, healedAt, endAt);
-      if (whileDown) summary.whileDown = { status: whileDown.status, code: whileDown.json?.error?.code, errorBody: whileDown.errorBody, ms: Math.round(whileDown.ms) };
+      if (whileDown)
+        summary.whileDown = {
+          status: whileDown.status,
+          code: whileDown.json?.error?.code,
+          errorBody: whileDown.errorBody,
+          ms: Math.round(whileDown.ms),
+        };
       if (probed) summary.uploadAcrossFreeze = await probed;
       // What the services logged of each 500 (by its request id).
       for (const e of summary.examples500) {
@@ -232,7 +252,10 @@ async function main() {
       checks.unpublished ||
       checks.doubled ||
       checks.missingEvents ||
-      phases.some((p) => p.status500 || p.hangs || p.withoutErrorBody || p.recoveredMs === null || (p.uploadAcrossFreeze && !acrossFreezeOk(p.uploadAcrossFreeze))) ||
+      phases.some(
+        (p) =>
+          p.status500 || p.hangs || p.withoutErrorBody || p.recoveredMs === null || (p.uploadAcrossFreeze && !acrossFreezeOk(p.uploadAcrossFreeze)),
+      ) ||
       (extra.revocation && !extra.revocation.failClosed);
     process.exitCode = failed ? 1 : 0;
   } finally {
@@ -305,7 +328,10 @@ function printTable(report) {
   console.log(`agent runs: ${JSON.stringify(c.runs)}${Object.keys(c.runFailures).length ? `, failed with ${JSON.stringify(c.runFailures)}` : ''}`);
   for (const p of report.phases) {
     const u = p.uploadAcrossFreeze;
-    if (u) console.log(`${p.fault}: an upload committed while the drive was stopped: ${u.begun ? `${u.status}${u.code ? ` ${u.code}` : ''} after ${u.ms} ms` : 'not begun'}${acrossFreezeOk(u) ? '' : ' (expected 503/504 within the deadline)'}`);
+    if (u)
+      console.log(
+        `${p.fault}: an upload committed while the drive was stopped: ${u.begun ? `${u.status}${u.code ? ` ${u.code}` : ''} after ${u.ms} ms` : 'not begun'}${acrossFreezeOk(u) ? '' : ' (expected 503/504 within the deadline)'}`,
+      );
   }
   if (report.revocation) console.log(`revocation while Redis was down: ${JSON.stringify(report.revocation)}`);
   console.log(`whole run: ${report.seconds} s, ${report.clients} clients, gRPC deadline ${report.deadlineMs} ms`);

@@ -19,7 +19,7 @@ async function send(url, key, method, path, { body, raw, type, timeoutMs, header
   }
   // The client's patience is its own timer, and the answer is raced against it: a fetch that does
   // not settle when aborted still ends as a hang here, so a client never waits past timeoutMs.
-  const controller = new AbortController();
+  const controller = new globalThis.AbortController();
   let timer;
   const patience = new Promise((_, reject) => {
     timer = setTimeout(() => {
@@ -143,7 +143,19 @@ function operations(acked) {
  * `pending`, and `onSlow` hears of each answer slower than `slowMs`. Statuses the mix expects as normal answers (a paper order refused for its
  * balance, 422) count as answers, not errors.
  */
-async function runLoad({ url, keys, clients = 8, timeoutMs, t0, stop, acked, records = [], pending = new Set(), slowMs = Infinity, onSlow = () => {} }) {
+async function runLoad({
+  url,
+  keys,
+  clients = 8,
+  timeoutMs,
+  t0,
+  stop,
+  acked,
+  records = [],
+  pending = new Set(),
+  slowMs = Infinity,
+  onSlow = () => {},
+}) {
   const ops = operations(acked);
   let n = 0;
   const loop = async (w) => {
