@@ -83,7 +83,13 @@ async function startPlatform(backends, { deadlineMs = 3000, extraEnv = {} } = {}
 
   // In start order (the catalogue's): a service after those it calls, each migrating its schema.
   for (const name of SERVICE_NAMES) spawnOne(name);
-  await ready(120_000);
+  try {
+    await ready(120_000);
+  } catch (err) {
+    // Nothing is left behind: the processes would outlive the harness (and its backends).
+    for (const child of Object.values(procs)) child.kill('SIGKILL');
+    throw err;
+  }
 
   return {
     url: gatewayUrl,

@@ -15,6 +15,7 @@ const fs = require('node:fs');
 
 const { startBackends } = require('./backends.js');
 const { startPlatform } = require('./platform.js');
+const { uploadAcrossFreeze } = require('./probe.js');
 const { verify } = require('./verify.js');
 const { runLoad, send } = require('./workload.js');
 
@@ -42,6 +43,14 @@ function faultList(names) {
   const chosen = arg('faults');
   return chosen ? chosen.split(',') : all;
 }
+
+/** A request answered by the service a `kill:` fault stops (sent while it is down). */
+const DOWN_PROBES = {
+  'kill:keys': '/api/api-keys?limit=1',
+  'kill:agents': '/agents?limit=1',
+  'kill:drive': '/drive?limit=1',
+  'kill:profiles': '/profiles?limit=1',
+};
 
 /** What a fault does and undoes. `heal` resolves when the part is back (not when the platform has recovered). */
 function faultOf(spec, platform, backends) {
@@ -111,6 +120,12 @@ function summarize(spec, records, injectAt, healedAt, endAt) {
       .slice(0, 5)
       .map((r) => ({ op: r.op, ms: Math.round(r.ms), requestId: r.json?.error?.requestId })),
     hangs: during.filter((r) => r.status === -1).length,
+    // The slowest answers (and hangs) of the phase, what they were: past the deadline, each names the path that waited.
+    slowest: during
+      .filter((r) => r.status !== 0)
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 5)
+      .map((r) => ({ op: r.op, status: r.status, code: r.json?.error?.code, ms: Math.round(r.ms), at: Math.round(r.at) })),
     slowestMs: Math.round(Math.max(0, ...during.filter((r) => r.status > 0).map((r) => r.ms))),
     slowestErrorMs: Math.round(Math.max(0, ...errors.filter((r) => r.status > 0).map((r) => r.ms))),
     healedAfterMs: Math.round(healedAt - injectAt),
@@ -133,6 +148,9 @@ async function main() {
       if (r.status !== 201) throw new Error(`creating an account: ${r.status} ${JSON.stringify(r.json)}`);
       keys.push(r.json.key);
     }
+    // An account of its own for the upload across a freeze of the drive (probe.js): its uploads are only the probe's.
+    const prober = await send(platform.url, platform.bootstrapKey, 'POST', '/accounts', { body: { kind: 'user', name: 'Pat' }, timeoutMs: 15_000 });
+    if (prober.status !== 201) throw new Error(`creating the probe's account: ${prober.status} ${JSON.stringify(prober.json)}`);
     const acked = [];
     const phases = [];
     const extra = {};
@@ -144,16 +162,50 @@ async function main() {
       const t0 = performance.now();
       let stopped = false;
       const records = [];
-      const load = runLoad({ url: platform.url, keys, clients: CLIENTS, timeoutMs: TIMEOUT_MS, t0, stop: () => stopped, acked, records });
+      const pending = new Set();
+      // An answer slower than the deadline (plus a second of this loaded machine) is logged as it comes.
+      const onSlow = (r) =>
+        console.error(
+          `faults: ${spec}: slow answer: ${r.op} ${r.status}${r.json?.error?.code ? ` ${r.json.error.code}` : ''} after ${Math.round(r.ms)} ms (sent at ${Math.round(r.at - r.ms)} ms)`,
+        );
+      const load = runLoad({
+        url: platform.url,
+        keys,
+        clients: CLIENTS,
+        timeoutMs: TIMEOUT_MS,
+        t0,
+        stop: () => stopped,
+        acked,
+        records,
+        pending,
+        slowMs: DEADLINE_MS + 1000,
+        onSlow,
+      });
       const revocation = spec === 'redis-down' ? await revocationBefore(platform) : undefined;
+      const probe =
+        spec === 'slow:drive'
+          ? await uploadAcrossFreeze({
+              url: platform.url,
+              key: prober.json.key,
+              accountId: prober.json.account.id,
+              pgUrl: backends.pg.url,
+              timeoutMs: TIMEOUT_MS,
+            })
+          : undefined;
       await sleep(Math.max(0, injectAt - (performance.now() - t0)));
       console.error(`faults: ${spec} ...`);
       await fault.inject();
+      // A request for the killed service while it is down: 503 with the contract's body, at once.
+      const whileDown = DOWN_PROBES[spec] ? await send(platform.url, keys[0], 'GET', DOWN_PROBES[spec], { timeoutMs: TIMEOUT_MS }) : undefined;
       if (revocation) await revocation.during();
+      const probed = probe?.whileFrozen();
       await fault.heal();
       const healedAt = performance.now() - t0;
       if (revocation) extra.revocation = await revocation.after();
-      await sleep(Math.max(0, phaseMs - healedAt));
+      // Recovery is measured once the part is ready again (a restarted service has migrated and
+      // reports healthy): before that, a quiet moment can be only the mix not reaching it.
+      await platform.ready(60_000).catch(() => {});
+      await sleep(Math.max(0, phaseMs - (performance.now() - t0)));
       // Then on until the answers have been clean for 3 s (recovered), or 60 s more (not recovered).
       for (const until = performance.now() + 60_000; performance.now() < until; await sleep(250)) {
         const now = performance.now() - t0;
@@ -162,9 +214,20 @@ async function main() {
         if (now - last >= 3000 && records.some((r) => r.at > last + 2000)) break;
       }
       stopped = true;
+      // What is still waiting for an answer when the phase ends (none should wait past the client's patience).
+      const now = performance.now() - t0;
+      for (const p of pending) console.error(`faults: ${spec}: still waiting: ${p.op} (client ${p.client}) for ${Math.round(now - p.sentAt)} ms`);
       await load;
       const endAt = performance.now() - t0;
       const summary = summarize(spec, records, injectAt, healedAt, endAt);
+      if (whileDown)
+        summary.whileDown = {
+          status: whileDown.status,
+          code: whileDown.json?.error?.code,
+          errorBody: whileDown.errorBody,
+          ms: Math.round(whileDown.ms),
+        };
+      if (probed) summary.uploadAcrossFreeze = await probed;
       // What the services logged of each 500 (by its request id).
       for (const e of summary.examples500) {
         for (const name of platform.names) {
@@ -189,13 +252,25 @@ async function main() {
       checks.unpublished ||
       checks.doubled ||
       checks.missingEvents ||
-      phases.some((p) => p.status500 || p.hangs || p.withoutErrorBody || p.recoveredMs === null) ||
+      phases.some(
+        (p) =>
+          p.status500 || p.hangs || p.withoutErrorBody || p.recoveredMs === null || (p.uploadAcrossFreeze && !acrossFreezeOk(p.uploadAcrossFreeze)),
+      ) ||
       (extra.revocation && !extra.revocation.failClosed);
     process.exitCode = failed ? 1 : 0;
   } finally {
     await platform?.close();
     await backends.close();
   }
+}
+
+/**
+ * The upload whose commit went to the stopped drive (probe.js) answered 503 or 504 within the
+ * deadline, give or take the object store's write and this loaded machine (3 s): it once waited
+ * until the drive was back, 8 s.
+ */
+function acrossFreezeOk(u) {
+  return u.begun && (u.status === 503 || u.status === 504) && u.ms <= DEADLINE_MS + 3000;
 }
 
 /**
@@ -251,6 +326,13 @@ function printTable(report) {
       )}), lost: ${c.lost.length}; events: ${c.events} published, ${c.unpublished} left in outboxes, ${c.doubled} doubled, ${c.missingEvents} missing from the stream`,
   );
   console.log(`agent runs: ${JSON.stringify(c.runs)}${Object.keys(c.runFailures).length ? `, failed with ${JSON.stringify(c.runFailures)}` : ''}`);
+  for (const p of report.phases) {
+    const u = p.uploadAcrossFreeze;
+    if (u)
+      console.log(
+        `${p.fault}: an upload committed while the drive was stopped: ${u.begun ? `${u.status}${u.code ? ` ${u.code}` : ''} after ${u.ms} ms` : 'not begun'}${acrossFreezeOk(u) ? '' : ' (expected 503/504 within the deadline)'}`,
+      );
+  }
   if (report.revocation) console.log(`revocation while Redis was down: ${JSON.stringify(report.revocation)}`);
   console.log(`whole run: ${report.seconds} s, ${report.clients} clients, gRPC deadline ${report.deadlineMs} ms`);
 }

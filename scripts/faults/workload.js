@@ -17,9 +17,25 @@ async function send(url, key, method, path, { body, raw, type, timeoutMs, header
     headers['content-type'] = 'application/json';
     payload = JSON.stringify(body);
   }
+  // The client's patience is its own timer, and the answer is raced against it: a fetch that does
+  // not settle when aborted still ends as a hang here, so a client never waits past timeoutMs.
+  const controller = new globalThis.AbortController();
+  let timer;
+  const patience = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      const err = new Error(`no answer within ${timeoutMs} ms`);
+      err.name = 'TimeoutError';
+      controller.abort(err);
+      reject(err);
+    }, timeoutMs);
+  });
   try {
-    const res = await fetch(url + path, { method, headers, body: payload, signal: AbortSignal.timeout(timeoutMs) });
-    const text = await res.text();
+    const answer = (async () => {
+      const res = await fetch(url + path, { method, headers, body: payload, signal: controller.signal });
+      return { res, text: await res.text() };
+    })();
+    answer.catch(() => {});
+    const { res, text } = await Promise.race([answer, patience]);
     let json;
     try {
       json = text ? JSON.parse(text) : undefined;
@@ -32,6 +48,8 @@ async function send(url, key, method, path, { body, raw, type, timeoutMs, header
   } catch (err) {
     const hang = err?.name === 'TimeoutError' || err?.name === 'AbortError';
     return { status: hang ? -1 : 0, ms: performance.now() - started, errorBody: false, failure: err?.cause?.code ?? err?.name };
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -121,10 +139,23 @@ function operations(acked) {
 
 /**
  * Runs `clients` loops over the mix until `stop()` says so; the answers are recorded in `records`
- * as they come (`at`: ms since `t0`), which it returns. Statuses the mix expects as normal answers (a paper order refused for its
+ * as they come (`at`: ms since `t0`), which it returns; the requests waiting for an answer are in
+ * `pending`, and `onSlow` hears of each answer slower than `slowMs`. Statuses the mix expects as normal answers (a paper order refused for its
  * balance, 422) count as answers, not errors.
  */
-async function runLoad({ url, keys, clients = 8, timeoutMs, t0, stop, acked, records = [] }) {
+async function runLoad({
+  url,
+  keys,
+  clients = 8,
+  timeoutMs,
+  t0,
+  stop,
+  acked,
+  records = [],
+  pending = new Set(),
+  slowMs = Infinity,
+  onSlow = () => {},
+}) {
   const ops = operations(acked);
   let n = 0;
   const loop = async (w) => {
@@ -133,8 +164,14 @@ async function runLoad({ url, keys, clients = 8, timeoutMs, t0, stop, acked, rec
       key: keys[w % keys.length],
       seq: () => `${w}-${++n}`,
       send: async (method, path, opts = {}) => {
+        const op = `${method} ${path.split('?')[0].replace(/\/[a-z]+_[0-9a-z]{20,}/g, '/:id')}`;
+        const inFlight = { op, client: w, sentAt: performance.now() - t0 };
+        pending.add(inFlight);
         const r = await send(url, keys[w % keys.length], method, path, { ...opts, timeoutMs });
-        records.push({ at: performance.now() - t0, op: `${method} ${path.split('?')[0].replace(/\/[a-z]+_[0-9a-z]{20,}/g, '/:id')}`, ...r });
+        pending.delete(inFlight);
+        const record = { at: performance.now() - t0, op, ...r };
+        records.push(record);
+        if (r.ms > slowMs) onSlow(record);
         // A client that got nothing back waits a little before trying again, as a real one would.
         if (r.status <= 0) await new Promise((res) => setTimeout(res, 50));
         return r;

@@ -3,8 +3,20 @@ import type { Backends, HashPool, Logger, Registry } from '@svc/kit';
 import { DomainError, storeHashed, verifiedContent } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
-/** A commit may move a large blob (a server-side copy on S3): more time than a usual call. */
-const COMMIT_DEADLINE_MS = 120_000;
+/**
+ * A commit moves the blob (a server-side copy on S3): its deadline is the usual one plus the time
+ * of the copy at a slow store's pace, at most COMMIT_DEADLINE_MAX_MS. A small file's commit then
+ * waits for a frozen or stalled drive no longer than any other call (issue 23: within the
+ * deadline, never a hang); it once waited for the drive however long it was stopped.
+ */
+const COMMIT_DEADLINE_MAX_MS = 120_000;
+/** The slowest copy a commit allows for: 10 MiB a second (10,486 bytes a millisecond). */
+const COPY_BYTES_PER_MS = (10 * 1024 * 1024) / 1000;
+
+/** The deadline of a commit of `size` bytes, for a registry whose calls have `deadlineMs`. */
+export function commitDeadlineMs(deadlineMs: number, size: number): number {
+  return Math.max(deadlineMs, Math.min(COMMIT_DEADLINE_MAX_MS, deadlineMs + Math.ceil(size / COPY_BYTES_PER_MS)));
+}
 
 /** What moving drive content needs: the drive's client, the blob store, the hash pool. */
 export interface ContentDeps {
@@ -60,7 +72,7 @@ export async function upload(
   }
   return client.commitUpload(
     { header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size },
-    { ...call, deadlineMs: COMMIT_DEADLINE_MS },
+    { ...call, deadlineMs: commitDeadlineMs(deps.registry.deadlineMs, stored.size) },
   );
 }
 

@@ -23,7 +23,8 @@ export class Registry {
 
   constructor(
     initial: Partial<Record<ServiceName, string>>,
-    private readonly deadlineMs: number,
+    /** The deadline of a unary call that names none (SVC_GRPC_DEADLINE_MS). */
+    readonly deadlineMs: number,
     shared?: { addresses: Map<ServiceName, string>; clients: Map<string, unknown>; caller: ServiceName },
   ) {
     this.addresses = shared?.addresses ?? new Map(Object.entries(initial) as Array<[ServiceName, string]>);
