@@ -4,12 +4,12 @@
 //    keep-alive connections, alternating rounds: tools/call list_drive (POST /mcp, JSON-RPC, as a
 //    2025-11-25 client and as a 2026-07-28 one) vs GET /drive; and whoami vs GET /me. The target:
 //    the tool's rate is at least 70% of the REST rate.
-// 2. tools/list: the server's time per call (the mcp service's endpoint in process, no HTTP),
+// 2. tools/list: the server's time per call (the endpoint in process, no HTTP),
 //    and through the gateway.
 //
 //   npm run build && node scripts/bench/mcp.js
 //
-// Options (environment): BENCH_SECONDS (2 per round, 2 rounds each), BENCH_CONCURRENCY (8).
+// Options (environment): BENCH_SECONDS (2 per round), BENCH_ROUNDS (2 rounds each), BENCH_CONCURRENCY (8).
 'use strict';
 /* global Headers */
 const fs = require('node:fs');
@@ -20,7 +20,7 @@ const { randomBytes } = require('node:crypto');
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
-const ROUNDS = 2;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 
 const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -104,14 +104,18 @@ async function compare(calls) {
   for (let round = 0; round < ROUNDS; round++) {
     for (const [k, call] of Object.entries(calls)) rates[k].push(await sustained(SECONDS, CONCURRENCY, call));
   }
-  return Object.fromEntries(Object.entries(rates).map(([k, xs]) => [k, xs.reduce((a, b) => a + b, 0) / xs.length]));
+  const out = Object.fromEntries(Object.entries(rates).map(([k, xs]) => [k, xs.reduce((a, b) => a + b, 0) / xs.length]));
+  out.rounds = rates;
+  return out;
 }
 
-/** tools/list in the mcp service's endpoint itself: the server's time per call, no HTTP, no gateway. */
+/** Each round's rate of `k` as a share of the same round's `of` (%). */
+const perRound = (r, k, of) => r.rounds[k].map((x, i) => ((100 * x) / r.rounds[of][i]).toFixed(0)).join(', ');
+
+/** tools/list in the endpoint itself (@svc/tools' McpEndpoint): the server's time per call, no HTTP, no gateway. */
 async function listServerTime(pageSize) {
   const { routes } = require('@svc/api');
-  const { McpEndpoint } = require('@svc/mcp');
-  const { ToolCatalogue } = require('@svc/tools');
+  const { McpEndpoint, ToolCatalogue } = require('@svc/tools');
   const log = { debug() {}, info() {}, warn() {}, error() {} };
   const built = performance.now();
   const catalogue = ToolCatalogue.fromRoutes(routes);
@@ -125,10 +129,7 @@ async function listServerTime(pageSize) {
     headers: new Headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' }),
     body,
   });
-  const one = async () => {
-    const res = await endpoint.fetch(request(), caller);
-    return res.arrayBuffer();
-  };
+  const one = async () => (await endpoint.fetch(request(), caller)).body;
   for (let i = 0; i < 200; i++) await one();
   const times = [];
   for (let i = 0; i < 1000; i++) {
@@ -143,7 +144,9 @@ async function listServerTime(pageSize) {
 async function main() {
   const { startStack } = require('@svc/stack');
   const { UNREACHED_LIMITS } = require('./lib.js');
-  console.log(`mcp bench: node ${process.version}, ${os.cpus().length} CPUs, ${ROUNDS}×${SECONDS} s per call, ${CONCURRENCY} callers`);
+  console.log(
+    `mcp bench: node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}, ${ROUNDS}×${SECONDS} s per call, ${CONCURRENCY} callers`,
+  );
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-mcp-'));
   const stack = await startStack({
     SVC_SERVICE: 'all',
@@ -182,8 +185,12 @@ async function main() {
     const pctOf = (x, y) => ((100 * x) / y).toFixed(1);
     console.log(`\nread op as a tool vs REST (calls/s, same run, ${CONCURRENCY} callers):`);
     console.log(`  GET /drive ${drive.rest.toFixed(0)}`);
-    console.log(`  tools/call list_drive, 2025-11-25: ${drive.legacy.toFixed(0)} (${pctOf(drive.legacy, drive.rest)}% of REST)`);
-    console.log(`  tools/call list_drive, 2026-07-28: ${drive.modern.toFixed(0)} (${pctOf(drive.modern, drive.rest)}% of REST)`);
+    console.log(
+      `  tools/call list_drive, 2025-11-25: ${drive.legacy.toFixed(0)} (${pctOf(drive.legacy, drive.rest)}% of REST; rounds ${perRound(drive, 'legacy', 'rest')}%)`,
+    );
+    console.log(
+      `  tools/call list_drive, 2026-07-28: ${drive.modern.toFixed(0)} (${pctOf(drive.modern, drive.rest)}% of REST; rounds ${perRound(drive, 'modern', 'rest')}%)`,
+    );
     console.log(
       `  GET /me ${me.rest.toFixed(0)}; tools/call whoami ${me.legacy.toFixed(0)} (${pctOf(me.legacy, me.rest)}%: /me is answered from a cache, so the MCP hop is most of it)`,
     );
@@ -198,8 +205,9 @@ async function main() {
     }
     const server = await listServerTime(50);
     console.log(`\ntools/list (${server.tools} tools, pages of 50; catalogue built once per process in ${server.buildMs.toFixed(1)} ms):`);
-    console.log(`  server time per call (the mcp service's endpoint): median ${server.median.toFixed(3)} ms, p99 ${server.p99.toFixed(3)} ms`);
+    console.log(`  server time per call (the endpoint in process): median ${server.median.toFixed(3)} ms, p99 ${server.p99.toFixed(3)} ms`);
     console.log(`  through the gateway (POST /mcp, sequential): median ${pct(listHttp, 50).toFixed(2)} ms, p99 ${pct(listHttp, 99).toFixed(2)} ms`);
+    console.log(`load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   } finally {
     client.close();
     await stack.stop();

@@ -5,3 +5,4 @@ export * from './operations.js';
 export * from './portable.js';
 export * from './schemas.js';
 export * from './search.js';
+export * from './endpoint.js';
