@@ -223,12 +223,11 @@ export class McpEndpoint {
     const server = this.server(caller);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
-    try {
-      return await transport.handleRequest(request, { parsedBody: parsed, authInfo });
-    } finally {
-      await transport.close().catch(() => {});
-      await server.close().catch(() => {});
-    }
+    const res = await transport.handleRequest(request, { parsedBody: parsed, authInfo });
+    // Not closed: with a JSON answer, the pair holds nothing once it has answered (no stream, no
+    // timer, its handler settled) and is collected with the request; closing it would only build
+    // a "connection closed" error for handlers that are already done.
+    return res;
   }
 
   async close(): Promise<void> {
