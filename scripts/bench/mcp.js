@@ -27,9 +27,13 @@ const pct = (xs, p) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 
+/** CPU time this process used for each call of the last sustained() run (ms; client, gateway and services together). */
+let lastCpuPerCall = 0;
+
 /** `concurrency` callers in a loop for `seconds`; calls per second. */
 async function sustained(seconds, concurrency, call) {
   const end = Date.now() + seconds * 1000;
+  const cpu = process.cpuUsage();
   let done = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -39,6 +43,8 @@ async function sustained(seconds, concurrency, call) {
       }
     }),
   );
+  const used = process.cpuUsage(cpu);
+  lastCpuPerCall = (used.user + used.system) / 1000 / done;
   return done / seconds;
 }
 
@@ -101,11 +107,17 @@ function toolCall(client, era, name) {
 /** Alternating rounds of each call; the rate of each (calls/s, the mean of its rounds). */
 async function compare(calls) {
   const rates = Object.fromEntries(Object.keys(calls).map((k) => [k, []]));
+  const cpu = Object.fromEntries(Object.keys(calls).map((k) => [k, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [k, call] of Object.entries(calls)) rates[k].push(await sustained(SECONDS, CONCURRENCY, call));
+    for (const [k, call] of Object.entries(calls)) {
+      rates[k].push(await sustained(SECONDS, CONCURRENCY, call));
+      cpu[k].push(lastCpuPerCall);
+    }
   }
-  const out = Object.fromEntries(Object.entries(rates).map(([k, xs]) => [k, xs.reduce((a, b) => a + b, 0) / xs.length]));
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const out = Object.fromEntries(Object.entries(rates).map(([k, xs]) => [k, mean(xs)]));
   out.rounds = rates;
+  out.cpu = Object.fromEntries(Object.entries(cpu).map(([k, xs]) => [k, mean(xs)]));
   return out;
 }
 
@@ -145,7 +157,10 @@ async function main() {
   const { startStack } = require('@svc/stack');
   const { UNREACHED_LIMITS } = require('./lib.js');
   console.log(
-    `mcp bench: node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}, ${ROUNDS}×${SECONDS} s per call, ${CONCURRENCY} callers`,
+    `mcp bench: node ${process.version}, ${os.cpus().length} CPUs, load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}, ${ROUNDS}×${SECONDS} s per call, ${CONCURRENCY} callers`,
   );
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-mcp-'));
   const stack = await startStack({
@@ -191,6 +206,10 @@ async function main() {
     console.log(
       `  tools/call list_drive, 2026-07-28: ${drive.modern.toFixed(0)} (${pctOf(drive.modern, drive.rest)}% of REST; rounds ${perRound(drive, 'modern', 'rest')}%)`,
     );
+    const c = drive.cpu;
+    console.log(
+      `  CPU per call (this process: client, gateway, services): GET /drive ${c.rest.toFixed(3)} ms, list_drive ${c.legacy.toFixed(3)} ms (2025-11-25; REST/MCP ${pctOf(c.rest, c.legacy)}%), ${c.modern.toFixed(3)} ms (2026-07-28; ${pctOf(c.rest, c.modern)}%)`,
+    );
     console.log(
       `  GET /me ${me.rest.toFixed(0)}; tools/call whoami ${me.legacy.toFixed(0)} (${pctOf(me.legacy, me.rest)}%: /me is answered from a cache, so the MCP hop is most of it)`,
     );
@@ -207,7 +226,12 @@ async function main() {
     console.log(`\ntools/list (${server.tools} tools, pages of 50; catalogue built once per process in ${server.buildMs.toFixed(1)} ms):`);
     console.log(`  server time per call (the endpoint in process): median ${server.median.toFixed(3)} ms, p99 ${server.p99.toFixed(3)} ms`);
     console.log(`  through the gateway (POST /mcp, sequential): median ${pct(listHttp, 50).toFixed(2)} ms, p99 ${pct(listHttp, 99).toFixed(2)} ms`);
-    console.log(`load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    console.log(
+      `load average at the end: ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')}`,
+    );
   } finally {
     client.close();
     await stack.stop();

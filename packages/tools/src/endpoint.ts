@@ -199,7 +199,7 @@ export class McpEndpoint {
   }
 
   /** Answers one message (readMcpMessage's) of an authenticated caller. */
-  async serve(message: McpMessage, exchange: Pick<McpExchange, 'url' | 'headers'>, caller: McpCaller): Promise<McpAnswer> {
+  async serve(message: McpMessage, exchange: { url: string; headers: Headers | Record<string, string> }, caller: McpCaller): Promise<McpAnswer> {
     if (message.method === 'subscriptions/listen') {
       // A listen stream needs a connection that stays open; this endpoint answers each request and is done.
       return jsonRpcError(

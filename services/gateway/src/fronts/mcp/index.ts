@@ -108,16 +108,16 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
     // A tool call draws on the buckets of its operation's class, as the same call over the API
     // would; listing, searching, the protocol's own messages and a message refused as unreadable are reads.
     if (deps.limiter) await admitFront(deps.limiter, mcpClass('message' in read ? read.message : undefined), verified.principal, res);
-    let answer = 'refused' in read ? read.refused : undefined;
-    if (!answer) {
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && FORWARDED.test(name)) headers.set(name, value);
-      answer = await endpointOf().serve((read as { message: McpMessage }).message, { url: ENDPOINT_URL, headers }, {
-        principal: caller.principal,
-        token: caller.token,
-        requestId: req.requestId,
-      });
-    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && FORWARDED.test(name)) headers[name] = value;
+    const answer =
+      'refused' in read
+        ? read.refused
+        : await endpointOf().serve(
+            read.message,
+            { url: ENDPOINT_URL, headers },
+            { principal: caller.principal, token: caller.token, requestId: req.requestId },
+          );
     res.statusCode = answer.status;
     for (const [name, value] of Object.entries(answer.headers)) if (!HOP_BY_HOP.has(name)) res.setHeader(name, value);
     res.setHeader('Cache-Control', 'no-store');
