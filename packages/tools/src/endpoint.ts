@@ -24,6 +24,7 @@ import {
 
 import type { Dispatcher } from '@svc/dispatch';
 import { type Logger, type Principal, setting } from '@svc/kit';
+
 import { callTool } from './call.js';
 import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
 
