@@ -4,12 +4,12 @@
 //    keep-alive connections, alternating rounds: tools/call list_drive (POST /mcp, JSON-RPC, as a
 //    2025-11-25 client and as a 2026-07-28 one) vs GET /drive; and whoami vs GET /me. The target:
 //    the tool's rate is at least 70% of the REST rate.
-// 2. tools/list: the server's time per call (the mcp service's endpoint in process, no HTTP),
+// 2. tools/list: the server's time per call (the endpoint in process, no HTTP),
 //    and through the gateway.
 //
 //   npm run build && node scripts/bench/mcp.js
 //
-// Options (environment): BENCH_SECONDS (2 per round, 2 rounds each), BENCH_CONCURRENCY (8).
+// Options (environment): BENCH_SECONDS (2 per round), BENCH_ROUNDS (2 rounds each), BENCH_CONCURRENCY (8).
 'use strict';
 /* global Headers */
 const fs = require('node:fs');
@@ -20,16 +20,20 @@ const { randomBytes } = require('node:crypto');
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
-const ROUNDS = 2;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 
 const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 
+/** CPU time this process used for each call of the last sustained() run (ms; client, gateway and services together). */
+let lastCpuPerCall = 0;
+
 /** `concurrency` callers in a loop for `seconds`; calls per second. */
 async function sustained(seconds, concurrency, call) {
   const end = Date.now() + seconds * 1000;
+  const cpu = process.cpuUsage();
   let done = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -39,6 +43,8 @@ async function sustained(seconds, concurrency, call) {
       }
     }),
   );
+  const used = process.cpuUsage(cpu);
+  lastCpuPerCall = (used.user + used.system) / 1000 / done;
   return done / seconds;
 }
 
@@ -101,17 +107,27 @@ function toolCall(client, era, name) {
 /** Alternating rounds of each call; the rate of each (calls/s, the mean of its rounds). */
 async function compare(calls) {
   const rates = Object.fromEntries(Object.keys(calls).map((k) => [k, []]));
+  const cpu = Object.fromEntries(Object.keys(calls).map((k) => [k, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [k, call] of Object.entries(calls)) rates[k].push(await sustained(SECONDS, CONCURRENCY, call));
+    for (const [k, call] of Object.entries(calls)) {
+      rates[k].push(await sustained(SECONDS, CONCURRENCY, call));
+      cpu[k].push(lastCpuPerCall);
+    }
   }
-  return Object.fromEntries(Object.entries(rates).map(([k, xs]) => [k, xs.reduce((a, b) => a + b, 0) / xs.length]));
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const out = Object.fromEntries(Object.entries(rates).map(([k, xs]) => [k, mean(xs)]));
+  out.rounds = rates;
+  out.cpu = Object.fromEntries(Object.entries(cpu).map(([k, xs]) => [k, mean(xs)]));
+  return out;
 }
 
-/** tools/list in the mcp service's endpoint itself: the server's time per call, no HTTP, no gateway. */
+/** Each round's rate of `k` as a share of the same round's `of` (%). */
+const perRound = (r, k, of) => r.rounds[k].map((x, i) => ((100 * x) / r.rounds[of][i]).toFixed(0)).join(', ');
+
+/** tools/list in the endpoint itself (@svc/tools' McpEndpoint): the server's time per call, no HTTP, no gateway. */
 async function listServerTime(pageSize) {
   const { routes } = require('@svc/api');
-  const { McpEndpoint } = require('@svc/mcp');
-  const { ToolCatalogue } = require('@svc/tools');
+  const { McpEndpoint, ToolCatalogue } = require('@svc/tools');
   const log = { debug() {}, info() {}, warn() {}, error() {} };
   const built = performance.now();
   const catalogue = ToolCatalogue.fromRoutes(routes);
@@ -125,10 +141,7 @@ async function listServerTime(pageSize) {
     headers: new Headers({ 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' }),
     body,
   });
-  const one = async () => {
-    const res = await endpoint.fetch(request(), caller);
-    return res.arrayBuffer();
-  };
+  const one = async () => (await endpoint.fetch(request(), caller)).body;
   for (let i = 0; i < 200; i++) await one();
   const times = [];
   for (let i = 0; i < 1000; i++) {
@@ -143,7 +156,12 @@ async function listServerTime(pageSize) {
 async function main() {
   const { startStack } = require('@svc/stack');
   const { UNREACHED_LIMITS } = require('./lib.js');
-  console.log(`mcp bench: node ${process.version}, ${os.cpus().length} CPUs, ${ROUNDS}×${SECONDS} s per call, ${CONCURRENCY} callers`);
+  console.log(
+    `mcp bench: node ${process.version}, ${os.cpus().length} CPUs, load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}, ${ROUNDS}×${SECONDS} s per call, ${CONCURRENCY} callers`,
+  );
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-mcp-'));
   const stack = await startStack({
     SVC_SERVICE: 'all',
@@ -182,8 +200,16 @@ async function main() {
     const pctOf = (x, y) => ((100 * x) / y).toFixed(1);
     console.log(`\nread op as a tool vs REST (calls/s, same run, ${CONCURRENCY} callers):`);
     console.log(`  GET /drive ${drive.rest.toFixed(0)}`);
-    console.log(`  tools/call list_drive, 2025-11-25: ${drive.legacy.toFixed(0)} (${pctOf(drive.legacy, drive.rest)}% of REST)`);
-    console.log(`  tools/call list_drive, 2026-07-28: ${drive.modern.toFixed(0)} (${pctOf(drive.modern, drive.rest)}% of REST)`);
+    console.log(
+      `  tools/call list_drive, 2025-11-25: ${drive.legacy.toFixed(0)} (${pctOf(drive.legacy, drive.rest)}% of REST; rounds ${perRound(drive, 'legacy', 'rest')}%)`,
+    );
+    console.log(
+      `  tools/call list_drive, 2026-07-28: ${drive.modern.toFixed(0)} (${pctOf(drive.modern, drive.rest)}% of REST; rounds ${perRound(drive, 'modern', 'rest')}%)`,
+    );
+    const c = drive.cpu;
+    console.log(
+      `  CPU per call (this process: client, gateway, services): GET /drive ${c.rest.toFixed(3)} ms, list_drive ${c.legacy.toFixed(3)} ms (2025-11-25; REST/MCP ${pctOf(c.rest, c.legacy)}%), ${c.modern.toFixed(3)} ms (2026-07-28; ${pctOf(c.rest, c.modern)}%)`,
+    );
     console.log(
       `  GET /me ${me.rest.toFixed(0)}; tools/call whoami ${me.legacy.toFixed(0)} (${pctOf(me.legacy, me.rest)}%: /me is answered from a cache, so the MCP hop is most of it)`,
     );
@@ -198,8 +224,14 @@ async function main() {
     }
     const server = await listServerTime(50);
     console.log(`\ntools/list (${server.tools} tools, pages of 50; catalogue built once per process in ${server.buildMs.toFixed(1)} ms):`);
-    console.log(`  server time per call (the mcp service's endpoint): median ${server.median.toFixed(3)} ms, p99 ${server.p99.toFixed(3)} ms`);
+    console.log(`  server time per call (the endpoint in process): median ${server.median.toFixed(3)} ms, p99 ${server.p99.toFixed(3)} ms`);
     console.log(`  through the gateway (POST /mcp, sequential): median ${pct(listHttp, 50).toFixed(2)} ms, p99 ${pct(listHttp, 99).toFixed(2)} ms`);
+    console.log(
+      `load average at the end: ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')}`,
+    );
   } finally {
     client.close();
     await stack.stop();

@@ -1,5 +1,6 @@
 export * from './call.js';
 export * from './catalogue.js';
+export * from './endpoint.js';
 export * from './names.js';
 export * from './operations.js';
 export * from './portable.js';

@@ -5,6 +5,6 @@ import { type ContentDeps, driveOperations, identityOperations, type OperationHa
  * those the route table declares `local` (the caller's identity, drive content streamed between
  * the caller and the blob store, a thread's events as a list).
  */
-export function toolOperations(deps: ContentDeps): Record<string, OperationHandler> {
+export function toolOperations(deps: ContentDeps & Parameters<typeof driveOperations>[0]): Record<string, OperationHandler> {
   return { ...driveOperations(deps), ...identityOperations(deps), ...threadOperations(deps) };
 }

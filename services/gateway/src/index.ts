@@ -98,6 +98,9 @@ export async function startGateway(deps: {
     sitesHost: deps.settings.SVC_SITES_HOST,
     siteDomains,
     mcpAllowedOrigins: deps.settings.SVC_MCP_ALLOWED_ORIGINS,
+    mcpPageSize: deps.settings.SVC_MCP_TOOLS_PAGE_SIZE,
+    answers,
+    version: deps.version,
   };
 
   const { SVC_RATE_LIMITS: perKey, SVC_RATE_LIMITS_ACCOUNT: perAccount } = deps.settings;

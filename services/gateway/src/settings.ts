@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { defineSettings } from '@svc/kit';
+import { mcpEndpointSettings } from '@svc/tools';
 
 import { type Limits, parseLimits } from './rate-limit.js';
 
@@ -45,6 +46,7 @@ const limits = (defaults: Limits) =>
  *   classes left out keep their default), or `off` (docs/reliability.md).
  * - SVC_MCP_ALLOWED_ORIGINS: browser origins (`https://app.example.com`, comma-separated) allowed to
  *   call POST /mcp, with CORS; empty (the default): a request with any Origin header is refused (403).
+ * - SVC_MCP_TOOLS_PAGE_SIZE: tools per tools/list page of POST /mcp (default 50; @svc/tools).
  * - SVC_SSE_MAX_STREAMS_PER_KEY: live event streams one key may hold open on one gateway replica at
  *   once (default 20); one more answers 429 too_many_streams.
  */
@@ -75,6 +77,7 @@ export const gatewaySettingsSchema = defineSettings({
     )
     .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s,]+$/i, 'each origin must look like https://app.example.com'))),
   SVC_SSE_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(20),
+  ...mcpEndpointSettings,
 });
 
 export type GatewaySettings = z.output<typeof gatewaySettingsSchema>;

@@ -4,7 +4,6 @@ import { mcp } from '@svc/proto';
 import { runCode, runCodeSettings } from './run-code.js';
 import { mcpSettings, serveHttp } from './serve-http.js';
 
-export { McpEndpoint } from './endpoint.js';
 export { MAX_CODE_CHARS, runCode, runCodeSettings } from './run-code.js';
 export { mcpSettings } from './serve-http.js';
 
@@ -12,8 +11,9 @@ export { mcpSettings } from './serve-http.js';
 const VERSION: string = require('../package.json').version;
 
 /**
- * The mcp service: the hosted MCP server (ServeHttp behind POST /mcp, docs/mcp.md) and the code
- * sandbox (RunCode, docs/run-code.md).
+ * The mcp service: the code sandbox (RunCode, docs/run-code.md), which the MCP tool run_code and
+ * the API's code operations reach over gRPC; and ServeHttp, the MCP endpoint as gateways of the
+ * previous release reached it (the gateway serves POST /mcp itself now, docs/mcp.md).
  */
 export const mcpService = defineService({
   name: 'mcp',

@@ -1,19 +1,11 @@
 import { type Route, routes } from '@svc/api';
 import { Dispatcher, type OperationContext, type OperationHandler } from '@svc/dispatch';
-import { type CallContext, createHashPool, DomainError, type ServiceContext, setting } from '@svc/kit';
+import { type CallContext, createHashPool, DomainError, type ServiceContext } from '@svc/kit';
 import type { mcp, mcp_serve_http } from '@svc/proto';
-import { ToolCatalogue, toolOperations } from '@svc/tools';
+import { McpEndpoint, mcpEndpointSettings, ToolCatalogue, toolOperations } from '@svc/tools';
 
-import { McpEndpoint } from './endpoint.js';
-
-/**
- * The MCP endpoint's settings (docs/mcp.md):
- * - SVC_MCP_TOOLS_PAGE_SIZE: tools per tools/list page (default 50); search_tools and call_tool
- *   are on the first page and reach every tool.
- */
-export const mcpSettings = {
-  SVC_MCP_TOOLS_PAGE_SIZE: setting.int(1, 50, 1000),
-};
+/** The MCP endpoint's settings (also the gateway's, which serves POST /mcp itself). */
+export const mcpSettings = mcpEndpointSettings;
 
 type ServeHttpHandler = (req: mcp_serve_http.ServeHttpRequest, ctx: CallContext) => Promise<mcp_serve_http.ServeHttpResponse>;
 
@@ -51,47 +43,46 @@ function ownOperations(all: Route[], own: OwnHandlers, ctx: ServiceContext<unkno
 }
 
 /**
- * ServeHttp: the MCP endpoint behind POST /mcp. The tool catalogue is built here once (from the
- * route table); tool calls run through this service's own dispatcher as the caller, so they meet
- * the same rules as the HTTP API in the services that decide.
+ * ServeHttp: the MCP endpoint over gRPC, as gateways before this release reached it (the gateway
+ * now serves POST /mcp itself, docs/mcp.md; the RPC answers a gateway of the previous release
+ * during an upgrade). Built on the first call: the tool catalogue from the route table, and a
+ * dispatcher whose tool calls run as the caller, so they meet the same rules as the HTTP API in
+ * the services that decide; this service's own operations (code.run) run in process.
  */
 export function serveHttp(ctx: ServiceContext<{ SVC_MCP_TOOLS_PAGE_SIZE: number }>, version: string, own: OwnHandlers) {
-  const hashes = createHashPool({ name: 'mcp-sha256' });
-  const served = routes.map(servedHere);
-  const dispatcher = new Dispatcher({ registry: ctx.registry, routes: served });
-  // The drive's code operations (code.runFile, code.runWithData) run code here, in process.
-  const runCode = async (req: unknown, op: OperationContext) =>
-    own.runCode!(req, { principal: op.auth!.principal, principalToken: op.auth!.token, requestId: op.requestId, log: ctx.log }) as never;
-  const contentDeps = { log: ctx.log, registry: ctx.registry, backends: ctx.backends, hashes, runCode };
-  dispatcher.register(toolOperations(contentDeps));
-  dispatcher.register(ownOperations(routes, own, ctx));
-  const endpoint = new McpEndpoint({
-    catalogue: ToolCatalogue.fromRoutes(served),
-    dispatcher,
-    pageSize: ctx.settings.SVC_MCP_TOOLS_PAGE_SIZE,
-    log: ctx.log,
-    version,
-  });
+  let built: { endpoint: McpEndpoint; hashes: ReturnType<typeof createHashPool> } | undefined;
+  const build = () => {
+    const hashes = createHashPool({ name: 'mcp-sha256' });
+    const served = routes.map(servedHere);
+    const dispatcher = new Dispatcher({ registry: ctx.registry, routes: served });
+    // The drive's code operations (code.runFile, code.runWithData) run code here, in process.
+    const runCode = async (req: unknown, op: OperationContext) =>
+      own.runCode!(req, { principal: op.auth!.principal, principalToken: op.auth!.token, requestId: op.requestId, log: ctx.log }) as never;
+    dispatcher.register(toolOperations({ log: ctx.log, registry: ctx.registry, backends: ctx.backends, hashes, runCode }));
+    dispatcher.register(ownOperations(routes, own, ctx));
+    const catalogue = ToolCatalogue.fromRoutes(served);
+    const endpoint = new McpEndpoint({ catalogue, dispatcher, pageSize: ctx.settings.SVC_MCP_TOOLS_PAGE_SIZE, log: ctx.log, version });
+    return { endpoint, hashes };
+  };
 
   const handler: ServeHttpHandler = async (req, call) => {
-    // The gateway sends MCP exchanges on channel mcp (the services refuse authority changes on it).
+    // MCP exchanges are made on channel mcp (the services refuse authority changes on it).
     if (call.principal.channel !== 'mcp' || call.principal.kind === 'system') {
       throw new DomainError('forbidden', 'mcp_channel_required', 'MCP exchanges are made on the mcp channel.');
     }
+    built ??= build();
     const headers = new Headers();
     for (const h of req.headers) headers.append(h.name, h.value);
     const exchange = { method: req.method.toUpperCase(), url: req.url || DEFAULT_URL, headers, body: req.body };
-    const res = await endpoint.fetch(exchange, { principal: call.principal, token: call.principalToken, requestId: call.requestId });
-    const out: mcp_serve_http.HttpHeader[] = [];
-    res.headers.forEach((value, name) => out.push({ name, value }));
-    return { status: res.status, headers: out, body: Buffer.from(await res.arrayBuffer()) };
+    const res = await built.endpoint.fetch(exchange, { principal: call.principal, token: call.principalToken, requestId: call.requestId });
+    return { status: res.status, headers: Object.entries(res.headers).map(([name, value]) => ({ name, value })), body: Buffer.from(res.body) };
   };
 
   return {
     handlers: { serveHttp: handler } satisfies Partial<Record<keyof typeof mcp.McpServiceService, ServeHttpHandler>>,
     async stop() {
-      await endpoint.close();
-      await hashes.close();
+      await built?.endpoint.close();
+      await built?.hashes.close();
     },
   };
 }

@@ -1,6 +1,6 @@
 import type express from 'express';
 
-import type { ContentDeps } from '@svc/dispatch';
+import type { AnswerCache, ContentDeps } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
 import type { RateLimiter } from '../rate-limit.js';
@@ -19,6 +19,11 @@ export interface FrontDeps extends ContentDeps, SitesDeps {
   mcpAllowedOrigins: string[];
   /** The API's token buckets, drawn on by WebDAV and MCP requests too (absent: no limits). */
   limiter?: RateLimiter;
+  /** The API's cache of answers, which MCP tool calls share. */
+  answers?: AnswerCache;
+  /** Tools per tools/list page of /mcp (SVC_MCP_TOOLS_PAGE_SIZE). */
+  mcpPageSize: number;
+  version: string;
 }
 
 /**
@@ -31,5 +36,5 @@ export function mountProtocols(app: express.Express, deps: FrontDeps): void {
   mountDav(app, deps);
   mountGit(app, deps);
   mountHostConnect(app);
-  mountMcp(app, { auth: deps.auth, registry: deps.registry, log: deps.log, allowedOrigins: deps.mcpAllowedOrigins, limiter: deps.limiter });
+  mountMcp(app, { ...deps, allowedOrigins: deps.mcpAllowedOrigins, pageSize: deps.mcpPageSize });
 }

@@ -1,35 +1,44 @@
 /**
- * The MCP endpoint's front door (docs/mcp.md): POST /mcp (and /v1/mcp). In order: an Origin that
- * is not allowed is refused (403) before anything else, a method other than POST is 405, the
- * caller is authenticated with the API's bearer key (401 before any MCP processing), and the
- * exchange goes to the mcp service's ServeHttp as it came, with the caller's principal on channel
- * `mcp`. The protocol itself is the mcp service's.
+ * The MCP endpoint (docs/mcp.md): POST /mcp (and /v1/mcp), served in the gateway. In order: an
+ * Origin that is not allowed is refused (403) before anything else, a method other than POST is
+ * 405, the caller is authenticated with the API's bearer key (401 before any MCP processing), the
+ * body is read and parsed once (its tool's rate-limit class, then the protocol), and the message
+ * goes to @svc/tools' McpEndpoint (the official SDK) with the caller's principal on channel `mcp`.
+ * A tool call goes through this front's dispatcher straight to the service that owns the
+ * operation, as the same call over the API would (run_code and the code operations reach the mcp
+ * service's sandbox over gRPC).
  */
 import express, { type Request, type Response } from 'express';
 
 import { routes } from '@svc/api';
-import { mcpClient } from '@svc/clients';
-import { DomainError, type Logger, type Registry, setHttpRoute } from '@svc/kit';
-import { CALL_TOOL, isToolOperation, toolName } from '@svc/tools';
+import { type AnswerCache, type ContentDeps, Dispatcher } from '@svc/dispatch';
+import { DomainError, setHttpRoute } from '@svc/kit';
+import { CALL_TOOL, isToolOperation, McpEndpoint, type McpMessage, readMcpMessage, ToolCatalogue, toolName, toolOperations } from '@svc/tools';
 
 import { type Authenticator, presentedSecret } from '../../auth.js';
 import { admitFront, classOf, type OperationClass, type RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError } from '../../replies.js';
 
-export interface McpFrontDeps {
+export interface McpFrontDeps extends ContentDeps {
   auth: Authenticator;
-  registry: Registry;
-  log: Logger;
   /** Browser origins allowed to call the endpoint (SVC_MCP_ALLOWED_ORIGINS); none by default. */
   allowedOrigins: string[];
   /** The API's token buckets (absent: no limits). */
   limiter?: RateLimiter;
+  /** The gateway's cache of answers (evicted on the services' events), shared with the API. */
+  answers?: AnswerCache;
+  /** Tools per tools/list page (SVC_MCP_TOOLS_PAGE_SIZE). */
+  pageSize: number;
+  /** The server's version, as the endpoint announces it. */
+  version: string;
 }
 
 /** The largest MCP message taken (a tool call may carry a file's content in base64). */
 const MCP_BODY_LIMIT = '8mb';
 /** Request headers the MCP exchange needs: the rest (the key, cookies) stays at the gateway. */
 const FORWARDED = /^(accept|content-type|mcp-.*)$/;
+/** The URL the SDK's Request is given (it reads only the headers; the body goes to it parsed). */
+const ENDPOINT_URL = 'http://gateway.svc.internal/mcp';
 /** Response headers node writes itself. */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
 const CORS_HEADERS = 'authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, x-svc-account, x-request-id';
@@ -38,14 +47,8 @@ const CORS_HEADERS = 'authorization, content-type, accept, mcp-protocol-version,
 let toolClasses: Map<string, OperationClass> | undefined;
 
 /** The class of an MCP message: a `tools/call` (directly or through call_tool) is its operation's. */
-export function mcpClass(body: unknown): OperationClass {
-  if (!Buffer.isBuffer(body) || body.length === 0) return 'read';
-  let msg: { method?: unknown; params?: { name?: unknown; arguments?: { name?: unknown } } };
-  try {
-    msg = JSON.parse(body.toString('utf8')) as typeof msg;
-  } catch {
-    return 'read';
-  }
+export function mcpClass(message: McpMessage | undefined): OperationClass {
+  const msg = message as { method?: unknown; params?: { name?: unknown; arguments?: { name?: unknown } } } | undefined;
   if (msg?.method !== 'tools/call') return 'read';
   let name = msg.params?.name;
   if (name === CALL_TOOL) name = msg.params?.arguments?.name;
@@ -59,6 +62,16 @@ const normalOrigin = (o: string) => o.trim().toLowerCase().replace(/\/+$/, '');
 export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
   const allowed = new Set(deps.allowedOrigins.map(normalOrigin));
   const readBody = express.raw({ type: () => true, limit: MCP_BODY_LIMIT });
+  // The catalogue and its dispatcher, made on the first exchange, then kept for the process. The
+  // dispatcher shares the API's answer cache and forgets a key this front revoked at once.
+  let endpoint: McpEndpoint | undefined;
+  const endpointOf = () => {
+    if (endpoint) return endpoint;
+    const dispatcher = new Dispatcher({ registry: deps.registry, routes, answers: deps.answers, onKeyRevoked: (id) => deps.auth.evict(id) });
+    dispatcher.register(toolOperations({ log: deps.log, registry: deps.registry, backends: deps.backends, hashes: deps.hashes }));
+    const catalogue = ToolCatalogue.fromRoutes(routes);
+    return (endpoint = new McpEndpoint({ catalogue, dispatcher, pageSize: deps.pageSize, log: deps.log, version: deps.version }));
+  };
 
   const handle = async (req: Request, res: Response) => {
     setHttpRoute('/mcp');
@@ -91,23 +104,22 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
     );
     const caller = await deps.auth.onChannel(verified, 'mcp');
     await new Promise<void>((resolve, reject) => readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+    const read = readMcpMessage(req.headers['content-type'], Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
     // A tool call draws on the buckets of its operation's class, as the same call over the API
-    // would; listing, searching and the protocol's own messages are reads.
-    if (deps.limiter) await admitFront(deps.limiter, mcpClass(req.body), verified.principal, res);
-    const headers = Object.entries(req.headers)
-      .filter(([name, value]) => FORWARDED.test(name) && typeof value === 'string')
-      .map(([name, value]) => ({ name, value: value as string }));
-    const answer = await mcpClient(deps.registry).serveHttp(
-      {
-        method: 'POST',
-        url: `http://${req.headers.host ?? 'localhost'}/mcp`,
-        headers,
-        body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-      },
-      { principalToken: caller.token, requestId: req.requestId },
-    );
+    // would; listing, searching, the protocol's own messages and a message refused as unreadable are reads.
+    if (deps.limiter) await admitFront(deps.limiter, mcpClass('message' in read ? read.message : undefined), verified.principal, res);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && FORWARDED.test(name)) headers[name] = value;
+    const answer =
+      'refused' in read
+        ? read.refused
+        : await endpointOf().serve(
+            read.message,
+            { url: ENDPOINT_URL, headers },
+            { principal: caller.principal, token: caller.token, requestId: req.requestId },
+          );
     res.statusCode = answer.status;
-    for (const h of answer.headers) if (!HOP_BY_HOP.has(h.name.toLowerCase())) res.setHeader(h.name, h.value);
+    for (const [name, value] of Object.entries(answer.headers)) if (!HOP_BY_HOP.has(name)) res.setHeader(name, value);
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Content-Length', answer.body.length);
     res.end(answer.body);

@@ -23,10 +23,21 @@ import {
 } from '@modelcontextprotocol/server';
 
 import type { Dispatcher } from '@svc/dispatch';
-import type { Logger, Principal } from '@svc/kit';
-import { callTool, InvalidCursorError, type ToolCatalogue, type ToolDef } from '@svc/tools';
+import { type Logger, type Principal, setting } from '@svc/kit';
 
-/** The caller of one exchange, as the gateway authenticated it (channel mcp). */
+import { callTool } from './call.js';
+import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
+
+/**
+ * The endpoint's settings, the gateway's (which serves it):
+ * - SVC_MCP_TOOLS_PAGE_SIZE: tools per tools/list page (default 50); search_tools and call_tool
+ *   are on the first page and reach every tool.
+ */
+export const mcpEndpointSettings = {
+  SVC_MCP_TOOLS_PAGE_SIZE: setting.int(1, 50, 1000),
+};
+
+/** The caller of one exchange, as the front authenticated it (channel mcp). */
 export interface McpCaller {
   principal: Principal;
   /** The signed principal token: tool calls go to the services with it. */
@@ -66,8 +77,53 @@ const toMcpTool = (t: ToolDef): Tool =>
     annotations: t.annotations,
   }) as Tool;
 
-const jsonRpcError = (status: number, code: number, message: string, id: unknown = null) =>
-  new Response(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }), { status, headers: { 'content-type': 'application/json' } });
+/** An answer of the endpoint, as a front writes it. */
+export interface McpAnswer {
+  status: number;
+  /** Lowercase names. */
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+/** A JSON-RPC message as read from a POST body: an object (batches are refused). */
+export type McpMessage = { method?: unknown; id?: unknown; params?: unknown } & Record<string, unknown>;
+
+const jsonRpcError = (status: number, code: number, message: string, id: unknown = null): McpAnswer => ({
+  status,
+  headers: { 'content-type': 'application/json' },
+  body: Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } })),
+});
+
+/**
+ * Reads the JSON-RPC message of a POST body (parsed once, here): the message, or the JSON-RPC
+ * error that answers the request (415 not JSON by its type, -32700 not JSON, -32600 a batch or
+ * not an object).
+ */
+export function readMcpMessage(contentType: string | null | undefined, body: Uint8Array | string): { message: McpMessage } | { refused: McpAnswer } {
+  if (!isJsonContentType(contentType ?? null)) {
+    return { refused: jsonRpcError(415, ProtocolErrorCode.InvalidRequest, 'Unsupported media type: the body must be application/json.') };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+  } catch {
+    return { refused: jsonRpcError(400, ProtocolErrorCode.ParseError, 'Parse error: the body is not JSON.') };
+  }
+  if (Array.isArray(parsed)) {
+    return { refused: jsonRpcError(400, ProtocolErrorCode.InvalidRequest, 'Invalid request: JSON-RPC batches are not supported.') };
+  }
+  if (typeof parsed !== 'object' || parsed === null) {
+    return { refused: jsonRpcError(400, ProtocolErrorCode.InvalidRequest, 'Invalid request: not a JSON-RPC message.') };
+  }
+  return { message: parsed as McpMessage };
+}
+
+/** The SDK's Response as an answer. */
+async function answerOf(res: Response): Promise<McpAnswer> {
+  const headers: Record<string, string> = {};
+  res.headers.forEach((value, name) => (headers[name] = value));
+  return { status: res.status, headers, body: new Uint8Array(await res.arrayBuffer()) };
+}
 
 const callerOf = (authInfo: AuthInfo | undefined): McpCaller => {
   const caller = authInfo?.extra?.caller as McpCaller | undefined;
@@ -129,28 +185,22 @@ export class McpEndpoint {
   }
 
   /**
-   * Answers one HTTP exchange of the endpoint for an authenticated caller. The body is parsed
-   * here, once: the SDK is handed the parsed message and a Request without the bytes.
+   * Answers one HTTP exchange (a front that reads the body itself calls readMcpMessage and serve,
+   * so the body is parsed once).
    */
-  async fetch(exchange: McpExchange, caller: McpCaller): Promise<Response> {
+  async fetch(exchange: McpExchange, caller: McpCaller): Promise<McpAnswer> {
     if (exchange.method !== 'POST') {
       const res = jsonRpcError(405, -32000, 'Method not allowed: this endpoint is stateless and answers POST only.');
-      res.headers.set('allow', 'POST');
+      res.headers.allow = 'POST';
       return res;
     }
-    if (!isJsonContentType(exchange.headers.get('content-type'))) {
-      return jsonRpcError(415, ProtocolErrorCode.InvalidRequest, 'Unsupported media type: the body must be application/json.');
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(typeof exchange.body === 'string' ? exchange.body : Buffer.from(exchange.body).toString('utf8'));
-    } catch {
-      return jsonRpcError(400, ProtocolErrorCode.ParseError, 'Parse error: the body is not JSON.');
-    }
-    if (Array.isArray(parsed)) return jsonRpcError(400, ProtocolErrorCode.InvalidRequest, 'Invalid request: JSON-RPC batches are not supported.');
-    if (typeof parsed !== 'object' || parsed === null)
-      return jsonRpcError(400, ProtocolErrorCode.InvalidRequest, 'Invalid request: not a JSON-RPC message.');
-    const message = parsed as { method?: unknown; id?: unknown };
+    const read = readMcpMessage(exchange.headers.get('content-type'), exchange.body);
+    if ('refused' in read) return read.refused;
+    return this.serve(read.message, exchange, caller);
+  }
+
+  /** Answers one message (readMcpMessage's) of an authenticated caller. */
+  async serve(message: McpMessage, exchange: { url: string; headers: Headers | Record<string, string> }, caller: McpCaller): Promise<McpAnswer> {
     if (message.method === 'subscriptions/listen') {
       // A listen stream needs a connection that stays open; this endpoint answers each request and is done.
       return jsonRpcError(
@@ -160,10 +210,13 @@ export class McpEndpoint {
         message.id ?? null,
       );
     }
+    // The SDK reads the headers from a Request; the body is handed over parsed (the Request has none).
     const request = new Request(exchange.url, { method: 'POST', headers: exchange.headers });
     const authInfo: AuthInfo = { token: caller.token, clientId: caller.principal.keyId ?? '', scopes: [], extra: { caller } };
-    if (await isLegacyRequest(request, parsed)) return this.legacy(request, parsed, caller, authInfo);
-    return this.modern.fetch(request, { authInfo, parsedBody: parsed });
+    const res = (await isLegacyRequest(request, message))
+      ? await this.legacy(request, message, caller, authInfo)
+      : await this.modern.fetch(request, { authInfo, parsedBody: message });
+    return answerOf(res);
   }
 
   /** A 2025-era request: a stateless transport in JSON mode, for this request alone. */
@@ -171,12 +224,11 @@ export class McpEndpoint {
     const server = this.server(caller);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
-    try {
-      return await transport.handleRequest(request, { parsedBody: parsed, authInfo });
-    } finally {
-      await transport.close().catch(() => {});
-      await server.close().catch(() => {});
-    }
+    const res = await transport.handleRequest(request, { parsedBody: parsed, authInfo });
+    // Not closed: with a JSON answer, the pair holds nothing once it has answered (no stream, no
+    // timer, its handler settled) and is collected with the request; closing it would only build
+    // a "connection closed" error for handlers that are already done.
+    return res;
   }
 
   async close(): Promise<void> {
