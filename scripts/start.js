@@ -9,8 +9,6 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const { transpile } = require('./transpile.js');
-
 const root = path.resolve(__dirname, '..');
 
 function swcAvailable() {
@@ -91,12 +89,12 @@ function prepareDatabase() {
   });
 }
 
-/** scripts/codegen.js (which does nothing when the protos have not changed). */
-function codegen() {
+/** A script of scripts/ in a child process (SWC's native memory, for one, stays with it). */
+function script(name, what) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(root, 'scripts/codegen.js')], { cwd: root, stdio: 'inherit' });
+    const child = spawn(process.execPath, [path.join(root, 'scripts', name)], { cwd: root, stdio: 'inherit' });
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`code generation failed (exit ${code})`))));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed (exit ${code})`))));
   });
 }
 
@@ -113,9 +111,11 @@ async function waitFor(promise, doing) {
 
 (async () => {
   const database = prepareDatabase();
-  await waitFor(codegen(), 'generating code from the protos');
-  await (swcAvailable() ? transpile() : build());
+  // codegen.js and transpile.js do nothing when their output is up to date.
+  await waitFor(script('codegen.js', 'code generation'), 'generating code from the protos');
+  await (swcAvailable() ? script('transpile.js', 'the build') : build());
   await waitFor(database, 'creating the embedded database');
+  console.log('svc: starting the services');
   require(path.join(root, 'packages/kit/dist/tracing/register.js'));
   require(path.join(root, 'packages/stack/dist/main.js'));
 })().catch((err) => {
