@@ -226,6 +226,7 @@ function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown {
     'post /sites': { slug: 'authority-site' },
     'post /sites/:id/deployments': { files: [{ path: 'index.html', content: 'overwritten' }] },
     'post /sites/:id/rollback': { deploymentId: owner.deploymentId },
+    'post /sites/:id/domains': { domain: 'authority.example.com' },
     'post /drive/:id/append': { text: 'x' },
     'post /drive/:id/edit': { find: 'file', replace: 'x' },
     'patch /drive/:id/lines': { start: 1, end: 1, text: 'x' },
@@ -370,6 +371,8 @@ function idFor(path: string, name: string, who: Tenant, accountId: string, r?: R
       return who.siteId;
     case 'sites:deploymentId':
       return who.deploymentId;
+    case 'sites:domain':
+      return 'authority.example.com';
     case 'profiles:kind':
       return 'constraints';
     case 'profiles:itemId':
