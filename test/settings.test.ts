@@ -63,6 +63,7 @@ test('the gateway and the accounts service declare theirs: proxies trusted, the 
     SVC_BODY_LIMIT: '1mb',
     SVC_TRUST_PROXY: false,
     SVC_MCP_ALLOWED_ORIGINS: [],
+    SVC_MCP_TOOLS_PAGE_SIZE: 50,
     SVC_SSE_MAX_STREAMS_PER_KEY: 20,
     SVC_RATE_LIMITS: DEFAULT_KEY_LIMITS,
     SVC_RATE_LIMITS_ACCOUNT: DEFAULT_ACCOUNT_LIMITS,
