@@ -302,12 +302,7 @@ function idFor(path: string, name: string, who: Tenant, accountId: string, r?: R
   // Trading's and credits' own resources, by the path's collection.
   const collection = path.split('/')[2];
   if (name === 'id' && base === 'trading') {
-    const ids: Record<string, string> = {
-      fills: who.fillId,
-      watchlists: who.watchlistId,
-      alerts: who.alertId,
-      journal: who.journalId,
-    };
+    const ids: Record<string, string> = { fills: who.fillId, watchlists: who.watchlistId, alerts: who.alertId, journal: who.journalId };
     if (collection && collection in ids) return ids[collection];
   }
   if (name === 'id' && base === 'credits') return collection === 'alerts' ? who.creditAlertId : who.creditEntryId;
