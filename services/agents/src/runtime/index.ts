@@ -72,7 +72,8 @@ export async function startRuntime(deps: {
     ...threadOperations({ registry }),
     ...identityOperations({ registry }),
   });
-  const tools = new AgentTools(ToolCatalogue.fromRoutes(routes), dispatcher, signer);
+  let catalogue: ToolCatalogue | undefined; // built at the first run that offers tools, not at start
+  const tools = new AgentTools(() => (catalogue ??= ToolCatalogue.fromRoutes(routes)), dispatcher, signer);
   const infer: Infer = (req, principal, signal) => abortable(inferCall(registry, tools, req, principal), signal);
   const worker = `${os.hostname()}:${process.pid}:${newId('wrk').slice(-8)}`;
   const threads = new ThreadStore(sql);

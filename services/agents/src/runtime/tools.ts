@@ -30,11 +30,16 @@ export const toolAllowed = (patterns: string[] | null, name: string): boolean =>
 export class AgentTools {
   private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
 
+  /** `catalogue`: the tools, built when first needed (building them takes most of a second of a start). */
   constructor(
-    private readonly catalogue: ToolCatalogue,
+    private readonly catalogueOf: () => ToolCatalogue,
     private readonly dispatcher: Dispatcher,
     private readonly signer: PrincipalSigner,
   ) {}
+
+  private get catalogue(): ToolCatalogue {
+    return this.catalogueOf();
+  }
 
   /** Whether an agent with these tool patterns may call `name`. */
   allows(patterns: string[] | null, name: string): boolean {

@@ -17,7 +17,8 @@ export interface SystemDeps {
 
 /** The gateway's own operations: liveness, readiness, the OpenAPI document, the caller's identity. */
 export function systemOperations(deps: SystemDeps): Record<string, OperationHandler> {
-  const openapi = buildOpenApi(deps.routes, { version: deps.version });
+  // Built at the first request for it, not at start (a few hundred milliseconds of JSON Schema).
+  let openapi: ReturnType<typeof buildOpenApi> | undefined;
   return {
     async health() {
       return { status: 'ok' };
@@ -39,7 +40,7 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
       return reply({ status: ok ? 'ready' : 'unavailable', backends: oks(backends), services: oks(services) }, { status: ok ? 200 : 503 });
     },
     async openapi() {
-      return openapi;
+      return (openapi ??= buildOpenApi(deps.routes, { version: deps.version }));
     },
     ...identityOperations({ registry: deps.registry }),
   };
