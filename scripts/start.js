@@ -2,64 +2,13 @@
 // `npm start`: builds when needed, then runs the whole platform in this process with tracing
 // loaded first. SVC_SERVICE picks one service instead of all. The build is SWC's, file by file and
 // without type-checking (scripts/transpile.js: a few seconds on a fresh clone); type-checking is
-// `npm run build`'s and `npm test`'s. Without @swc/core (dev dependencies left out) it is `tsc -b`,
-// which says what it is doing: each project as it starts, and a line every few seconds.
+// `npm run build`'s and `npm test`'s (SWC and tsc are both dev dependencies: `npm ci` installs them).
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
-
-function swcAvailable() {
-  try {
-    require.resolve('@swc/core');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** `tsc -b --verbose`, its chatter reduced to one line per project built. */
-function build() {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const tsc = spawn(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-b', '--verbose'], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let projects = 0;
-    let built = 0;
-    let current = '';
-    let rest = '';
-    const errors = []; // what is not the verbose chatter: the compiler's diagnostics
-    tsc.stdout.setEncoding('utf8');
-    tsc.stdout.on('data', (chunk) => {
-      const lines = (rest + chunk).split('\n');
-      rest = lines.pop();
-      for (const line of lines) {
-        if (/^\s+\* \S*tsconfig\.json\s*$/.test(line)) projects++;
-        const m = /Building project '(.*)\/tsconfig\.json'/.exec(line);
-        if (m) {
-          current = path.relative(root, m[1]);
-          built++;
-          console.log(`svc: building ${current} (${built} of ${projects} projects)`);
-        } else if (line.trim() && !/^\s+\* |\d - (Project|Projects|Building|Updating|Skipping)\b/.test(line)) errors.push(line);
-      }
-    });
-    const ticker = setInterval(() => console.log(`svc: still building ${current || ''} (${Math.round((Date.now() - started) / 1000)} s)`), 3000);
-    tsc.on('error', reject);
-    tsc.on('exit', (code) => {
-      clearInterval(ticker);
-      if (code !== 0) {
-        for (const e of errors) console.error(e);
-        return reject(new Error(`the build failed (tsc exited with ${code})`));
-      }
-      console.log(built ? `svc: built ${built} projects in ${((Date.now() - started) / 1000).toFixed(1)} s` : 'svc: the build is up to date');
-      resolve();
-    });
-  });
-}
 
 /**
  * The embedded database of a new data folder, created in a child process while the build runs:
@@ -113,7 +62,7 @@ async function waitFor(promise, doing) {
   const database = prepareDatabase();
   // codegen.js and transpile.js do nothing when their output is up to date.
   await waitFor(script('codegen.js', 'code generation'), 'generating code from the protos');
-  await (swcAvailable() ? script('transpile.js', 'the build') : build());
+  await script('transpile.js', 'the build');
   await waitFor(database, 'creating the embedded database');
   console.log('svc: starting the services');
   require(path.join(root, 'packages/kit/dist/tracing/register.js'));
