@@ -9,6 +9,7 @@ export * from './etags.js';
 export * from './grpc.js';
 export * from './hashing.js';
 export * from './ids.js';
+export * from './lazy.js';
 export * from './log.js';
 export * from './principal.js';
 export * from './ranges.js';

@@ -7,26 +7,18 @@
  * through the SDK's createMcpHandler. Each exchange gets a fresh low-level Server bound to its
  * caller; the tool catalogue and its pages are built once per process.
  */
-import {
-  type AuthInfo,
-  type CallToolResult,
-  createMcpHandler,
-  isJsonContentType,
-  isLegacyRequest,
-  type McpHttpHandler,
-  type McpRequestContext,
-  ProtocolError,
-  ProtocolErrorCode,
-  Server,
-  type Tool,
-  WebStandardStreamableHTTPServerTransport,
-} from '@modelcontextprotocol/server';
+import type * as McpSdk from '@modelcontextprotocol/server';
+import type { AuthInfo, CallToolResult, McpHttpHandler, McpRequestContext, Server, Tool } from '@modelcontextprotocol/server';
 
 import type { Dispatcher } from '@svc/dispatch';
-import { type Logger, type Principal, setting } from '@svc/kit';
+import { lazy, type Logger, type Principal, setting } from '@svc/kit';
 
 import { callTool } from './call.js';
 import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
+
+// The SDK is loaded at the first MCP request, not at start (~100 ms of module loading).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const mcp = lazy(() => require('@modelcontextprotocol/server') as typeof McpSdk);
 
 /**
  * The endpoint's settings, the gateway's (which serves it):
@@ -100,20 +92,20 @@ const jsonRpcError = (status: number, code: number, message: string, id: unknown
  * not an object).
  */
 export function readMcpMessage(contentType: string | null | undefined, body: Uint8Array | string): { message: McpMessage } | { refused: McpAnswer } {
-  if (!isJsonContentType(contentType ?? null)) {
-    return { refused: jsonRpcError(415, ProtocolErrorCode.InvalidRequest, 'Unsupported media type: the body must be application/json.') };
+  if (!mcp.isJsonContentType(contentType ?? null)) {
+    return { refused: jsonRpcError(415, mcp.ProtocolErrorCode.InvalidRequest, 'Unsupported media type: the body must be application/json.') };
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
   } catch {
-    return { refused: jsonRpcError(400, ProtocolErrorCode.ParseError, 'Parse error: the body is not JSON.') };
+    return { refused: jsonRpcError(400, mcp.ProtocolErrorCode.ParseError, 'Parse error: the body is not JSON.') };
   }
   if (Array.isArray(parsed)) {
-    return { refused: jsonRpcError(400, ProtocolErrorCode.InvalidRequest, 'Invalid request: JSON-RPC batches are not supported.') };
+    return { refused: jsonRpcError(400, mcp.ProtocolErrorCode.InvalidRequest, 'Invalid request: JSON-RPC batches are not supported.') };
   }
   if (typeof parsed !== 'object' || parsed === null) {
-    return { refused: jsonRpcError(400, ProtocolErrorCode.InvalidRequest, 'Invalid request: not a JSON-RPC message.') };
+    return { refused: jsonRpcError(400, mcp.ProtocolErrorCode.InvalidRequest, 'Invalid request: not a JSON-RPC message.') };
   }
   return { message: parsed as McpMessage };
 }
@@ -140,7 +132,7 @@ export class McpEndpoint {
   constructor(private readonly deps: McpEndpointDeps) {}
 
   private get modern(): McpHttpHandler {
-    this.modernHandler ??= createMcpHandler((ctx: McpRequestContext) => this.server(callerOf(ctx.authInfo)), {
+    this.modernHandler ??= mcp.createMcpHandler((ctx: McpRequestContext) => this.server(callerOf(ctx.authInfo)), {
       legacy: 'reject',
       responseMode: 'json',
       onerror: (err) => this.deps.log.debug({ err: err.message }, 'an MCP request was refused'),
@@ -150,7 +142,10 @@ export class McpEndpoint {
 
   /** A Server for one exchange, its handlers bound to the caller. */
   private server(caller: McpCaller): Server {
-    const server = new Server({ name: 'svc', title: 'svc', version: this.deps.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    const server = new mcp.Server(
+      { name: 'svc', title: 'svc', version: this.deps.version },
+      { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+    );
     server.setRequestHandler('tools/list', async (req) => this.page(req.params?.cursor));
     server.setRequestHandler('tools/call', async (req) => this.call(caller, req.params.name, req.params.arguments));
     return server;
@@ -164,7 +159,7 @@ export class McpEndpoint {
         const p = this.deps.catalogue.page(cursor, this.deps.pageSize);
         page = { tools: p.tools.map(toMcpTool), ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}) };
       } catch (err) {
-        if (err instanceof InvalidCursorError) throw new ProtocolError(ProtocolErrorCode.InvalidParams, err.message);
+        if (err instanceof InvalidCursorError) throw new mcp.ProtocolError(mcp.ProtocolErrorCode.InvalidParams, err.message);
         throw err;
       }
       this.pages.set(key, page);
@@ -205,7 +200,7 @@ export class McpEndpoint {
       // A listen stream needs a connection that stays open; this endpoint answers each request and is done.
       return jsonRpcError(
         200,
-        ProtocolErrorCode.MethodNotFound,
+        mcp.ProtocolErrorCode.MethodNotFound,
         'Method not found: subscriptions/listen is not served (stateless endpoint).',
         message.id ?? null,
       );
@@ -213,7 +208,7 @@ export class McpEndpoint {
     // The SDK reads the headers from a Request; the body is handed over parsed (the Request has none).
     const request = new Request(exchange.url, { method: 'POST', headers: exchange.headers });
     const authInfo: AuthInfo = { token: caller.token, clientId: caller.principal.keyId ?? '', scopes: [], extra: { caller } };
-    const res = (await isLegacyRequest(request, message))
+    const res = (await mcp.isLegacyRequest(request, message))
       ? await this.legacy(request, message, caller, authInfo)
       : await this.modern.fetch(request, { authInfo, parsedBody: message });
     return answerOf(res);
@@ -222,7 +217,7 @@ export class McpEndpoint {
   /** A 2025-era request: a stateless transport in JSON mode, for this request alone. */
   private async legacy(request: Request, parsed: unknown, caller: McpCaller, authInfo: AuthInfo): Promise<Response> {
     const server = this.server(caller);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new mcp.WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     const res = await transport.handleRequest(request, { parsedBody: parsed, authInfo });
     // Not closed: with a JSON answer, the pair holds nothing once it has answered (no stream, no

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { type Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
-import * as Minio from 'minio';
+import type * as Minio from 'minio';
 
 import { CONNECTION_ERRNO, DomainError } from '../errors.js';
 
@@ -228,8 +228,11 @@ export async function createS3Blobs(options: {
   bucket: string;
   region: string;
 }): Promise<Blobs> {
+  // Loaded here, not at the top: the embedded stack, with its blobs in files, never needs it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const minio = require('minio') as typeof Minio;
   const url = new URL(options.endpoint);
-  const client = new Minio.Client({
+  const client = new minio.Client({
     endPoint: url.hostname,
     port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80,
     useSSL: url.protocol === 'https:',
@@ -304,11 +307,11 @@ export async function createS3Blobs(options: {
     const st = await client.statObject(bucket, from);
     if (st.size > S3_MAX_COPY_BYTES) {
       // CopyObject stops at 5 GiB; larger objects are copied part by part.
-      await client.composeObject(new Minio.CopyDestinationOptions({ Bucket: bucket, Object: to }), [
-        new Minio.CopySourceOptions({ Bucket: bucket, Object: from }),
+      await client.composeObject(new minio.CopyDestinationOptions({ Bucket: bucket, Object: to }), [
+        new minio.CopySourceOptions({ Bucket: bucket, Object: from }),
       ]);
     } else {
-      await client.copyObject(bucket, to, `/${bucket}/${from}`, new Minio.CopyConditions());
+      await client.copyObject(bucket, to, `/${bucket}/${from}`, new minio.CopyConditions());
     }
     await client.removeObject(bucket, from);
   }

@@ -1,14 +1,6 @@
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import {
-  AckPolicy,
-  connect,
-  DeliverPolicy,
-  ErrorCode,
-  headers as natsHeaders,
-  type JetStreamClient,
-  type NatsConnection,
-  RetentionPolicy,
-} from 'nats';
+import type * as Nats from 'nats';
+import type { JetStreamClient, NatsConnection } from 'nats';
 
 import { observeConsumer } from '../tracing/metrics.js';
 
@@ -264,6 +256,9 @@ export function createMemoryBus(namespace: string, onError: (err: unknown) => vo
 
 /** NATS JetStream: one stream per namespace holding `<namespace>.>`, dedupe by Nats-Msg-Id. */
 export async function createNatsBus(url: string, namespace: string, onError: (err: unknown) => void = () => {}): Promise<Bus> {
+  // Loaded here, not at the top: the embedded stack, with its in-process bus, never needs it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { AckPolicy, connect, DeliverPolicy, ErrorCode, headers: natsHeaders, RetentionPolicy } = require('nats') as typeof Nats;
   // noAsyncTraces: the client would otherwise capture two stack traces per request (a JetStream
   // publish is one), a measurable part of publishing events under load (docs/trading.md).
   const nc: NatsConnection = await connect({ servers: url, name: `svc-${process.pid}`, maxReconnectAttempts: -1, noAsyncTraces: true });

@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import type { Redis } from 'ioredis';
 
 import { cacheUnavailable } from '../errors.js';
 
@@ -165,7 +166,10 @@ return out`;
 const COMMAND_TIMEOUT_MS = 1000;
 
 export function createRedisCache(url: string, namespace: string): Cache {
-  const redis = new Redis(url, {
+  // Loaded here, not at the top: the embedded stack, with its in-memory cache, never needs it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Redis: RedisClient } = require('ioredis') as typeof IORedis;
+  const redis: Redis = new RedisClient(url, {
     keyPrefix: `${namespace}:`,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: true,

@@ -1,4 +1,4 @@
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 
 import { invalid } from '@svc/kit';
 
@@ -18,8 +18,13 @@ type ContentBlock = Anthropic.Messages.ContentBlockParam;
 
 const DEFAULT_MAX_TOKENS = 4096;
 
+// The SDK is loaded at the first call (~90 ms of module loading that a start never needs).
+let sdk: typeof Anthropic | undefined;
+
 function clientFor(u: Upstream): Anthropic {
-  return new Anthropic({ apiKey: u.apiKey, baseURL: u.baseUrl, fetch: u.fetch, maxRetries: 0, timeout: 10 * 60_000 });
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const AnthropicClient = (sdk ??= (require('@anthropic-ai/sdk') as { default: typeof Anthropic }).default);
+  return new AnthropicClient({ apiKey: u.apiKey, baseURL: u.baseUrl, fetch: u.fetch, maxRetries: 0, timeout: 10 * 60_000 });
 }
 
 const parseArgs = (json: string): Record<string, unknown> => JSON.parse(json || '{}') as Record<string, unknown>;

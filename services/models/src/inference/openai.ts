@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 
 import { invalid } from '@svc/kit';
 
@@ -28,8 +28,14 @@ type ToolParam = OpenAI.Chat.Completions.ChatCompletionTool;
 const clients = new Map<string, OpenAI>();
 const CLIENTS_MAX = 64;
 
+// The SDK is loaded at the first call (~60 ms of module loading that a start never needs).
+let sdk: typeof OpenAI | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const OpenAISdk = (): typeof OpenAI => (sdk ??= (require('openai') as { default: typeof OpenAI }).default);
+
 function clientFor(u: Upstream): OpenAI {
-  const make = () => new OpenAI({ apiKey: u.apiKey, baseURL: u.baseUrl, fetch: u.fetch, maxRetries: 0, timeout: 10 * 60_000 });
+  const OpenAIClient = OpenAISdk();
+  const make = () => new OpenAIClient({ apiKey: u.apiKey, baseURL: u.baseUrl, fetch: u.fetch, maxRetries: 0, timeout: 10 * 60_000 });
   if (u.fetch) return make();
   const key = `${u.baseUrl ?? ''}\n${u.apiKey}`;
   let c = clients.get(key);

@@ -8,7 +8,13 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import * as git from 'isomorphic-git';
+import type * as IsoGit from 'isomorphic-git';
+
+import { lazy } from '@svc/kit';
+
+/** isomorphic-git, loaded at the first Git request (not at start). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const git = lazy(() => require('isomorphic-git') as typeof IsoGit);
 
 /** Who a commit names as author and committer, and when (seconds since the epoch, UTC). */
 export interface Signature {

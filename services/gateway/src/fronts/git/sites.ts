@@ -12,7 +12,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import type { Request } from 'express';
-import * as git from 'isomorphic-git';
 
 import { driveClient } from '@svc/clients';
 import type { ContentDeps } from '@svc/dispatch';
@@ -20,7 +19,7 @@ import { DomainError, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
 import type { GitCache } from './cache.js';
-import { compact, importCommits, readCommitFiles, Repo, type Signature } from './objects.js';
+import { compact, git, importCommits, readCommitFiles, Repo, type Signature } from './objects.js';
 import { parseReport, writeReport } from './report.js';
 import { receivePack } from './smart.js';
 
