@@ -256,6 +256,21 @@ describe('the endpoint over HTTP', () => {
     expect(badCursor.body.error.code).toBe(-32602);
   });
 
+  test('2025: the checks of an exchange: Accept, the protocol version header, a JSON-RPC message; a notification is accepted', async () => {
+    const h = { 'mcp-protocol-version': '2025-11-25' };
+    const accept = await rawPost(t.url, list, { key: person, headers: { ...h, accept: 'application/json' } });
+    expect([accept.status, accept.body.error.code]).toEqual([406, -32000]);
+    const version = await rawPost(t.url, list, { key: person, headers: { 'mcp-protocol-version': '1999-01-01' } });
+    expect([version.status, version.body.error.code]).toEqual([400, -32000]);
+    expect(version.body.error.message).toContain('Unsupported protocol version: 1999-01-01');
+    const notRpc = await rawPost(t.url, { hello: 'world' }, { key: person, headers: h });
+    expect([notRpc.status, notRpc.body.id, notRpc.body.error.code]).toEqual([400, null, -32600]);
+    const note = await rawPost(t.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { key: person, headers: h });
+    expect([note.status, note.body]).toEqual([202, null]);
+    // With no header, a request is of the SDK's default revision.
+    expect((await rawPost(t.url, list, { key: person })).body.result.tools).toHaveLength(PAGE);
+  });
+
   test('2026-07-28: server/discover, and the Mcp-Method header checked against the body', async () => {
     const meta = {
       'io.modelcontextprotocol/protocolVersion': '2026-07-28',

@@ -15,6 +15,7 @@ import { lazy, type Logger, type Principal, setting } from '@svc/kit';
 
 import { callTool } from './call.js';
 import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
+import { serveExchange } from './exchange.js';
 
 // The SDK is loaded at the first MCP request, not at start (~100 ms of module loading).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -117,6 +118,12 @@ async function answerOf(res: Response): Promise<McpAnswer> {
   return { status: res.status, headers, body: new Uint8Array(await res.arrayBuffer()) };
 }
 
+/** Whether a message carries the per-request envelope's protocol version claim (params._meta). */
+function claimsModern(message: McpMessage): boolean {
+  const meta = (message.params as { _meta?: unknown } | null | undefined)?._meta;
+  return typeof meta === 'object' && meta !== null && mcp.PROTOCOL_VERSION_META_KEY in meta;
+}
+
 const callerOf = (authInfo: AuthInfo | undefined): McpCaller => {
   const caller = authInfo?.extra?.caller as McpCaller | undefined;
   if (!caller) throw new Error('an MCP exchange without its caller');
@@ -208,22 +215,14 @@ export class McpEndpoint {
     // The SDK reads the headers from a Request; the body is handed over parsed (the Request has none).
     const request = new Request(exchange.url, { method: 'POST', headers: exchange.headers });
     const authInfo: AuthInfo = { token: caller.token, clientId: caller.principal.keyId ?? '', scopes: [], extra: { caller } };
-    const res = (await mcp.isLegacyRequest(request, message))
-      ? await this.legacy(request, message, caller, authInfo)
-      : await this.modern.fetch(request, { authInfo, parsedBody: message });
-    return answerOf(res);
-  }
-
-  /** A 2025-era request: a stateless transport in JSON mode, for this request alone. */
-  private async legacy(request: Request, parsed: unknown, caller: McpCaller, authInfo: AuthInfo): Promise<Response> {
-    const server = this.server(caller);
-    const transport = new mcp.WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    await server.connect(transport);
-    const res = await transport.handleRequest(request, { parsedBody: parsed, authInfo });
-    // Not closed: with a JSON answer, the pair holds nothing once it has answered (no stream, no
-    // timer, its handler settled) and is collected with the request; closing it would only build
-    // a "connection closed" error for handlers that are already done.
-    return res;
+    // A message with the 2026 envelope's claim is the modern path's whatever else it says (the
+    // SDK's rule); the others the SDK classifies, once (its handler classifies again what it serves).
+    if (!claimsModern(message) && (await mcp.isLegacyRequest(request, message))) {
+      // A 2025-era exchange: the SDK's Server for this request, on a transport of one exchange.
+      const header = (name: string) => request.headers.get(name) ?? undefined;
+      return serveExchange(mcp, this.server(caller), message, header, authInfo);
+    }
+    return answerOf(await this.modern.fetch(request, { authInfo, parsedBody: message }));
   }
 
   async close(): Promise<void> {
