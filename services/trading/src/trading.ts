@@ -1,6 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 
-import { actorOf, DomainError, invalid, notFound, type Principal, requireAuthority, type Sql } from '@svc/kit';
+import { actorOf, DomainError, invalid, notFound, type Principal, randomHex, requireAuthority, type Sql } from '@svc/kit';
 
 import { ALPACA, type AlpacaVenue, notionalUnits } from './alpaca/venue.js';
 import { ORDER_TYPES, type OrderType, type Side, type TimeInForce, TIMES_IN_FORCE } from './engine/book.js';
@@ -124,7 +124,7 @@ export class Trading {
       if (s === null) throw bad(`${field}: must be a positive decimal number.`);
       if (s <= 0n) throw bad(`${field}: must be positive.`);
     }
-    const clientOrderId = req.clientOrderId ?? `svc-${randomBytes(12).toString('hex')}`;
+    const clientOrderId = req.clientOrderId ?? `svc-${randomHex(12)}`;
     if (!CLIENT_ID.test(clientOrderId)) throw bad('clientOrderId: must be 1 to 64 letters, digits, or _ . : -');
     const requestHash = createHash('sha256')
       .update(JSON.stringify([venue.id, req.symbol, side, type, tif, canon(qty), canon(price), canon(stopPrice)]))
