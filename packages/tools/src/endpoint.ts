@@ -15,7 +15,7 @@ import { lazy, type Logger, type Principal, setting } from '@svc/kit';
 
 import { callTool } from './call.js';
 import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
-import { serveExchange } from './exchange.js';
+import { type McpAnswer, serveExchange } from './exchange.js';
 
 // The SDK is loaded at the first MCP request, not at start (~100 ms of module loading).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -70,13 +70,7 @@ const toMcpTool = (t: ToolDef): Tool =>
     annotations: t.annotations,
   }) as Tool;
 
-/** An answer of the endpoint, as a front writes it. */
-export interface McpAnswer {
-  status: number;
-  /** Lowercase names. */
-  headers: Record<string, string>;
-  body: Uint8Array;
-}
+export type { McpAnswer } from './exchange.js';
 
 /** A JSON-RPC message as read from a POST body: an object (batches are refused). */
 export type McpMessage = { method?: unknown; id?: unknown; params?: unknown } & Record<string, unknown>;

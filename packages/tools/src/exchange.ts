@@ -14,7 +14,13 @@
 import type * as McpSdk from '@modelcontextprotocol/server';
 import type { AuthInfo, JSONRPCMessage, Server, Transport } from '@modelcontextprotocol/server';
 
-import type { McpAnswer } from './endpoint.js';
+/** An answer of the endpoint, as a front writes it. */
+export interface McpAnswer {
+  status: number;
+  /** Lowercase names. */
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
 
 const NO_BODY = new Uint8Array(0);
 
