@@ -1,5 +1,5 @@
 import { accountsService, accountsSettingsSchema } from '@svc/accounts';
-import { driveService, driveSettings, driveSettingsSchema } from '@svc/drive';
+import { domainSettings, driveService, driveSettings, driveSettingsSchema } from '@svc/drive';
 import { DEFAULT_ACCOUNT_LIMITS, DEFAULT_KEY_LIMITS, gatewaySettingsSchema } from '@svc/gateway';
 import { ConfigError, loadSettings } from '@svc/kit';
 import { startStack } from '@svc/stack';
@@ -43,6 +43,31 @@ test('the drive declares its settings: defaults, and a bad value named as loadCo
   const both = message(() => loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '-1', SVC_DRIVE_COLLECT_INTERVAL_MS: '10' }));
   expect(both).toMatch(/SVC_DRIVE_GRACE_SECONDS: /);
   expect(both).toMatch(/SVC_DRIVE_COLLECT_INTERVAL_MS: /);
+});
+
+test('the drive’s custom-domain sweep: defaults of 24 h, 72 h, 7 days and 100; floors and ceilings checked', () => {
+  const domains = (env: Record<string, string>) => domainSettings(loadSettings({ drive: driveSettingsSchema }, env).drive);
+  expect(domains({})).toMatchObject({ recheckMs: 24 * 3_600_000, graceMs: 72 * 3_600_000, pendingTtlMs: 7 * 24 * 3_600_000, sweepBatch: 100 });
+  expect(
+    domains({
+      SVC_DRIVE_SITE_DOMAIN_RECHECK_MS: '200',
+      SVC_DRIVE_SITE_DOMAIN_GRACE_MS: '0',
+      SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS: '500',
+      SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH: '7',
+    }),
+  ).toMatchObject({ recheckMs: 200, graceMs: 0, pendingTtlMs: 500, sweepBatch: 7 });
+  for (const [variable, value] of [
+    ['SVC_DRIVE_SITE_DOMAIN_RECHECK_MS', '10'],
+    ['SVC_DRIVE_SITE_DOMAIN_RECHECK_MS', String(366 * 24 * 3_600_000)],
+    ['SVC_DRIVE_SITE_DOMAIN_GRACE_MS', '-1'],
+    ['SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS', 'a week'],
+    ['SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH', '0'],
+    ['SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH', '1.5'],
+  ]) {
+    expect(message(() => loadSettings({ drive: driveSettingsSchema }, { [variable]: value }))).toMatch(
+      new RegExp(`^invalid configuration:\n {2}${variable}: `),
+    );
+  }
 });
 
 test('a bad service setting stops the stack before anything starts', async () => {

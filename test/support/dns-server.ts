@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
  * UDP: it answers TXT questions from the records a test sets, NXDOMAIN for a name it has none of,
  * and an empty answer (NODATA) for another type of a name it knows. What the drive's resolver
  * (node:dns, c-ares) sends is parsed as any server would: the header, one question; additional
- * records (EDNS) are ignored. Enough for custom-domain verification tests (docs/sites.md).
+ * records (EDNS) are ignored. A name can be made to fail (SERVFAIL, or no answer at all), as a
+ * domain's broken or unreachable DNS does. Enough for custom-domain verification tests (docs/sites.md).
  */
 export class DnsServer {
   private readonly txt = new Map<string, string[]>();
@@ -14,6 +15,8 @@ export class DnsServer {
   readonly questions: string[] = [];
   /** When set, questions are left unanswered (a server that does not respond). */
   silent = false;
+  /** Names whose questions fail: answered SERVFAIL, or left unanswered (`silent`: the resolver times out). */
+  private readonly failing = new Map<string, 'servfail' | 'silent'>();
 
   private constructor(private readonly socket: dgram.Socket) {
     socket.on('message', (msg, from) => {
@@ -44,6 +47,13 @@ export class DnsServer {
 
   remove(name: string): void {
     this.txt.delete(name.toLowerCase().replace(/\.$/, ''));
+  }
+
+  /** Makes the questions of a name fail the way given; `null`: answered again. */
+  fail(name: string, how: 'servfail' | 'silent' | null): void {
+    const key = name.toLowerCase().replace(/\.$/, '');
+    if (how) this.failing.set(key, how);
+    else this.failing.delete(key);
   }
 
   close(): Promise<void> {
@@ -88,6 +98,9 @@ export class DnsServer {
     const question = msg.subarray(12, at + 4);
     const name = labels.join('.').toLowerCase();
     this.questions.push(`${name} ${qtype}`);
+    const failure = this.failing.get(name);
+    if (failure === 'silent') return undefined;
+    if (failure === 'servfail') return Buffer.concat([header(2, 0, 1), question]);
     const values = this.txt.get(name);
     if (!values) return Buffer.concat([header(3, 0, 1), question]); // NXDOMAIN
     if (qtype !== 16) return Buffer.concat([header(0, 0, 1), question]); // NODATA

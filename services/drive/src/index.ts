@@ -6,13 +6,14 @@ import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
 import { txtLookup } from './sites/dns.js';
+import { startDomainChecks } from './sites/domain-checks.js';
 import { Domains } from './sites/domains.js';
 import { Sites } from './sites/sites.js';
 import { SCHEMA } from './store.js';
 
 export { DriveDomain } from './domain.js';
 export { etagOf, validName } from './rules.js';
-export { driveSettings, driveSettingsSchema } from './settings.js';
+export { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
 export type { DriveSettings } from './types.js';
 
 export const driveService = defineService({
@@ -30,18 +31,24 @@ export const driveService = defineService({
     const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log);
     const sites = new Sites(domain);
     const domainsSettings = domainSettings(ctx.settings);
+    const domains = new Domains(sites, domainsSettings, txtLookup(domainsSettings));
     let timer: NodeJS.Timeout | undefined;
+    let domainChecks: { stop(): Promise<void> } | undefined;
     return {
-      handlers: handlers(domain, sites, new Domains(sites, domainsSettings, txtLookup(domainsSettings))),
+      handlers: handlers(domain, sites, domains),
       async start() {
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         timer = setInterval(() => {
           domain.collect().catch((err) => ctx.log.warn({ err }, 'drive collection failed'));
         }, settings.collectEveryMs);
         timer.unref();
+        // Verified custom domains looked up again, expired pending claims deleted (docs/sites.md, "Re-checks").
+        domainChecks = startDomainChecks(domains);
       },
       async stop() {
         clearInterval(timer);
+        // A sweep in flight finishes first: its transactions and events need the pool and the relay.
+        await domainChecks?.stop();
         await relay?.stop();
       },
     };

@@ -4,6 +4,9 @@ import { defineSettings, setting } from '@svc/kit';
 
 import type { DriveSettings } from './types.js';
 
+const HOUR = 3_600_000;
+const YEAR = 365 * 24 * HOUR;
+
 /**
  * The drive's settings (docs/drive.md), declared by the drive module and checked when the stack
  * starts: a bad value stops it with `svc: invalid configuration: SVC_DRIVE_MAX_FILE_BYTES: …`.
@@ -22,6 +25,13 @@ import type { DriveSettings } from './types.js';
  *   refused as custom domains with every name under them;
  * - SVC_SITES_HOST: read here too (the gateway checks its form): names under it are refused as
  *   custom domains.
+ * - SVC_DRIVE_SITE_DOMAIN_RECHECK_MS: how often a verified domain's TXT record is looked up again,
+ *   default 24 h;
+ * - SVC_DRIVE_SITE_DOMAIN_GRACE_MS: how long a verified domain whose record is gone stays served
+ *   before it goes back to pending, default 72 h;
+ * - SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS: how long a pending claim lives, default 7 days;
+ * - SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH: domains one sweep re-checks (and pending claims it
+ *   deletes), default 100.
  */
 export const driveSettingsSchema = defineSettings({
   SVC_DRIVE_MAX_FILE_BYTES: setting.int(1, 5 * 1024 ** 3),
@@ -54,6 +64,12 @@ export const driveSettingsSchema = defineSettings({
   SVC_SITES_DNS_TIMEOUT_MS: setting.int(100, 3000, 60_000),
   SVC_SITES_RESERVED_HOSTS: z.string().default(''),
   SVC_SITES_HOST: z.string().optional(),
+  // Milliseconds, so that a test runs the whole cycle in seconds; a re-check at most every 100 ms
+  // (a sweep must not spin), and nothing longer than a year (a typo, not a policy).
+  SVC_DRIVE_SITE_DOMAIN_RECHECK_MS: setting.int(100, 24 * HOUR, YEAR),
+  SVC_DRIVE_SITE_DOMAIN_GRACE_MS: setting.int(0, 72 * HOUR, YEAR),
+  SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS: setting.int(100, 7 * 24 * HOUR, YEAR),
+  SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH: setting.int(1, 100, 10_000),
 });
 
 /** What custom domains need (docs/sites.md, "Custom domains"). */
@@ -63,6 +79,14 @@ export interface DomainSettings {
   dnsTimeoutMs: number;
   /** Host names refused with the names under them: the API's own, and SVC_SITES_HOST. */
   reservedHosts: string[];
+  /** How often a verified domain is re-checked. */
+  recheckMs: number;
+  /** How long a verified domain whose record is gone stays verified (and served). */
+  graceMs: number;
+  /** How long a pending claim lives (from its creation, or from when a re-check made it pending). */
+  pendingTtlMs: number;
+  /** Domains one sweep re-checks, and pending claims it deletes. */
+  sweepBatch: number;
 }
 
 export function domainSettings(env: {
@@ -71,6 +95,10 @@ export function domainSettings(env: {
   SVC_SITES_DNS_TIMEOUT_MS: number;
   SVC_SITES_RESERVED_HOSTS: string;
   SVC_SITES_HOST?: string;
+  SVC_DRIVE_SITE_DOMAIN_RECHECK_MS: number;
+  SVC_DRIVE_SITE_DOMAIN_GRACE_MS: number;
+  SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS: number;
+  SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH: number;
 }): DomainSettings {
   const hosts = [...env.SVC_SITES_RESERVED_HOSTS.split(','), env.SVC_SITES_HOST ?? '']
     .map((h) => h.trim().toLowerCase().replace(/^\*\./, '').replace(/\.$/, ''))
@@ -80,6 +108,10 @@ export function domainSettings(env: {
     dnsServers: env.SVC_SITES_DNS_SERVERS,
     dnsTimeoutMs: env.SVC_SITES_DNS_TIMEOUT_MS,
     reservedHosts: hosts,
+    recheckMs: env.SVC_DRIVE_SITE_DOMAIN_RECHECK_MS,
+    graceMs: env.SVC_DRIVE_SITE_DOMAIN_GRACE_MS,
+    pendingTtlMs: env.SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS,
+    sweepBatch: env.SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH,
   };
 }
 

@@ -71,8 +71,8 @@ export async function startGateway(deps: {
   const providerKeys = await bus.subscribe('models.provider_key.*', async (event) => {
     answers.evict(MODELS_CACHE.tag, event.accountId);
   });
-  // A site's custom domain verified or removed, or the site deleted (on any replica): what this
-  // replica knows of those host names goes (docs/sites.md, "Custom domains").
+  // A site's custom domain verified, removed or made pending by a re-check, or the site deleted
+  // (on any replica): what this replica knows of those host names goes (docs/sites.md, "Custom domains").
   const siteDomains = new SiteDomainCache();
   const domainChanges = await bus.subscribe('drive.site.*', async (event) => {
     const data = event.data as { domain?: unknown; domains?: unknown };

@@ -36,8 +36,16 @@ export const SiteDomain = z
       })
       .describe('The DNS record that proves control of the domain.'),
     verifiedAt: Nullable(Timestamp),
-    lastCheckedAt: Nullable(Timestamp),
-    lastCheckError: Nullable(z.string()).describe('Why the last check did not verify the domain.'),
+    lastCheckedAt: Nullable(Timestamp).describe(
+      'When the TXT record was last looked up: by sites.domains.verify, or by the periodic re-check of a verified domain; null when never.',
+    ),
+    lastCheckError: Nullable(z.string()).describe(
+      'Why the last check did not find the record: for a pending domain, why it is not verified; for a verified one, what its last re-check found.',
+    ),
+    missingSince: Nullable(Timestamp).describe(
+      'A verified domain whose TXT record a re-check found gone: since when. It is still served, and goes back to pending once the grace ' +
+        'period is over unless the record is back; null while the record is found.',
+    ),
     createdAt: Timestamp,
     createdBy: Actor,
   })
@@ -52,6 +60,7 @@ function domainView(d: drive_sites.SiteDomain): z.output<typeof SiteDomain> {
     verifiedAt: d.verifiedAt ?? null,
     lastCheckedAt: d.lastCheckedAt ?? null,
     lastCheckError: d.lastCheckError ?? null,
+    missingSince: d.missingSince ?? null,
     createdAt: d.createdAt,
     createdBy: { kind: d.createdBy?.kind ?? '', id: d.createdBy?.id ?? '', keyId: d.createdBy?.keyId ?? null },
   };
@@ -81,7 +90,10 @@ export const sitesDomainsRoutes = [
     id: 'sites.domains.list',
     method: 'get',
     path: '/sites/:id/domains',
-    summary: 'A site’s custom domains, pending and verified, with the TXT record each needs.',
+    summary:
+      'A site’s custom domains, pending and verified, with the TXT record each needs. A verified domain’s record is looked up again ' +
+      'periodically (`lastCheckedAt`); one gone for longer than the grace period (`missingSince`) goes back to pending, and a pending ' +
+      'claim not verified in time is deleted.',
     params,
     response: z.object({ domains: z.array(SiteDomain) }).meta({ id: 'SiteDomainList' }),
     handler: rpc('drive', 'listSiteDomains', {

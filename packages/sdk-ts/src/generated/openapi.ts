@@ -3026,7 +3026,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A site’s custom domains, pending and verified, with the TXT record each needs. */
+        /** A site’s custom domains, pending and verified, with the TXT record each needs. A verified domain’s record is looked up again periodically (`lastCheckedAt`); one gone for longer than the grace period (`missingSince`) goes back to pending, and a pending claim not verified in time is deleted. */
         get: operations["sites.domains.list"];
         put?: never;
         /** Add a custom domain to a site. It is pending (not served) until verified: add the DNS TXT record the answer names (`_svc-challenge.<domain>` = `svc-verify=<token>`), then call sites.domains.verify. 201, or 200 when the site has it already; 409 domain_taken when another account’s site serves it; 400 invalid_domain, too_many_domains. */
@@ -6963,13 +6963,21 @@ export interface components {
             };
             /** @default null */
             verifiedAt: string | null;
-            /** @default null */
+            /**
+             * @description When the TXT record was last looked up: by sites.domains.verify, or by the periodic re-check of a verified domain; null when never.
+             * @default null
+             */
             lastCheckedAt: string | null;
             /**
-             * @description Why the last check did not verify the domain.
+             * @description Why the last check did not find the record: for a pending domain, why it is not verified; for a verified one, what its last re-check found.
              * @default null
              */
             lastCheckError: string | null;
+            /**
+             * @description A verified domain whose TXT record a re-check found gone: since when. It is still served, and goes back to pending once the grace period is over unless the record is back; null while the record is found.
+             * @default null
+             */
+            missingSince: string | null;
             /** @description ISO 8601 UTC with milliseconds */
             createdAt: string;
             createdBy: {

@@ -1,6 +1,7 @@
 import type { Migration } from '@svc/kit';
 
 import { siteDomains } from './0006-site-domains.js';
+import { siteDomainChecks } from './0007-site-domain-checks.js';
 
 export const migrations: Migration[] = [
   {
@@ -176,4 +177,5 @@ export const migrations: Migration[] = [
       );`,
   },
   siteDomains,
+  siteDomainChecks,
 ];

@@ -3,7 +3,15 @@ import { Resolver } from 'node:dns/promises';
 
 import type { DomainSettings } from '../settings.js';
 
-export type TxtLookup = (name: string) => Promise<{ records: string[] } | { error: string }>;
+/**
+ * The records found, or why none were: `absent` when the DNS answered that the name has no TXT
+ * record (NXDOMAIN, NODATA: evidence that the record is gone), not when the lookup failed
+ * (timeout, SERVFAIL, refused: evidence of nothing).
+ */
+export type TxtAnswer = { records: string[] } | { error: string; absent: boolean };
+export type TxtLookup = (name: string) => Promise<TxtAnswer>;
+
+const ABSENT = new Set(['ENOTFOUND', 'ENODATA']);
 
 /** Why a lookup found nothing, in words a user can act on. */
 function reason(code: string | undefined, name: string): string {
@@ -33,7 +41,8 @@ export function txtLookup(settings: DomainSettings): TxtLookup {
       const records = await resolver.resolveTxt(name);
       return { records: records.map((parts) => parts.join('')) };
     } catch (err) {
-      return { error: reason((err as NodeJS.ErrnoException).code, name) };
+      const code = (err as NodeJS.ErrnoException).code;
+      return { error: reason(code, name), absent: ABSENT.has(code ?? '') };
     }
   };
 }

@@ -4,6 +4,8 @@ import { domainToASCII } from 'node:url';
 
 import { DomainError } from '@svc/kit';
 
+import type { TxtAnswer } from './dns.js';
+
 /** The label a domain's ownership record is under: `_svc-challenge.<domain>`. */
 export const CHALLENGE_LABEL = '_svc-challenge';
 /** What the TXT record holds before the token: `svc-verify=<token>`. */
@@ -56,4 +58,52 @@ export function newDomainToken(): string {
 /** The TXT record a domain's owner adds: its name and its value. */
 export function challengeOf(domain: string, token: string): { name: string; value: string } {
   return { name: `${CHALLENGE_LABEL}.${domain}`, value: `${CHALLENGE_PREFIX}${token}` };
+}
+
+/**
+ * What a TXT answer says of a claim's record: `found` (one record is exactly its value), `absent`
+ * (the DNS answered, and no record is: none at all, or another token's, as when the name changed
+ * hands), or `unknown` (the lookup failed: a timeout or SERVFAIL says nothing of the record).
+ * `error` says why it was not found, in words a user can act on.
+ */
+export function readChallenge(
+  answer: TxtAnswer,
+  challenge: { name: string; value: string },
+): { outcome: 'found' | 'absent' | 'unknown'; error: string | null } {
+  if ('error' in answer) return { outcome: answer.absent ? 'absent' : 'unknown', error: answer.error };
+  if (answer.records.some((r) => r.trim() === challenge.value)) return { outcome: 'found', error: null };
+  const other = answer.records.some((r) => r.startsWith(CHALLENGE_PREFIX));
+  return {
+    outcome: 'absent',
+    error: other
+      ? `the TXT record at ${challenge.name} carries another token; set it to "${challenge.value}"`
+      : `no TXT record at ${challenge.name} carries "${challenge.value}"`,
+  };
+}
+
+/**
+ * What a periodic re-check does to a verified domain (docs/sites.md, "Re-checks"). Found: it stays
+ * verified, and an earlier absence is forgotten. Unknown: nothing changes, since a failed lookup is
+ * no evidence: it neither starts the grace period nor ends the domain. Absent: the grace period
+ * starts at the first such answer (DNS hiccups and a record being moved must not cost the site
+ * its name), and an absent answer once the period is over makes the domain pending again.
+ */
+export function recheckVerdict(
+  outcome: 'found' | 'absent' | 'unknown',
+  missingSince: Date | null,
+  now: Date,
+  graceMs: number,
+): { missingSince: Date | null; lapsed: boolean } {
+  if (outcome === 'found') return { missingSince: null, lapsed: false };
+  if (outcome === 'unknown') return { missingSince, lapsed: false };
+  const since = missingSince ?? now;
+  return { missingSince: since, lapsed: now.getTime() - since.getTime() >= graceMs };
+}
+
+/** Why a re-check made a verified domain pending again, and what its owner does about it. */
+export function lapsedError(challenge: { name: string; value: string }, missingSince: Date): string {
+  return (
+    `no TXT record at ${challenge.name} has carried "${challenge.value}" since ${missingSince.toISOString()}: ` +
+    'the domain is no longer served; add the record again and verify it'
+  );
 }

@@ -4,14 +4,15 @@
  * the site's root by the gateway. A claim belongs to an account: another account's pending claim of
  * the same name is invisible and blocks nothing (so a claim reserves nothing and tells nothing);
  * one verified claim at most serves a name, and a name another account serves is 409 domain_taken,
- * without saying whose.
+ * without saying whose. A verified domain is looked up again periodically, and pending claims
+ * expire (domain-checks.ts).
  */
 import { DomainError, type Principal } from '@svc/kit';
 
 import { actorOf, writer } from '../domain.js';
 import type { DomainSettings } from '../settings.js';
 import type { TxtLookup } from './dns.js';
-import { CHALLENGE_PREFIX, challengeOf, newDomainToken, validDomain } from './domain-rules.js';
+import { challengeOf, newDomainToken, readChallenge, validDomain } from './domain-rules.js';
 import type { DomainRow, DomainsStore } from './domains-store.js';
 import type { Sites } from './sites.js';
 
@@ -49,6 +50,7 @@ export function domainView(d: DomainRow) {
     verifiedAt: d.verified_at,
     lastCheckedAt: d.last_checked_at,
     lastCheckError: d.last_check_error,
+    missingSince: d.missing_since,
     createdAt: d.created_at,
     createdBy: d.created_by,
   };
@@ -125,15 +127,8 @@ export async function verifyDomain(domains: Domains, p: Principal, req: { siteId
   const { claim } = await claimOn(domains, p, req.siteId, req.domain);
   if (claim.verified_at) return claim;
   const txt = challengeOf(claim.domain, claim.token);
-  const found = await domains.lookupTxt(txt.name);
-  const ok = 'records' in found && found.records.some((r) => r.trim() === txt.value);
-  const error = ok
-    ? null
-    : 'error' in found
-      ? found.error
-      : found.records.some((r) => r.startsWith(CHALLENGE_PREFIX))
-        ? `the TXT record at ${txt.name} carries another token; set it to "${txt.value}"`
-        : `no TXT record at ${txt.name} carries "${txt.value}"`;
+  const { outcome, error } = readChallenge(await domains.lookupTxt(txt.name), txt);
+  const ok = outcome === 'found';
   const { sites } = domains;
   return sites.drive.tx(
     async (q) => {
@@ -143,7 +138,7 @@ export async function verifyDomain(domains: Domains, p: Principal, req: { siteId
       if (now.verified_at) return now;
       // Another account verified it first: its site serves the name.
       if (ok && (await domains.store.servedBy(q, claim.domain))) throw domainTaken();
-      const row = await domains.store.checked(q, p.accountId, claim.domain, ok, error);
+      const row = await domains.store.checked(q, p.accountId, claim.domain, ok, error, domains.settings.recheckMs);
       if (ok) await sites.emit(q, 'drive.site.domain_verified', site, { domain: row.domain });
       return row;
     },

@@ -38,6 +38,7 @@ function toDomain(d: ReturnType<typeof domainView>): drive_sites.SiteDomain {
     verifiedAt: d.verifiedAt?.toISOString(),
     lastCheckedAt: d.lastCheckedAt?.toISOString(),
     lastCheckError: d.lastCheckError ?? undefined,
+    missingSince: d.missingSince?.toISOString(),
     createdAt: d.createdAt.toISOString(),
     createdBy: actor(d.createdBy),
   };

@@ -2,8 +2,9 @@
  * Which host names are verified custom domains of sites (docs/sites.md, "Custom domains"), asked
  * of the drive once per name and kept: every request whose Host is neither the API's nor under
  * SVC_SITES_HOST asks, so the answer must cost nothing the second time. The drive's events
- * (`drive.site.domain_verified`, `domain_removed`, `deleted`, heard by every replica) drop a
- * name's answer; the time limits bound what a lost event could leave. What is served is still
+ * (`drive.site.domain_verified`, `domain_unverified` when a re-check found its record gone,
+ * `domain_removed`, `deleted`, heard by every replica) drop a name's answer; the time limits bound
+ * what a lost event could leave. What is served is still
  * decided by the drive on every request (by domain, verified only), so a stale "served" costs one
  * call that answers "no site" and drops the entry: a removal stops serving at once.
  */

@@ -1,0 +1,106 @@
+/**
+ * The sweep of custom domains (docs/sites.md, "Re-checks"), on a timer in every drive replica:
+ * - a verified domain's TXT record is looked up again every SVC_DRIVE_SITE_DOMAIN_RECHECK_MS, since
+ *   a name changes hands and its records with it. One that is gone is still served for
+ *   SVC_DRIVE_SITE_DOMAIN_GRACE_MS from the first lookup that found it gone (a DNS hiccup or a
+ *   record being moved must not take a site off its name), then it is pending again: no longer
+ *   served, and the name free for whoever proves control of it next;
+ * - a pending claim older than SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS is deleted (a claim reserves
+ *   nothing, but rows nobody will verify should not pile up).
+ * Replicas share the work through the rows (domains-store.ts, claimDue): a domain is looked up by
+ * one of them at a time, and the lookups happen outside any transaction, as a verification's do.
+ */
+import { challengeOf, lapsedError, readChallenge, recheckVerdict } from './domain-rules.js';
+import type { DomainRow, Domains } from './domains.js';
+
+/** Lookups of one sweep in flight at once: a DNS server that times out costs the sweep a few timeouts, not one per domain. */
+const LOOKUPS_AT_ONCE = 8;
+
+/** How often the sweep runs: every minute, or as often as a shorter interval or TTL needs. */
+export const sweepEveryMs = (s: { recheckMs: number; pendingTtlMs: number }) => Math.min(60_000, s.recheckMs, s.pendingTtlMs);
+
+/** One sweep: expired pending claims deleted, due verified domains re-checked (at most SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH of each). */
+export async function sweepDomains(domains: Domains, signal?: AbortSignal): Promise<{ expired: number; checked: number; unverified: number }> {
+  const expired = await expirePending(domains);
+  const due = await domains.store.claimDue(domains.sites.drive.sql, domains.settings.sweepBatch, domains.settings.recheckMs);
+  let unverified = 0;
+  let next = 0;
+  const worker = async () => {
+    // Stopping: the rest are looked up an interval later, by whichever replica is up then.
+    while (next < due.length && !signal?.aborted) {
+      const row = due[next++]!;
+      try {
+        if (await recheck(domains, row)) unverified++;
+      } catch (err) {
+        // This domain is checked again at its next time; the others go on.
+        domains.sites.drive.log.warn({ err, domain: row.domain }, 'custom domain re-check failed');
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(LOOKUPS_AT_ONCE, due.length) }, worker));
+  return { expired, checked: due.length, unverified };
+}
+
+async function expirePending(domains: Domains): Promise<number> {
+  const { sites, store, settings } = domains;
+  return sites.drive.tx(async (q) => {
+    const gone = await store.expirePending(q, settings.sweepBatch, settings.pendingTtlMs);
+    for (const d of gone) {
+      const site = await sites.store.siteById(q, d.account_id, d.site_id);
+      if (site) await sites.emit(q, 'drive.site.domain_removed', site, { domain: d.domain, wasVerified: false, expired: true });
+    }
+    return gone.length;
+  });
+}
+
+/** Looks a claimed domain's record up and writes what that means; whether the domain went back to pending. */
+async function recheck(domains: Domains, claimed: DomainRow): Promise<boolean> {
+  const challenge = challengeOf(claimed.domain, claimed.token);
+  const { outcome, error } = readChallenge(await domains.lookupTxt(challenge.name), challenge);
+  const { sites, store, settings } = domains;
+  return sites.drive.tx(async (q) => {
+    const now = await store.lockForRecheck(q, claimed.account_id, claimed.domain);
+    // Removed during the lookup (perhaps added again, with another token), pending already, or being
+    // written by another transaction: the answer is about a claim that is no more, or waits for the next check.
+    if (!now?.verified_at || now.token !== claimed.token) return false;
+    const verdict = recheckVerdict(outcome, now.missing_since, now.now, settings.graceMs);
+    await store.rechecked(q, now.account_id, now.domain, {
+      ...verdict,
+      error: verdict.lapsed ? lapsedError(challenge, verdict.missingSince ?? now.now) : error,
+    });
+    if (!verdict.lapsed) return false;
+    // Every gateway replica drops what it kept of the name (it listens to drive.site.* events
+    // naming a domain); the drive already answers "no site" for it from this commit on.
+    const site = await sites.store.siteById(q, now.account_id, now.site_id);
+    if (site) {
+      await sites.emit(q, 'drive.site.domain_unverified', site, { domain: now.domain, missingSince: verdict.missingSince?.toISOString() ?? null });
+    }
+    return true;
+  });
+}
+
+/** Runs the sweep on a timer, one at a time in this process (a slow DNS server must not pile sweeps up). */
+export function startDomainChecks(domains: Domains): { stop(): Promise<void> } {
+  const { log } = domains.sites.drive;
+  const stopping = new AbortController();
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = sweepDomains(domains, stopping.signal)
+      .then(
+        (r) => {
+          if (r.expired || r.unverified) log.info(r, 'custom domains swept');
+        },
+        (err: unknown) => log.warn({ err }, 'custom domain sweep failed'),
+      )
+      .finally(() => (running = undefined));
+  }, sweepEveryMs(domains.settings));
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      stopping.abort();
+      await running;
+    },
+  };
+}
