@@ -201,6 +201,28 @@ test('an order is replaced, found by client order id, and its history told', asy
   expect((await t.call('GET', `/trading/orders/${filled.id}/history`, { key: bob })).status).toBe(404);
 });
 
+test('a replace is one transaction: the old hold counts for the new order, and a refused new order leaves the old one open', async () => {
+  const carol = await user('Carol');
+  const usd = async () => (await t.ok('POST', '/trading/account', carol, { venue: 'paper' })).body.balances.find((b: any) => b.asset === 'USD');
+  // 150 × 300 held of 100,000: the new order (200 × 300) fits only with the old order's hold given back.
+  const o = await order(carol, { symbol: 'SPY', side: 'buy', type: 'limit', qty: '150', price: '300' });
+  const held = (await usd()).held;
+  expect(Number(held)).toBeGreaterThan(45_000);
+  const r = (await t.ok('POST', `/trading/orders/${o.id}/replace`, carol, { qty: '200' })).body;
+  expect(r.replaced).toMatchObject({ id: o.id, status: 'cancelled' });
+  expect(r.order).toMatchObject({ qty: '200', price: '300', status: 'new' });
+  const heldNow = (await usd()).held;
+  expect(Number(heldNow)).toBeCloseTo((Number(held) * 200) / 150, 2);
+
+  // 1,000 × 300 is more than the account has: refused, and nothing changed.
+  const refused = await t.call('POST', `/trading/orders/${r.order.id}/replace`, { key: carol, body: { qty: '1000' } });
+  expect([refused.status, refused.body.error.code]).toEqual([422, 'insufficient_balance']);
+  expect((await t.ok('GET', `/trading/orders/${r.order.id}`, carol)).body).toMatchObject({ status: 'new', qty: '200' });
+  expect((await usd()).held).toBe(heldNow);
+  const open = (await t.ok('GET', '/trading/orders?status=open', carol)).body.orders;
+  expect(open.map((x: any) => x.id)).toEqual([r.order.id]);
+});
+
 test('closing a position and flattening the account', async () => {
   await order(alice, { symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '1' });
   const part = (await t.ok('POST', `/trading/positions/${ETH}/close`, alice, { qty: '0.4' })).body;

@@ -5,7 +5,7 @@ import { actorOf, DomainError, invalid, notFound, type Principal, randomHex, req
 import { ALPACA, type AlpacaVenue, notionalUnits } from './alpaca/venue.js';
 import { ORDER_TYPES, type OrderType, type Side, type TimeInForce, TIMES_IN_FORCE } from './engine/book.js';
 import type { AgentLimits } from './limits.js';
-import { PAPER, type PaperVenue } from './paper/venue.js';
+import { PAPER, type PaperVenue, type PlaceInput } from './paper/venue.js';
 import type { OrderFilter, OrderRow, TradingStore } from './store.js';
 import { decimalInput, formatScaled, formatUnits, type Instruments, scaled, type Spec, ticksToString, toLots, toTicks } from './symbols.js';
 
@@ -97,7 +97,11 @@ export class Trading {
     return this.deps.alpaca!.venue;
   }
 
-  async place(p: Principal, req: PlaceRequest): Promise<{ row: OrderRow; replayed: boolean }> {
+  /**
+   * Places an order. With `replacing` (an open paper order of the caller's, checked by the caller),
+   * the order replaces it in one transaction (paper/venue.ts replace): `replaced` is the old one.
+   */
+  async place(p: Principal, req: PlaceRequest, replacing?: string): Promise<{ row: OrderRow; replayed: boolean; replaced?: OrderRow }> {
     const venue = this.venue(req.venue);
     const side = req.side as Side;
     const type = req.type as OrderType;
@@ -149,26 +153,32 @@ export class Trading {
       if (typeof ticks === 'string') throw bad(`price: ${ticks}.`);
       const stopTicks = stopPrice === undefined ? undefined : toTicks(spec, stopPrice);
       if (typeof stopTicks === 'string') throw bad(`stopPrice: ${stopTicks}.`);
-      return replay(
-        await this.deps.paper.place({
-          accountId: p.accountId,
-          actor,
-          spec,
-          clientOrderId,
-          requestHash,
-          side,
-          type,
-          tif,
-          qty: lots,
-          price: ticks,
-          stopPrice: stopTicks,
-          limits:
-            p.kind === 'agent'
-              ? (q, units) => this.deps.limits.check(q, p, { venueMode: 'paper', symbol: spec.symbol, notionalUnits: units, currency: spec.quote })
-              : undefined,
-        }),
-      );
+      const input: PlaceInput = {
+        accountId: p.accountId,
+        actor,
+        spec,
+        clientOrderId,
+        requestHash,
+        side,
+        type,
+        tif,
+        qty: lots,
+        price: ticks,
+        stopPrice: stopTicks,
+        limits:
+          p.kind === 'agent'
+            ? (q, units) => this.deps.limits.check(q, p, { venueMode: 'paper', symbol: spec.symbol, notionalUnits: units, currency: spec.quote })
+            : undefined,
+      };
+      if (replacing) return { ...(await this.deps.paper.replace(spec, p.accountId, replacing, input)), replayed: false };
+      return replay(await this.deps.paper.place(input));
     }
+    if (replacing)
+      throw new DomainError(
+        'invalid_argument',
+        'replace_not_supported',
+        `An order at ${venue.id} cannot be replaced here; cancel it and place a new one.`,
+      );
 
     if (!/^[A-Z][A-Z0-9.]{0,15}(\/[A-Z]{2,6})?$/.test(req.symbol))
       throw new DomainError('invalid_argument', 'unknown_symbol', `symbol: "${req.symbol}" is not a symbol Alpaca lists.`);

@@ -205,7 +205,7 @@ export const tradingMarketRoutes = [
     method: 'post',
     path: '/trading/orders/:id/replace',
     summary:
-      'Replace an open paper order with a changed one (quantity, prices, time in force): the old one is cancelled (its fills stay), the new one placed.',
+      'Replace an open paper order with a changed one (quantity, prices, time in force), in one transaction: the old one is cancelled (its fills stay) and the new one placed; if the new one is refused, the old one stays open.',
     params: z.object({ id: OrderId }),
     body: z
       .object({

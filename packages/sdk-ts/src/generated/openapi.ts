@@ -4195,7 +4195,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace an open paper order with a changed one (quantity, prices, time in force): the old one is cancelled (its fills stay), the new one placed. */
+        /** Replace an open paper order with a changed one (quantity, prices, time in force), in one transaction: the old one is cancelled (its fills stay) and the new one placed; if the new one is refused, the old one stays open. */
         post: operations["trading.orders.replace"];
         delete?: never;
         options?: never;

@@ -457,6 +457,40 @@ export class PaperVenue {
     );
   }
 
+  /**
+   * Replaces an open order of the account in one transaction: the old one cancelled (its fills
+   * stay, its hold released) and the new one placed on the same book. When the new one is refused
+   * (the balance, an agent's limits) or its client order id is taken, neither happens.
+   */
+  async replace(spec: Spec, accountId: string, orderId: string, input: PlaceInput): Promise<{ row: OrderRow; replaced: OrderRow }> {
+    return this.retrying(async (taken) =>
+      this.deps.sql.tx(async (q) => {
+        const keys = [{ accountId, clientOrderId: input.clientOrderId }];
+        const s = await this.open(q, spec, taken, [accountId], { lock: [accountId], keys });
+        const old = s.entry.book.get(orderId);
+        const cancelled = old && old.owner === accountId ? s.entry.book.cancel(orderId) : null;
+        if (!cancelled) throw new DomainError('conflict', 'order_not_open', 'The order is no longer open; only an open order can be replaced.');
+        this.track(s, cancelled);
+        // Its hold is released now, so that the new order is checked against what the account has without it.
+        s.ledger.syncHold(cancelled);
+        const job: Job = { input, headers: currentTraceHeaders(), resolve: () => {}, reject: () => {} };
+        const { outcomes, placed } = await this.match(s, [job], false);
+        const outcome = outcomes[0]!;
+        // Thrown, the transaction rolls back: the old order is still open (retrying drops this book's state).
+        if (outcome.error) throw outcome.error;
+        const id = placed.get(0);
+        if (!id)
+          throw new DomainError(
+            'conflict',
+            'client_order_id_conflict',
+            `clientOrderId "${input.clientOrderId}" already names an order; use a new one.`,
+          );
+        const rows = (await this.close(s))!;
+        return { row: rows.get(id)!, replaced: rows.get(orderId)! };
+      }),
+    );
+  }
+
   /** Cancels every open order of the account at the venue, book by book. */
   async cancelAll(accountId: string): Promise<OrderRow[]> {
     const out: OrderRow[] = [];

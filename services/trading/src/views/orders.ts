@@ -175,9 +175,9 @@ export class OrderTools {
     positive('stopPrice', decimalInput('stopPrice', next.stopPrice), (s) => toTicks(spec, s));
     if (req.clientOrderId && (await this.deps.store.orderByClientId(this.deps.sql, p.accountId, PAPER, req.clientOrderId)))
       throw new DomainError('conflict', 'client_order_id_conflict', `clientOrderId "${req.clientOrderId}" already names an order; use a new one.`);
-    const [replaced] = await this.deps.trading.cancel(p, { orderId: old.id, all: false });
-    const placed = await this.deps.trading.place(p, next);
-    return { replaced: replaced!, order: placed.row };
+    // One transaction: if the new order is refused, the old one is still open.
+    const placed = await this.deps.trading.place(p, next, old.id);
+    return { replaced: placed.replaced!, order: placed.row };
   }
 
   async byClientId(p: Principal, venue: string, clientOrderId: string): Promise<OrderRow> {
