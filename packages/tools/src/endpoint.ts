@@ -15,7 +15,7 @@ import { lazy, type Logger, type Principal, setting } from '@svc/kit';
 
 import { callTool } from './call.js';
 import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
-import { type McpAnswer, serveExchange } from './exchange.js';
+import { jsonRpcError, type McpAnswer, serveExchange } from './exchange.js';
 
 // The SDK is loaded at the first MCP request, not at start (~100 ms of module loading).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -74,12 +74,6 @@ export type { McpAnswer } from './exchange.js';
 
 /** A JSON-RPC message as read from a POST body: an object (batches are refused). */
 export type McpMessage = { method?: unknown; id?: unknown; params?: unknown } & Record<string, unknown>;
-
-const jsonRpcError = (status: number, code: number, message: string, id: unknown = null): McpAnswer => ({
-  status,
-  headers: { 'content-type': 'application/json' },
-  body: Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } })),
-});
 
 /**
  * Reads the JSON-RPC message of a POST body (parsed once, here): the message, or the JSON-RPC

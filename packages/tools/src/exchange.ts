@@ -30,8 +30,9 @@ const answer = (status: number, body: unknown): McpAnswer => ({
   body: Buffer.from(JSON.stringify(body)),
 });
 
-/** An error answer of the exchange's HTTP layer, as the SDK's transport writes them (id null). */
-const refusal = (status: number, code: number, message: string): McpAnswer => answer(status, { jsonrpc: '2.0', error: { code, message }, id: null });
+/** A JSON-RPC error as the answer (id null when the request's could not be read, as the SDK's transports answer). */
+export const jsonRpcError = (status: number, code: number, message: string, id: unknown = null): McpAnswer =>
+  answer(status, { jsonrpc: '2.0', id, error: { code, message } });
 
 class OneExchange implements Transport {
   onmessage?: Transport['onmessage'];
@@ -68,19 +69,19 @@ export async function serveExchange(
 ): Promise<McpAnswer> {
   const accept = header('accept');
   if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
-    return refusal(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+    return jsonRpcError(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
   }
   let parsed: JSONRPCMessage;
   try {
     parsed = sdk.parseJSONRPCMessage(message);
   } catch {
-    return refusal(400, -32700, 'Parse error: Invalid JSON-RPC message');
+    return jsonRpcError(400, -32700, 'Parse error: Invalid JSON-RPC message');
   }
   const request = 'method' in parsed && 'id' in parsed ? parsed : undefined;
   if (request?.method !== 'initialize') {
     const version = header('mcp-protocol-version');
     if (version !== undefined && !sdk.SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
-      return refusal(
+      return jsonRpcError(
         400,
         -32000,
         `Bad Request: Unsupported protocol version: ${version} (supported versions: ${sdk.SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,

@@ -48,6 +48,10 @@ function canon(v: string | undefined): string | null {
   return s === null ? v : formatScaled(s, 18);
 }
 
+/** Only the paper venue replaces an order in one step (its book's transaction). */
+export const replaceNotSupported = (venue: string) =>
+  new DomainError('invalid_argument', 'replace_not_supported', `An order at ${venue} cannot be replaced here; cancel it and place a new one.`);
+
 export class Trading {
   constructor(
     readonly deps: {
@@ -173,12 +177,7 @@ export class Trading {
       if (replacing) return { ...(await this.deps.paper.replace(spec, p.accountId, replacing, input)), replayed: false };
       return replay(await this.deps.paper.place(input));
     }
-    if (replacing)
-      throw new DomainError(
-        'invalid_argument',
-        'replace_not_supported',
-        `An order at ${venue.id} cannot be replaced here; cancel it and place a new one.`,
-      );
+    if (replacing) throw replaceNotSupported(venue.id);
 
     if (!/^[A-Z][A-Z0-9.]{0,15}(\/[A-Z]{2,6})?$/.test(req.symbol))
       throw new DomainError('invalid_argument', 'unknown_symbol', `symbol: "${req.symbol}" is not a symbol Alpaca lists.`);

@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
 
-import { invalid } from '@svc/kit';
+import { invalid, lazy } from '@svc/kit';
 
 import { providerError } from './errors.js';
 import type { Adapter, ChatMessage, Conversation, FinishReason, ToolDefinition, Upstream, UpstreamEvent } from './types.js';
@@ -19,12 +19,11 @@ type ContentBlock = Anthropic.Messages.ContentBlockParam;
 const DEFAULT_MAX_TOKENS = 4096;
 
 // The SDK is loaded at the first call (~90 ms of module loading that a start never needs).
-let sdk: typeof Anthropic | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const sdk = lazy(() => require('@anthropic-ai/sdk') as { default: typeof Anthropic });
 
 function clientFor(u: Upstream): Anthropic {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const AnthropicClient = (sdk ??= (require('@anthropic-ai/sdk') as { default: typeof Anthropic }).default);
-  return new AnthropicClient({ apiKey: u.apiKey, baseURL: u.baseUrl, fetch: u.fetch, maxRetries: 0, timeout: 10 * 60_000 });
+  return new sdk.default({ apiKey: u.apiKey, baseURL: u.baseUrl, fetch: u.fetch, maxRetries: 0, timeout: 10 * 60_000 });
 }
 
 const parseArgs = (json: string): Record<string, unknown> => JSON.parse(json || '{}') as Record<string, unknown>;

@@ -1,6 +1,6 @@
 import type OpenAI from 'openai';
 
-import { invalid } from '@svc/kit';
+import { invalid, lazy } from '@svc/kit';
 
 import { providerError } from './errors.js';
 import {
@@ -29,13 +29,11 @@ const clients = new Map<string, OpenAI>();
 const CLIENTS_MAX = 64;
 
 // The SDK is loaded at the first call (~60 ms of module loading that a start never needs).
-let sdk: typeof OpenAI | undefined;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const OpenAISdk = (): typeof OpenAI => (sdk ??= (require('openai') as { default: typeof OpenAI }).default);
+const sdk = lazy(() => require('openai') as { default: typeof OpenAI });
 
 function clientFor(u: Upstream): OpenAI {
-  const OpenAIClient = OpenAISdk();
-  const make = () => new OpenAIClient({ apiKey: u.apiKey, baseURL: u.baseUrl, fetch: u.fetch, maxRetries: 0, timeout: 10 * 60_000 });
+  const make = () => new sdk.default({ apiKey: u.apiKey, baseURL: u.baseUrl, fetch: u.fetch, maxRetries: 0, timeout: 10 * 60_000 });
   if (u.fetch) return make();
   const key = `${u.baseUrl ?? ''}\n${u.apiKey}`;
   let c = clients.get(key);

@@ -4,7 +4,7 @@ import { ORDER_TYPES, type OrderType } from '../engine/book.js';
 import { PAPER, type PaperSettings, type PaperVenue } from '../paper/venue.js';
 import type { OrderRow, TradingStore } from '../store.js';
 import { decimalInput, feeOf, formatUnits, lotsToString, notionalToUnits, scaled, type Spec, ticksToString, toLots, toTicks } from '../symbols.js';
-import type { PlaceRequest, Trading } from '../trading.js';
+import { type PlaceRequest, replaceNotSupported, type Trading } from '../trading.js';
 import type { Market } from './market.js';
 
 /**
@@ -141,18 +141,14 @@ export class OrderTools {
   }
 
   /**
-   * Replaces an open paper order: checks the new order, cancels the old one (its fills stay), and
-   * places the new one for the same symbol and side. Without a new qty, the old order's unfilled rest.
+   * Replaces an open paper order: checks the new order, then in one transaction cancels the old one
+   * (its fills stay) and places the new one for the same symbol and side; a refused new order leaves
+   * the old one open. Without a new qty, the old order's unfilled rest.
    */
   async replace(p: Principal, req: { id: string; qty?: string; price?: string; stopPrice?: string; timeInForce?: string; clientOrderId?: string }) {
     const old = await this.deps.store.order(this.deps.sql, p.accountId, req.id);
     if (!old) throw notFound('The order');
-    if (old.venue !== PAPER)
-      throw new DomainError(
-        'invalid_argument',
-        'replace_not_supported',
-        `An order at ${old.venue} cannot be replaced here; cancel it and place a new one.`,
-      );
+    if (old.venue !== PAPER) throw replaceNotSupported(old.venue);
     if (old.status !== 'new' && old.status !== 'partially_filled')
       throw new DomainError('conflict', 'order_not_open', `The order is ${old.status}; only an open order can be replaced.`);
     if (req.qty === undefined && req.price === undefined && req.stopPrice === undefined && req.timeInForce === undefined)
