@@ -300,4 +300,62 @@ describe('the endpoint over HTTP', () => {
     expect(call.status).toBe(200);
     expect(call.body.result.structuredContent).toMatchObject({ accountId });
   });
+
+  test("2026-07-28: a request the endpoint serves itself answers as the SDK handler answers it; the others get the revision's refusals", async () => {
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
+    const post = (id: number, method: string, params: Record<string, unknown>, headers: Record<string, string>) =>
+      rawPost(
+        t.url,
+        { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } },
+        { key: person, headers: { 'mcp-protocol-version': '2026-07-28', ...headers } },
+      );
+    const whoami = { name: 'whoami', arguments: {} };
+    // The name as sent (served here) and as a Base64 sentinel (served by the SDK's handler): the same answer.
+    const plain = await post(1, 'tools/call', whoami, { 'mcp-method': 'tools/call', 'mcp-name': 'whoami' });
+    const encoded = await post(1, 'tools/call', whoami, {
+      'mcp-method': 'tools/call',
+      'mcp-name': `=?base64?${Buffer.from('whoami').toString('base64')}?=`,
+    });
+    expect([plain.status, encoded.status]).toEqual([200, 200]);
+    expect(plain.body).toEqual(encoded.body);
+    expect(plain.headers.get('content-type')).toBe(encoded.headers.get('content-type'));
+    expect(plain.body.result.structuredContent).toMatchObject({ accountId });
+    // A tool error is a result; an unknown tool an error in the answer (200), as the SDK answers them.
+    const bad = await post(
+      2,
+      'tools/call',
+      { name: 'read_drive_file', arguments: { path: 42 } },
+      { 'mcp-method': 'tools/call', 'mcp-name': 'read_drive_file' },
+    );
+    expect([bad.status, bad.body.result.isError]).toEqual([200, true]);
+    const unknown = await post(3, 'tools/call', { name: 'no_such_tool', arguments: {} }, { 'mcp-method': 'tools/call', 'mcp-name': 'no_such_tool' });
+    expect(unknown.status).toBe(200);
+    expect(unknown.body.id).toBe(3);
+    expect(unknown.body.error ?? unknown.body.result?.isError).toBeTruthy();
+    // Standard headers missing or disagreeing: 400 with the header-mismatch error (-32020).
+    for (const headers of [{ 'mcp-method': 'tools/call' }, { 'mcp-method': 'tools/call', 'mcp-name': 'get_credits' }, { 'mcp-name': 'whoami' }]) {
+      const r = await post(4, 'tools/call', whoami, headers);
+      expect([r.status, r.body.error?.code]).toEqual([400, -32020]);
+    }
+    const noVersion = await rawPost(
+      t.url,
+      { jsonrpc: '2.0', id: 5, method: 'tools/list', params: { _meta: meta } },
+      { key: person, headers: { 'mcp-method': 'tools/list' } },
+    );
+    expect([noVersion.status, noVersion.body.error?.code]).toEqual([400, -32020]);
+    // A method the server does not have (ping is not in this revision): 404 with -32601, from the revision's dispatch ladder.
+    for (const method of ['prompts/list', 'ping']) {
+      const missing = await post(6, method, {}, { 'mcp-method': method });
+      expect([missing.status, missing.body.id, missing.body.error?.code]).toEqual([404, 6, -32601]);
+    }
+    // tools/list, served here, with the id given; a bad cursor is the SDK's invalid-params error.
+    const list = await post(7, 'tools/list', {}, { 'mcp-method': 'tools/list' });
+    expect([list.status, list.body.id, list.body.result.tools.length]).toEqual([200, 7, PAGE]);
+    const cursor = await post(8, 'tools/list', { cursor: 'nope' }, { 'mcp-method': 'tools/list' });
+    expect([cursor.status, cursor.body.id, cursor.body.error?.code]).toEqual([200, 8, -32602]);
+  });
 });

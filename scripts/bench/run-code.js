@@ -120,6 +120,7 @@ async function main() {
   if (pinToTwoCores()) return;
   const { Sandbox } = require('@svc/sandbox');
   const { startStack } = require('@svc/stack');
+  const { UNREACHED_LIMITS } = require('./lib.js');
   console.log(
     `run_code bench: node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), samples ${SAMPLES}, ${SECONDS} s sustained with ${CONCURRENCY} callers`,
   );
@@ -162,6 +163,9 @@ async function main() {
     LOG_LEVEL: 'silent',
     SVC_MCP_RUN_CODE_POOL_SIZE: '2',
     SVC_MCP_RUN_CODE_MAX_QUEUE: '256',
+    // Limits it never reaches: the benchmark measures the route, not the limiter's refusals.
+    SVC_RATE_LIMITS: UNREACHED_LIMITS,
+    SVC_RATE_LIMITS_ACCOUNT: UNREACHED_LIMITS,
   });
   const key = fs.readFileSync(path.join(dataDir, 'bootstrap-key'), 'utf8').trim();
   const client = httpClient(stack.port, key);

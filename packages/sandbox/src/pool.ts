@@ -201,8 +201,15 @@ export class Sandbox {
       clearTimeout(job.queueTimer);
       job.reject(new SandboxClosedError('The sandbox closed.'));
     }
-    const exits = [...this.workers].map(
-      (w) => new Promise<void>((resolve) => (w.state === 'dead' ? resolve() : w.child.once('exit', () => resolve()))),
+    // A process is unref'd (it does not keep the parent alive): referenced again while its exit is
+    // awaited, or a parent with nothing else to do would end before close() resolves.
+    const exits = [...this.workers].map((w) =>
+      w.child.exitCode !== null || w.child.signalCode !== null
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            w.child.ref();
+            w.child.once('exit', () => resolve());
+          }),
     );
     for (const w of this.workers) w.child.kill('SIGKILL');
     await Promise.all(exits);

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 
 import { DEFAULT_LIMITS, LimitError, resolveLimits, Sandbox, SandboxBusyError, SandboxClosedError, type SandboxEvent } from '@svc/sandbox';
@@ -256,6 +257,22 @@ describe('the pool', () => {
     } finally {
       await tight.close();
     }
+  });
+
+  it('keeps a parent with nothing else to do alive until close() has seen its processes end', () => {
+    // The processes do not keep the parent alive while they serve; close() must, or a script that
+    // awaits it ends before it resolves (exit code 0, nothing after the await runs).
+    const script = `
+      const { Sandbox } = require('@svc/sandbox');
+      (async () => {
+        const p = new Sandbox({ poolSize: 2 });
+        await p.start();
+        await Promise.all([1, 2, 3, 4].map(async () => { for (let i = 0; i < 3; i++) await p.run({ code: '1 + 1' }); }));
+        await p.close();
+        console.log('closed');
+      })();`;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
+    expect([r.status, r.stdout.trim()]).toEqual([0, 'closed']);
   });
 
   it('leaves no process behind when closed', async () => {

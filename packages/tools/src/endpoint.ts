@@ -1,10 +1,11 @@
 /**
  * The MCP endpoint (docs/mcp.md): Streamable HTTP, stateless, JSON answers, served with the
- * official MCP TypeScript SDK. One endpoint serves both protocol generations: 2025-era clients
- * (`initialize`, then each request on its own) through a stateless SDK transport in JSON mode, and
- * 2026-07-28 clients (`server/discover`, the per-request `_meta` envelope and the
- * MCP-Protocol-Version / Mcp-Method / Mcp-Name headers, which the SDK checks against the body)
- * through the SDK's createMcpHandler. Each exchange gets a fresh low-level Server bound to its
+ * official MCP TypeScript SDK. One endpoint serves both protocol generations, told apart by the
+ * SDK's classification of each message: 2025-era clients (`initialize`, then each request on its
+ * own) on a transport of one exchange, and 2026-07-28 clients (`server/discover`, the per-request
+ * `_meta` envelope and the MCP-Protocol-Version / Mcp-Method / Mcp-Name headers) on the SDK's
+ * per-request transport, or, for what that short path does not take (refusals among them), the
+ * SDK's createMcpHandler (exchange.ts). Each exchange gets a fresh low-level Server bound to its
  * caller; the tool catalogue and its pages are built once per process.
  */
 import type * as McpSdk from '@modelcontextprotocol/server';
@@ -15,7 +16,7 @@ import { lazy, type Logger, type Principal, setting } from '@svc/kit';
 
 import { callTool } from './call.js';
 import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
-import { jsonRpcError, type McpAnswer, serveExchange } from './exchange.js';
+import { jsonRpcError, type McpAnswer, MODERN_REVISION, serveExchange, serveModernExchange, servesModern } from './exchange.js';
 
 // The SDK is loaded at the first MCP request, not at start (~100 ms of module loading).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -106,11 +107,11 @@ async function answerOf(res: Response): Promise<McpAnswer> {
   return { status: res.status, headers, body: new Uint8Array(await res.arrayBuffer()) };
 }
 
-/** Whether a message carries the per-request envelope's protocol version claim (params._meta). */
-function claimsModern(message: McpMessage): boolean {
-  const meta = (message.params as { _meta?: unknown } | null | undefined)?._meta;
-  return typeof meta === 'object' && meta !== null && mcp.PROTOCOL_VERSION_META_KEY in meta;
-}
+/** A request header by lowercase name, from Headers or a record of lowercase names. */
+const headerOf =
+  (headers: Headers | Record<string, string>) =>
+  (name: string): string | undefined =>
+    headers instanceof Headers ? (headers.get(name) ?? undefined) : headers[name];
 
 const callerOf = (authInfo: AuthInfo | undefined): McpCaller => {
   const caller = authInfo?.extra?.caller as McpCaller | undefined;
@@ -135,11 +136,18 @@ export class McpEndpoint {
     return this.modernHandler;
   }
 
-  /** A Server for one exchange, its handlers bound to the caller. */
-  private server(caller: McpCaller): Server {
+  /**
+   * A Server for one exchange, its handlers bound to the caller; with `modern`, that revision is
+   * among its versions (it answers server/discover and binds to the revision of the exchange).
+   */
+  private server(caller: McpCaller, modern?: string): Server {
     const server = new mcp.Server(
       { name: 'svc', title: 'svc', version: this.deps.version },
-      { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+      {
+        capabilities: { tools: {} },
+        instructions: INSTRUCTIONS,
+        ...(modern ? { supportedProtocolVersions: [...mcp.SUPPORTED_PROTOCOL_VERSIONS, modern] } : {}),
+      },
     );
     server.setRequestHandler('tools/list', async (req) => this.page(req.params?.cursor));
     server.setRequestHandler('tools/call', async (req) => this.call(caller, req.params.name, req.params.arguments));
@@ -200,16 +208,27 @@ export class McpEndpoint {
         message.id ?? null,
       );
     }
-    // The SDK reads the headers from a Request; the body is handed over parsed (the Request has none).
-    const request = new Request(exchange.url, { method: 'POST', headers: exchange.headers });
     const authInfo: AuthInfo = { token: caller.token, clientId: caller.principal.keyId ?? '', scopes: [], extra: { caller } };
-    // A message with the 2026 envelope's claim is the modern path's whatever else it says (the
-    // SDK's rule); the others the SDK classifies, once (its handler classifies again what it serves).
-    if (!claimsModern(message) && (await mcp.isLegacyRequest(request, message))) {
+    const header = headerOf(exchange.headers);
+    // The SDK's classification, made once here as its handler makes it (body first, the standard
+    // headers as cross-checks): a 2025-era exchange, a 2026-07-28 one, or a refusal.
+    const route = mcp.classifyInboundRequest({
+      httpMethod: 'POST',
+      protocolVersionHeader: header('mcp-protocol-version'),
+      mcpMethodHeader: header('mcp-method'),
+      mcpNameHeader: header('mcp-name'),
+      body: message,
+    });
+    if (route.kind === 'legacy') {
       // A 2025-era exchange: the SDK's Server for this request, on a transport of one exchange.
-      const header = (name: string) => request.headers.get(name) ?? undefined;
       return serveExchange(mcp, this.server(caller), message, header, authInfo);
     }
+    if (route.kind === 'modern' && servesModern(route, header)) {
+      return serveModernExchange(mcp, this.server(caller, MODERN_REVISION), route, authInfo);
+    }
+    // The rest of the modern path (its refusals included): the SDK's handler, which reads the
+    // headers from a Request (the body is handed over parsed; the Request has none).
+    const request = new Request(exchange.url, { method: 'POST', headers: exchange.headers });
     return answerOf(await this.modern.fetch(request, { authInfo, parsedBody: message }));
   }
 
