@@ -65,16 +65,21 @@ async function load({ port, path, headers = {}, connections = 32, seconds = 5, m
     ...(Object.keys(headers).some((k) => k.toLowerCase() === 'host') ? [] : ['Host: 127.0.0.1']),
     'Connection: keep-alive',
   ];
-  const payload = body === undefined ? '' : JSON.stringify(body);
-  if (body !== undefined) head.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(payload)}`);
   for (const [k, v] of Object.entries(headers)) head.push(`${k}: ${v}`);
-  const request = Buffer.from(`${head.join('\r\n')}\r\n\r\n${payload}`);
+  // `body` may be an array of bodies: connection i sends the (i mod n)th.
+  const requestOf = (b) => {
+    const payload = b === undefined ? '' : JSON.stringify(b);
+    const lines = b === undefined ? head : [...head, 'Content-Type: application/json', `Content-Length: ${Buffer.byteLength(payload)}`];
+    return Buffer.from(`${lines.join('\r\n')}\r\n\r\n${payload}`);
+  };
+  const requests = Array.isArray(body) ? body.map(requestOf) : [requestOf(body)];
   const latencies = [];
   let errors = 0;
   const statusSeen = new Set();
   const deadline = Date.now() + seconds * 1000;
-  const worker = () =>
+  const worker = (_, i) =>
     new Promise((resolve) => {
+      const request = requests[i % requests.length];
       const socket = net.connect(port, '127.0.0.1');
       socket.setNoDelay(true);
       let buf = Buffer.alloc(0);
@@ -122,20 +127,56 @@ async function load({ port, path, headers = {}, connections = 32, seconds = 5, m
   return { requests: latencies.length, errors, statuses: [...statusSeen], rps: latencies.length / seconds, p50: q(0.5), p99: q(0.99) };
 }
 
-/** Warms up, then measures throughput, latency and the target's CPU per request. */
+/**
+ * CPU time (µs) used so far by this machine's backend servers, by program: the PostgreSQL, NATS and
+ * Redis processes running now (from /proc; Linux only, else empty). A connection's PostgreSQL
+ * backend counts while it lives, so compare two readings taken while the target holds its pool.
+ */
+function backendCpu(programs = ['postgres', 'nats-server', 'redis-server']) {
+  const fs = require('node:fs');
+  const out = Object.fromEntries(programs.map((p) => [p, 0]));
+  let pids = [];
+  try {
+    pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return {};
+  }
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (!(name in out)) continue;
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[name] += (Number(f[11]) + Number(f[12])) * 1e4; // clock ticks (USER_HZ 100) to µs
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * Warms up, then measures throughput, latency and the target's CPU per request (and, with
+ * `extra.backends`, the CPU per request of the machine's PostgreSQL, NATS and Redis processes).
+ */
 async function measure(target, path, headers, seconds, extra = {}) {
+  const { backends, ...options } = extra;
+  extra = options;
   await load({ port: target.port, path, headers, seconds: 1, ...extra });
   const before = await target.cpu();
+  const servers = backends ? backendCpu() : undefined;
   const mine = process.cpuUsage();
   const r = await load({ port: target.port, path, headers, seconds, ...extra });
   const loadCpu = process.cpuUsage(mine);
+  const serversAfter = backends ? backendCpu() : undefined;
   const after = await target.cpu();
   const cpuUs = after.user + after.system - before.user - before.system;
   const n = Math.max(1, r.requests);
   const perProcessUs = after.perProcess
     ? Object.fromEntries(Object.keys(after.perProcess).map((k) => [k, (after.perProcess[k] - before.perProcess[k]) / n]))
     : undefined;
-  return { ...r, cpuPerRequestUs: cpuUs / n, loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / n, perProcessUs };
+  const backendUs = servers ? Object.fromEntries(Object.keys(servers).map((k) => [k, (serversAfter[k] - servers[k]) / n])) : undefined;
+  return { ...r, cpuPerRequestUs: cpuUs / n, loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / n, perProcessUs, backendUs };
 }
 
 /** Deletes this run's JetStream stream (the namespace's), when NATS is real. */

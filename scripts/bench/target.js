@@ -87,8 +87,9 @@ async function main(kind) {
     return;
   }
   if (kind === 'split') {
-    // The cluster's shape: gateway, keys and accounts as separate processes talking gRPC over
-    // loopback TCP. CPU is the sum over the three processes (from /proc, 10 ms resolution).
+    // The cluster's shape: the gateway and services (BENCH_SPLIT, default keys,accounts) as separate
+    // processes talking gRPC over loopback TCP. CPU is the sum over the processes (from /proc, 10 ms
+    // resolution).
     const { spawn } = require('node:child_process');
     const fs = require('node:fs');
     const os = require('node:os');
@@ -105,22 +106,20 @@ async function main(kind) {
     const key = `svc_${require('node:crypto').randomBytes(32).toString('hex')}`;
     const secret = require('node:crypto').randomBytes(32).toString('hex');
     const db = await freshDatabase();
-    const [keysPort, accountsPort, gwPort] = [await free(), await free(), await free()];
+    const services = (process.env.BENCH_SPLIT ?? 'keys,accounts').split(',');
+    const ports = {};
+    for (const name of services) ports[name] = await free();
+    const gwPort = await free();
     const common = {
       ...process.env,
       SVC_INTERNAL_SECRET: secret,
       SVC_BOOTSTRAP_KEY: key,
       SVC_NAMESPACE: `bench${process.pid}`,
-      SVC_KEYS_ADDR: `127.0.0.1:${keysPort}`,
-      SVC_ACCOUNTS_ADDR: `127.0.0.1:${accountsPort}`,
+      ...Object.fromEntries(services.map((name) => [`SVC_${name.toUpperCase()}_ADDR`, `127.0.0.1:${ports[name]}`])),
       LOG_LEVEL: 'warn',
       ...(db.url ? { DATABASE_URL: db.url } : {}),
     };
-    const layout = [
-      ['keys', { GRPC_PORT: String(keysPort) }],
-      ['accounts', { GRPC_PORT: String(accountsPort) }],
-      ['gateway', { PORT: String(gwPort), HOST: '127.0.0.1' }],
-    ];
+    const layout = [...services.map((name) => [name, { GRPC_PORT: String(ports[name]) }]), ['gateway', { PORT: String(gwPort), HOST: '127.0.0.1' }]];
     const names = layout.map(([name]) => name);
     const procs = layout.map(([name, env]) =>
       spawn(
@@ -166,7 +165,7 @@ async function main(kind) {
       ready: true,
       port: gwPort,
       key,
-      backends: { topology: 'gateway, keys, accounts in 3 processes', sql: db.url ? 'postgresql' : 'pglite' },
+      backends: { topology: `${names.join(', ')} in ${names.length} processes`, sql: db.url ? 'postgresql' : 'pglite' },
     });
     return;
   }

@@ -6,9 +6,13 @@
 //      limit (resting and crossing), ioc/fok and stop orders and cancels;
 //   2. order placement through the gateway (POST /trading/order: auth, validation, gRPC, one
 //      PostgreSQL transaction with the book's lock, fills and balances, events in the outbox)
-//      against a bare express app that parses the same JSON body, with p50/p99.
+//      against a bare express app that parses the same JSON body, with p50/p99: the whole platform
+//      in one process, and (on real backends) the gateway, keys, accounts and trading as four
+//      processes, the cluster's shape; with the CPU that PostgreSQL and NATS spend per order.
 // Backends follow the environment (DATABASE_URL etc.), embedded otherwise.
 // Usage: node scripts/bench/trading.js [seconds=5] [rounds=3] [engineOrders=300000]
+// TRADING_BENCH_CONNECTIONS (16): keep-alive connections, one order in flight on each, for every target.
+// TRADING_BENCH_SYMBOLS=all: orders over the paper venue's four symbols (default: all to AAPL).
 // TRADING_BENCH_BASELINE=<another checkout, built> adds that checkout's stack to the same rounds
 // (interleaved), for a before/after on a machine whose load moves.
 const { performance } = require('node:perf_hooks');
@@ -86,6 +90,8 @@ async function main() {
   const seconds = Number(process.argv[2] ?? 5);
   const rounds = Number(process.argv[3] ?? 3);
   const engineOrders = Number(process.argv[4] ?? 300_000);
+  // Orders in flight (one per keep-alive connection): a book's orders commit in groups, so more in flight fill bigger groups.
+  const connections = Number(process.env.TRADING_BENCH_CONNECTIONS ?? 16);
 
   engine(50_000); // warm-up
   const runs = [1, 2, 3].map(() => engine(engineOrders));
@@ -98,9 +104,19 @@ async function main() {
   const bare = await startTarget('express-json');
   const stack = await startTarget('stack', env);
   const order = { symbol: 'AAPL', side: 'buy', type: 'market', qty: '1' };
+  // TRADING_BENCH_SYMBOLS=all: each connection's orders go to one of the paper venue's symbols in
+  // turn (its books commit in parallel); by default every order goes to one book, AAPL's.
+  const allSymbols = process.env.TRADING_BENCH_SYMBOLS === 'all';
+  const body = allSymbols
+    ? ['AAPL', 'SPY', 'BTC/USD', 'ETH/USD'].map((symbol) => ({ ...order, symbol, qty: symbol.includes('/') ? '0.01' : '1' }))
+    : order;
+  // The cluster's shape: the gateway and the services an order reaches as separate processes,
+  // gRPC over loopback TCP (on real backends only: embedded ones live in one process).
+  const split = process.env.DATABASE_URL ? await startTarget('split', { ...env, BENCH_SPLIT: 'keys,accounts,trading' }) : undefined;
   const specs = [
     ['express (bare, parses the same JSON, 201)', bare, '/x', {}],
     ['gateway POST /trading/order (market order, paper venue)', stack, '/trading/order', { authorization: `Bearer ${stack.key}` }],
+    ...(split ? [['the same, gateway/keys/accounts/trading as 4 processes', split, '/trading/order', { authorization: `Bearer ${split.key}` }]] : []),
   ];
   const baselineDir = process.env.TRADING_BENCH_BASELINE;
   if (baselineDir) {
@@ -109,11 +125,11 @@ async function main() {
   }
   const results = specs.map(() => []);
   try {
-    for (const [, t, path, headers] of specs) await load({ port: t.port, path, headers, seconds: 2, method: 'POST', body: order, okStatus: 201 });
+    for (const [, t, path, headers] of specs) await load({ port: t.port, path, headers, seconds: 2, method: 'POST', body, okStatus: 201 });
     for (let round = 0; round < rounds; round++) {
       for (let i = 0; i < specs.length; i++) {
         const [name, t, path, headers] = specs[i];
-        const r = await measure(t, path, headers, seconds, { method: 'POST', body: order, okStatus: 201, connections: 16 });
+        const r = await measure(t, path, headers, seconds, { method: 'POST', body, okStatus: 201, connections, backends: i > 0 });
         if (r.errors) throw new Error(`${name}: ${r.errors} failed requests (statuses ${r.statuses})`);
         results[i].push(r);
       }
@@ -123,12 +139,22 @@ async function main() {
   }
   const median = (rs) => [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)];
   const rows = specs.map(([name], i) => ({ name, ...median(results[i]) }));
-  console.log(`\n## Order placement (median of ${rounds} rounds of ${seconds}s, 16 connections; backends: ${JSON.stringify(stack.backends)})`);
-  console.log('| target | orders/s | p50 ms | p99 ms | CPU µs/req | vs express |');
-  console.log('|---|---:|---:|---:|---:|---:|');
+  console.log(
+    `\n## Order placement (median of ${rounds} rounds of ${seconds}s, ${connections} connections, ${allSymbols ? 'orders over 4 symbols' : 'one symbol'}; backends: ${JSON.stringify(stack.backends)})`,
+  );
+  console.log('| target | orders/s | p50 ms | p99 ms | CPU µs/req | PostgreSQL, NATS µs/req | vs express |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  const backendCell = (b) => (b ? `${b.postgres.toFixed(0)}, ${b['nats-server'].toFixed(0)}` : '');
   for (const r of rows)
     console.log(
-      `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${((r.rps / rows[0].rps) * 100).toFixed(0)}% |`,
+      `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${backendCell(r.backendUs)} | ${((r.rps / rows[0].rps) * 100).toFixed(0)}% |`,
+    );
+  const perProcess = rows.find((r) => r.perProcessUs)?.perProcessUs;
+  if (perProcess)
+    console.log(
+      `\n4 processes, CPU µs per order by process: ${Object.entries(perProcess)
+        .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+        .join(', ')}`,
     );
 }
 
