@@ -1,4 +1,5 @@
 import { startTestStack, type TestStack } from './support/stack';
+import { until } from './support/wait';
 
 /** Schedules (docs/memory.md): timetables checked and previewed, firings by the runtime (once each), pause, skip, trigger, isolation. */
 
@@ -22,15 +23,6 @@ afterAll(() => t?.stop());
 
 const call = (method: string, p: string, body?: unknown, k = key) => t.call(method, p, { key: k, body });
 const thread = async () => (await t.ok('POST', '/threads', key, { agentId, title: 'standup' })).body.id as string;
-async function until<T>(probe: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 const future = (s: number) => new Date(Date.now() + s * 1000).toISOString();
 
 test('preview: cron in UTC with names, steps and both day fields; intervals; bad timetables are 400', async () => {

@@ -1,6 +1,7 @@
 import { responseOf, type ServerEvent, Svc, SvcNotFoundError, SvcPreconditionFailedError } from '@svc/sdk';
 
 import { startTestStack, type TestStack } from './support/stack';
+import { until } from './support/wait';
 
 /** The TypeScript SDK (docs/sdk.md) against the running platform: every resource family, pagination, streams, errors. */
 
@@ -19,16 +20,6 @@ afterAll(() => t?.stop());
 
 const text = (s: string) => new TextEncoder().encode(s);
 type Ev = ServerEvent<{ seq: number; type: string; data: any }>;
-
-async function until<T>(probe: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('the TypeScript SDK against the stack', () => {
   test('the key and origin come from SVC_API_KEY and SVC_BASE_URL in the environment', async () => {

@@ -3,6 +3,7 @@ import http from 'node:http';
 import { REAL } from './support/backends';
 import { DnsServer } from './support/dns-server';
 import { startTestStack, type TestStack } from './support/stack';
+import { until } from './support/wait';
 
 /**
  * The drive's sweep of custom domains (docs/sites.md, "Re-checks"), on the real backends and a DNS
@@ -25,15 +26,6 @@ let bobSite: { id: string };
 const events: Array<{ subject: string; data: any }> = [];
 
 /** Polls until `check` holds, at most `ms`. */
-async function until(check: () => Promise<boolean> | boolean, ms = 10_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** The page a browser on that host gets (the text, and whether it is a site's: sandboxed). */
 function get(host: string, path = '/'): Promise<{ status: number; text: string; site: boolean }> {
   const port = Number(new URL(t.url).port);

@@ -2,6 +2,7 @@ import http from 'node:http';
 
 import { DnsServer } from './support/dns-server';
 import { ERROR_BODY, startTestStack, type TestStack } from './support/stack';
+import { until } from './support/wait';
 
 /**
  * Custom domains of hosted sites (docs/sites.md, "Custom domains"), on the real backends and a
@@ -61,15 +62,6 @@ function get(host: string, path: string, headers: Record<string, string> = {}, m
 }
 
 /** Polls until `check` holds (an event reaching the gateway takes a moment), at most `ms`. */
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<boolean> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function siteWith(slug: string, key: string, files: Record<string, string>) {
   const site = (await t.ok('POST', '/sites', key, { slug })).body;
   await t.ok('POST', `/sites/${site.id}/deployments`, key, { files: Object.entries(files).map(([path, content]) => ({ path, content })) });

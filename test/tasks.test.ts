@@ -1,4 +1,5 @@
 import { startTestStack, type TestStack } from './support/stack';
+import { until } from './support/wait';
 
 /** Tasks (docs/memory.md): lists, tasks, order, blockers, assignment, comments, activity, isolation. */
 
@@ -174,16 +175,6 @@ test('comments: author-only edits, and the activity log records each change', as
   await call('DELETE', `/tasks/${x.id}`);
   await until(() => events.find((e) => e.subject === 'agents.task.deleted' && e.data.taskId === x.id));
 });
-
-async function until<T>(probe: () => T | undefined, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 test('duplicates: a task into another list, a list as a template with its blockers', async () => {
   const l = await list('template');

@@ -1,4 +1,5 @@
 import { startTestStack, type TestStack } from './support/stack';
+import { until } from './support/wait';
 
 /** Threads and runs (docs/threads.md): the development model answering, calling real tools, events, isolation. */
 
@@ -25,15 +26,6 @@ async function events(key: string, threadId: string, after = 0): Promise<Ev[]> {
     out.push(...res.body.events);
     if (res.body.nextAfter === null) return out;
     a = res.body.nextAfter;
-  }
-}
-async function until<T>(probe: () => Promise<T | undefined | false>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 const settled = (key: string, id: string, runs = 1) =>

@@ -24,9 +24,10 @@ const { spawn, spawnSync } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
+
+const { freePort } = require('./lib.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const MiB = 1024 * 1024;
@@ -35,14 +36,6 @@ const RUNS_64M = Number(process.env.BENCH_RUNS_64M ?? 9);
 const NO_DOWNLOAD = process.env.BENCH_NO_DOWNLOAD === '1';
 const BASELINES = Number(process.env.BENCH_BASELINES ?? 3);
 const BIG_MIB = Number(process.env.BENCH_BIG_MIB ?? 1024);
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 async function startStack(dataDir) {
   const port = await freePort();

@@ -3,6 +3,9 @@
 // own CPU time is measured, so the generator's CPU never counts against the server.
 const { fork } = require('node:child_process');
 
+// A loopback port no other caller in this process was given (the faults harness's helper).
+const { freePort } = require('../faults/backends.js');
+
 const UNREACHED_LIMITS = 'read=1000000000/1,write=1000000000/1,compute=1000000000/1';
 
 /** Starts `target.js <kind>` and waits for it to listen; returns { port, cpu(), stop() }. */
@@ -207,4 +210,4 @@ async function freshDatabase(base = process.env.DATABASE_URL) {
   return { url: u.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-module.exports = { startTarget, load, measure, freshDatabase, dropStream, UNREACHED_LIMITS };
+module.exports = { startTarget, load, measure, freshDatabase, dropStream, freePort, UNREACHED_LIMITS };

@@ -3,7 +3,7 @@
 // over IPC and answers CPU-usage questions, so only the server's own CPU is counted.
 const http = require('node:http');
 
-const { dropStream, freshDatabase } = require('./lib.js');
+const { dropStream, freePort, freshDatabase } = require('./lib.js');
 
 /** The CPU to report: this process's own, unless a target replaces it (split topology). */
 let cpuOf = () => process.cpuUsage();
@@ -94,15 +94,8 @@ async function main(kind) {
     const fs = require('node:fs');
     const os = require('node:os');
     const path = require('node:path');
-    const net = require('node:net');
     const root = path.resolve(__dirname, '../..');
-    const free = () =>
-      new Promise((resolve) => {
-        const srv = net.createServer().listen(0, '127.0.0.1', () => {
-          const { port } = srv.address();
-          srv.close(() => resolve(port));
-        });
-      });
+    const free = freePort;
     const key = `svc_${require('node:crypto').randomBytes(32).toString('hex')}`;
     const secret = require('node:crypto').randomBytes(32).toString('hex');
     const db = await freshDatabase();

@@ -19,13 +19,12 @@
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 const { TextDecoder } = require('node:util');
 
-const { dropStream, freshDatabase } = require('./lib.js');
+const { dropStream, freePort, freshDatabase } = require('./lib.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
@@ -33,15 +32,6 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 120);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const FANOUT_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 20);
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 function spawnStack(env) {
   const child = spawn(process.execPath, ['./packages/stack/dist/main.js'], {

@@ -8,15 +8,28 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
+/** Ports freePort handed out in this process: the kernel may offer a port again once it is closed. */
+const handedOut = new Set();
+
+/**
+ * A loopback port free now and not handed out before by this process: two services given the same
+ * port, the second cannot bind it and the gateway's calls for it reach the first (UNIMPLEMENTED, a 501).
+ */
 async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const s = net.createServer();
+      s.listen(0, '127.0.0.1', () => {
+        const { port } = s.address();
+        s.close(() => resolve(port));
+      });
+      s.on('error', reject);
     });
-    s.on('error', reject);
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 async function waitPort(port, ms) {

@@ -94,11 +94,17 @@ function summarize(spec, records, injectAt, healedAt, endAt) {
   const during = records.filter((r) => r.at >= injectAt);
   const byStatus = {};
   const codes = {};
+  // Each error answer by operation ("upload 503 service_unavailable"): which part of the mix failed, and how.
+  const errorsByOp = {};
   for (const r of during) {
     const k = r.status === 0 ? 'no answer' : r.status === -1 ? 'hang' : String(r.status);
     byStatus[k] = (byStatus[k] ?? 0) + 1;
     const code = r.json?.error?.code;
     if (r.status >= 400 && code) codes[`${r.status} ${code}`] = (codes[`${r.status} ${code}`] ?? 0) + 1;
+    if (isError(r)) {
+      const what = `${r.op} ${k}${code ? ` ${code}` : ''}`;
+      errorsByOp[what] = (errorsByOp[what] ?? 0) + 1;
+    }
   }
   const errors = during.filter(isError);
   const lastError = errors.length ? Math.max(...errors.map((r) => r.at)) : undefined;
@@ -112,6 +118,7 @@ function summarize(spec, records, injectAt, healedAt, endAt) {
     ok: during.filter((r) => !isError(r)).length,
     byStatus,
     codes,
+    errorsByOp,
     withoutErrorBody: during.filter((r) => r.status >= 400 && !r.errorBody).length,
     status500: during.filter((r) => r.status === 500).length,
     // The first few 500s, what they were (none is expected: each is a defect to find).
@@ -317,6 +324,12 @@ function printTable(report) {
     );
   }
   console.log(lines.join('\n'));
+  for (const p of report.phases) {
+    const ops = Object.entries(p.errorsByOp)
+      .sort((a, b) => b[1] - a[1])
+      .map(([what, n]) => `${n}× ${what}`);
+    if (ops.length) console.log(`${p.fault}: errors by operation: ${ops.join(', ')}`);
+  }
   const c = report.checks;
   console.log(
     `\nacknowledged writes: ${c.total} (${Object.entries(c.byKind)

@@ -116,10 +116,4 @@ export function abortedUpload(p: string, headers: Record<string, string>, sent: 
   });
 }
 
-export const until = async (cond: () => Promise<boolean> | boolean, ms = 5000) => {
-  const start = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - start > ms) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-};
+export { until } from './wait';

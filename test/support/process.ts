@@ -4,15 +4,28 @@ import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 
+/** Ports freePort handed out in this process: the kernel may offer a port again once it is closed. */
+const handedOut = new Set<number>();
+
+/**
+ * A loopback port free now and not handed out before by this process: two services given the same
+ * port, the second cannot bind it and its callers reach the first (which answers UNIMPLEMENTED).
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const s = net.createServer();
+      s.listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as net.AddressInfo;
+        s.close(() => resolve(port));
+      });
+      s.on('error', reject);
     });
-    s.on('error', reject);
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 /** Runs the image's entrypoint (`node --require tracing main.js`) as a child process. */
