@@ -25,7 +25,6 @@ let aliceSite: { id: string };
 let bobSite: { id: string };
 const events: Array<{ subject: string; data: any }> = [];
 
-/** Polls until `check` holds, at most `ms`. */
 /** The page a browser on that host gets (the text, and whether it is a site's: sandboxed). */
 function get(host: string, path = '/'): Promise<{ status: number; text: string; site: boolean }> {
   const port = Number(new URL(t.url).port);

@@ -61,7 +61,6 @@ function get(host: string, path: string, headers: Record<string, string> = {}, m
   });
 }
 
-/** Polls until `check` holds (an event reaching the gateway takes a moment), at most `ms`. */
 async function siteWith(slug: string, key: string, files: Record<string, string>) {
   const site = (await t.ok('POST', '/sites', key, { slug })).body;
   await t.ok('POST', `/sites/${site.id}/deployments`, key, { files: Object.entries(files).map(([path, content]) => ({ path, content })) });
@@ -136,10 +135,17 @@ describe('custom domains', () => {
     // The earlier "not ours" answer for this host was dropped by the verification's event (its
     // time limit is a minute): the site shows within moments.
     expect(await until(async () => (await get('www.shop-example.com', '/')).text === '<h1>shop home</h1>', 3000)).toBe(true);
-    // Verified already: answered as it is, with no DNS question.
+    // Verified already: looked up again, as the periodic re-check does. The record gone: still
+    // verified and served (the grace period starts); the record back: its absence forgotten.
     const asked = dns.questions.length;
-    expect((await t.ok('POST', path, alice)).body.status).toBe('verified');
-    expect(dns.questions.length).toBe(asked);
+    expect((await t.ok('POST', path, alice)).body).toMatchObject({ status: 'verified', missingSince: null });
+    expect(dns.questions.length).toBe(asked + 1);
+    dns.remove('_svc-challenge.www.shop-example.com');
+    const gone = (await t.ok('POST', path, alice)).body;
+    expect(gone).toMatchObject({ status: 'verified', verifiedAt: ok.verifiedAt, missingSince: expect.any(String) });
+    expect((await get('www.shop-example.com', '/')).text).toBe('<h1>shop home</h1>');
+    dns.setTxt('_svc-challenge.www.shop-example.com', [value]);
+    expect((await t.ok('POST', path, alice)).body).toMatchObject({ status: 'verified', verifiedAt: ok.verifiedAt, missingSince: null });
   });
 
   test('a verified domain serves the site with the fronts’ rules: types, ETags, folders, 404.html, ranges, sandboxing', async () => {

@@ -10,8 +10,7 @@
  * Replicas share the work through the rows (domains-store.ts, claimDue): a domain is looked up by
  * one of them at a time, and the lookups happen outside any transaction, as a verification's do.
  */
-import { challengeOf, lapsedError, readChallenge, recheckVerdict } from './domain-rules.js';
-import type { DomainRow, Domains } from './domains.js';
+import { type Domains, recheckDomain } from './domains.js';
 
 /** Lookups of one sweep in flight at once: a DNS server that times out costs the sweep a few timeouts, not one per domain. */
 const LOOKUPS_AT_ONCE = 8;
@@ -30,7 +29,7 @@ export async function sweepDomains(domains: Domains, signal?: AbortSignal): Prom
     while (next < due.length && !signal?.aborted) {
       const row = due[next++]!;
       try {
-        if (await recheck(domains, row)) unverified++;
+        if (await recheckDomain(domains, row)) unverified++;
       } catch (err) {
         // This domain is checked again at its next time; the others go on.
         domains.sites.drive.log.warn({ err, domain: row.domain }, 'custom domain re-check failed');
@@ -50,32 +49,6 @@ async function expirePending(domains: Domains): Promise<number> {
       if (site) await sites.emit(q, 'drive.site.domain_removed', site, { domain: d.domain, wasVerified: false, expired: true });
     }
     return gone.length;
-  });
-}
-
-/** Looks a claimed domain's record up and writes what that means; whether the domain went back to pending. */
-async function recheck(domains: Domains, claimed: DomainRow): Promise<boolean> {
-  const challenge = challengeOf(claimed.domain, claimed.token);
-  const { outcome, error } = readChallenge(await domains.lookupTxt(challenge.name), challenge);
-  const { sites, store, settings } = domains;
-  return sites.drive.tx(async (q) => {
-    const now = await store.lockForRecheck(q, claimed.account_id, claimed.domain);
-    // Removed during the lookup (perhaps added again, with another token), pending already, or being
-    // written by another transaction: the answer is about a claim that is no more, or waits for the next check.
-    if (!now?.verified_at || now.token !== claimed.token) return false;
-    const verdict = recheckVerdict(outcome, now.missing_since, now.now, settings.graceMs);
-    await store.rechecked(q, now.account_id, now.domain, {
-      ...verdict,
-      error: verdict.lapsed ? lapsedError(challenge, verdict.missingSince ?? now.now) : error,
-    });
-    if (!verdict.lapsed) return false;
-    // Every gateway replica drops what it kept of the name (it listens to drive.site.* events
-    // naming a domain); the drive already answers "no site" for it from this commit on.
-    const site = await sites.store.siteById(q, now.account_id, now.site_id);
-    if (site) {
-      await sites.emit(q, 'drive.site.domain_unverified', site, { domain: now.domain, missingSince: verdict.missingSince?.toISOString() ?? null });
-    }
-    return true;
   });
 }
 

@@ -12,7 +12,7 @@ import { DomainError, type Principal } from '@svc/kit';
 import { actorOf, writer } from '../domain.js';
 import type { DomainSettings } from '../settings.js';
 import type { TxtLookup } from './dns.js';
-import { challengeOf, newDomainToken, readChallenge, validDomain } from './domain-rules.js';
+import { challengeOf, lapsedError, newDomainToken, readChallenge, recheckVerdict, validDomain } from './domain-rules.js';
 import type { DomainRow, DomainsStore } from './domains-store.js';
 import type { Sites } from './sites.js';
 
@@ -120,12 +120,19 @@ export async function listDomains(domains: Domains, p: Principal, siteId: string
 /**
  * Checks the domain's TXT record and, when one carries the token, verifies it: it is served from
  * then on. A check that finds no such record answers the domain still pending with the reason
- * (a DNS change takes time to show; call again). Verified already: answered as it is.
+ * (a DNS change takes time to show; call again). Verified already: re-checked as the sweep does
+ * (found, an earlier absence is forgotten; absent, the grace period starts or, once it is over,
+ * the domain is pending again; a failed lookup changes nothing) and answered as it then is.
  */
 export async function verifyDomain(domains: Domains, p: Principal, req: { siteId: string; domain: string }): Promise<DomainRow> {
   writer(p);
   const { claim } = await claimOn(domains, p, req.siteId, req.domain);
-  if (claim.verified_at) return claim;
+  if (claim.verified_at) {
+    await recheckDomain(domains, claim);
+    const now = await domains.store.claim(domains.sites.drive.sql, p.accountId, claim.domain);
+    if (!now || now.site_id !== claim.site_id) throw domainNotFound();
+    return now;
+  }
   const txt = challengeOf(claim.domain, claim.token);
   const { outcome, error } = readChallenge(await domains.lookupTxt(txt.name), txt);
   const ok = outcome === 'found';
@@ -144,6 +151,35 @@ export async function verifyDomain(domains: Domains, p: Principal, req: { siteId
     },
     { onUnique: async () => Promise.reject(domainTaken()) },
   );
+}
+
+/**
+ * Looks a verified domain's record up again and writes what that means (the sweep's re-check, and a
+ * verify of a verified domain); whether the domain went back to pending.
+ */
+export async function recheckDomain(domains: Domains, claimed: DomainRow): Promise<boolean> {
+  const challenge = challengeOf(claimed.domain, claimed.token);
+  const { outcome, error } = readChallenge(await domains.lookupTxt(challenge.name), challenge);
+  const { sites, store, settings } = domains;
+  return sites.drive.tx(async (q) => {
+    const now = await store.lockForRecheck(q, claimed.account_id, claimed.domain);
+    // Removed during the lookup (perhaps added again, with another token), pending already, or being
+    // written by another transaction: the answer is about a claim that is no more, or waits for the next check.
+    if (!now?.verified_at || now.token !== claimed.token) return false;
+    const verdict = recheckVerdict(outcome, now.missing_since, now.now, settings.graceMs);
+    await store.rechecked(q, now.account_id, now.domain, {
+      ...verdict,
+      error: verdict.lapsed ? lapsedError(challenge, verdict.missingSince ?? now.now) : error,
+    });
+    if (!verdict.lapsed) return false;
+    // Every gateway replica drops what it kept of the name (it listens to drive.site.* events
+    // naming a domain); the drive already answers "no site" for it from this commit on.
+    const site = await sites.store.siteById(q, now.account_id, now.site_id);
+    if (site) {
+      await sites.emit(q, 'drive.site.domain_unverified', site, { domain: now.domain, missingSince: verdict.missingSince?.toISOString() ?? null });
+    }
+    return true;
+  });
 }
 
 /** Removes a domain from a site: it stops being served at once. Not there: done. */
