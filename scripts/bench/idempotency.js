@@ -13,7 +13,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 
-const { freshDatabase } = require('./lib.js');
+const { freshDatabase, UNREACHED_LIMITS } = require('./lib.js');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 30);
@@ -29,6 +29,9 @@ async function main() {
     SVC_DATA_DIR: dataDir,
     SVC_NAMESPACE: `bench${randomBytes(4).toString('hex')}`,
     LOG_LEVEL: 'silent',
+    // Limits it never reaches: the benchmark measures replays, not the limiter's refusals.
+    SVC_RATE_LIMITS: UNREACHED_LIMITS,
+    SVC_RATE_LIMITS_ACCOUNT: UNREACHED_LIMITS,
     ...(db ? { DATABASE_URL: db.url } : {}),
     ...(process.env.NATS_URL ? { NATS_URL: process.env.NATS_URL } : {}),
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
