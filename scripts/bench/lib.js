@@ -130,30 +130,40 @@ async function load({ port, path, headers = {}, connections = 32, seconds = 5, m
   return { requests: latencies.length, errors, statuses: [...statusSeen], rps: latencies.length / seconds, p50: q(0.5), p99: q(0.99) };
 }
 
+/** µs per clock tick of /proc's CPU counters (USER_HZ = 100). */
+const TICK_US = 1e6 / 100;
+
+/** A process's program name and CPU time so far in µs (user, system), from /proc/<pid>/stat; undefined if it is gone. */
+function procStat(pid) {
+  let stat;
+  try {
+    stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The name is in parentheses and may hold spaces or parentheses itself: the fields follow the last ')'.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), user: Number(f[11]) * TICK_US, system: Number(f[12]) * TICK_US };
+}
+
 /**
  * CPU time (µs) used so far by this machine's backend servers, by program: the PostgreSQL, NATS and
- * Redis processes running now (from /proc; Linux only, else empty). A connection's PostgreSQL
- * backend counts while it lives, so compare two readings taken while the target holds its pool.
+ * Redis processes running now (Linux only; elsewhere none). A connection's PostgreSQL backend
+ * counts while it lives, so compare two readings taken while the target holds its pool.
  */
 function backendCpu(programs = ['postgres', 'nats-server', 'redis-server']) {
-  const fs = require('node:fs');
   const out = Object.fromEntries(programs.map((p) => [p, 0]));
   let pids = [];
   try {
-    pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+    pids = require('node:fs')
+      .readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d));
   } catch {
-    return {};
+    return undefined;
   }
   for (const pid of pids) {
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (!(name in out)) continue;
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out[name] += (Number(f[11]) + Number(f[12])) * 1e4; // clock ticks (USER_HZ 100) to µs
-    } catch {
-      // the process ended meanwhile
-    }
+    const st = procStat(pid);
+    if (st && Object.hasOwn(out, st.name)) out[st.name] += st.user + st.system;
   }
   return out;
 }
@@ -162,9 +172,7 @@ function backendCpu(programs = ['postgres', 'nats-server', 'redis-server']) {
  * Warms up, then measures throughput, latency and the target's CPU per request (and, with
  * `extra.backends`, the CPU per request of the machine's PostgreSQL, NATS and Redis processes).
  */
-async function measure(target, path, headers, seconds, extra = {}) {
-  const { backends, ...options } = extra;
-  extra = options;
+async function measure(target, path, headers, seconds, { backends = false, ...extra } = {}) {
   await load({ port: target.port, path, headers, seconds: 1, ...extra });
   const before = await target.cpu();
   const servers = backends ? backendCpu() : undefined;
@@ -178,7 +186,8 @@ async function measure(target, path, headers, seconds, extra = {}) {
   const perProcessUs = after.perProcess
     ? Object.fromEntries(Object.keys(after.perProcess).map((k) => [k, (after.perProcess[k] - before.perProcess[k]) / n]))
     : undefined;
-  const backendUs = servers ? Object.fromEntries(Object.keys(servers).map((k) => [k, (serversAfter[k] - servers[k]) / n])) : undefined;
+  const backendUs =
+    servers && serversAfter ? Object.fromEntries(Object.keys(servers).map((k) => [k, (serversAfter[k] - servers[k]) / n])) : undefined;
   return { ...r, cpuPerRequestUs: cpuUs / n, loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / n, perProcessUs, backendUs };
 }
 
@@ -210,4 +219,4 @@ async function freshDatabase(base = process.env.DATABASE_URL) {
   return { url: u.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-module.exports = { startTarget, load, measure, freshDatabase, dropStream, freePort, UNREACHED_LIMITS };
+module.exports = { startTarget, load, measure, freshDatabase, dropStream, freePort, procStat, UNREACHED_LIMITS };

@@ -3,7 +3,7 @@
 // over IPC and answers CPU-usage questions, so only the server's own CPU is counted.
 const http = require('node:http');
 
-const { dropStream, freePort, freshDatabase } = require('./lib.js');
+const { dropStream, freePort, freshDatabase, procStat } = require('./lib.js');
 
 /** The CPU to report: this process's own, unless a target replaces it (split topology). */
 let cpuOf = () => process.cpuUsage();
@@ -95,14 +95,13 @@ async function main(kind) {
     const os = require('node:os');
     const path = require('node:path');
     const root = path.resolve(__dirname, '../..');
-    const free = freePort;
     const key = `svc_${require('node:crypto').randomBytes(32).toString('hex')}`;
     const secret = require('node:crypto').randomBytes(32).toString('hex');
     const db = await freshDatabase();
     const services = (process.env.BENCH_SPLIT ?? 'keys,accounts').split(',');
     const ports = {};
-    for (const name of services) ports[name] = await free();
-    const gwPort = await free();
+    for (const name of services) ports[name] = await freePort();
+    const gwPort = await freePort();
     const common = {
       ...process.env,
       SVC_INTERNAL_SECRET: secret,
@@ -134,16 +133,15 @@ async function main(kind) {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    const tick = 1e6 / 100; // µs per clock tick (USER_HZ = 100)
     cpuOf = () => {
       let user = 0;
       let system = 0;
       const perProcess = {};
       for (const [i, p] of procs.entries()) {
-        const f = fs.readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-        user += Number(f[11]) * tick;
-        system += Number(f[12]) * tick;
-        perProcess[names[i]] = (Number(f[11]) + Number(f[12])) * tick;
+        const st = procStat(p.pid) ?? { user: 0, system: 0 };
+        user += st.user;
+        system += st.system;
+        perProcess[names[i]] = st.user + st.system;
       }
       return { user, system, perProcess };
     };

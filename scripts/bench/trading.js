@@ -144,7 +144,7 @@ async function main() {
   );
   console.log('| target | orders/s | p50 ms | p99 ms | CPU µs/req | PostgreSQL, NATS µs/req | vs express |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
-  const backendCell = (b) => (b ? `${b.postgres.toFixed(0)}, ${b['nats-server'].toFixed(0)}` : '');
+  const backendCell = (b) => (b ? `${b.postgres.toFixed(0)}, ${b['nats-server'].toFixed(0)}` : ''); // none off Linux
   for (const r of rows)
     console.log(
       `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${backendCell(r.backendUs)} | ${((r.rps / rows[0].rps) * 100).toFixed(0)}% |`,

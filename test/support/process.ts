@@ -1,32 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 
-/** Ports freePort handed out in this process: the kernel may offer a port again once it is closed. */
-const handedOut = new Set<number>();
-
 /**
- * A loopback port free now and not handed out before by this process: two services given the same
- * port, the second cannot bind it and its callers reach the first (which answers UNIMPLEMENTED).
+ * A loopback port free now and never handed out before by this process (the faults harness's
+ * helper, scripts/faults/backends.js: two services given one port, the second cannot bind it).
  */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const s = net.createServer();
-      s.listen(0, '127.0.0.1', () => {
-        const { port } = s.address() as net.AddressInfo;
-        s.close(() => resolve(port));
-      });
-      s.on('error', reject);
-    });
-    if (!handedOut.has(port)) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const freePort: () => Promise<number> = require('../../scripts/faults/backends.js').freePort;
 
 /** Runs the image's entrypoint (`node --require tracing main.js`) as a child process. */
 export function spawnSvc(env: Record<string, string>): ChildProcess & { output: () => string } {

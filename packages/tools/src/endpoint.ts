@@ -136,17 +136,20 @@ export class McpEndpoint {
     return this.modernHandler;
   }
 
+  /** The versions a 2026-07-28 exchange's Server lists: the SDK's and that revision (made once). */
+  private modernVersions?: string[];
+
   /**
-   * A Server for one exchange, its handlers bound to the caller; with `modern`, that revision is
+   * A Server for one exchange, its handlers bound to the caller; with `modern`, MODERN_REVISION is
    * among its versions (it answers server/discover and binds to the revision of the exchange).
    */
-  private server(caller: McpCaller, modern?: string): Server {
+  private server(caller: McpCaller, modern = false): Server {
     const server = new mcp.Server(
       { name: 'svc', title: 'svc', version: this.deps.version },
       {
         capabilities: { tools: {} },
         instructions: INSTRUCTIONS,
-        ...(modern ? { supportedProtocolVersions: [...mcp.SUPPORTED_PROTOCOL_VERSIONS, modern] } : {}),
+        ...(modern ? { supportedProtocolVersions: (this.modernVersions ??= [...mcp.SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION]) } : {}),
       },
     );
     server.setRequestHandler('tools/list', async (req) => this.page(req.params?.cursor));
@@ -224,7 +227,7 @@ export class McpEndpoint {
       return serveExchange(mcp, this.server(caller), message, header, authInfo);
     }
     if (route.kind === 'modern' && servesModern(route, header)) {
-      return serveModernExchange(mcp, this.server(caller, MODERN_REVISION), route, authInfo);
+      return serveModernExchange(mcp, this.server(caller, true), route, authInfo);
     }
     // The rest of the modern path (its refusals included): the SDK's handler, which reads the
     // headers from a Request (the body is handed over parsed; the Request has none).
