@@ -147,12 +147,12 @@ function procStat(pid) {
 }
 
 /**
- * CPU time (µs) used so far by this machine's backend servers, by program: the PostgreSQL, NATS and
- * Redis processes running now (Linux only; elsewhere none). A connection's PostgreSQL backend
- * counts while it lives, so compare two readings taken while the target holds its pool.
+ * CPU time (µs) used so far by this machine's backend servers: the PostgreSQL, NATS and Redis
+ * processes running now, by process id (Linux only; elsewhere none). Compare two readings with
+ * `backendDelta`.
  */
 function backendCpu(programs = ['postgres', 'nats-server', 'redis-server']) {
-  const out = Object.fromEntries(programs.map((p) => [p, 0]));
+  const out = new Map();
   let pids = [];
   try {
     pids = require('node:fs')
@@ -163,8 +163,19 @@ function backendCpu(programs = ['postgres', 'nats-server', 'redis-server']) {
   }
   for (const pid of pids) {
     const st = procStat(pid);
-    if (st && Object.hasOwn(out, st.name)) out[st.name] += st.user + st.system;
+    if (st && programs.includes(st.name)) out.set(pid, { name: st.name, cpu: st.user + st.system });
   }
+  return out;
+}
+
+/**
+ * The CPU (µs) each program's processes spent between two readings of `backendCpu`: a process
+ * started in between counts from zero; one that ended in between (a PostgreSQL backend whose
+ * connection closed) is left out, an undercount rather than the negative a sum would give.
+ */
+function backendDelta(before, after, programs = ['postgres', 'nats-server', 'redis-server']) {
+  const out = Object.fromEntries(programs.map((p) => [p, 0]));
+  for (const [pid, { name, cpu }] of after) out[name] += cpu - (before.get(pid)?.cpu ?? 0);
   return out;
 }
 
@@ -187,7 +198,7 @@ async function measure(target, path, headers, seconds, { backends = false, ...ex
     ? Object.fromEntries(Object.keys(after.perProcess).map((k) => [k, (after.perProcess[k] - before.perProcess[k]) / n]))
     : undefined;
   const backendUs =
-    servers && serversAfter ? Object.fromEntries(Object.keys(servers).map((k) => [k, (serversAfter[k] - servers[k]) / n])) : undefined;
+    servers && serversAfter ? Object.fromEntries(Object.entries(backendDelta(servers, serversAfter)).map(([k, v]) => [k, v / n])) : undefined;
   return { ...r, cpuPerRequestUs: cpuUs / n, loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / n, perProcessUs, backendUs };
 }
 

@@ -3,6 +3,7 @@ import type * as Nats from 'nats';
 import type { JetStreamClient, NatsConnection } from 'nats';
 
 import { observeConsumer } from '../tracing/metrics.js';
+import { createJetStreamPublisher } from './jetstream-publish.js';
 
 /** The event shape on the wire (DESIGN §5). */
 export interface EventEnvelope<D = unknown> {
@@ -258,7 +259,8 @@ export function createMemoryBus(namespace: string, onError: (err: unknown) => vo
 export async function createNatsBus(url: string, namespace: string, onError: (err: unknown) => void = () => {}): Promise<Bus> {
   // Loaded here, not at the top: the embedded stack, with its in-process bus, never needs it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { AckPolicy, connect, DeliverPolicy, ErrorCode, headers: natsHeaders, RetentionPolicy } = require('nats') as typeof Nats;
+  const nats = require('nats') as typeof Nats;
+  const { AckPolicy, connect, DeliverPolicy, ErrorCode, headers: natsHeaders, RetentionPolicy } = nats;
   // noAsyncTraces: the client would otherwise capture two stack traces per request (a JetStream
   // publish is one), a measurable part of publishing events under load (docs/trading.md).
   const nc: NatsConnection = await connect({ servers: url, name: `svc-${process.pid}`, maxReconnectAttempts: -1, noAsyncTraces: true });
@@ -282,6 +284,7 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
     }
   }
   const js: JetStreamClient = nc.jetstream();
+  const publisher = createJetStreamPublisher(nats, nc, onError);
   // The work queues' stream, made on first use: a job is removed once a worker acks it.
   const workName = `${stream}_WORK`;
   let workReady: Promise<void> | undefined;
@@ -311,9 +314,7 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
   return {
     kind: 'nats',
     async publish(subject, event, headers = currentTraceHeaders()) {
-      const h = natsHeaders();
-      for (const [k, v] of Object.entries(headers)) h.set(k, v);
-      await js.publish(`${namespace}.${subject}`, encode(event), { msgID: event.id, headers: h });
+      await publisher.publish(`${namespace}.${subject}`, encode(event), event.id, headers);
     },
     async subscribe(subject, handler, options = {}) {
       const full = `${namespace}.${subject}`;
@@ -426,9 +427,7 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
     async enqueue(name, id, data) {
       await workStream();
       // A job continues the trace of the request that made it.
-      const h = natsHeaders();
-      for (const [k, v] of Object.entries(currentTraceHeaders())) h.set(k, v);
-      await js.publish(`${namespace}_work.${name}`, encodeJson(data), { msgID: id, headers: h });
+      await publisher.publish(`${namespace}_work.${name}`, encodeJson(data), id, currentTraceHeaders());
     },
     async work(name, handler, options = {}) {
       await workStream();
@@ -493,6 +492,7 @@ export async function createNatsBus(url: string, namespace: string, onError: (er
     },
     async close() {
       await nc.drain().catch(() => nc.close());
+      publisher.close();
     },
   };
 }
