@@ -180,6 +180,19 @@ function backendDelta(before, after, programs = ['postgres', 'nats-server', 'red
 }
 
 /**
+ * The machine's CPU counters so far (Linux, from /proc/stat; elsewhere undefined): ticks in all and
+ * ticks stolen by the hypervisor for other guests, which slow every target alike but not evenly.
+ */
+function machineTicks() {
+  try {
+    const f = require('node:fs').readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    return { total: f.reduce((a, b) => a + b, 0), steal: f[7] ?? 0 };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Warms up, then measures throughput, latency and the target's CPU per request (and, with
  * `extra.backends`, the CPU per request of the machine's PostgreSQL, NATS and Redis processes).
  */
@@ -187,10 +200,14 @@ async function measure(target, path, headers, seconds, { backends = false, ...ex
   await load({ port: target.port, path, headers, seconds: 1, ...extra });
   const before = await target.cpu();
   const servers = backends ? backendCpu() : undefined;
+  const ticks = machineTicks();
   const mine = process.cpuUsage();
   const r = await load({ port: target.port, path, headers, seconds, ...extra });
   const loadCpu = process.cpuUsage(mine);
   const serversAfter = backends ? backendCpu() : undefined;
+  const ticksAfter = machineTicks();
+  // The share of the machine's CPU time the hypervisor gave to other guests during the run.
+  const stealPct = ticks && ticksAfter ? (100 * (ticksAfter.steal - ticks.steal)) / Math.max(1, ticksAfter.total - ticks.total) : undefined;
   const after = await target.cpu();
   const cpuUs = after.user + after.system - before.user - before.system;
   const n = Math.max(1, r.requests);
@@ -199,7 +216,7 @@ async function measure(target, path, headers, seconds, { backends = false, ...ex
     : undefined;
   const backendUs =
     servers && serversAfter ? Object.fromEntries(Object.entries(backendDelta(servers, serversAfter)).map(([k, v]) => [k, v / n])) : undefined;
-  return { ...r, cpuPerRequestUs: cpuUs / n, loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / n, perProcessUs, backendUs };
+  return { ...r, cpuPerRequestUs: cpuUs / n, loadCpuPerRequestUs: (loadCpu.user + loadCpu.system) / n, perProcessUs, backendUs, stealPct };
 }
 
 /** Deletes this run's JetStream stream (the namespace's), when NATS is real. */

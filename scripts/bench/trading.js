@@ -152,11 +152,11 @@ async function main() {
     console.log(
       `\n## Order placement, ${connections} connections (median of ${rounds} rounds of ${seconds}s, ${allSymbols ? 'orders over 4 symbols' : 'one symbol'}; backends: ${JSON.stringify(stack.backends)})`,
     );
-    console.log('| target | orders/s | p50 ms | p99 ms | CPU µs/req | PostgreSQL, NATS µs/req | vs express |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|');
+    console.log('| target | orders/s | p50 ms | p99 ms | CPU µs/req | PostgreSQL, NATS µs/req | CPU stolen | vs express |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of rows)
       console.log(
-        `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${backendCell(r.backendUs)} | ${((r.rps / rows[0].rps) * 100).toFixed(0)}% |`,
+        `| ${r.name} | ${r.rps.toFixed(0)} | ${(r.p50 / 1000).toFixed(2)} | ${(r.p99 / 1000).toFixed(2)} | ${r.cpuPerRequestUs.toFixed(0)} | ${backendCell(r.backendUs)} | ${r.stealPct === undefined ? '' : `${r.stealPct.toFixed(0)}%`} | ${((r.rps / rows[0].rps) * 100).toFixed(0)}% |`,
       );
     const perProcess = rows.find((r) => r.perProcessUs)?.perProcessUs;
     if (perProcess)
