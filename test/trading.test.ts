@@ -221,6 +221,8 @@ test('bad input is a clear 4xx and writes nothing', async () => {
   }
   const rejected = await order(bob, { symbol: 'BTC/USD', side: 'buy', type: 'market', qty: '10' });
   expect(rejected.body.error.message).toMatch(/USD/);
+  // A negative quantity is named as what it is, not as a malformed number.
+  for (const qty of ['-1', -1, '0']) expect((await order(bob, { symbol: 'AAPL', side: 'buy', qty })).body.error.message).toMatch(/qty.*positive/);
   // A JSON number that overflowed is refused before it reaches the service.
   expect((await t.call('POST', '/trading/order', { key: bob, body: '{"symbol":"AAPL","side":"buy","qty":1e999}' })).status).toBe(400);
   expect((await t.ok('GET', '/trading/orders?limit=200', bob)).body.orders.length).toBe(ordersBefore);

@@ -17,7 +17,7 @@ export const DecimalInput = z
     z
       .string()
       .trim()
-      .regex(/^\d{1,18}(\.\d{1,18})?$/, 'must be a decimal number such as "1.5"'),
+      .regex(/^\d{1,18}(\.\d{1,18})?$/, 'must be a positive decimal number such as "1.5", without a sign or exponent'),
     z.number().refine((n) => Number.isFinite(n), 'must be a finite number'),
   ])
   .transform((v) => (typeof v === 'number' ? String(v) : v));
