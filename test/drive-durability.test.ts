@@ -5,8 +5,9 @@ import path from 'node:path';
 import { newId, PrincipalSigner } from '@svc/kit';
 import { drive } from '@svc/proto';
 
-import { abortedUpload, accountId, collectGarbage, LIMIT, quoted, req, sha, sql, t, until, uploadFile, useDriveStack } from './support/drive';
+import { abortedUpload, accountId, collectGarbage, LIMIT, quoted, req, sha, sql, t, uploadFile, useDriveStack } from './support/drive';
 import { ERROR_BODY } from './support/stack';
+import { until } from './support/wait';
 
 // The drive loses nothing: aborted and failed writes leave no file and no stray blob, every
 // committed version is readable, and garbage is collected.

@@ -2,8 +2,9 @@ import http from 'node:http';
 
 import { newId } from '@svc/kit';
 
-import { accountId, events, folder, importKey, quoted, req, sha, t, until, uploadFile, useDriveStack } from './support/drive';
+import { accountId, events, folder, importKey, quoted, req, sha, t, uploadFile, useDriveStack } from './support/drive';
 import { ERROR_BODY } from './support/stack';
+import { until } from './support/wait';
 
 // The drive through the public API: content and ETags, concurrency, folders, tenancy, events
 // (what is never lost on failure: drive-durability.test.ts).

@@ -2,6 +2,7 @@
 // Shared benchmark pieces: a keep-alive HTTP load generator and a child-process target whose
 // own CPU time is measured, so the generator's CPU never counts against the server.
 const { fork } = require('node:child_process');
+const fs = require('node:fs');
 
 // A loopback port no other caller in this process was given (the faults harness's helper).
 const { freePort } = require('../faults/backends.js');
@@ -137,7 +138,7 @@ const TICK_US = 1e6 / 100;
 function procStat(pid) {
   let stat;
   try {
-    stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8');
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return undefined;
   }
@@ -146,24 +147,25 @@ function procStat(pid) {
   return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), user: Number(f[11]) * TICK_US, system: Number(f[12]) * TICK_US };
 }
 
+/** The backend servers' program names, as /proc/<pid>/stat gives them. */
+const BACKEND_PROGRAMS = ['postgres', 'nats-server', 'redis-server'];
+
 /**
  * CPU time (µs) used so far by this machine's backend servers: the PostgreSQL, NATS and Redis
  * processes running now, by process id (Linux only; elsewhere none). Compare two readings with
  * `backendDelta`.
  */
-function backendCpu(programs = ['postgres', 'nats-server', 'redis-server']) {
+function backendCpu() {
   const out = new Map();
   let pids = [];
   try {
-    pids = require('node:fs')
-      .readdirSync('/proc')
-      .filter((d) => /^\d+$/.test(d));
+    pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   } catch {
     return undefined;
   }
   for (const pid of pids) {
     const st = procStat(pid);
-    if (st && programs.includes(st.name)) out.set(pid, { name: st.name, cpu: st.user + st.system });
+    if (st && BACKEND_PROGRAMS.includes(st.name)) out.set(pid, { name: st.name, cpu: st.user + st.system });
   }
   return out;
 }
@@ -173,8 +175,8 @@ function backendCpu(programs = ['postgres', 'nats-server', 'redis-server']) {
  * started in between counts from zero; one that ended in between (a PostgreSQL backend whose
  * connection closed) is left out, an undercount rather than the negative a sum would give.
  */
-function backendDelta(before, after, programs = ['postgres', 'nats-server', 'redis-server']) {
-  const out = Object.fromEntries(programs.map((p) => [p, 0]));
+function backendDelta(before, after) {
+  const out = Object.fromEntries(BACKEND_PROGRAMS.map((p) => [p, 0]));
   for (const [pid, { name, cpu }] of after) out[name] += cpu - (before.get(pid)?.cpu ?? 0);
   return out;
 }
@@ -185,7 +187,7 @@ function backendDelta(before, after, programs = ['postgres', 'nats-server', 'red
  */
 function machineTicks() {
   try {
-    const f = require('node:fs').readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
     return { total: f.reduce((a, b) => a + b, 0), steal: f[7] ?? 0 };
   } catch {
     return undefined;

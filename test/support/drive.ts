@@ -115,5 +115,3 @@ export function abortedUpload(p: string, headers: Record<string, string>, sent: 
     );
   });
 }
-
-export { until } from './wait';

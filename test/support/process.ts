@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 
+import { until } from './wait';
+
 export const ROOT = path.resolve(__dirname, '..', '..');
 
 /**
@@ -23,20 +25,9 @@ export function spawnSvc(env: Record<string, string>): ChildProcess & { output: 
   return Object.assign(child, { output: () => out });
 }
 
-export async function waitFor<T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
-  const start = Date.now();
-  let lastErr: unknown;
-  while (Date.now() - start < ms) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      lastErr = err;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
-}
+/** Waits for a process-level condition (a port answering, an event seen), retrying while the probe throws. */
+export const waitFor = <T>(probe: () => Promise<T | undefined>, ms: number, what: string): Promise<T> =>
+  until(probe, ms, { every: 100, what, retryErrors: true });
 
 export function exitCode(child: ChildProcess, ms = 15_000): Promise<number | null> {
   if (child.exitCode !== null) return Promise.resolve(child.exitCode);

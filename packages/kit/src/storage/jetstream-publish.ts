@@ -2,7 +2,7 @@ import type * as Nats from 'nats';
 import type { MsgHdrs, NatsConnection } from 'nats';
 
 /** How long a publish waits for the stream's acknowledgement (nats.js's JetStream default). */
-export const PUBLISH_ACK_TIMEOUT_MS = 5000;
+const PUBLISH_ACK_TIMEOUT_MS = 5000;
 
 export interface JetStreamPublisher {
   /**
