@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The long fuzz run (docs/reliability.md, "Fuzzing"): test/fuzz.test.ts with more cases, for a
+ * The long fuzz run (docs/reliability.md, "Fuzzing"): test/platform/fuzz.test.ts with more cases, for a
  * while, on the backends the environment names (DATABASE_URL, REDIS_URL, NATS_URL; embedded ones
  * otherwise). It prints a summary per operation and each failing case with the seed that replays it.
  *
@@ -51,7 +51,7 @@ const env = {
 const jest = path.join(root, 'node_modules/jest/bin/jest.js');
 const run = spawnSync(
   process.execPath,
-  ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', jest, '--runTestsByPath', 'test/fuzz.test.ts'],
+  ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', jest, '--runTestsByPath', 'test/platform/fuzz.test.ts'],
   { cwd: root, env, stdio: 'inherit' },
 );
 process.exit(run.status ?? 1);

@@ -66,7 +66,7 @@ async function waitFor(promise, doing) {
   await waitFor(database, 'creating the embedded database');
   console.log('svc: starting the services');
   require(path.join(root, 'packages/kit/dist/tracing/register.js'));
-  require(path.join(root, 'packages/stack/dist/main.js'));
+  require(path.join(root, 'apps/stack/dist/main.js'));
 })().catch((err) => {
   console.error(`svc: ${err.message}`);
   process.exit(1);

@@ -11,7 +11,7 @@ const root = path.resolve(__dirname, '..');
 
 /** The projects of tsconfig.json that the platform's process loads (not the SDK or the host CLI). */
 function projects() {
-  const skip = new Set(['packages/sdk-ts', 'packages/host']);
+  const skip = new Set(['packages/sdk-ts', 'apps/host']);
   const refs = JSON.parse(fs.readFileSync(path.join(root, 'tsconfig.json'), 'utf8')).references.map((r) => r.path);
   return refs
     .filter((p) => !skip.has(p))
@@ -94,7 +94,7 @@ async function write(files) {
 }
 
 /** Modules that do something when loaded (start the platform, a sandbox child, tracing). */
-const ENTRY_POINTS = new Set(['packages/stack/src/main.ts', 'packages/sandbox/src/child.ts', 'packages/kit/src/tracing/register.ts']);
+const ENTRY_POINTS = new Set(['apps/stack/src/main.ts', 'packages/quickjs/src/child.ts', 'packages/kit/src/tracing/register.ts']);
 
 const CHECK_DIR = '.transpile-check';
 

@@ -40,7 +40,7 @@ const BIG_MIB = Number(process.env.BENCH_BIG_MIB ?? 1024);
 async function startStack(dataDir) {
   const port = await freePort();
   const extra = process.env.BENCH_STACK_NODE_ARGS ? process.env.BENCH_STACK_NODE_ARGS.split(' ') : [];
-  const child = spawn(process.execPath, [...extra, './packages/stack/dist/main.js'], {
+  const child = spawn(process.execPath, [...extra, './apps/stack/dist/main.js'], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // run_code benchmark (docs/run-code.md): time to first result of a trivial script, and sustained
-// calls per second, through the @svc/sandbox package and through POST /code/run on an embedded
+// calls per second, through the @svc/quickjs package and through POST /code/run on an embedded
 // stack, each beside a baseline measured in the same run:
 // - package latency against a bare IPC round trip to a forked Node process (the floor of any
 //   child-process sandbox);
@@ -118,7 +118,7 @@ function httpClient(port, key) {
 
 async function main() {
   if (pinToTwoCores()) return;
-  const { Sandbox } = require('@svc/sandbox');
+  const { Sandbox } = require('@svc/quickjs');
   const { startStack } = require('@svc/stack');
   const { UNREACHED_LIMITS } = require('./lib.js');
   console.log(

@@ -11,7 +11,7 @@ const root = path.resolve(__dirname, '../..');
 
 async function once(dataDir, port) {
   const started = process.hrtime.bigint();
-  const child = spawn(process.execPath, ['--require', './packages/kit/dist/tracing/register.js', './packages/stack/dist/main.js'], {
+  const child = spawn(process.execPath, ['--require', './packages/kit/dist/tracing/register.js', './apps/stack/dist/main.js'], {
     cwd: root,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
     stdio: 'ignore',

@@ -116,7 +116,7 @@ async function main(kind) {
     const procs = layout.map(([name, env]) =>
       spawn(
         process.execPath,
-        [...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'packages/stack/dist/main.js'],
+        [...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'apps/stack/dist/main.js'],
         {
           cwd: root,
           env: { ...common, ...env, SVC_SERVICE: name, SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), `svc-bench-${name}-`)) },

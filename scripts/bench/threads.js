@@ -34,7 +34,7 @@ const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const FANOUT_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 20);
 
 function spawnStack(env) {
-  const child = spawn(process.execPath, ['./packages/stack/dist/main.js'], {
+  const child = spawn(process.execPath, ['./apps/stack/dist/main.js'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', SVC_TRADING_ALPACA_URL: 'off', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

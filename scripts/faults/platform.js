@@ -50,7 +50,7 @@ async function startPlatform(backends, { deadlineMs = 3000, extraEnv = {} } = {}
   const logs = {};
 
   const spawnOne = (name) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'packages/stack/dist/main.js')], {
+    const child = spawn(process.execPath, [path.join(ROOT, 'apps/stack/dist/main.js')], {
       cwd: ROOT,
       env: { ...common, SVC_SERVICE: name, PORT: String(httpPorts[name]), ...(grpcPorts[name] ? { GRPC_PORT: String(grpcPorts[name]) } : {}) },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,7 +14,7 @@ export const freePort: () => Promise<number> = require('../../scripts/faults/bac
 
 /** Runs the image's entrypoint (`node --require tracing main.js`) as a child process. */
 export function spawnSvc(env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, ['--require', './packages/kit/dist/tracing/register.js', './packages/stack/dist/main.js'], {
+  const child = spawn(process.execPath, ['--require', './packages/kit/dist/tracing/register.js', './apps/stack/dist/main.js'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -3,7 +3,7 @@
  * (SERVICE_NAMES and ServiceName, SVC_SERVICE's values, the SVC_<NAME>_ADDR variables, the
  * gateway's readiness list, the typed clients of @svc/clients, the call check of the Registry);
  * what cannot (the stack's MODULES, tsconfig references, the chart's component lists) is held to
- * it by test/catalogue.test.ts.
+ * it by test/platform/catalogue.test.ts.
  *
  * `calls` declares the service call graph: the services a service may call over gRPC. It is a
  * DAG — services call "down" (agents → accounts → keys); the edge components (the gateway, mcp)
@@ -17,10 +17,7 @@ export interface CatalogueEntry {
   readonly calls: readonly string[] | '*';
   /** One line: what it owns. */
   readonly summary: string;
-  /**
-   * The service whose folder (services/<home>) holds its code, when it is a role of that service
-   * rather than a service of its own (the runtime is the agents service's run workers).
-   */
+  /** The folder (services/<home>) that holds its code, when it is not named as the service is. */
   readonly home?: string;
 }
 
@@ -34,11 +31,12 @@ export const CATALOGUE = {
   models: { grpc: 'svc.models.v1.ModelsService', calls: ['accounts'], summary: 'the model catalogue, provider keys, credits, inference' },
   trading: { grpc: 'svc.trading.v1.TradingService', calls: ['agents'], summary: "venues, orders, fills, paper books, agents' trading limits" },
   profiles: { grpc: 'svc.profiles.v1.ProfilesService', calls: [], summary: 'taste profiles' },
-  mcp: { grpc: 'svc.mcp.v1.McpService', calls: '*', summary: 'the hosted MCP server (stub)' },
+  // Deployed as `mcp` (SVC_SERVICE, SVC_MCP_ADDR, the chart) since before the MCP endpoint moved to the
+  // gateway; its code is the sandbox's (services/sandbox).
+  mcp: { grpc: 'svc.mcp.v1.McpService', calls: '*', home: 'sandbox', summary: 'the code sandbox: run_code in killable QuickJS processes' },
   runtime: {
     grpc: null,
     calls: '*',
-    home: 'agents',
     summary: "the agents service's run workers: runs from the work queue, models through Infer, tools through the dispatcher",
   },
 } as const satisfies Record<string, CatalogueEntry>;

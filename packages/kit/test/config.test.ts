@@ -10,7 +10,7 @@ describe('loadConfig', () => {
     expect(c.internalSecret).toHaveLength(64);
     expect(c.DATABASE_URL).toBeUndefined();
     // SVC_TRUST_PROXY and SVC_BODY_LIMIT are the gateway's settings, SVC_BOOTSTRAP_KEY the accounts
-    // service's: test/settings.test.ts.
+    // service's: test/platform/settings.test.ts.
   });
 
   test('a bad value stops the start with a message naming the variable', () => {
@@ -28,7 +28,7 @@ describe('loadConfig', () => {
     expect(bad({ DATABASE_URL: 'mysql://x' })).toMatch(/DATABASE_URL: must start with postgres/);
     expect(bad({ S3_ENDPOINT: 'http://minio:9000' })).toMatch(/S3_ENDPOINT needs S3_ACCESS_KEY/);
     expect(bad({ SVC_SERVICE: 'keys' })).toMatch(/SVC_INTERNAL_SECRET/);
-    // SVC_DRIVE_* are the drive's own settings now: test/settings.test.ts.
+    // SVC_DRIVE_* are the drive's own settings now: test/platform/settings.test.ts.
   });
 
   test('service addresses come from SVC_<NAME>_ADDR', () => {

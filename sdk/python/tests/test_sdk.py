@@ -1,5 +1,5 @@
 """The Python SDK against a running stack (SVC_BASE_URL, SVC_API_KEY in the environment; the account
-has a default agent), plus its transport against local fake servers. Run by test/sdk-python.test.ts."""
+has a default agent), plus its transport against local fake servers. Run by test/sdk/sdk-python.test.ts."""
 import ast
 import http.server
 import json

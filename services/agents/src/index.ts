@@ -2,27 +2,32 @@ import { accountsClient, keysClient } from '@svc/clients';
 import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
 import { agents } from '@svc/proto';
 
-import { AgentKeys } from './agent-keys.js';
-import { AgentOps } from './agent-ops.js';
-import { type AgentRecords, AgentsDomain } from './agents.js';
+import { type AgentRecords, AgentsDomain } from './agents/agents.js';
+import { AgentKeys } from './agents/keys.js';
+import { AgentOps } from './agents/manage.js';
+import { SCHEMA } from './agents/store.js';
 import { createAreas } from './memory/areas.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
-import { SCHEMA } from './store.js';
-import { ThreadExtras } from './threads/extras.js';
+import { ThreadExtras } from './threads/activity.js';
 import { LiveEvents } from './threads/live.js';
-import { ThreadOps } from './threads/ops.js';
+import { ThreadOps } from './threads/manage.js';
 import { ThreadsDomain } from './threads/threads.js';
 
-export { AgentKeys } from './agent-keys.js';
-export { type AgentRecord, type AgentRecords, type AgentsDeps, AgentsDomain } from './agents.js';
+export { type AgentRecord, type AgentRecords, type AgentsDeps, AgentsDomain } from './agents/agents.js';
+export { AgentKeys } from './agents/keys.js';
+export { type AgentRow, AgentStore } from './agents/store.js';
+export { SCHEMA } from './agents/store.js';
+export { DEFAULT_TOOLS, toolAllowed } from './agents/tool-policy.js';
 export { migrations } from './migrations/index.js';
-export { type RunningRuntime, type RuntimeSettings, runtimeSettingsSchema, startRuntime } from './runtime/index.js';
-export { SCHEMA } from './store.js';
+export { ScheduleFirer } from './schedules/fire.js';
+export { LiveEvents } from './threads/live.js';
+export { type ContextMessage, type EventRow, type NewEvent, type Producer, type RunRow, ThreadStore } from './threads/store.js';
+export { RUN_QUEUE, ThreadsDomain } from './threads/threads.js';
 
 /**
  * The agents service: agents as principals, default agents, and threads with their events, runs
- * and inbox (the runtime, runtime/, executes the runs).
+ * and inbox (the runtime, services/runtime, executes the runs).
  */
 export const agentsService = defineService({
   name: 'agents',

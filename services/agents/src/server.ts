@@ -1,19 +1,19 @@
 import type { Handlers } from '@svc/kit';
 import type { agents } from '@svc/proto';
 
-import type { AgentKeys } from './agent-keys.js';
-import type { AgentOps } from './agent-ops.js';
-import { agentOpsHandlers } from './agent-ops-server.js';
-import type { AgentsDomain } from './agents.js';
+import type { AgentsDomain } from './agents/agents.js';
+import type { AgentKeys } from './agents/keys.js';
+import type { AgentOps } from './agents/manage.js';
+import { agentOpsHandlers } from './agents/manage-server.js';
+import { toAgent } from './agents/views.js';
 import { areaHandlers, type Areas } from './memory/areas.js';
-import type { ThreadExtras } from './threads/extras.js';
-import { threadExtrasHandlers } from './threads/extras-server.js';
+import type { ThreadExtras } from './threads/activity.js';
+import { threadExtrasHandlers } from './threads/activity-server.js';
 import type { LiveEvents } from './threads/live.js';
-import type { ThreadOps } from './threads/ops.js';
-import { threadOpsHandlers } from './threads/ops-server.js';
+import type { ThreadOps } from './threads/manage.js';
+import { threadOpsHandlers } from './threads/manage-server.js';
 import { threadHandlers } from './threads/server.js';
 import type { ThreadsDomain } from './threads/threads.js';
-import { toAgent } from './to-agent.js';
 
 type Def = typeof agents.AgentsServiceService;
 

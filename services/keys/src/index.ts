@@ -1,15 +1,15 @@
 import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
 import { keys } from '@svc/proto';
 
-import { IdempotencyRecords } from './idempotency.js';
-import { KeyOps } from './key-ops.js';
-import { KeysDomain } from './keys.js';
+import { IdempotencyRecords } from './idempotency/idempotency.js';
+import { KeysDomain } from './keys/keys.js';
+import { KeyOps } from './keys/manage.js';
+import { SCHEMA } from './keys/store.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { keysSettings, keysSettingsSchema } from './settings.js';
-import { SCHEMA } from './store.js';
 
-export { KeysDomain } from './keys.js';
+export { KeysDomain } from './keys/keys.js';
 export { keysSettingsSchema } from './settings.js';
 
 /** How often gateway-counted usage is written to PostgreSQL. */

@@ -1,10 +1,10 @@
 import { type CallContext, DomainError, type Handlers } from '@svc/kit';
 import type { keys } from '@svc/proto';
 
-import type { IdempotencyRecords } from './idempotency.js';
-import type { KeyOps } from './key-ops.js';
-import type { AgentKeyCaller, KeysDomain } from './keys.js';
-import type { KeyRow } from './store.js';
+import type { IdempotencyRecords } from './idempotency/idempotency.js';
+import type { AgentKeyCaller, KeysDomain } from './keys/keys.js';
+import type { KeyOps } from './keys/manage.js';
+import type { KeyRow } from './keys/store.js';
 
 type Def = typeof keys.KeysServiceService;
 

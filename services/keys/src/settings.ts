@@ -1,6 +1,6 @@
 import { defineSettings, setting } from '@svc/kit';
 
-import type { IdempotencySettings } from './idempotency.js';
+import type { IdempotencySettings } from './idempotency/idempotency.js';
 
 /**
  * The keys service's settings, checked when the stack starts (docs/reliability.md):

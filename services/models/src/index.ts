@@ -2,24 +2,31 @@ import { accountsClient } from '@svc/clients';
 import { defineService, Envelope, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { models } from '@svc/proto';
 
-import { Advisor } from './advisor.js';
-import { loadCatalogue } from './catalogue.js';
-import { CreditAlertStore } from './credit-alert-store.js';
-import { CreditAlerts } from './credit-alerts.js';
-import { CreditViews } from './credit-views.js';
-import { Credits } from './credits.js';
+import { CreditAlerts } from './credits/alerts.js';
+import { CreditAlertStore } from './credits/alerts-store.js';
+import { Credits } from './credits/credits.js';
+import { CreditViews } from './credits/views.js';
 import { startDevModelServer } from './inference/dev-model.js';
 import { Inference } from './inference/infer.js';
 import { migrations } from './migrations/index.js';
-import { ModelsDomain } from './models.js';
-import { keyProviders, providerKeyKeks, ProviderKeys } from './provider-keys.js';
+import { loadCatalogue } from './models/catalogue.js';
+import { ModelsDomain } from './models/models.js';
+import { keyProviders, providerKeyKeks, ProviderKeys } from './models/provider-keys.js';
 import { handlers, toCreditEntry, toModel } from './server.js';
-import { viewHandlers } from './server-views.js';
 import { modelsSettings, modelsSettingsSchema } from './settings.js';
 import { SCHEMA } from './store.js';
-import { Usage } from './usage.js';
-import { UsageStore } from './usage-store.js';
+import { Advisor } from './usage/advisor.js';
+import { viewHandlers } from './usage/server.js';
+import { UsageStore } from './usage/store.js';
+import { Usage } from './usage/usage.js';
 
+export { Credits, CURRENCY, decimal } from './credits/credits.js';
+export { costOf, fromUnits, toUnits } from './inference/cost.js';
+export { devAnswer, type DevModelServer, devTokens, startDevModelServer } from './inference/dev-model.js';
+export { providerError, retryAfter } from './inference/errors.js';
+export { type Charging, type InferDeps, Inference } from './inference/infer.js';
+export { pinnedFetch } from './inference/pinned-fetch.js';
+export { migrations } from './migrations/index.js';
 export {
   type Catalogue,
   CATALOGUE_FILE,
@@ -29,16 +36,9 @@ export {
   FIRST_PARTY_PROVIDER,
   loadCatalogue,
   parseCatalogue,
-} from './catalogue.js';
-export { Credits, CURRENCY, decimal } from './credits.js';
-export { costOf, fromUnits, toUnits } from './inference/cost.js';
-export { devAnswer, type DevModelServer, devTokens, startDevModelServer } from './inference/dev-model.js';
-export { providerError, retryAfter } from './inference/errors.js';
-export { type Charging, type InferDeps, Inference } from './inference/infer.js';
-export { pinnedFetch } from './inference/pinned-fetch.js';
-export { migrations } from './migrations/index.js';
-export { type ModelFilter, ModelsDomain, type ModelView, type Unavailable } from './models.js';
-export { KEK_FILE, keyProviders, OPENAI_COMPATIBLE, providerKeyKeks, ProviderKeys, sealAad } from './provider-keys.js';
+} from './models/catalogue.js';
+export { type ModelFilter, ModelsDomain, type ModelView, type Unavailable } from './models/models.js';
+export { KEK_FILE, keyProviders, OPENAI_COMPATIBLE, providerKeyKeks, ProviderKeys, sealAad } from './models/provider-keys.js';
 export { type ModelsSettings, modelsSettings, modelsSettingsSchema } from './settings.js';
 export { SCHEMA } from './store.js';
 

@@ -1,13 +1,13 @@
 import type { Handlers } from '@svc/kit';
 import type { models } from '@svc/proto';
 
-import type { CatalogueFamily } from './catalogue.js';
-import { type Credits, decimal } from './credits.js';
+import { type Credits, decimal } from './credits/credits.js';
 import type { Inference } from './inference/infer.js';
-import type { ModelsDomain, ModelView } from './models.js';
-import type { ProviderKeys } from './provider-keys.js';
-import type { ViewHandlers } from './server-views.js';
+import type { CatalogueFamily } from './models/catalogue.js';
+import type { ModelsDomain, ModelView } from './models/models.js';
+import type { ProviderKeys } from './models/provider-keys.js';
 import type { CreditEntryRow, ProviderKeyRow } from './store.js';
+import type { ViewHandlers } from './usage/server.js';
 
 type Def = typeof models.ModelsServiceService;
 

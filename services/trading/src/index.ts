@@ -4,32 +4,32 @@ import { trading } from '@svc/proto';
 
 import { AlpacaClient } from './alpaca/client.js';
 import { ALPACA, AlpacaVenue } from './alpaca/venue.js';
-import { credentialKeks, VenueCredentials } from './credentials.js';
-import { AgentLimits } from './limits.js';
 import { PriceAlerts } from './lists/alerts.js';
 import { Journal } from './lists/journal.js';
 import { ListsStore } from './lists/store.js';
 import { Watchlists } from './lists/watchlists.js';
 import { migrations } from './migrations/index.js';
+import { credentialKeks, VenueCredentials } from './orders/credentials.js';
+import { AgentLimits } from './orders/limits.js';
+import { Instruments, PAPER_INSTRUMENTS } from './orders/symbols.js';
+import { Trading } from './orders/trading.js';
 import { PaperVenue } from './paper/venue.js';
 import { handlers, toOrder } from './server.js';
-import { viewHandlers } from './server-views.js';
 import { tradingSettings, tradingSettingsSchema } from './settings.js';
 import { SCHEMA, TradingStore } from './store.js';
-import { Instruments, PAPER_INSTRUMENTS } from './symbols.js';
-import { Trading } from './trading.js';
 import { Market } from './views/market.js';
 import { OrderTools } from './views/orders.js';
 import { Performance } from './views/performance.js';
 import { Portfolio } from './views/portfolio.js';
+import { viewHandlers } from './views/server.js';
 import { ViewsStore } from './views/store.js';
 
 export * from './engine/book.js';
 export * from './engine/market-maker.js';
 export { migrations } from './migrations/index.js';
+export { Instruments, PAPER_INSTRUMENTS, specOf } from './orders/symbols.js';
 export { type TradingSettings, tradingSettings, tradingSettingsSchema } from './settings.js';
 export { SCHEMA } from './store.js';
-export { Instruments, PAPER_INSTRUMENTS, specOf } from './symbols.js';
 
 /**
  * The trading service (docs/trading.md): the paper venue (a limit order book per symbol, its

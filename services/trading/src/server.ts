@@ -1,12 +1,12 @@
 import { type Handlers, toIso } from '@svc/kit';
 import type { trading } from '@svc/proto';
 
-import type { VenueCredentials } from './credentials.js';
-import type { AgentLimits, LimitsRow } from './limits.js';
-import type { ViewHandlers } from './server-views.js';
+import type { VenueCredentials } from './orders/credentials.js';
+import type { AgentLimits, LimitsRow } from './orders/limits.js';
+import { formatUnits, scaled } from './orders/symbols.js';
+import { cursorId, type Trading } from './orders/trading.js';
 import type { OrderRow } from './store.js';
-import { formatUnits, scaled } from './symbols.js';
-import { cursorId, type Trading } from './trading.js';
+import type { ViewHandlers } from './views/server.js';
 
 type Def = typeof trading.TradingServiceService;
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { defineSettings, type Kek, parseKeks } from '@svc/kit';
 
-import { parseUnits } from './symbols.js';
+import { parseUnits } from './orders/symbols.js';
 
 /**
  * The trading service's settings (docs/trading.md):

@@ -5,7 +5,7 @@ import type { Step } from './types';
 import { STEPS as work } from './work';
 
 /**
- * The steps of each area's tools (test/mcp-tools.test.ts runs them after its own and before its
+ * The steps of each area's tools (test/mcp/mcp-tools.test.ts runs them after its own and before its
  * cleanup): one file per area, each making the fixtures it needs through its own tools.
  */
 export const AREA_STEPS: Step[] = [...files, ...markets, ...work, ...memory];

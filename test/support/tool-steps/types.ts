@@ -1,6 +1,6 @@
 import type { TestStack } from '../stack';
 
-/** What the steps of test/mcp-tools.test.ts share: the fixtures made so far. */
+/** What the steps of test/mcp/mcp-tools.test.ts share: the fixtures made so far. */
 export interface State {
   accountId: string;
   orgId: string;

@@ -4,7 +4,7 @@ import { ProjectId } from '../route.js';
 
 /**
  * The input shapes of taste profiles, declared once: the gateway validates requests with them
- * (routes/profiles.ts) and the profiles service checks them again with the same schemas (a
+ * (routes/profiles/profiles.ts) and the profiles service checks them again with the same schemas (a
  * malformed body is a 400 naming the field; a well-formed one that would corrupt history is the
  * service's 422).
  */

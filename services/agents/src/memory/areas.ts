@@ -1,8 +1,8 @@
 import type { OutboxRelay, Sql } from '@svc/kit';
 
+import { AgentStore } from '../agents/store.js';
 import { SchedulesDomain } from '../schedules/schedules.js';
 import { scheduleHandlers } from '../schedules/server.js';
-import { AgentStore } from '../store.js';
 import { taskHandlers } from '../tasks/server.js';
 import { TasksDomain } from '../tasks/tasks.js';
 import type { ThreadsDomain } from '../threads/threads.js';

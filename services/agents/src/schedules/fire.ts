@@ -1,6 +1,6 @@
 import { DomainError, enqueueEvent, newId, type Principal, type Queryable, type Sql } from '@svc/kit';
 
-import { SCHEMA } from '../store.js';
+import { SCHEMA } from '../agents/store.js';
 import type { ThreadsDomain } from '../threads/threads.js';
 import { type FiringRow, type ScheduleRow, ScheduleStore, type Timing } from './store.js';
 import { nextFire } from './timing.js';

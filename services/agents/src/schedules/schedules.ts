@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, type Queryable, type Sql } from '@svc/kit';
 
-import { type AgentStore, SCHEMA } from '../store.js';
+import { type AgentStore, SCHEMA } from '../agents/store.js';
 import type { ThreadsDomain } from '../threads/threads.js';
 import { CronError, parseCron } from './cron.js';
 import { ScheduleFirer } from './fire.js';

@@ -13,7 +13,7 @@ import {
   type Sql,
 } from '@svc/kit';
 
-import { type AgentStore, SCHEMA } from '../store.js';
+import { type AgentStore, SCHEMA } from '../agents/store.js';
 import { type TaskListRow, type TaskRow, TaskStore } from './store.js';
 
 /**

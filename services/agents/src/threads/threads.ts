@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Principal, type Sql } from '@svc/kit';
 
-import type { AgentRow, AgentStore } from '../store.js';
+import type { AgentRow, AgentStore } from '../agents/store.js';
 import type { LiveEvents } from './live.js';
 import {
   type ContextMessage,

@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { type Actor, actorOf, checkOutboundUrl, DomainError, invalid, type Principal } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 
-import type { Catalogue, CatalogueModel } from '../catalogue.js';
-import { OPENAI_COMPATIBLE, type ProviderKeys } from '../provider-keys.js';
+import type { Catalogue, CatalogueModel } from '../models/catalogue.js';
+import { OPENAI_COMPATIBLE, type ProviderKeys } from '../models/provider-keys.js';
 import type { ModelsSettings } from '../settings.js';
 import { anthropicAdapter } from './anthropic.js';
 import { costOf } from './cost.js';

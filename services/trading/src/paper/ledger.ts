@@ -1,6 +1,6 @@
 import type { BookOrder, Fill, MatchHooks, Preview } from '../engine/book.js';
 import { MARKET_MAKER } from '../engine/market-maker.js';
-import { feeOf, lotsToUnits, notionalToUnits, type Spec } from '../symbols.js';
+import { feeOf, lotsToUnits, notionalToUnits, type Spec } from '../orders/symbols.js';
 
 /**
  * The money side of one book transaction: the balances of every account the book can touch (the

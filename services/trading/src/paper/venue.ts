@@ -2,8 +2,8 @@ import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, eventRows, 
 
 import { type BookOrder, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
+import { formatUnits, type Instruments, lotsToString, notionalToUnits, parseUnits, type Spec, ticksToString } from '../orders/symbols.js';
 import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
-import { formatUnits, type Instruments, lotsToString, notionalToUnits, parseUnits, type Spec, ticksToString } from '../symbols.js';
 import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
 

@@ -1,4 +1,4 @@
-import { formatScaled } from '../symbols.js';
+import { formatScaled } from '../orders/symbols.js';
 
 /** Exact decimals for the views: bigint counts of 10⁻¹⁸ (signed), from and to strings without trailing zeros. */
 export const SCALE = 10n ** 18n;

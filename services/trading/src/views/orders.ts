@@ -1,10 +1,21 @@
 import { DomainError, invalid, notFound, type Principal, type Sql } from '@svc/kit';
 
 import { ORDER_TYPES, type OrderType } from '../engine/book.js';
+import {
+  decimalInput,
+  feeOf,
+  formatUnits,
+  lotsToString,
+  notionalToUnits,
+  scaled,
+  type Spec,
+  ticksToString,
+  toLots,
+  toTicks,
+} from '../orders/symbols.js';
+import { type PlaceRequest, replaceNotSupported, type Trading } from '../orders/trading.js';
 import { PAPER, type PaperSettings, type PaperVenue } from '../paper/venue.js';
 import type { OrderRow, TradingStore } from '../store.js';
-import { decimalInput, feeOf, formatUnits, lotsToString, notionalToUnits, scaled, type Spec, ticksToString, toLots, toTicks } from '../symbols.js';
-import { type PlaceRequest, replaceNotSupported, type Trading } from '../trading.js';
 import type { Market } from './market.js';
 
 /**

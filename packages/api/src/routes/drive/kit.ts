@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { drive } from '@svc/proto';
 
 import { Nullable, prefixedId, reply, type Route } from '../../route.js';
-import { DriveItem, driveItem } from '../drive.js';
+import { DriveItem, driveItem } from './files.js';
 
 export const ItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
 export const FileId = prefixedId('file', 'a file id');

@@ -1,5 +1,5 @@
 /**
- * The host connection: a paired machine's host (packages/host) connects out to the platform with
+ * The host connection: a paired machine's host (apps/host) connects out to the platform with
  * a WebSocket upgrade of `GET /hosts/connect`, authenticated by its host credential, and needs no
  * inbound port. The replica holding the socket answers the host's NATS subject
  * (`hosts.<hostId>.call`), so `POST /hosts/:hostId/call` on any replica (through the accounts

@@ -1,0 +1,153 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { accountsService } from '@svc/accounts';
+import { agentsService } from '@svc/agents';
+import { driveService } from '@svc/drive';
+import { type GatewaySettings, gatewaySettingsSchema, type RunningGateway, startGateway } from '@svc/gateway';
+import { keysService } from '@svc/keys';
+import {
+  Backends,
+  type Config,
+  createLogger,
+  loadConfig,
+  loadSettings,
+  type Logger,
+  Registry,
+  runMigrations,
+  type RunningService,
+  runService,
+  type ServiceModule,
+} from '@svc/kit';
+import { modelsService } from '@svc/models';
+import { profilesService } from '@svc/profiles';
+import { type RunningRuntime, type RuntimeSettings, runtimeSettingsSchema, startRuntime } from '@svc/runtime';
+import { sandboxService } from '@svc/sandbox';
+import { tradingService } from '@svc/trading';
+
+// package.json is outside src/ (tsc's rootDir), so it is read at run time rather than imported.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const VERSION: string = require('../package.json').version;
+
+/**
+ * Every gRPC service of the catalogue (packages/kit/src/catalogue.ts), in its order: a service
+ * starts after the services it calls (accounts bootstraps the operator's key through keys).
+ * test/platform/catalogue.test.ts holds this list to the catalogue.
+ */
+export const MODULES: ServiceModule[] = [
+  keysService,
+  accountsService,
+  driveService,
+  agentsService,
+  modelsService,
+  tradingService,
+  profilesService,
+  sandboxService,
+] as ServiceModule[];
+
+export interface Stack {
+  config: Config;
+  log: Logger;
+  backends: Backends;
+  registry: Registry;
+  services: RunningService[];
+  gateway?: RunningGateway;
+  /** Gateway port, when this process runs the gateway. */
+  port?: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs SVC_SERVICE: `all` (the default) starts every service on free loopback ports and the
+ * gateway on PORT; a service name starts that service alone on GRPC_PORT (how Kubernetes runs it).
+ */
+export async function startStack(
+  env: NodeJS.ProcessEnv = process.env,
+  options: { logDestination?: { write(line: string): void } } = {},
+): Promise<Stack> {
+  const config = loadConfig(env);
+  // Each service's own settings (a module's `settings`), every module's, so that a bad value stops
+  // any start as the shared ones do. Read from `env`, then the process environment.
+  const settings: Record<string, unknown> = loadSettings(
+    {
+      ...Object.fromEntries(MODULES.filter((m) => m.settings).map((m) => [m.name, m.settings!])),
+      gateway: gatewaySettingsSchema,
+      runtime: runtimeSettingsSchema,
+    },
+    env === process.env ? env : { ...process.env, ...Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')) },
+  );
+  const log = createLogger({
+    level: config.LOG_LEVEL,
+    service: config.SVC_SERVICE === 'all' ? 'svc' : config.SVC_SERVICE,
+    destination: options.logDestination,
+  });
+  const backends = new Backends(config, log);
+  const registry = new Registry(config.addresses, config.SVC_GRPC_DEADLINE_MS);
+  const all = config.SVC_SERVICE === 'all';
+  const selected = all ? MODULES : MODULES.filter((m) => m.name === config.SVC_SERVICE);
+  const services: RunningService[] = [];
+  // All in one process: services talk gRPC over Unix sockets in a private folder (cheaper than
+  // loopback TCP, and two stacks never collide); GRPC_HOST overrides it.
+  const socketDir = all && !config.GRPC_HOST ? fs.mkdtempSync(path.join(os.tmpdir(), 'svc-')) : undefined;
+  let gateway: RunningGateway | undefined;
+  let runtime: RunningRuntime | undefined;
+
+  const stop = async () => {
+    await gateway?.stop(config.SVC_SHUTDOWN_GRACE_MS);
+    await runtime?.stop(config.SVC_SHUTDOWN_GRACE_MS);
+    for (const s of [...services].reverse()) await s.stop(config.SVC_SHUTDOWN_GRACE_MS);
+    registry.close();
+    await backends.close();
+    if (socketDir) fs.rmSync(socketDir, { recursive: true, force: true });
+  };
+
+  try {
+    if (config.SVC_MIGRATE_ONLY) {
+      for (const m of selected) log.info({ service: m.name, applied: await runMigrations(m, backends) }, 'migrations done');
+      await backends.close();
+      return { config, log, backends, registry, services, stop: async () => {} };
+    }
+    for (const m of selected) {
+      services.push(
+        await runService(m, {
+          config,
+          log,
+          backends,
+          registry,
+          settings: settings[m.name],
+          host: config.GRPC_HOST ?? (all ? `unix:${path.join(socketDir!, `${m.name}.sock`)}` : '0.0.0.0'),
+          port: all ? 0 : (config.GRPC_PORT ?? 50051),
+        }),
+      );
+    }
+    if (all || config.SVC_SERVICE === 'runtime') {
+      runtime = await startRuntime({
+        config,
+        log,
+        backends,
+        registry,
+        settings: settings.runtime as RuntimeSettings,
+        agentsModule: agentsService as ServiceModule,
+        // Its own Deployment: health and readiness on PORT for the probes.
+        ...(config.SVC_SERVICE === 'runtime' ? { health: { host: config.HOST, port: config.PORT } } : {}),
+      });
+    }
+    if (all || config.SVC_SERVICE === 'gateway') {
+      gateway = await startGateway({
+        config,
+        log,
+        backends,
+        registry,
+        host: config.HOST,
+        port: config.PORT,
+        version: VERSION,
+        settings: settings.gateway as GatewaySettings,
+      });
+    }
+  } catch (err) {
+    await stop().catch(() => {});
+    throw err;
+  }
+  return { config, log, backends, registry, services, gateway, port: gateway?.port ?? runtime?.port, stop };
+}

@@ -1,0 +1,264 @@
+import { z } from 'zod';
+
+import type { drive } from '@svc/proto';
+
+import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Timestamp } from '../../route.js';
+import { rpc } from '../../rpc.js';
+
+export const DriveItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
+const FolderId = prefixedId('fld', 'a folder id');
+/** A name as the drive accepts it (the service checks the UTF-8 length too). */
+const Name = z
+  .string()
+  .min(1, 'name is required')
+  .max(255)
+  .refine((v) => v.trim() !== '' && v !== '.' && v !== '..', 'must not be empty, "." or ".."')
+  .refine((v) => !/[/\u0000-\u001f\u007f]/.test(v), 'must not contain "/" or control characters');
+
+const Actor = z
+  .object({
+    kind: z.string().describe('human or agent'),
+    id: z.string().describe('The user or agent id.'),
+    keyId: Nullable(z.string()).describe('The API key used.'),
+  })
+  .meta({ id: 'DriveActor' });
+
+export const DriveItem = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    kind: z.enum(['file', 'folder']),
+    parentId: Nullable(z.string()).describe('The folder it is in; null at the root.'),
+    projectId: Nullable(z.string()).describe('The project drive it belongs to; null for the account drive.'),
+    size: Nullable(z.number().int()).describe('Bytes (files).'),
+    contentType: Nullable(z.string()),
+    sha256: Nullable(z.string()).describe('Hex SHA-256 of the content (files).'),
+    etag: z.string().describe('The ETag: for a file, the quoted sha256 of its content.'),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    createdBy: Actor,
+    updatedBy: Actor.describe('Who last wrote it.'),
+  })
+  .meta({ id: 'DriveItem' });
+
+export const DriveList = z.object({ items: z.array(DriveItem), nextCursor: Nullable(z.string()) }).meta({ id: 'DriveItemList' });
+
+const actor = (a: drive.Item['updatedBy']) => ({ kind: a?.kind ?? '', id: a?.id ?? '', keyId: a?.keyId ?? null });
+
+/** A drive item as the API shows it. */
+export function driveItem(i: drive.Item): z.output<typeof DriveItem> {
+  const file = i.kind === 'file';
+  return {
+    id: i.id,
+    name: i.name,
+    kind: file ? 'file' : 'folder',
+    parentId: i.parentId ?? null,
+    projectId: i.projectId ?? null,
+    size: file ? i.size : null,
+    contentType: i.contentType ?? null,
+    sha256: i.sha256 ?? null,
+    etag: i.etag,
+    createdAt: i.createdAt,
+    updatedAt: i.updatedAt,
+    createdBy: actor(i.createdBy),
+    updatedBy: actor(i.updatedBy),
+  };
+}
+
+/** An item answer with its ETag (and a status). */
+const withEtag = (res: drive.ItemResponse, status?: number) => reply(driveItem(res.item!), { status, headers: { ETag: res.item!.etag } });
+
+const Preconditions = z.object({
+  'if-match': z.string().max(2000).optional().describe('`"<etag>"` of the version this write replaces.'),
+  'if-none-match': z.string().max(2000).optional().describe('`*`: create only if the name is free.'),
+});
+const IfMatch = z.object({ 'if-match': z.string().max(2000).optional().describe('`"<etag>"` of the version read.') });
+
+const params = z.object({ id: DriveItemId });
+const Booleanish = z
+  .enum(['true', 'false', '1', '0'])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+const ifMatchOf = (i: RouteInput) => (i.headers['if-match'] as string | undefined) ?? undefined;
+
+export const driveRoutes = [
+  route({
+    id: 'drive.list',
+    method: 'get',
+    path: '/drive',
+    summary: 'List a folder (`?parentId=`; the root without it), folders first, then by name.',
+    tag: 'drive',
+    query: ListQuery.extend({
+      parentId: FolderId.optional(),
+      projectId: ProjectId.optional().describe('For an unscoped key: list that project’s drive root.'),
+    }),
+    response: DriveList,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: rpc('drive', 'listItems', {
+      request: (i) => ({
+        parentId: i.query.parentId,
+        projectId: i.query.projectId,
+        limit: i.query.limit,
+        cursor: i.query.cursor,
+        includeDetails: false,
+      }),
+      response: (res) => ({
+        items: res.items.map(driveItem),
+        nextCursor: res.nextCursor ?? null,
+      }),
+    }),
+  }),
+  route({
+    id: 'drive.upload',
+    method: 'post',
+    path: '/drive/upload',
+    summary:
+      'Upload a new file: the raw body with `?name=&parentId=`, or multipart/form-data (the first file part; ' +
+      '`name`, `parentId` fields). `If-None-Match: *` makes a taken name a 412; without a precondition it is a 409. ' +
+      '`If-Match` replaces the file of that name if it is still that version.',
+    tag: 'drive',
+    query: z.object({
+      name: Name.optional(),
+      parentId: FolderId.optional(),
+      projectId: ProjectId.optional(),
+    }),
+    headers: Preconditions,
+    content: {
+      kinds: ['bytes', 'multipart'],
+      fields: z.object({
+        name: Name.optional().describe('The file’s name (default: the file part’s filename).'),
+        parentId: FolderId.optional(),
+        projectId: ProjectId.optional(),
+      }),
+      description: 'The file’s bytes as the raw body (any content type), or a multipart/form-data form.',
+    },
+    response: DriveItem,
+    status: 201,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: { kind: 'local', name: 'drive.upload' },
+  }),
+  route({
+    id: 'drive.createFolder',
+    method: 'post',
+    path: '/drive/folders',
+    summary: 'Create a folder.',
+    tag: 'drive',
+    body: z
+      .object({ name: Name, parentId: FolderId.nullable().optional(), projectId: ProjectId.optional() })
+      .strict()
+      .meta({ id: 'CreateFolderRequest' }),
+    response: DriveItem,
+    status: 201,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: rpc('drive', 'createFolder', {
+      request: (i) => ({ name: i.body.name, parentId: i.body.parentId ?? undefined, projectId: i.body.projectId, lockTokens: [] }),
+      response: (res) => withEtag(res, 201),
+    }),
+  }),
+  route({
+    id: 'drive.get',
+    method: 'get',
+    path: '/drive/:id',
+    summary: 'A file’s or folder’s metadata (with its ETag).',
+    tag: 'drive',
+    params,
+    response: DriveItem,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: rpc('drive', 'getItem', {
+      request: (i) => ({ id: i.params.id, includeDetails: false }),
+      response: (res) => withEtag(res),
+    }),
+  }),
+  route({
+    id: 'drive.read',
+    method: 'get',
+    path: '/drive/:id/content',
+    summary: 'Read a file, streamed, with its ETag; `Range` (206) and `If-None-Match` (304) are honoured.',
+    tag: 'drive',
+    params,
+    headers: z.object({
+      'if-none-match': z.string().max(2000).optional(),
+      range: z.string().max(200).optional(),
+      'if-range': z.string().max(200).optional(),
+    }),
+    response: z.unknown().describe('The content, as its content type.'),
+    answer: 'bytes',
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: { kind: 'local', name: 'drive.read' },
+  }),
+  route({
+    id: 'drive.replace',
+    method: 'put',
+    path: '/drive/:id/content',
+    summary:
+      'Replace a file’s content (raw body). Requires `If-Match: "<etag>"` of the version read (412 with the ' +
+      'current ETag and writer when it changed; nothing is overwritten), or 428.',
+    tag: 'drive',
+    params,
+    headers: Preconditions,
+    content: { kinds: ['bytes'], description: 'The new content, as the raw body (any content type).' },
+    response: DriveItem,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: { kind: 'local', name: 'drive.replace' },
+  }),
+  route({
+    id: 'drive.update',
+    method: 'patch',
+    path: '/drive/:id',
+    summary: 'Rename and/or move (`parentId`: a folder, or null for the root). `If-Match` is honoured.',
+    tag: 'drive',
+    params,
+    headers: IfMatch,
+    body: z
+      .object({ name: Name.optional(), parentId: FolderId.nullable().optional() })
+      .strict()
+      .refine((b) => b.name !== undefined || b.parentId !== undefined, 'name or parentId is required')
+      .meta({ id: 'UpdateDriveItemRequest' }),
+    response: DriveItem,
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: rpc('drive', 'updateItem', {
+      request: (i) => ({
+        id: i.params.id,
+        name: i.body.name,
+        parentId: i.body.parentId === null ? '' : i.body.parentId,
+        ifMatch: ifMatchOf(i),
+        overwrite: false,
+        lockTokens: [],
+      }),
+      response: (res) => withEtag(res),
+    }),
+  }),
+  route({
+    id: 'drive.delete',
+    method: 'delete',
+    path: '/drive/:id',
+    summary: 'Delete a file or an empty folder; a folder with members needs `?recursive=true`. `If-Match` is honoured.',
+    tag: 'drive',
+    params,
+    query: z.object({ recursive: Booleanish }),
+    headers: IfMatch,
+    response: z.object({ success: z.literal(true), deleted: z.number().int().describe('Items deleted.') }),
+    auth: 'key',
+    principals: ['human', 'agent'],
+    authority: false,
+    handler: rpc('drive', 'deleteItem', {
+      request: (i) => ({ id: i.params.id, recursive: i.query.recursive, ifMatch: ifMatchOf(i), lockTokens: [] }),
+      response: (res) => ({ success: true as const, deleted: res.deleted }),
+    }),
+  }),
+];

@@ -1,0 +1,171 @@
+import { z } from 'zod';
+
+import type { keys } from '@svc/proto';
+
+import { AgentId, ListQuery, Nullable, prefixedId, ProjectId, route, type RouteInput, Success, Timestamp } from '../../route.js';
+import { rpc } from '../../rpc.js';
+
+const KeyId = prefixedId('key', 'a key id');
+
+export const CreateKeyBody = z
+  .object({
+    name: z.string().trim().min(1, 'name is required').max(100),
+    projectId: ProjectId.optional(),
+    expiresInDays: z.number().int().min(1).max(3650).optional(),
+  })
+  .strict()
+  .meta({ id: 'CreateKeyRequest' });
+
+export const CreatedKey = z
+  .object({
+    key: z
+      .string()
+      .regex(/^svc_[0-9a-f]{64}$/)
+      .describe('The key itself. Shown once: store it now.'),
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string().describe('The first 12 characters, the only part visible later.'),
+    projectId: z.string().optional(),
+    expiresAt: Nullable(Timestamp),
+    createdAt: Timestamp,
+    warning: z.string(),
+  })
+  .meta({ id: 'CreatedKey' });
+
+export const KeyInfo = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    prefix: z.string(),
+    projectId: Nullable(z.string()),
+    lastUsedAt: Nullable(Timestamp),
+    usageCount: z.number().int(),
+    expiresAt: Nullable(Timestamp),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'ApiKey' });
+
+export const KeyList = z.object({ keys: z.array(KeyInfo), nextCursor: Nullable(z.string()) }).meta({ id: 'ApiKeyList' });
+
+const ListKeysQuery = ListQuery.extend({ projectId: ProjectId.optional() });
+
+const WARNING = 'This key is displayed only once. Store it securely: it cannot be shown again.';
+
+export const created = (res: keys.CreateKeyResponse) => {
+  const k = res.key!;
+  return {
+    key: res.plaintext,
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    ...(k.projectId ? { projectId: k.projectId } : {}),
+    expiresAt: k.expiresAt ?? null,
+    createdAt: k.createdAt,
+    warning: WARNING,
+  };
+};
+const listed = (res: keys.ListKeysResponse) => ({
+  keys: res.keys.map((k) => ({
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    projectId: k.projectId ?? null,
+    lastUsedAt: k.lastUsedAt ?? null,
+    usageCount: k.usageCount,
+    expiresAt: k.expiresAt ?? null,
+    createdAt: k.createdAt,
+  })),
+  nextCursor: res.nextCursor ?? null,
+});
+const success = () => ({ success: true as const });
+
+const agentOf = (i: RouteInput) => ({ agentId: i.params.id as string });
+const createReq = (i: RouteInput) => ({ name: i.body.name, projectId: i.body.projectId, expiresInDays: i.body.expiresInDays });
+const listReq = (i: RouteInput) => ({ projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor });
+
+/**
+ * The same operations are served at three places (spec): /api/api-keys, /me/api-keys,
+ * /agents/:id/keys. Revocation names the key by `?id=` everywhere, and also by path
+ * (`/:keyId`) under /me/api-keys and /agents/:id/keys.
+ */
+function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: boolean; revokeByPath: boolean }) {
+  const params = opts.agent ? z.object({ id: AgentId }) : undefined;
+  const who = opts.agent ? "the agent's" : "the caller's";
+  // An agent's keys go through the agents service, which checks the agent is the caller's and asks the keys service.
+  const revoke = (id: (i: RouteInput) => string) =>
+    opts.agent
+      ? rpc('agents', 'revokeAgentKey', { request: (i) => ({ id: id(i), ...agentOf(i) }), response: success, revokesKey: id })
+      : rpc('keys', 'revokeKey', { request: (i) => ({ id: id(i) }), response: success, revokesKey: id });
+  return [
+    route({
+      id: `${idPrefix}.create`,
+      method: 'post',
+      path: base,
+      summary: `Create an API key (${who}); the key is in the response once.`,
+      tag,
+      params,
+      body: CreateKeyBody,
+      response: CreatedKey,
+      status: 201,
+      auth: 'key',
+      principals: ['human', 'agent'],
+      authority: false,
+      handler: opts.agent
+        ? rpc('agents', 'createAgentKey', { request: (i) => ({ ...createReq(i), ...agentOf(i) }), response: created })
+        : rpc('keys', 'createKey', { request: createReq, response: created }),
+    }),
+    route({
+      id: `${idPrefix}.list`,
+      method: 'get',
+      path: base,
+      summary: `List ${who} active API keys.`,
+      tag,
+      params,
+      query: ListKeysQuery,
+      response: KeyList,
+      auth: 'key',
+      principals: ['human', 'agent'],
+      authority: false,
+      handler: opts.agent
+        ? rpc('agents', 'listAgentKeys', { request: (i) => ({ ...listReq(i), ...agentOf(i) }), response: listed })
+        : rpc('keys', 'listKeys', { request: listReq, response: listed }),
+    }),
+    route({
+      id: opts.revokeByPath ? `${idPrefix}.revokeByQuery` : `${idPrefix}.revoke`,
+      method: 'delete',
+      path: base,
+      summary: 'Revoke an API key (`?id=`), at once and for good.',
+      tag,
+      params,
+      query: z.object({ id: KeyId }),
+      response: Success,
+      auth: 'key',
+      principals: ['human', 'agent'],
+      authority: false,
+      handler: revoke((i) => i.query.id),
+    }),
+    ...(opts.revokeByPath
+      ? [
+          route({
+            id: `${idPrefix}.revoke`,
+            method: 'delete',
+            path: `${base}/:keyId`,
+            summary: 'Revoke an API key, at once and for good.',
+            tag,
+            params: (params ?? z.object({})).extend({ keyId: KeyId }),
+            response: Success,
+            auth: 'key',
+            principals: ['human', 'agent'],
+            authority: false,
+            handler: revoke((i) => i.params.keyId),
+          }),
+        ]
+      : []),
+  ];
+}
+
+export const keysRoutes = [
+  ...keyRoutes('/api/api-keys', 'keys', 'apiKeys', { agent: false, revokeByPath: false }),
+  ...keyRoutes('/me/api-keys', 'keys', 'meApiKeys', { agent: false, revokeByPath: true }),
+  ...keyRoutes('/agents/:id/keys', 'agents', 'agentKeys', { agent: true, revokeByPath: true }),
+];

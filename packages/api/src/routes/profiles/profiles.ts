@@ -1,0 +1,358 @@
+import { z } from 'zod';
+
+import type { profiles } from '@svc/proto';
+
+import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Success, Timestamp } from '../../route.js';
+import { rpc } from '../../rpc.js';
+import {
+  CreateProfileBody,
+  MergeProfileBody as MergeBody,
+  PatchProfileBody,
+  ProfileBranchName as BranchName,
+  ProfileMergeSide as Side,
+  ProfileMessage as Message,
+  ProfileRefId as RefId,
+  ProfileSnapshot,
+  ProfileWorkingChanges as WorkingChanges,
+} from '../../schemas/profiles.js';
+
+/**
+ * Taste profiles (issue 6): a profile, its versions (immutable commits) and branches, working
+ * changes, and the effective snapshot. PATCH replaces arrays as sent; the profiles service refuses
+ * (422) whatever would corrupt history. Every write honours If-Match and answers the new ETag.
+ * The input shapes the service checks too are in ../schemas/profiles.ts; the answers' are here.
+ */
+
+export const ProfileId = prefixedId('prof', 'a profile id');
+
+export const ProfileVersion = z
+  .object({
+    id: z.string(),
+    branchId: z.string(),
+    parentVersionId: Nullable(z.string()),
+    message: z.string(),
+    snapshot: ProfileSnapshot.optional().describe('Absent in history listings (and in GET when the snapshots are large).'),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'ProfileVersion' });
+
+export const ProfileBranch = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().optional(),
+    headVersionId: Nullable(z.string()),
+    parentBranchId: z.string().optional(),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'ProfileBranch' });
+
+export const Profile = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    projectId: Nullable(z.string()),
+    profileData: z.object({
+      versions: z.array(ProfileVersion),
+      branches: z.array(ProfileBranch),
+      currentBranchId: z.string(),
+      workingChanges: WorkingChanges,
+    }),
+    effectiveSnapshot: ProfileSnapshot.describe("The current branch head's snapshot; {} while that head is null."),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: 'Profile' });
+
+export const ProfileSummary = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    projectId: Nullable(z.string()),
+    currentBranchId: z.string(),
+    versionCount: z.number().int(),
+    branchCount: z.number().int(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    etag: z.string(),
+  })
+  .meta({ id: 'ProfileSummary' });
+
+const ItemDiff = z.object({
+  added: z.array(z.unknown()),
+  removed: z.array(z.unknown()),
+  changed: z.array(z.object({ id: z.unknown(), from: z.unknown(), to: z.unknown() })),
+});
+const SnapshotDiff = z
+  .object({
+    constraints: ItemDiff,
+    exemplars: ItemDiff,
+    comparisons: ItemDiff,
+    latentScores: z.object({
+      added: z.record(z.string(), z.unknown()),
+      removed: z.record(z.string(), z.unknown()),
+      changed: z.record(z.string(), z.object({ from: z.unknown(), to: z.unknown() })),
+    }),
+  })
+  .meta({ id: 'ProfileSnapshotDiff' });
+
+export const MergeResult = z
+  .object({
+    sourceBranchId: z.string(),
+    targetBranchId: z.string(),
+    mergeBaseVersionId: Nullable(z.string()),
+    dryRun: z.boolean(),
+    merged: z.boolean(),
+    upToDate: z.boolean(),
+    conflicts: z.array(
+      z.object({
+        kind: z.enum(['constraints', 'exemplars', 'comparisons', 'latentScores']),
+        id: z.unknown(),
+        base: z.unknown(),
+        ours: z.unknown(),
+        theirs: z.unknown(),
+        resolution: Nullable(Side),
+      }),
+    ),
+    version: Nullable(ProfileVersion),
+    changes: Nullable(SnapshotDiff),
+  })
+  .meta({ id: 'ProfileMergeResult' });
+
+export const IfMatch = z.object({
+  'if-match': z.string().max(2000).optional().describe('The ETag last read; a stale one answers 412.'),
+});
+const SnapshotsQuery = z.object({
+  snapshots: z.enum(['true', 'false']).optional().describe("Include every version's snapshot: default when they total at most 1 MB."),
+});
+export const IdParams = z.object({ id: ProfileId });
+
+const snapshotsOf = (i: RouteInput) => (i.query.snapshots === undefined ? undefined : i.query.snapshots === 'true');
+export const ifMatchOf = (i: RouteInput) => i.headers['if-match'] as string | undefined;
+export const etagged = (body: unknown, etag: string, status?: number) => reply(body, { status, headers: etag ? { ETag: etag } : {} });
+export const doc = (res: profiles.ProfileReply) => etagged(JSON.parse(res.profileJson), res.etag);
+export const json = (res: profiles.JsonReply) => etagged(JSON.parse(res.json), res.etag);
+
+export const common = { tag: 'profiles', auth: 'key' as const, principals: ['human' as const, 'agent' as const], authority: false };
+
+export const profilesRoutes = [
+  route({
+    ...common,
+    id: 'profiles.list',
+    method: 'get',
+    path: '/profiles',
+    summary: 'List taste profiles (newest first).',
+    query: ListQuery.extend({ projectId: ProjectId.optional() }),
+    response: z.object({ profiles: z.array(ProfileSummary), nextCursor: Nullable(z.string()) }).meta({ id: 'ProfileList' }),
+    handler: rpc('profiles', 'listProfiles', {
+      request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor, projectId: i.query.projectId }),
+      response: (res) => ({
+        profiles: res.profiles.map((p) => ({ ...p, projectId: p.projectId ?? null })),
+        nextCursor: res.nextCursor ?? null,
+      }),
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.create',
+    method: 'post',
+    path: '/profiles',
+    summary: 'Create a taste profile (with the branch main and no versions, unless profileData imports a history).',
+    body: CreateProfileBody,
+    response: Profile,
+    status: 201,
+    handler: rpc('profiles', 'createProfile', {
+      request: (i) => ({ bodyJson: JSON.stringify(i.body) }),
+      response: (res) => {
+        const body = JSON.parse(res.profileJson) as { id: string };
+        return reply(body, { headers: { ETag: res.etag, Location: `/v1/profiles/${body.id}` } });
+      },
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.get',
+    method: 'get',
+    path: '/profiles/:id',
+    summary: 'Get a taste profile with its ETag.',
+    params: IdParams,
+    query: SnapshotsQuery,
+    response: Profile,
+    handler: rpc('profiles', 'getProfile', {
+      request: (i) => ({ id: i.params.id, snapshots: snapshotsOf(i) }),
+      response: doc,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.update',
+    method: 'patch',
+    path: '/profiles/:id',
+    summary: 'Update a taste profile (If-Match); answers the updated profile and its new ETag. 422 when it would corrupt history.',
+    params: IdParams,
+    query: SnapshotsQuery,
+    headers: IfMatch,
+    body: PatchProfileBody,
+    // The spec's PATCH commit resends every version: about 1.2 MB for 10k items and 1,000 versions.
+    bodyLimit: '16mb',
+    response: Profile,
+    handler: rpc('profiles', 'updateProfile', {
+      request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), patchJson: JSON.stringify(i.body), snapshots: snapshotsOf(i) }),
+      response: doc,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.delete',
+    method: 'delete',
+    path: '/profiles/:id',
+    summary: 'Delete a taste profile and its history (If-Match).',
+    params: IdParams,
+    headers: IfMatch,
+    response: Success,
+    handler: rpc('profiles', 'deleteProfile', {
+      request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i) }),
+      response: () => ({ success: true as const }),
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.commit',
+    method: 'post',
+    path: '/profiles/:id/commits',
+    summary: 'Commit the working changes to a branch (default: the current one) and clear them; answers the new version.',
+    params: IdParams,
+    headers: IfMatch,
+    body: z.object({ message: Message, branchId: RefId.optional() }).strict().meta({ id: 'CommitProfileRequest' }),
+    response: ProfileVersion,
+    status: 201,
+    handler: rpc('profiles', 'commit', {
+      request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), message: i.body.message, branchId: i.body.branchId }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.createBranch',
+    method: 'post',
+    path: '/profiles/:id/branches',
+    summary: "Create a branch at its parent's head (default parent: the current branch); answers the branch.",
+    params: IdParams,
+    headers: IfMatch,
+    body: z
+      .object({ name: BranchName, description: z.string().max(2000).optional(), parentBranchId: RefId.optional() })
+      .strict()
+      .meta({ id: 'CreateProfileBranchRequest' }),
+    response: ProfileBranch,
+    status: 201,
+    handler: rpc('profiles', 'createBranch', {
+      request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), ...i.body }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.deleteBranch',
+    method: 'delete',
+    path: '/profiles/:id/branches/:branchId',
+    summary: 'Delete a branch (not main, not the current one, not a parent); its versions stay.',
+    params: IdParams.extend({ branchId: RefId }),
+    headers: IfMatch,
+    response: Success,
+    handler: rpc('profiles', 'deleteBranch', {
+      request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), branchId: i.params.branchId }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.checkout',
+    method: 'post',
+    path: '/profiles/:id/checkout',
+    summary: 'Switch branch: the effective snapshot follows it, working changes carry along; answers the profile.',
+    params: IdParams,
+    query: SnapshotsQuery,
+    headers: IfMatch,
+    body: z.object({ branchId: RefId }).strict().meta({ id: 'CheckoutProfileRequest' }),
+    response: Profile,
+    handler: rpc('profiles', 'checkout', {
+      request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), branchId: i.body.branchId, snapshots: snapshotsOf(i) }),
+      response: doc,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.rollback',
+    method: 'post',
+    path: '/profiles/:id/rollback',
+    summary: "Roll back: a new version on the branch's head restoring an earlier version's state (history kept).",
+    params: IdParams,
+    headers: IfMatch,
+    body: z.object({ versionId: RefId, branchId: RefId.optional(), message: Message.optional() }).strict().meta({ id: 'RollbackProfileRequest' }),
+    response: ProfileVersion,
+    status: 201,
+    handler: rpc('profiles', 'rollback', {
+      request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), ...i.body }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.merge',
+    method: 'post',
+    path: '/profiles/:id/merge',
+    summary: 'Three-way merge of a branch into another, item by item, with ours/theirs resolutions and a dry run (409 on open conflicts).',
+    params: IdParams,
+    headers: IfMatch,
+    body: MergeBody,
+    response: MergeResult,
+    handler: rpc('profiles', 'merge', {
+      request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), bodyJson: JSON.stringify(i.body) }),
+      response: json,
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.log',
+    method: 'get',
+    path: '/profiles/:id/log',
+    summary: "A branch's history (default: the current branch), newest first, without snapshots.",
+    params: IdParams,
+    query: ListQuery.extend({ branchId: RefId.optional() }),
+    response: z.object({ branchId: z.string(), versions: z.array(ProfileVersion), nextCursor: Nullable(z.string()) }).meta({ id: 'ProfileLog' }),
+    handler: rpc('profiles', 'getLog', {
+      request: (i) => ({ id: i.params.id, branchId: i.query.branchId, limit: i.query.limit, cursor: i.query.cursor }),
+      response: (res) => JSON.parse(res.json),
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.diff',
+    method: 'get',
+    path: '/profiles/:id/diff',
+    summary: 'Per-item difference (added, removed, changed) between two versions or branch heads.',
+    params: IdParams,
+    query: z.object({
+      from: RefId.optional().describe('A version or branch id; default: the parent of `to`.'),
+      to: RefId.optional().describe('A version or branch id; default: the current branch head.'),
+    }),
+    response: SnapshotDiff.extend({ from: Nullable(z.string()), to: Nullable(z.string()) }),
+    handler: rpc('profiles', 'getDiff', {
+      request: (i) => ({ id: i.params.id, from: i.query.from, to: i.query.to }),
+      response: (res) => JSON.parse(res.json),
+    }),
+  }),
+  route({
+    ...common,
+    id: 'profiles.getVersion',
+    method: 'get',
+    path: '/profiles/:id/versions/:versionId',
+    summary: 'One version with its snapshot.',
+    params: IdParams.extend({ versionId: RefId }),
+    response: ProfileVersion,
+    handler: rpc('profiles', 'getVersion', {
+      request: (i) => ({ id: i.params.id, versionId: i.params.versionId }),
+      response: (res) => JSON.parse(res.json),
+    }),
+  }),
+];

@@ -1,0 +1,483 @@
+import {
+  type AgentRow,
+  type AgentStore,
+  type ContextMessage,
+  type EventRow,
+  type LiveEvents,
+  type NewEvent,
+  type Producer,
+  RUN_QUEUE,
+  type RunRow,
+  type ThreadStore,
+} from '@svc/agents';
+import { type Bus, DomainError, newId, type Principal, type Queryable, type Sql, type Subscription } from '@svc/kit';
+import type { models_infer } from '@svc/proto';
+
+import type { RuntimeSettings } from './settings.js';
+import type { AgentTools } from './tools.js';
+
+/**
+ * Executes one run (docs/threads.md, "Runs"): steps of one model turn and then its tool calls,
+ * each step checkpointed in PostgreSQL before the next begins. Messages injected while it works
+ * are delivered at the next step boundary. A worker that takes over a run continues from its last
+ * checkpoint; a tool call is recorded before it is executed, so one that completed is never
+ * executed again.
+ */
+
+export type Infer = (req: models_infer.InferRequest, principal: Principal, signal: AbortSignal) => AsyncIterable<models_infer.InferEvent>;
+
+export interface RunDeps {
+  sql: Sql;
+  threads: ThreadStore;
+  agents: AgentStore;
+  live: LiveEvents;
+  bus: Bus;
+  infer: Infer;
+  tools: AgentTools;
+  settings: RuntimeSettings;
+  worker: string;
+  log: { warn(obj: unknown, msg: string): void; error(obj: unknown, msg: string): void };
+}
+
+interface Turn {
+  text: string;
+  toolCalls: { id: string; name: string; argumentsJson: string }[];
+  usage: models_infer.Usage | undefined;
+  interrupted: boolean;
+}
+
+class RunEnded extends Error {}
+
+const SYSTEM: Producer = { kind: 'system', id: 'runtime', keyId: null };
+/** Waits before asking a turn of a restarting models service again (ms): about a minute in all. */
+const INFER_RETRIES = [500, 1000, 2000, 4000, 8000, 8000, 8000, 8000, 8000, 8000, 8000];
+
+/** Tool calls of the last assistant message that have no result in the context yet. */
+export function unanswered(context: ContextMessage[]): NonNullable<ContextMessage['toolCalls']> {
+  for (let i = context.length - 1; i >= 0; i--) {
+    const m = context[i]!;
+    if (m.role === 'assistant') {
+      const answered = new Set(context.slice(i + 1).map((x) => x.toolCallId));
+      return (m.toolCalls ?? []).filter((c) => !answered.has(c.id));
+    }
+  }
+  return [];
+}
+
+export class RunExecutor {
+  /** Runs this worker executes now: a second job for one of them (a redelivery, a sweep) is dropped. */
+  private readonly inHand = new Set<string>();
+
+  constructor(private readonly deps: RunDeps) {}
+
+  /** Executes the run if this worker can take it; returns when it ended or was left to another worker. */
+  async execute(runId: string, working: () => void): Promise<void> {
+    if (this.inHand.has(runId)) return;
+    this.inHand.add(runId);
+    try {
+      await this.take(runId, working);
+    } finally {
+      this.inHand.delete(runId);
+    }
+  }
+
+  private async take(runId: string, working: () => void): Promise<void> {
+    const d = this.deps;
+    const run = await d.threads.claimRun(runId, d.worker, d.settings.SVC_RUN_LEASE_MS);
+    // Finished, or another worker holds it (if that one dies, the sweep puts the run back on the queue).
+    if (!run) return;
+    const thread = await d.threads.thread(run.thread_id);
+    if (!thread) {
+      await d.threads.finishRun(d.sql, run.id, 'cancelled', { code: 'thread_deleted', message: 'The thread was deleted.' });
+      return;
+    }
+    const agent = await d.agents.byId(run.agent_id);
+    const state = { cancel: run.cancel_requested, interrupt: false, turn: undefined as AbortController | undefined };
+    let control: Subscription | undefined;
+    const lease = setInterval(
+      () => {
+        working();
+        d.threads.renewLease(d.sql, run.id, d.worker, d.settings.SVC_RUN_LEASE_MS).catch(() => {});
+      },
+      Math.floor(d.settings.SVC_RUN_LEASE_MS / 3),
+    );
+    try {
+      control = await d.bus.listen(`agents.run.${run.id}`, (data) => {
+        const kind = (data as { kind?: string })?.kind;
+        if (kind === 'cancel') state.cancel = true;
+        if (kind === 'interrupt') state.interrupt = true;
+        if (kind === 'cancel' || kind === 'interrupt') state.turn?.abort();
+      });
+      if (!agent) return await this.fail(run, { code: 'agent_not_found', message: 'The thread’s agent was deleted.' });
+      await this.append(run, [
+        run.step === 0
+          ? { type: 'run.started', runId: run.id, producer: SYSTEM, data: { runId: run.id, agentId: agent.id, worker: d.worker } }
+          : { type: 'run.resumed', runId: run.id, producer: SYSTEM, data: { runId: run.id, fromStep: run.step, worker: d.worker } },
+      ]);
+      await this.loop(run, agent, thread.project_id, state);
+    } catch (err) {
+      if (err instanceof RunEnded) return;
+      const e = err instanceof DomainError ? err : undefined;
+      if (!e) d.log.error({ err, runId: run.id }, 'run failed');
+      await this.fail(run, { code: e?.code ?? 'internal_error', message: e?.message ?? 'The run failed on an internal error.' }).catch(() => {});
+    } finally {
+      clearInterval(lease);
+      await control?.unsubscribe();
+    }
+  }
+
+  private async loop(run: RunRow, agent: AgentRow, projectId: string | null, state: { cancel: boolean; interrupt: boolean; turn?: AbortController }) {
+    const d = this.deps;
+    const principal: Principal = { kind: 'agent', agentId: agent.id, accountId: run.account_id, projectId: projectId ?? undefined, channel: 'mcp' };
+    const maxSteps = agent.max_steps ?? d.settings.SVC_RUN_MAX_STEPS;
+    const maxTokens = agent.max_tokens_per_run ?? d.settings.SVC_RUN_MAX_TOKENS;
+    const model = agent.model || d.settings.SVC_DEFAULT_MODEL;
+    let context = run.context;
+    let step = run.step;
+    let tokens = Number(run.input_tokens) + Number(run.output_tokens);
+    for (;;) {
+      // A step's tool calls (also those of a step a worker that stopped had begun).
+      const calls = unanswered(context);
+      if (calls.length) {
+        for (const call of calls) context = await this.runTool(run, step, principal, agent, context, call);
+        continue;
+      }
+      await this.renew(run);
+      if (state.cancel || (await d.threads.run(run.id))?.cancel_requested) {
+        await this.end(run, 'cancelled', null, [{ type: 'run.cancelled', runId: run.id, producer: SYSTEM, data: { runId: run.id, step } }]);
+        return;
+      }
+      state.interrupt = false;
+      context = await this.deliverInjections(run, step, context);
+      const last = context[context.length - 1];
+      if (step > 0 && last?.role === 'assistant') {
+        // The model answered and nothing waits: the run is done, unless a message arrived meanwhile.
+        if (await this.complete(run, step)) return;
+        context = await this.deliverInjections(run, step, context);
+        continue;
+      }
+      if (step >= maxSteps) throw new DomainError('unprocessable', 'max_steps', `The run reached its limit of ${maxSteps} steps.`);
+      if (tokens >= maxTokens) throw new DomainError('unprocessable', 'max_tokens', `The run reached its limit of ${maxTokens} tokens.`);
+      step++;
+      const turn = await this.modelTurn(run, step, model, agent, context, principal, state);
+      if (turn.interrupted) {
+        // Cut short by an injection or a cancel: the partial answer is dropped; the step is taken again.
+        step--;
+        await this.append(run, [{ type: 'run.step', runId: run.id, producer: SYSTEM, data: { runId: run.id, step: step + 1, interrupted: true } }]);
+        continue;
+      }
+      const u = turn.usage;
+      const usage = {
+        model: u?.model || model,
+        inputTokens: Number(u?.inputTokens ?? 0),
+        outputTokens: Number(u?.outputTokens ?? 0),
+        cost: u?.cost || '0',
+        currency: u?.currency || 'credits',
+      };
+      tokens += usage.inputTokens + usage.outputTokens;
+      const message: ContextMessage = { role: 'assistant', content: turn.text, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) };
+      context = [...context, message];
+      const producer: Producer = { kind: 'agent', id: agent.id, keyId: null };
+      await this.tx(run, async (q, emit) => {
+        await d.threads.checkpoint(q, run.id, { step, context, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, cost: usage.cost });
+        await d.threads.addUsage(q, run.thread_id, usage);
+        await emit([
+          {
+            type: 'message.created',
+            runId: run.id,
+            producer,
+            data: {
+              messageId: newId('msg'),
+              role: 'assistant',
+              content: turn.text,
+              step,
+              toolCalls: turn.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: parseArgs(c.argumentsJson) })),
+              finishReason: u?.finishReason || 'stop',
+            },
+            usage,
+          },
+          ...turn.toolCalls.map((c): NewEvent => ({
+            type: 'tool.called',
+            runId: run.id,
+            producer,
+            data: { runId: run.id, step, callId: c.id, name: c.name, arguments: parseArgs(c.argumentsJson) },
+          })),
+          { type: 'run.step', runId: run.id, producer: SYSTEM, data: { runId: run.id, step, toolCalls: turn.toolCalls.length, usage } },
+        ]);
+      });
+    }
+  }
+
+  /** One model call, its text streamed live as deltas. */
+  private async modelTurn(
+    run: RunRow,
+    step: number,
+    model: string,
+    agent: AgentRow,
+    context: ContextMessage[],
+    principal: Principal,
+    state: { cancel: boolean; interrupt: boolean; turn?: AbortController },
+  ): Promise<Turn> {
+    const d = this.deps;
+    const thread = await d.threads.thread(run.thread_id);
+    if (!thread) throw new RunEnded();
+    const afterSeq = Number(thread.last_seq);
+    const abort = new AbortController();
+    state.turn = abort;
+    const messages: models_infer.ChatMessage[] = [
+      ...(agent.instructions ? [{ role: 'system', content: agent.instructions, toolCalls: [], toolCallId: '', name: '' }] : []),
+      ...context.map((m) => ({ role: m.role, content: m.content, toolCalls: m.toolCalls ?? [], toolCallId: m.toolCallId ?? '', name: m.name ?? '' })),
+    ];
+    const turn: Turn = { text: '', toolCalls: [], usage: undefined, interrupted: false };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.inferInto(turn, run, step, model, agent, messages, principal, afterSeq, abort);
+        break;
+      } catch (err) {
+        if (abort.signal.aborted) break;
+        // The models service restarting (a pod replaced, a process killed) is not the model
+        // failing: the turn is asked again, a few times over about a minute, as long as
+        // nothing of it has streamed yet. The charge key makes a repeated call charge once.
+        const restarting = err instanceof DomainError && err.code === 'service_unavailable' && !turn.text && !turn.toolCalls.length;
+        if (!restarting || attempt >= INFER_RETRIES.length || state.cancel) {
+          state.turn = undefined;
+          throw err;
+        }
+        await new Promise((r) => setTimeout(r, INFER_RETRIES[attempt]));
+      }
+    }
+    state.turn = undefined;
+    if (abort.signal.aborted || state.interrupt || state.cancel) turn.interrupted = true;
+    return turn;
+  }
+
+  /** One Infer call of a turn, its deltas, tool calls and usage collected into `turn`. */
+  private async inferInto(
+    turn: Turn,
+    run: RunRow,
+    step: number,
+    model: string,
+    agent: AgentRow,
+    messages: models_infer.ChatMessage[],
+    principal: Principal,
+    afterSeq: number,
+    abort: AbortController,
+  ): Promise<void> {
+    const d = this.deps;
+    try {
+      const stream = d.infer(
+        {
+          model,
+          messages,
+          tools: d.tools.definitions(agent.tools),
+          chargeKey: `${run.id}:${step}`,
+          maxOutputTokens: undefined,
+          temperature: undefined,
+        },
+        principal,
+        abort.signal,
+      );
+      for await (const e of stream) {
+        if (e.delta) {
+          turn.text += e.delta;
+          void d.live.signal(run.thread_id, { kind: 'delta', runId: run.id, step, afterSeq, text: e.delta });
+        } else if (e.toolCall)
+          turn.toolCalls.push({ id: e.toolCall.id || newId('call'), name: e.toolCall.name, argumentsJson: e.toolCall.argumentsJson || '{}' });
+        else if (e.usage) turn.usage = e.usage;
+        if (abort.signal.aborted) break;
+      }
+    } catch (err) {
+      if (!abort.signal.aborted) throw err;
+    }
+  }
+
+  /** Executes one tool call, recorded first: a call a stopped worker had begun is not executed again. */
+  private async runTool(
+    run: RunRow,
+    step: number,
+    principal: Principal,
+    agent: AgentRow,
+    context: ContextMessage[],
+    call: { id: string; name: string; argumentsJson: string },
+  ): Promise<ContextMessage[]> {
+    const d = this.deps;
+    await this.renew(run);
+    const args = parseArgs(call.argumentsJson);
+    let result: unknown;
+    let isError: boolean;
+    const fresh = await d.threads.startToolCall({ run_id: run.id, call_id: call.id, step, name: call.name, arguments: args });
+    const earlier = fresh ? null : await d.threads.toolCall(run.id, call.id);
+    if (earlier?.status === 'done') {
+      result = earlier.result;
+      isError = earlier.is_error;
+    } else if (earlier) {
+      result = {
+        error: {
+          code: 'tool_interrupted',
+          message: 'The worker running this call stopped before it answered; it may or may not have taken effect.',
+          requestId: `${run.id}:${call.id}`,
+        },
+      };
+      isError = true;
+    } else if (args === undefined) {
+      result = { error: { code: 'invalid_request', message: 'arguments: must be a JSON object.', requestId: `${run.id}:${call.id}` } };
+      isError = true;
+    } else {
+      const r = await d.tools.call(principal, agent.tools, call.name, args, `${run.id}:${call.id}`);
+      result = r.structuredContent;
+      isError = r.isError;
+    }
+    const text = JSON.stringify(result);
+    const next: ContextMessage[] = [...context, { role: 'tool', content: text, toolCallId: call.id, name: call.name }];
+    await this.tx(run, async (q, emit) => {
+      await d.threads.finishToolCall(q, run.id, call.id, result, isError);
+      await d.threads.checkpoint(q, run.id, { step, context: next, inputTokens: 0, outputTokens: 0, cost: '0' });
+      await emit([
+        {
+          type: 'tool.result',
+          runId: run.id,
+          producer: { kind: 'tool', id: call.name, keyId: null },
+          data: { runId: run.id, step, callId: call.id, name: call.name, isError, result },
+        },
+      ]);
+    });
+    return next;
+  }
+
+  /** Pending injected messages into the context, in their order, each with an injection.delivered event. */
+  private async deliverInjections(run: RunRow, step: number, context: ContextMessage[]): Promise<ContextMessage[]> {
+    const d = this.deps;
+    return this.tx(run, async (q, emit) => {
+      const pending = await d.threads.waiting(q, run.thread_id, 'pending');
+      if (!pending.length) return context;
+      await d.threads.markInbox(
+        q,
+        pending.map((m) => m.id),
+        'delivered',
+        run.id,
+        step,
+      );
+      const next: ContextMessage[] = [...context, ...pending.map((m) => ({ role: 'user' as const, content: m.content }))];
+      await d.threads.checkpoint(q, run.id, { step, context: next, inputTokens: 0, outputTokens: 0, cost: '0' });
+      await emit(
+        pending.map((m) => ({
+          type: 'injection.delivered',
+          runId: run.id,
+          producer: SYSTEM,
+          data: { messageId: m.id, runId: run.id, step, mode: m.mode },
+        })),
+      );
+      return next;
+    });
+  }
+
+  /**
+   * Ends the run as completed unless a message is waiting for it (then false: deliver it and go on).
+   * Messages queued for after the run start the next one.
+   */
+  private async complete(run: RunRow, step: number): Promise<boolean> {
+    const d = this.deps;
+    const done = await this.tx(run, async (q, emit) => {
+      await d.threads.lockThread(q, run.thread_id);
+      if ((await d.threads.waiting(q, run.thread_id, 'pending')).length) return null;
+      const finished = await d.threads.finishRun(q, run.id, 'completed', null);
+      if (!finished) throw new RunEnded();
+      const events: NewEvent[] = [
+        {
+          type: 'run.completed',
+          runId: run.id,
+          producer: SYSTEM,
+          data: {
+            runId: run.id,
+            steps: step,
+            usage: { inputTokens: Number(finished.input_tokens), outputTokens: Number(finished.output_tokens), cost: String(finished.cost) },
+          },
+        },
+      ];
+      const next = await this.nextRun(q, finished);
+      if (next) events.push({ type: 'run.queued', runId: next, producer: SYSTEM, data: { runId: next, after: run.id } });
+      else await d.threads.setThreadRun(q, run.thread_id, null);
+      await emit(events);
+      return { next };
+    });
+    if (!done) return false;
+    if (done.next) await d.bus.enqueue(RUN_QUEUE, done.next, { runId: done.next });
+    return true;
+  }
+
+  /** A run of the messages queued (mode enqueue) while `after` worked, if any. */
+  private async nextRun(q: Queryable, after: RunRow): Promise<string | null> {
+    const d = this.deps;
+    const queued = await d.threads.waiting(q, after.thread_id, 'queued');
+    if (!queued.length) return null;
+    const id = newId('run');
+    await d.threads.insertRun(q, {
+      id,
+      thread_id: after.thread_id,
+      account_id: after.account_id,
+      agent_id: after.agent_id,
+      context: [...after.context, ...queued.map((m) => ({ role: 'user' as const, content: m.content }))],
+      started_by: after.started_by,
+    });
+    await d.threads.markInbox(
+      q,
+      queued.map((m) => m.id),
+      'started',
+      id,
+      0,
+    );
+    await d.threads.setThreadRun(q, after.thread_id, id);
+    return id;
+  }
+
+  private async fail(run: RunRow, error: { code: string; message: string }): Promise<void> {
+    await this.end(run, 'failed', error, [{ type: 'run.failed', runId: run.id, producer: SYSTEM, data: { runId: run.id, error } }]);
+  }
+
+  private async end(run: RunRow, status: 'failed' | 'cancelled', error: { code: string; message: string } | null, events: NewEvent[]) {
+    const d = this.deps;
+    const out = await this.tx(run, async (q, emit) => {
+      const live = await d.threads.lockThread(q, run.thread_id);
+      const finished = await d.threads.finishRun(q, run.id, status, error);
+      if (!finished || !live) return null;
+      const next = await this.nextRun(q, finished);
+      if (!next) await d.threads.setThreadRun(q, run.thread_id, null);
+      const all = [...events, ...(next ? [{ type: 'run.queued', runId: next, producer: SYSTEM, data: { runId: next, after: run.id } }] : [])];
+      await emit(all);
+      return { next };
+    });
+    if (!out) return;
+    if (out.next) await d.bus.enqueue(RUN_QUEUE, out.next, { runId: out.next });
+  }
+
+  private async renew(run: RunRow): Promise<void> {
+    if (!(await this.deps.threads.renewLease(this.deps.sql, run.id, this.deps.worker, this.deps.settings.SVC_RUN_LEASE_MS))) throw new RunEnded();
+  }
+
+  private async append(run: RunRow, events: NewEvent[]): Promise<void> {
+    await this.tx(run, (_q, emit) => emit(events));
+  }
+
+  /** A transaction whose appended events (`emit`) are signalled live once it commits. */
+  private async tx<T>(run: RunRow, fn: (q: Queryable, emit: (events: NewEvent[]) => Promise<EventRow[]>) => Promise<T>): Promise<T> {
+    const rows: EventRow[] = [];
+    const out = await this.deps.sql.tx((q) =>
+      fn(q, async (events) => {
+        const r = await this.deps.threads.append(q, run.thread_id, events, () => newId('evt'));
+        rows.push(...r);
+        return r;
+      }),
+    );
+    await this.deps.live.published(run.thread_id, rows);
+    return out;
+  }
+}
+
+function parseArgs(json: string): Record<string, unknown> | undefined {
+  try {
+    const v = JSON.parse(json || '{}') as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

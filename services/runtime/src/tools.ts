@@ -1,0 +1,58 @@
+import { toolAllowed } from '@svc/agents';
+import type { Dispatcher } from '@svc/dispatch';
+import type { Principal, PrincipalSigner } from '@svc/kit';
+import type { models_infer } from '@svc/proto';
+import { CALL_TOOL, callTool, type ToolCatalogue, type ToolResult } from '@svc/tools';
+
+export class AgentTools {
+  private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
+
+  /** `catalogue`: the tools, built when first needed (building them takes most of a second of a start). */
+  constructor(
+    private readonly catalogueOf: () => ToolCatalogue,
+    private readonly dispatcher: Dispatcher,
+    private readonly signer: PrincipalSigner,
+  ) {}
+
+  private get catalogue(): ToolCatalogue {
+    return this.catalogueOf();
+  }
+
+  /** Whether an agent with these tool patterns may call `name`. */
+  allows(patterns: string[] | null, name: string): boolean {
+    return toolAllowed(patterns, name);
+  }
+
+  /** The definitions the model is given. */
+  definitions(patterns: string[] | null): models_infer.ToolDefinition[] {
+    return this.catalogue
+      .list()
+      .filter((t) => this.allows(patterns, t.name))
+      .map((t) => ({ name: t.name, description: t.description, inputSchemaJson: JSON.stringify(t.inputSchema) }));
+  }
+
+  async call(principal: Principal, patterns: string[] | null, name: string, args: unknown, requestId: string): Promise<ToolResult> {
+    const inner = name === CALL_TOOL && args && typeof args === 'object' ? (args as { name?: unknown }).name : undefined;
+    for (const n of [name, ...(typeof inner === 'string' ? [inner] : [])]) {
+      if (!this.catalogue.get(n) || !this.allows(patterns, n)) {
+        return {
+          isError: true,
+          structuredContent: {
+            error: { code: 'tool_not_allowed', message: `This agent may not call ${JSON.stringify(n.slice(0, 200))}.`, requestId },
+          },
+        };
+      }
+    }
+    return callTool(this.dispatcher, this.catalogue, name, args, { auth: { principal, token: await this.token(principal) }, requestId });
+  }
+
+  async token(p: Principal): Promise<string> {
+    const key = `${p.agentId}:${p.accountId}:${p.projectId ?? ''}`;
+    const hit = this.tokens.get(key);
+    if (hit && hit.expiresAt - Date.now() > 60_000) return hit.token;
+    const signed = await this.signer.sign(p);
+    if (this.tokens.size > 10_000) this.tokens.clear();
+    this.tokens.set(key, signed);
+    return signed.token;
+  }
+}

@@ -1,0 +1,111 @@
+import { type CallContext, DomainError, type Logger, setting } from '@svc/kit';
+import type { mcp, mcp_run_code } from '@svc/proto';
+import { LIMIT_BOUNDS, LimitError, type RunResult, Sandbox, SandboxBusyError, SandboxClosedError, type SandboxEvent } from '@svc/quickjs';
+
+/**
+ * run_code (docs/run-code.md): the mcp service runs JavaScript in @svc/quickjs's pool of QuickJS
+ * processes. Its settings, declared with the module's and checked when the stack starts:
+ * - SVC_MCP_RUN_CODE_POOL_SIZE: warm processes, each running one script at a time (default 2);
+ * - SVC_MCP_RUN_CODE_MAX_QUEUE: calls that may wait for a process; past it 429 (default 32);
+ * - SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS, _MAX_MEMORY_MB, _MAX_OUTPUT_BYTES: the most a caller may ask
+ *   for (defaults 30000 ms, 256 MiB, 1 MiB); a caller who asks for nothing gets 5000 ms, 64 MiB,
+ *   64 KiB (or the maximum, when the operator set it lower).
+ */
+export const runCodeSettings = {
+  SVC_MCP_RUN_CODE_POOL_SIZE: setting.int(1, 2, 64),
+  SVC_MCP_RUN_CODE_MAX_QUEUE: setting.int(0, 32, 10_000),
+  SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS: setting.int(LIMIT_BOUNDS.timeoutMs.min, 30_000, LIMIT_BOUNDS.timeoutMs.max),
+  SVC_MCP_RUN_CODE_MAX_MEMORY_MB: setting.int(LIMIT_BOUNDS.memoryLimitMb.min, 256, LIMIT_BOUNDS.memoryLimitMb.max),
+  SVC_MCP_RUN_CODE_MAX_OUTPUT_BYTES: setting.int(LIMIT_BOUNDS.maxOutputBytes.min, 1024 * 1024, LIMIT_BOUNDS.maxOutputBytes.max),
+};
+
+export type RunCodeEnv = { [K in keyof typeof runCodeSettings]: number };
+
+/** Longest code a call may send, in characters. */
+export const MAX_CODE_CHARS = 512 * 1024;
+
+type RunCodeHandler = (req: mcp_run_code.RunCodeRequest, ctx: CallContext) => Promise<mcp_run_code.RunCodeResponse>;
+
+/** The sandbox pool of the mcp service, and its RunCode handler. */
+export function runCode(env: RunCodeEnv, log: Logger) {
+  const sandbox = new Sandbox({
+    poolSize: env.SVC_MCP_RUN_CODE_POOL_SIZE,
+    maxQueue: env.SVC_MCP_RUN_CODE_MAX_QUEUE,
+    maxLimits: {
+      timeoutMs: env.SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS,
+      memoryLimitMb: env.SVC_MCP_RUN_CODE_MAX_MEMORY_MB,
+      maxOutputBytes: env.SVC_MCP_RUN_CODE_MAX_OUTPUT_BYTES,
+    },
+    onEvent: (e: SandboxEvent) => {
+      if (e.type === 'killed') log.info({ sandbox: e }, 'a sandbox process was killed at its limit and is being replaced');
+      else log.warn({ sandbox: e }, 'a sandbox process failed');
+    },
+  });
+  const handler: RunCodeHandler = async (req, ctx) => {
+    if (req.code.length > MAX_CODE_CHARS) throw new DomainError('too_large', 'code_too_large', `code may be at most ${MAX_CODE_CHARS} characters.`);
+    let r: RunResult;
+    try {
+      if (req.globalsJson !== undefined) checkGlobals(req.globalsJson);
+      r = await sandbox.run({
+        code: req.code,
+        timeoutMs: req.timeoutMs,
+        memoryLimitMb: req.memoryLimitMb,
+        maxOutputBytes: req.maxOutputBytes,
+        globalsJson: req.globalsJson,
+        checkOnly: req.checkOnly,
+      });
+    } catch (err) {
+      throw domainError(err);
+    }
+    log.debug({ accountId: ctx.principal.accountId, mode: r.mode, error: r.error?.code, durationMs: r.durationMs }, 'code ran');
+    return response(r);
+  };
+  return {
+    sandbox,
+    handlers: { runCode: handler } satisfies Partial<Record<keyof typeof mcp.McpServiceService, RunCodeHandler>>,
+    /** Starts the pool in the background: a call that comes before a process is ready waits for it. */
+    async start() {
+      sandbox.start().catch((err: Error) => log.error({ err: err.message }, 'the code sandbox could not start a process'));
+    },
+    stop: () => sandbox.close(),
+  };
+}
+
+/** The most JSON a run's inputs may hold, in characters. */
+export const MAX_GLOBALS_CHARS = 8 * 1024 * 1024;
+
+/** Inputs are a JSON object whose member names are identifiers (each becomes a global). */
+function checkGlobals(json: string): void {
+  if (json.length > MAX_GLOBALS_CHARS)
+    throw new DomainError('too_large', 'inputs_too_large', `The inputs may be at most ${MAX_GLOBALS_CHARS} characters of JSON.`);
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    throw new DomainError('invalid_argument', 'invalid_inputs', 'The inputs are not valid JSON.');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || !Object.keys(v).every((k) => /^[A-Za-z_$][\w$]*$/.test(k))) {
+    throw new DomainError('invalid_argument', 'invalid_inputs', 'The inputs are a JSON object whose names are identifiers.');
+  }
+}
+
+function domainError(err: unknown): unknown {
+  if (err instanceof LimitError) return new DomainError('invalid_argument', 'invalid_limit', err.message, { field: err.field });
+  if (err instanceof SandboxBusyError) return new DomainError('rate_limited', 'sandbox_busy', err.message, { retryAfterSeconds: 1 });
+  if (err instanceof SandboxClosedError)
+    return new DomainError('unavailable', 'sandbox_unavailable', 'The code sandbox is shutting down; try again shortly.');
+  return err;
+}
+
+function response(r: RunResult): mcp_run_code.RunCodeResponse {
+  return {
+    resultJson: r.resultJson ?? undefined,
+    logs: r.logs,
+    logsTruncated: r.logsTruncated,
+    error: r.error,
+    mode: r.mode,
+    durationMs: r.durationMs,
+    queuedMs: r.queuedMs,
+    limits: r.limits,
+  };
+}

@@ -1,0 +1,126 @@
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { startTestStack, type TestStack } from '../support/stack';
+
+/** The `svc` command (docs/sdk.md) against the running platform: a drive round trip, a thread, keys, exit codes. */
+
+const CLI = path.resolve(__dirname, '../../packages/sdk-ts/dist/cli.js');
+/** The command's Node: the first of SVC_TEST_NODE_BINARIES (CI puts Node 22, the SDK's target, first), else this one. */
+const NODE = (process.env.SVC_TEST_NODE_BINARIES ?? '').split(':').find(Boolean) ?? process.execPath;
+let t: TestStack;
+let key: string;
+let dir: string;
+beforeAll(async () => {
+  t = await startTestStack({ SVC_TRADING_PAPER_TICK_MS: '3600000', SVC_TRADING_ALPACA_URL: 'off' });
+  const res = await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'cli person' });
+  key = res.body.key;
+  const agent = await t.ok('POST', '/agents', key, { name: 'cli helper' });
+  await t.ok('PUT', '/default-agents', key, { agentIds: [agent.body.id] });
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-'));
+}, 60_000);
+afterAll(async () => {
+  fs.rmSync(dir, { recursive: true, force: true });
+  await t?.stop();
+});
+
+function svc(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      NODE,
+      [CLI, ...args],
+      { cwd: dir, env: { PATH: process.env.PATH ?? '', SVC_API_KEY: key, SVC_BASE_URL: t.url, ...env }, timeout: 30_000, maxBuffer: 64 << 20 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('the svc command', () => {
+  test('drive: put (with progress) / ls / get / mv / rm, and the exit code of a missing file', async () => {
+    const local = path.join(dir, 'big.bin');
+    const data = crypto.randomBytes(3 * 1024 * 1024 + 17);
+    fs.writeFileSync(local, data);
+    const put = await svc(['drive', 'put', local, '--json']);
+    expect(put.code).toBe(0);
+    const item = JSON.parse(put.stdout);
+    expect(item).toMatchObject({ name: 'big.bin', size: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') });
+    expect(put.stderr).toMatch(/put big\.bin: 3\.0 MiB \/ 3\.0 MiB \(100%\)/);
+    // The name is taken: If-None-Match: * makes it a 412, exit code 5 (test/drive/refused-upload.test.ts has large refused uploads).
+    fs.writeFileSync(path.join(dir, 'small.bin'), 'x');
+    const again = await svc(['drive', 'put', path.join(dir, 'small.bin'), '--name', 'big.bin']);
+    expect([again.code, again.stderr]).toEqual([5, expect.stringMatching(/^svc: .*\(request /m)]);
+
+    const ls = await svc(['drive', 'ls']);
+    expect(ls.code).toBe(0);
+    expect(ls.stdout.split('\n')[0]).toMatch(/^ID\s+KIND\s+SIZE\s+UPDATEDAT\s+NAME$/);
+    expect(ls.stdout).toMatch(new RegExp(`${item.id}\\s+file\\s+3\\.0 MiB\\s+\\S+\\s+big\\.bin`));
+
+    const got = await svc(['drive', 'get', item.id, 'copy.bin']);
+    expect(got.code).toBe(0);
+    expect(fs.readFileSync(path.join(dir, 'copy.bin')).equals(data)).toBe(true);
+    expect(got.stderr).toContain('Wrote copy.bin');
+    expect((await svc(['drive', 'get', item.id, 'copy.bin'])).code).toBe(2);
+
+    const mv = await svc(['drive', 'mv', item.id, 'renamed.bin', '--json']);
+    expect([mv.code, JSON.parse(mv.stdout).name]).toEqual([0, 'renamed.bin']);
+    expect((await svc(['drive', 'rm', item.id])).code).toBe(0);
+    const gone = await svc(['drive', 'get', item.id, 'x.bin']);
+    expect([gone.code, gone.stderr]).toEqual([4, expect.stringContaining('svc: ')]);
+  }, 60_000);
+
+  test('threads: new --wait prints the development model’s answer; say --wait continues; tail replays', async () => {
+    const created = await svc(['threads', 'new', 'hello', 'from', 'the', 'command', '--wait']);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^user: hello from the command$/m);
+    expect(created.stdout).toMatch(/^assistant: .*hello from the command/m);
+    expect(created.stdout).toMatch(/^\[\d+\] run\.completed$/m);
+    const id = created.stderr.match(/Thread (thr_\w+)/)![1]!;
+    const said = await svc(['threads', 'say', id, 'once', 'more', '--wait']);
+    expect(said.code).toBe(0);
+    expect(said.stdout).toMatch(/^assistant: .*once more/m);
+    expect(said.stdout).not.toContain('hello from the command');
+    const tail = await svc(['threads', 'tail', id, '--until-idle', '--json']);
+    expect(tail.code).toBe(0);
+    const events = tail.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(events[0]).toMatchObject({ seq: 1, type: 'thread.created' });
+    expect(events[events.length - 1].type).toBe('run.completed');
+  }, 60_000);
+
+  test('keys, models, trading, profiles; --json; exit codes for usage and a missing key', async () => {
+    const created = await svc(['keys', 'create', '--name', 'cli key', '--json']);
+    const k = JSON.parse(created.stdout);
+    expect(k.key).toMatch(/^svc_[0-9a-f]{64}$/);
+    expect((await svc(['keys', 'list'])).stdout).toContain(k.id);
+    expect((await svc(['keys', 'revoke', k.id])).code).toBe(0);
+    expect((await svc(['models', 'ls'])).stdout).toMatch(/^svc\/dev\s/m);
+    expect((await svc(['trading', 'venues'])).stdout).toMatch(/^paper\s/m);
+    const book = (await t.ok('GET', '/trading/book?symbol=BTC%2FUSD&depth=5', key)).body;
+    const price = book.bids[book.bids.length - 1].price;
+    const order = await svc(['trading', 'order', '--symbol', 'BTC/USD', '--side', 'buy', '--qty', '0.01', '--price', price, '--json']);
+    const placed = JSON.parse(order.stdout);
+    expect([order.code, placed.type, placed.status]).toEqual([0, 'limit', expect.stringMatching(/^(new|open)$/)]);
+    const cancelled = await svc(['trading', 'cancel', placed.id]);
+    expect(cancelled.stdout).toMatch(new RegExp(`^${placed.id}\\s+cancelled\\s+BTC/USD$`, 'm'));
+    expect((await svc(['trading', 'order', '--symbol', 'BTC/USD', '--qty', '1'])).code).toBe(2);
+    const profile = await t.ok('POST', '/profiles', key, { name: 'taste' });
+    const c1 = await t.ok('POST', `/profiles/${profile.body.id}/commits`, key, { message: 'first' });
+    const c2 = await t.ok('POST', `/profiles/${profile.body.id}/commits`, key, { message: 'second' });
+    const log = await svc(['profiles', 'log', profile.body.id]);
+    expect(log.stdout).toMatch(new RegExp(`^${c2.body.id}\\s+${c1.body.id}\\s+\\S+\\s+second$`, 'm'));
+    const diff = await svc(['profiles', 'diff', profile.body.id, c1.body.id, c2.body.id]);
+    expect([diff.code, diff.stdout.split('\n')[0]]).toEqual([0, `${c1.body.id} -> ${c2.body.id}`]);
+
+    expect((await svc(['nope'])).code).toBe(2);
+    expect((await svc(['drive', 'ls', '--bogus'])).code).toBe(2);
+    const keyless = await svc(['drive', 'ls'], { SVC_API_KEY: '' });
+    expect([keyless.code, keyless.stderr]).toEqual([3, expect.stringContaining('SVC_API_KEY')]);
+    const denied = await svc(['drive', 'ls'], { SVC_API_KEY: 'svc_' + '0'.repeat(64) });
+    expect(denied.code).toBe(6);
+  }, 60_000);
+});

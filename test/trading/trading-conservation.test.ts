@@ -1,0 +1,189 @@
+import { type BookOrder, MARKET_MAKER, newBookOrder, OrderBook, PAPER_INSTRUMENTS, requote, specOf } from '@svc/trading';
+
+import { startTestStack, type TestStack } from '../support/stack';
+
+/** A decimal string as integer units of 10⁻⁹ (exact). */
+function units(s: string): bigint {
+  const neg = s.startsWith('-');
+  const [i, f = ''] = (neg ? s.slice(1) : s).split('.');
+  const v = BigInt(i!) * 10n ** 9n + BigInt((f + '000000000').slice(0, 9));
+  return neg ? -v : v;
+}
+
+/** A seeded PRNG (mulberry32), so a failure can be replayed. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('the matching engine alone', () => {
+  test('50,000 random orders: no order overfilled, the book never left crossed, quantities conserved', () => {
+    const spec = specOf(PAPER_INSTRUMENTS.find((i) => i.symbol === 'ETH/USD')!);
+    const book = new OrderBook({ lastPrice: spec.params.startPrice });
+    const maker = { step: 0, reference: spec.params.startPrice, quotes: [] as string[], placed: 0 };
+    const r = rng(7);
+    const owners = ['a', 'b', 'c', 'd', 'e'];
+    const bought = new Map<string, number>();
+    const orders: BookOrder[] = [];
+    const problems: string[] = [];
+    const check = (fills: Array<{ taker: BookOrder; maker: BookOrder; qty: number; price: number }>) => {
+      for (const f of fills) {
+        if (f.qty <= 0) problems.push(`empty fill of ${f.taker.id}`);
+        const buyer = f.taker.side === 'buy' ? f.taker : f.maker;
+        const seller = f.taker.side === 'buy' ? f.maker : f.taker;
+        if (buyer.owner === seller.owner) problems.push(`self trade of ${buyer.owner}`);
+        bought.set(buyer.owner, (bought.get(buyer.owner) ?? 0) + f.qty);
+        bought.set(seller.owner, (bought.get(seller.owner) ?? 0) - f.qty);
+        // A limit is never traded through.
+        if (f.taker.price !== undefined && (f.taker.side === 'buy' ? f.price > f.taker.price : f.price < f.taker.price))
+          problems.push(`${f.taker.id} traded through its limit`);
+      }
+    };
+    for (let i = 0; i < 50_000; i++) {
+      if (i % 200 === 0) check(requote(book, maker, { seed: 1, symbol: spec.symbol, params: spec.params, step: i / 200 })?.fills ?? []);
+      const ref = Math.round(maker.reference);
+      const side = r() < 0.5 ? 'buy' : 'sell';
+      const kind = r();
+      const type = kind < 0.3 ? 'market' : kind < 0.85 ? 'limit' : kind < 0.93 ? 'stop' : 'stop_limit';
+      const off = Math.round((r() - 0.5) * ref * 0.004);
+      const o = newBookOrder({
+        id: `o${i}`,
+        owner: owners[Math.floor(r() * owners.length)]!,
+        side,
+        type,
+        tif: (['gtc', 'day', 'ioc', 'fok'] as const)[Math.floor(r() * 4)]!,
+        qty: 1 + Math.floor(r() * 20_000),
+        price: type === 'limit' || type === 'stop_limit' ? Math.max(1, ref + off) : undefined,
+        stopPrice: type === 'stop' || type === 'stop_limit' ? Math.max(1, ref + (side === 'buy' ? 1 : -1) * Math.abs(off)) : undefined,
+      });
+      orders.push(o);
+      check(book.submit(o).fills);
+      if (r() < 0.1 && orders.length) book.cancel(orders[Math.floor(r() * orders.length)]!.id);
+      const bid = book.bestBid();
+      const ask = book.bestAsk();
+      if (bid !== undefined && ask !== undefined && bid >= ask) problems.push(`crossed after ${o.id}`);
+    }
+    for (const o of orders) {
+      if (o.filled > o.qty || (o.status === 'filled') !== (o.filled === o.qty)) problems.push(`${o.id} filled ${o.filled} of ${o.qty} (${o.status})`);
+    }
+    expect(problems).toEqual([]);
+    // What the users bought, the market maker sold: quantities sum to zero.
+    const total = [...bought.values()].reduce((s, v) => s + v, 0);
+    expect(total).toBe(0);
+    expect(bought.get(MARKET_MAKER)).toBeDefined();
+  });
+});
+
+describe('through the API, on real storage', () => {
+  let t: TestStack;
+  beforeAll(async () => {
+    // The reference steps every 40 ms, so the market maker requotes through resting orders as well.
+    t = await startTestStack({ SVC_TRADING_PAPER_TICK_MS: '40', SVC_TRADING_PAPER_CASH: '50000', SVC_TRADING_ALPACA_URL: 'off' });
+  }, 60_000);
+  afterAll(() => t?.stop());
+
+  test('after 2,000 random orders, cash and positions changed only by fills and fees, and holds match open orders', async () => {
+    const keys: string[] = [];
+    for (let i = 0; i < 4; i++) keys.push((await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `Trader ${i}` })).body.key);
+    const r = rng(11);
+    const symbols = ['BTC/USD', 'ETH/USD', 'AAPL'];
+    const ref: Record<string, number> = { 'BTC/USD': 60000, 'ETH/USD': 3000, AAPL: 190 };
+    const lot: Record<string, number> = { 'BTC/USD': 0.001, 'ETH/USD': 0.01, AAPL: 1 };
+    const statuses = new Map<number, number>();
+    const placed: Array<{ key: string; id: string }> = [];
+    let n = 0;
+    const worker = async () => {
+      while (n < 2000) {
+        n++;
+        const key = keys[Math.floor(r() * keys.length)]!;
+        const symbol = symbols[Math.floor(r() * symbols.length)]!;
+        const side = r() < 0.5 ? 'buy' : 'sell';
+        const kind = r();
+        const type = kind < 0.35 ? 'market' : kind < 0.85 ? 'limit' : kind < 0.93 ? 'stop' : 'stop_limit';
+        const px = (x: number) => (Math.round(x * 100) / 100).toFixed(2);
+        const off = (r() - 0.5) * ref[symbol]! * 0.004;
+        const body: Record<string, unknown> = {
+          symbol,
+          side,
+          type,
+          qty: (lot[symbol]! * (1 + Math.floor(r() * 20))).toFixed(symbol === 'AAPL' ? 0 : 3),
+          timeInForce: (['gtc', 'day', 'ioc', 'fok'] as const)[Math.floor(r() * 4)],
+        };
+        if (type === 'limit' || type === 'stop_limit') body.price = px(ref[symbol]! + off);
+        if (type === 'stop' || type === 'stop_limit') body.stopPrice = px(ref[symbol]! + (side === 'buy' ? 1 : -1) * Math.abs(off));
+        const res = await t.call('POST', '/trading/order', { key, body });
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status === 201) placed.push({ key, id: res.body.id });
+        else expect([res.status, res.body.error.code]).toEqual([422, 'insufficient_balance']);
+        if (r() < 0.08 && placed.length) {
+          const victim = placed[Math.floor(r() * placed.length)]!;
+          const c = await t.call('POST', '/trading/cancel', { key: victim.key, body: { orderId: victim.id } });
+          expect([200, 409]).toContain(c.status);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    expect(statuses.get(201)).toBeGreaterThan(1000);
+
+    const fees = { taker: 10n, maker: 5n };
+    for (const key of keys) {
+      const fills: any[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: any = (await t.ok('GET', `/trading/fills?limit=200${cursor ? `&cursor=${cursor}` : ''}`, key)).body;
+        fills.push(...page.fills);
+        cursor = page.nextCursor;
+      } while (cursor);
+      const orders: any[] = [];
+      cursor = null;
+      do {
+        const page: any = (await t.ok('GET', `/trading/orders?limit=200${cursor ? `&cursor=${cursor}` : ''}`, key)).body;
+        orders.push(...page.orders);
+        cursor = page.nextCursor;
+      } while (cursor);
+      const acct = (await t.ok('POST', '/trading/account', key, { venue: 'paper' })).body;
+      const bal = (asset: string) => acct.balances.find((b: any) => b.asset === asset) ?? { total: '0', held: '0' };
+
+      // Cash: the starting cash, minus what was bought, plus what was sold, minus every fee.
+      let cash = units('50000');
+      const position = new Map<string, bigint>();
+      const filledByOrder = new Map<string, bigint>();
+      for (const f of fills) {
+        const base = f.symbol.split('/')[0];
+        const sign = f.side === 'buy' ? 1n : -1n;
+        cash += -sign * units(f.notional) - units(f.fee);
+        position.set(base, (position.get(base) ?? 0n) + sign * units(f.qty));
+        filledByOrder.set(f.orderId, (filledByOrder.get(f.orderId) ?? 0n) + units(f.qty));
+        // Each fee is the fill's rate on its notional, rounded up to a unit.
+        const rate = f.liquidity === 'taker' ? fees.taker : fees.maker;
+        expect(units(f.fee)).toBe((units(f.notional) * rate + 9999n) / 10000n);
+      }
+      expect(units(bal('USD').total)).toBe(cash);
+      for (const base of ['BTC', 'ETH', 'AAPL']) expect([base, units(bal(base).total)]).toEqual([base, position.get(base) ?? 0n]);
+
+      // Every order's filled quantity is the sum of its fills, never more than its quantity.
+      let heldUsd = 0n;
+      const heldBase = new Map<string, bigint>();
+      for (const o of orders) {
+        expect([o.id, units(o.filledQty)]).toEqual([o.id, filledByOrder.get(o.id) ?? 0n]);
+        expect(units(o.filledQty) <= units(o.qty)).toBe(true);
+        if (o.status !== 'new' && o.status !== 'partially_filled') continue;
+        const left = units(o.qty) - units(o.filledQty);
+        if (o.side === 'sell') heldBase.set(o.symbol.split('/')[0], (heldBase.get(o.symbol.split('/')[0]) ?? 0n) + left);
+        else if (o.price !== null) {
+          const cost = (left * units(o.price)) / 10n ** 9n;
+          heldUsd += cost + (cost * fees.taker + 9999n) / 10000n;
+        }
+      }
+      // Holds are exactly what the open orders need.
+      expect(units(bal('USD').held)).toBe(heldUsd);
+      for (const base of ['BTC', 'ETH', 'AAPL']) expect([base, units(bal(base).held)]).toEqual([base, heldBase.get(base) ?? 0n]);
+      expect(units(bal('USD').total) >= units(bal('USD').held)).toBe(true);
+    }
+  }, 180_000);
+});
