@@ -73,8 +73,11 @@ export interface RpcHandler {
   request?: (input: RouteInput) => unknown;
   /** Builds the answer from the gRPC response (default: the response as is). */
   response?: (res: any, input: RouteInput) => unknown;
-  /** The id of the API key this operation revokes: the front forgets it before answering. */
-  revokesKey?: (input: RouteInput) => string;
+  /**
+   * The ids of the API keys this operation revokes (the one named, and those revoked with it down
+   * its lineage, from the service's answer): the front forgets them before answering.
+   */
+  revokesKey?: (input: RouteInput, res: any) => string | string[];
   /** The call's deadline when the operation may take longer than SVC_GRPC_DEADLINE_MS (running code). */
   deadlineMs?: number;
   /**

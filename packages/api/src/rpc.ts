@@ -33,7 +33,7 @@ export function rpc<S extends RpcService, M extends MethodOf<S>, Q extends Parti
     /** A field the request does not have is a compile error (`never`), not silently dropped. */
     request?: (input: RouteInput) => Q & Record<Exclude<keyof Q, keyof RequestOf<S, M>>, never>;
     response?: (res: ResponseOf<S, M>, input: RouteInput) => unknown;
-    revokesKey?: (input: RouteInput) => string;
+    revokesKey?: (input: RouteInput, res: ResponseOf<S, M>) => string | string[];
     deadlineMs?: number;
     cache?: { tag: string; ttlMs: number };
     invalidates?: string[];

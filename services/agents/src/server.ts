@@ -64,8 +64,7 @@ export function handlers(
       return agentKeys.list(principal, req);
     },
     async revokeAgentKey(req, { principal }) {
-      await agentKeys.revoke(principal, req);
-      return {};
+      return agentKeys.revoke(principal, req);
     },
     ...threadOpsHandlers(ops),
     ...agentOpsHandlers(agentOps),

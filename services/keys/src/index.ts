@@ -10,6 +10,7 @@ import { handlers } from './server.js';
 import { keysSettings, keysSettingsSchema } from './settings.js';
 
 export { KeysDomain } from './keys/keys.js';
+export { LINEAGE_REPAIR_SQL } from './migrations/index.js';
 export { keysSettingsSchema } from './settings.js';
 
 /** How often gateway-counted usage is written to PostgreSQL. */

@@ -58,21 +58,20 @@ function headersOf(json: string): Record<string, string> {
 export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords, ops: KeyOps): Handlers<Def> {
   return {
     async createKey(req, ctx) {
-      const { row, plaintext } = await domain.create(ctx.principal, req);
-      return { key: toApiKey(row), plaintext };
+      const { row, plaintext, capped } = await domain.create(ctx.principal, req);
+      return { key: toApiKey(row), plaintext, expiryCapped: capped };
     },
     async listKeys(req, ctx) {
       const { rows, nextCursor } = await domain.list(ctx.principal, req);
       return { keys: rows.map(toApiKey), nextCursor };
     },
     async revokeKey(req, ctx) {
-      await domain.revoke(ctx.principal, req);
-      return {};
+      return { revokedKeyIds: await domain.revoke(ctx.principal, req) };
     },
     async createAgentKey(req, ctx) {
       systemOnly(ctx);
-      const { row, plaintext } = await domain.createAgentKey(agentKeyCaller(req.caller), req);
-      return { key: toApiKey(row), plaintext };
+      const { row, plaintext, capped } = await domain.createAgentKey(agentKeyCaller(req.caller), req);
+      return { key: toApiKey(row), plaintext, expiryCapped: capped };
     },
     async listAgentKeys(req, ctx) {
       systemOnly(ctx);
@@ -81,8 +80,7 @@ export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords, op
     },
     async revokeAgentKey(req, ctx) {
       systemOnly(ctx);
-      await domain.revokeAgentKey(agentKeyCaller(req.caller), req.id);
-      return {};
+      return { revokedKeyIds: await domain.revokeAgentKey(agentKeyCaller(req.caller), req.id) };
     },
     async verifyKey(req, ctx) {
       systemOnly(ctx);
@@ -126,7 +124,7 @@ export function handlers(domain: KeysDomain, idempotency: IdempotencyRecords, op
     },
     async rotateKey(req, ctx) {
       const r = await ops.rotate(ctx.principal, req.id);
-      return { key: toApiKey(r.row), plaintext: r.plaintext, revokedKeyId: r.revokedKeyId };
+      return { key: toApiKey(r.row), plaintext: r.plaintext, expiryCapped: r.capped, revokedKeyId: r.revokedKeyId, revokedKeyIds: r.revokedKeyIds };
     },
     async getAgentKey(req, ctx) {
       systemOnly(ctx);

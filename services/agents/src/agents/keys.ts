@@ -46,9 +46,9 @@ export class AgentKeys {
     return this.deps.keysClient().listAgentKeys({ caller, projectId: req.projectId, limit: req.limit, cursor: req.cursor }, await this.options());
   }
 
-  async revoke(p: Principal, req: { agentId: string; id: string }): Promise<void> {
+  async revoke(p: Principal, req: { agentId: string; id: string }): Promise<keys.RevokeKeyResponse> {
     const caller = await this.caller(p, req.agentId);
-    await this.deps.keysClient().revokeAgentKey({ caller, id: req.id }, await this.options());
+    return this.deps.keysClient().revokeAgentKey({ caller, id: req.id }, await this.options());
   }
 
   async get(p: Principal, req: { agentId: string; id: string }): Promise<keys.GetKeyResponse> {

@@ -8,6 +8,7 @@ import {
   newId,
   type OutboxRelay,
   type Principal,
+  type Queryable,
   type Sql,
 } from '@svc/kit';
 
@@ -23,6 +24,22 @@ export const USAGE_LAST_KEY = 'keys:usage:last';
 export const verifyCacheKey = (hash: string) => `keys:verify:${hash}`;
 
 const notFound = () => new DomainError('not_found', 'key_not_found', 'API key not found.');
+
+/** A new key: its row, its plaintext (shown once), and whether its expiry was capped at its parent's. */
+export interface Created {
+  row: KeyRow;
+  plaintext: string;
+  capped: boolean;
+}
+
+/**
+ * A child key's expiry: the one asked for, unless the parent's comes first (a parent that never
+ * expires caps nothing; a child asking for no expiry under a parent that has one gets the parent's).
+ */
+export function capExpiry(asked: Date | null, parent: Date | null): { expiresAt: Date | null; capped: boolean } {
+  if (!parent || (asked && asked.getTime() <= parent.getTime())) return { expiresAt: asked, capped: false };
+  return { expiresAt: parent, capped: true };
+}
 
 export interface CreateInput {
   name: string;
@@ -47,7 +64,7 @@ export interface AgentKeyCaller extends Acting {
   agentId: string;
 }
 
-type Owner = { kind: 'human' | 'agent'; id: string };
+export type Owner = { kind: 'human' | 'agent'; id: string };
 
 /**
  * Who owns a new or listed key, given the principal and an optional agent id: an agent key's keys
@@ -109,16 +126,27 @@ export class KeysDomain {
     this.store = new KeyStore(sql);
   }
 
-  async create(p: Principal, input: CreateInput): Promise<{ row: KeyRow; plaintext: string }> {
+  async create(p: Principal, input: CreateInput): Promise<Created> {
     return this.insert(p, ownerFor(p, input.agentId), input);
   }
 
   /** A key of the agent, for the agents service (which has checked the caller may manage the agent's keys). */
-  async createAgentKey(c: AgentKeyCaller, input: Omit<CreateInput, 'agentId'>): Promise<{ row: KeyRow; plaintext: string }> {
+  async createAgentKey(c: AgentKeyCaller, input: Omit<CreateInput, 'agentId'>): Promise<Created> {
     return this.insert(c, { kind: 'agent', id: c.agentId }, input);
   }
 
-  private async insert(a: Acting, owner: Owner, input: Omit<CreateInput, 'agentId'>): Promise<{ row: KeyRow; plaintext: string }> {
+  /**
+   * Inserts a key created from `lineage.parent` (default: the calling key). Lineage is
+   * authority: the new key's expiry is capped at its parent's (a later one, or none, gets the
+   * parent's, and `capped` says so), and a parent that is revoked or expired creates nothing.
+   * `lineage.expiresAt` gives the expiry outright (rotation keeps the old key's).
+   */
+  async insert(
+    a: Acting,
+    owner: Owner,
+    input: Omit<CreateInput, 'agentId'>,
+    lineage: { parent?: string | null; expiresAt?: Date | null } = {},
+  ): Promise<Created> {
     const projectId = projectFor(a, input.projectId);
     // Without the cache the creation limit cannot count: creation goes on (a limiter outage is not an API outage).
     const attempts = await this.cache.hit(`keys:create:${a.accountId}`, 60_000).catch(() => 0);
@@ -128,8 +156,17 @@ export class KeysDomain {
       });
     }
     const plaintext = generateApiKey();
-    const expiresAt = input.expiresInDays ? new Date(Date.now() + input.expiresInDays * 86_400_000) : null;
+    const asked =
+      lineage.expiresAt !== undefined ? lineage.expiresAt : input.expiresInDays ? new Date(Date.now() + input.expiresInDays * 86_400_000) : null;
+    const parentId = lineage.parent !== undefined ? lineage.parent : (a.keyId ?? null);
+    let capped = false;
     const row = await this.sql.tx(async (q) => {
+      let expiresAt = asked;
+      if (parentId) {
+        const parent = await this.store.parentForCreate(q, parentId);
+        if (!parent || parent.revoked_at || (parent.expires_at && parent.expires_at.getTime() <= Date.now())) throw invalidKey();
+        ({ expiresAt, capped } = capExpiry(asked, parent.expires_at));
+      }
       const r = await this.store.insert(q, {
         id: newId('key'),
         key_hash: hashSecret(plaintext),
@@ -139,14 +176,14 @@ export class KeysDomain {
         owner_kind: owner.kind,
         owner_id: owner.id,
         project_id: projectId ?? null,
-        created_by_key_id: a.keyId ?? null,
+        created_by_key_id: parentId,
         expires_at: expiresAt,
       });
       await enqueueEvent(q, SCHEMA, { subject: 'keys.key.created', accountId: a.accountId, data: publicView(r) });
       return r;
     });
     this.outbox()?.kick();
-    return { row, plaintext };
+    return { row, plaintext, capped };
   }
 
   async list(p: Principal, input: ListInput & { agentId?: string }): Promise<{ rows: KeyRow[]; nextCursor?: string }> {
@@ -177,33 +214,57 @@ export class KeysDomain {
     return { rows: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : undefined };
   }
 
-  /** Revokes at once: the row, the shared verification cache, and an event every gateway hears. */
-  async revoke(p: Principal, input: { id: string; agentId?: string }): Promise<void> {
+  /**
+   * Revokes at once, with every key created from it down the tree: the rows, the shared
+   * verification cache, and an event per key that every gateway hears. Returns the ids revoked.
+   */
+  async revoke(p: Principal, input: { id: string; agentId?: string }): Promise<string[]> {
     if (input.agentId || p.kind === 'agent') ownerFor(p, input.agentId);
-    await this.revokeIf(p, input.id, (row) => keySees(p, row));
+    return this.revokeIf(p, input.id, (row) => keySees(p, row));
   }
 
-  /** Revokes a key of the agent, for the agents service; another agent's key, or one outside the caller's project, is not found. */
-  async revokeAgentKey(c: AgentKeyCaller, id: string): Promise<void> {
-    await this.revokeIf(c, id, (row) => (!c.projectId || row.project_id === c.projectId) && row.owner_kind === 'agent' && row.owner_id === c.agentId);
+  /** Revokes a key of the agent (and the keys made from it), for the agents service; another agent's key, or one outside the caller's project, is not found. */
+  async revokeAgentKey(c: AgentKeyCaller, id: string): Promise<string[]> {
+    return this.revokeIf(
+      c,
+      id,
+      (row) => (!c.projectId || row.project_id === c.projectId) && row.owner_kind === 'agent' && row.owner_id === c.agentId,
+    );
   }
 
-  private async revokeIf(a: Acting, id: string, visible: (row: KeyRow) => boolean): Promise<void> {
-    const hash = await this.sql.tx(async (q) => {
+  private async revokeIf(a: Acting, id: string, visible: (row: KeyRow) => boolean): Promise<string[]> {
+    const rows = await this.sql.tx(async (q) => {
       const row = await this.store.byId(q, id, a.accountId);
       if (!row || !visible(row)) throw notFound();
-      if (row.revoked_at) return row.key_hash; // retried revocation: already done
-      await this.store.markRevoked(q, row.id);
+      // A retried revocation revokes nothing new, but still finishes the tree below (keys made
+      // from it before lineage was enforced).
+      if (!row.revoked_at) await this.store.markRevoked(q, row.id);
+      const revoked = [...(row.revoked_at ? [] : [row]), ...(await this.store.revokeDescendants(q, [row.id]))];
+      await this.announceRevoked(q, revoked, a.keyId, row.id);
+      return revoked;
+    });
+    await this.forgetRevoked(rows);
+    return rows.map((r) => r.id);
+  }
+
+  /** One keys.key.revoked event per key, in the revoking transaction; `via` names the key whose revocation took the others along. */
+  private async announceRevoked(q: Queryable, rows: KeyRow[], byKeyId: string | undefined, via?: string): Promise<void> {
+    for (const r of rows) {
       await enqueueEvent(q, SCHEMA, {
         subject: 'keys.key.revoked',
-        accountId: row.account_id,
-        data: { id: row.id, prefix: row.prefix, revokedByKeyId: a.keyId ?? null },
+        accountId: r.account_id,
+        data: { id: r.id, prefix: r.prefix, revokedByKeyId: byKeyId ?? null, ...(via && via !== r.id ? { viaKeyId: via } : {}) },
       });
-      return row.key_hash;
-    });
-    // The committed revocation stands even if this delete fails: the durable consumer of
-    // keys.key.revoked (forgetVerification) deletes the entry again until it succeeds.
-    await this.cache.del(verifyCacheKey(hash)).catch(() => {});
+    }
+  }
+
+  /**
+   * Drops revoked keys from the shared verification cache and sends their events. The committed
+   * revocation stands even if the delete fails: the durable consumer of keys.key.revoked
+   * (forgetVerification) deletes each entry again until it succeeds.
+   */
+  private async forgetRevoked(rows: KeyRow[]): Promise<void> {
+    if (rows.length) await this.cache.del(...rows.map((r) => verifyCacheKey(r.key_hash))).catch(() => {});
     this.outbox()?.kick();
   }
 
@@ -213,22 +274,22 @@ export class KeysDomain {
     if (hash) await this.cache.del(verifyCacheKey(hash));
   }
 
-  /** Revokes every key of an owner (an agent being deleted). */
+  /** Revokes every key of an owner (an agent being deleted), and the keys made from them. */
   async revokeOwner(p: Principal, ownerKind: string, ownerId: string): Promise<number> {
     if (p.kind !== 'system' && p.kind !== 'human') throw new DomainError('forbidden', 'forbidden', 'Not allowed.');
     const rows = await this.sql.tx(async (q) => {
-      const revoked = await this.store.revokeOwner(q, ownerKind, ownerId, p.kind === 'system' ? undefined : p.accountId);
-      for (const r of revoked) {
-        await enqueueEvent(q, SCHEMA, {
-          subject: 'keys.key.revoked',
-          accountId: r.account_id,
-          data: { id: r.id, prefix: r.prefix, revokedByKeyId: p.keyId ?? null },
-        });
-      }
+      const own = await this.store.revokeOwner(q, ownerKind, ownerId, p.kind === 'system' ? undefined : p.accountId);
+      const revoked = [
+        ...own,
+        ...(await this.store.revokeDescendants(
+          q,
+          own.map((r) => r.id),
+        )),
+      ];
+      await this.announceRevoked(q, revoked, p.keyId);
       return revoked;
     });
-    if (rows.length) await this.cache.del(...rows.map((r) => verifyCacheKey(r.key_hash))).catch(() => {});
-    this.outbox()?.kick();
+    await this.forgetRevoked(rows);
     return rows.length;
   }
 

@@ -58,21 +58,39 @@ export class KeyOps {
   }
 
   /**
-   * Replaces one of the caller's own keys: a new key with its name, project and remaining expiry,
-   * then the old one revoked (a failed revocation leaves both: revoking again finishes it).
+   * Replaces one of the caller's own keys: a new key with its name, project and expiry, then the
+   * old one revoked with the keys made from it (a failed revocation leaves both: revoking again
+   * finishes it). Rotated by itself, the new key takes the old one's place in the lineage (made
+   * from the same parent); rotated by another key, it is that key's child, capped at its expiry. A
+   * key made from the one it rotates is refused: the rotation would revoke it, and the new key with it.
    */
-  async rotate(p: Principal, id: string): Promise<{ row: KeyRow; plaintext: string; revokedKeyId: string }> {
+  async rotate(
+    p: Principal,
+    id: string,
+  ): Promise<{ row: KeyRow; plaintext: string; capped: boolean; revokedKeyId: string; revokedKeyIds: string[] }> {
     const old = await this.get(p, id);
     const own =
       p.kind === 'agent' ? old.owner_kind === 'agent' && old.owner_id === p.agentId : old.owner_kind === 'human' && old.owner_id === p.userId;
     if (!own) throw new DomainError('forbidden', 'key_owner_required', 'Only the key’s owner rotates it: revoke it, and its owner makes a new one.');
     if (old.revoked_at) throw new DomainError('conflict', 'key_revoked', 'The key is revoked: it cannot change.');
-    const left = old.expires_at ? old.expires_at.getTime() - Date.now() : null;
-    if (left !== null && left <= 0) throw new DomainError('conflict', 'key_expired', 'The key has expired: make a new one.');
-    const expiresInDays = left === null ? undefined : Math.max(1, Math.ceil(left / 86_400_000));
-    const made = await this.keys.create(p, { name: old.name, projectId: old.project_id ?? undefined, expiresInDays });
-    await this.keys.revoke(p, { id: old.id });
-    return { ...made, revokedKeyId: old.id };
+    if (old.expires_at && old.expires_at.getTime() <= Date.now())
+      throw new DomainError('conflict', 'key_expired', 'The key has expired: make a new one.');
+    const self = p.keyId === old.id;
+    if (!self && p.keyId && (await this.keys.store.descendsFrom(p.keyId, old.id))) {
+      throw new DomainError(
+        'conflict',
+        'key_in_lineage',
+        'This key was made from the key it would rotate, and rotating revokes every key made from it: rotate it with the key itself, or with a key outside its lineage.',
+      );
+    }
+    const made = await this.keys.insert(
+      p,
+      { kind: old.owner_kind, id: old.owner_id },
+      { name: old.name, projectId: old.project_id ?? undefined },
+      { parent: self ? old.created_by_key_id : (p.keyId ?? null), expiresAt: old.expires_at },
+    );
+    const revokedKeyIds = await this.keys.revoke(p, { id: old.id });
+    return { ...made, revokedKeyId: old.id, revokedKeyIds };
   }
 
   async getAgentKey(c: AgentKeyCaller, id: string): Promise<KeyRow> {

@@ -90,6 +90,51 @@ export class KeyStore {
     await q.query(`UPDATE keys.api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [id]);
   }
 
+  /**
+   * The key a new key is created from, locked against its revocation until the new key is
+   * committed (FOR SHARE): a revocation of it waits, then finds the new key among its children.
+   */
+  async parentForCreate(q: Queryable, id: string): Promise<Pick<KeyRow, 'id' | 'expires_at' | 'revoked_at'> | null> {
+    const rows = await q.query<Pick<KeyRow, 'id' | 'expires_at' | 'revoked_at'>>(
+      `SELECT id, expires_at, revoked_at FROM keys.api_keys WHERE id = $1 FOR SHARE`,
+      [id],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Whether key `id` was made, directly or down the tree, from key `ancestor`. */
+  async descendsFrom(id: string, ancestor: string): Promise<boolean> {
+    const rows = await this.sql.query<{ id: string }>(
+      `WITH RECURSIVE up AS (
+         SELECT id, created_by_key_id FROM keys.api_keys WHERE id = $1
+         UNION ALL
+         SELECT k.id, k.created_by_key_id FROM keys.api_keys k JOIN up ON k.id = up.created_by_key_id
+       )
+       SELECT id FROM up WHERE id = $2 AND id <> $1 LIMIT 1`,
+      [id, ancestor],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Revokes every active key created from the given keys, then from those, down the tree; returns
+   * them. One statement per level, each with a fresh snapshot: a child committed while this runs
+   * (its creation held its parent's row, which the level above waited for) is found at the next level.
+   */
+  async revokeDescendants(q: Queryable, ids: string[]): Promise<KeyRow[]> {
+    const out: KeyRow[] = [];
+    for (let level = ids; level.length;) {
+      const rows = await q.query<KeyRow>(
+        `UPDATE keys.api_keys SET revoked_at = now()
+          WHERE created_by_key_id = ANY($1::text[]) AND revoked_at IS NULL RETURNING ${COLUMNS}`,
+        [level],
+      );
+      out.push(...rows);
+      level = rows.map((r) => r.id);
+    }
+    return out;
+  }
+
   async revokeOwner(q: Queryable, ownerKind: string, ownerId: string, accountId?: string): Promise<KeyRow[]> {
     const params: unknown[] = [ownerKind, ownerId];
     const scope = accountId ? ` AND account_id = $${params.push(accountId)}` : '';

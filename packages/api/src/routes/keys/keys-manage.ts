@@ -108,7 +108,8 @@ export const keyOpsRoutes = [
     id: 'meApiKeys.rotate',
     method: 'post',
     path: '/me/api-keys/:keyId/rotate',
-    summary: 'Replace one of the caller’s own keys: a new key with its name, project and remaining expiry (shown once), the old one revoked at once.',
+    summary:
+      'Replace one of the caller’s own keys: a new key with its name, project and remaining expiry (shown once), the old one revoked at once with the keys made from it.',
     tag: 'keys',
     params: z.object({ keyId: KeyId }),
     response: CreatedKey.extend({ revokedKeyId: z.string().describe('The key replaced, now revoked.') }).meta({ id: 'RotatedKey' }),
@@ -116,6 +117,7 @@ export const keyOpsRoutes = [
     handler: rpc('keys', 'rotateKey', {
       request: (i) => ({ id: i.params.keyId }),
       response: (res) => ({ ...created(res), revokedKeyId: res.revokedKeyId }),
+      revokesKey: (_i, res) => [res.revokedKeyId, ...res.revokedKeyIds],
     }),
   }),
   route({

@@ -28,6 +28,12 @@ export const CreatedKey = z
     projectId: z.string().optional(),
     expiresAt: Nullable(Timestamp),
     createdAt: Timestamp,
+    expiryCapped: z
+      .literal(true)
+      .optional()
+      .describe(
+        'Present when the key asked for a later expiry (or none) than the key that created it has: `expiresAt` is then that key’s expiry, since a key never outlives the key that made it.',
+      ),
     warning: z.string(),
   })
   .meta({ id: 'CreatedKey' });
@@ -51,7 +57,7 @@ const ListKeysQuery = ListQuery.extend({ projectId: ProjectId.optional() });
 
 const WARNING = 'This key is displayed only once. Store it securely: it cannot be shown again.';
 
-export const created = (res: keys.CreateKeyResponse) => {
+export const created = (res: keys.CreateKeyResponse | keys.RotateKeyResponse) => {
   const k = res.key!;
   return {
     key: res.plaintext,
@@ -61,6 +67,7 @@ export const created = (res: keys.CreateKeyResponse) => {
     ...(k.projectId ? { projectId: k.projectId } : {}),
     expiresAt: k.expiresAt ?? null,
     createdAt: k.createdAt,
+    ...(res.expiryCapped ? { expiryCapped: true as const } : {}),
     warning: WARNING,
   };
 };
@@ -92,10 +99,12 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
   const params = opts.agent ? z.object({ id: AgentId }) : undefined;
   const who = opts.agent ? "the agent's" : "the caller's";
   // An agent's keys go through the agents service, which checks the agent is the caller's and asks the keys service.
+  // The key named and every key made from it, down its lineage: forgotten before the answer goes.
+  const revoked = (id: (i: RouteInput) => string) => (i: RouteInput, res: keys.RevokeKeyResponse) => [id(i), ...res.revokedKeyIds];
   const revoke = (id: (i: RouteInput) => string) =>
     opts.agent
-      ? rpc('agents', 'revokeAgentKey', { request: (i) => ({ id: id(i), ...agentOf(i) }), response: success, revokesKey: id })
-      : rpc('keys', 'revokeKey', { request: (i) => ({ id: id(i) }), response: success, revokesKey: id });
+      ? rpc('agents', 'revokeAgentKey', { request: (i) => ({ id: id(i), ...agentOf(i) }), response: success, revokesKey: revoked(id) })
+      : rpc('keys', 'revokeKey', { request: (i) => ({ id: id(i) }), response: success, revokesKey: revoked(id) });
   return [
     route({
       id: `${idPrefix}.create`,
