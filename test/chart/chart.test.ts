@@ -120,6 +120,14 @@ describe('values.schema.json', () => {
     expect(rejectedFor(helmMerge(defaults, { postgresql: { enabled: 'yes' } }), 'type')).toContain('/postgresql/enabled {"type":"boolean"}');
   });
 
+  it('defaults the gateway to trusting no proxy, and rejects a malformed SVC_TRUST_PROXY', () => {
+    expect((defaults.services as any).gateway.env.SVC_TRUST_PROXY).toBe('false');
+    expect(rejectedFor(helmMerge(defaults, { services: { gateway: { env: { SVC_TRUST_PROXY: 'yes' } } } }), 'pattern')).toEqual([
+      expect.stringContaining('/services/gateway/env/SVC_TRUST_PROXY'),
+    ]);
+    expect(validate(helmMerge(defaults, { services: { gateway: { env: { SVC_TRUST_PROXY: '1' } } } }))).toBe(true);
+  });
+
   it('rejects a malformed bootstrap key and a short internal secret', () => {
     expect(rejectedFor(helmMerge(defaults, { auth: { bootstrapKey: `svc_${'A'.repeat(64)}` } }), 'pattern')).toHaveLength(1);
     expect(rejectedFor(helmMerge(defaults, { auth: { internalSecret: 'short' } }), 'pattern')).toHaveLength(1);

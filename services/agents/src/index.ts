@@ -21,7 +21,7 @@ export { SCHEMA } from './agents/store.js';
 export { DEFAULT_TOOLS, toolAllowed } from './agents/tool-policy.js';
 export { migrations } from './migrations/index.js';
 export { ScheduleFirer } from './schedules/fire.js';
-export { LiveEvents } from './threads/live.js';
+export { activeWatchers, LiveEvents } from './threads/live.js';
 export { type ContextMessage, type EventRow, type NewEvent, type Producer, type RunRow, ThreadStore } from './threads/store.js';
 export { RUN_QUEUE, ThreadsDomain } from './threads/threads.js';
 

@@ -5,23 +5,28 @@ import {
   DomainError,
   hashSecret,
   HOST_CREDENTIAL_RE,
+  keyPrefix,
   type Logger,
   type Principal,
   type PrincipalSigner,
   type Registry,
 } from '@svc/kit';
 
+import { FailedAuthentications } from './auth-failures.js';
+import { OpenStreams } from './open-streams.js';
+
 /** A verified key, ready to use: its principal and the signed token that carries it to services. */
 export interface AuthContext {
   principal: Principal;
   token: string;
   keyId: string;
+  /** When the key expires (ms; null: never): what it holds open ends then (`hold`). */
+  keyExpiresAt: number | null;
 }
 
 interface Entry extends AuthContext {
   /** When this entry must be re-verified (cache lifetime, token lifetime, key expiry). */
   until: number;
-  keyExpiresAt: number | null;
 }
 
 /**
@@ -46,22 +51,23 @@ export function presentedSecret(header: string | undefined, options: { basic: bo
 const VERIFIED_TTL_MS = 60_000;
 /** How long an x-svc-account membership answer is trusted. */
 const ACTING_TTL_MS = 30_000;
-/** Failed authentications allowed per client address per window before 429. */
-export const AUTH_FAILURE_LIMIT = 30;
-export const AUTH_FAILURE_WINDOW_MS = 60_000;
 
 const unauthenticated = (code: string, message: string) => new DomainError('unauthenticated', code, message);
 
 /**
  * The gateway's front door. Verification is a SHA-256 and a map lookup on the hot path; a miss
  * asks the keys service once and caches the principal with its signed token for the key's cached
- * lifetime. Revocation events from NATS evict entries on every replica.
+ * lifetime. Revocation events from NATS evict entries on every replica, and end what the key holds
+ * open (`hold`). Failed authentications are counted per address and key prefix (auth-failures.ts):
+ * they change how a bad key is answered, never whether a good one is served.
  */
 export class Authenticator {
   private readonly verified = new Map<string, Entry>();
   private readonly hashByKeyId = new Map<string, string>();
   private readonly acting = new Map<string, Entry>();
-  private readonly failures = new Map<string, { n: number; until: number }>();
+  private readonly failures = new FailedAuthentications();
+  /** Live event streams and transfers in flight, by key: ended on revocation and at expiry. */
+  readonly streams = new OpenStreams();
   private readonly usage = new Map<string, { n: number; last: number }>();
   /** Verified host credentials, by hash. */
   private readonly hosts = new Map<string, Entry & { hostId: string }>();
@@ -80,8 +86,32 @@ export class Authenticator {
     this.systemToken = deps.systemToken;
   }
 
-  /** Evicts a revoked key everywhere in this replica. */
+  /** Evicts a revoked key everywhere in this replica, and ends what it holds open. */
   evict(keyId: string): void {
+    this.forget(keyId);
+    this.streams.end(keyId);
+  }
+
+  /**
+   * Registers something `ctx`'s key holds open past its authentication: `end` is called when the
+   * key is revoked or expires. Returns the release, for when it ends by itself.
+   */
+  hold(ctx: AuthContext, end: (why: DomainError) => void): () => void {
+    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end);
+  }
+
+  /**
+   * Holds a response that may outlast its key's authentication (a Git or content transfer): the
+   * key revoked or expired before it ends, the connection is cut (the client sees a broken transfer).
+   */
+  holdResponse(ctx: AuthContext, res: { destroyed: boolean; destroy(): void; once(event: 'close', fn: () => void): unknown }): void {
+    if (res.destroyed) return;
+    const release = this.hold(ctx, () => res.destroy());
+    res.once('close', release);
+  }
+
+  /** Drops a key's cached verification (its streams end at its expiry by themselves). */
+  private forget(keyId: string): void {
     const hash = this.hashByKeyId.get(keyId);
     if (hash) this.verified.delete(hash);
     this.hashByKeyId.delete(keyId);
@@ -89,9 +119,10 @@ export class Authenticator {
     for (const [k, v] of this.channels) if (v.keyId === keyId) this.channels.delete(k);
   }
 
-  /** Forgets an unpaired host's credential at once. */
+  /** Forgets an unpaired host's credential at once, and ends what it holds open. */
   evictHost(hostId: string): void {
     for (const [hash, v] of this.hosts) if (v.hostId === hostId) this.hosts.delete(hash);
+    this.streams.end(hostId);
   }
 
   /**
@@ -100,18 +131,25 @@ export class Authenticator {
    * calls (those whose principals include `host`); everywhere else a host credential is refused.
    */
   async authenticateHost(secret: string | undefined, client: string): Promise<AuthContext & { hostId: string }> {
-    this.checkFlood(client);
     if (!secret) throw unauthenticated('missing_host_credential', 'A host credential is required: Authorization: Bearer <svch_…>.');
-    if (!HOST_CREDENTIAL_RE.test(secret)) throw this.fail(client, unauthenticated('invalid_host_credential', 'The host credential is malformed.'));
+    if (!HOST_CREDENTIAL_RE.test(secret)) {
+      throw this.failures.fail(client, undefined, unauthenticated('invalid_host_credential', 'The host credential is malformed.'));
+    }
     const hash = hashSecret(secret);
     const hit = this.hosts.get(hash);
     if (hit && hit.until > Date.now()) return hit;
+    const prefix = keyPrefix(secret);
+    const known = this.failures.knownBad(client, prefix, hash);
+    if (known) throw known;
     let host;
     try {
-      const client = accountsClient(this.deps.registry);
-      ({ host } = await client.verifyHostCredential({ credentialHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 }));
+      const accounts = accountsClient(this.deps.registry);
+      ({ host } = await accounts.verifyHostCredential({ credentialHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 }));
     } catch (err) {
-      if (err instanceof DomainError && err.kind === 'unauthenticated') throw this.fail(client, err);
+      if (err instanceof DomainError && err.kind === 'unauthenticated') {
+        this.failures.refusedHash(hash);
+        throw this.failures.fail(client, prefix, err);
+      }
       throw err;
     }
     const principal: Principal = { kind: 'host', hostId: host!.id, accountId: host!.accountId, channel: 'api' };
@@ -144,49 +182,33 @@ export class Authenticator {
     }
   }
 
-  /** 429 for a client that keeps failing to authenticate. */
-  checkFlood(client: string): void {
-    const f = this.failures.get(client);
-    if (f && f.until > Date.now() && f.n >= AUTH_FAILURE_LIMIT) {
-      throw new DomainError('rate_limited', 'too_many_failed_authentications', 'Too many failed authentications; try again later.', {
-        retryAfterSeconds: Math.ceil((f.until - Date.now()) / 1000),
-      });
-    }
-  }
-
-  private fail(client: string, err: DomainError): DomainError {
-    const now = Date.now();
-    const f = this.failures.get(client);
-    if (!f || f.until <= now) this.failures.set(client, { n: 1, until: now + AUTH_FAILURE_WINDOW_MS });
-    else f.n++;
-    if (this.failures.size > 100_000) this.failures.clear();
-    return err;
-  }
-
-  /** Authenticates one presented secret; `account` is the x-svc-account header, if any. */
+  /**
+   * Authenticates one presented secret; `account` is the x-svc-account header, if any, `client`
+   * the client's address. A key that verifies is served whatever the address's or the prefix's
+   * failures; one that does not is 401, or 429 once its address or prefix is over the limit.
+   */
   async authenticate(secret: string | undefined, account: string | undefined, client: string): Promise<AuthContext> {
-    this.checkFlood(client);
     // No credential is not a guess: clients (WebDAV ones especially) ask without one first, and
     // only presented keys count towards the flood limit.
     if (!secret) throw unauthenticated('missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
     if (!API_KEY_RE.test(secret)) {
-      if (HOST_CREDENTIAL_RE.test(secret)) {
-        throw this.fail(client, unauthenticated('invalid_api_key', 'A host credential is not an API key.'));
-      }
-      throw this.fail(client, unauthenticated('invalid_api_key', 'The API key is malformed.'));
+      const why = HOST_CREDENTIAL_RE.test(secret) ? 'A host credential is not an API key.' : 'The API key is malformed.';
+      throw this.failures.fail(client, undefined, unauthenticated('invalid_api_key', why));
     }
     const hash = hashSecret(secret);
     const now = Date.now();
     let entry = this.verified.get(hash);
     if (entry && entry.keyExpiresAt !== null && entry.keyExpiresAt <= now) {
-      this.evict(entry.keyId);
-      throw this.fail(client, unauthenticated('invalid_api_key', 'The API key is invalid, expired or revoked.'));
+      this.forget(entry.keyId);
+      throw this.failures.fail(client, keyPrefix(secret), unauthenticated('invalid_api_key', 'The API key is invalid, expired or revoked.'));
     }
     if (!entry || entry.until <= now) {
+      const known = this.failures.knownBad(client, keyPrefix(secret), hash);
+      if (known) throw known;
       try {
         entry = await this.verify(hash);
       } catch (err) {
-        if (err instanceof DomainError && err.kind === 'unauthenticated') throw this.fail(client, err);
+        if (err instanceof DomainError && err.kind === 'unauthenticated') throw this.failures.fail(client, keyPrefix(secret), err);
         throw err;
       }
     }
@@ -205,7 +227,13 @@ export class Authenticator {
 
   private async verify(hash: string): Promise<Entry> {
     const client = keysClient(this.deps.registry);
-    const { key } = await client.verifyKey({ keyHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 });
+    const { key } = await client
+      .verifyKey({ keyHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 })
+      .catch((err: unknown) => {
+        // Unknown, revoked or expired for good (a membership refused below is not remembered: it may come back).
+        if (err instanceof DomainError && err.kind === 'unauthenticated') this.failures.refusedHash(hash);
+        throw err;
+      });
     const k = key!;
     const human = k.ownerKind === 'human';
     let principal: Principal = {
@@ -284,7 +312,13 @@ export class Authenticator {
     if (hit && hit.until > now && hit.principal.channel === channel) return hit;
     const principal: Principal = { ...ctx.principal, channel };
     const signed = await this.deps.signer.sign(principal);
-    const entry = { principal, token: signed.token, keyId: ctx.keyId, until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000) };
+    const entry = {
+      principal,
+      token: signed.token,
+      keyId: ctx.keyId,
+      keyExpiresAt: ctx.keyExpiresAt,
+      until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000),
+    };
     if (this.channels.size > 100_000) this.channels.clear();
     this.channels.set(ctx.token, entry);
     return entry;

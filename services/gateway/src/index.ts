@@ -26,7 +26,8 @@ import { RateLimiter } from './rate-limit.js';
 import type { GatewaySettings } from './settings.js';
 
 export { createApp } from './app.js';
-export { AUTH_FAILURE_LIMIT, Authenticator, presentedSecret } from './auth.js';
+export { Authenticator, presentedSecret } from './auth.js';
+export { AUTH_FAILURE_LIMIT } from './auth-failures.js';
 export { expressServerOptions } from './http-server.js';
 export { compileRoutes } from './routing.js';
 export { DEFAULT_ACCOUNT_LIMITS, DEFAULT_KEY_LIMITS, type GatewaySettings, gatewaySettingsSchema } from './settings.js';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -10,6 +10,7 @@ import { route } from '@svc/api';
 import { eventsAnswer, type StreamEvent } from '@svc/dispatch';
 import { Backends, createLogger, DomainError, loadConfig, PrincipalSigner, Registry } from '@svc/kit';
 
+import { sendEvents } from '../dist/http/events.js';
 import { Authenticator, createApp } from '../dist/index.js';
 
 // Operations that declare `events` answer `Accept: text/event-stream` with a live stream of
@@ -121,4 +122,64 @@ test('a client that leaves stops the source (its finally runs)', async () => {
   });
   for (let i = 0; i < 100 && !finished.includes(10_000); i++) await new Promise((r) => setTimeout(r, 20));
   expect(finished).toContain(10_000);
+});
+
+describe('sendEvents on its own', () => {
+  /** A source that never yields and records being stopped. */
+  const quiet = () => {
+    const stopped = { n: 0 };
+    const source: AsyncIterable<StreamEvent> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => new Promise<IteratorResult<StreamEvent>>(() => {}),
+        async return() {
+          stopped.n++;
+          return { done: true, value: undefined };
+        },
+      }),
+    };
+    return { source, stopped };
+  };
+  async function serve(handler: http.RequestListener): Promise<{ port: number; close: () => Promise<void> }> {
+    const s = http.createServer(handler);
+    await new Promise<void>((ok) => s.listen(0, '127.0.0.1', ok));
+    return { port: (s.address() as AddressInfo).port, close: () => new Promise<void>((ok) => s.close(() => ok())) };
+  }
+
+  test('a client gone before the head stops the source at once (no head is written)', async () => {
+    const { source, stopped } = quiet();
+    let done = false;
+    const srv = await serve((req, res) => {
+      // The operation takes a while (authentication, reading the thread): the client leaves meanwhile.
+      setTimeout(() => void sendEvents(req as any, res as any, source).then(() => (done = true)), 100);
+    });
+    const socket = net.connect(srv.port, '127.0.0.1', () => {
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n');
+      socket.destroy();
+    });
+    for (let i = 0; i < 100 && !done; i++) await new Promise((r) => setTimeout(r, 20));
+    expect([done, stopped.n]).toEqual([true, 1]);
+    await srv.close();
+  });
+
+  test('the hold’s end stops a quiet stream with an error event naming why, then the end', async () => {
+    const { source, stopped } = quiet();
+    let end: ((why: DomainError) => void) | undefined;
+    let released = 0;
+    const srv = await serve((req, res) => {
+      (req as any).requestId = 'req-held';
+      void sendEvents(req as any, res as any, source, (e) => {
+        end = e;
+        return () => released++;
+      });
+    });
+    const res = await fetch(`http://127.0.0.1:${srv.port}/`);
+    const reading = res.text();
+    for (let i = 0; i < 100 && !end; i++) await new Promise((r) => setTimeout(r, 10));
+    end!(new DomainError('unauthenticated', 'key_revoked', 'The API key was revoked: this stream has ended.'));
+    expect(await reading).toBe(
+      'event: error\ndata: {"error":{"code":"key_revoked","message":"The API key was revoked: this stream has ended.","requestId":"req-held"}}\n\n',
+    );
+    expect([stopped.n, released]).toEqual([1, 1]);
+    await srv.close();
+  });
 });

@@ -67,6 +67,11 @@ export class LiveEvents {
 const RECHECK_MS = 5_000;
 const PAGE = 200;
 
+/** Watchers running in this process (each reads the store every RECHECK_MS while it lives). */
+let running = 0;
+/** How many watchers (live event streams being served) run in this process: a leak shows here. */
+export const activeWatchers = (): number => running;
+
 /**
  * Every persisted event after `after`, in order, then the live ones as they come: the watcher
  * listens before it reads the store, skips what it has already sent, and reads the store again
@@ -89,6 +94,7 @@ export async function* watchEvents(
   const onAbort = () => wake?.();
   signal.addEventListener('abort', onAbort);
   let last = after;
+  running++;
   try {
     const catchUp = async function* () {
       for (;;) {
@@ -133,6 +139,7 @@ export async function* watchEvents(
       }
     }
   } finally {
+    running--;
     signal.removeEventListener('abort', onAbort);
     remove();
   }

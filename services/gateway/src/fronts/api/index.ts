@@ -11,7 +11,7 @@ import type { Route } from '@svc/api';
 import type { Answer, Dispatcher, RawInput } from '@svc/dispatch';
 import { DomainError, HOST_CREDENTIAL_RE, type Logger, type Registry, setHttpRoute } from '@svc/kit';
 
-import { type Authenticator, presentedSecret } from '../../auth.js';
+import { type AuthContext, type Authenticator, presentedSecret } from '../../auth.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';
@@ -36,10 +36,10 @@ export interface ApiDeps {
 /** The client address the failed-authentication limit counts by. */
 export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
-/** Writes an operation's answer. */
-function write(req: Request, res: Response, answer: Answer): Promise<void> | void {
+/** Writes an operation's answer; a live stream ends when its key is revoked or expires. */
+function write(req: Request, res: Response, answer: Answer, auth: Authenticator, ctx: AuthContext | undefined): Promise<void> | void {
   if (answer.kind === 'content') return sendContent(req, res, answer.download, { head: req.method === 'HEAD' });
-  if (answer.kind === 'events') return sendEvents(req, res, answer.events);
+  if (answer.kind === 'events') return sendEvents(req, res, answer.events, ctx && ((end) => auth.hold(ctx, end)));
   if (answer.text === undefined) return sendReply(res, answer.status, answer.headers, answer.body);
   for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
   writeJson(res, answer.status, answer.text);
@@ -72,6 +72,8 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
 
   const entries = deps.dispatcher.routes.map((route: Route) => {
     const hostCalls = route.principals.includes('host');
+    // Content in or out can take long: it is cut if its key is revoked or expires mid-way.
+    const transfers = route.content !== undefined || route.answer === 'bytes';
     const takesIdempotencyKey = route.method === 'post' && route.auth === 'key';
     const handle = async (req: Request, res: Response) => {
       let auth;
@@ -88,6 +90,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
         const admitting = admitFront(deps.limiter, route, auth.principal, res);
         if (admitting) await admitting;
       }
+      if (transfers && auth) deps.auth.holdResponse(auth, res);
       // req.query parses the query string on each read: only for operations that take a query.
       if (route.query) checkQueryUtf8(req.url);
       const content = route.content && (() => readContent(req, route.content!));
@@ -124,7 +127,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
         if (route.content && err instanceof DomainError) return sendContentError(req, res, err);
         throw err;
       }
-      const writing = write(req, res, answer);
+      const writing = write(req, res, answer, deps.auth, auth);
       if (writing) await writing;
     };
     const parse = route.body ? jsonParser(route.bodyLimit ?? deps.bodyLimit) : undefined;

@@ -116,6 +116,8 @@ export function mountGit(app: express.Express, deps: GitDeps): void {
         req.ip ?? req.socket.remoteAddress ?? 'unknown',
       );
       checkPrincipal(auth.principal, GIT_ACCESS);
+      // A clone or push in flight is cut if its key is revoked or expires (git is killed with it).
+      deps.auth.holdResponse(auth, res);
       await handle(deps, req, res, auth, prefix);
     };
     run().catch((err: unknown) => {

@@ -77,6 +77,9 @@ export function mountDav(app: express.Express, deps: DavDeps): void {
         req.ip ?? req.socket.remoteAddress ?? 'unknown',
       );
       checkPrincipal(auth.principal, DAV_ACCESS);
+      // A transfer in flight is cut if its key is revoked or expires. Its locks stay: they are
+      // its person's or agent's (the drive checks the holder), and expire at their timeout.
+      deps.auth.holdResponse(auth, res);
       // The API's buckets: reading methods are `read`, the rest `write`.
       await admitFront(deps.limiter, DAV_READS.has(req.method) ? 'read' : 'write', auth.principal, res);
       await handle(new DavRequest(deps, req, res, auth, target));
