@@ -51,7 +51,9 @@ describe("an agent's keys: through the agents service", () => {
   test('the keys service manages an agent’s keys for platform services only, and takes no agent id from a person', async () => {
     const ada = await person();
     const a = await agentOf(ada.key);
-    const human: Principal = { kind: 'human', userId: ada.id, accountId: ada.id, keyId: 'key_x', channel: 'api' };
+    // The calling key is a real one: a key is made from a key that exists and is active (its lineage, docs/keys.md).
+    const keyId = (await ok('GET', '/me', ada.key)).body.keyId as string;
+    const human: Principal = { kind: 'human', userId: ada.id, accountId: ada.id, keyId, channel: 'api' };
     const c = clients();
     const caller = { accountId: ada.id, agentId: a.id };
     for (const call of [
@@ -66,7 +68,7 @@ describe("an agent's keys: through the agents service", () => {
     expect(await codeOf(c.keys.listKeys({ agentId: a.id, limit: 10 }, await token(human)))).toBe('invalid_request');
     // The agents service: keys of an agent of the caller's account; another agent's key cannot mint for it.
     const made = await c.agents.createAgentKey({ agentId: a.id, name: 'direct' }, await token(human));
-    expect(made.key).toMatchObject({ accountId: ada.id, ownerKind: 'agent', ownerId: a.id, createdByKeyId: 'key_x' });
+    expect(made.key).toMatchObject({ accountId: ada.id, ownerKind: 'agent', ownerId: a.id, createdByKeyId: keyId });
     const other = await agentOf(ada.key);
     const asAgent: Principal = { kind: 'agent', agentId: a.id, accountId: ada.id, keyId: made.key!.id, channel: 'api' };
     expect(await codeOf(c.agents.createAgentKey({ agentId: other.id, name: 'x' }, await token(asAgent)))).toBe('agent_not_found');
@@ -113,7 +115,9 @@ describe('agents in accounts: records the agents service writes', () => {
     const key = (await ok('POST', `/agents/${a.id}/keys`, ada.key, { name: 'k' })).body.key as string;
     await ok('PATCH', `/agents/${a.id}`, ada.key, { description: 'v2' });
     const c = clients();
-    const human: Principal = { kind: 'human', userId: ada.id, accountId: ada.id, keyId: 'key_x', channel: 'api' };
+    // The calling key is a real one: a key is made from a key that exists and is active (its lineage, docs/keys.md).
+    const keyId = (await ok('GET', '/me', ada.key)).body.keyId as string;
+    const human: Principal = { kind: 'human', userId: ada.id, accountId: ada.id, keyId, channel: 'api' };
     const stale = { id: a.id, ownerAccountId: ada.id, name: 'Stale', version: 1, deleted: false };
     expect(await codeOf(c.accounts.syncAgents({ agents: [stale] }, await token(human)))).toBe('internal_only');
     expect(await codeOf(c.accounts.forgetAgent({ id: a.id }, await token(human)))).toBe('internal_only');

@@ -1350,7 +1350,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace one of the caller’s own keys: a new key with its name, project and remaining expiry (shown once), the old one revoked at once. */
+        /** Replace one of the caller’s own keys: a new key with its name, project and remaining expiry (shown once), the old one revoked at once with the keys made from it. */
         post: operations["meApiKeys.rotate"];
         delete?: never;
         options?: never;
@@ -5796,6 +5796,11 @@ export interface components {
             expiresAt: string | null;
             /** @description ISO 8601 UTC with milliseconds */
             createdAt: string;
+            /**
+             * @description Present when the key asked for a later expiry (or none) than the key that created it has: `expiresAt` is then that key’s expiry, since a key never outlives the key that made it.
+             * @constant
+             */
+            expiryCapped?: true;
             warning: string;
             /** @description The key replaced, now revoked. */
             revokedKeyId: string;
@@ -6272,6 +6277,11 @@ export interface components {
             expiresAt: string | null;
             /** @description ISO 8601 UTC with milliseconds */
             createdAt: string;
+            /**
+             * @description Present when the key asked for a later expiry (or none) than the key that created it has: `expiresAt` is then that key’s expiry, since a key never outlives the key that made it.
+             * @constant
+             */
+            expiryCapped?: true;
             warning: string;
         };
         CreateKeyRequestInput: {
