@@ -124,7 +124,7 @@ export class Dispatcher {
       const client = this.options.registry.client(h.service, definition, grpcName) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
       const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId, ...deadline });
-      if (h.revokesKey && this.options.onKeyRevoked) for (const id of [h.revokesKey(input, result)].flat()) this.options.onKeyRevoked(id);
+      if (h.revokesKey && this.options.onKeyRevoked) for (const id of new Set([h.revokesKey(input, result)].flat())) this.options.onKeyRevoked(id);
       if (h.invalidates && inv.auth) for (const tag of h.invalidates) this.answers.evict(tag, inv.auth.principal.accountId);
       return answerOf(h.response ? h.response(result, input) : result, status, NO_STORE);
     };
