@@ -12,6 +12,7 @@ import {
   type Sql,
 } from '@svc/kit';
 
+import { capExpiry } from './lineage.js';
 import { type KeyRow, KeyStore, SCHEMA } from './store.js';
 
 /** How long a verification stays in the shared cache; revocation deletes it at once. */
@@ -30,15 +31,6 @@ export interface Created {
   row: KeyRow;
   plaintext: string;
   capped: boolean;
-}
-
-/**
- * A child key's expiry: the one asked for, unless the parent's comes first (a parent that never
- * expires caps nothing; a child asking for no expiry under a parent that has one gets the parent's).
- */
-export function capExpiry(asked: Date | null, parent: Date | null): { expiresAt: Date | null; capped: boolean } {
-  if (!parent || (asked && asked.getTime() <= parent.getTime())) return { expiresAt: asked, capped: false };
-  return { expiresAt: parent, capped: true };
 }
 
 export interface CreateInput {
