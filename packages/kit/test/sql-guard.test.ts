@@ -1,6 +1,6 @@
-import { createPgliteSql, createPgSql, type DomainError, pgGuardMode, type Sql, TransactionEscapeError } from '@svc/kit';
+import { createMemoryBus, createPgliteSql, createPgSql, type DomainError, newId, pgGuardMode, type Sql, TransactionEscapeError } from '@svc/kit';
 
-import { createDatabase, REAL, tempDir } from '../../../test/support/backends';
+import { createDatabase, randomName, REAL, tempDir } from '../../../test/support/backends';
 
 /**
  * The transaction guard (packages/kit/src/storage/sql-guard.ts): while a transaction of an Sql is
@@ -94,6 +94,22 @@ describe.each(makers)('the transaction guard on %s', (_name, make) => {
     });
     opened();
     expect(await later).toEqual([{ id: 'a' }]);
+  });
+
+  test("the in-process bus delivers events and jobs as work of their own, not inside the publisher's transaction", async () => {
+    const bus = createMemoryBus(randomName('ns'));
+    const event = new Promise((resolve) => void bus.subscribe('x.>', async () => resolve(await sql.query('SELECT 1 AS n'))));
+    const job = new Promise((resolve) => void bus.work('jobs', async () => resolve(await sql.query('SELECT 2 AS n'))));
+    await sql.tx(async (q) => {
+      await bus.publish('x.done', { id: newId('evt'), type: 'x.done', occurredAt: new Date().toISOString(), accountId: 'acct_x', data: {} });
+      await bus.enqueue('jobs', 'job-1', {});
+      // The handlers run while the transaction is still open (on PGlite their statements then wait for it).
+      await new Promise((r) => setTimeout(r, 50));
+      await q.query('SELECT 1');
+    });
+    expect(await event).toEqual([{ n: 1 }]);
+    expect(await job).toEqual([{ n: 2 }]);
+    await bus.close();
   });
 
   test('statements of other work, while a transaction is open, are not refused', async () => {

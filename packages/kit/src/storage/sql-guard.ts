@@ -43,13 +43,34 @@ export interface TxGuard {
   check(text: string): void;
 }
 
+/** The transactions whose work this async context is part of, innermost first (one Sql's inside another's is rare, but seen). */
+interface Frame {
+  guard: object;
+  state: TxState;
+  parent: Frame | undefined;
+}
+const frames = new AsyncLocalStorage<Frame>();
+
+/**
+ * Runs fn (and what it schedules) as work of its own, outside any transaction it was started in:
+ * for the in-process bus's deliveries, which the publisher does not wait for (a handler's
+ * statements are not the transaction's, and wait for it at most until it ends).
+ */
+export function outsideTransactions<T>(fn: () => T): T {
+  return frames.exit(fn);
+}
+
 export function createTxGuard(mode: GuardMode, warn: (message: string, statement: string) => void = defaultWarn): TxGuard {
-  const als = new AsyncLocalStorage<TxState>();
+  const guard = {};
   const warned = new Set<string>();
+  const openHere = () => {
+    for (let f = frames.getStore(); f; f = f.parent) if (f.guard === guard && f.state.open) return true;
+    return false;
+  };
   return {
-    run: (state, fn) => als.run(state, fn),
+    run: (state, fn) => frames.run({ guard, state, parent: frames.getStore() }, fn),
     check(text) {
-      if (!als.getStore()?.open) return;
+      if (!openHere()) return;
       const head = statementHead(text);
       const err = new TransactionEscapeError(head);
       if (mode === 'throw') throw err;
