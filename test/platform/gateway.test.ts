@@ -19,7 +19,9 @@ describe('gateway', () => {
     const res = await t.call('GET', '/ready');
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('ready');
-    expect(Object.keys(res.body.backends).sort()).toEqual(['bus', 'cache']);
+    // The database too: all services run in this process, which opened it.
+    expect(Object.keys(res.body.backends).sort()).toEqual(['bus', 'cache', 'sql']);
+    expect(res.body.backends.sql).toEqual({ ok: true });
     expect(res.body.services.keys.ok).toBe(true);
     expect(Object.keys(res.body.services)).toHaveLength(8);
   });

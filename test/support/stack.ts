@@ -47,11 +47,16 @@ export function conforms(method: string, path: string, body: unknown): void {
  */
 export async function startTestStack(
   extraEnv: Record<string, string> = {},
-  options: { logDestination?: { write(line: string): void } } = {},
+  options: {
+    logDestination?: { write(line: string): void };
+    /** Embedded backends (PGlite, the in-process bus, memory) even where the environment names real ones. */
+    embedded?: boolean;
+  } = {},
 ): Promise<TestStack> {
   const dataDir = tempDir();
   const namespace = randomName('t');
-  const db = REAL.pg ? await createDatabase(REAL.pg) : null;
+  const real = options.embedded ? {} : REAL;
+  const db = real.pg ? await createDatabase(real.pg) : null;
   const s3 = extraEnv.S3_ENDPOINT === 'start' ? await startS3() : null;
   const env: Record<string, string> = {
     SVC_SERVICE: 'all',
@@ -63,12 +68,12 @@ export async function startTestStack(
     SVC_SHUTDOWN_GRACE_MS: '2000',
     SVC_INTERNAL_SECRET: randomName('secret-') + randomName('').repeat(4),
     ...(db ? { DATABASE_URL: db.url } : {}),
-    ...(REAL.redis ? { REDIS_URL: REAL.redis } : {}),
-    ...(REAL.nats ? { NATS_URL: REAL.nats } : {}),
+    ...(real.redis ? { REDIS_URL: real.redis } : {}),
+    ...(real.nats ? { NATS_URL: real.nats } : {}),
     ...extraEnv,
     ...(s3 ? { S3_ENDPOINT: s3.endpoint, S3_ACCESS_KEY: s3.accessKey, S3_SECRET_KEY: s3.secretKey, S3_BUCKET: namespace } : {}),
   };
-  const stack = await startStack(env, options);
+  const stack = await startStack(env, { logDestination: options.logDestination });
   const url = `http://127.0.0.1:${stack.port}`;
   const bootstrapKey = env.SVC_BOOTSTRAP_KEY ?? fs.readFileSync(path.join(dataDir, 'bootstrap-key'), 'utf8').trim();
   return {

@@ -93,12 +93,20 @@ export async function startStack(
   let gateway: RunningGateway | undefined;
   let runtime: RunningRuntime | undefined;
 
+  // Ends within SVC_SHUTDOWN_GRACE_MS whatever a part does (a call that never ends, a wedged
+  // database): the in-flight calls drain first, each part within what is left of the bound, and
+  // the backends close within the rest (a part of the bound is kept for them).
   const stop = async () => {
-    await gateway?.stop(config.SVC_SHUTDOWN_GRACE_MS);
-    await runtime?.stop(config.SVC_SHUTDOWN_GRACE_MS);
-    for (const s of [...services].reverse()) await s.stop(config.SVC_SHUTDOWN_GRACE_MS);
+    const grace = config.SVC_SHUTDOWN_GRACE_MS;
+    const end = Date.now() + grace;
+    const drained = end - Math.min(3000, Math.floor(grace / 3));
+    const left = (until: number) => Math.max(0, until - Date.now());
+    const step = (part: string, run: (ms: number) => Promise<void> | undefined) => bounded(log, part, run(left(drained)), left(drained));
+    await step('gateway', (ms) => gateway?.stop(ms));
+    await step('runtime', (ms) => runtime?.stop(ms));
+    for (const s of [...services].reverse()) await step(s.name, (ms) => s.stop(ms));
     registry.close();
-    await backends.close();
+    await backends.close(left(end));
     if (socketDir) fs.rmSync(socketDir, { recursive: true, force: true });
   };
 
@@ -150,4 +158,22 @@ export async function startStack(
     throw err;
   }
   return { config, log, backends, registry, services, gateway, port: gateway?.port ?? runtime?.port, stop };
+}
+
+/** Waits for p at most ms; a part that takes longer is left running (the process is ending) and logged. */
+async function bounded(log: Logger, part: string, p: Promise<void> | undefined, ms: number): Promise<void> {
+  if (!p) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = await Promise.race([
+    p.then(
+      () => false,
+      (err: unknown) => {
+        log.warn({ err, part }, 'stopping failed');
+        return false;
+      },
+    ),
+    new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), ms))),
+  ]);
+  clearTimeout(timer);
+  if (late) log.warn({ part, ms }, 'did not stop within the shutdown bound; left running');
 }

@@ -1,6 +1,6 @@
 /**
  * The process entry: `node --require @svc/kit/dist/tracing/register.js apps/stack/dist/main.js`.
- * SIGTERM and SIGINT drain in-flight HTTP and gRPC calls, then close the backends.
+ * SIGTERM and SIGINT drain in-flight HTTP and gRPC calls, then close the backends, within SVC_SHUTDOWN_GRACE_MS.
  */
 import { ConfigError } from '@svc/kit';
 
@@ -16,6 +16,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     stack.log.info({ signal }, 'shutting down');
+    // stop() ends within SVC_SHUTDOWN_GRACE_MS; should anything still hold the process (a flush of
+    // traces that hangs), it ends anyway a little later.
+    setTimeout(() => {
+      stack.log.error({ graceMs: stack.config.SVC_SHUTDOWN_GRACE_MS }, 'shutdown overran its bound; exiting');
+      process.exit(1);
+    }, stack.config.SVC_SHUTDOWN_GRACE_MS + 5000).unref();
     stack
       .stop()
       .then(async () => {

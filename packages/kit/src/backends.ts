@@ -1,13 +1,24 @@
 import path from 'node:path';
 
 import type { Config } from './config.js';
+import { DomainError } from './errors.js';
 import type { Logger } from './log.js';
 import { type Blobs, createFsBlobs, createS3Blobs } from './storage/blobs.js';
 import { type Bus, createMemoryBus, createNatsBus } from './storage/bus.js';
 import { type Cache, createMemoryCache, createRedisCache } from './storage/cache.js';
-import { createPgliteSql, createPgSql, type Sql } from './storage/sql.js';
+import { createPgliteSql } from './storage/pglite.js';
+import { createPgSql, type Sql } from './storage/sql.js';
 
 export type BackendName = 'sql' | 'bus' | 'cache' | 'blobs';
+
+export interface BackendStatus {
+  ok: boolean;
+  kind: string;
+  /** The error's message (for the operator's log: it may name hosts). */
+  error?: string;
+  /** Why, in words meant for callers (a DomainError's code and message), when the backend said so. */
+  cause?: string;
+}
 
 /**
  * The process's backends, each opened on first use and shared by every service in the process:
@@ -45,11 +56,25 @@ export class Backends {
     }
   }
 
+  /** Whether a backend has been opened in this process (the gateway reports the database only then). */
+  isOpen(name: BackendName): boolean {
+    return this.opened.has(name);
+  }
+
   sql(): Promise<Sql> {
+    const c = this.config;
     return this.once('sql', async () =>
-      this.config.DATABASE_URL
-        ? createPgSql(this.config.DATABASE_URL, { applicationName: `svc-${this.config.SVC_SERVICE}` })
-        : createPgliteSql(path.resolve(this.config.SVC_DATA_DIR, 'pg')),
+      c.DATABASE_URL
+        ? createPgSql(c.DATABASE_URL, {
+            applicationName: `svc-${c.SVC_SERVICE}`,
+            warn: (message, statement) => this.log.warn({ statement }, message),
+          })
+        : createPgliteSql(path.resolve(c.SVC_DATA_DIR, 'pg'), {
+            txTimeoutMs: c.SVC_SQL_TX_TIMEOUT_MS,
+            busyTimeoutMs: c.SVC_SQL_BUSY_TIMEOUT_MS,
+            // Within the shutdown's drain bound, which also waits for in-flight calls first.
+            closeTimeoutMs: Math.max(1000, Math.floor(c.SVC_SHUTDOWN_GRACE_MS / 2)),
+          }),
     );
   }
 
@@ -83,9 +108,13 @@ export class Backends {
     );
   }
 
-  /** Pings each named backend; the answer per backend is "ok" or the error's message. */
-  async check(names: BackendName[]): Promise<Record<string, { ok: boolean; kind: string; error?: string }>> {
-    const out: Record<string, { ok: boolean; kind: string; error?: string }> = {};
+  /**
+   * Pings each named backend; the answer per backend is "ok" or the error's message, and, when the
+   * backend said why in words meant for callers (a DomainError: `database_busy` with how long the
+   * embedded database's connection has been held), that as `cause`.
+   */
+  async check(names: BackendName[]): Promise<Record<string, BackendStatus>> {
+    const out: Record<string, BackendStatus> = {};
     await Promise.all(
       names.map(async (name) => {
         const kind = this.describe(name);
@@ -98,20 +127,33 @@ export class Backends {
           out[name] = { ok: true, kind };
         } catch (err) {
           out[name] = { ok: false, kind, error: (err as Error).message };
+          if (err instanceof DomainError) out[name].cause = `${err.code}: ${err.message}`;
         }
       }),
     );
     return out;
   }
 
-  async close(): Promise<void> {
-    const all = [...this.opened.values()];
+  /**
+   * Closes every opened backend, together, and returns within `withinMs` whatever they do (a pool
+   * waiting for a connection that is never given back, a server that does not answer): the
+   * process is ending.
+   */
+  async close(withinMs = this.config.SVC_SHUTDOWN_GRACE_MS): Promise<void> {
+    const all = [...this.opened.entries()];
     this.opened.clear();
-    await Promise.all(
-      all.map(async (p) => {
+    let timer: NodeJS.Timeout | undefined;
+    const closing = Promise.all(
+      all.map(async ([name, p]) => {
         const b = (await p.catch(() => null)) as { close?: () => Promise<void> } | null;
-        await b?.close?.().catch(() => {});
+        await b?.close?.().catch((err: unknown) => this.log.warn({ err, backend: name }, 'closing a backend failed'));
       }),
     );
+    const late = await Promise.race([
+      closing.then(() => false),
+      new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), Math.max(0, withinMs)))),
+    ]);
+    clearTimeout(timer);
+    if (late) this.log.warn({ withinMs }, 'backends did not close in time; left as they are');
   }
 }

@@ -37,6 +37,10 @@ const EnvSchema = z
     SVC_MIGRATE_ONLY: bool,
     SVC_GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
     SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+    // The embedded database's bounds (packages/kit/src/storage/pglite.ts): a transaction open longer
+    // is rolled back; a statement waiting longer for its one connection fails with database_busy.
+    SVC_SQL_TX_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+    SVC_SQL_BUSY_TIMEOUT_MS: z.coerce.number().int().min(100).default(8_000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     DATABASE_URL: url(['postgres://', 'postgresql://']),
     REDIS_URL: url(['redis://', 'rediss://']),

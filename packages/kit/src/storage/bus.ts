@@ -4,6 +4,7 @@ import type { JetStreamClient, NatsConnection } from 'nats';
 
 import { observeConsumer } from '../tracing/metrics.js';
 import { createJetStreamPublisher } from './jetstream-publish.js';
+import { outsideTransactions } from './sql-guard.js';
 
 /** The event shape on the wire (DESIGN §5). */
 export interface EventEnvelope<D = unknown> {
@@ -170,13 +171,16 @@ export function createMemoryBus(namespace: string, onError: (err: unknown) => vo
           if (durables.has(sub.durable)) continue; // one delivery per durable consumer
           durables.add(sub.durable);
         }
+        // Delivered as work of its own: not inside a transaction the publisher may be in.
         const deliver = (attempt: number): void => {
-          setImmediate(() => {
-            traced(full, headers, () => sub.handler(event, { subject: full })).catch((err) => {
-              onError(err);
-              if (sub.durable && attempt < 5) setTimeout(() => deliver(attempt + 1), 100 * 2 ** attempt);
-            });
-          });
+          outsideTransactions(() =>
+            setImmediate(() => {
+              traced(full, headers, () => sub.handler(event, { subject: full })).catch((err) => {
+                onError(err);
+                if (sub.durable && attempt < 5) setTimeout(() => deliver(attempt + 1), 100 * 2 ** attempt);
+              });
+            }),
+          );
         };
         deliver(0);
       }
@@ -225,13 +229,15 @@ export function createMemoryBus(namespace: string, onError: (err: unknown) => vo
       const payload = JSON.stringify(data ?? null);
       for (const l of listeners) {
         if (!subjectMatches(l.pattern, full)) continue;
-        setImmediate(() => {
-          try {
-            l.handler(JSON.parse(payload), { subject: full });
-          } catch (err) {
-            onError(err);
-          }
-        });
+        outsideTransactions(() =>
+          setImmediate(() => {
+            try {
+              l.handler(JSON.parse(payload), { subject: full });
+            } catch (err) {
+              onError(err);
+            }
+          }),
+        );
       }
     },
     async listen(subject, handler) {
@@ -511,7 +517,8 @@ class MemoryQueue {
     this.ids.set(id, Date.now());
     if (this.ids.size > 50_000) this.ids.clear();
     this.jobs.push({ id, data, attempt });
-    setImmediate(() => this.pump());
+    // The job runs as work of its own, not inside a transaction its enqueuer may be in.
+    outsideTransactions(() => setImmediate(() => this.pump()));
   }
 
   addWorker(handler: JobHandler, concurrency: number): Subscription {

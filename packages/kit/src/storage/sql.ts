@@ -1,13 +1,8 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import v8 from 'node:v8';
-
-import { PGlite } from '@electric-sql/pglite';
 import type pg from 'pg';
 
 import { databaseUnavailable } from '../errors.js';
 import { observePool } from '../tracing/metrics.js';
-import { withSqlSpan } from '../tracing/sql-spans.js';
+import { createTxGuard, type GuardMode, pgGuardMode, type TxState } from './sql-guard.js';
 
 export interface Queryable {
   /** One statement with $1-style parameters. */
@@ -16,10 +11,20 @@ export interface Queryable {
   exec(text: string): Promise<void>;
 }
 
+export interface TxOptions {
+  /** The embedded database's bound on this transaction (its default is SVC_SQL_TX_TIMEOUT_MS); migrations take longer. */
+  timeoutMs?: number;
+}
+
+/**
+ * A database. While a transaction runs, every statement of its work goes through the transaction's
+ * Queryable `q`: one sent through the Sql itself from inside it (a store method that took no `q`)
+ * is refused by the transaction guard (sql-guard.ts), with an error naming the statement.
+ */
 export interface Sql extends Queryable {
   readonly kind: 'pg' | 'pglite';
   /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
-  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  tx<T>(fn: (q: Queryable) => Promise<T>, options?: TxOptions): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -41,7 +46,16 @@ function statementNames(): { (text: string): string | undefined; disable(text: s
   return Object.assign(nameOf, { disable: (text: string) => void names.set(text, '') });
 }
 
-export function createPgSql(url: string, options: { max?: number; applicationName?: string } = {}): Sql {
+export interface PgSqlOptions {
+  max?: number;
+  applicationName?: string;
+  /** What the transaction guard does with an escaping statement: refuse it (default outside production) or warn once per statement (production). */
+  guard?: GuardMode;
+  /** Where a warning of the guard goes (default: process.emitWarning). */
+  warn?: (message: string, statement: string) => void;
+}
+
+export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
   // Loaded here, not at the top: the embedded stack (PGlite) never needs it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Pool, types } = require('pg') as typeof pg;
@@ -79,12 +93,17 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
     },
   });
   const base = wrap(pool, false);
+  // Here an escaping statement works (a second connection of the pool), but outside the
+  // transaction; on the embedded database the same code waits forever. Refused in development
+  // and tests, so that it is found before it ships; a warning in production.
+  const guard = createTxGuard(options.guard ?? pgGuardMode(), options.warn);
   // A database that cannot be reached is an outage (503 with Retry-After), not an internal error:
   // mapped here, once, for every service's statements and transactions.
   const outage = (err: unknown) => databaseUnavailable(err) ?? err;
   return {
     kind: 'pg',
     async query<R>(text: string, params?: unknown[]) {
+      guard.check(text);
       try {
         return await base.query<R>(text, params);
       } catch (err) {
@@ -92,6 +111,7 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
       }
     },
     async exec(text: string) {
+      guard.check(text);
       try {
         await base.exec(text);
       } catch (err) {
@@ -99,6 +119,7 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
       }
     },
     async tx(fn) {
+      guard.check('BEGIN (a transaction started inside an open transaction of the same Sql)');
       let client: pg.PoolClient;
       try {
         client = await pool.connect();
@@ -111,9 +132,11 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
       // and the next statement fails as an outage.
       const lost = (err: Error) => void (broken ??= err);
       client.on('error', lost);
+      const state: TxState = { open: true };
       try {
         await client.query('BEGIN');
-        const out = await fn(wrap(client, true));
+        const out = await guard.run(state, () => fn(wrap(client, true)));
+        state.open = false;
         await client.query('COMMIT');
         return out;
       } catch (err) {
@@ -121,63 +144,21 @@ export function createPgSql(url: string, options: { max?: number; applicationNam
         if (databaseUnavailable(err)) broken = err;
         throw outage(err);
       } finally {
+        state.open = false;
         // A connection that failed is not given back for reuse.
         client.removeListener('error', lost);
         client.release(broken ? (broken as Error) : undefined);
       }
     },
     async ping() {
-      await pool.query('SELECT 1');
+      try {
+        await pool.query('SELECT 1');
+      } catch (err) {
+        throw outage(err);
+      }
     },
     async close() {
       await pool.end();
-    },
-  };
-}
-
-/**
- * Settings of the embedded PostgreSQL beyond PGlite's own: its defaults are a server's (128 MB of
- * shared buffers, 100 connections), and PostgreSQL zeroes that shared memory at every start, which
- * was a third of a restart's time and ~120 MB of resident memory. One process, one session, and an
- * all-in-one data set that fits: 32 MB of buffers (the operating system caches the files behind
- * them) and a few connection slots.
- */
-export const PGLITE_SETTINGS = ['shared_buffers=32MB', 'max_connections=8'];
-
-/**
- * How much a WebAssembly function runs before V8 compiles it again with its optimizing compiler
- * (V8's default is 1,800,000). PostgreSQL's start runs enough of its code to send hundreds of
- * functions to the optimizing compiler at once; on a small machine those compile threads take the
- * cores from the start itself (a restart took 3.2 s instead of 2.3 s on 2 cores). A higher budget
- * leaves the optimizing to the functions that stay hot: queries settle at the same speed once the
- * first few thousand have run.
- */
-const PGLITE_TIERING_BUDGET = 10_000_000;
-
-/** Embedded PostgreSQL (WebAssembly) with its data in a folder; one instance per process. */
-export async function createPgliteSql(dataDir: string): Promise<Sql> {
-  fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  // Read when the module is instantiated: set before PGlite compiles it (a process-wide V8 flag,
-  // which only WebAssembly uses; PGlite is the process's only module of size).
-  v8.setFlagsFromString(`--wasm-tiering-budget=${PGLITE_TIERING_BUDGET}`);
-  const db = await PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])] });
-  const wrap = (c: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
-    async query<R>(text: string, params?: unknown[]) {
-      return withSqlSpan(text, async () => (await c.query<R>(text, params)).rows);
-    },
-    async exec(text: string) {
-      await withSqlSpan(text, () => c.exec(text));
-    },
-  });
-  return {
-    kind: 'pglite',
-    ...wrap(db),
-    tx: (fn) => db.transaction((t) => fn(wrap(t))),
-    async ping() {
-      await db.query('SELECT 1');
-    },
-    async close() {
-      await db.close();
     },
   };
 }
@@ -193,24 +174,30 @@ export interface Migration {
  */
 export async function migrate(sql: Sql, schema: string, migrations: Migration[]): Promise<string[]> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
-  return sql.tx(async (q) => {
-    await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`svc.migrate.${schema}`]);
-    await q.exec(
-      `CREATE SCHEMA IF NOT EXISTS ${schema};
+  return sql.tx(
+    async (q) => {
+      await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`svc.migrate.${schema}`]);
+      await q.exec(
+        `CREATE SCHEMA IF NOT EXISTS ${schema};
        CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
          id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());`,
-    );
-    const done = new Set((await q.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).map((r) => r.id));
-    const applied: string[] = [];
-    for (const m of [...KIT_MIGRATIONS(schema), ...migrations]) {
-      if (done.has(m.id)) continue;
-      await q.exec(m.sql);
-      await q.query(`INSERT INTO ${schema}.schema_migrations (id) VALUES ($1)`, [m.id]);
-      applied.push(m.id);
-    }
-    return applied;
-  });
+      );
+      const done = new Set((await q.query<{ id: string }>(`SELECT id FROM ${schema}.schema_migrations`)).map((r) => r.id));
+      const applied: string[] = [];
+      for (const m of [...KIT_MIGRATIONS(schema), ...migrations]) {
+        if (done.has(m.id)) continue;
+        await q.exec(m.sql);
+        await q.query(`INSERT INTO ${schema}.schema_migrations (id) VALUES ($1)`, [m.id]);
+        applied.push(m.id);
+      }
+      return applied;
+    },
+    // A first start applies every migration in one transaction: longer than a request's bound.
+    { timeoutMs: MIGRATION_TX_TIMEOUT_MS },
+  );
 }
+
+const MIGRATION_TX_TIMEOUT_MS = 10 * 60_000;
 
 /** Tables every service schema gets: the transactional outbox and the consumer inbox. */
 function KIT_MIGRATIONS(schema: string): Migration[] {

@@ -25,7 +25,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: every backend and service the gateway needs, checked now (503 when one is down). Only whether each is up: addresses and errors go to the gateway log. */
+        /** Readiness: every backend and service the gateway needs, checked now (503 when one is down). Whether each is up, and why not when a backend said so in words meant for callers (`cause`, e.g. `database_busy: ...`): addresses and errors go to the gateway log. */
         get: operations["system.ready"];
         put?: never;
         post?: never;
@@ -8727,6 +8727,7 @@ export interface operations {
                         backends: {
                             [key: string]: {
                                 ok: boolean;
+                                cause?: string;
                             };
                         };
                         services: {

@@ -35,7 +35,7 @@ export class TaskComments {
   /** A comment of a visible task that the caller wrote (editing another's is 403). */
   private async ownComment(p: Principal, q: Queryable, taskId: string, commentId: string): Promise<CommentRow> {
     await this.d.get(p, taskId, q, true);
-    const c = COMMENT_RE.test(commentId) ? await this.d.store.comment(taskId, commentId) : null;
+    const c = COMMENT_RE.test(commentId) ? await this.d.store.comment(q, taskId, commentId) : null;
     if (!c) throw commentNotFound();
     const me = actorOf(p);
     if (c.author.kind !== me.kind || c.author.id !== me.id) {
@@ -57,7 +57,7 @@ export class TaskComments {
   async deleteComment(p: Principal, taskId: string, commentId: string): Promise<number> {
     return this.d.tx(async (q) => {
       await this.d.get(p, taskId, q, true);
-      if (COMMENT_RE.test(commentId) && !(await this.d.store.comment(taskId, commentId))) return 0;
+      if (COMMENT_RE.test(commentId) && !(await this.d.store.comment(q, taskId, commentId))) return 0;
       const c = await this.ownComment(p, q, taskId, commentId);
       await this.d.store.deleteComment(q, c.id);
       await this.d.log(q, taskId, 'comment.deleted', { commentId: c.id }, actorOf(p));

@@ -276,8 +276,8 @@ export class TaskStore {
     return rows[0]!;
   }
 
-  async comment(taskId: string, id: string): Promise<CommentRow | null> {
-    const rows = await this.sql.query<CommentRow>(`SELECT * FROM agents.task_comments WHERE task_id = $1 AND id = $2`, [taskId, id]);
+  async comment(q: Queryable, taskId: string, id: string): Promise<CommentRow | null> {
+    const rows = await q.query<CommentRow>(`SELECT * FROM agents.task_comments WHERE task_id = $1 AND id = $2`, [taskId, id]);
     return rows[0] ?? null;
   }
 

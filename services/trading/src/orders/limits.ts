@@ -56,8 +56,9 @@ export class AgentLimits {
     return rows[0] ? norm(rows[0]) : defaults(accountId, agentId);
   }
 
-  async list(p: Principal): Promise<LimitsRow[]> {
-    const rows = await this.deps.sql.query<LimitsRow>(
+  /** The account's limits (an agent's own); `q` inside a transaction. */
+  async list(p: Principal, q: Queryable = this.deps.sql): Promise<LimitsRow[]> {
+    const rows = await q.query<LimitsRow>(
       `SELECT ${COLUMNS}, coalesce(u.notional::text, '0') AS used_today FROM trading.agent_limits l
        LEFT JOIN trading.agent_usage u ON u.account_id = l.account_id AND u.agent_id = l.agent_id AND u.day = $2::date
        WHERE l.account_id = $1 ORDER BY l.agent_id`,
@@ -65,8 +66,7 @@ export class AgentLimits {
     );
     const out = rows.map(norm);
     // An agent sees its own limits, the defaults when none are set.
-    if (p.kind === 'agent' && p.agentId)
-      return [out.find((r) => r.agent_id === p.agentId) ?? (await this.row(this.deps.sql, p.accountId, p.agentId))];
+    if (p.kind === 'agent' && p.agentId) return [out.find((r) => r.agent_id === p.agentId) ?? (await this.row(q, p.accountId, p.agentId))];
     return out;
   }
 

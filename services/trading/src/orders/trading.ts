@@ -187,7 +187,7 @@ export class Trading {
       const bound = price ?? stopPrice;
       await this.deps.sql.tx(async (q) => {
         if (bound === undefined) {
-          const l = (await this.deps.limits.list(p))[0];
+          const l = (await this.deps.limits.list(p, q))[0];
           if (l && (l.max_notional_per_order !== null || l.max_notional_per_day !== null))
             throw new DomainError(
               'forbidden',

@@ -20,12 +20,12 @@ export const systemRoutes = [
     method: 'get',
     path: '/ready',
     summary:
-      'Readiness: every backend and service the gateway needs, checked now (503 when one is down). Only whether each is up: ' +
-      'addresses and errors go to the gateway log.',
+      'Readiness: every backend and service the gateway needs, checked now (503 when one is down). Whether each is up, and ' +
+      'why not when a backend said so in words meant for callers (`cause`, e.g. `database_busy: ...`): addresses and errors go to the gateway log.',
     tag: 'system',
     response: z.object({
       status: z.enum(['ready', 'unavailable']),
-      backends: z.record(z.string(), z.object({ ok: z.boolean() })),
+      backends: z.record(z.string(), z.object({ ok: z.boolean(), cause: z.string().optional() })),
       services: z.record(z.string(), z.object({ ok: z.boolean() })),
     }),
     auth: 'none',

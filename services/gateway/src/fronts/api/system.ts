@@ -24,7 +24,9 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
       return { status: 'ok' };
     },
     async ready() {
-      const backends = await deps.backends.check(['cache', 'bus']);
+      // The database too when this process opened it (all services in one process): the embedded
+      // one is the process's own, and a wedged one is why every service is down.
+      const backends = await deps.backends.check(deps.backends.isOpen('sql') ? ['cache', 'bus', 'sql'] : ['cache', 'bus']);
       const services: Record<string, { ok: boolean; address: string; error?: string }> = {};
       await Promise.all(
         deps.services.map(async (name) => {
@@ -33,10 +35,12 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
         }),
       );
       const ok = Object.values(backends).every((b) => b.ok) && Object.values(services).every((s) => s.ok);
-      // The answer needs no key, so it says only what is up: addresses and error texts (socket
-      // paths, hosts) go to the operator's log instead.
+      // The answer needs no key, so it says only what is up, and why in words meant for callers (a
+      // backend's DomainError, e.g. `database_busy`); addresses and error texts (socket paths,
+      // hosts) go to the operator's log instead.
       if (!ok) deps.log.warn({ backends, services }, 'not ready');
-      const oks = (r: Record<string, { ok: boolean }>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { ok: v.ok }]));
+      const oks = (r: Record<string, { ok: boolean; cause?: string }>) =>
+        Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v.cause ? { ok: v.ok, cause: v.cause } : { ok: v.ok }]));
       return reply({ status: ok ? 'ready' : 'unavailable', backends: oks(backends), services: oks(services) }, { status: ok ? 200 : 503 });
     },
     async openapi() {
