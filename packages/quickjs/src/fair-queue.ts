@@ -20,11 +20,6 @@ export class FairQueue<T> {
     return this.count;
   }
 
-  /** Calls waiting for `tenant`. */
-  waiting(tenant: string): number {
-    return this.tenants.get(tenant)?.length ?? 0;
-  }
-
   push(tenant: string, item: T): void {
     const q = this.tenants.get(tenant);
     if (q) q.push(item);

@@ -8,7 +8,6 @@ export {
   type RunLimits,
   STACK_SIZE_BYTES,
 } from './limits.js';
-export { FairQueue } from './fair-queue.js';
 export { type RunRequest, type RunResult, Sandbox, SandboxBusyError, SandboxClosedError, type SandboxEvent, type SandboxOptions } from './pool.js';
 export {
   LOG_LEVELS,

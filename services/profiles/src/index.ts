@@ -10,8 +10,8 @@ import { SCHEMA } from './store.js';
 export { parseJson } from './input.js';
 export { migrations } from './migrations/index.js';
 export { buildCommitSnapshot, etagOf, ProfilesDomain } from './profiles/index.js';
-export { canonical, chunkItems, deepEqual, MAX_DEPTH, nextManifest, snapshotParts, toManifest } from './snapshots.js';
 export { profilesSettingsSchema } from './settings.js';
+export { canonical, chunkItems, deepEqual, MAX_DEPTH, nextManifest, snapshotParts, toManifest } from './snapshots.js';
 export { SCHEMA } from './store.js';
 
 /** The profiles service: taste profiles with immutable versions, branches and merges. */
