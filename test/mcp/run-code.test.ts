@@ -18,6 +18,9 @@ beforeAll(async () => {
   t = await startTestStack({
     SVC_MCP_RUN_CODE_POOL_SIZE: '2',
     SVC_MCP_RUN_CODE_MAX_QUEUE: '1',
+    // One account may hold both processes and more calls than the queue: the full queue's 429 is tested here (fair shares: run-code-fairness.test.ts).
+    SVC_MCP_RUN_CODE_ACCOUNT_SHARE: '2',
+    SVC_MCP_RUN_CODE_MAX_PER_ACCOUNT: '10',
     SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS: '10000',
     SVC_MCP_RUN_CODE_MAX_MEMORY_MB: '128',
   });

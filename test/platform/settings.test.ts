@@ -31,6 +31,7 @@ test('the drive declares its settings: defaults, and a bad value named as loadCo
     siteMaxFiles: 2000,
     siteMaxBytes: 100 * 1024 ** 2,
     siteKeepDeployments: 100,
+    scansPerAccount: 2,
   });
   // Empty is unset, as for every variable.
   expect(loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '', SVC_DRIVE_MAX_LOCK_SECONDS: '60' }).drive).toMatchObject({
@@ -90,6 +91,8 @@ test('the gateway and the accounts service declare theirs: proxies trusted, the 
     SVC_MCP_ALLOWED_ORIGINS: [],
     SVC_MCP_TOOLS_PAGE_SIZE: 50,
     SVC_SSE_MAX_STREAMS_PER_KEY: 20,
+    SVC_UPLOADS_PER_ACCOUNT: 4,
+    SVC_GIT_BUILDS_PER_ACCOUNT: 2,
     SVC_RATE_LIMITS: DEFAULT_KEY_LIMITS,
     SVC_RATE_LIMITS_ACCOUNT: DEFAULT_ACCOUNT_LIMITS,
   });

@@ -1,5 +1,5 @@
 import { driveClient } from '@svc/clients';
-import type { Backends, HashPool, Logger, Registry } from '@svc/kit';
+import type { AccountLimiter, Backends, HashPool, Logger, Principal, Registry } from '@svc/kit';
 import { DomainError, storeHashed, verifiedContent } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
@@ -26,6 +26,8 @@ export interface ContentDeps {
   backends: Pick<Backends, 'blobs'>;
   /** SHA-256 of content on its way in and out, on worker threads. */
   hashes: HashPool;
+  /** Uploads an account may have in progress at once (absent: no cap; docs/reliability.md, "Fair shares"). */
+  uploads?: AccountLimiter;
 }
 
 // Content through the gateway --------------------------------------------------------------------
@@ -37,6 +39,8 @@ export interface ContentDeps {
 export interface Caller {
   token: string;
   requestId: string;
+  /** Who calls (the token's principal), for the per-account caps. */
+  principal?: Principal;
 }
 
 /**
@@ -50,6 +54,16 @@ export async function upload(
   header: drive.UploadHeader,
   chunks: AsyncIterable<Buffer>,
 ): Promise<drive.ItemResponse> {
+  // Refused before anything is asked or read when the account has its uploads in progress already.
+  const release = caller.principal && deps.uploads ? deps.uploads.acquire(caller.principal) : undefined;
+  try {
+    return await uploadSlot(deps, caller, header, chunks);
+  } finally {
+    release?.();
+  }
+}
+
+async function uploadSlot(deps: ContentDeps, caller: Caller, header: drive.UploadHeader, chunks: AsyncIterable<Buffer>): Promise<drive.ItemResponse> {
   const client = driveClient(deps.registry);
   const call = { principalToken: caller.token, requestId: caller.requestId };
   const slot = await client.beginUpload(header, call);

@@ -131,5 +131,7 @@ export function loadSettings<T extends Record<string, z.ZodObject>>(
 export const setting = {
   /** An integer of at least `min` (and at most `max`, when given); `fallback` when unset. */
   int: (min: number, fallback: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(fallback),
+  /** An integer of at least `min` (and at most `max`), or undefined when unset (the default is worked out from other settings). */
+  optionalInt: (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).optional(),
 };
 export const defineSettings = <S extends Record<string, z.ZodType>>(shape: S) => z.object(shape);

@@ -2,6 +2,7 @@ export * from './address-guard.js';
 export * from './apikey.js';
 export * from './backends.js';
 export * from './catalogue.js';
+export * from './concurrency.js';
 export * from './config.js';
 export * from './envelope.js';
 export * from './errors.js';

@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 
+import { FairQueue } from './fair-queue.js';
 import { checkMaxLimits, DEFAULT_MAX_LIMITS, resolveLimits, type RunLimits } from './limits.js';
 import type { ChildMessage, ParentMessage, RunError, RunOutcome } from './protocol.js';
 
@@ -12,6 +13,11 @@ export interface RunRequest extends Partial<RunLimits> {
   globalsJson?: string;
   /** Compile only: a syntax check (the result is null; a syntax error is the run's error). */
   checkOnly?: boolean;
+  /**
+   * Whose run it is (an account): waiting calls are served in turns between tenants, not in
+   * arrival order (FairQueue). Calls without one share the tenant ''.
+   */
+  tenant?: string;
 }
 
 /** A run's outcome with the limits it ran under and how long it waited for a process. */
@@ -27,6 +33,11 @@ export interface SandboxOptions {
   maxLimits?: Partial<RunLimits>;
   /** Calls that may wait for a free process; past it a call is refused as busy (default 32). */
   maxQueue?: number;
+  /**
+   * Processes one tenant's runs may hold at once (default: all of them). A tenant's call past it
+   * waits even while a process is idle, so that the others always find one.
+   */
+  tenantShare?: number;
   /** How long a call may wait for a free process (default 10 s). */
   queueTimeoutMs?: number;
   /** Time past a run's own time limit before its process is killed (default 500 ms). */
@@ -66,6 +77,7 @@ const STDERR_KEEP = 2048;
 
 interface Job {
   id: number;
+  tenant: string;
   code: string;
   globalsJson?: string;
   checkOnly?: boolean;
@@ -111,12 +123,16 @@ export class Sandbox {
   readonly maxLimits: RunLimits;
   private readonly poolSize: number;
   private readonly maxQueue: number;
+  private readonly tenantShare: number;
   private readonly queueTimeoutMs: number;
   private readonly killGraceMs: number;
   private readonly rssHeadroom: number;
   private readonly runsPerProcess: number;
   private readonly workers = new Set<Worker>();
-  private readonly queue: Job[] = [];
+  private readonly queue = new FairQueue<Job>();
+  /** Runs in progress per tenant, for the queue's turns. */
+  private readonly running = new Map<string, number>();
+  private readonly runningOf = (tenant: string) => this.running.get(tenant) ?? 0;
   private nextId = 1;
   private closed = false;
   private failures = 0;
@@ -126,6 +142,7 @@ export class Sandbox {
     this.maxLimits = checkMaxLimits({ ...DEFAULT_MAX_LIMITS, ...options.maxLimits });
     this.poolSize = Math.max(1, options.poolSize ?? 2);
     this.maxQueue = Math.max(0, options.maxQueue ?? 32);
+    this.tenantShare = Math.max(1, Math.min(this.poolSize, options.tenantShare ?? this.poolSize));
     this.queueTimeoutMs = options.queueTimeoutMs ?? 10_000;
     this.killGraceMs = options.killGraceMs ?? 500;
     this.rssHeadroom = (options.rssHeadroomMb ?? 64) * MIB;
@@ -165,6 +182,7 @@ export class Sandbox {
     return new Promise<RunResult>((resolve, reject) => {
       const job: Job = {
         id: this.nextId++,
+        tenant: request.tenant ?? '',
         code: request.code,
         globalsJson: request.globalsJson,
         checkOnly: request.checkOnly,
@@ -173,17 +191,17 @@ export class Sandbox {
         resolve,
         reject,
       };
-      const idle = this.idleWorker();
+      const idle = this.runningOf(job.tenant) < this.tenantShare ? this.idleWorker() : undefined;
       if (idle) return this.dispatch(idle, job);
       if (this.queue.length >= this.maxQueue) {
         return reject(new SandboxBusyError(`Every sandbox is busy and ${this.queue.length} calls are waiting; try again shortly.`));
       }
       job.queueTimer = setTimeout(() => {
-        const i = this.queue.indexOf(job);
-        if (i >= 0) this.queue.splice(i, 1);
+        this.queue.remove(job.tenant, job);
+        if (this.runningOf(job.tenant) === 0) this.queue.idle(job.tenant);
         reject(new SandboxBusyError(`No sandbox was free within ${this.queueTimeoutMs} ms; try again shortly.`));
       }, this.queueTimeoutMs);
-      this.queue.push(job);
+      this.queue.push(job.tenant, job);
     });
   }
 
@@ -197,7 +215,7 @@ export class Sandbox {
   /** Kills every process and refuses further calls; calls waiting are refused, running ones end as killed. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const job of this.queue.splice(0)) {
+    for (const job of this.queue.drain()) {
       clearTimeout(job.queueTimer);
       job.reject(new SandboxClosedError('The sandbox closed.'));
     }
@@ -345,13 +363,15 @@ export class Sandbox {
   }
 
   private next(w: Worker): void {
-    const job = this.queue.shift();
+    const job = this.queue.shift(this.runningOf, this.tenantShare);
     if (!job) return;
     clearTimeout(job.queueTimer);
     this.dispatch(w, job);
   }
 
   private dispatch(w: Worker, job: Job): void {
+    this.running.set(job.tenant, this.runningOf(job.tenant) + 1);
+    this.queue.served(job.tenant);
     w.state = 'busy';
     w.fresh = false;
     const started = performance.now();
@@ -401,6 +421,12 @@ export class Sandbox {
   private finishRun(w: Worker): Running {
     const r = w.running!;
     w.running = undefined;
+    const n = this.runningOf(r.job.tenant) - 1;
+    if (n > 0) this.running.set(r.job.tenant, n);
+    else {
+      this.running.delete(r.job.tenant);
+      this.queue.idle(r.job.tenant);
+    }
     clearTimeout(r.wallTimer);
     clearTimeout(r.rssTimer);
     return r;

@@ -241,6 +241,46 @@ describe('the pool', () => {
     await expect(small.run({ code: '1' })).rejects.toThrow(SandboxClosedError);
   });
 
+  it('serves waiting calls in turns between tenants, not in arrival order', async () => {
+    const one = new Sandbox({ poolSize: 1, maxQueue: 10 });
+    try {
+      await one.start();
+      while (one.stats().idle < 1) await new Promise((r) => setTimeout(r, 20));
+      // One process: the order in which the answers come is the order in which the runs were served.
+      const order: string[] = [];
+      const call = (tenant: string, name: string, code = `"${name}"`) =>
+        one.run({ code, tenant }).then((r) => {
+          order.push(JSON.parse(r.resultJson!) as string);
+        });
+      const calls = [call('acct_a', 'a1', 'const end = Date.now() + 300; while (Date.now() < end) {} "a1"')];
+      for (const n of ['a2', 'a3', 'a4']) calls.push(call('acct_a', n));
+      calls.push(call('acct_b', 'b1'), call('acct_b', 'b2'), call('acct_c', 'c1'));
+      await Promise.all(calls);
+      // a1 was running; then each tenant in turn (a's turn came first, having waited longest).
+      expect(order).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3', 'a4']);
+    } finally {
+      await one.close();
+    }
+  });
+
+  it("keeps a tenant to its share of the processes, so that another's call finds one free", async () => {
+    const shared = new Sandbox({ poolSize: 2, maxQueue: 10, tenantShare: 1 });
+    try {
+      await shared.start();
+      while (shared.stats().idle < 2) await new Promise((r) => setTimeout(r, 20));
+      const slow = 'const end = Date.now() + 300; while (Date.now() < end) {} "a"';
+      const a = [1, 2, 3].map(() => shared.run({ code: slow, tenant: 'acct_a' }));
+      // One of a's runs holds a process; the other two wait although the second process is idle.
+      expect(shared.stats()).toMatchObject({ busy: 1, idle: 1, queued: 2 });
+      const b = shared.run({ code: '"b"', tenant: 'acct_b' });
+      expect(shared.stats()).toMatchObject({ busy: 2, queued: 2 });
+      expect((await b).resultJson).toBe('"b"');
+      expect((await Promise.all(a)).map((r) => r.resultJson)).toEqual(['"a"', '"a"', '"a"']);
+    } finally {
+      await shared.close();
+    }
+  });
+
   it('kills a process that passes its resident-memory cap', async () => {
     const seen: SandboxEvent[] = [];
     // A cap tighter than twice the memory limit, so that the outside check fires before QuickJS's own.

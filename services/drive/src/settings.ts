@@ -32,6 +32,9 @@ const YEAR = 365 * 24 * HOUR;
  * - SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS: how long a pending claim lives, default 7 days;
  * - SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH: domains one sweep re-checks (and pending claims it
  *   deletes), default 100.
+ * - SVC_DRIVE_SCANS_PER_ACCOUNT: whole-drive scans (grep, find, duplicates, folder size, zip,
+ *   extract) one account may run at once on one drive replica, default 2 (an agent: 1); one more
+ *   answers 429 `concurrency_limit` (docs/reliability.md, "Fair shares").
  */
 export const driveSettingsSchema = defineSettings({
   SVC_DRIVE_MAX_FILE_BYTES: setting.int(1, 5 * 1024 ** 3),
@@ -70,6 +73,7 @@ export const driveSettingsSchema = defineSettings({
   SVC_DRIVE_SITE_DOMAIN_GRACE_MS: setting.int(0, 72 * HOUR, YEAR),
   SVC_DRIVE_SITE_DOMAIN_PENDING_TTL_MS: setting.int(100, 7 * 24 * HOUR, YEAR),
   SVC_DRIVE_SITE_DOMAIN_SWEEP_BATCH: setting.int(1, 100, 10_000),
+  SVC_DRIVE_SCANS_PER_ACCOUNT: setting.int(1, 2, 10_000),
 });
 
 /** What custom domains need (docs/sites.md, "Custom domains"). */
@@ -123,6 +127,7 @@ export function driveSettings(env: {
   SVC_DRIVE_SITE_MAX_FILES: number;
   SVC_DRIVE_SITE_MAX_BYTES: number;
   SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: number;
+  SVC_DRIVE_SCANS_PER_ACCOUNT: number;
 }): DriveSettings {
   return {
     maxFileBytes: env.SVC_DRIVE_MAX_FILE_BYTES,
@@ -132,5 +137,6 @@ export function driveSettings(env: {
     siteMaxFiles: env.SVC_DRIVE_SITE_MAX_FILES,
     siteMaxBytes: env.SVC_DRIVE_SITE_MAX_BYTES,
     siteKeepDeployments: env.SVC_DRIVE_SITE_KEEP_DEPLOYMENTS,
+    scansPerAccount: env.SVC_DRIVE_SCANS_PER_ACCOUNT,
   };
 }

@@ -16,6 +16,8 @@ export interface DriveSettings {
   siteMaxBytes: number;
   /** Deployments a site keeps: a deploy removes the oldest beyond this many (never the one served). */
   siteKeepDeployments: number;
+  /** Whole-drive scans (grep, find, duplicates, folder size, zip, extract) one account may run at once here. */
+  scansPerAccount: number;
 }
 
 /** An item, with its locks, custom properties and path when a full view was asked. */

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { MODELS_CACHE } from '@svc/api';
 import { AnswerCache, driveOperations, threadOperations } from '@svc/dispatch';
 import {
+  AccountLimiter,
   type Backends,
   type Config,
   createHashPool,
@@ -87,8 +88,14 @@ export async function startGateway(deps: {
   // Drive content is hashed on worker threads (started on the first large transfer).
   const hashes = createHashPool({ name: 'gateway-sha256' });
   // Git repositories are materialised in a directory of this process's own (docs/git.md).
-  const git = new GitFront({ log, registry: deps.registry, backends: deps.backends, hashes });
+  const git = new GitFront(
+    { log, registry: deps.registry, backends: deps.backends, hashes },
+    { buildsPerAccount: deps.settings.SVC_GIT_BUILDS_PER_ACCOUNT },
+  );
+  // Uploads in progress per account on this replica (docs/reliability.md, "Fair shares").
+  const uploads = new AccountLimiter({ name: 'uploads', what: 'uploads', perAccount: deps.settings.SVC_UPLOADS_PER_ACCOUNT });
   const local = {
+    uploads,
     git,
     log,
     registry: deps.registry,

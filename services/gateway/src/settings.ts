@@ -49,6 +49,10 @@ const limits = (defaults: Limits) =>
  * - SVC_MCP_TOOLS_PAGE_SIZE: tools per tools/list page of POST /mcp (default 50; @svc/tools).
  * - SVC_SSE_MAX_STREAMS_PER_KEY: live event streams one key may hold open on one gateway replica at
  *   once (default 20); one more answers 429 too_many_streams.
+ * - SVC_UPLOADS_PER_ACCOUNT, SVC_GIT_BUILDS_PER_ACCOUNT: drive uploads (API and WebDAV) and Git
+ *   requests (a repository brought up to date and packed, or a push deployed) one account may have
+ *   in progress on one gateway replica, default 4 and 2 (an agent: half, rounded up); one more
+ *   answers 429 `concurrency_limit` with Retry-After (docs/reliability.md, "Fair shares").
  */
 export const gatewaySettingsSchema = defineSettings({
   SVC_RATE_LIMITS: limits(DEFAULT_KEY_LIMITS),
@@ -77,6 +81,8 @@ export const gatewaySettingsSchema = defineSettings({
     )
     .pipe(z.array(z.string().regex(/^https?:\/\/[^/\s,]+$/i, 'each origin must look like https://app.example.com'))),
   SVC_SSE_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(20),
+  SVC_UPLOADS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(4),
+  SVC_GIT_BUILDS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(2),
   ...mcpEndpointSettings,
 });
 

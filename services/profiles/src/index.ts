@@ -4,11 +4,13 @@ import { profiles } from '@svc/proto';
 import { migrations } from './migrations/index.js';
 import { ProfilesDomain } from './profiles/index.js';
 import { handlers } from './server.js';
+import { profilesSettingsSchema } from './settings.js';
 import { SCHEMA } from './store.js';
 
 export { parseJson } from './input.js';
 export { migrations } from './migrations/index.js';
 export { buildCommitSnapshot, etagOf, ProfilesDomain } from './profiles/index.js';
+export { profilesSettingsSchema } from './settings.js';
 export { canonical, chunkItems, deepEqual, MAX_DEPTH, nextManifest, snapshotParts, toManifest } from './snapshots.js';
 export { SCHEMA } from './store.js';
 
@@ -20,12 +22,13 @@ export const profilesService = defineService({
   needs: ['sql', 'bus'],
   schema: SCHEMA,
   migrations,
+  settings: profilesSettingsSchema,
   async create(ctx) {
     const [sql, bus] = await Promise.all([ctx.backends.sql(), ctx.backends.bus()]);
     let relay: OutboxRelay | undefined;
     const domain = new ProfilesDomain(sql, () => relay);
     return {
-      handlers: handlers(domain),
+      handlers: handlers(domain, { mergesPerAccount: ctx.settings.SVC_PROFILES_MERGES_PER_ACCOUNT }),
       async start() {
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
       },

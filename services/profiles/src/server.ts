@@ -1,4 +1,4 @@
-import type { Handlers } from '@svc/kit';
+import { AccountLimiter, type Handlers } from '@svc/kit';
 import type { profiles } from '@svc/proto';
 
 import { parseJson } from './input.js';
@@ -9,7 +9,13 @@ type Def = typeof profiles.ProfilesServiceService;
 const reply = (r: { result: unknown; etag: string }) => ({ json: JSON.stringify(r.result), etag: r.etag });
 
 /** gRPC handlers: translate messages (JSON documents travel as text), let the domain decide. */
-export function handlers(domain: ProfilesDomain): Handlers<Def> {
+export function handlers(domain: ProfilesDomain, limits: { mergesPerAccount: number }): Handlers<Def> {
+  // Merges and diffs compare whole snapshots: capped per account (docs/reliability.md, "Fair shares").
+  const merges = new AccountLimiter({
+    name: 'profile_merges',
+    what: 'profile merges and diffs (merge, diff, revert, cherry-pick)',
+    perAccount: limits.mergesPerAccount,
+  });
   return {
     async createProfile(req, ctx) {
       const doc = await domain.create(ctx.principal, parseJson(req.bodyJson));
@@ -59,13 +65,13 @@ export function handlers(domain: ProfilesDomain): Handlers<Def> {
       return reply(await domain.rollback(ctx.principal, req.id, input, req.ifMatch));
     },
     async merge(req, ctx) {
-      return reply(await domain.merge(ctx.principal, req.id, parseJson(req.bodyJson), req.ifMatch));
+      return reply(await merges.run(ctx.principal, () => domain.merge(ctx.principal, req.id, parseJson(req.bodyJson), req.ifMatch)));
     },
     async getLog(req, ctx) {
       return { json: JSON.stringify(await domain.log(ctx.principal, req.id, req)), etag: '' };
     },
     async getDiff(req, ctx) {
-      return { json: JSON.stringify(await domain.diff(ctx.principal, req.id, req)), etag: '' };
+      return { json: JSON.stringify(await merges.run(ctx.principal, () => domain.diff(ctx.principal, req.id, req))), etag: '' };
     },
     async getVersion(req, ctx) {
       return { json: await domain.version(ctx.principal, req.id, req.versionId), etag: '' };
@@ -109,12 +115,12 @@ export function handlers(domain: ProfilesDomain): Handlers<Def> {
     async revertVersion(req, ctx) {
       const body = parseJson(req.bodyJson ?? '{}') as { message?: string };
       const input = { versionId: req.versionId ?? '', branchId: req.branchId, message: body.message };
-      return reply(await domain.revert(ctx.principal, req.id, input, req.ifMatch));
+      return reply(await merges.run(ctx.principal, () => domain.revert(ctx.principal, req.id, input, req.ifMatch)));
     },
     async cherryPick(req, ctx) {
       const body = parseJson(req.bodyJson ?? '{}') as { message?: string };
       const input = { versionId: req.versionId ?? '', branchId: req.branchId, message: body.message };
-      return reply(await domain.cherryPick(ctx.principal, req.id, input, req.ifMatch));
+      return reply(await merges.run(ctx.principal, () => domain.cherryPick(ctx.principal, req.id, input, req.ifMatch)));
     },
     async listTags(req, ctx) {
       return { json: JSON.stringify(await domain.listTags(ctx.principal, req.id)), etag: '' };

@@ -3,7 +3,7 @@ import { mcp } from '@svc/proto';
 
 import { runCode, runCodeSettings } from './run-code.js';
 
-export { MAX_CODE_CHARS, runCode, runCodeSettings } from './run-code.js';
+export { accountShare, MAX_CODE_CHARS, runCode, runCodeSettings } from './run-code.js';
 
 /**
  * The code sandbox (RunCode, docs/run-code.md), which the MCP tool run_code and the API's code

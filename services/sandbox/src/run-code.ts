@@ -1,4 +1,4 @@
-import { type CallContext, DomainError, type Logger, setting } from '@svc/kit';
+import { AccountLimiter, type CallContext, DomainError, type Logger, setting } from '@svc/kit';
 import type { mcp, mcp_run_code } from '@svc/proto';
 import { LIMIT_BOUNDS, LimitError, type RunResult, Sandbox, SandboxBusyError, SandboxClosedError, type SandboxEvent } from '@svc/quickjs';
 
@@ -7,6 +7,12 @@ import { LIMIT_BOUNDS, LimitError, type RunResult, Sandbox, SandboxBusyError, Sa
  * processes. Its settings, declared with the module's and checked when the stack starts:
  * - SVC_MCP_RUN_CODE_POOL_SIZE: warm processes, each running one script at a time (default 2);
  * - SVC_MCP_RUN_CODE_MAX_QUEUE: calls that may wait for a process; past it 429 (default 32);
+ * - SVC_MCP_RUN_CODE_ACCOUNT_SHARE: processes one account's runs may hold at once, even when others
+ *   are idle, so that another account always finds one (default a quarter of the pool, at least 1);
+ *   waiting calls are served in turns between accounts, not in arrival order;
+ * - SVC_MCP_RUN_CODE_MAX_PER_ACCOUNT: calls one account may have running and waiting at once on this
+ *   replica; past it 429 `concurrency_limit` (default the share plus a quarter of the queue: 9); an
+ *   agent may have half of it, rounded up;
  * - SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS, _MAX_MEMORY_MB, _MAX_OUTPUT_BYTES: the most a caller may ask
  *   for (defaults 30000 ms, 256 MiB, 1 MiB); a caller who asks for nothing gets 5000 ms, 64 MiB,
  *   64 KiB (or the maximum, when the operator set it lower).
@@ -14,12 +20,26 @@ import { LIMIT_BOUNDS, LimitError, type RunResult, Sandbox, SandboxBusyError, Sa
 export const runCodeSettings = {
   SVC_MCP_RUN_CODE_POOL_SIZE: setting.int(1, 2, 64),
   SVC_MCP_RUN_CODE_MAX_QUEUE: setting.int(0, 32, 10_000),
+  SVC_MCP_RUN_CODE_ACCOUNT_SHARE: setting.optionalInt(1, 64),
+  SVC_MCP_RUN_CODE_MAX_PER_ACCOUNT: setting.optionalInt(1, 100_000),
   SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS: setting.int(LIMIT_BOUNDS.timeoutMs.min, 30_000, LIMIT_BOUNDS.timeoutMs.max),
   SVC_MCP_RUN_CODE_MAX_MEMORY_MB: setting.int(LIMIT_BOUNDS.memoryLimitMb.min, 256, LIMIT_BOUNDS.memoryLimitMb.max),
   SVC_MCP_RUN_CODE_MAX_OUTPUT_BYTES: setting.int(LIMIT_BOUNDS.maxOutputBytes.min, 1024 * 1024, LIMIT_BOUNDS.maxOutputBytes.max),
 };
 
-export type RunCodeEnv = { [K in keyof typeof runCodeSettings]: number };
+type Derived = 'SVC_MCP_RUN_CODE_ACCOUNT_SHARE' | 'SVC_MCP_RUN_CODE_MAX_PER_ACCOUNT';
+export type RunCodeEnv = { [K in Exclude<keyof typeof runCodeSettings, Derived>]: number } & { [K in Derived]?: number };
+
+/**
+ * An account's fair share (docs/run-code.md, "Fair shares"): the processes its runs may hold at once
+ * (a quarter of the pool, at least 1, at most the pool), and the calls it may have in progress,
+ * running and waiting (the share plus a quarter of the queue).
+ */
+export function accountShare(env: RunCodeEnv): { processes: number; calls: number } {
+  const pool = env.SVC_MCP_RUN_CODE_POOL_SIZE;
+  const processes = Math.min(pool, env.SVC_MCP_RUN_CODE_ACCOUNT_SHARE ?? Math.max(1, Math.floor(pool / 4)));
+  return { processes, calls: env.SVC_MCP_RUN_CODE_MAX_PER_ACCOUNT ?? processes + Math.floor(env.SVC_MCP_RUN_CODE_MAX_QUEUE / 4) };
+}
 
 /** Longest code a call may send, in characters. */
 export const MAX_CODE_CHARS = 512 * 1024;
@@ -28,9 +48,11 @@ type RunCodeHandler = (req: mcp_run_code.RunCodeRequest, ctx: CallContext) => Pr
 
 /** The sandbox pool of the mcp service, and its RunCode handler. */
 export function runCode(env: RunCodeEnv, log: Logger) {
+  const share = accountShare(env);
   const sandbox = new Sandbox({
     poolSize: env.SVC_MCP_RUN_CODE_POOL_SIZE,
     maxQueue: env.SVC_MCP_RUN_CODE_MAX_QUEUE,
+    tenantShare: share.processes,
     maxLimits: {
       timeoutMs: env.SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS,
       memoryLimitMb: env.SVC_MCP_RUN_CODE_MAX_MEMORY_MB,
@@ -41,12 +63,17 @@ export function runCode(env: RunCodeEnv, log: Logger) {
       else log.warn({ sandbox: e }, 'a sandbox process failed');
     },
   });
+  // Fair shares (docs/run-code.md): an account's calls in progress here, running and waiting, are capped.
+  const perAccount = new AccountLimiter({ name: 'run_code', what: 'code runs', perAccount: share.calls });
   const handler: RunCodeHandler = async (req, ctx) => {
     if (req.code.length > MAX_CODE_CHARS) throw new DomainError('too_large', 'code_too_large', `code may be at most ${MAX_CODE_CHARS} characters.`);
     let r: RunResult;
+    let release: (() => void) | undefined;
     try {
       if (req.globalsJson !== undefined) checkGlobals(req.globalsJson);
+      release = perAccount.acquire(ctx.principal);
       r = await sandbox.run({
+        tenant: ctx.principal.accountId,
         code: req.code,
         timeoutMs: req.timeoutMs,
         memoryLimitMb: req.memoryLimitMb,
@@ -56,12 +83,15 @@ export function runCode(env: RunCodeEnv, log: Logger) {
       });
     } catch (err) {
       throw domainError(err);
+    } finally {
+      release?.();
     }
     log.debug({ accountId: ctx.principal.accountId, mode: r.mode, error: r.error?.code, durationMs: r.durationMs }, 'code ran');
     return response(r);
   };
   return {
     sandbox,
+    perAccount,
     handlers: { runCode: handler } satisfies Partial<Record<keyof typeof mcp.McpServiceService, RunCodeHandler>>,
     /** Starts the pool in the background: a call that comes before a process is ready waits for it. */
     async start() {

@@ -20,7 +20,7 @@ const preconditions = (input: RouteInput) => ({
   ifNoneMatch: input.headers['if-none-match'] as string | undefined,
 });
 
-const callerOf = (ctx: OperationContext) => ({ token: ctx.auth!.token, requestId: ctx.requestId });
+const callerOf = (ctx: OperationContext) => ({ token: ctx.auth!.token, requestId: ctx.requestId, principal: ctx.auth!.principal });
 
 /** The drive's content operations: bytes in and out, streamed between the caller and the blob store. */
 export function driveOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Record<string, OperationHandler> {

@@ -1,5 +1,5 @@
 /** gRPC handlers of the file tools (files.proto): translate messages, let the functions decide. */
-import type { CallContext } from '@svc/kit';
+import { AccountLimiter, type CallContext } from '@svc/kit';
 import type { drive, drive_files } from '@svc/proto';
 
 import type { DriveDomain } from '../domain.js';
@@ -37,6 +37,13 @@ const itemResponse = (r: { row: Parameters<typeof toItem>[0]['row']; created?: b
 const opt = (v: string | undefined) => v || undefined;
 
 export function fileHandlers(d: DriveDomain) {
+  // Whole-drive scans, each bounded on its own, are also capped per account (docs/reliability.md, "Fair shares").
+  const scans = new AccountLimiter({
+    name: 'drive_scans',
+    what: 'drive scans (grep, find, duplicates, folder size, zip, extract)',
+    perAccount: d.settings.scansPerAccount,
+  });
+  const scan = <T>(ctx: CallContext, fn: () => Promise<T>) => scans.run(ctx.principal, fn);
   return {
     async statPath(req: drive.StatPathRequest, ctx: CallContext) {
       return pathItem(await statPath(d, ctx.principal, { path: req.path, projectId: opt(req.projectId) }));
@@ -50,7 +57,7 @@ export function fileHandlers(d: DriveDomain) {
       );
     },
     async findItems(req: drive.FindItemsRequest, ctx: CallContext) {
-      return items(await findItems(d, ctx.principal, { ...req, folderId: opt(req.folderId), projectId: opt(req.projectId) }));
+      return items(await scan(ctx, () => findItems(d, ctx.principal, { ...req, folderId: opt(req.folderId), projectId: opt(req.projectId) })));
     },
     async recentFiles(req: drive.RecentFilesRequest, ctx: CallContext) {
       return items(await recentFiles(d, ctx.principal, { projectId: opt(req.projectId), limit: req.limit, cursor: opt(req.cursor) }));
@@ -65,7 +72,9 @@ export function fileHandlers(d: DriveDomain) {
       return textStats(d, ctx.principal, req.id);
     },
     async grep(req: drive_files.GrepRequest, ctx: CallContext) {
-      return grep(d, ctx.principal, { ...req, folderId: opt(req.folderId), projectId: opt(req.projectId), nameGlob: opt(req.nameGlob) });
+      return scan(ctx, () =>
+        grep(d, ctx.principal, { ...req, folderId: opt(req.folderId), projectId: opt(req.projectId), nameGlob: opt(req.nameGlob) }),
+      );
     },
     async diffFiles(req: drive_files.DiffRequest, ctx: CallContext) {
       return diffFiles(d, ctx.principal, req);
@@ -96,13 +105,13 @@ export function fileHandlers(d: DriveDomain) {
       return itemResponse({ row: await mergeJson(d, ctx.principal, req) });
     },
     async folderSize(req: drive.GetItemRequest, ctx: CallContext) {
-      return folderSize(d, ctx.principal, req.id);
+      return scan(ctx, () => folderSize(d, ctx.principal, req.id));
     },
     async usage(req: drive_files.UsageRequest, ctx: CallContext) {
       return usage(d, ctx.principal, opt(req.projectId));
     },
     async duplicates(req: drive_files.DuplicatesRequest, ctx: CallContext) {
-      return duplicates(d, ctx.principal, { projectId: opt(req.projectId), limit: req.limit, minSize: req.minSize });
+      return scan(ctx, () => duplicates(d, ctx.principal, { projectId: opt(req.projectId), limit: req.limit, minSize: req.minSize }));
     },
     async listVersions(req: drive_files.ListVersionsRequest, ctx: CallContext) {
       const r = await listVersions(d, ctx.principal, { id: req.id, limit: req.limit, cursor: opt(req.cursor) });
@@ -138,10 +147,10 @@ export function fileHandlers(d: DriveDomain) {
       return items(await taggedItems(d, ctx.principal, { tag: req.tag, projectId: opt(req.projectId), limit: req.limit, cursor: opt(req.cursor) }));
     },
     async zipFolder(req: drive.ZipFolderRequest, ctx: CallContext) {
-      return itemResponse(await zipFolder(d, ctx.principal, { id: req.id, parentId: opt(req.parentId), name: opt(req.name) }));
+      return itemResponse(await scan(ctx, () => zipFolder(d, ctx.principal, { id: req.id, parentId: opt(req.parentId), name: opt(req.name) })));
     },
     async extractArchive(req: drive.ExtractArchiveRequest, ctx: CallContext) {
-      const r = await extractArchive(d, ctx.principal, { ...req, parentId: opt(req.parentId) });
+      const r = await scan(ctx, () => extractArchive(d, ctx.principal, { ...req, parentId: opt(req.parentId) }));
       return { folder: toItem({ row: r.folder }), files: r.files, folders: r.folders };
     },
     async batchDelete(req: drive_files.BatchRequest, ctx: CallContext) {

@@ -12,7 +12,7 @@ import type { Request, Response } from 'express';
 
 import { routes } from '@svc/api';
 import { type Access, checkPrincipal, type ContentDeps } from '@svc/dispatch';
-import { DomainError } from '@svc/kit';
+import { AccountLimiter, DomainError } from '@svc/kit';
 
 import type { AuthContext, Authenticator } from '../../auth.js';
 import { presentedSecret } from '../../auth.js';
@@ -31,13 +31,20 @@ export interface GitDeps extends ContentDeps {
   sitesHost?: string;
 }
 
-/** The front's state: its cache of repositories (removed on close). */
+/** The front's state: its cache of repositories (removed on close), and the Git requests each account has in progress. */
 export class GitFront {
   readonly cache = new GitCache();
   readonly profiles: ProfileRepos;
   readonly sites: SiteRepos;
+  /** Each request brings a repository up to date and runs git (a pack, a push's deploy): capped per account. */
+  readonly builds: AccountLimiter;
 
-  constructor(deps: ContentDeps) {
+  constructor(deps: ContentDeps, limits: { buildsPerAccount?: number } = {}) {
+    this.builds = new AccountLimiter({
+      name: 'git_builds',
+      what: 'Git requests (repository builds, packs, pushes)',
+      perAccount: limits.buildsPerAccount ?? 2,
+    });
     this.profiles = new ProfileRepos({ registry: deps.registry, cache: this.cache });
     this.sites = new SiteRepos({ ...deps, cache: this.cache });
   }
@@ -118,12 +125,18 @@ export function mountGit(app: express.Express, deps: GitDeps): void {
       checkPrincipal(auth.principal, GIT_ACCESS);
       // A clone or push in flight is cut if its key is revoked or expires (git is killed with it).
       deps.auth.holdResponse(auth, res);
-      await handle(deps, req, res, auth, prefix);
+      const release = deps.git.builds.acquire(auth.principal);
+      try {
+        await handle(deps, req, res, auth, prefix);
+      } finally {
+        release();
+      }
     };
     run().catch((err: unknown) => {
       if (res.headersSent || err instanceof PushAborted) return void res.destroy();
       if (err instanceof DomainError) {
         if (err.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Basic realm="svc"');
+        if (err.details?.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(err.details.retryAfterSeconds));
         return text(res, err.httpStatus, err.message);
       }
       deps.log.error({ err, requestId: req.requestId }, 'git request failed');

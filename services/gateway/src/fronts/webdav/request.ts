@@ -31,7 +31,7 @@ export class DavRequest {
   ) {}
 
   get caller(): Caller {
-    return { token: this.auth.token, requestId: this.req.requestId };
+    return { token: this.auth.token, requestId: this.req.requestId, principal: this.auth.principal };
   }
 
   get rpc() {
