@@ -31,6 +31,7 @@ test('the drive declares its settings: defaults, and a bad value named as loadCo
     siteMaxFiles: 2000,
     siteMaxBytes: 100 * 1024 ** 2,
     siteKeepDeployments: 100,
+    grepTimeoutMs: 5000,
   });
   // Empty is unset, as for every variable.
   expect(loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '', SVC_DRIVE_MAX_LOCK_SECONDS: '60' }).drive).toMatchObject({

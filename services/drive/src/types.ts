@@ -16,6 +16,8 @@ export interface DriveSettings {
   siteMaxBytes: number;
   /** Deployments a site keeps: a deploy removes the oldest beyond this many (never the one served). */
   siteKeepDeployments: number;
+  /** How long one grep may search before its worker is terminated (422 grep_timeout). */
+  grepTimeoutMs: number;
 }
 
 /** An item, with its locks, custom properties and path when a full view was asked. */
