@@ -33,6 +33,18 @@ function load(name) {
   return null;
 }
 
+/** An installed package's version (its package.json, found beside what `load` resolved). */
+function versionOf(name) {
+  for (const dir of [root, ...(process.env.REGEX_BENCH_MODULES ? [path.resolve(process.env.REGEX_BENCH_MODULES, '..')] : [])]) {
+    try {
+      return JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+    } catch {
+      // next place
+    }
+  }
+  return '';
+}
+
 /** Each engine: compile(pattern, ignoreCase) → (line) → index of the first match or -1. */
 function engines() {
   const out = [
@@ -58,7 +70,7 @@ function engines() {
   if (re2js) {
     const { RE2JS } = re2js;
     out.push({
-      name: `re2js ${load('re2js/package.json')?.version ?? ''}`.trim(),
+      name: `re2js ${versionOf('re2js')}`,
       compile: (p, i) => {
         const re = RE2JS.compile(p, i ? RE2JS.CASE_INSENSITIVE : 0);
         return (s) => {
@@ -71,7 +83,7 @@ function engines() {
   const RE2 = load('re2');
   if (RE2) {
     out.push({
-      name: `re2 ${load('re2/package.json')?.version ?? ''} (native)`,
+      name: `re2 ${versionOf('re2')} (native)`,
       compile: (p, i) => {
         const re = new RE2(p, i ? 'i' : '');
         return (s) => {
@@ -84,7 +96,7 @@ function engines() {
   const wasm = load('re2-wasm');
   if (wasm) {
     out.push({
-      name: `re2-wasm ${load('re2-wasm/package.json')?.version ?? ''}`,
+      name: `re2-wasm ${versionOf('re2-wasm')}`,
       compile: (p, i) => {
         const re = new wasm.RE2(p, i ? 'iu' : 'u');
         return (s) => {
@@ -198,6 +210,7 @@ function main() {
   console.log('\nHostile: ^(a+)+$ against "a"×n + "!" (one line)\n');
   console.log(`| n | ${list.map((e) => e.name).join(' | ')} |`);
   console.log(`|---:|${list.map(() => '---:').join('|')}|`);
+  for (const e of list) e.compile('^(a+)+$', false)('a'.repeat(16) + '!'); // warm-up, not counted
   for (const n of [20, 22, 24, 30, 10_240]) {
     const s = `${'a'.repeat(n)}!`;
     const cells = list.map((e, ei) => {
@@ -213,4 +226,57 @@ function main() {
   }
 }
 
+/**
+ * The drive's grep path (services/drive/dist, built): the same ~1 MB as one file through a grep
+ * worker (a copy to the worker thread, RE2 there, the matches back) against re2js on this thread.
+ */
+async function throughWorker(lines) {
+  let grepWorkers;
+  let compilePattern;
+  let searchText;
+  try {
+    ({ grepWorkers } = require(path.join(root, 'services/drive/dist/files/grep.js')));
+    ({ compilePattern } = require(path.join(root, 'services/drive/dist/files/pattern.js')));
+    ({ searchText } = require(path.join(root, 'services/drive/dist/files/search-text.js')));
+  } catch {
+    console.log('\n(services/drive is not built: no grep-worker figures)');
+    return;
+  }
+  const bytes = Buffer.from(lines.join('\n'));
+  console.log('\nThe drive grep path: ~1 MB as one file, all matches (medians)\n');
+  console.log('| pattern | on this thread (compilePattern + searchText) | grep worker, warm (compile + search + answer) |');
+  console.log('|---|---:|---:|');
+  for (const [, p, i] of PATTERNS.slice(0, 5)) {
+    const here = [];
+    const there = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      let t = now();
+      searchText(compilePattern(p, { regex: true, ignoreCase: i }), bytes, 1_000_000);
+      here.push(now() - t);
+      const s = grepWorkers.open(60_000);
+      t = now();
+      await s.compile(p, true, i);
+      await s.search(bytes, 1_000_000);
+      there.push(now() - t);
+      s.close();
+    }
+    console.log(`| \`${p}\`${i ? ' (i)' : ''} | ${fmt(median(here))} ms | ${fmt(median(there))} ms |`);
+  }
+  const t = now();
+  const cold = new (require('node:worker_threads').Worker)(path.join(root, 'services/drive/dist/files/grep-worker.js'), { execArgv: [] });
+  await new Promise((resolve) => {
+    cold.once('message', resolve);
+    cold.postMessage({ op: 'compile', pattern: 'x', regex: true, ignoreCase: false });
+  });
+  console.log(`\nA new worker's first answer (thread start, re2js loaded, a pattern compiled): ${fmt(now() - t)} ms`);
+  await cold.terminate();
+}
+
 main();
+throughWorker(corpus()).then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -87,18 +87,19 @@ describe('the grep worker', () => {
   });
 
   test('a search past its deadline is stopped mid-match: 422 grep_timeout, and the next search works', async () => {
-    const s = grepWorkers.open(10_000);
-    // Linear, but about 2,000 instructions per character: a few MB take minutes.
-    await s.compile('(.{1,50}a){12}hhhhhhh', true, false);
-    s.close();
-    const slow = grepWorkers.open(300);
-    await slow.compile('(.{1,50}a){12}hhhhhhh', true, false);
+    // Linear, but about 2,000 instructions per character of a pseudo-random line (no literal to
+    // skip it by): 2 MB take tens of seconds.
     let text = '';
-    for (let i = 0; text.length < 2_000_000; i++) text += 'abcdefgh '[(i * 7919) % 9];
+    for (let x = 1; text.length < 2_000_000;) {
+      x = (x * 48271) % 2147483647;
+      text += 'abcdefgh '[x % 9];
+    }
+    const slow = grepWorkers.open(1000);
+    await slow.compile('(.{1,50}a){12}[hz]{7}', true, false);
     await expect(slow.search(Buffer.from(text), 10)).rejects.toMatchObject({
       kind: 'unprocessable',
       code: 'grep_timeout',
-      details: { timeoutMs: 300 },
+      details: { timeoutMs: 1000 },
     });
     slow.close();
     const next = grepWorkers.open(10_000);

@@ -6,6 +6,7 @@ import { contentTypeFor } from '../rules.js';
 import type { ItemRow } from '../store.js';
 import { unifiedDiff } from './diff.js';
 import { readText, rewriteText, segments, writeBytes } from './io.js';
+import { occurrences, replaceAt } from './occurrences.js';
 import { makeFolders } from './paths.js';
 
 const bad = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
@@ -164,7 +165,8 @@ export async function editText(
   if (!input.find) throw bad('find: required.');
   if (input.expected < 0) throw bad('expectedOccurrences: at least 1.');
   const { row, extra } = await rewriteText(drive, p, input.id, input.ifMatch, (t) => {
-    const n = t.split(input.find).length - 1;
+    const at = occurrences(t, input.find);
+    const n = at.length;
     const expected = input.expected || 1;
     if (n === 0) throw new DomainError('unprocessable', 'text_not_found', 'The text to replace is not in the file; nothing was written.');
     if (!input.replaceAll && n !== expected) {
@@ -175,7 +177,7 @@ export async function editText(
         { occurrences: n },
       );
     }
-    return { text: t.split(input.find).join(input.replace), extra: n };
+    return { text: replaceAt(t, at, input.find.length, input.replace), extra: n };
   });
   return { row, replacements: extra };
 }
