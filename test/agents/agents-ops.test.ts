@@ -75,6 +75,19 @@ describe('agents at work', () => {
     expect(names).not.toContain('threads_get');
   });
 
+  test('hostile tool patterns resolve at once (no backtracking), and another account is served meanwhile', async () => {
+    // As backtracking regular expressions, the first took 12.6 s against one tool name, the others far longer.
+    const hostile = ['*'.repeat(12) + 'z', '*'.repeat(99) + 'z', `${'*_'.repeat(49)}z`, `${'*s'.repeat(49)}x`];
+    const agent = (await ok('POST', '/agents', ada.key, { name: 'Hostile', tools: [...hostile, 'who*i'] })).body;
+    const [tools, me, list] = await Promise.all([
+      ok('GET', `/agents/${agent.id}/tools`, ada.key),
+      t.call('GET', '/me', { key: bob.key }),
+      t.call('GET', '/agents', { key: bob.key }),
+    ]);
+    expect(tools.body.tools.map((x: any) => x.name)).toEqual(['whoami']);
+    expect([me.status, list.status]).toEqual([200, 200]);
+  });
+
   test('clone and export copy the definition; search finds agents by text', async () => {
     const src = (
       await ok('POST', '/agents', ada.key, { name: 'Analyst', instructions: 'Summarise quarterly figures', tools: ['whoami'], maxSteps: 7 })

@@ -32,6 +32,7 @@ test('the drive declares its settings: defaults, and a bad value named as loadCo
     siteMaxBytes: 100 * 1024 ** 2,
     siteKeepDeployments: 100,
     scansPerAccount: 2,
+    grepTimeoutMs: 5000,
   });
   // Empty is unset, as for every variable.
   expect(loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '', SVC_DRIVE_MAX_LOCK_SECONDS: '60' }).drive).toMatchObject({

@@ -17,6 +17,8 @@ const YEAR = 365 * 24 * HOUR;
  * - SVC_DRIVE_SITE_MAX_FILES, SVC_DRIVE_SITE_MAX_BYTES: the most files and bytes (all files
  *   together) one site deployment holds, default 2000 and 100 MiB (413 above; docs/sites.md);
  * - SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: deployments a site keeps (the oldest go at a deploy), default 100.
+ * - SVC_DRIVE_GREP_TIMEOUT_MS: how long one grep may search (its pattern is matched on a worker
+ *   thread, terminated then: 422 grep_timeout), default 5000; below the gateway's gRPC deadline.
  * - SVC_DRIVE_SITE_MAX_DOMAINS: custom domains a site may have (pending or verified), default 10;
  * - SVC_SITES_DNS_SERVERS: the DNS servers a custom domain's TXT record is looked up on
  *   (`1.1.1.1,8.8.8.8`, `127.0.0.1:5353`); unset, the system's;
@@ -44,6 +46,7 @@ export const driveSettingsSchema = defineSettings({
   SVC_DRIVE_SITE_MAX_FILES: setting.int(1, 2000),
   SVC_DRIVE_SITE_MAX_BYTES: setting.int(1, 100 * 1024 ** 2),
   SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: setting.int(1, 100),
+  SVC_DRIVE_GREP_TIMEOUT_MS: setting.int(100, 5000, 60_000),
   SVC_DRIVE_SITE_MAX_DOMAINS: setting.int(1, 10, 1000),
   SVC_SITES_DNS_SERVERS: z
     .string()
@@ -128,6 +131,7 @@ export function driveSettings(env: {
   SVC_DRIVE_SITE_MAX_BYTES: number;
   SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: number;
   SVC_DRIVE_SCANS_PER_ACCOUNT: number;
+  SVC_DRIVE_GREP_TIMEOUT_MS: number;
 }): DriveSettings {
   return {
     maxFileBytes: env.SVC_DRIVE_MAX_FILE_BYTES,
@@ -138,5 +142,6 @@ export function driveSettings(env: {
     siteMaxBytes: env.SVC_DRIVE_SITE_MAX_BYTES,
     siteKeepDeployments: env.SVC_DRIVE_SITE_KEEP_DEPLOYMENTS,
     scansPerAccount: env.SVC_DRIVE_SCANS_PER_ACCOUNT,
+    grepTimeoutMs: env.SVC_DRIVE_GREP_TIMEOUT_MS,
   };
 }

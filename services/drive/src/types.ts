@@ -18,6 +18,8 @@ export interface DriveSettings {
   siteKeepDeployments: number;
   /** Whole-drive scans (grep, find, duplicates, folder size, zip, extract) one account may run at once here. */
   scansPerAccount: number;
+  /** How long one grep may search before its worker is terminated (422 grep_timeout). */
+  grepTimeoutMs: number;
 }
 
 /** An item, with its locks, custom properties and path when a full view was asked. */

@@ -223,3 +223,12 @@ function KIT_MIGRATIONS(schema: string): Migration[] {
     },
   ];
 }
+
+/**
+ * A caller's text as the right side of PostgreSQL's `~*` (case-insensitive regular expression),
+ * matching wherever the text occurs: `column ~* $1` with `containsText(q)`. The `***=` director
+ * makes the rest a literal (no character is special). PostgreSQL's regex engine runs it as a DFA,
+ * in time linear in the column's text; `ILIKE '%…%'` backtracks over every `a` before a mismatch
+ * (200 characters against 10 MB: 8.8 s in PGlite, on the event loop of `npm start`; 0.4 s so).
+ */
+export const containsText = (text: string): string => `***=${text}`;

@@ -2289,7 +2289,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search the text of the files under a folder (or the whole drive): each matching line with the file’s id and path, its line and column. Binary files and files over 5 MiB are skipped. */
+        /** Search the text of the files under a folder (or the whole drive): each matching line with the file’s id and path, its line and column. Binary files and files over 5 MiB are skipped. A search that runs past its time limit answers 422 grep_timeout. */
         get: operations["drive.grep"];
         put?: never;
         post?: never;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 import { routes } from '@svc/api';
-import { DomainError, parseInput, type Principal } from '@svc/kit';
+import { containsText, DomainError, parseInput, type Principal } from '@svc/kit';
 import { ToolCatalogue } from '@svc/tools';
 
 import type { ThreadOps } from '../threads/manage.js';
@@ -153,8 +153,7 @@ export class AgentOps {
 
   async search(p: Principal, query: string, limit: number): Promise<AgentRow[]> {
     const text = parseInput(Query, query ?? '', { where: 'query' });
-    const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    return this.store.search(p.accountId, p.projectId, pattern, Math.min(Math.max(limit || 20, 1), 100));
+    return this.store.search(p.accountId, p.projectId, containsText(text), Math.min(Math.max(limit || 20, 1), 100));
   }
 
   async addDefault(p: Principal, id: string): Promise<AgentRow[]> {

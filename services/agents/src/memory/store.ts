@@ -1,4 +1,4 @@
-import type { Actor, Queryable, Sql } from '@svc/kit';
+import { type Actor, containsText, type Queryable, type Sql } from '@svc/kit';
 
 /** SQL for agent memory (docs/memory.md). Rules live in memory.ts. */
 
@@ -131,10 +131,10 @@ export class MemoryStore {
 
   /** Entries whose key or value text holds `text` (case-insensitive), most recently written first. */
   async search(accountId: string, text: string, namespace: string | undefined, limit: number): Promise<MemoryRow[]> {
-    const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const pattern = containsText(text);
     return this.sql.query<MemoryRow>(
       `SELECT * FROM agents.memory WHERE account_id = $1 AND ($2::text IS NULL OR namespace = $2) AND ${LIVE}
-          AND (key ILIKE $3 OR value::text ILIKE $3)
+          AND (key ~* $3 OR value::text ~* $3)
         ORDER BY updated_at DESC, namespace, key LIMIT $4`,
       [accountId, namespace ?? null, pattern, limit],
     );

@@ -1,4 +1,4 @@
-import type { Actor, Queryable, Sql } from '@svc/kit';
+import { type Actor, containsText, type Queryable, type Sql } from '@svc/kit';
 
 /** SQL for task lists, tasks, comments and activity (docs/memory.md). Rules live in tasks.ts. */
 
@@ -171,12 +171,12 @@ export class TaskStore {
   }
 
   async tasks(f: TaskFilter): Promise<TaskRow[]> {
-    const text = f.text ? `%${f.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+    const text = f.text ? containsText(f.text) : null;
     return this.sql.query<TaskRow>(
       `SELECT ${TASK_COLUMNS} FROM agents.tasks t
         WHERE t.account_id = $1 AND ($2::text IS NULL OR t.list_id = $2) AND ($3::text IS NULL OR t.status = $3)
           AND ($4::text IS NULL OR t.assignee_agent_id = $4) AND ($5::text IS NULL OR $5 = ANY(t.labels))
-          AND ($6::text IS NULL OR t.title ILIKE $6 OR t.notes ILIKE $6) AND ($7::timestamptz IS NULL OR t.due_at < $7)
+          AND ($6::text IS NULL OR t.title ~* $6 OR t.notes ~* $6) AND ($7::timestamptz IS NULL OR t.due_at < $7)
         ORDER BY t.list_id, t.position, t.id OFFSET $8 LIMIT $9`,
       [f.accountId, f.listId ?? null, f.status ?? null, f.assignee ?? null, f.label ?? null, text, f.dueBefore ?? null, f.offset, f.limit],
     );

@@ -26,10 +26,10 @@ export interface ParticipantRow {
 export class ThreadExtrasStore {
   constructor(readonly sql: Sql) {}
 
-  /** The thread's messages whose text contains the pattern (ILIKE), newest first. */
+  /** The thread's messages whose text contains the text (`~*` with kit's containsText: linear time), newest first. */
   async searchMessages(threadId: string, pattern: string, limit: number): Promise<EventRow[]> {
     const rows = await this.sql.query<EventRow>(
-      `SELECT * FROM agents.thread_events WHERE thread_id = $1 AND type IN ('message.created', 'message.injected') AND data->>'content' ILIKE $2
+      `SELECT * FROM agents.thread_events WHERE thread_id = $1 AND type IN ('message.created', 'message.injected') AND data->>'content' ~* $2
         ORDER BY seq DESC LIMIT $3`,
       [threadId, pattern, limit],
     );

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { DomainError, parseInput, type Principal, type Sql } from '@svc/kit';
+import { containsText, DomainError, parseInput, type Principal, type Sql } from '@svc/kit';
 
 import { ThreadExtrasStore } from './activity-store.js';
 import type { MessageView, ThreadOps } from './manage.js';
@@ -65,8 +65,7 @@ export class ThreadExtras {
   async searchMessages(p: Principal, threadId: string, query: string, limit: number): Promise<MessageView[]> {
     const text = parseInput(Query, query ?? '', { where: 'query' });
     await this.threads.get(p, threadId);
-    const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    const rows = await this.store.searchMessages(threadId, pattern, Math.min(Math.max(limit || 20, 1), 100));
+    const rows = await this.store.searchMessages(threadId, containsText(text), Math.min(Math.max(limit || 20, 1), 100));
     return this.ops.viewsOf(threadId, rows);
   }
 

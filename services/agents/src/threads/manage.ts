@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { actorOf, DomainError, newId, parseInput, type Principal, type Sql } from '@svc/kit';
+import { actorOf, containsText, DomainError, newId, parseInput, type Principal, type Sql } from '@svc/kit';
 
 import { ThreadOpsStore } from './manage-store.js';
 import type { ContextMessage, EventRow, InboxRow, RunRow, ThreadRow } from './store.js';
@@ -287,8 +287,13 @@ export class ThreadOps {
   async search(p: Principal, input: { query: string; limit?: number; cursor?: string }) {
     const text = parseInput(Query, input.query ?? '', { where: 'query' });
     const n = pageSize(input.limit, 100);
-    const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    const rows = await this.store.search({ accountId: p.accountId, projectId: p.projectId, pattern, after: decodeAt(input.cursor), limit: n + 1 });
+    const rows = await this.store.search({
+      accountId: p.accountId,
+      projectId: p.projectId,
+      pattern: containsText(text),
+      after: decodeAt(input.cursor),
+      limit: n + 1,
+    });
     const page = rows.slice(0, n);
     const last = page[page.length - 1];
     return { matches: page, nextCursor: rows.length > n && last ? encode([last.last_activity_at.toISOString(), last.id]) : undefined };

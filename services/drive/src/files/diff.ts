@@ -15,7 +15,9 @@ export function unifiedDiff(a: string[], b: string[], nameA: string, nameB: stri
     throw new DomainError('too_large', 'diff_too_large', 'The files differ in too many lines to diff here.');
   }
   const w = mb.length + 1;
-  const table = new Uint32Array((ma.length + 1) * w);
+  // An LCS length is at most min(ma, mb), at most 5,000 under the bound above: 16 bits hold it
+  // (the table is 50 MB at the bound, not 100).
+  const table = new Uint16Array((ma.length + 1) * w);
   for (let i = ma.length - 1; i >= 0; i--) {
     for (let j = mb.length - 1; j >= 0; j--) {
       table[i * w + j] = ma[i] === mb[j] ? table[(i + 1) * w + j + 1]! + 1 : Math.max(table[(i + 1) * w + j]!, table[i * w + j + 1]!);

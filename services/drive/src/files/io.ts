@@ -8,6 +8,7 @@ import type { DriveDomain } from '../domain.js';
 import type { ItemRow } from '../store.js';
 import type { UploadHeader } from '../types.js';
 import { commitUpload } from '../uploads.js';
+import { isText } from './search-text.js';
 
 /** The most bytes a file tool reads or writes in one call. */
 export const TOOL_MAX_BYTES = 5 * 1024 * 1024;
@@ -31,16 +32,7 @@ export async function readBlob(drive: DriveDomain, accountId: string, sha256: st
   return Buffer.concat(chunks);
 }
 
-/** Whether bytes look like text: valid UTF-8 without NUL. */
-export function isText(b: Buffer): boolean {
-  if (b.includes(0)) return false;
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(b);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { isText } from './search-text.js';
 
 /** A file's text (UTF-8); a binary file is refused. */
 export async function readText(drive: DriveDomain, row: ItemRow, max = TOOL_MAX_BYTES): Promise<string> {

@@ -17,7 +17,34 @@ export function parsePointer(pointer: string): string[] {
     .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
+/**
+ * The deepest nesting the JSON operations read (a file's own, or a value's). V8 parses any depth
+ * but writes (JSON.stringify) only a few thousand levels before its stack runs out, which answered
+ * 500; the API's own bodies stop at 64 levels.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/** How deep a JSON text nests ([ and { outside strings), in one pass without parsing it. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 /* [ */ || c === 123 /* { */) deepest = Math.max(deepest, ++depth);
+    else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
+  }
+  return deepest;
+}
+
 function parseJson(text: string, what: string): Json {
+  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    throw new DomainError('unprocessable', 'json_too_deep', `${what} nests deeper than ${MAX_JSON_DEPTH} levels, the most the JSON operations read.`);
+  }
   try {
     return JSON.parse(text) as Json;
   } catch (err) {

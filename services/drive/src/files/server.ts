@@ -6,11 +6,12 @@ import type { DriveDomain } from '../domain.js';
 import { toItem } from '../views.js';
 import { extractArchive, zipFolder } from './archives.js';
 import { batchDelete, batchMove, batchTag, readMany } from './batch.js';
+import { grep } from './grep.js';
 import { getJson, mergeJson, setJson } from './json.js';
 import { ancestors, duplicates, findItems, folderSize, makeFolders, type PathItem, recentFiles, statPath, tree, usage } from './paths.js';
 import type { VersionRow } from './store.js';
 import { getTags, listTags, removeTags, setTags, taggedItems } from './tags.js';
-import { appendText, diffFiles, editText, grep, readCsv, readLines, replaceLines, textStats, writeText } from './text.js';
+import { appendText, diffFiles, editText, readCsv, readLines, replaceLines, textStats, writeText } from './text.js';
 import { deleteVersion, diffVersion, listVersions, readVersion, restoreVersion } from './versions.js';
 
 const pathItem = (i: PathItem): drive.PathItem => ({ item: toItem({ row: i.row }), path: i.path, depth: i.depth });

@@ -5,8 +5,9 @@ import type { DriveDomain } from '../domain.js';
 import { contentTypeFor } from '../rules.js';
 import type { ItemRow } from '../store.js';
 import { unifiedDiff } from './diff.js';
-import { isText, readBytes, readText, rewriteText, segments, TOOL_MAX_BYTES, writeBytes } from './io.js';
-import { files, likeOf, makeFolders, start } from './paths.js';
+import { readText, rewriteText, segments, writeBytes } from './io.js';
+import { occurrences, replaceAt } from './occurrences.js';
+import { makeFolders } from './paths.js';
 
 const bad = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
 
@@ -52,66 +53,6 @@ export async function textStats(drive: DriveDomain, p: Principal, id: string) {
     lineEndings: crlf && lf ? 'mixed' : crlf ? 'crlf' : lf ? 'lf' : 'none',
     endsWithNewline: text.endsWith('\n'),
   };
-}
-
-/** Text search in the files under a folder: matching lines with their paths and numbers. */
-export async function grep(
-  drive: DriveDomain,
-  p: Principal,
-  input: { folderId?: string; projectId?: string; pattern: string; regex: boolean; ignoreCase: boolean; maxMatches: number; nameGlob?: string },
-) {
-  if (!input.pattern) throw bad('pattern: required.');
-  if (input.pattern.length > 1000) throw bad('pattern: at most 1000 characters.');
-  let re: RegExp;
-  try {
-    re = new RegExp(input.regex ? input.pattern : input.pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), input.ignoreCase ? 'i' : '');
-  } catch (err) {
-    throw new DomainError('invalid_argument', 'invalid_pattern', `pattern: ${(err as Error).message}`);
-  }
-  const max = Math.min(Math.max(input.maxMatches || 100, 1), 1000);
-  const { start: s, prefix } = await start(drive, p, input.folderId, input.projectId);
-  const rows = await files.walk(drive.sql, p.accountId, s, 100, 2001, {
-    kind: 'file',
-    maxSize: TOOL_MAX_BYTES,
-    // A glob without * or ? names the file exactly.
-    ...(input.nameGlob ? { nameLike: /[*?]/.test(input.nameGlob) ? likeOf(input.nameGlob) : likeOf(input.nameGlob).slice(1, -1) } : {}),
-  });
-  const matches: Array<{ fileId: string; path: string; line: number; column: number; text: string }> = [];
-  let searched = 0;
-  let skipped = 0;
-  let truncated = rows.length > 2000;
-  let budget = 50 * 1024 * 1024;
-  for (const r of rows.slice(0, 2000)) {
-    if (matches.length >= max) {
-      truncated = true;
-      break;
-    }
-    if (budget - r.size < 0) {
-      skipped++;
-      truncated = true;
-      continue;
-    }
-    budget -= r.size;
-    const b = await readBytes(drive, r);
-    if (!isText(b)) {
-      skipped++;
-      continue;
-    }
-    searched++;
-    const lines = splitLines(b.toString('utf8'));
-    for (let i = 0; i < lines.length && matches.length < max; i++) {
-      const m = re.exec(lines[i]!);
-      if (m)
-        matches.push({
-          fileId: r.id,
-          path: prefix ? `${prefix}/${r.path}` : r.path,
-          line: i + 1,
-          column: m.index + 1,
-          text: lines[i]!.slice(0, 500),
-        });
-    }
-  }
-  return { matches, filesSearched: searched, filesSkipped: skipped, truncated };
 }
 
 export async function diffFiles(drive: DriveDomain, p: Principal, input: { fromId: string; toId: string; context: number }) {
@@ -224,7 +165,8 @@ export async function editText(
   if (!input.find) throw bad('find: required.');
   if (input.expected < 0) throw bad('expectedOccurrences: at least 1.');
   const { row, extra } = await rewriteText(drive, p, input.id, input.ifMatch, (t) => {
-    const n = t.split(input.find).length - 1;
+    const at = occurrences(t, input.find);
+    const n = at.length;
     const expected = input.expected || 1;
     if (n === 0) throw new DomainError('unprocessable', 'text_not_found', 'The text to replace is not in the file; nothing was written.');
     if (!input.replaceAll && n !== expected) {
@@ -235,7 +177,7 @@ export async function editText(
         { occurrences: n },
       );
     }
-    return { text: t.split(input.find).join(input.replace), extra: n };
+    return { text: replaceAt(t, at, input.find.length, input.replace), extra: n };
   });
   return { row, replacements: extra };
 }

@@ -19,10 +19,12 @@ export const driveTextRoutes = [
     path: '/drive/grep',
     summary:
       'Search the text of the files under a folder (or the whole drive): each matching line with the file’s id and path, ' +
-      'its line and column. Binary files and files over 5 MiB are skipped.',
+      'its line and column. Binary files and files over 5 MiB are skipped. A search that runs past its time limit answers 422 grep_timeout.',
     query: z.object({
       pattern: z.string().min(1).max(1000).describe('The text to find (a literal unless regex=true).'),
-      regex: QueryBool.describe('The pattern is a JavaScript regular expression.'),
+      regex: QueryBool.describe(
+        'The pattern is a JavaScript regular expression, matched in linear time (RE2): backreferences and lookaround are refused (400 invalid_pattern).',
+      ),
       ignoreCase: QueryBool,
       folderId: FolderId.optional().describe('Search under this folder (default: the whole drive).'),
       nameGlob: z.string().min(1).max(255).optional().describe('Only files whose name matches this glob ("*.md").'),

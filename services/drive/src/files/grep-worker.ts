@@ -1,0 +1,42 @@
+/**
+ * The grep worker (a worker thread, grep.ts's GrepWorkers): compiles the caller's pattern and
+ * searches each file's bytes it is sent, off the service's event loop. Messages in, one answer out
+ * per message, in order.
+ */
+import { parentPort } from 'node:worker_threads';
+
+import { compilePattern, type LineMatcher, PatternError } from './pattern.js';
+import { searchText } from './search-text.js';
+
+export type GrepRequest = { op: 'compile'; pattern: string; regex: boolean; ignoreCase: boolean } | { op: 'search'; bytes: Uint8Array; max: number };
+
+export type GrepAnswer =
+  | { op: 'compiled'; error?: string }
+  | { op: 'searched'; matches: Array<{ line: number; column: number; text: string }> | null }
+  | { op: 'failed'; error: string };
+
+let matcher: LineMatcher | null = null;
+
+function answer(m: GrepRequest): GrepAnswer {
+  if (m.op === 'compile') {
+    try {
+      matcher = compilePattern(m.pattern, m);
+      return { op: 'compiled' };
+    } catch (err) {
+      if (err instanceof PatternError) return { op: 'compiled', error: err.message };
+      throw err;
+    }
+  }
+  if (!matcher) return { op: 'failed', error: 'no pattern compiled' };
+  return { op: 'searched', matches: searchText(matcher, m.bytes, m.max) };
+}
+
+parentPort?.on('message', (m: GrepRequest) => {
+  let a: GrepAnswer;
+  try {
+    a = answer(m);
+  } catch (err) {
+    a = { op: 'failed', error: (err as Error).message };
+  }
+  parentPort!.postMessage(a);
+});

@@ -1,0 +1,196 @@
+/**
+ * Text search in the files under a folder (docs/drive.md, "Patterns"). The caller's pattern is
+ * compiled and matched on a worker thread by RE2's linear-time algorithm (pattern.ts), under a
+ * deadline: a search that passes it stops (the worker is terminated) and answers 422
+ * `grep_timeout`, and the service's event loop, which serves every other tenant, never runs it.
+ */
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+
+import { DomainError, type Principal } from '@svc/kit';
+
+import type { DriveDomain } from '../domain.js';
+import type { GrepAnswer, GrepRequest } from './grep-worker.js';
+import { readBytes, TOOL_MAX_BYTES } from './io.js';
+import { files, likeOf, start } from './paths.js';
+
+const WORKER = path.join(__dirname, 'grep-worker.js');
+/** Idle workers kept warm, and for how long. */
+const KEEP_IDLE = 2;
+const IDLE_MS = 60_000;
+/** A worker's heap: a 5 MiB file's text and RE2's state fit many times over; past it the search fails, not the service. */
+const WORKER_HEAP_MB = 256;
+
+const timedOut = (ms: number, searched: number) =>
+  new DomainError(
+    'unprocessable',
+    'grep_timeout',
+    `The search passed its ${ms} ms limit after ${searched} file(s) (the pattern's cost over this much text): ` +
+      'narrow it with folderId or nameGlob, or simplify the pattern.',
+    { timeoutMs: ms, filesSearched: searched },
+  );
+
+/** One search's worker: requests answered in order, all of them within the deadline. */
+class GrepSession {
+  private pending: { resolve: (a: GrepAnswer) => void; reject: (e: Error) => void } | null = null;
+  private failure: Error | null = null;
+  private readonly timer: NodeJS.Timeout;
+  searched = 0;
+
+  constructor(
+    private readonly pool: GrepWorkers,
+    private readonly worker: Worker,
+    private readonly timeoutMs: number,
+  ) {
+    this.timer = setTimeout(() => this.fail(timedOut(timeoutMs, this.searched)), timeoutMs);
+    worker.on('message', this.onMessage);
+    worker.on('error', this.onError);
+    worker.on('exit', this.onExit);
+  }
+
+  private readonly onMessage = (a: GrepAnswer) => {
+    const p = this.pending;
+    this.pending = null;
+    p?.resolve(a);
+  };
+
+  private readonly onError = (err: Error) => {
+    const oom = (err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY';
+    this.fail(
+      oom
+        ? new DomainError('unprocessable', 'grep_too_large', `The search needed more than ${WORKER_HEAP_MB} MiB: narrow it or simplify the pattern.`)
+        : new DomainError('internal', 'grep_failed', 'The search failed.', undefined, { cause: err }),
+    );
+  };
+
+  private readonly onExit = () => this.fail(new DomainError('internal', 'grep_failed', 'The search stopped.'));
+
+  /** Ends the session with an error: the worker is terminated (it may be mid-match), never reused. */
+  private fail(err: Error): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.detach();
+    void this.worker.terminate();
+    const p = this.pending;
+    this.pending = null;
+    p?.reject(err);
+  }
+
+  private detach(): void {
+    clearTimeout(this.timer);
+    this.worker.off('message', this.onMessage);
+    this.worker.off('error', this.onError);
+    this.worker.off('exit', this.onExit);
+  }
+
+  ask(m: GrepRequest): Promise<GrepAnswer> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.worker.postMessage(m);
+    });
+  }
+
+  async compile(pattern: string, regex: boolean, ignoreCase: boolean): Promise<void> {
+    const a = await this.ask({ op: 'compile', pattern, regex, ignoreCase });
+    if (a.op === 'compiled' && a.error) throw new DomainError('invalid_argument', 'invalid_pattern', a.error);
+    if (a.op !== 'compiled') throw new DomainError('internal', 'grep_failed', 'The search failed.');
+  }
+
+  /** The matching lines of one file (at most `max`), or null when it is not text. */
+  async search(bytes: Uint8Array, max: number) {
+    const a = await this.ask({ op: 'search', bytes, max });
+    if (a.op !== 'searched') throw new DomainError('internal', 'grep_failed', 'The search failed.');
+    return a.matches;
+  }
+
+  /** Gives a healthy worker back to the pool. */
+  close(): void {
+    if (this.failure) return;
+    this.failure = new Error('closed');
+    this.detach();
+    this.pool.release(this.worker);
+  }
+}
+
+/** Worker threads for grep: one per search in flight, a few kept warm between searches. */
+export class GrepWorkers {
+  private readonly idle: Array<{ worker: Worker; timer: NodeJS.Timeout }> = [];
+
+  open(timeoutMs: number): GrepSession {
+    const kept = this.idle.pop();
+    if (kept) clearTimeout(kept.timer);
+    const worker =
+      kept?.worker ??
+      // No inherited execArgv: the parent's --require hooks (tracing) have no business here.
+      new Worker(WORKER, { name: 'grep', execArgv: [], resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+    worker.unref();
+    return new GrepSession(this, worker, timeoutMs);
+  }
+
+  release(worker: Worker): void {
+    if (this.idle.length >= KEEP_IDLE) {
+      void worker.terminate();
+      return;
+    }
+    const entry = { worker, timer: setTimeout(() => this.drop(entry), IDLE_MS) };
+    entry.timer.unref();
+    this.idle.push(entry);
+  }
+
+  private drop(entry: { worker: Worker; timer: NodeJS.Timeout }): void {
+    const i = this.idle.indexOf(entry);
+    if (i >= 0) this.idle.splice(i, 1);
+    void entry.worker.terminate();
+  }
+}
+
+/** The process's grep workers (unreferenced: they never keep it alive). */
+export const grepWorkers = new GrepWorkers();
+
+/** Text search in the files under a folder: matching lines with their paths and numbers. */
+export async function grep(
+  drive: DriveDomain,
+  p: Principal,
+  input: { folderId?: string; projectId?: string; pattern: string; regex: boolean; ignoreCase: boolean; maxMatches: number; nameGlob?: string },
+) {
+  const session = grepWorkers.open(drive.settings.grepTimeoutMs);
+  try {
+    await session.compile(input.pattern, input.regex, input.ignoreCase);
+    const max = Math.min(Math.max(input.maxMatches || 100, 1), 1000);
+    const { start: s, prefix } = await start(drive, p, input.folderId, input.projectId);
+    const rows = await files.walk(drive.sql, p.accountId, s, 100, 2001, {
+      kind: 'file',
+      maxSize: TOOL_MAX_BYTES,
+      // A glob without * or ? names the file exactly.
+      ...(input.nameGlob ? { nameLike: /[*?]/.test(input.nameGlob) ? likeOf(input.nameGlob) : likeOf(input.nameGlob).slice(1, -1) } : {}),
+    });
+    const matches: Array<{ fileId: string; path: string; line: number; column: number; text: string }> = [];
+    let skipped = 0;
+    let truncated = rows.length > 2000;
+    let budget = 50 * 1024 * 1024;
+    for (const r of rows.slice(0, 2000)) {
+      if (matches.length >= max) {
+        truncated = true;
+        break;
+      }
+      if (budget - r.size < 0) {
+        skipped++;
+        truncated = true;
+        continue;
+      }
+      budget -= r.size;
+      const found = await session.search(await readBytes(drive, r), max - matches.length);
+      if (!found) {
+        skipped++;
+        continue;
+      }
+      session.searched++;
+      const where = prefix ? `${prefix}/${r.path}` : r.path;
+      for (const m of found) matches.push({ fileId: r.id, path: where, ...m });
+    }
+    return { matches, filesSearched: session.searched, filesSkipped: skipped, truncated };
+  } finally {
+    session.close();
+  }
+}
