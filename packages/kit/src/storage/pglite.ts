@@ -164,9 +164,11 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
       conn.release();
     }
   };
-  const inTx = (t: Transaction, state: TxState): Queryable => {
+  const inTx = (t: Transaction, state: TxState, holder: Holder): Queryable => {
     const live = (text: string) => {
       if (!state.open) throw new Error(`the transaction is over (ended, or rolled back past its bound); not run: "${statementHead(text)}"`);
+      // Its latest statement, for the log of a statement that waited too long behind it.
+      holder.what = `a transaction (at "${statementHead(text)}")`;
     };
     return {
       async query<R>(text: string, params?: unknown[]) {
@@ -202,7 +204,7 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
       try {
         // A rejection of `cut` makes PGlite roll back and rethrow it; fn's work, if it goes on,
         // finds the transaction over at its next statement.
-        return await guard.run(state, () => db.transaction((t) => Promise.race([fn(inTx(t, state)), cut])));
+        return await guard.run(state, () => db.transaction((t) => Promise.race([fn(inTx(t, state, holder)), cut])));
       } finally {
         state.open = false;
         holder.abort = undefined;
