@@ -55,7 +55,7 @@ beforeAll(async () => {
     const report = await runStateful(t.url, routes, a, b, {
       seed,
       rounds: LONG ? 3 : 1,
-      mutations: LONG ? 18 : 4,
+      mutations: LONG ? 18 : 3,
       concurrency: 4,
       skip,
     });

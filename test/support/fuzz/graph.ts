@@ -109,20 +109,21 @@ export function buildGraph(routes: Route[], skip: (r: Route) => boolean = () => 
 }
 
 /**
- * The order producers run in: an operation whose slots are filled by other producers after those
- * (a comment after its task, a message after its thread). Cycles keep the table's order.
+ * The producers in layers: an operation whose slots other producers fill comes in a layer after
+ * theirs (a comment after its task, a message after its thread). Cycles keep the table's order.
  */
-export function producerOrder(graph: Graph): Operation[] {
-  const ps = graph.operations.filter((o) => o.role === 'producer');
+export function producerLayers(graph: Graph): Operation[][] {
   const depth = new Map<Operation, number>();
   const depthOf = (op: Operation, seen = new Set<Operation>()): number => {
     if (depth.has(op)) return depth.get(op)!;
     if (seen.has(op)) return 0;
     seen.add(op);
     let d = 0;
-    for (const slot of op.slots) for (const p of graph.producers.get(slot.key) ?? []) d = Math.max(d, depthOf(p, seen) + 1);
+    for (const slot of op.slots) for (const p of graph.producers.get(slot.key) ?? []) if (p !== op) d = Math.max(d, depthOf(p, seen) + 1);
     depth.set(op, d);
     return d;
   };
-  return ps.map((op, i) => ({ op, d: depthOf(op), i })).sort((a, b) => a.d - b.d || a.i - b.i).map((x) => x.op);
+  const layers: Operation[][] = [];
+  for (const op of graph.operations.filter((o) => o.role === 'producer')) (layers[depthOf(op)] ??= []).push(op);
+  return layers.filter(Boolean);
 }

@@ -1,7 +1,7 @@
 import type { Route } from '@svc/api';
 
 import { errorBodyProblem } from './check';
-import { buildGraph, type Graph, type Operation, producerOrder } from './graph';
+import { buildGraph, type Graph, type Operation, producerLayers } from './graph';
 import { type HttpRequest, type Input, toHttp, validInput } from './input';
 import { BODY_MUTATIONS, mutateInput } from './mutate';
 import { hashSeed, Rng } from './prng';
@@ -128,7 +128,7 @@ export async function runStateful(base: string, routes: Route[], a: Tenant, b: T
   };
 
   /** Runs planned requests `concurrency` at a time; answers are applied in plan order afterwards. */
-  const run = async (phase: string, plan: Planned[], after: (p: Planned, a: HttpAnswer, req: HttpRequest) => void) => {
+  const run = async (phase: string, plan: Planned[], after: (p: Planned, a: HttpAnswer, req: HttpRequest) => void, whole = true) => {
     const t0 = Date.now();
     const answers: Array<{ a: HttpAnswer; req: HttpRequest }> = new Array(plan.length);
     let next = 0;
@@ -141,6 +141,7 @@ export async function runStateful(base: string, routes: Route[], a: Tenant, b: T
       }),
     );
     plan.forEach((p, i) => after(p, answers[i]!.a, answers[i]!.req));
+    if (!whole) return;
     report.phases.push({ name: phase, requests: plan.length, ms: Date.now() - t0 });
     log(`${phase}: ${plan.length} requests, ${Date.now() - t0} ms`);
     await canary(phase);
@@ -201,22 +202,22 @@ export async function runStateful(base: string, routes: Route[], a: Tenant, b: T
     if (p.binding.live && p.op.slots.length) report.chained.add(p.op.route.id);
   };
 
-  // Phase 1, produce: the producers in dependency order (a comment after its task), twice, so that
-  // a producer whose parent only the first pass made runs on it. Sequential: each sees the last.
-  const producers = producerOrder(graph);
+  // Phase 1, produce: the producers layer by layer (a comment after its task), twice, so that a
+  // producer whose parent only the first pass made runs on it.
+  const layers = producerLayers(graph);
   for (let pass = 0; pass < 2; pass++) {
     const phase = `produce ${pass + 1}`;
     const t0 = Date.now();
     let count = 0;
-    for (const op of producers) {
-      for (const side of sides) {
-        const binding = bind(phase, op, side, 0);
-        if (!binding) continue;
-        const p = plan(phase, op, side, 0, binding);
-        const { a: x } = await sendAs(p, phase);
-        count++;
-        record(p, x);
-      }
+    for (const layer of layers) {
+      const planned = layer.flatMap((op) =>
+        sides.flatMap((side) => {
+          const binding = bind(phase, op, side, 0);
+          return binding ? [plan(phase, op, side, 0, binding)] : [];
+        }),
+      );
+      await run(phase, planned, record, false);
+      count += planned.length;
     }
     report.phases.push({ name: phase, requests: count, ms: Date.now() - t0 });
     log(`${phase}: ${count} requests, ${Date.now() - t0} ms`);
