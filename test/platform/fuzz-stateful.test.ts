@@ -86,6 +86,10 @@ test('every phase was followed by a canary, and each tenant tried the other’s 
 });
 
 test('no answer is a 5xx, no request wedged, no tenant reached the other’s resources', () => {
-  const failing = reports.flatMap((r) => formatStateful({ ...r, unavailable: [] }).split('\n').slice(4));
+  const failing = reports.flatMap((r) =>
+    formatStateful({ ...r, unavailable: [] })
+      .split('\n')
+      .slice(4),
+  );
   expect(failing).toEqual([]);
 });

@@ -6,7 +6,25 @@ import type { Rng } from './prng';
 export const BODY_MUTATIONS = ['wrong-type', 'missing', 'null', 'huge', 'odd-string', 'number', 'unicode-all', 'empty', 'not-object'] as const;
 export type BodyMutation = (typeof BODY_MUTATIONS)[number];
 
-const ODD = ['', ' ', '\t\n', 'a'.repeat(10_000), '0', '-1', 'null', 'undefined', '[]', '{}', 'main', '*', '%', '\\', '"', '../x', 'x'.repeat(255) + 'y'];
+const ODD = [
+  '',
+  ' ',
+  '\t\n',
+  'a'.repeat(10_000),
+  '0',
+  '-1',
+  'null',
+  'undefined',
+  '[]',
+  '{}',
+  'main',
+  '*',
+  '%',
+  '\\',
+  '"',
+  '../x',
+  'x'.repeat(255) + 'y',
+];
 const NEGATIVE_AND_ZERO: unknown[] = [0, -1, -0.5, -999999999, 2147483648, 0.1, 1e21];
 
 /** The dotted paths of every leaf and object of a JSON value (at most 4 deep). */

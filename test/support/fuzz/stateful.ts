@@ -150,12 +150,10 @@ export async function runStateful(base: string, routes: Route[], a: Tenant, b: T
   const canary = async (phase: string) => {
     let worst = 0;
     const checks: Array<[string, string | undefined, (a: HttpAnswer) => boolean]> = [
-      ...sides.flatMap(
-        (s): Array<[string, string | undefined, (a: HttpAnswer) => boolean]> => [
-          ['/v1/me', s.tenant.key, (x) => x.status === 200 && x.text.includes(s.tenant.accountId)],
-          ['/v1/agents?limit=2', s.tenant.key, (x) => x.status === 200],
-        ],
-      ),
+      ...sides.flatMap((s): Array<[string, string | undefined, (a: HttpAnswer) => boolean]> => [
+        ['/v1/me', s.tenant.key, (x) => x.status === 200 && x.text.includes(s.tenant.accountId)],
+        ['/v1/agents?limit=2', s.tenant.key, (x) => x.status === 200],
+      ]),
       ['/ready', undefined, (x) => x.status === 200 && JSON.parse(x.text).status === 'ready'],
     ];
     for (const [path, key, good] of checks) {
@@ -301,7 +299,8 @@ export async function runStateful(base: string, routes: Route[], a: Tenant, b: T
       }),
     ),
     (p, answer) => {
-      if (ok(answer) && p.op.route.method === 'delete' && p.binding.live && p.op.slots.at(-1)?.prefixes.length) p.side.store.deleted(p.binding.values);
+      if (ok(answer) && p.op.route.method === 'delete' && p.binding.live && p.op.slots.at(-1)?.prefixes.length)
+        p.side.store.deleted(p.binding.values);
     },
   );
 

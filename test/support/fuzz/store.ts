@@ -1,5 +1,5 @@
 import type { Operation } from './graph';
-import { ID_RE, IdPool } from './pools';
+import { ID_RE, type IdPool } from './pools';
 import type { Rng } from './prng';
 
 /** An id an answer carried, with the path values of the request it answered (its parents, for a child). */
@@ -95,7 +95,9 @@ export class LiveStore {
     const ok = opts.deadOnly ? (v: string) => this.dead.has(v) : this.usable;
     const slots = op.slots;
     if (!slots.length) return { params: {}, live: true, values: [] };
-    const whole = (this.bindings.get(slots.at(-1)!.key) ?? []).filter((b) => b.length === slots.length && b.every((v, i) => !slots[i]!.prefixes.length || this.usable(v)));
+    const whole = (this.bindings.get(slots.at(-1)!.key) ?? []).filter(
+      (b) => b.length === slots.length && b.every((v, i) => !slots[i]!.prefixes.length || this.usable(v)),
+    );
     if (whole.length && !opts.deadOnly) return this.named(op, rng.pick(whole), true);
     const values: string[] = [];
     let live = true;
