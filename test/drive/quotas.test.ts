@@ -106,7 +106,11 @@ test('live bytes: a write over the quota is 413 quota_exceeded naming the number
   const replaced = await req(users.Ada!.key, 'PUT', `/drive/${made.body.id}/content`, bigger, { 'if-match': `"${sha(first)}"` });
   expect(replaced.status).toBe(200);
   // A copy would double it.
-  expectQuotaExceeded(await req(users.Ada!.key, 'POST', `/drive/${made.body.id}/copy`, JSON.stringify({ name: 'twice.bin' }), { 'content-type': 'application/json' }), 9000, 9000);
+  expectQuotaExceeded(
+    await req(users.Ada!.key, 'POST', `/drive/${made.body.id}/copy`, JSON.stringify({ name: 'twice.bin' }), { 'content-type': 'application/json' }),
+    9000,
+    9000,
+  );
   // An archive whose entries would go over is refused before any entry is written.
   const zip = Buffer.from(zipSync({ 'a.txt': new Uint8Array(Buffer.alloc(800, 'a')), 'b.txt': new Uint8Array(Buffer.alloc(800, 'b')) }));
   expect(zip.length).toBeLessThan(1000);

@@ -124,7 +124,12 @@ export async function extractArchive(drive: DriveDomain, p: Principal, input: { 
   });
   // The quotas before anything is written: the entries' bytes must fit, and the extract is one write.
   const quotas = drive.settings.quotas;
-  await precheck(drive.sql, p.accountId, quotas, clean.reduce((n, e) => n + (e.content?.length ?? 0), 0));
+  await precheck(
+    drive.sql,
+    p.accountId,
+    quotas,
+    clean.reduce((n, e) => n + (e.content?.length ?? 0), 0),
+  );
   await drive.tx((q) => charge(q, p.accountId, quotas, 0));
   let root: ItemRow;
   if (input.parentId) {

@@ -69,7 +69,11 @@ export function trimVersions(q: Queryable, accountId: string, limits: QuotaLimit
  * are equal.
  */
 export async function quotaOf(q: Queryable, accountId: string, limits: QuotaLimits) {
-  const [bytesLive, bytesVersions, w] = [await store.liveBytes(q, accountId), await store.versionBytes(q, accountId), await store.lastWindow(q, accountId)];
+  const [bytesLive, bytesVersions, w] = [
+    await store.liveBytes(q, accountId),
+    await store.versionBytes(q, accountId),
+    await store.lastWindow(q, accountId),
+  ];
   return {
     limits: { bytesLive: limits.bytesLive, bytesVersions: limits.bytesVersions, writesPerMinute: limits.writesPerMinute },
     usage: { bytesLive, bytesVersions, writes: w.writes, windowStart: w.windowStart?.toISOString() ?? '' },

@@ -40,7 +40,9 @@ export class QuotaStore {
       [accountId],
     );
     const r = rows[0];
-    return r ? { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) } : { windowStart: null, writes: 0, secondsLeft: 60 };
+    return r
+      ? { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) }
+      : { windowStart: null, writes: 0, secondsLeft: 60 };
   }
 
   /** Writes in the current minute (0 when the account's last write was in an earlier one). */
@@ -51,7 +53,9 @@ export class QuotaStore {
       [accountId],
     );
     const r = rows[0];
-    return r ? { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) } : { windowStart: null, writes: 0, secondsLeft: 60 };
+    return r
+      ? { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) }
+      : { windowStart: null, writes: 0, secondsLeft: 60 };
   }
 
   /**

@@ -9,7 +9,8 @@ import { rpc } from '../../rpc.js';
 export const QUOTA_ERRORS: Record<string, string> = {
   '413':
     'Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`).',
-  '429': 'Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests.',
+  '429':
+    'Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests.',
 };
 
 export const DriveItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
