@@ -31,7 +31,7 @@ function errorStatuses(r: Route): Record<string, string> {
     out['422'] ??= 'The Idempotency-Key was used with another request (`idempotency_key_reused`).';
   }
   if (r.answer === 'bytes') out['416'] = 'The range is outside the content (`Content-Range: bytes */<size>`).';
-  return out;
+  return { ...out, ...r.errors };
 }
 
 /** Every POST takes an Idempotency-Key (docs/reliability.md). */

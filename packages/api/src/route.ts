@@ -125,6 +125,8 @@ export interface Route {
   events?: { schema: z.ZodType; description: string };
   /** Success status (200 unless given). */
   status?: number;
+  /** Error answers particular to this operation (status: description), over the common ones OpenAPI lists. */
+  errors?: Record<string, string>;
   /** `none`: no credential needed. */
   auth: 'key' | 'none';
   /** Principal kinds that may call it at all. */

@@ -6386,6 +6386,31 @@ export interface components {
                 files: number;
                 bytes: number;
             }[];
+            quota: components["schemas"]["DriveQuota"];
+        };
+        /** @description The account’s storage quotas, every drive of it together, whatever project was asked (docs/drive.md, "Quotas"). */
+        DriveQuota: {
+            limits: {
+                /** @description Bytes of files the account may hold (SVC_DRIVE_QUOTA_BYTES). */
+                bytesLive: number;
+                /** @description Bytes of replaced content it keeps; the oldest go first above it (SVC_DRIVE_QUOTA_VERSION_BYTES). */
+                bytesVersions: number;
+                /** @description Content writes it may make in a minute (SVC_DRIVE_WRITES_PER_MINUTE). */
+                writesPerMinute: number;
+            };
+            usage: {
+                /** @description Bytes of its files now. */
+                bytesLive: number;
+                /** @description Bytes of its kept versions now. */
+                bytesVersions: number;
+                /** @description Content writes counted in the minute that started at `windowStart`. */
+                writes: number;
+                /**
+                 * @description The last minute the account wrote in (over once a minute has passed); null if it never wrote.
+                 * @default null
+                 */
+                windowStart: string | null;
+            };
         };
         DriveDuplicates: {
             groups: {
@@ -21322,7 +21347,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -21777,6 +21811,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -21786,7 +21829,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22110,7 +22153,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22181,7 +22233,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22254,7 +22315,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -22907,6 +22977,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -22916,7 +22995,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -23208,6 +23287,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -23217,7 +23305,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -23681,6 +23769,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -23690,7 +23787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -23761,7 +23858,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -24352,7 +24458,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The content is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -24370,7 +24476,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -24853,7 +24959,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The content is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -24862,7 +24968,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
