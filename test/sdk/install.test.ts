@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { tempDir } from '../support/backends';
 import { ROOT } from '../support/process';
+import { sampleProject } from '../support/project';
 
 /**
  * Each client installed the way its users install it (README, "Clients"): `npm pack` of the
@@ -76,11 +77,12 @@ test('the host tarball installs into an empty folder with its workspace packages
   const help = await run('npx', ['--no-install', 'svc-host', '--help'], dir);
   expect([help.code, help.stdout]).toEqual([0, expect.stringContaining('svc-host mcp')]);
 
-  // The relay, driven by the official MCP client without a credential (read-only): it starts and lists its tools.
+  // The relay, driven by the official MCP client without a credential: it lists its tools and reads a project.
   const home = tempDir();
+  const project = sampleProject();
   const transport = new StdioClientTransport({
     command: path.join(dir, 'node_modules/.bin/svc-host'),
-    args: ['mcp'],
+    args: ['mcp', '--project', project],
     env: { PATH: ENV.PATH!, HOME: home, XDG_CONFIG_HOME: home, SVC_HOST_DATA_DIR: tempDir() },
     stderr: 'pipe',
   });
@@ -89,6 +91,8 @@ test('the host tarball installs into an empty folder with its workspace packages
   try {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['list_units', 'read_journal', 'evaluate_code']));
+    const got = await client.callTool({ name: 'get_project', arguments: {} });
+    expect(got.structuredContent).toMatchObject({ name: 'Lab bench', worlds: 2 });
   } finally {
     await client.close();
   }
