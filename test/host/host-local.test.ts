@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -78,6 +79,29 @@ describe('the host credential', () => {
     const none = runCli(['serve'], { SVC_HOST_DATA_DIR: tempDir() });
     expect(none.status).toBe(2);
     expect(none.stderr).toMatch(/No host credential/);
+  });
+});
+
+describe('the command line', () => {
+  test('--help is the usage on stdout, exit code 0', () => {
+    const r = runCli(['--help'], { SVC_HOST_DATA_DIR: tempDir() });
+    expect([r.status, r.stdout]).toEqual([0, expect.stringContaining('svc-host mcp')]);
+  });
+
+  test('a port already taken: one line saying so and what to do, exit code 2, no stack trace', async () => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const r = runCli(['serve'], { SVC_HOST_CREDENTIAL: credential(), SVC_HOST_DATA_DIR: tempDir(), SVC_HOST_PORT: String(port) });
+      expect(r.status).toBe(2);
+      expect(r.stderr).not.toMatch(/^\s+at /m);
+      expect(r.stderr.trim().split('\n').pop()).toBe(
+        `svc-host: The port ${port} on 127.0.0.1 is in use (another svc-host?): stop what holds it, or set SVC_HOST_PORT to a free port.`,
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

@@ -46,6 +46,25 @@ describe('API keys', () => {
     expect(days).toBeLessThanOrEqual(30);
   });
 
+  test('expiresInDays takes fractions down to one minute (a key, and an agent’s key)', async () => {
+    const life = (k: { createdAt: string; expiresAt: string }) => Date.parse(k.expiresAt) - Date.parse(k.createdAt);
+    const minute = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body: { name: 'a minute', expiresInDays: 1 / 1440 } });
+    expect(minute.status).toBe(201);
+    // Its expiry was set before the row's createdAt: a minute at most, and far from a day.
+    expect(life(minute.body)).toBeLessThanOrEqual(60_000);
+    expect(life(minute.body)).toBeGreaterThan(0);
+    const agent = await t.call('POST', '/agents', { key: t.bootstrapKey, body: { name: 'short keys' } });
+    expect(agent.status).toBe(201);
+    const quarter = await t.call('POST', `/agents/${agent.body.id}/keys`, { key: t.bootstrapKey, body: { name: 'six hours', expiresInDays: 0.25 } });
+    expect(quarter.status).toBe(201);
+    expect(life(quarter.body)).toBeLessThanOrEqual(6 * 3_600_000);
+    expect(life(quarter.body)).toBeGreaterThan(6 * 3_600_000 - 60_000);
+    for (const expiresInDays of [0, 0.0005, -1, 3651]) {
+      const refused = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body: { name: 'no', expiresInDays } });
+      expect([expiresInDays, refused.status, refused.body.error.code]).toEqual([expiresInDays, 400, 'invalid_request']);
+    }
+  });
+
   test('list shows active keys with the exact fields, never the key; works with and without /v1', async () => {
     const made = await createKey({ name: 'listed' });
     for (const base of ['/api/api-keys', '/v1/api/api-keys', '/me/api-keys', '/v1/me/api-keys']) {

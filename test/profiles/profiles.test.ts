@@ -95,7 +95,9 @@ describe('profiles: the spec PATCH flows', () => {
     });
     cur = ok(res);
     expect(res.headers.get('etag')).toMatch(/^"/);
-    expect(cur.profileData.versions).toEqual([v1]);
+    // createdAt is the server's: the one sent (2025) is ignored.
+    expect(cur.profileData.versions).toEqual([{ ...v1, createdAt: expect.stringMatching(/^\d{4}-/) }]);
+    expect(cur.profileData.versions[0].createdAt).not.toBe(v1.createdAt);
     expect(cur.profileData.branches[0].headVersionId).toBe('ver_1');
     expect(cur.profileData.workingChanges).toEqual({ constraints: [], exemplars: [], comparisons: [] });
     expect(cur.effectiveSnapshot).toEqual(snap('a'));
@@ -289,6 +291,72 @@ describe('profiles: the spec PATCH flows', () => {
     expect((await call('POST', `${url}/commits`, { message: 'x' }, { 'if-match': etag })).status).toBe(412);
     expect((await call('DELETE', url, undefined, { 'if-match': etag })).status).toBe(412);
     expect((await call('POST', `${url}/commits`, { message: 'x' }, { 'if-match': next })).status).toBe(201);
+  });
+});
+
+describe('profiles: what the server owns', () => {
+  test('createdAt sent in a PATCH is ignored: new versions and branches get the time of the write', async () => {
+    const p = await newProfile();
+    const url = `/v1/profiles/${p.id}`;
+    const future = '2099-01-01T00:00:00.000Z';
+    ok(
+      await call('PATCH', url, {
+        profileData: {
+          versions: [{ id: 'ver_future', branchId: 'main', parentVersionId: null, message: 'late', snapshot: snap('a'), createdAt: future }],
+          branches: [{ id: 'main', name: 'main', headVersionId: 'ver_future', createdAt: future }],
+        },
+      }),
+    );
+    const cur = ok(
+      await call('PATCH', url, {
+        profileData: {
+          branches: [
+            { id: 'main', createdAt: future },
+            { id: 'br_future', name: 'future', parentBranchId: 'main', headVersionId: 'ver_future', createdAt: future },
+          ],
+        },
+      }),
+    );
+    const now = Date.now();
+    expect(Date.parse(cur.profileData.versions[0].createdAt)).toBeLessThanOrEqual(now);
+    expect(cur.profileData.branches.map((b: any) => Date.parse(b.createdAt) <= now)).toEqual([true, true]);
+    expect(cur.profileData.branches[0].createdAt).toBe(p.profileData.branches[0].createdAt);
+    // A committed version sent back with another createdAt is not a change (nor a 422): the stored one stays.
+    const etag = (await call('GET', url)).headers.get('etag')!;
+    const again = await call('PATCH', url, { profileData: { versions: [{ ...cur.profileData.versions[0], createdAt: future }] } });
+    expect([again.status, again.body.profileData?.versions[0].createdAt, again.headers.get('etag')]).toEqual([
+      200,
+      cur.profileData.versions[0].createdAt,
+      etag,
+    ]);
+  });
+
+  test('a PATCH that changes nothing keeps the ETag, so another editor’s If-Match still holds', async () => {
+    const p = await newProfile('same');
+    const url = `/v1/profiles/${p.id}`;
+    const cur = ok(
+      await call('PATCH', url, {
+        profileData: {
+          versions: [{ id: 'ver_1', branchId: 'main', parentVersionId: null, message: 'one', snapshot: snap('a') }],
+          branches: [{ id: 'main', name: 'main', headVersionId: 'ver_1' }],
+          workingChanges: { constraints: [{ id: 'w', question: 'Pending?' }], exemplars: [], comparisons: [] },
+        },
+      }),
+    );
+    const etag = (await call('GET', url)).headers.get('etag')!;
+    for (const body of [
+      { profileData: cur.profileData },
+      { name: 'same' },
+      { profileData: { currentBranchId: 'main', workingChanges: cur.profileData.workingChanges } },
+      {},
+    ]) {
+      const res = await call('PATCH', url, body, { 'if-match': etag });
+      expect([JSON.stringify(body).slice(0, 40), res.status, res.headers.get('etag')]).toEqual([JSON.stringify(body).slice(0, 40), 200, etag]);
+    }
+    // The other editor's change, made with the ETag it read, still goes through and moves it.
+    const other = await call('PATCH', url, { name: 'changed' }, { 'if-match': etag });
+    expect(other.status).toBe(200);
+    expect(other.headers.get('etag')).not.toBe(etag);
   });
 });
 

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -123,4 +123,41 @@ describe('the svc command', () => {
     const denied = await svc(['drive', 'ls'], { SVC_API_KEY: 'svc_' + '0'.repeat(64) });
     expect(denied.code).toBe(6);
   }, 60_000);
+
+  test('--version; a group’s --help shows that group', async () => {
+    expect(await svc(['--version'])).toEqual({ code: 0, stdout: '@svc/sdk 0.1.0\n', stderr: '' });
+    const help = await svc(['threads', '--help']);
+    expect([help.code, help.stdout]).toEqual([0, expect.stringMatching(/^usage: svc threads <command>/)]);
+    expect(help.stdout).toContain('tail <id> [--after N] [--until-idle]');
+    expect(help.stdout).not.toMatch(/^\s+drive\s/m);
+    expect((await svc(['--help'])).stdout).toMatch(/^\s+drive\s/m);
+    expect((await svc(['nope', '--help'])).code).toBe(2);
+  });
+
+  test('a host credential file others may read is refused, as svc-host refuses it', async () => {
+    const file = path.join(dir, 'host-credential');
+    fs.writeFileSync(file, `svch_${'ab'.repeat(32)}\n`, { mode: 0o644 });
+    fs.chmodSync(file, 0o644);
+    const loose = await svc(['models', 'ls'], { SVC_API_KEY: '', SVC_HOST_CREDENTIAL_FILE: file });
+    expect([loose.code, loose.stderr]).toEqual([
+      3,
+      `svc: The credential file ${file} is open to other users (mode 644); it must be readable by you only: chmod 600 ${file}\n`,
+    ]);
+  });
+
+  test('a reader that closes the pipe early (`svc threads tail … | head -1`) ends the command quietly', async () => {
+    const created = await svc(['threads', 'new', 'a', 'short', 'thread', '--wait']);
+    const id = created.stderr.match(/Thread (thr_\w+)/)![1]!;
+    const child = spawn(NODE, [CLI, 'threads', 'tail', id, '--until-idle'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', SVC_API_KEY: key, SVC_BASE_URL: t.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // The reading end is closed before the command writes a line: its first write meets EPIPE.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect([code, stderr]).toEqual([0, '']);
+  }, 30_000);
 });

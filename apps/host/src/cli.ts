@@ -30,7 +30,7 @@ async function main(argv: string[]): Promise<void> {
   const project = takeOption(argv, '--project');
   const command = argv[0] ?? 'serve';
   if (command === '--help' || command === '-h' || command === 'help') {
-    process.stderr.write(USAGE + '\n');
+    process.stdout.write(USAGE + '\n');
     return;
   }
   const log = createLog();

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { type Control, ControlError } from './control.js';
+import { HostSetupError } from './credential.js';
 import type { Log } from './log.js';
 
 /** The only addresses the endpoint listens on, whatever the configuration says. */
@@ -131,6 +132,11 @@ export async function startEndpoint(o: { port: number; credential: string; contr
         continue;
       }
       await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        throw new HostSetupError(
+          `The port ${port} on ${address} is in use (another svc-host?): stop what holds it, or set SVC_HOST_PORT to a free port.`,
+        );
+      }
       throw err;
     }
     port = (server.address() as AddressInfo).port;

@@ -10,6 +10,7 @@ import { checkArgs, ControlError } from './control.js';
 import { endpointFile, journalFile } from './host.js';
 import { readJournal } from './journal.js';
 import type { Log } from './log.js';
+import { LOCAL_READS, LocalReads, whyCredential } from './relay-local.js';
 import { TOOL_BY_NAME, TOOLS, type ToolSpec } from './tools.js';
 
 const VERSION = '0.1.0';
@@ -86,16 +87,22 @@ function post(port: number, credential: string, tool: string, args: unknown): Pr
 }
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
 
+const HOW = 'set SVC_HOST_CREDENTIAL, or SVC_HOST_CREDENTIAL_FILE naming a file only you can read (chmod 600), and start the relay again';
+
 /**
- * Serves a tool without a credential: only what reads local files (the units file, the journal)
- * works; everything else says why it cannot.
+ * Serves a tool without a credential: what reads and shows (the project, worlds, devices, files,
+ * the graph and search, the workbench's panes; the units file and the journal) is served here
+ * from local files; everything else says why it needs the credential and how to give it.
  */
-async function readOnly(o: RelayOptions, spec: ToolSpec, args: unknown): Promise<CallToolResult> {
-  const how = 'set SVC_HOST_CREDENTIAL, or SVC_HOST_CREDENTIAL_FILE naming a file only you can read, and start the relay again';
-  if (!spec.readOnly) {
-    return fail('read_only', `This relay has no host credential, so it is read-only: ${spec.name} acts on a unit and needs the credential (${how}).`);
+async function readOnly(o: RelayOptions, local: LocalReads, spec: ToolSpec, args: unknown): Promise<CallToolResult> {
+  if (!spec.readOnly && !LOCAL_READS.has(spec.name)) {
+    return fail(
+      'read_only',
+      `This relay has no host credential, so it is read-only: ${spec.name} ${whyCredential(spec)} and needs the credential (${HOW}).`,
+    );
   }
   const a = checkArgs(spec, args ?? {});
+  if (LOCAL_READS.has(spec.name)) return ok(await local.run(spec, a));
   if (spec.name === 'read_journal') {
     return ok(await readJournal(journalFile(o.config.dataDir), { after: a.after as number | undefined, limit: a.limit as number | undefined }));
   }
@@ -103,18 +110,19 @@ async function readOnly(o: RelayOptions, spec: ToolSpec, args: unknown): Promise
     const units = [...loadUnits(o.config.unitsFile)].map(([name, d]) => ({ name, driver: d.kind, live: false }));
     return ok({ units, note: 'From the units file: without the host credential the relay cannot ask the running host for live state.' });
   }
-  return fail('credential_required', `${spec.name} asks the running host, which needs the host credential (${how}).`);
+  return fail('credential_required', `${spec.name} ${whyCredential(spec)}, which needs the host credential (${HOW}).`);
 }
 
 /** The MCP server: the control tools, each relayed to the host's local endpoint. */
 export function createRelayServer(o: RelayOptions): Server {
+  const local = new LocalReads(o.config.project);
   const server = new Server(
     { name: 'svc-host', version: VERSION },
     {
       capabilities: { tools: {} },
       instructions: o.credential
         ? 'Controls the units (devices) of this machine through the svc local host. Every action needs a standing grant the host holds and is journaled before it reaches the unit.'
-        : 'Read-only: this relay has no host credential. read_journal and list_units (from the units file) work; acting tools answer an error.',
+        : 'Read-only: this relay has no host credential. It reads and shows from this machine: the project, worlds, devices, files, the graph and search, workbench panes (open_file, show_world), the units file and the journal. Tools that act answer an error saying how to give the credential.',
     },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -137,7 +145,7 @@ export function createRelayServer(o: RelayOptions): Server {
     const spec = TOOL_BY_NAME.get(req.params.name);
     if (!spec) return fail('unknown_tool', `There is no tool ${JSON.stringify(req.params.name)}.`);
     try {
-      if (!o.credential) return await readOnly(o, spec, req.params.arguments);
+      if (!o.credential) return await readOnly(o, local, spec, req.params.arguments);
       const port = endpointPort(o);
       let res;
       try {
@@ -157,6 +165,7 @@ export function createRelayServer(o: RelayOptions): Server {
       return fail('internal_error', 'The relay failed.');
     }
   });
+  server.onclose = () => void local.close();
   return server;
 }
 
@@ -167,7 +176,11 @@ export async function runRelay(o: RelayOptions): Promise<void> {
   await server.connect(transport);
   o.log.info('relay: serving MCP on stdio', { readOnly: !o.credential });
   await new Promise<void>((resolve) => {
-    server.onclose = () => resolve();
+    const closed = server.onclose;
+    server.onclose = () => {
+      closed?.();
+      resolve();
+    };
     process.stdin.once('end', () => resolve());
   });
   keepAlive.destroy();

@@ -1,5 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { promises as fsp } from 'node:fs';
+import { existsSync, promises as fsp } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 
@@ -466,8 +466,26 @@ function readable(): string[] {
   const variants = ['release-sync', 'release-asyncify', 'debug-sync', 'debug-asyncify'].map((v) =>
     packageRoot(`@jitl/quickjs-wasmfile-${v}`, umbrella),
   );
-  readableDirs = [__dirname, umbrella, core, packageRoot('@jitl/quickjs-ffi-types', core), ...variants];
+  readableDirs = [__dirname, umbrella, core, packageRoot('@jitl/quickjs-ffi-types', core), ...variants, ...searchedBefore(umbrella)];
   return readableDirs;
+}
+
+/**
+ * The node_modules folders Node looks in, from this package up, before the one that holds
+ * QuickJS. Under the permission model a folder there that exists but may not be read stops the
+ * lookup (Node 22): so it is when this package is bundled inside another one (svc-host's install:
+ * node_modules/@svc/host/node_modules/@svc/quickjs). They hold packages (code) only.
+ */
+function searchedBefore(umbrella: string): string[] {
+  const holder = path.dirname(umbrella);
+  const out: string[] = [];
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    const folder = path.join(dir, 'node_modules');
+    if (folder === holder) break;
+    if (path.basename(dir) !== 'node_modules' && existsSync(folder)) out.push(folder);
+    if (path.dirname(dir) === dir) break;
+  }
+  return out;
 }
 
 /** The folder of an installed package, as `require` finds it from `from`. */

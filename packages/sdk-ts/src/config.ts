@@ -1,6 +1,8 @@
 import { SvcConfigError } from './errors.js';
 
 export const DEFAULT_BASE_URL = 'https://api.svc.dev';
+/** Each attempt's wait for an answer, as the Python SDK's `timeout=60`. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
 
 export interface SvcOptions {
   /** The API key (`svc_…`); default `SVC_API_KEY`. */
@@ -17,7 +19,10 @@ export interface SvcOptions {
   retryBaseMs?: number;
   /** The longest wait between two attempts, `Retry-After` included (default 30000). */
   retryMaxMs?: number;
-  /** Each attempt's time limit in milliseconds (default none). */
+  /**
+   * How long each attempt waits for the answer to start, in milliseconds (default 60000, like the Python SDK's 60 s;
+   * 0 waits for ever). A streamed body (a download, an event stream, a streamed upload) is not limited by it.
+   */
   timeoutMs?: number;
   /** The fetch to use (default the global one). */
   fetch?: typeof fetch;
@@ -34,7 +39,7 @@ export interface Config {
   maxRetries: number;
   retryBaseMs: number;
   retryMaxMs: number;
-  timeoutMs: number | undefined;
+  timeoutMs: number;
   fetch: typeof fetch;
   userAgent: string;
 }
@@ -63,7 +68,7 @@ export function resolveConfig(options: SvcOptions): Config {
     maxRetries: options.maxRetries ?? 3,
     retryBaseMs: options.retryBaseMs ?? 250,
     retryMaxMs: options.retryMaxMs ?? 30_000,
-    timeoutMs: options.timeoutMs,
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     userAgent: ['svc-sdk-ts/0.1.0', options.userAgent].filter(Boolean).join(' '),
   };

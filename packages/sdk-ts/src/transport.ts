@@ -154,9 +154,21 @@ export async function send(config: Config, id: OperationId, prepared: Prepared, 
   const method = prepared.method;
   if (method === 'POST') headers['idempotency-key'] ??= options.idempotencyKey ?? newKey();
   const maxRetries = prepared.replayable ? (options.maxRetries ?? config.maxRetries) : 0;
-  const timeoutMs = options.timeoutMs ?? config.timeoutMs;
+  // The limit is on the wait for the answer to start: a streamed body (a download, an event stream) may take as long as it
+  // needs. A streamed upload is sent before the answer starts, so it has a limit only when the call sets one.
+  const streamedUpload =
+    prepared.body !== undefined &&
+    !(
+      typeof prepared.body === 'string' ||
+      prepared.body instanceof Uint8Array ||
+      prepared.body instanceof ArrayBuffer ||
+      prepared.body instanceof Blob
+    );
+  const timeoutMs = options.timeoutMs ?? (streamedUpload ? 0 : config.timeoutMs);
   for (let attempt = 0; ; attempt++) {
-    const signals = [options.signal, timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined].filter((s): s is AbortSignal => !!s);
+    const timer = timeoutMs ? new AbortController() : undefined;
+    const timeout = timer && setTimeout(() => timer.abort(new DOMException(`no answer in ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+    const signals = [options.signal, timer?.signal].filter((s): s is AbortSignal => !!s);
     const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     const body =
       prepared.body === undefined || typeof prepared.body === 'string' || prepared.body instanceof Uint8Array || prepared.body instanceof ArrayBuffer
@@ -173,8 +185,10 @@ export async function send(config: Config, id: OperationId, prepared: Prepared, 
         await sleep(backoffMs(config, attempt + 1), options.signal);
         continue;
       }
-      const why = (err as Error)?.name === 'TimeoutError' ? 'timed out' : `failed: ${(err as Error)?.message ?? err}`;
+      const why = (err as Error)?.name === 'TimeoutError' ? `timed out (no answer in ${timeoutMs} ms)` : `failed: ${(err as Error)?.message ?? err}`;
       throw new SvcConnectionError({ status: 0, code: 'connection_error', message: `${method} ${prepared.url} ${why}`, operation: id, cause: err });
+    } finally {
+      clearTimeout(timeout);
     }
     if (res.ok || res.status === 304) return res;
     const text = await res.text().catch(() => '');

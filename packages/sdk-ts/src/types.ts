@@ -73,7 +73,7 @@ export interface CallOptions {
   idempotencyKey?: string;
   /** Retries of this call (default: the client's). */
   maxRetries?: number;
-  /** Each attempt's time limit in milliseconds (default: the client's). */
+  /** Each attempt's wait for the answer to start, in milliseconds; 0 waits for ever (default: the client's). */
   timeoutMs?: number;
 }
 

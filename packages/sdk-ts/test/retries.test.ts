@@ -54,6 +54,33 @@ describe('the TypeScript SDK’s transport', () => {
     expect(new Svc({ env: { SVC_HOST_CREDENTIAL: 'svch_z' } }).config.credential()).toBe('svch_z');
   });
 
+  test('an attempt waits 60 s for its answer by default, as the Python SDK does; the limit is configurable and does not cut a body', async () => {
+    expect(new Svc({ env: {} }).config.timeoutMs).toBe(60_000);
+    expect(new Svc({ env: {}, timeoutMs: 0 }).config.timeoutMs).toBe(0);
+    // Nothing answers: the limit ends the attempt.
+    const silent = await scripted([() => undefined]);
+    try {
+      const svc = new Svc({ apiKey: KEY, baseUrl: silent.url, timeoutMs: 100, maxRetries: 0 });
+      await expect(svc.me.get()).rejects.toThrow(/timed out \(no answer in 100 ms\)/);
+    } finally {
+      await silent.close();
+    }
+    // The answer starts at once and its body comes after the limit: it is read whole.
+    const slow = await scripted([
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"id":');
+        setTimeout(() => res.end('"usr_1"}'), 300);
+      },
+    ]);
+    try {
+      const svc = new Svc({ apiKey: KEY, baseUrl: slow.url, timeoutMs: 100, maxRetries: 0 });
+      expect(await svc.me.get()).toEqual({ id: 'usr_1' });
+    } finally {
+      await slow.close();
+    }
+  });
+
   test('a POST is retried after 503 and a dropped connection, with one Idempotency-Key across its attempts', async () => {
     const s = await scripted([error(503, 'unavailable'), drop, json(201, { id: 'thr_1' })]);
     try {

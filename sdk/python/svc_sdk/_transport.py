@@ -7,6 +7,7 @@ import json
 import os
 import random
 import re
+import stat
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -45,6 +46,24 @@ def _non_empty(value: Optional[str]) -> Optional[str]:
     return value.strip() if value is not None and value.strip() else None
 
 
+def read_credential_file(path: str) -> Optional[str]:
+    """A host credential file, read as svc-host reads it: one its group or other users may read or
+    write is refused (the credential acts for the machine)."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise SvcConfigError("The credential file %s is not a regular file." % path)
+        if os.name != "nt" and st.st_mode & 0o077:
+            raise SvcConfigError(
+                "The credential file %s is open to other users (mode %03o); it must be readable by you only: chmod 600 %s"
+                % (path, st.st_mode & 0o777, path)
+            )
+        with open(path, encoding="utf-8") as f:
+            return _non_empty(f.read())
+    except OSError as err:
+        raise SvcConfigError("SVC_HOST_CREDENTIAL_FILE cannot be read: %s" % err) from err
+
+
 def resolve_config(
     api_key: Optional[str] = None,
     base_url: Optional[str] = None,
@@ -61,11 +80,7 @@ def resolve_config(
     host = _non_empty(host_credential) or _non_empty(env.get("SVC_HOST_CREDENTIAL"))
     host_file = _non_empty(env.get("SVC_HOST_CREDENTIAL_FILE"))
     if host is None and host_file is not None:
-        try:
-            with open(host_file, encoding="utf-8") as f:
-                host = _non_empty(f.read())
-        except OSError as err:
-            raise SvcConfigError("SVC_HOST_CREDENTIAL_FILE cannot be read: %s" % err) from err
+        host = read_credential_file(host_file)
     return Config(
         base_url=url,
         api_key=_non_empty(api_key) or _non_empty(env.get("SVC_API_KEY")),

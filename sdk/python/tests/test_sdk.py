@@ -155,6 +155,11 @@ class TransportTest(unittest.TestCase):
             f.write("svch_file\n")
             f.flush()
             self.assertEqual(Svc(env={"SVC_HOST_CREDENTIAL_FILE": f.name}).config.credential(), "svch_file")
+            if os.name != "nt":
+                # Refused as svc-host refuses it: the credential acts for the machine.
+                os.chmod(f.name, 0o644)
+                with self.assertRaisesRegex(SvcConfigError, r"open to other users \(mode 644\).*chmod 600"):
+                    Svc(env={"SVC_HOST_CREDENTIAL_FILE": f.name})
         with self.assertRaisesRegex(SvcConfigError, "SVC_API_KEY"):
             Svc(env={"SVC_BASE_URL": "http://127.0.0.1:9"}).me.get()
 

@@ -48,7 +48,8 @@ export const unprocessable = (code: string, message: string) => new DomainError(
 /**
  * Turns a PATCH's profileData into a Change. Arrays are replaced as sent, but a committed
  * version may not be dropped or altered (fields sent must equal the stored ones; fields left out,
- * as a history listing leaves out `snapshot`, keep the stored value).
+ * as a history listing leaves out `snapshot`, keep the stored value). `createdAt` is the server's:
+ * a value sent for a version or a branch is ignored, new ones get `now`.
  */
 export function patchToChange(
   stored: History,
@@ -84,9 +85,7 @@ export function patchToChange(
               ? 'parentVersionId'
               : v.message !== undefined && v.message !== s.message
                 ? 'message'
-                : v.createdAt !== undefined && new Date(v.createdAt).getTime() !== s.createdAt.getTime()
-                  ? 'createdAt'
-                  : undefined;
+                : undefined;
         if (changed) {
           throw unprocessable('version_immutable', `Version ${v.id} is committed and its ${changed} cannot change: commits are immutable.`);
         }
@@ -104,7 +103,8 @@ export function patchToChange(
         branchId: v.branchId,
         parentVersionId: v.parentVersionId ?? null,
         message: v.message ?? '',
-        createdAt: v.createdAt ? new Date(v.createdAt) : now,
+        // The server's clock, never the client's: a branch's history stays in time order.
+        createdAt: now,
       });
       newSnapshots.set(v.id, v.snapshot);
     }
@@ -152,7 +152,7 @@ export function patchToChange(
         headVersionId: b.headVersionId === undefined ? (root ? null : base) : b.headVersionId,
         baseVersionId: base,
         parentBranchId,
-        createdAt: b.createdAt && !Number.isNaN(Date.parse(b.createdAt)) ? new Date(b.createdAt) : now,
+        createdAt: now,
       };
     });
     for (const b of branches) {

@@ -12,7 +12,8 @@ import { Workbench } from './workbench.js';
 type Args = Record<string, unknown>;
 
 export interface ProjectToolsDeps {
-  journal: Journal;
+  /** Where actions are journaled; absent (a relay without the credential): only what reads or shows may run. */
+  journal?: Journal;
   /** The project folder this host serves (absent: the project tools answer no_project). */
   project?: Project;
   platform?: PlatformClient;
@@ -50,6 +51,11 @@ export class ProjectTools {
     return this.d.project;
   }
 
+  private journal(): Journal {
+    if (!this.d.journal) throw new ControlError('read_only', 'Nothing may act here: there is no journal to record it in.', 403);
+    return this.d.journal;
+  }
+
   private outreach(): Outreach {
     this.outreachEngine ??= new Outreach(this.project());
     return this.outreachEngine;
@@ -62,7 +68,7 @@ export class ProjectTools {
 
   /** Journals an action, does it, journals the result (ok, or the error). */
   private async act<T>(spec: ToolSpec, caller: Caller, what: Omit<NewEntry, 'kind' | 'tool' | 'caller'>, run: () => Promise<T>): Promise<T> {
-    const { journal } = this.d;
+    const journal = this.journal();
     const entry = await journal.append({ kind: 'action', tool: spec.name, verb: spec.verb ?? undefined, caller, ...what });
     try {
       const out = await run();
@@ -82,9 +88,9 @@ export class ProjectTools {
    */
   private async failed(spec: ToolSpec, caller: Caller, target: string, actionSeq: number, err: unknown): Promise<void> {
     const e = err instanceof ControlError ? { code: err.code, message: err.message } : { code: 'failed', message: (err as Error).message };
-    if (actionSeq) await this.d.journal.append({ kind: 'result', tool: spec.name, target, ref: actionSeq, ok: false, error: e, caller });
+    if (actionSeq) await this.journal().append({ kind: 'result', tool: spec.name, target, ref: actionSeq, ok: false, error: e, caller });
     else if (e.code !== 'invalid_arguments')
-      await this.d.journal.append({ kind: 'refused', tool: spec.name, target, verb: spec.verb ?? undefined, ok: false, error: e, caller });
+      await this.journal().append({ kind: 'refused', tool: spec.name, target, verb: spec.verb ?? undefined, ok: false, error: e, caller });
   }
 
   async run(spec: ToolSpec, a: Args, caller: Caller): Promise<unknown> {
@@ -107,7 +113,7 @@ export class ProjectTools {
         let entrySeq = 0;
         try {
           const out = await p.saveWorld(id, a.document, a.version as string | undefined, async (next) => {
-            const e = await this.d.journal.append({
+            const e = await this.journal().append({
               kind: 'action',
               tool: spec.name,
               verb: spec.verb ?? undefined,
@@ -117,7 +123,7 @@ export class ProjectTools {
             });
             entrySeq = e.seq;
           });
-          await this.d.journal.append({ kind: 'result', tool: spec.name, target: `worlds/${id}.json`, ref: entrySeq, ok: true, caller });
+          await this.journal().append({ kind: 'result', tool: spec.name, target: `worlds/${id}.json`, ref: entrySeq, ok: true, caller });
           return out;
         } catch (err) {
           await this.failed(spec, caller, `worlds/${id}.json`, entrySeq, err);
@@ -140,7 +146,7 @@ export class ProjectTools {
             (a.encoding as 'utf8' | 'base64' | undefined) ?? 'utf8',
             a.version as string | undefined,
             async (rel) => {
-              const e = await this.d.journal.append({
+              const e = await this.journal().append({
                 kind: 'action',
                 tool: spec.name,
                 verb: spec.verb ?? undefined,
@@ -151,7 +157,7 @@ export class ProjectTools {
               entrySeq = e.seq;
             },
           );
-          await this.d.journal.append({ kind: 'result', tool: spec.name, target: out.path, ref: entrySeq, ok: true, caller });
+          await this.journal().append({ kind: 'result', tool: spec.name, target: out.path, ref: entrySeq, ok: true, caller });
           return out;
         } catch (err) {
           await this.failed(spec, caller, String(a.path), entrySeq, err);
@@ -237,7 +243,7 @@ export class ProjectTools {
             m.send,
             async (w) => {
               seq = (
-                await this.d.journal.append({
+                await this.journal().append({
                   kind: 'action',
                   tool: spec.name,
                   verb: spec.verb ?? undefined,
@@ -249,7 +255,7 @@ export class ProjectTools {
             },
             a.early === true,
           );
-          await this.d.journal.append({ kind: 'result', tool: spec.name, target, ref: seq, ok: true, caller });
+          await this.journal().append({ kind: 'result', tool: spec.name, target, ref: seq, ok: true, caller });
           return out;
         } catch (err) {
           await this.failed(spec, caller, target, seq, err);

@@ -6287,6 +6287,7 @@ export interface components {
         CreateKeyRequestInput: {
             name: string;
             projectId?: string;
+            /** @description The lifetime in days, fractions down to one minute (1/1440); rounded to the nearest minute. */
             expiresInDays?: number;
         };
         ApiKeyList: {

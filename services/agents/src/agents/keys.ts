@@ -34,11 +34,17 @@ export class AgentKeys {
     return { principalToken: await this.deps.systemToken() };
   }
 
-  async create(p: Principal, req: { agentId: string; name: string; projectId?: string; expiresInDays?: number }): Promise<keys.CreateKeyResponse> {
+  async create(
+    p: Principal,
+    req: { agentId: string; name: string; projectId?: string; expiresInDays?: number; expiresInMinutes?: number },
+  ): Promise<keys.CreateKeyResponse> {
     const caller = await this.caller(p, req.agentId);
     return this.deps
       .keysClient()
-      .createAgentKey({ caller, name: req.name, projectId: req.projectId, expiresInDays: req.expiresInDays }, await this.options());
+      .createAgentKey(
+        { caller, name: req.name, projectId: req.projectId, expiresInDays: req.expiresInDays, expiresInMinutes: req.expiresInMinutes },
+        await this.options(),
+      );
   }
 
   async list(p: Principal, req: { agentId: string; projectId?: string; limit: number; cursor?: string }): Promise<keys.ListKeysResponse> {

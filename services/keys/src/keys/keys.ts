@@ -37,6 +37,8 @@ export interface CreateInput {
   name: string;
   projectId?: string;
   expiresInDays?: number;
+  /** The lifetime in whole minutes (the API's fractional `expiresInDays`); wins over expiresInDays. */
+  expiresInMinutes?: number;
   agentId?: string;
 }
 
@@ -148,8 +150,8 @@ export class KeysDomain {
       });
     }
     const plaintext = generateApiKey();
-    const asked =
-      lineage.expiresAt !== undefined ? lineage.expiresAt : input.expiresInDays ? new Date(Date.now() + input.expiresInDays * 86_400_000) : null;
+    const lifetimeMs = input.expiresInMinutes ? input.expiresInMinutes * 60_000 : input.expiresInDays ? input.expiresInDays * 86_400_000 : 0;
+    const asked = lineage.expiresAt !== undefined ? lineage.expiresAt : lifetimeMs ? new Date(Date.now() + lifetimeMs) : null;
     const parentId = lineage.parent !== undefined ? lineage.parent : (a.keyId ?? null);
     let capped = false;
     const row = await this.sql.tx(async (q) => {

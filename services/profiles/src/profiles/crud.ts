@@ -6,7 +6,7 @@ import { parse } from '../input.js';
 import { deepEqual, duplicateItemId, ITEM_KINDS, type Manifest, snapshotObject, toManifest } from '../snapshots.js';
 import { SCHEMA } from '../store.js';
 import { EMPTY_WORKING, type Loaded, type ProfileCore, profileNotFound, scopeOf } from './core.js';
-import { type Addition, persist } from './persist.js';
+import { type Addition, persist, sameBranches } from './persist.js';
 import { decodeCursor, encodeCursor, type ProfileDoc, summaryView } from './views.js';
 
 /** Profiles as documents: create (or import), list, get, PATCH (history kept true) and delete. */
@@ -137,6 +137,14 @@ async function applyPatch(
       }
     }
   }
+  // A PATCH that changes nothing writes nothing: the ETag stays, so another editor's If-Match still holds.
+  const unchanged =
+    change.newVersions.length === 0 &&
+    sameBranches(l.history.branches, change.branches) &&
+    change.currentBranchId === l.row.current_branch_id &&
+    (patch.name === undefined || patch.name === l.row.name) &&
+    (data.workingChanges === undefined || deepEqual(data.workingChanges, l.row.working));
+  if (unchanged) return core.render(q, l.row, opts);
   const additions: Addition[] = change.newVersions.map((meta) => ({ meta, snapshot: newSnapshots.get(meta.id)! }));
   const row = await persist(core, q, p, l, change, additions, {
     working: data.workingChanges,

@@ -116,7 +116,8 @@ export async function persist(
   return row;
 }
 
-function sameBranches(a: BranchState[], b: BranchState[]): boolean {
+/** The same branches in the same order, field by field (createdAt aside: it never changes). */
+export function sameBranches(a: BranchState[], b: BranchState[]): boolean {
   return (
     a.length === b.length &&
     a.every((x, i) => {

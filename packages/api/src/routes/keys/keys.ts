@@ -11,7 +11,12 @@ export const CreateKeyBody = z
   .object({
     name: z.string().trim().min(1, 'name is required').max(100),
     projectId: ProjectId.optional(),
-    expiresInDays: z.number().int().min(1).max(3650).optional(),
+    expiresInDays: z
+      .number()
+      .min(1 / 1440, 'must be at least one minute (1/1440)')
+      .max(3650)
+      .optional()
+      .describe('The lifetime in days, fractions down to one minute (1/1440); rounded to the nearest minute.'),
   })
   .strict()
   .meta({ id: 'CreateKeyRequest' });
@@ -87,7 +92,16 @@ const listed = (res: keys.ListKeysResponse) => ({
 const success = () => ({ success: true as const });
 
 const agentOf = (i: RouteInput) => ({ agentId: i.params.id as string });
-const createReq = (i: RouteInput) => ({ name: i.body.name, projectId: i.body.projectId, expiresInDays: i.body.expiresInDays });
+/** The lifetime goes on in whole minutes, and rounded up to whole days for a keys service that reads only days. */
+const createReq = (i: RouteInput) => {
+  const days = i.body.expiresInDays as number | undefined;
+  return {
+    name: i.body.name,
+    projectId: i.body.projectId,
+    expiresInDays: days === undefined ? undefined : Math.ceil(days),
+    expiresInMinutes: days === undefined ? undefined : Math.max(1, Math.round(days * 1440)),
+  };
+};
 const listReq = (i: RouteInput) => ({ projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor });
 
 /**
