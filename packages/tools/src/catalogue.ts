@@ -236,7 +236,8 @@ export class ToolCatalogue {
     if (cursor !== undefined) {
       const m = /^t(\d{1,6})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
       start = m ? Number(m[1]) : -1;
-      if (start <= 0 || start >= this.tools.length || Buffer.from(`t${start}`).toString('base64url') !== cursor) throw new InvalidCursorError();
+      if (start <= 0 || start % size !== 0 || start >= this.tools.length || Buffer.from(`t${start}`).toString('base64url') !== cursor)
+        throw new InvalidCursorError();
     }
     const end = start + size;
     return { tools: this.tools.slice(start, end), nextCursor: end < this.tools.length ? Buffer.from(`t${end}`).toString('base64url') : undefined };
