@@ -265,7 +265,7 @@ describe.each([
   const s = { ...base } as State;
   beforeAll(async () => {
     Object.assign(s, base, { run: era.slice(0, 4) });
-    c = await connect(t.url, key);
+    c = await connect(t.url, key, { 'x-mcp-toolsets': 'all' });
     // The client learns the output schemas it checks results against from the list.
     await c.listTools({});
   });

@@ -32,9 +32,11 @@ beforeAll(async () => {
 afterAll(() => t?.stop());
 
 // The v2 client's listTools() without a cursor gathers every page itself; the v1 client's is one page.
+// The whole catalogue (X-MCP-Toolsets: all); the default set is test/mcp/mcp-surface.test.ts's.
+const ALL = { 'x-mcp-toolsets': 'all' };
 const clients: Array<[string, (key: string) => Promise<McpTestClient>, boolean]> = [
-  ['2025-11-25 (v1 SDK)', (key) => legacyClient(t.url, key), true],
-  ['2026-07-28 (v2 SDK)', (key) => modernClient(t.url, key), false],
+  ['2025-11-25 (v1 SDK)', (key) => legacyClient(t.url, key, ALL), true],
+  ['2026-07-28 (v2 SDK)', (key) => modernClient(t.url, key, ALL), false],
 ];
 
 describe.each(clients)('a %s client', (_name, connect, paged) => {
@@ -57,7 +59,9 @@ describe.each(clients)('a %s client', (_name, connect, paged) => {
     const write = tools.find((x) => x.name === 'write_drive_file')!;
     expect(write.inputSchema.properties).toHaveProperty('ifMatch');
     expect(write.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
-    expect(tools.find((x) => x.name === 'list_drive')!.outputSchema.properties).toHaveProperty('items');
+    expect(tools.find((x) => x.name === 'read_drive_file')!.outputSchema.properties).toHaveProperty('content');
+    // Output schemas only for the default set's tools (the rest answer the same structuredContent).
+    expect(tools.find((x) => x.name === 'drive_tree')!.outputSchema).toBeUndefined();
   });
 
   test('whoami answers the caller, on the mcp channel', async () => {
@@ -139,7 +143,7 @@ describe.each(clients)('a %s client', (_name, connect, paged) => {
 describe('an agent key through MCP', () => {
   let c: McpTestClient;
   beforeAll(async () => {
-    c = await legacyClient(t.url, agentKey);
+    c = await legacyClient(t.url, agentKey, ALL);
   });
   afterAll(() => c?.close());
 
@@ -335,7 +339,7 @@ describe('the endpoint over HTTP', () => {
     const unknown = await post(3, 'tools/call', { name: 'no_such_tool', arguments: {} }, { 'mcp-method': 'tools/call', 'mcp-name': 'no_such_tool' });
     expect(unknown.status).toBe(200);
     expect(unknown.body.id).toBe(3);
-    expect(unknown.body.error ?? unknown.body.result?.isError).toBeTruthy();
+    expect(unknown.body.error.code).toBe(-32602);
     // Standard headers missing or disagreeing: 400 with the header-mismatch error (-32020).
     for (const headers of [{ 'mcp-method': 'tools/call' }, { 'mcp-method': 'tools/call', 'mcp-name': 'get_credits' }, { 'mcp-name': 'whoami' }]) {
       const r = await post(4, 'tools/call', whoami, headers);

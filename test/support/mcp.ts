@@ -48,9 +48,9 @@ export async function listAll(client: McpTestClient): Promise<{ tools: Array<Rec
 export async function rawPost(
   url: string,
   body: unknown,
-  opts: { key?: string; headers?: Record<string, string>; method?: string } = {},
-): Promise<{ status: number; body: any; headers: Headers }> {
-  const res = await fetch(`${url}/mcp`, {
+  opts: { key?: string; headers?: Record<string, string>; method?: string; query?: string } = {},
+): Promise<{ status: number; body: any; headers: Headers; bytes: number }> {
+  const res = await fetch(`${url}/mcp${opts.query ? `?${opts.query}` : ''}`, {
     method: opts.method ?? 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headersOf(opts.key, opts.headers) },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
@@ -62,7 +62,7 @@ export async function rawPost(
   } catch {
     // not JSON
   }
-  return { status: res.status, body: parsed, headers: res.headers };
+  return { status: res.status, body: parsed, headers: res.headers, bytes: Buffer.byteLength(text) };
 }
 
 /** The structured result of a tool call, or its error body (a tool error carries it as text). */

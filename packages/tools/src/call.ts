@@ -5,6 +5,7 @@ import { DomainError, type Principal } from '@svc/kit';
 import type { ToolBinding, ToolCatalogue } from './catalogue.js';
 import { CALL_TOOL, SEARCH_TOOLS } from './names.js';
 import { searchTools } from './search.js';
+import { allows, type ToolView } from './views.js';
 
 /** Who calls a tool: the principal as a front verified it (with its signed token), and the request's id. */
 export interface ToolContext {
@@ -12,6 +13,8 @@ export interface ToolContext {
   requestId: string;
   /** Told of a failure that is not the caller's (it answers as `internal_error`). */
   onInternalError?: (err: unknown) => void;
+  /** What the caller may see and call (read-only mode, an agent's tool list); absent: every tool. */
+  view?: ToolView;
 }
 
 /** A tool's result: the operation's answer, or (isError) the contract's error body `{ error: { code, message, requestId } }`. */
@@ -26,6 +29,14 @@ export const MAX_TOOL_CONTENT_BYTES = 4 * 1024 * 1024;
 const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 
 const invalid = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
+
+/** A tool the caller's view does not allow: read-only mode (a tool with effects), or an agent's tool list. */
+export function refusedByView(view: ToolView, name: string): DomainError {
+  if (view.allowed && !view.allowed(name)) {
+    return new DomainError('forbidden', 'tool_not_allowed', `This agent's tool list does not include ${name}.`);
+  }
+  return new DomainError('forbidden', 'read_only_mode', `${name} changes things, and this connection is read-only (readonly=true).`);
+}
 
 /** The contract's error body of a failure, as a tool result. */
 export function toolError(err: unknown, ctx: Pick<ToolContext, 'requestId' | 'onInternalError'>): ToolResult {
@@ -173,7 +184,7 @@ export async function callTool(dispatcher: Dispatcher, catalogue: ToolCatalogue,
   try {
     if (args !== undefined && args !== null && !isPlainObject(args)) throw invalid('arguments: must be an object.');
     const given = (args ?? {}) as Record<string, unknown>;
-    if (name === SEARCH_TOOLS) return { structuredContent: searchTools(catalogue, given), isError: false };
+    if (name === SEARCH_TOOLS) return { structuredContent: searchTools(catalogue, given, ctx.view), isError: false };
     if (name === CALL_TOOL) {
       const inner = given.name;
       for (const key of Object.keys(given))
@@ -184,6 +195,7 @@ export async function callTool(dispatcher: Dispatcher, catalogue: ToolCatalogue,
     }
     const b = catalogue.binding(name);
     if (!b) throw new DomainError('not_found', 'unknown_tool', `There is no tool ${JSON.stringify(name.slice(0, 200))}; search_tools finds tools.`);
+    if (ctx.view && !allows(ctx.view, b.def)) throw refusedByView(ctx.view, name);
     const answer = await dispatcher.invoke(b.route, rawInputOf(b, given), { requestId: ctx.requestId, auth: ctx.auth });
     return { structuredContent: await resultOf(b, answer, given), isError: false };
   } catch (err) {

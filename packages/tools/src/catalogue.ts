@@ -1,8 +1,10 @@
 import type { Route } from '@svc/api';
 
+import { WRITTEN } from './descriptions.js';
 import { CALL_TOOL, SEARCH_TOOLS, toolName } from './names.js';
 import { portableSchema } from './portable.js';
 import { type ArgumentMap, inputSchemaOf, type JsonSchema, outputSchemaOf } from './schemas.js';
+import { ToolIndex } from './search-index.js';
 
 export type { JsonSchema } from './schemas.js';
 
@@ -43,6 +45,8 @@ export interface SearchFilters {
   openWorld?: boolean;
   /** At most this many (default all). */
   limit?: number;
+  /** Only tools this passes (the caller's view: read-only mode, an agent's tool list). */
+  only?: (t: ToolDef) => boolean;
 }
 
 /**
@@ -79,10 +83,12 @@ function bindingOf(r: Route): ToolBinding {
   const name = toolName(r);
   const input = inputSchemaOf(r);
   const output = outputSchemaOf(r);
+  const written = WRITTEN[name];
   const def: ToolDef = {
     name,
-    title: titleOf(name),
-    description: `${r.summary} (${r.method.toUpperCase()} /v1${r.path})`,
+    title: written?.title ?? titleOf(name),
+    // The route's summary (a very short one with its HTTP form, which says what it reaches).
+    description: written?.description ?? (r.summary.length >= 40 ? r.summary : `${r.summary} (${r.method.toUpperCase()} /v1${r.path})`),
     routeId: r.id,
     area: r.tag,
     // In the spelling narrower clients accept (no type arrays): the same values (portable.ts).
@@ -92,6 +98,9 @@ function bindingOf(r: Route): ToolBinding {
   };
   return { def, route: r, args: input.map, wrapped: output.wrapped };
 }
+
+/** The search weight of the everyday tools (those with written descriptions) over the rest. */
+const EVERYDAY_PRIOR = 1.2;
 
 const META_ANNOTATIONS: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
@@ -173,48 +182,6 @@ export class InvalidCursorError extends Error {
   }
 }
 
-/** Words of a text for matching: lowercase, split at anything not a letter or digit and at camelCase humps. */
-export function words(text: string): string[] {
-  return text
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter(Boolean);
-}
-
-/** Words too common to tell tools apart. */
-const STOP_WORDS = new Set([
-  'a',
-  'an',
-  'the',
-  'of',
-  'to',
-  'in',
-  'on',
-  'for',
-  'and',
-  'or',
-  'is',
-  'it',
-  'its',
-  'my',
-  'i',
-  'this',
-  'that',
-  'with',
-  'by',
-  'from',
-  'as',
-  'be',
-]);
-
-interface Indexed {
-  def: ToolDef;
-  name: Set<string>;
-  title: Set<string>;
-  description: Set<string>;
-}
-
 /**
  * The tools, built once from the route table: one per operation that passes isToolOperation, named
  * by the spec's map or derived from the operation id, with search_tools and call_tool first.
@@ -222,7 +189,8 @@ interface Indexed {
 export class ToolCatalogue {
   private readonly bindings = new Map<string, ToolBinding>();
   private readonly tools: ToolDef[];
-  private readonly indexed: Indexed[];
+  private readonly operations: ToolDef[];
+  private readonly index: ToolIndex<ToolDef & { prior: number }>;
   readonly areas: string[];
 
   private constructor(routes: Route[]) {
@@ -236,12 +204,8 @@ export class ToolCatalogue {
     const operations = [...this.bindings.values()].map((b) => b.def);
     this.areas = [...new Set(operations.map((d) => d.area))].sort();
     this.tools = [...metaTools(this.areas), ...operations];
-    this.indexed = operations.map((def) => ({
-      def,
-      name: new Set([...words(def.name), def.name]),
-      title: new Set(words(def.title)),
-      description: new Set(words(def.description)),
-    }));
+    this.operations = operations;
+    this.index = new ToolIndex(operations.map((d) => ({ ...d, prior: WRITTEN[d.name] ? EVERYDAY_PRIOR : 1 })));
   }
 
   static fromRoutes(routes: Route[]): ToolCatalogue {
@@ -272,43 +236,34 @@ export class ToolCatalogue {
     if (cursor !== undefined) {
       const m = /^t(\d{1,6})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
       start = m ? Number(m[1]) : -1;
-      if (start <= 0 || start >= this.tools.length || Buffer.from(`t${start}`).toString('base64url') !== cursor) throw new InvalidCursorError();
+      if (start <= 0 || start % size !== 0 || start >= this.tools.length || Buffer.from(`t${start}`).toString('base64url') !== cursor)
+        throw new InvalidCursorError();
     }
     const end = start + size;
     return { tools: this.tools.slice(start, end), nextCursor: end < this.tools.length ? Buffer.from(`t${end}`).toString('base64url') : undefined };
   }
 
   /**
-   * The operation tools that match, best first. Each query word scores where it is found (the
-   * name counts most, then the title, then the description; a word that only begins a tool's word
-   * counts less); ties keep the catalogue's order. An empty query matches every tool the filters pass.
+   * The operation tools that match, best first: BM25 over name, title, description and parameter
+   * names, with stemming and synonyms (search-index.ts); ties keep the catalogue's order. An empty
+   * query matches every tool the filters pass.
    */
   search(query: string, filters: SearchFilters = {}): ToolDef[] {
-    const q = words(query).filter((w) => !STOP_WORDS.has(w));
-    const scored: Array<{ def: ToolDef; score: number }> = [];
-    for (const t of this.indexed) {
-      const d = t.def;
-      if (filters.area !== undefined && d.area !== filters.area) continue;
-      if (filters.readOnly !== undefined && d.annotations.readOnlyHint !== filters.readOnly) continue;
-      if (filters.destructive !== undefined && d.annotations.destructiveHint !== filters.destructive) continue;
-      if (filters.openWorld !== undefined && d.annotations.openWorldHint !== filters.openWorld) continue;
-      let score = q.length === 0 ? 1 : 0;
-      if (q.length && d.name === query.trim().toLowerCase()) score += 100;
-      for (const w of q) score += scoreWord(t, w);
-      if (score > 0) scored.push({ def: d, score });
+    const passes = (d: ToolDef) =>
+      (filters.area === undefined || d.area === filters.area) &&
+      (filters.readOnly === undefined || d.annotations.readOnlyHint === filters.readOnly) &&
+      (filters.destructive === undefined || d.annotations.destructiveHint === filters.destructive) &&
+      (filters.openWorld === undefined || d.annotations.openWorldHint === filters.openWorld) &&
+      (filters.only === undefined || filters.only(d));
+    let out: ToolDef[];
+    if (!query.trim()) out = this.operations.filter(passes);
+    else {
+      const scores = this.index.scores(query);
+      out = [...scores.entries()]
+        .filter(([i]) => passes(this.operations[i]!))
+        .sort((x, y) => y[1] - x[1] || x[0] - y[0])
+        .map(([i]) => this.operations[i]!);
     }
-    scored.sort((a, b) => b.score - a.score);
-    const out = scored.map((s) => s.def);
     return filters.limit !== undefined ? out.slice(0, filters.limit) : out;
   }
-}
-
-function scoreWord(t: Indexed, w: string): number {
-  const prefix = (set: Set<string>) => w.length >= 3 && [...set].some((x) => x.startsWith(w));
-  if (t.name.has(w)) return 10;
-  if (t.title.has(w)) return 6;
-  if (t.description.has(w)) return 3;
-  if (prefix(t.name)) return 4;
-  if (prefix(t.title) || prefix(t.description)) return 1;
-  return 0;
 }

@@ -17,6 +17,8 @@ import { lazy, type Logger, type Principal, setting } from '@svc/kit';
 import { callTool } from './call.js';
 import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
 import { jsonRpcError, type McpAnswer, MODERN_REVISION, serveExchange, serveModernExchange, servesModern } from './exchange.js';
+import { resultText } from './result-text.js';
+import { DEFAULT_TOOLSET, DEFAULT_VIEW, lists, type ToolView, viewPage } from './views.js';
 
 // The SDK is loaded at the first MCP request, not at start (~100 ms of module loading).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -37,6 +39,8 @@ export interface McpCaller {
   /** The signed principal token: tool calls go to the services with it. */
   token: string;
   requestId: string;
+  /** What this caller lists and may call (views.ts); absent: the default set. */
+  view?: ToolView;
 }
 
 /** One HTTP exchange as it reached the endpoint. */
@@ -58,18 +62,36 @@ export interface McpEndpointDeps {
 
 const INSTRUCTIONS =
   'The svc platform as tools: each tool is one operation of the svc API, called as you with your API key. ' +
-  'tools/list is paginated; search_tools finds any tool (with its input schema) and call_tool calls it by name.';
+  'tools/list answers the everyday tools; search_tools finds any other (with its input schema) and call_tool calls it by name. ' +
+  'More tools can be listed with ?toolsets=<areas>|all on the URL (or X-MCP-Toolsets).';
 
-/** An MCP Tool as tools/list lists it. */
-const toMcpTool = (t: ToolDef): Tool =>
+/**
+ * The largest output schema tools/list carries (JSON bytes), and only for the default set's tools:
+ * output schemas were 62% of the whole catalogue's bytes. A tool listed without one answers the
+ * same structuredContent.
+ */
+export const LISTED_OUTPUT_SCHEMA_MAX = 1536;
+
+/** Whether tools/list carries a tool's output schema. */
+export const listsOutputSchema = (t: ToolDef): boolean =>
+  t.outputSchema !== undefined && DEFAULT_TOOLSET.includes(t.name) && JSON.stringify(t.outputSchema).length <= LISTED_OUTPUT_SCHEMA_MAX;
+
+/**
+ * An MCP Tool as tools/list lists it. A title that is only the name in words (the tools without a
+ * written one) is left out: clients show the name.
+ */
+export const toMcpTool = (t: ToolDef): Tool =>
   ({
     name: t.name,
-    title: t.title,
+    ...(t.title.toLowerCase() !== t.name.replace(/_/g, ' ') ? { title: t.title } : {}),
     description: t.description,
     inputSchema: t.inputSchema,
-    ...(t.outputSchema ? { outputSchema: t.outputSchema } : {}),
+    ...(listsOutputSchema(t) ? { outputSchema: t.outputSchema } : {}),
     annotations: t.annotations,
   }) as Tool;
+
+/** Views kept with their lists and pages (an agent's allow-list makes a view of its own). */
+const MAX_CACHED_VIEWS = 256;
 
 export type { McpAnswer } from './exchange.js';
 
@@ -122,10 +144,17 @@ const callerOf = (authInfo: AuthInfo | undefined): McpCaller => {
 export class McpEndpoint {
   /** The SDK's handler of 2026-07-28 requests (made on the first one: it warns on the console that JSON mode drops notifications). */
   private modernHandler?: McpHttpHandler;
-  /** tools/list pages, by cursor ('' for the first): built on first ask, then kept. */
+  /** tools/list pages, by view and cursor: built on first ask, then kept. */
   private readonly pages = new Map<string, { tools: Tool[]; nextCursor?: string }>();
+  /** The tools each view lists, by its key. */
+  private readonly viewTools = new Map<string, ToolDef[]>();
 
   constructor(private readonly deps: McpEndpointDeps) {}
+
+  /** The catalogue's areas: the toolsets a client may choose (with `default` and `all`). */
+  get areas(): readonly string[] {
+    return this.deps.catalogue.areas;
+  }
 
   private get modern(): McpHttpHandler {
     this.modernHandler ??= mcp.createMcpHandler((ctx: McpRequestContext) => this.server(callerOf(ctx.authInfo)), {
@@ -152,17 +181,31 @@ export class McpEndpoint {
         ...(modern ? { supportedProtocolVersions: (this.modernVersions ??= [...mcp.SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION]) } : {}),
       },
     );
-    server.setRequestHandler('tools/list', async (req) => this.page(req.params?.cursor));
+    server.setRequestHandler('tools/list', async (req) => this.page(caller.view ?? DEFAULT_VIEW, req.params?.cursor));
     server.setRequestHandler('tools/call', async (req) => this.call(caller, req.params.name, req.params.arguments));
     return server;
   }
 
-  private page(cursor: string | undefined): { tools: Tool[]; nextCursor?: string } {
-    const key = cursor ?? '';
+  /** The tools a view lists (kept per view). */
+  listed(view: ToolView): ToolDef[] {
+    let tools = this.viewTools.get(view.key);
+    if (!tools) {
+      if (this.viewTools.size >= MAX_CACHED_VIEWS) {
+        this.viewTools.clear();
+        this.pages.clear();
+      }
+      tools = this.deps.catalogue.list().filter((t) => lists(view, t));
+      this.viewTools.set(view.key, tools);
+    }
+    return tools;
+  }
+
+  private page(view: ToolView, cursor: string | undefined): { tools: Tool[]; nextCursor?: string } {
+    const key = `${view.key}\n${cursor ?? ''}`;
     let page = this.pages.get(key);
     if (!page) {
       try {
-        const p = this.deps.catalogue.page(cursor, this.deps.pageSize);
+        const p = viewPage(this.listed(view), view, cursor, this.deps.pageSize);
         page = { tools: p.tools.map(toMcpTool), ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}) };
       } catch (err) {
         if (err instanceof InvalidCursorError) throw new mcp.ProtocolError(mcp.ProtocolErrorCode.InvalidParams, err.message);
@@ -174,15 +217,23 @@ export class McpEndpoint {
   }
 
   private async call(caller: McpCaller, name: string, args: unknown): Promise<CallToolResult> {
+    // A tool that does not exist is the protocol's error (invalid params), not a tool's result.
+    if (!this.deps.catalogue.get(name)) {
+      throw new mcp.ProtocolError(
+        mcp.ProtocolErrorCode.InvalidParams,
+        `Unknown tool: ${JSON.stringify(String(name).slice(0, 200))} (search_tools finds tools).`,
+      );
+    }
     const r = await callTool(this.deps.dispatcher, this.deps.catalogue, name, args, {
       auth: { principal: caller.principal, token: caller.token },
       requestId: caller.requestId,
+      view: caller.view,
       onInternalError: (err) => this.deps.log.error({ err, tool: name, requestId: caller.requestId }, 'a tool call failed'),
     });
-    const text = JSON.stringify(r.structuredContent);
     // An error carries its body as text only: a client checks structured content against the tool's output schema.
-    if (r.isError) return { content: [{ type: 'text', text }], isError: true };
-    return { content: [{ type: 'text', text }], structuredContent: r.structuredContent };
+    if (r.isError) return { content: [{ type: 'text', text: JSON.stringify(r.structuredContent) }], isError: true };
+    // The result once, as structuredContent; the text is the same JSON when short, else a summary of it.
+    return { content: [{ type: 'text', text: resultText(r.structuredContent) }], structuredContent: r.structuredContent };
   }
 
   /**

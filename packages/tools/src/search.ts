@@ -1,6 +1,7 @@
 import { DomainError } from '@svc/kit';
 
 import type { SearchFilters, ToolCatalogue } from './catalogue.js';
+import { allows, type ToolView } from './views.js';
 
 const invalid = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
 
@@ -12,7 +13,7 @@ const optionalBoolean = (args: Record<string, unknown>, key: string): boolean | 
 };
 
 /** search_tools: its arguments checked, the catalogue searched, each match with its input schema. */
-export function searchTools(catalogue: ToolCatalogue, args: Record<string, unknown>): Record<string, unknown> {
+export function searchTools(catalogue: ToolCatalogue, args: Record<string, unknown>, view?: ToolView): Record<string, unknown> {
   const known = new Set(['query', 'area', 'readOnly', 'destructive', 'openWorld', 'limit']);
   for (const key of Object.keys(args)) if (!known.has(key)) throw invalid(`arguments.${key}: search_tools takes no such argument.`);
   const query = args.query ?? '';
@@ -21,6 +22,8 @@ export function searchTools(catalogue: ToolCatalogue, args: Record<string, unkno
     readOnly: optionalBoolean(args, 'readOnly'),
     destructive: optionalBoolean(args, 'destructive'),
     openWorld: optionalBoolean(args, 'openWorld'),
+    // Only what the caller's view allows (read-only mode, an agent's tool list).
+    ...(view ? { only: (t) => allows(view, t) } : {}),
   };
   if (args.area !== undefined) {
     if (typeof args.area !== 'string' || !catalogue.areas.includes(args.area)) {

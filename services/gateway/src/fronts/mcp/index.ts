@@ -13,7 +13,17 @@ import express, { type Request, type Response } from 'express';
 import { routes } from '@svc/api';
 import { type AnswerCache, type ContentDeps, Dispatcher } from '@svc/dispatch';
 import { DomainError, setHttpRoute } from '@svc/kit';
-import { CALL_TOOL, isToolOperation, McpEndpoint, type McpMessage, readMcpMessage, ToolCatalogue, toolName, toolOperations } from '@svc/tools';
+import {
+  CALL_TOOL,
+  isToolOperation,
+  McpEndpoint,
+  type McpMessage,
+  readMcpMessage,
+  ToolCatalogue,
+  toolName,
+  toolOperations,
+  viewOf,
+} from '@svc/tools';
 
 import { type Authenticator, presentedSecret } from '../../auth.js';
 import { admitFront, classOf, type OperationClass, type RateLimiter } from '../../rate-limit.js';
@@ -103,6 +113,9 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
       req.ip ?? req.socket.remoteAddress ?? 'unknown',
     );
     const caller = await deps.auth.onChannel(verified, 'mcp');
+    // What the client chose to see: toolsets and read-only mode, on the URL or in headers (400 when unknown).
+    const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
+    const view = viewOf(endpointOf().areas, new URL(req.originalUrl, ENDPOINT_URL).searchParams, header);
     await new Promise<void>((resolve, reject) => readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
     const read = readMcpMessage(req.headers['content-type'], Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
     // A tool call draws on the buckets of its operation's class, as the same call over the API
@@ -116,7 +129,7 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
         : await endpointOf().serve(
             read.message,
             { url: ENDPOINT_URL, headers },
-            { principal: caller.principal, token: caller.token, requestId: req.requestId },
+            { principal: caller.principal, token: caller.token, requestId: req.requestId, view },
           );
     res.statusCode = answer.status;
     for (const [name, value] of Object.entries(answer.headers)) if (!HOP_BY_HOP.has(name)) res.setHeader(name, value);
