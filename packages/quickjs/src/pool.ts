@@ -1,5 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { existsSync, promises as fsp } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 
@@ -110,6 +110,8 @@ class Worker {
   fresh = false;
   running?: Running;
   stderr = '';
+  /** Its /proc status file, open while it lives (read in one call at each poll of its memory). */
+  statusFd?: number;
   constructor(readonly child: ChildProcess) {}
 }
 
@@ -318,6 +320,7 @@ export class Sandbox {
   private onExit(w: Worker, code: number | null, signal: NodeJS.Signals | null): void {
     const wasStarting = w.state === 'starting';
     w.state = 'dead';
+    closeStatus(w);
     this.workers.delete(w);
     if (w.running) {
       const { job, started, killedFor } = this.finishRun(w);
@@ -392,14 +395,10 @@ export class Sandbox {
     if (pid !== undefined && process.platform === 'linux') {
       const cap = w.idleRss + 2 * job.limits.memoryLimitMb * MIB + this.rssHeadroom;
       const poll = () => {
-        residentBytes(pid).then(
-          (rss) => {
-            if (w.running !== running) return;
-            if (rss !== undefined && rss > cap) return this.kill(w, 'memory_limit');
-            running.rssTimer = setTimeout(poll, RSS_POLL_MS);
-          },
-          () => undefined,
-        );
+        if (w.running !== running) return;
+        const rss = residentBytes(w, pid);
+        if (rss !== undefined && rss > cap) return this.kill(w, 'memory_limit');
+        running.rssTimer = setTimeout(poll, RSS_POLL_MS);
       };
       running.rssTimer = setTimeout(poll, RSS_POLL_MS);
     }
@@ -443,10 +442,32 @@ export class Sandbox {
 const ms = (x: number) => Math.round(x * 100) / 100;
 
 /** A process's resident set size in bytes, from /proc (Linux). */
-async function residentBytes(pid: number): Promise<number | undefined> {
-  const status = await fsp.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-  return m ? Number(m[1]) * 1024 : undefined;
+const statusBuf = Buffer.alloc(4096);
+
+/**
+ * A child's resident memory, from /proc/<pid>/status through a descriptor kept open: one read of
+ * procfs (microseconds, no disk), where reading the file anew through the thread pool cost the
+ * service's thread about 5 ms of CPU at each of a busy run's 50 polls a second.
+ */
+function residentBytes(w: Worker, pid: number): number | undefined {
+  try {
+    w.statusFd ??= openSync(`/proc/${pid}/status`, 'r');
+    const n = readSync(w.statusFd, statusBuf, 0, statusBuf.length, 0);
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(statusBuf.toString('latin1', 0, n));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined; // the process is gone
+  }
+}
+
+function closeStatus(w: Worker): void {
+  if (w.statusFd === undefined) return;
+  try {
+    closeSync(w.statusFd);
+  } catch {
+    // already closed
+  }
+  w.statusFd = undefined;
 }
 
 /**

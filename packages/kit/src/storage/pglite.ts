@@ -1,11 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import v8 from 'node:v8';
-
-import { PGlite, type Transaction } from '@electric-sql/pglite';
 
 import { DATABASE_RETRY_AFTER_SECONDS, DomainError } from '../errors.js';
 import { withSqlSpan } from '../tracing/sql-spans.js';
+import { PgliteThread } from './pglite-thread.js';
 import type { Queryable, Sql, TxOptions } from './sql.js';
 import { createTxGuard, databaseBusy, statementHead, transactionTimeout, type TxState } from './sql-guard.js';
 
@@ -130,7 +128,8 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 }
 
 /**
- * Embedded PostgreSQL (WebAssembly) with its data in a folder; one instance per process. It has
+ * Embedded PostgreSQL (WebAssembly) with its data in a folder; one instance per process, on a
+ * thread of its own (pglite-thread.ts), so that statements never run on the event loop. It has
  * ONE connection: a statement sent through the Sql while a transaction is open waits for that
  * transaction, so one sent from inside the transaction's own work would wait forever. The
  * transaction guard refuses those (always, here), and bounds keep anything else from wedging it:
@@ -140,10 +139,9 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}): Promise<Sql> {
   const { txTimeoutMs, busyTimeoutMs, closeTimeoutMs } = { ...PGLITE_DEFAULT_BOUNDS, ...bounds };
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  // Read when the module is instantiated: set before PGlite compiles it (a process-wide V8 flag,
-  // which only WebAssembly uses; PGlite is the process's only module of size).
-  v8.setFlagsFromString(`--wasm-tiering-budget=${PGLITE_TIERING_BUDGET}`);
-  const db = await PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])] });
+  // The tiering budget is a process-wide V8 flag, which only WebAssembly uses; PGlite is the
+  // process's only module of size. The thread sets it before PGlite compiles its module.
+  const db = await PgliteThread.start({ dataDir, settings: PGLITE_SETTINGS, tieringBudget: PGLITE_TIERING_BUDGET });
   const conn = new Connection();
   // On PGlite an escape is a permanent wedge, never a slower statement: always refused.
   const guard = createTxGuard('throw');
@@ -164,7 +162,7 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
       conn.release();
     }
   };
-  const inTx = (t: Transaction, state: TxState, holder: Holder): Queryable => {
+  const inTx = (state: TxState, holder: Holder): Queryable => {
     const live = (text: string) => {
       if (!state.open) throw new Error(`the transaction is over (ended, or rolled back past its bound); not run: "${statementHead(text)}"`);
       // Its latest statement, for the log of a statement that waited too long behind it.
@@ -173,19 +171,19 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
     return {
       async query<R>(text: string, params?: unknown[]) {
         live(text);
-        return withSqlSpan(text, async () => (await t.query<R>(text, params)).rows);
+        return withSqlSpan(text, () => db.query<R>(text, params));
       },
       async exec(text: string) {
         live(text);
-        await withSqlSpan(text, () => t.exec(text));
+        await withSqlSpan(text, () => db.exec(text));
       },
     };
   };
 
   return {
     kind: 'pglite',
-    query: <R>(text: string, params?: unknown[]) => statement(text, async () => (await db.query<R>(text, params)).rows),
-    exec: (text: string) => statement(text, async () => void (await db.exec(text))),
+    query: <R>(text: string, params?: unknown[]) => statement(text, () => db.query<R>(text, params)),
+    exec: (text: string) => statement(text, () => db.exec(text)),
     async tx<T>(fn: (q: Queryable) => Promise<T>, options: TxOptions = {}): Promise<T> {
       guard.check('BEGIN (a transaction started inside an open transaction of the same Sql)');
       const holder = await take('transaction', 'a transaction');
@@ -202,9 +200,19 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
       });
       cut.catch(() => {});
       try {
-        // A rejection of `cut` makes PGlite roll back and rethrow it; fn's work, if it goes on,
-        // finds the transaction over at its next statement.
-        return await guard.run(state, () => db.transaction((t) => Promise.race([fn(inTx(t, state, holder)), cut])));
+        // A rejection of `cut` rolls the transaction back and is rethrown; fn's work, if it goes
+        // on, finds the transaction over at its next statement.
+        return await guard.run(state, async () => {
+          await db.exec('BEGIN');
+          try {
+            const result = await Promise.race([fn(inTx(state, holder)), cut]);
+            await db.exec('COMMIT');
+            return result;
+          } catch (err) {
+            await db.exec('ROLLBACK').catch(() => {});
+            throw err;
+          }
+        });
       } finally {
         state.open = false;
         holder.abort = undefined;
@@ -228,15 +236,13 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
         conn.holder?.abort?.(err);
         const deadline = Date.now() + closeTimeoutMs;
         const mine: Holder = { kind: 'close', what: 'close', since: 0 };
-        // Bounded by its own timer; without the connection PGlite is left as it is (the process is ending).
-        if (
-          !(await conn.acquire(mine, closeTimeoutMs).then(
-            () => true,
-            () => false,
-          ))
-        )
-          return;
-        await within(db.close(), deadline - Date.now());
+        // Bounded by its own timer; without the connection, or past the bound, the thread is ended
+        // whatever it runs (PostgreSQL recovers from its log at the next start, as after a crash).
+        const held = await conn.acquire(mine, closeTimeoutMs).then(
+          () => true,
+          () => false,
+        );
+        if (!held || !(await within(db.close(), deadline - Date.now()))) await db.terminate();
       })());
     },
   };
