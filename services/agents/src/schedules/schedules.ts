@@ -1,6 +1,17 @@
 import { z } from 'zod';
 
-import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, type Queryable, type Sql } from '@svc/kit';
+import {
+  actorOf,
+  DomainError,
+  enqueueEvent,
+  newId,
+  type OutboxRelay,
+  parseInput,
+  type Principal,
+  type Queryable,
+  type Sql,
+  visibleName,
+} from '@svc/kit';
 
 import { type AgentStore, SCHEMA } from '../agents/store.js';
 import type { ThreadsDomain } from '../threads/threads.js';
@@ -24,7 +35,7 @@ const SCHEDULE_RE = /^sch_[0-9a-z]{26}$/;
 const notFound = () => new DomainError('not_found', 'schedule_not_found', 'Schedule not found.');
 const bad = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
 
-const Name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
+const Name = visibleName(z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'));
 const Message = z.string().trim().min(1, 'must not be empty').max(32_000, 'must be at most 32000 characters');
 const Time = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time' }).transform((s) => new Date(s));
 

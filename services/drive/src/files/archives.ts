@@ -118,8 +118,7 @@ export async function extractArchive(drive: DriveDomain, p: Principal, input: { 
   const clean = entries.map((e) => {
     const segs = e.path.split('/').filter((s) => s !== '' && s !== '.');
     if (!segs.length || segs.some((s) => s === '..')) throw invalid(`the entry "${e.path}" leaves its folder`);
-    segs.forEach((s) => validName(s));
-    return { segs, content: e.content };
+    return { segs: segs.map((s) => validName(s)), content: e.content };
   });
   let root: ItemRow;
   if (input.parentId) {
