@@ -332,7 +332,7 @@ describe('accounts', () => {
         scope,
         400,
         'invalid_request',
-        expect.stringMatching(/^scope: /),
+        expect.stringMatching(/^body\.scope: /),
       ]);
     }
     // A key's project is the same kind of id.
