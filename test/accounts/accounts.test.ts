@@ -15,7 +15,7 @@ beforeAll(async () => {
   t = await startTestStack();
   const bus = await t.stack.backends.bus();
   await bus.subscribe('accounts.>', async (e) => void events.push(e));
-});
+}, 60_000);
 afterAll(() => t?.stop());
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -315,6 +315,31 @@ describe('accounts', () => {
     expect(outside.status).toBe(403);
     expect(outside.body.error.code).toBe('project_scope');
     const elsewhere = await ok('POST', url, ada.key, { granteeId: agent.id, verbs: ['x'], scope: 'project:api' });
+    // Scopes are structured values (kind:id), never paths: a traversal out of the key's project, or
+    // any other malformed scope, is a 400 naming the field, whoever asks.
+    for (const [key, scope] of [
+      [scoped, 'project:web/../api'],
+      [ada.key, 'project:p1/../p2'],
+      [ada.key, 'project:web/x'],
+      [ada.key, 'project:..'],
+      [ada.key, 'project:'],
+      [ada.key, 'host:a\tb'],
+      [ada.key, 'team:x'],
+      [ada.key, 'project:a\u202eb'],
+    ]) {
+      const res = await t.call('POST', url, { key, body: { granteeId: agent.id, verbs: ['x'], scope } });
+      expect([scope, res.status, res.body.error.code, res.body.error.message]).toEqual([
+        scope,
+        400,
+        'invalid_request',
+        expect.stringMatching(/^body\.scope: /),
+      ]);
+    }
+    // A key's project is the same kind of id.
+    for (const projectId of ['..', 'a/b', 'web/../api', ' web']) {
+      const res = await t.call('POST', '/api/api-keys', { key: ada.key, body: { name: 'p', projectId } });
+      expect([projectId, res.status, res.body.error.message]).toEqual([projectId, 400, expect.stringMatching(/projectId/)]);
+    }
     expect((await ok('GET', url, scoped)).body.grants.map((g: any) => g.id)).toEqual([inside.body.id]);
     expect((await t.call('DELETE', `/standing-grants/${elsewhere.body.id}`, { key: scoped })).status).toBe(404);
     expect((await t.call('PATCH', `/accounts/${ada.id}/settings`, { key: scoped, body: { locale: 'de-DE' } })).body.error.code).toBe('project_scope');

@@ -62,7 +62,11 @@ test('create: target and timetable checked; another account’s thread or schedu
   ] as const) {
     expect((await call(m, `/schedules/${s.body.id}${p}`, undefined, other)).status).toBe(404);
   }
-  expect((await call('DELETE', `/schedules/${s.body.id}`, undefined, other)).status).toBe(404);
+  // Another account's real schedule and a made-up id answer alike: no existence oracle.
+  const foreign = await call('DELETE', `/schedules/${s.body.id}`, undefined, other);
+  const madeUp = await call('DELETE', `/schedules/sch_${'0'.repeat(26)}`, undefined, other);
+  expect([foreign.status, foreign.body.error.code]).toEqual([404, 'schedule_not_found']);
+  expect([madeUp.status, madeUp.body.error.code, madeUp.body.error.message]).toEqual([404, 'schedule_not_found', foreign.body.error.message]);
   expect((await call('GET', '/schedules', undefined, other)).body.schedules).toEqual([]);
   // Skip moves to the next weekday; an update to a new timetable applies from now.
   const skipped = await call('POST', `/schedules/${s.body.id}/skip`);
@@ -71,7 +75,7 @@ test('create: target and timetable checked; another account’s thread or schedu
   expect(retimed.body).toMatchObject({ name: 'hourly', cron: null, intervalSeconds: 3600 });
   expect(Math.abs(Date.parse(retimed.body.nextFireAt) - Date.now() - 3_600_000)).toBeLessThan(10_000);
   expect((await call('DELETE', `/schedules/${s.body.id}`)).body).toEqual({ deleted: 1 });
-  expect((await call('DELETE', `/schedules/${s.body.id}`)).body).toEqual({ deleted: 0 });
+  expect((await call('DELETE', `/schedules/${s.body.id}`)).body.error.code).toBe('schedule_not_found');
   expect((await call('GET', `/schedules/${s.body.id}`)).body.error.code).toBe('schedule_not_found');
 });
 

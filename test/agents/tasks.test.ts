@@ -81,13 +81,21 @@ test('tasks: fields, validation, update, filters, and another account sees nothi
   expect((await call('GET', `/task-lists/${l.id}`, undefined, other)).body.error.code).toBe('task_list_not_found');
   expect((await call('POST', '/tasks', { listId: l.id, title: 'mine now' }, other)).status).toBe(404);
   expect((await call('POST', `/tasks/${t1.body.id}/complete`, undefined, other)).status).toBe(404);
-  expect((await call('DELETE', `/tasks/${t1.body.id}`, undefined, other)).status).toBe(404);
+  // Another account's real task and a made-up id answer alike: no existence oracle.
+  const foreign = await call('DELETE', `/tasks/${t1.body.id}`, undefined, other);
+  const madeUp = await call('DELETE', `/tasks/tsk_${'0'.repeat(26)}`, undefined, other);
+  expect([foreign.status, foreign.body.error.code, Object.keys(foreign.body.error).sort()]).toEqual([
+    404,
+    'task_not_found',
+    ['code', 'message', 'requestId'],
+  ]);
+  expect([madeUp.status, madeUp.body.error.code, madeUp.body.error.message]).toEqual([404, 'task_not_found', foreign.body.error.message]);
   expect((await call('GET', '/tasks', undefined, other)).body.tasks).toEqual([]);
   const otherAgent = (await t.ok('POST', '/agents', other, { name: 'theirs' })).body.id;
   expect((await call('PUT', `/tasks/${t1.body.id}/assignee`, { agentId: otherAgent })).body.error.code).toBe('agent_not_found');
   expect((await call('PUT', `/tasks/${t1.body.id}/assignee`, { agentId: null })).body.assigneeAgentId).toBeNull();
   expect((await call('DELETE', `/tasks/${t1.body.id}`)).body).toEqual({ deleted: 1 });
-  expect((await call('DELETE', `/tasks/${t1.body.id}`)).body).toEqual({ deleted: 0 });
+  expect((await call('DELETE', `/tasks/${t1.body.id}`)).body.error.code).toBe('task_not_found');
 });
 
 test('blockers: completing waits for them, cycles are refused, next picks a ready task', async () => {

@@ -542,6 +542,25 @@ describe('authority: another tenant’s resources answer 404', () => {
     }
   });
 
+  // A made-up id (B's id with its last character changed, so of the same shape) must answer as B's
+  // real one does: a difference would tell A that B's resource exists (an existence oracle).
+  const madeUp = (id: string) => id.slice(0, -1) + (id.endsWith('0') ? '1' : '0');
+  const ownIds = () => new Set(Object.values(B).filter((v) => /^[a-z]+_[0-9a-z]{10,}$/.test(v)));
+  const fake = (s: string) => s.replace(/[a-z]+_[0-9a-z]{10,}/g, (m) => (ownIds().has(m) ? madeUp(m) : m));
+
+  test.each(named.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
+    '%s answers a made-up id as it answers a foreign one',
+    async (_name, r) => {
+      const accountId = B.userId;
+      for (const key of r.authority ? [A.key] : [A.key, A.agentKey]) {
+        const real = pathFor(r, B, accountId) + sampleQuery(r, B);
+        const foreign = await call(r, real, key, sampleBody(r, A, B));
+        const invented = await call(r, fake(real), key, sampleBody(r, A, B));
+        expect([fake(real), invented.status, invented.body?.error?.code]).toEqual([fake(real), foreign.status, foreign.body?.error?.code]);
+      }
+    },
+  );
+
   test("…and B's resources are all still there", async () => {
     expect((await ok('GET', `/agents/${B.agentId}`, B.key)).id).toBe(B.agentId);
     expect((await ok('GET', `/accounts/${B.userId}/standing-grants`, B.key)).grants.map((g: any) => g.id)).toEqual([B.grantId]);

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 
-import type { GrpcServiceName, ServiceName } from '@svc/kit';
+import { type GrpcServiceName, scopeIdProblem, type ServiceName, visibleName } from '@svc/kit';
 
 export type { ServiceName };
+export { visibleName };
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type PrincipalKind = 'human' | 'agent' | 'host';
 
@@ -181,12 +182,10 @@ export const ProjectId = z
   .string()
   .min(1)
   .max(100)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+  .superRefine((s, ctx) => {
+    const problem = scopeIdProblem(s);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
-/** A display name: 1–100 characters, trimmed, no control characters. */
-export const DisplayName = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(100, 'must be at most 100 characters')
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
+/** A display name: 1–100 characters, trimmed, NFC, no control or invisible format characters. */
+export const DisplayName = visibleName(z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'));

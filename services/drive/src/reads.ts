@@ -1,5 +1,5 @@
 /** Reads: listing a folder, one item, and resolving a path. */
-import type { Principal } from '@svc/kit';
+import { normalizeName, type Principal } from '@svc/kit';
 
 import type { DriveDomain } from './domain.js';
 import { decodeCursor, encodeCursor } from './rules.js';
@@ -62,7 +62,8 @@ export async function resolvePath(
   const q = drive.sql;
   let place: Place = { accountId: p.accountId, projectId: drive.rootProject(p, input.projectId), parentId: null };
   let parent: ItemRow | null = null;
-  const segs = input.segments;
+  // Names are stored in NFC (packages/kit/src/names.ts): a path finds them however it is composed.
+  const segs = input.segments.map(normalizeName);
   if (!segs.length) return { parentExists: true };
   for (let i = 0; i < segs.length; i++) {
     const row = await drive.store.byName(q, place, segs[i]!);

@@ -1,4 +1,4 @@
-import { DomainError } from '@svc/kit';
+import { DomainError, nameProblem, normalizeName } from '@svc/kit';
 
 import type { ItemRow } from './store.js';
 
@@ -9,8 +9,12 @@ export function etagOf(r: Pick<ItemRow, 'id' | 'kind' | 'sha256' | 'version'>): 
 
 export const MAX_NAME_BYTES = 255;
 
-/** A file or folder name: not empty, no `/`, no control characters, at most 255 bytes. */
-export function validName(name: string | undefined): string {
+/**
+ * A file or folder name, in NFC: not empty, no `/`, no control, bidirectional or invisible format
+ * characters (packages/kit/src/names.ts), at most 255 bytes.
+ */
+export function validName(given: string | undefined): string {
+  const name = given === undefined ? undefined : normalizeName(given);
   if (name === undefined || name.trim() === '') {
     throw new DomainError('invalid_argument', 'invalid_name', 'A name is required.');
   }
@@ -20,6 +24,8 @@ export function validName(name: string | undefined): string {
   if (/[/\u0000-\u001f\u007f]/.test(name)) {
     throw new DomainError('invalid_argument', 'invalid_name', 'A name cannot contain "/" or control characters.');
   }
+  const problem = nameProblem(name);
+  if (problem) throw new DomainError('invalid_argument', 'invalid_name', `A name ${problem}.`);
   if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) {
     throw new DomainError('invalid_argument', 'invalid_name', `A name is at most ${MAX_NAME_BYTES} bytes (UTF-8).`);
   }

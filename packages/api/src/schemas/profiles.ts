@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { ProjectId } from '../route.js';
+import { ProjectId, visibleName } from '../route.js';
 
 /**
  * The input shapes of taste profiles, declared once: the gateway validates requests with them
@@ -26,12 +26,7 @@ export const ProfileRefId = z
   .max(128)
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.:/@-]*$/, 'may hold letters, digits and _ . : / @ - only');
 export const ProfileMessage = z.string().max(PROFILE_LIMITS.message);
-export const ProfileBranchName = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(PROFILE_LIMITS.name)
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not hold control characters');
+export const ProfileBranchName = visibleName(z.string().trim().min(1, 'must not be empty').max(PROFILE_LIMITS.name));
 
 /** Checked as a plain object only (cheap for 10,000 items), and passed on as is. */
 const Item = z
@@ -121,7 +116,7 @@ export const ProfileDataIn = z
 /** A PATCH's (or an import's) profileData, as validated. */
 export type ProfileDataInput = z.output<typeof ProfileDataIn>;
 
-const ProfileName = z.string().trim().min(1, 'must not be empty').max(PROFILE_LIMITS.name);
+const ProfileName = visibleName(z.string().trim().min(1, 'must not be empty').max(PROFILE_LIMITS.name));
 
 export const CreateProfileBody = z
   .object({

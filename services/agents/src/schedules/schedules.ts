@@ -1,6 +1,17 @@
 import { z } from 'zod';
 
-import { actorOf, DomainError, enqueueEvent, newId, type OutboxRelay, parseInput, type Principal, type Queryable, type Sql } from '@svc/kit';
+import {
+  actorOf,
+  DomainError,
+  enqueueEvent,
+  newId,
+  type OutboxRelay,
+  parseInput,
+  type Principal,
+  type Queryable,
+  type Sql,
+  visibleName,
+} from '@svc/kit';
 
 import { type AgentStore, SCHEMA } from '../agents/store.js';
 import type { ThreadsDomain } from '../threads/threads.js';
@@ -24,7 +35,7 @@ const SCHEDULE_RE = /^sch_[0-9a-z]{26}$/;
 const notFound = () => new DomainError('not_found', 'schedule_not_found', 'Schedule not found.');
 const bad = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
 
-const Name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
+const Name = visibleName(z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'));
 const Message = z.string().trim().min(1, 'must not be empty').max(32_000, 'must be at most 32000 characters');
 const Time = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time' }).transform((s) => new Date(s));
 
@@ -185,9 +196,8 @@ export class SchedulesDomain {
   async remove(p: Principal, id: string): Promise<number> {
     if (!SCHEDULE_RE.test(id)) throw notFound();
     return this.tx(async (q) => {
-      const s = await this.store.get(id, q, true);
-      if (!s) return 0;
-      if (s.account_id !== p.accountId) throw notFound();
+      // A made-up id and another account's schedule answer alike (no existence oracle).
+      const s = await this.get(p, id, q, true);
       await this.store.remove(q, id);
       await this.event(q, p, 'deleted', { ...s, status: s.status });
       return 1;

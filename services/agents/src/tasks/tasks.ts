@@ -11,6 +11,7 @@ import {
   type Principal,
   type Queryable,
   type Sql,
+  visibleName,
 } from '@svc/kit';
 
 import { type AgentStore, SCHEMA } from '../agents/store.js';
@@ -31,9 +32,9 @@ const listNotFound = () => new DomainError('not_found', 'task_list_not_found', '
 const taskNotFound = () => new DomainError('not_found', 'task_not_found', 'Task not found.');
 export const bad = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
 
-export const Name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');
+export const Name = visibleName(z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'));
 export const Description = z.string().max(1000, 'must be at most 1000 characters');
-const Title = z.string().trim().min(1, 'must not be empty').max(300, 'must be at most 300 characters');
+const Title = visibleName(z.string().trim().min(1, 'must not be empty').max(300, 'must be at most 300 characters'));
 const Notes = z.string().max(10_000, 'must be at most 10000 characters');
 const Priority = z.enum(['low', 'normal', 'high', 'urgent'], { error: 'must be low, normal, high or urgent' });
 const Due = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time' }).transform((s) => new Date(s));
@@ -254,9 +255,8 @@ export class TasksDomain {
   async remove(p: Principal, id: string): Promise<number> {
     if (!TASK_RE.test(id)) throw taskNotFound();
     return this.tx(async (q) => {
-      const t = await this.store.task(id, q, true);
-      if (!t) return 0;
-      if (t.account_id !== p.accountId) throw taskNotFound();
+      // A made-up id and another account's task answer alike (no existence oracle).
+      const t = await this.get(p, id, q, true);
       await this.store.deleteTask(q, id);
       await this.store.unblock(q, p.accountId, [id]);
       const actor = actorOf(p);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { actorOf, containsText, DomainError, newId, parseInput, type Principal, type Sql } from '@svc/kit';
+import { actorOf, containsText, DomainError, newId, parseInput, type Principal, type Sql, visibleName } from '@svc/kit';
 
 import { ThreadOpsStore } from './manage-store.js';
 import type { ContextMessage, EventRow, InboxRow, RunRow, ThreadRow } from './store.js';
@@ -21,7 +21,7 @@ const MSG_ID_RE = /^msg_[0-9a-z]{26}$/;
 
 const Tag = z.string().regex(/^[a-z0-9][a-z0-9_.:-]{0,39}$/, 'must be 1 to 40 characters: a-z, 0-9, _ . : - (starting with a letter or digit)');
 const Query = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
-const Title = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const Title = visibleName(z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'));
 
 export interface MessageView {
   id: string;

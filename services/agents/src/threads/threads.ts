@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Principal, type Sql } from '@svc/kit';
+import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Principal, type Sql, visibleName } from '@svc/kit';
 
 import type { AgentRow, AgentStore } from '../agents/store.js';
 import type { LiveEvents } from './live.js';
@@ -30,7 +30,7 @@ const MAX_METADATA_BYTES = 16_384;
 
 const threadNotFound = () => new DomainError('not_found', 'thread_not_found', 'Thread not found.');
 
-const Title = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+const Title = visibleName(z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'));
 const Metadata = z
   .string()
   .transform((s, ctx) => {

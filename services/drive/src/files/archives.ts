@@ -119,8 +119,7 @@ export async function extractArchive(drive: DriveDomain, p: Principal, input: { 
   const clean = entries.map((e) => {
     const segs = e.path.split('/').filter((s) => s !== '' && s !== '.');
     if (!segs.length || segs.some((s) => s === '..')) throw invalid(`the entry "${e.path}" leaves its folder`);
-    segs.forEach((s) => validName(s));
-    return { segs, content: e.content };
+    return { segs: segs.map((s) => validName(s)), content: e.content };
   });
   // The quotas before anything is written: the entries' bytes must fit, and the extract is one write.
   const quotas = drive.settings.quotas;

@@ -90,7 +90,11 @@ export async function rewriteText<T>(
 
 /** Splits a path from the drive root into names ("a/b/c.txt"; empty segments and a leading "/" ignored). */
 export function segments(path: string): string[] {
-  const segs = path.split('/').filter((s) => s !== '');
+  // Names are stored in NFC (packages/kit/src/names.ts): a path finds them however it is composed.
+  const segs = path
+    .normalize('NFC')
+    .split('/')
+    .filter((s) => s !== '');
   if (!segs.length) throw new DomainError('invalid_argument', 'invalid_path', 'The path names no item.');
   if (segs.some((s) => s === '.' || s === '..')) throw new DomainError('invalid_argument', 'invalid_path', 'A path cannot contain "." or "..".');
   return segs;

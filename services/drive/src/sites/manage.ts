@@ -9,7 +9,7 @@ import { writer } from '../domain.js';
 import { readBlob } from '../files/io.js';
 import { isText } from '../files/io.js';
 import { ManageStore } from './manage-store.js';
-import { normalizeSitePath, validSlug } from './rules.js';
+import { normalizeSitePath, validSlug, validTitle } from './rules.js';
 import type { Sites } from './sites.js';
 import type { DeploymentRow, SiteFileRow, SiteRow } from './store.js';
 
@@ -25,10 +25,7 @@ export async function updateSite(
 ): Promise<SiteRow> {
   writer(p);
   const slug = req.slug === undefined ? undefined : validSlug(req.slug);
-  const title = req.title?.trim();
-  if (title !== undefined && (title.length > 100 || /[\u0000-\u001f\u007f]/.test(title))) {
-    throw new DomainError('invalid_argument', 'invalid_request', 'title: at most 100 characters, no control characters.');
-  }
+  const title = req.title === undefined ? undefined : validTitle(req.title);
   return sites.drive.tx(
     async (q) => {
       const before = await sites.visible(q, p, req.id, true);

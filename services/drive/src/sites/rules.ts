@@ -3,7 +3,15 @@ import { createHash } from 'node:crypto';
 
 import mime from 'mime-types';
 
-import { DomainError } from '@svc/kit';
+import { DomainError, nameProblem, normalizeName } from '@svc/kit';
+
+/** A site's title: trimmed, NFC, at most 100 characters, no control or invisible format characters (packages/kit/src/names.ts). */
+export function validTitle(raw: string): string {
+  const title = normalizeName(raw.trim());
+  const problem = title.length > 100 ? 'must be at most 100 characters' : nameProblem(title);
+  if (problem) throw new DomainError('invalid_argument', 'invalid_request', `title: ${problem}.`);
+  return title;
+}
 
 /** Names a public host or path could confuse with the platform's own. */
 const RESERVED_SLUGS = new Set(['api', 'www', 'admin', 'app', 'assets', 'static', 'sites', 'mail', 'status', 'docs']);

@@ -8,7 +8,7 @@ import { DomainError, enqueueEvent, newId, type Principal, type Queryable } from
 import { actorOf, type DriveDomain, writer } from '../domain.js';
 import { SCHEMA } from '../store.js';
 import { DomainsStore } from './domains-store.js';
-import { decodeIdCursor, encodeIdCursor, validSlug } from './rules.js';
+import { decodeIdCursor, encodeIdCursor, validSlug, validTitle } from './rules.js';
 import { type SiteRow, SitesStore } from './store.js';
 
 export const siteNotFound = () => new DomainError('not_found', 'site_not_found', 'Site not found.');
@@ -51,10 +51,7 @@ export class Sites {
 export async function createSite(sites: Sites, p: Principal, req: { slug: string; title: string; projectId?: string }): Promise<SiteRow> {
   writer(p);
   const slug = validSlug(req.slug);
-  const title = (req.title ?? '').trim();
-  if (title.length > 100 || /[\u0000-\u001f\u007f]/.test(title)) {
-    throw new DomainError('invalid_argument', 'invalid_request', 'title: at most 100 characters, no control characters.');
-  }
+  const title = validTitle(req.title ?? '');
   const projectId = sites.drive.rootProject(p, req.projectId);
   return sites.drive.tx(
     async (q) => {

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 import {
   type Cache,
   DomainError,
@@ -7,9 +9,12 @@ import {
   keyPrefix,
   newId,
   type OutboxRelay,
+  parseInput,
   type Principal,
   type Queryable,
+  scopeIdProblem,
   type Sql,
+  visibleName,
 } from '@svc/kit';
 
 import { capExpiry } from './lineage.js';
@@ -83,8 +88,14 @@ function ownerFor(p: Principal, agentId: string | undefined): Owner {
   return { kind: 'human', id: p.userId! };
 }
 
+/** A key's name: trimmed, NFC, 1–100 characters, no control or invisible format characters. */
+export const KeyName = visibleName(z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters'));
+
 /** A project-scoped key works inside its project only, and cannot make keys outside it. */
 function projectFor(a: Acting, requested: string | undefined): string | undefined {
+  // A key's project is a structured id (never a path), as grant scopes name it.
+  const problem = requested ? scopeIdProblem(requested) : null;
+  if (problem) throw new DomainError('invalid_argument', 'invalid_request', `projectId: ${problem}.`);
   if (a.projectId && requested && requested !== a.projectId) {
     throw new DomainError('forbidden', 'project_scope', `This key is limited to project ${a.projectId}.`);
   }
@@ -121,12 +132,12 @@ export class KeysDomain {
   }
 
   async create(p: Principal, input: CreateInput): Promise<Created> {
-    return this.insert(p, ownerFor(p, input.agentId), input);
+    return this.insert(p, ownerFor(p, input.agentId), { ...input, name: parseInput(KeyName, input.name, { where: 'name' }) });
   }
 
   /** A key of the agent, for the agents service (which has checked the caller may manage the agent's keys). */
   async createAgentKey(c: AgentKeyCaller, input: Omit<CreateInput, 'agentId'>): Promise<Created> {
-    return this.insert(c, { kind: 'agent', id: c.agentId }, input);
+    return this.insert(c, { kind: 'agent', id: c.agentId }, { ...input, name: parseInput(KeyName, input.name, { where: 'name' }) });
   }
 
   /**

@@ -1,8 +1,6 @@
-import { z } from 'zod';
-
 import { type Cache, DomainError, enqueueEvent, type OutboxRelay, parseInput, type Principal, type Sql } from '@svc/kit';
 
-import { type AgentKeyCaller, type KeysDomain, keySees, verifyCacheKey } from './keys.js';
+import { type AgentKeyCaller, KeyName as Name, type KeysDomain, keySees, verifyCacheKey } from './keys.js';
 import { type KeyRow, SCHEMA } from './store.js';
 
 /**
@@ -11,7 +9,6 @@ import { type KeyRow, SCHEMA } from './store.js';
  */
 
 const KEY_ID_RE = /^key_[0-9a-z]{26}$/;
-const Name = z.string().trim().min(1, 'is required').max(100, 'must be at most 100 characters');
 const notFound = () => new DomainError('not_found', 'key_not_found', 'API key not found.');
 
 const encodeCursor = (id: string) => Buffer.from(id).toString('base64url');

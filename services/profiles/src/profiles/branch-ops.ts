@@ -1,5 +1,5 @@
 import { PROFILE_LIMITS } from '@svc/api';
-import { DomainError, type Principal } from '@svc/kit';
+import { DomainError, nameProblem, normalizeName, type Principal } from '@svc/kit';
 
 import { type BranchState, chain, type Change, MAIN, unprocessable } from '../history.js';
 import { type Loaded, type ProfileCore, scopeOf, versionNotFound } from './core.js';
@@ -43,14 +43,10 @@ export async function updateBranch(
   input: { name?: string; description?: string | null },
   ifMatch?: string,
 ) {
-  const name = input.name?.trim();
-  if (input.name !== undefined && (!name || name.length > PROFILE_LIMITS.name || /[\u0000-\u001f\u007f]/.test(name))) {
-    throw new DomainError(
-      'invalid_argument',
-      'invalid_request',
-      `body.name: must be 1 to ${PROFILE_LIMITS.name} characters without control characters.`,
-    );
-  }
+  const name = input.name === undefined ? undefined : normalizeName(input.name.trim());
+  const problem =
+    name === undefined ? null : !name || name.length > PROFILE_LIMITS.name ? `must be 1 to ${PROFILE_LIMITS.name} characters` : nameProblem(name);
+  if (problem) throw new DomainError('invalid_argument', 'invalid_request', `body.name: ${problem}.`);
   if (typeof input.description === 'string' && input.description.length > PROFILE_LIMITS.description) {
     throw new DomainError('invalid_argument', 'invalid_request', `body.description: must be at most ${PROFILE_LIMITS.description} characters.`);
   }

@@ -1,5 +1,5 @@
 import { PROFILE_LIMITS } from '@svc/api';
-import { DomainError, newId, type Principal } from '@svc/kit';
+import { DomainError, nameProblem, newId, normalizeName, type Principal } from '@svc/kit';
 
 import { type BranchState, type Change, MAIN, unprocessable } from '../history.js';
 import type { ProfileCore } from './core.js';
@@ -16,14 +16,9 @@ export async function createBranch(
   input: { name: string; description?: string; parentBranchId?: string },
   ifMatch?: string,
 ) {
-  const name = input.name?.trim();
-  if (!name || name.length > PROFILE_LIMITS.name || /[\u0000-\u001f\u007f]/.test(name)) {
-    throw new DomainError(
-      'invalid_argument',
-      'invalid_request',
-      `body.name: must be 1 to ${PROFILE_LIMITS.name} characters without control characters.`,
-    );
-  }
+  const name = normalizeName((input.name ?? '').trim());
+  const problem = !name || name.length > PROFILE_LIMITS.name ? `must be 1 to ${PROFILE_LIMITS.name} characters` : nameProblem(name);
+  if (problem) throw new DomainError('invalid_argument', 'invalid_request', `body.name: ${problem}.`);
   if (input.description !== undefined && input.description.length > PROFILE_LIMITS.description) {
     throw new DomainError('invalid_argument', 'invalid_request', `body.description: must be at most ${PROFILE_LIMITS.description} characters.`);
   }

@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import type { DomainError } from '@svc/kit';
 
 import { finishUnreadBody } from '../../http/content.js';
+import { sendError } from '../../replies.js';
 import { hrefOf } from './paths.js';
 import { escapeXml } from './xml.js';
 
@@ -51,6 +52,9 @@ export function sendDavDomainError(req: Request, res: Response, err: DomainError
   if (err.kind === 'unauthenticated') {
     return sendText(res, 401, err.message, { 'WWW-Authenticate': 'Basic realm="svc", charset="UTF-8"' });
   }
+  // A request the front cannot take (a NUL in the path, a bad header) answers as the API does: the
+  // contract's error body, {"error": {"code", "message", "requestId"}}.
+  if (err.kind === 'invalid_argument') return sendError(req, res, 400, err.code, err.message);
   const status = err.kind === 'conflict' ? 409 : err.httpStatus;
   const extra: Record<string, string> = {};
   if (err.kind === 'rate_limited' && err.details?.retryAfterSeconds) extra['Retry-After'] = String(err.details.retryAfterSeconds);

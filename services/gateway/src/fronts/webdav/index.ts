@@ -71,9 +71,12 @@ export function mountDav(app: express.Express, deps: DavDeps): void {
         // Capability discovery works before credentials (Windows and macOS clients ask first).
         return options(res);
       }
+      // x-svc-account acts in an organization the caller is a member of, as on the API (the same
+      // Authenticator applies the same membership and project rules).
+      const account = req.headers['x-svc-account'];
       const auth = await deps.auth.authenticate(
         presentedSecret(req.headers.authorization, { basic: true }),
-        undefined,
+        typeof account === 'string' && account ? account : undefined,
         req.ip ?? req.socket.remoteAddress ?? 'unknown',
       );
       checkPrincipal(auth.principal, DAV_ACCESS);

@@ -15,11 +15,15 @@ export function segmentsOf(pathname: string): string[] {
     .split('/')
     .filter((s) => s !== '')
     .map((s) => {
+      let name: string;
       try {
-        return decodeURIComponent(s);
+        name = decodeURIComponent(s);
       } catch {
         throw new DomainError('invalid_argument', 'invalid_path', 'The URL is not validly encoded.');
       }
+      // NUL and other control characters name no item (the API refuses them alike).
+      if (/[\u0000-\u001f\u007f]/.test(name)) throw new DomainError('invalid_argument', 'invalid_path', 'A path cannot contain control characters.');
+      return name;
     });
 }
 
