@@ -2,8 +2,8 @@ import { defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { drive } from '@svc/proto';
 
 import { DriveDomain } from './domain.js';
-import { migrations } from './migrations/index.js';
 import { grepWorkers } from './files/grep.js';
+import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
 import { txtLookup } from './sites/dns.js';
