@@ -17,12 +17,22 @@ export function scopeIdProblem(id: string): string | null {
   return null;
 }
 
-/** Why `scope` is not a scope (`account`, `project:<id>`, `host:<id>`), or null when it is one. */
+/**
+ * Why `scope` is not a scope, or null when it is one: `account`, `project:<id>`, `host:<id>`, or
+ * `host:<id>/<unit>` (one unit of a host, docs/host.md), every id and unit name of the id grammar,
+ * so never empty, `.`, `..` or holding a `/`, space or control character: a structured value, not a
+ * path to resolve.
+ */
 export function scopeProblem(scope: string): string | null {
   if (scope === 'account') return null;
   const colon = scope.indexOf(':');
   const kind = colon < 0 ? '' : scope.slice(0, colon);
-  if (!(SCOPE_KINDS as readonly string[]).includes(kind)) return 'must be "account", "project:<id>" or "host:<id>"';
-  const problem = scopeIdProblem(scope.slice(colon + 1));
-  return problem ? `the id after "${kind}:" ${problem}` : null;
+  if (!(SCOPE_KINDS as readonly string[]).includes(kind)) return 'must be "account", "project:<id>", "host:<id>" or "host:<id>/<unit>"';
+  const [id, ...below] = scope.slice(colon + 1).split('/');
+  const problem = scopeIdProblem(id!);
+  if (problem) return `the id after "${kind}:" ${problem}`;
+  if (below.length === 0) return null;
+  if (kind !== 'host' || below.length > 1) return 'may name one unit below a host ("host:<id>/<unit>") and nothing below a project';
+  const unit = scopeIdProblem(below[0]!);
+  return unit ? `the unit after "host:${id}/" ${unit}` : null;
 }

@@ -19,11 +19,14 @@ test('names: normalized to NFC', () => {
 });
 
 test('scopes: structured values, never paths', () => {
-  for (const ok of ['account', 'project:web', 'project:p1', 'host:host_01abc', 'project:a.b:c-d_e'])
+  for (const ok of ['account', 'project:web', 'project:p1', 'host:host_01abc', 'host:hst_01abc/sim-1', 'project:a.b:c-d_e'])
     expect([ok, scopeProblem(ok)]).toEqual([ok, null]);
   for (const bad of [
     'project:p1/../p2',
     'project:web/x',
+    'host:h1/../h2',
+    'host:h1/a/b',
+    'host:h1/',
     'project:..',
     'project:',
     'project:.hidden',

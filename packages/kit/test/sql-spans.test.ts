@@ -14,6 +14,13 @@ test('a SQL span is named by its operation and the table it names', () => {
     ['SELECT 1', 'SELECT'],
     ['/* why */ SELECT * FROM "profiles"."versions"', 'SELECT profiles.versions'],
     ['SELECT pg_advisory_xact_lock(hashtext($1))', 'SELECT'],
+    // A FROM inside parentheses is not the statement's table.
+    [
+      "SELECT window_start, ceil(extract(epoch FROM window_start + interval '1 minute'))::int AS left FROM drive.write_windows",
+      'SELECT drive.write_windows',
+    ],
+    ['SELECT count(*)::int AS n, extract(epoch FROM now() - min(created_at)) AS lag FROM agents.outbox', 'SELECT agents.outbox'],
+    ['SELECT * FROM (SELECT 1) s', 'SELECT'],
   ];
   for (const [text, name] of cases) expect([text, sqlSpanName(text).name]).toEqual([text, name]);
 });

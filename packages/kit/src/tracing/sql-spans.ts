@@ -24,6 +24,21 @@ export interface SqlSpanName {
   table?: string;
 }
 
+/**
+ * The statement with what its parentheses hold blanked out, so that a table is found at its top
+ * level only: not in `extract(epoch FROM at)` nor in a subquery (`FROM (SELECT …) s` names none).
+ */
+function topLevel(text: string): string {
+  let depth = 0;
+  let out = '';
+  for (const ch of text) {
+    if (ch === ')') depth = Math.max(0, depth - 1);
+    out += depth > 0 ? ' ' : ch;
+    if (ch === '(') depth++;
+  }
+  return out;
+}
+
 export function sqlSpanName(text: string): SqlSpanName {
   let operation = (VERB.exec(text)?.[1] ?? 'SQL').toUpperCase();
   let body = text;
@@ -47,7 +62,7 @@ export function sqlSpanName(text: string): SqlSpanName {
     if (i === text.length) operation = 'WITH';
   }
   const re = TABLE[operation];
-  const table = re ? re.exec(body)?.[1]?.replace(/"/g, '') : undefined;
+  const table = re ? re.exec(topLevel(body))?.[1]?.replace(/"/g, '') : undefined;
   return { name: table ? `${operation} ${table}` : operation, operation, table };
 }
 
