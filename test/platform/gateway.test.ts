@@ -160,8 +160,8 @@ describe('gateway', () => {
       [{ name: 5 }, 'body.name: must be a string.'],
       [{ name: 'a', admin: true, root: 1 }, 'body: unknown fields "admin", "root".'],
       [{ name: 'x'.repeat(101) }, 'body.name: must be at most 100 characters.'],
-      [{ name: 'a', expiresInDays: 0 }, 'body.expiresInDays: must be at least 1.'],
-      [{ name: 'a', expiresInDays: 1.5 }, 'body.expiresInDays: must be an integer.'],
+      [{ name: 'a', expiresInDays: 0 }, 'body.expiresInDays: must be at least one minute (1/1440).'],
+      [{ name: 'a', expiresInDays: 3651 }, 'body.expiresInDays: must be at most 3650.'],
     ];
     for (const [body, message] of messages) {
       const res = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey, body });

@@ -13,7 +13,7 @@ export const CreateKeyBody = z
     projectId: ProjectId.optional(),
     expiresInDays: z
       .number()
-      .min(1 / 1440, 'must be at least one minute (1/1440)')
+      .min(1 / 1440, 'must be at least one minute (1/1440).')
       .max(3650)
       .optional()
       .describe('The lifetime in days, fractions down to one minute (1/1440); rounded to the nearest minute.'),
