@@ -13,6 +13,9 @@ const ERROR_STATUSES: Record<string, string> = {
   '429': 'Too many requests.',
 };
 
+/** What any operation may answer when a backend it needs is down or busy. */
+const UNAVAILABLE = 'A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later.';
+
 const pick = (codes: string[]) => Object.fromEntries(codes.map((c) => [c, ERROR_STATUSES[c]!]));
 
 /**
@@ -21,7 +24,13 @@ const pick = (codes: string[]) => Object.fromEntries(codes.map((c) => [c, ERROR_
  */
 function errorStatuses(r: Route): Record<string, string> {
   if (r.handler.kind === 'unimplemented') return { ...pick(r.auth === 'key' ? ['401', '403', '429'] : []), '501': 'Not implemented yet.' };
-  const out = r.auth === 'key' ? { ...ERROR_STATUSES } : pick(['400']);
+  const out: Record<string, string> = r.auth === 'key' ? { ...ERROR_STATUSES } : pick(['400']);
+  if (r.body) {
+    out['413'] = 'The JSON body is larger than the limit.';
+    out['415'] = 'The body is not JSON (`Content-Type: application/json`).';
+  }
+  const conditional = Object.keys(r.headers?.shape ?? {}).some((h) => h === 'if-match' || h === 'if-none-match');
+  if (conditional) out['412'] = 'A precondition (`If-Match`, `If-None-Match`) does not hold (`etag_mismatch`).';
   if (r.content) {
     out['412'] = 'A precondition (`If-Match`, `If-None-Match`) does not hold; the current ETag is in the `ETag` header.';
     out['413'] = 'The content is larger than the limit.';
@@ -31,6 +40,9 @@ function errorStatuses(r: Route): Record<string, string> {
     out['422'] ??= 'The Idempotency-Key was used with another request (`idempotency_key_reused`).';
   }
   if (r.answer === 'bytes') out['416'] = 'The range is outside the content (`Content-Range: bytes */<size>`).';
+  for (const [code, description] of Object.entries(r.statuses ?? {})) if (Number(code) >= 400) out[code] = description;
+  out['503'] ??= UNAVAILABLE;
+  out['504'] ??= 'The operation did not finish within its deadline.';
   return out;
 }
 
@@ -88,7 +100,10 @@ function successes(r: Route, schemas: SchemaCollector): Record<string, unknown> 
     const named = ref.$ref ? ` Each event's data is a ${ref.$ref.split('/').pop()} (components/schemas).` : '';
     content['text/event-stream'] = { schema: { type: 'string', description: `${r.events.description}${named}` } };
   }
-  return { [String(r.status ?? 200)]: { description: 'Success.', content } };
+  const out: Record<string, unknown> = { [String(r.status ?? 200)]: { description: 'Success.', content } };
+  // Another success the operation answers with the same body (201 for a create, 200 for one already there).
+  for (const [code, description] of Object.entries(r.statuses ?? {})) if (Number(code) < 300) out[code] = { description, content };
+  return out;
 }
 
 /** A request body that is not JSON: the raw bytes, or a multipart form with a file part and fields. */
@@ -126,7 +141,9 @@ function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> 
   if (r.handler.kind === 'unimplemented') op['x-svc-status'] = 'unimplemented';
   if (r.auth === 'none') op.security = [];
   if (r.body) {
-    op.requestBody = { required: true, content: { 'application/json': { schema: schemas.schema(r.body, 'input') } } };
+    // Required unless the schema takes no body at all (an empty body is no body, never `{}`).
+    const required = !r.body.safeParse(undefined).success;
+    op.requestBody = { required, content: { 'application/json': { schema: schemas.schema(r.body, 'input') } } };
   } else if (r.content) {
     op.requestBody = contentBody(r, schemas);
   }

@@ -366,7 +366,7 @@ export const memoryRoutes: Route[] = [
           z.object({
             version: z.number().int(),
             op: z.string().describe('set, merge, increment, append, pop, expire, rename, copy, restore or delete.'),
-            value: z.unknown().describe('The value it wrote (absent for a delete).'),
+            value: z.unknown().optional().describe('The value it wrote (absent for a delete).'),
             at: Timestamp,
             by: z.record(z.string(), z.unknown()),
           }),
