@@ -10,7 +10,7 @@ import { startTestStack, type TestStack } from '../support/stack';
 let t: TestStack;
 beforeAll(async () => {
   t = await startTestStack();
-});
+}, 120_000);
 afterAll(() => t?.stop());
 
 const json = 'application/json; charset=utf-8';
@@ -25,7 +25,7 @@ describe('the contract check', () => {
 
   test('refuses a status the operation does not declare, and a body its schema does not allow', () => {
     expect(contractProblem({ method: 'GET', path: '/me', status: 418, contentType: json, text: '{}' })).toMatch(
-      /^GET \/me \(me\) answered 418, which the operation does not declare \(declared: 200, /,
+      /^GET \/me \(me\.get\) answered 418, which the operation does not declare \(declared: 200, /,
     );
     const error = (extra: object) => JSON.stringify({ error: { code: 'x', message: 'm', requestId: 'r', ...extra } });
     expect(contractProblem({ method: 'GET', path: '/me', status: 401, contentType: json, text: error({}) })).toBeNull();

@@ -186,7 +186,9 @@ export const profilesRoutes = [
   route({
     ...common,
     id: 'profiles.update',
-    statuses: { 422: 'The change would break the resource’s rules (`version_parent_mismatch`, `version_immutable`, `version_dropped`, `head_other_branch`, `head_not_found`, `duplicate_version_id`, `duplicate_branch_id`, `branch_parent_missing`, `main_branch_required`).' },
+    statuses: {
+      422: 'The change would break the resource’s rules (`version_parent_mismatch`, `version_immutable`, `version_dropped`, `head_other_branch`, `head_not_found`, `duplicate_version_id`, `duplicate_branch_id`, `branch_parent_missing`, `main_branch_required`).',
+    },
     method: 'patch',
     path: '/profiles/:id',
     summary: 'Update a taste profile (If-Match); answers the updated profile and its new ETag. 422 when it would corrupt history.',
