@@ -16,7 +16,7 @@
 // it, and how the heavy tenant's requests were answered (statuses: refusals such as 429 are the
 // platform protecting the other tenant, and are counted, not hidden).
 'use strict';
-const { spawn } = require('node:child_process');
+const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -31,7 +31,7 @@ const MiB = 1024 * 1024;
 
 async function startStack(env) {
   const port = await freePort();
-  const child = spawn(process.execPath, ['./apps/stack/dist/main.js'], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_STACK_NODE_ARGS?.split(' ').filter(Boolean) ?? []), './apps/stack/dist/main.js'], {
     cwd: ROOT,
     env: { ...process.env, ...env, SVC_SERVICE: 'all', PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -94,7 +94,8 @@ async function setUp(url, bootstrapKey) {
   const operator = client(url, bootstrapKey);
   const account = async (name) => (await must(operator('POST', '/v1/accounts', { kind: 'user', name }), 'create account')).key;
   const light = client(url, await account('light tenant'));
-  const heavy = client(url, await account('heavy tenant'));
+  const heavyKey = await account('heavy tenant');
+  const heavy = client(url, heavyKey);
 
   const note = await must(light('POST', '/v1/drive/upload?name=note.txt', Buffer.from('hello from the light tenant\n'.repeat(20))), 'light upload');
   const agent = await must(light('POST', '/v1/agents', { name: 'helper' }), 'light agent');
@@ -109,7 +110,6 @@ async function setUp(url, bootstrapKey) {
   const aaa = await must(heavy('POST', '/v1/drive/upload?name=aaa.txt', Buffer.from(`${'a'.repeat(22)}!\n`.repeat(4))), 'heavy grep file');
   const profile = await must(heavy('POST', '/v1/profiles', { name: 'big' }), 'heavy profile');
   const constraint = (n, salt) => ({ id: `c${n}`, question: `Does the image show quality ${n}?`, answer: `answer ${salt}`, weight: (n % 7) / 7 });
-  const heavyBody = randomBytes(8 * MiB);
   const versions = [];
   for (const salt of [1, 2]) {
     const constraints = Array.from({ length: 2000 }, (_, n) => constraint(n, salt));
@@ -123,16 +123,50 @@ async function setUp(url, bootstrapKey) {
   const diffPath = versions.every(Boolean)
     ? `/v1/profiles/${profile.id}/diff?from=${versions[0]}&to=${versions[1]}`
     : `/v1/profiles/${profile.id}/diff`;
+  const grepFolder = aaa.parentId ? `&folderId=${aaa.parentId}` : '';
+  return { lightMix, heavy: { url, key: heavyKey, grepFolder, diffPath } };
+}
+
+/** The heavy tenant's operations, in the flood's own process (the light client's loop never waits on them). */
+function heavyOps({ url, key, grepFolder, diffPath }) {
+  const heavy = client(url, key);
+  const body = randomBytes(8 * MiB);
   let uploads = 0;
-  const heavyOps = [
-    () =>
-      heavy('GET', `/v1/drive/grep?pattern=${encodeURIComponent('^(a+)+$')}&regex=true&folderId=${aaa.parentId ?? ''}`.replace(/&folderId=$/, '')),
+  return [
+    () => heavy('GET', `/v1/drive/grep?pattern=${encodeURIComponent('^(a+)+$')}&regex=true${grepFolder}`),
     () => heavy('POST', '/v1/code/run', { code: 'const s = Date.now(); while (Date.now() - s < 1000) {} 1', timeoutMs: 5000 }),
-    () => heavy('POST', `/v1/drive/upload?name=big-${++uploads % 4}.bin`, heavyBody),
+    () => heavy('POST', `/v1/drive/upload?name=big-${++uploads % 4}.bin`, body),
     () => heavy('GET', diffPath),
   ];
-  return { lightMix, heavyOps };
 }
+
+/** The flood's process: HEAVY_WORKERS loops until the parent says stop, then the statuses it saw. */
+async function flood(spec) {
+  const ops = heavyOps(spec);
+  let flooding = true;
+  process.on('message', (m) => {
+    if (m === 'stop') flooding = false;
+  });
+  const statuses = {};
+  const workers = Array.from({ length: HEAVY_WORKERS }, async (_, w) => {
+    for (let i = w; flooding; i++) {
+      try {
+        const res = await ops[i % ops.length]();
+        const k = statusKey(res);
+        statuses[k] = (statuses[k] ?? 0) + 1;
+        if (res.status === 429) await new Promise((r) => setTimeout(r, 100));
+      } catch (err) {
+        statuses[err.message] = (statuses[err.message] ?? 0) + 1;
+      }
+    }
+  });
+  process.send('started');
+  await Promise.all(workers);
+  process.send({ statuses });
+}
+
+// A status, and for a refusal the error code it named (429 concurrency_limit, 409 …).
+const statusKey = (res) => (res.status >= 400 && res.body?.error?.code ? `${res.status} ${res.body.error.code}` : String(res.status));
 
 async function runLight(lightMix, seconds) {
   const latencies = [];
@@ -142,7 +176,8 @@ async function runLight(lightMix, seconds) {
     const t0 = process.hrtime.bigint();
     const res = await lightMix[i % lightMix.length]();
     latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-    statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+    const k = statusKey(res);
+    statuses[k] = (statuses[k] ?? 0) + 1;
   }
   return { latencies, statuses };
 }
@@ -159,27 +194,21 @@ async function main() {
   });
   try {
     const bootstrapKey = fs.readFileSync(path.join(dataDir, 'bootstrap-key'), 'utf8').trim();
-    const { lightMix, heavyOps } = await setUp(stack.url, bootstrapKey);
+    const { lightMix, heavy } = await setUp(stack.url, bootstrapKey);
     await runLight(lightMix, 3); // warm-up
     const quiet = await runLight(lightMix, SECONDS);
 
-    let flooding = true;
-    const heavyStatuses = {};
-    const workers = Array.from({ length: HEAVY_WORKERS }, async (_, w) => {
-      for (let i = w; flooding; i++) {
-        try {
-          const res = await heavyOps[i % heavyOps.length]();
-          heavyStatuses[res.status] = (heavyStatuses[res.status] ?? 0) + 1;
-          if (res.status === 429) await new Promise((r) => setTimeout(r, 100));
-        } catch (err) {
-          heavyStatuses[err.message] = (heavyStatuses[err.message] ?? 0) + 1;
-        }
-      }
+    const flooder = fork(__filename, [], { env: { ...process.env, BENCH_FLOOD: JSON.stringify(heavy) }, stdio: 'inherit' });
+    const answered = new Promise((resolve, reject) => {
+      flooder.on('message', (m) => m?.statuses && resolve(m.statuses));
+      flooder.on('exit', (code) => reject(new Error(`the flood's process exited with ${code}`)));
     });
+    await new Promise((r) => flooder.once('message', r)); // started
     await new Promise((r) => setTimeout(r, 1000)); // the flood under way
-    const flood = await runLight(lightMix, SECONDS);
-    flooding = false;
-    await Promise.all(workers);
+    const flooded = await runLight(lightMix, SECONDS);
+    flooder.send('stop');
+    const heavyStatuses = await answered;
+    flooder.kill();
 
     const row = (name, r) =>
       `${name.padEnd(6)} requests ${String(r.latencies.length).padStart(5)}  p50 ${percentile(r.latencies, 50).toFixed(1).padStart(7)} ms  p99 ${percentile(r.latencies, 99).toFixed(1).padStart(7)} ms  statuses ${JSON.stringify(r.statuses)}`;
@@ -187,10 +216,10 @@ async function main() {
       `backends: ${db ? 'real PostgreSQL' : 'embedded PGlite'}${process.env.REDIS_URL ? ', Redis' : ''}${process.env.NATS_URL ? ', NATS' : ''}; ${HEAVY_WORKERS} heavy workers, ${SECONDS} s a phase`,
     );
     console.log(row('quiet', quiet));
-    console.log(row('flood', flood));
+    console.log(row('flood', flooded));
     console.log(`heavy tenant's answers: ${JSON.stringify(heavyStatuses)}`);
-    const ratio99 = percentile(flood.latencies, 99) / percentile(quiet.latencies, 99);
-    const ratio50 = percentile(flood.latencies, 50) / percentile(quiet.latencies, 50);
+    const ratio99 = percentile(flooded.latencies, 99) / percentile(quiet.latencies, 99);
+    const ratio50 = percentile(flooded.latencies, 50) / percentile(quiet.latencies, 50);
     console.log(`light tenant under the flood: p99 ${ratio99.toFixed(2)}x its quiet p99 (target <= 2), p50 ${ratio50.toFixed(2)}x`);
   } finally {
     await stack.stop();
@@ -199,7 +228,14 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+if (process.env.BENCH_FLOOD) {
+  flood(JSON.parse(process.env.BENCH_FLOOD)).catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

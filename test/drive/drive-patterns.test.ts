@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+
 import { startTestStack, type TestStack } from '../support/stack';
 
 // Callers' patterns (docs/drive.md, "Patterns"): grep's regular expressions run by RE2 on a worker
@@ -21,6 +24,23 @@ const folderOf = async (key: string, path: string) => (await t.ok('GET', `/drive
 const grep = (key: string, q: Record<string, string>) => t.call('GET', `/drive/grep?${new URLSearchParams(q)}`, { key });
 /** Bob's identity and his drive's listing, asked while Ada's search runs. */
 const bobMeanwhile = () => Promise.all([t.call('GET', '/me', { key: bob }), t.call('GET', '/drive', { key: bob })]);
+
+/** The nice value of each thread of this process (the stack runs in it), from /proc (Linux). */
+const threadNices = () =>
+  fs.readdirSync('/proc/self/task').map((tid) => Number(fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]));
+
+test('grep’s worker threads run nicer than the service’s own thread (SVC_HEAVY_WORK_NICE, default 10)', async () => {
+  if (process.platform !== 'linux') return;
+  await write(ada, 'nice/a.txt', 'aaa\n');
+  const own = os.getPriority();
+  const nicer = Math.max(10, own);
+  // Before any search no thread of the process runs nicer than the service.
+  expect(threadNices().filter((n) => n === nicer && nicer > own)).toEqual([]);
+  const r = await grep(ada, { pattern: 'a+', regex: 'true', folderId: await folderOf(ada, 'nice') });
+  expect([r.status, r.body.filesSearched]).toEqual([200, 1]);
+  // The search's worker is kept warm after it, at the nicer value.
+  expect(threadNices().filter((n) => n === nicer).length).toBeGreaterThan(0);
+});
 
 describe('grep with a catastrophic pattern', () => {
   test('^(a+)+$ over "aaa…!" (30 characters, 10 KB): 200, no match, while another account is served', async () => {

@@ -37,3 +37,27 @@ describe('a lone surrogate (not Unicode: no UTF-8 can carry it) in a JSON string
     expect(res.body.error.message).toMatch(/body\.name: .*surrogate/);
   });
 });
+
+describe('a number past what its wire field carries', () => {
+  // Found by the stateful fuzzer (test/platform/fuzz-stateful.test.ts, seed 20261201, phase
+  // "mutate"): PATCH /drive/:id/lines with `"end": 2147483648` answered 500, as the gateway could
+  // not write 2^31 into the request's int32 field.
+  test('answers 400 invalid_request, and the file stays as it was', async () => {
+    const file = await t.call('POST', '/drive/upload?name=lines.txt', { key, body: 'one\ntwo\nthree\n', headers: { 'content-type': 'text/plain' } });
+    expect(file.status).toBe(201);
+    for (const body of [
+      { start: 1, end: 2147483648, text: 'x' },
+      { start: 2147483648, end: 2147483649, text: 'x' },
+    ]) {
+      const res = await t.call('PATCH', `/drive/${file.body.id}/lines`, { key, body });
+      expect([body, res.status]).toEqual([body, 400]);
+      expect(res.body).toEqual(ERROR_BODY);
+      expect(res.body.error.code).toBe('invalid_request');
+    }
+    const inserted = await t.call('POST', `/drive/${file.body.id}/lines`, { key, body: { after: 2147483648, text: 'x' } });
+    expect(inserted.status).toBe(400);
+    expect((await t.ok('GET', `/drive/${file.body.id}/lines`, key)).body.lines.map((l: { text: string }) => l.text)).toEqual(['one', 'two', 'three']);
+    // A line number it carries is still the operation's own answer: 422, the file has 3 lines.
+    expect((await t.call('PATCH', `/drive/${file.body.id}/lines`, { key, body: { start: 1, end: 2147483647, text: 'x' } })).status).toBe(422);
+  });
+});

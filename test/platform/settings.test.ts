@@ -26,13 +26,14 @@ test('the drive declares its settings: defaults, and a bad value named as loadCo
   expect(driveSettings(loadSettings({ drive: driveSettingsSchema }, {}).drive)).toEqual({
     maxFileBytes: 5 * 1024 ** 3,
     graceSeconds: 3600,
-    collectEveryMs: 300_000,
+    collectEveryMs: 60_000,
     maxLockSeconds: 86_400,
     siteMaxFiles: 2000,
     siteMaxBytes: 100 * 1024 ** 2,
     siteKeepDeployments: 100,
     scansPerAccount: 2,
     grepTimeoutMs: 5000,
+    quotas: { bytesLive: 10 * 1024 ** 3, bytesVersions: 5 * 1024 ** 3, writesPerMinute: 600 },
   });
   // Empty is unset, as for every variable.
   expect(loadSettings({ drive: driveSettingsSchema }, { SVC_DRIVE_GRACE_SECONDS: '', SVC_DRIVE_MAX_LOCK_SECONDS: '60' }).drive).toMatchObject({

@@ -121,3 +121,41 @@ export async function startTestStack(
 export const ERROR_BODY = {
   error: { code: expect.any(String), message: expect.any(String), requestId: expect.any(String) },
 };
+
+/**
+ * A stack already running at `url` (scripts/fuzz-stateful.mjs): the same `call` and `ok`, with the
+ * operator key given; `stack` is absent and `stop` does nothing.
+ */
+export function remoteStack(url: string, bootstrapKey: string): TestStack {
+  const call: TestStack['call'] = async (method, p, opts = {}) => {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    }
+    const res = await fetch(url.replace(/\/$/, '') + p, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  };
+  return {
+    url: url.replace(/\/$/, ''),
+    stack: undefined as unknown as Stack,
+    env: {},
+    bootstrapKey,
+    call,
+    async ok(method, p, key, body, headers) {
+      const res = await call(method, p, { key, body, headers });
+      if (res.status >= 300) throw new Error(`${method} ${p} -> ${res.status} ${JSON.stringify(res.body)}`);
+      return res;
+    },
+    async stop() {},
+  };
+}

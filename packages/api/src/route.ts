@@ -127,7 +127,8 @@ export interface Route {
   status?: number;
   /**
    * The other statuses the operation answers, beyond the ones every operation of its kind has
-   * (see openapi.ts): a conflict (409), a precondition (412, 428), a refusal of the rules (422), or
+   * (see openapi.ts): a conflict (409), a precondition (412, 428), a refusal of the rules (422), a
+   * quota (413, 429 of a drive write), or
    * a second success (201 beside 200) with the same body. Documented in OpenAPI with these
    * descriptions; the tests' contract check (test/support/contract.ts) refuses any status not declared.
    */

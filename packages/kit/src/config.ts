@@ -41,6 +41,9 @@ const EnvSchema = z
     // is rolled back; a statement waiting longer for its one connection fails with database_busy.
     SVC_SQL_TX_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
     SVC_SQL_BUSY_TIMEOUT_MS: z.coerce.number().int().min(100).default(8_000),
+    // Work whose cost a caller chooses (sandbox runs, grep) runs this much nicer than the request
+    // path, so that a flood of it cannot take the CPU from other tenants' requests (0: the same).
+    SVC_HEAVY_WORK_NICE: z.coerce.number().int().min(0).max(19).default(10),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     DATABASE_URL: url(['postgres://', 'postgresql://']),
     REDIS_URL: url(['redis://', 'rediss://']),

@@ -243,6 +243,26 @@ export type RpcClient<D extends AnyDef> = {
 } & { close(): void };
 
 /**
+ * A request written for the wire. A number its field's type cannot carry (a JSON integer past
+ * 2^31 - 1 for an int32, a negative one for a uint32: the route's schema let it through) is the
+ * caller's mistake, a 400, never an internal error (found by the stateful fuzzer).
+ */
+export function encodeRequest<Req>(serialize: (value: Req) => Buffer, request: Req): Buffer {
+  try {
+    return serialize(request);
+  } catch (err) {
+    const m = /^invalid (u?int32|u?int64|s?fixed32|s?fixed64|sint32|sint64|float): (.*)$/.exec((err as Error).message ?? '');
+    if (m)
+      throw new DomainError(
+        'invalid_argument',
+        'invalid_request',
+        `A number in the request is out of the range its field takes (${m[1]}): ${m[2]!.slice(0, 40)}.`,
+      );
+    throw err;
+  }
+}
+
+/**
  * A client for one service, with a default deadline for unary calls. A DomainError thrown by the
  * service arrives here as the same DomainError, so it crosses any number of hops unchanged.
  * Calls go over UnaryChannel (the gRPC wire protocol on node:http2; see unary.ts for why), and
@@ -263,7 +283,11 @@ export function createRpcClient<D extends AnyDef>(
       out[name] = (request: unknown, options: RpcCallOptions) => {
         const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };
         if (options.requestId) headers[REQUEST_ID_KEY] = options.requestId;
-        const raw = streamCall(channel, path, requestSerialize(request), { headers, deadlineMs: options.deadlineMs, signal: options.signal });
+        const raw = streamCall(channel, path, encodeRequest(requestSerialize, request), {
+          headers,
+          deadlineMs: options.deadlineMs,
+          signal: options.signal,
+        });
         return typedStream(raw, responseDeserialize, serviceName);
       };
       continue;
@@ -272,7 +296,10 @@ export function createRpcClient<D extends AnyDef>(
       const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };
       if (options.requestId) headers[REQUEST_ID_KEY] = options.requestId;
       try {
-        const res = await channel.call(path, requestSerialize(request), { headers, deadlineMs: options.deadlineMs ?? defaults.deadlineMs });
+        const res = await channel.call(path, encodeRequest(requestSerialize, request), {
+          headers,
+          deadlineMs: options.deadlineMs ?? defaults.deadlineMs,
+        });
         return responseDeserialize(res);
       } catch (err) {
         if (err instanceof UnaryCallError) throw fromStatus(err.code, err.details, (k) => err.get(k), serviceName, err);

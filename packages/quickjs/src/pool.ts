@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 
 import { FairQueue } from './fair-queue.js';
@@ -49,6 +50,11 @@ export interface SandboxOptions {
   rssHeadroomMb?: number;
   /** Runs after which a process is replaced by a fresh one (default 1000). */
   runsPerProcess?: number;
+  /**
+   * How much nicer than the service a child process runs (0–19, default 10): a run's CPU yields to
+   * the requests the service's own thread serves, so one tenant's scripts cannot slow everyone's calls.
+   */
+  nice?: number;
   /** Told of processes that died on their own or failed to start. */
   onEvent?: (event: SandboxEvent) => void;
 }
@@ -259,6 +265,7 @@ export class Sandbox {
       return this.respawnLater();
     }
     this.counters.spawned++;
+    lowerPriority(child.pid, this.options.nice ?? 10);
     const w = new Worker(child);
     this.workers.add(w);
     // Neither the process nor its channel keeps the parent alive: a run holds its own timer.
@@ -470,4 +477,14 @@ function packageRoot(name: string, from: string): string {
   const at = main.lastIndexOf(marker);
   if (at < 0) throw new Error(`cannot locate the package ${name}`);
   return main.slice(0, at + marker.length);
+}
+
+/** Makes a child process nicer (never less nice than it is); best effort: a platform may refuse. */
+function lowerPriority(pid: number | undefined, nice: number): void {
+  if (!pid || nice <= 0) return;
+  try {
+    setPriority(pid, Math.max(getPriority(pid), Math.min(19, nice)));
+  } catch {
+    // Not permitted here, or the process is already gone: it runs at the service's priority.
+  }
 }

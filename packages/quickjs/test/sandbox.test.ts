@@ -323,3 +323,24 @@ describe('the pool', () => {
     for (const pid of pids) expect(fs.existsSync(`/proc/${pid}`) && !/State:\s+Z/.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))).toBe(false);
   });
 });
+
+describe('CPU priority', () => {
+  // A run's CPU yields to the service's own thread (SVC_HEAVY_WORK_NICE, docs/reliability.md): its
+  // processes run nicer than the service.
+  it('runs its processes at the nice value it was given, above the service’s own', async () => {
+    if (process.platform !== 'linux') return;
+    const { getPriority } = await import('node:os');
+    const nicer = new Sandbox({ poolSize: 1, nice: 7 });
+    await nicer.start();
+    try {
+      expect((await nicer.run({ code: '1' })).resultJson).toBe('1');
+      const pids = nicer.stats().pids.filter((p): p is number => p !== undefined);
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) expect(getPriority(pid)).toBe(Math.max(7, getPriority(process.pid)));
+      for (const pid of sb.stats().pids.filter((p): p is number => p !== undefined))
+        expect(getPriority(pid)).toBe(Math.max(10, getPriority(process.pid)));
+    } finally {
+      await nicer.close();
+    }
+  });
+});

@@ -1,5 +1,6 @@
-import { type Blobs, DomainError, type Logger, newId } from '@svc/kit';
+import { type Blobs, DomainError, type Logger, newId, type Queryable } from '@svc/kit';
 
+import { QuotaStore } from './quotas/store.js';
 import type { DriveStore } from './store.js';
 
 /** SHA-256 of no bytes: the content of an empty file (locking a new name makes one). */
@@ -11,6 +12,7 @@ export function contentKey(accountId: string, sha256: string): string {
 }
 
 const tmpKey = (uploadId: string) => `drive-tmp/${uploadId}`;
+const quotaStore = new QuotaStore();
 
 export interface Received {
   uploadId: string;
@@ -116,19 +118,26 @@ export class Content {
    * whose process died, and expired locks. Each blob is removed while its row is locked, so an
    * upload holding the same content waits and then stores it again.
    */
-  async collect(graceSeconds: number, configuredGrace: number, uploadAgeSeconds: number): Promise<{ blobs: number; uploads: number; locks: number }> {
+  async collect(
+    graceSeconds: number,
+    configuredGrace: number,
+    uploadAgeSeconds: number,
+    versionQuota: number,
+  ): Promise<{ blobs: number; uploads: number; locks: number }> {
     const earlierBy = Math.max(0, configuredGrace - graceSeconds);
     const sql = this.store.sql;
     let blobs = 0;
     for (;;) {
-      const n = await sql.tx(async (q) => {
-        const rows = await this.store.collectable(q, 100, earlierBy);
-        for (const r of rows) {
-          await this.blobs.remove(contentKey(r.account_id, r.sha256));
-          await this.store.forgetBlob(q, r.account_id, r.sha256);
-        }
-        return rows.length;
-      });
+      const n = await sql.tx(async (q) => this.removeBlobs(q, await this.store.collectable(q, 100, earlierBy)));
+      blobs += n;
+      if (n < 100) break;
+    }
+    // Then, in each account, released content beyond what its version quota leaves room for, the
+    // longest-released first, grace period or not: a writing account's disk does not grow unbounded.
+    for (;;) {
+      const n = await sql.tx(async (q) =>
+        this.removeBlobs(q, await quotaStore.lockUnreferenced(q, await quotaStore.overBudget(q, versionQuota, configuredGrace, 100))),
+      );
       blobs += n;
       if (n < 100) break;
     }
@@ -142,5 +151,14 @@ export class Content {
     });
     const locks = await sql.tx((q) => this.store.deleteExpiredLocks(q));
     return { blobs, uploads, locks };
+  }
+
+  /** Removes locked, unreferenced blobs and their rows; how many. */
+  private async removeBlobs(q: Queryable, rows: Array<{ account_id: string; sha256: string }>): Promise<number> {
+    for (const r of rows) {
+      await this.blobs.remove(contentKey(r.account_id, r.sha256));
+      await this.store.forgetBlob(q, r.account_id, r.sha256);
+    }
+    return rows.length;
   }
 }

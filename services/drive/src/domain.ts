@@ -204,10 +204,11 @@ export class DriveDomain {
   /**
    * Collects unreferenced blobs past the grace period, temporary blobs of uploads whose process
    * died (older than a day, so that a slow upload is never collected under itself) and expired
-   * locks. `graceSeconds` overrides both periods for this run.
+   * locks; and, beyond each account's version quota, released content within its grace period
+   * (docs/drive.md, "Quotas"). `graceSeconds` overrides both periods for this run.
    */
   async collect(graceSeconds?: number): Promise<{ blobs: number; uploads: number; locks: number }> {
     const grace = graceSeconds ?? this.settings.graceSeconds;
-    return this.content.collect(grace, this.settings.graceSeconds, graceSeconds ?? Math.max(grace, 86_400));
+    return this.content.collect(grace, this.settings.graceSeconds, graceSeconds ?? Math.max(grace, 86_400), this.settings.quotas.bytesVersions);
   }
 }

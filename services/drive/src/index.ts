@@ -3,6 +3,7 @@ import { drive } from '@svc/proto';
 
 import { DriveDomain } from './domain.js';
 import { migrations } from './migrations/index.js';
+import { grepWorkers } from './files/grep.js';
 import { handlers } from './server.js';
 import { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
 import { txtLookup } from './sites/dns.js';
@@ -27,6 +28,7 @@ export const driveService = defineService({
   async create(ctx) {
     const [sql, bus, blobs] = await Promise.all([ctx.backends.sql(), ctx.backends.bus(), ctx.backends.blobs()]);
     const settings = driveSettings(ctx.settings);
+    grepWorkers.nice = ctx.config.SVC_HEAVY_WORK_NICE;
     let relay: OutboxRelay | undefined;
     const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log);
     const sites = new Sites(domain);

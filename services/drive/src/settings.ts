@@ -12,7 +12,13 @@ const YEAR = 365 * 24 * HOUR;
  * starts: a bad value stops it with `svc: invalid configuration: SVC_DRIVE_MAX_FILE_BYTES: …`.
  * - SVC_DRIVE_MAX_FILE_BYTES: largest file, default 5 GiB (413 above);
  * - SVC_DRIVE_GRACE_SECONDS: how long unreferenced content is kept before collection, default 3600;
- * - SVC_DRIVE_COLLECT_INTERVAL_MS: how often the collector runs, default 300000;
+ * - SVC_DRIVE_COLLECT_INTERVAL_MS: how often the collector runs, default 60000;
+ * - SVC_DRIVE_QUOTA_BYTES: bytes of files one account may hold (every drive of it), default 10 GiB
+ *   (413 `quota_exceeded` above; docs/drive.md, "Quotas");
+ * - SVC_DRIVE_QUOTA_VERSION_BYTES: bytes of replaced content one account keeps (versions, and
+ *   replaced content awaiting collection), default 5 GiB: the oldest go first above it;
+ * - SVC_DRIVE_WRITES_PER_MINUTE: content writes (uploads, edits, copies, extracts) one account may
+ *   make in a minute, default 600 (429 `write_rate_exceeded` with Retry-After above);
  * - SVC_DRIVE_MAX_LOCK_SECONDS: longest WebDAV lock, default 86400;
  * - SVC_DRIVE_SITE_MAX_FILES, SVC_DRIVE_SITE_MAX_BYTES: the most files and bytes (all files
  *   together) one site deployment holds, default 2000 and 100 MiB (413 above; docs/sites.md);
@@ -41,7 +47,10 @@ const YEAR = 365 * 24 * HOUR;
 export const driveSettingsSchema = defineSettings({
   SVC_DRIVE_MAX_FILE_BYTES: setting.int(1, 5 * 1024 ** 3),
   SVC_DRIVE_GRACE_SECONDS: setting.int(0, 3600),
-  SVC_DRIVE_COLLECT_INTERVAL_MS: setting.int(1000, 300_000),
+  SVC_DRIVE_COLLECT_INTERVAL_MS: setting.int(1000, 60_000),
+  SVC_DRIVE_QUOTA_BYTES: setting.int(0, 10 * 1024 ** 3),
+  SVC_DRIVE_QUOTA_VERSION_BYTES: setting.int(0, 5 * 1024 ** 3),
+  SVC_DRIVE_WRITES_PER_MINUTE: setting.int(1, 600, 1_000_000),
   SVC_DRIVE_MAX_LOCK_SECONDS: setting.int(1, 86_400),
   SVC_DRIVE_SITE_MAX_FILES: setting.int(1, 2000),
   SVC_DRIVE_SITE_MAX_BYTES: setting.int(1, 100 * 1024 ** 2),
@@ -132,6 +141,9 @@ export function driveSettings(env: {
   SVC_DRIVE_SITE_KEEP_DEPLOYMENTS: number;
   SVC_DRIVE_SCANS_PER_ACCOUNT: number;
   SVC_DRIVE_GREP_TIMEOUT_MS: number;
+  SVC_DRIVE_QUOTA_BYTES: number;
+  SVC_DRIVE_QUOTA_VERSION_BYTES: number;
+  SVC_DRIVE_WRITES_PER_MINUTE: number;
 }): DriveSettings {
   return {
     maxFileBytes: env.SVC_DRIVE_MAX_FILE_BYTES,
@@ -143,5 +155,10 @@ export function driveSettings(env: {
     siteKeepDeployments: env.SVC_DRIVE_SITE_KEEP_DEPLOYMENTS,
     scansPerAccount: env.SVC_DRIVE_SCANS_PER_ACCOUNT,
     grepTimeoutMs: env.SVC_DRIVE_GREP_TIMEOUT_MS,
+    quotas: {
+      bytesLive: env.SVC_DRIVE_QUOTA_BYTES,
+      bytesVersions: env.SVC_DRIVE_QUOTA_VERSION_BYTES,
+      writesPerMinute: env.SVC_DRIVE_WRITES_PER_MINUTE,
+    },
   };
 }

@@ -219,20 +219,23 @@ export class DriveStore {
 
   // Blobs -----------------------------------------------------------------------------------
 
-  /** Keeps a blob from collection for at least `seconds` from now (creating its row). */
+  /** Keeps a blob from collection for at least `seconds` from now (creating its row; no longer replaced content). */
   async hold(q: Queryable, accountId: string, sha256: string, size: number, seconds: number): Promise<void> {
     await q.query(
       `INSERT INTO drive.blobs (account_id, sha256, size, held_until) VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until)`,
+       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL`,
       [accountId, sha256, size, seconds],
     );
   }
 
-  /** Starts the grace period of blobs that may have lost their last reference. */
+  /**
+   * Starts the grace period of blobs that may have lost their last reference (replaced content:
+   * over the account's version quota it is collected before its grace period ends, quotas/).
+   */
   async release(q: Queryable, accountId: string, shas: string[], seconds: number): Promise<void> {
     if (!shas.length) return;
     await q.query(
-      `UPDATE drive.blobs SET held_until = GREATEST(held_until, now() + make_interval(secs => $3))
+      `UPDATE drive.blobs SET held_until = GREATEST(held_until, now() + make_interval(secs => $3)), released_at = now()
         WHERE account_id = $1 AND sha256 = ANY($2::text[])`,
       [accountId, shas, seconds],
     );

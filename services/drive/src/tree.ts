@@ -3,6 +3,7 @@ import { DomainError, ifMatchPasses, newId, type Principal, type Queryable } fro
 
 import { actorOf, type DriveDomain, writer } from './domain.js';
 import { nameTaken, stale } from './errors.js';
+import { charge } from './quotas/quotas.js';
 import { etagOf, validName } from './rules.js';
 import type { ItemRow, Place } from './store.js';
 
@@ -200,6 +201,7 @@ export async function copyItem(
       const to = { direct: target.folder ? [target.folder.id] : [], within: targetChain.slice(0, -1).map((a) => a.id) };
       const existing = await drive.store.byName(q, target.place, name, { lock: true });
       let created = true;
+      let freed = 0;
       if (existing) {
         if (existing.id === src.id) throw new DomainError('conflict', 'copy_onto_itself', 'An item cannot be copied onto itself.');
         if (!input.overwrite) throw nameTaken('precondition_failed', existing);
@@ -209,6 +211,7 @@ export async function copyItem(
         const doomed = await drive.store.subtree(q, p.accountId, existing.id);
         await drive.checkLocks(q, p, input.lockTokens, { ...to, below: doomed.map((r) => r.id) });
         await deleteRows(drive, q, p, existing, doomed);
+        freed = doomed.reduce((n, r) => n + (r.kind === 'file' ? r.size : 0), 0);
         created = false;
       } else {
         await drive.checkLocks(q, p, input.lockTokens, { ...to, below: [] });
@@ -238,6 +241,9 @@ export async function copyItem(
         if (isRoot) root = copy;
       }
       await drive.emit(q, `drive.${root!.kind}.created`, root!, { copiedFrom: src.id });
+      // A copy is a write: counted, and refused when it takes the account's files over the quota.
+      const added = rows.reduce((n, r) => n + (r.kind === 'file' ? r.size : 0), 0);
+      await charge(q, p.accountId, drive.settings.quotas, added - freed);
       return { row: root!, created };
     },
     {

@@ -20,6 +20,18 @@ export interface DriveSettings {
   scansPerAccount: number;
   /** How long one grep may search before its worker is terminated (422 grep_timeout). */
   grepTimeoutMs: number;
+  /** Per-account storage quotas (docs/drive.md, "Quotas"). */
+  quotas: QuotaLimits;
+}
+
+/** What one account may hold and write. */
+export interface QuotaLimits {
+  /** Bytes of files (every drive of the account together). */
+  bytesLive: number;
+  /** Bytes of replaced content kept (versions, and content awaiting collection). */
+  bytesVersions: number;
+  /** Content writes in one minute (a fixed window starting on the minute). */
+  writesPerMinute: number;
 }
 
 /** An item, with its locks, custom properties and path when a full view was asked. */
@@ -42,6 +54,8 @@ export interface UploadHeader {
   requirePrecondition: boolean;
   overwrite: boolean;
   lockTokens: string[];
+  /** Not counted against the writes a minute (the entries of an extract, counted once as a whole). */
+  uncounted?: boolean;
 }
 
 export interface DownloadRequest {

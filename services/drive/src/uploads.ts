@@ -5,6 +5,7 @@ import type { Received } from './content.js';
 import { actorOf, type DriveDomain, writer } from './domain.js';
 import { currentVersion, folderNotFound, nameTaken, stale } from './errors.js';
 import { FilesStore } from './files/store.js';
+import { charge, precheck, trimVersions } from './quotas/quotas.js';
 import { contentTypeFor, etagOf, validName } from './rules.js';
 import type { ItemRow, Place } from './store.js';
 import type { UploadCommit, UploadHeader } from './types.js';
@@ -80,7 +81,10 @@ export async function beginUpload(
   writer(p);
   const limit = drive.settings.maxFileBytes;
   if (h.declaredSize !== undefined && h.declaredSize > limit) throw contentTooLarge(limit);
-  await writeTarget(drive, drive.sql, p, h, false);
+  const { existing } = await writeTarget(drive, drive.sql, p, h, false);
+  // The quotas (docs/drive.md, "Quotas"): the rate, and the files' bytes when the size is declared.
+  const growth = h.declaredSize === undefined ? undefined : h.declaredSize - (existing?.size ?? 0);
+  await precheck(drive.sql, p.accountId, drive.settings.quotas, growth);
   const { uploadId, key } = await drive.content.begin(p.accountId);
   return { uploadId, blobKey: key, limitBytes: limit };
 }
@@ -100,6 +104,10 @@ export async function commitUpload(drive: DriveDomain, p: Principal, h: UploadHe
   }
   const received = await drive.content.received(p.accountId, c.uploadId, c.sha256, c.size);
   try {
+    // Checked again now that the size is known (a chunked upload declares none): content refused
+    // here is never placed. The commit's transaction checks once more, after its change.
+    const { existing } = await writeTarget(drive, drive.sql, p, h, false);
+    await precheck(drive.sql, p.accountId, drive.settings.quotas, c.size - (existing?.size ?? 0));
     await drive.content.place(p.accountId, received, drive.settings.graceSeconds);
   } catch (err) {
     await drive.content.discard(received.uploadId, received.tmpKey);
@@ -139,9 +147,12 @@ async function commitContent(drive: DriveDomain, p: Principal, h: UploadHeader, 
         if (existing.sha256 !== r.sha256) {
           // The content replaced is kept as a version (the oldest beyond the limit go).
           const dropped = await versions.keepVersion(q, newId('ver'), existing, KEEP_VERSIONS);
-          await drive.store.release(q, p.accountId, [existing.sha256!, ...dropped], drive.settings.graceSeconds);
+          // And the account's oldest versions beyond its version quota go.
+          const over = await trimVersions(q, p.accountId, drive.settings.quotas);
+          await drive.store.release(q, p.accountId, [existing.sha256!, ...dropped, ...over], drive.settings.graceSeconds);
         }
         await drive.emit(q, 'drive.file.updated', row, { previousEtag: etagOf(existing) });
+        await charge(q, p.accountId, drive.settings.quotas, r.size - existing.size, h.uncounted ? 0 : 1);
         return { row, created: false };
       }
       const row = await drive.store.insert(q, {
@@ -158,6 +169,7 @@ async function commitContent(drive: DriveDomain, p: Principal, h: UploadHeader, 
         updated_by: actor,
       });
       await drive.emit(q, 'drive.file.created', row, {});
+      await charge(q, p.accountId, drive.settings.quotas, r.size, h.uncounted ? 0 : 1);
       return { row, created: true };
     },
     {

@@ -18,7 +18,7 @@ export const sandboxService = defineService({
   needs: [],
   settings: defineSettings(runCodeSettings),
   async create(ctx) {
-    const code = runCode(ctx.settings, ctx.log);
+    const code = runCode(ctx.settings, ctx.log, ctx.config.SVC_HEAVY_WORK_NICE);
     return { handlers: code.handlers, start: code.start, stop: code.stop };
   },
 });

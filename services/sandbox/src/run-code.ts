@@ -47,12 +47,13 @@ export const MAX_CODE_CHARS = 512 * 1024;
 type RunCodeHandler = (req: mcp_run_code.RunCodeRequest, ctx: CallContext) => Promise<mcp_run_code.RunCodeResponse>;
 
 /** The sandbox pool of the mcp service, and its RunCode handler. */
-export function runCode(env: RunCodeEnv, log: Logger) {
+export function runCode(env: RunCodeEnv, log: Logger, nice = 10) {
   const share = accountShare(env);
   const sandbox = new Sandbox({
     poolSize: env.SVC_MCP_RUN_CODE_POOL_SIZE,
     maxQueue: env.SVC_MCP_RUN_CODE_MAX_QUEUE,
     tenantShare: share.processes,
+    nice,
     maxLimits: {
       timeoutMs: env.SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS,
       memoryLimitMb: env.SVC_MCP_RUN_CODE_MAX_MEMORY_MB,

@@ -6390,6 +6390,31 @@ export interface components {
                 files: number;
                 bytes: number;
             }[];
+            quota: components["schemas"]["DriveQuota"];
+        };
+        /** @description The account’s storage quotas, every drive of it together, whatever project was asked (docs/drive.md, "Quotas"). */
+        DriveQuota: {
+            limits: {
+                /** @description Bytes of files the account may hold (SVC_DRIVE_QUOTA_BYTES). */
+                bytesLive: number;
+                /** @description Bytes of replaced content it keeps; the oldest go first above it (SVC_DRIVE_QUOTA_VERSION_BYTES). */
+                bytesVersions: number;
+                /** @description Content writes it may make in a minute (SVC_DRIVE_WRITES_PER_MINUTE). */
+                writesPerMinute: number;
+            };
+            usage: {
+                /** @description Bytes of its files now. */
+                bytesLive: number;
+                /** @description Bytes of its kept versions now. */
+                bytesVersions: number;
+                /** @description Content writes counted in the minute that started at `windowStart`. */
+                writes: number;
+                /**
+                 * @description The last minute the account wrote in (over once a minute has passed); null if it never wrote.
+                 * @default null
+                 */
+                windowStart: string | null;
+            };
         };
         DriveDuplicates: {
             groups: {
@@ -25331,7 +25356,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The JSON body is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -25349,7 +25374,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -25975,7 +26000,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The JSON body is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -26002,7 +26027,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -26461,7 +26486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The JSON body is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -26479,7 +26504,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -26577,7 +26602,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -26677,7 +26711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The JSON body is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -26695,7 +26729,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -27582,7 +27616,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The JSON body is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -27609,7 +27643,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -27982,7 +28016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The JSON body is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -28009,7 +28043,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -28635,7 +28669,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The JSON body is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -28662,7 +28696,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -28760,7 +28794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The JSON body is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -28778,7 +28812,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -29531,7 +29565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The content is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -29549,7 +29583,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -30203,7 +30237,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The content is larger than the limit. */
+            /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -30212,7 +30246,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many requests. */
+            /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -6,6 +6,7 @@ import { strToU8, unzipSync, zipSync } from 'fflate';
 import { DomainError, type Principal } from '@svc/kit';
 
 import { type DriveDomain, writer } from '../domain.js';
+import { charge, precheck } from '../quotas/quotas.js';
 import { validName } from '../rules.js';
 import type { ItemRow } from '../store.js';
 import { createFolder } from '../tree.js';
@@ -121,6 +122,15 @@ export async function extractArchive(drive: DriveDomain, p: Principal, input: { 
     segs.forEach((s) => validName(s));
     return { segs, content: e.content };
   });
+  // The quotas before anything is written: the entries' bytes must fit, and the extract is one write.
+  const quotas = drive.settings.quotas;
+  await precheck(
+    drive.sql,
+    p.accountId,
+    quotas,
+    clean.reduce((n, e) => n + (e.content?.length ?? 0), 0),
+  );
+  await drive.tx((q) => charge(q, p.accountId, quotas, 0));
   let root: ItemRow;
   if (input.parentId) {
     root = await drive.visible(drive.sql, p, input.parentId);
@@ -165,7 +175,7 @@ export async function extractArchive(drive: DriveDomain, p: Principal, input: { 
       continue;
     }
     const parentId = await folderOf(e.segs.slice(0, -1));
-    await writeBytes(drive, p, { parentId, name: e.segs[e.segs.length - 1]!, overwrite: input.overwrite }, e.content);
+    await writeBytes(drive, p, { parentId, name: e.segs[e.segs.length - 1]!, overwrite: input.overwrite, uncounted: true }, e.content);
     written++;
   }
   return { folder: root, files: written, folders: made };

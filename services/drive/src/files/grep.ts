@@ -18,6 +18,8 @@ const WORKER = path.join(__dirname, 'grep-worker.js');
 /** Idle workers kept warm, and for how long. */
 const KEEP_IDLE = 2;
 const IDLE_MS = 60_000;
+/** How long a new worker may take to load before the search gives up (503 grep_unavailable). */
+const LOAD_TIMEOUT_MS = 30_000;
 /** A worker's heap: a 5 MiB file's text and RE2's state fit many times over; past it the search fails, not the service. */
 const WORKER_HEAP_MB = 256;
 
@@ -34,21 +36,39 @@ const timedOut = (ms: number, searched: number) =>
 class GrepSession {
   private pending: { resolve: (a: GrepAnswer) => void; reject: (e: Error) => void } | null = null;
   private failure: Error | null = null;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout;
+  /** Resolved once the worker has loaded (a kept worker: at once) or the session failed; requests wait for it. */
+  private readonly ready: Promise<void>;
+  private loaded!: () => void;
   searched = 0;
 
   constructor(
     private readonly pool: GrepWorkers,
     private readonly worker: Worker,
     private readonly timeoutMs: number,
+    warm: boolean,
   ) {
-    this.timer = setTimeout(() => this.fail(timedOut(timeoutMs, this.searched)), timeoutMs);
+    this.ready = new Promise((r) => (this.loaded = r));
+    // The deadline bounds the pattern's cost, so it starts once the worker has loaded; loading a new
+    // worker has its own, longer bound (a machine short of CPU), and failing it is the platform's fault.
+    if (warm) this.start();
+    this.timer ??= setTimeout(
+      () => this.fail(new DomainError('unavailable', 'grep_unavailable', 'No search worker could be started in time; try again.')),
+      LOAD_TIMEOUT_MS,
+    );
     worker.on('message', this.onMessage);
     worker.on('error', this.onError);
     worker.on('exit', this.onExit);
   }
 
+  private start(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.fail(timedOut(this.timeoutMs, this.searched)), this.timeoutMs);
+    this.loaded();
+  }
+
   private readonly onMessage = (a: GrepAnswer) => {
+    if (a.op === 'ready') return this.start();
     const p = this.pending;
     this.pending = null;
     p?.resolve(a);
@@ -69,6 +89,7 @@ class GrepSession {
   private fail(err: Error): void {
     if (this.failure) return;
     this.failure = err;
+    this.loaded(); // a request waiting for the load sees the failure
     this.detach();
     void this.worker.terminate();
     const p = this.pending;
@@ -83,8 +104,9 @@ class GrepSession {
     this.worker.off('exit', this.onExit);
   }
 
-  ask(m: GrepRequest): Promise<GrepAnswer> {
-    if (this.failure) return Promise.reject(this.failure);
+  async ask(m: GrepRequest): Promise<GrepAnswer> {
+    await this.ready;
+    if (this.failure) throw this.failure;
     return new Promise((resolve, reject) => {
       this.pending = { resolve, reject };
       this.worker.postMessage(m);
@@ -116,6 +138,8 @@ class GrepSession {
 /** Worker threads for grep: one per search in flight, a few kept warm between searches. */
 export class GrepWorkers {
   private readonly idle: Array<{ worker: Worker; timer: NodeJS.Timeout }> = [];
+  /** How much nicer than the service the workers run (SVC_HEAVY_WORK_NICE; the drive sets it at start). */
+  nice = 10;
 
   open(timeoutMs: number): GrepSession {
     const kept = this.idle.pop();
@@ -123,9 +147,9 @@ export class GrepWorkers {
     const worker =
       kept?.worker ??
       // No inherited execArgv: the parent's --require hooks (tracing) have no business here.
-      new Worker(WORKER, { name: 'grep', execArgv: [], resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+      new Worker(WORKER, { name: 'grep', execArgv: [], workerData: { nice: this.nice }, resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
     worker.unref();
-    return new GrepSession(this, worker, timeoutMs);
+    return new GrepSession(this, worker, timeoutMs, kept !== undefined);
   }
 
   release(worker: Worker): void {

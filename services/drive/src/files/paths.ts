@@ -2,6 +2,7 @@
 import { DomainError, type Principal } from '@svc/kit';
 
 import { type DriveDomain, writer } from '../domain.js';
+import { quotaOf } from '../quotas/quotas.js';
 import { resolvePath } from '../reads.js';
 import type { ItemRow, Place } from '../store.js';
 import { createFolder } from '../tree.js';
@@ -165,7 +166,7 @@ export async function folderSize(drive: DriveDomain, p: Principal, id: string) {
 
 export async function usage(drive: DriveDomain, p: Principal, projectId: string | undefined) {
   const scoped = p.projectId || projectId ? drive.rootProject(p, projectId) : undefined;
-  return files.usage(drive.sql, p.accountId, scoped);
+  return { ...(await files.usage(drive.sql, p.accountId, scoped)), quota: await quotaOf(drive.sql, p.accountId, drive.settings.quotas) };
 }
 
 export async function duplicates(drive: DriveDomain, p: Principal, input: { projectId?: string; limit: number; minSize: number }) {

@@ -2,6 +2,7 @@ import type { Migration } from '@svc/kit';
 
 import { siteDomains } from './0006-site-domains.js';
 import { siteDomainChecks } from './0007-site-domain-checks.js';
+import { quotas } from './0008-quotas.js';
 
 export const migrations: Migration[] = [
   {
@@ -178,4 +179,5 @@ export const migrations: Migration[] = [
   },
   siteDomains,
   siteDomainChecks,
+  quotas,
 ];

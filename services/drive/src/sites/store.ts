@@ -203,7 +203,7 @@ export class SitesStore {
     await q.query(
       `INSERT INTO drive.blobs (account_id, sha256, size, held_until)
        SELECT $1, t.sha256, t.size, now() + make_interval(secs => $4) FROM unnest($2::text[], $3::bigint[]) AS t(sha256, size)
-       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until)`,
+       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL`,
       [accountId, sorted.map((b) => b.sha256), sorted.map((b) => b.size), seconds],
     );
   }

@@ -1,7 +1,9 @@
 /** Drive routes that find and measure: paths, trees, names, recent files, sizes, usage, duplicates. */
 import { z } from 'zod';
 
-import { ListQuery, route } from '../../route.js';
+import type { drive_files } from '@svc/proto';
+
+import { ListQuery, Nullable, route, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
 import { DrivePath, FolderId, folderParams, idParams, PathItem, pathItem, PathItems, pathItems, ProjectQuery } from './kit.js';
 import { KEY } from './kit.js';
@@ -11,6 +13,32 @@ const Counts = z.object({
   folders: z.number().int(),
   bytes: z.number().int().describe('Bytes of the files, each counted.'),
 });
+
+const DriveQuota = z
+  .object({
+    limits: z.object({
+      bytesLive: z.number().int().describe('Bytes of files the account may hold (SVC_DRIVE_QUOTA_BYTES).'),
+      bytesVersions: z.number().int().describe('Bytes of replaced content it keeps; the oldest go first above it (SVC_DRIVE_QUOTA_VERSION_BYTES).'),
+      writesPerMinute: z.number().int().describe('Content writes it may make in a minute (SVC_DRIVE_WRITES_PER_MINUTE).'),
+    }),
+    usage: z.object({
+      bytesLive: z.number().int().describe('Bytes of its files now.'),
+      bytesVersions: z.number().int().describe('Bytes of its kept versions now.'),
+      writes: z.number().int().describe('Content writes counted in the minute that started at `windowStart`.'),
+      windowStart: Nullable(Timestamp).describe('The last minute the account wrote in (over once a minute has passed); null if it never wrote.'),
+    }),
+  })
+  .describe('The account’s storage quotas, every drive of it together, whatever project was asked (docs/drive.md, "Quotas").')
+  .meta({ id: 'DriveQuota' });
+
+function quotaOf(q: drive_files.DriveQuota | undefined): z.infer<typeof DriveQuota> {
+  const l = q?.limits;
+  const u = q?.usage;
+  return {
+    limits: { bytesLive: l?.bytesLive ?? 0, bytesVersions: l?.bytesVersions ?? 0, writesPerMinute: l?.writesPerMinute ?? 0 },
+    usage: { bytesLive: u?.bytesLive ?? 0, bytesVersions: u?.bytesVersions ?? 0, writes: u?.writes ?? 0, windowStart: u?.windowStart || null },
+  };
+}
 
 export const driveFindRoutes = [
   route({
@@ -93,8 +121,12 @@ export const driveFindRoutes = [
       byType: z
         .array(z.object({ contentType: z.string(), files: z.number().int(), bytes: z.number().int() }))
         .describe('The 50 largest content types.'),
+      quota: DriveQuota,
     }).meta({ id: 'DriveUsage' }),
-    handler: rpc('drive', 'usage', { request: (i) => ({ projectId: i.query.projectId }), response: (r) => r }),
+    handler: rpc('drive', 'usage', {
+      request: (i) => ({ projectId: i.query.projectId }),
+      response: (r) => ({ ...r, quota: quotaOf(r.quota) }),
+    }),
   }),
   route({
     ...KEY,

@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 import { route } from '../../route.js';
 import { rpc } from '../../rpc.js';
-import { DriveItem } from './files.js';
+import { DriveItem, QUOTA_ERRORS } from './files.js';
 import { fileParams, IfMatch, ifMatchOf, itemReply } from './kit.js';
 import { KEY } from './kit.js';
 
@@ -31,6 +31,7 @@ export const driveJsonRoutes = [
   route({
     ...KEY,
     id: 'drive.setJson',
+    statuses: QUOTA_ERRORS,
     method: 'put',
     path: '/drive/:id/json',
     summary: 'Set the value at a JSON Pointer in a JSON file (a member is added or replaced; "/list/-" appends), writing a new version.',
@@ -56,6 +57,7 @@ export const driveJsonRoutes = [
   route({
     ...KEY,
     id: 'drive.deleteJson',
+    statuses: QUOTA_ERRORS,
     method: 'delete',
     path: '/drive/:id/json',
     summary: 'Remove the member or array element at a JSON Pointer from a JSON file (nothing there: nothing written, still 200).',
@@ -71,6 +73,7 @@ export const driveJsonRoutes = [
   route({
     ...KEY,
     id: 'drive.mergeJson',
+    statuses: QUOTA_ERRORS,
     method: 'patch',
     path: '/drive/:id/json',
     summary: 'Apply an RFC 7396 JSON merge patch to a JSON file (null removes a member), writing a new version.',

@@ -5,7 +5,7 @@ import type { drive } from '@svc/proto';
 
 import { route, Success, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
-import { DriveItem } from './files.js';
+import { DriveItem, QUOTA_ERRORS } from './files.js';
 import { DrivePath, FileId, fileParams, idParams, IfMatch, ifMatchOf, itemReply, KEY, ProjectQuery } from './kit.js';
 
 const Diff = z
@@ -84,6 +84,7 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.writeCsv',
+    statuses: QUOTA_ERRORS,
     method: 'put',
     path: '/drive/csv',
     summary:
@@ -116,6 +117,7 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.appendCsv',
+    statuses: QUOTA_ERRORS,
     method: 'post',
     path: '/drive/:id/csv',
     summary: 'Append rows to a CSV file (RFC 4180 quoting), each on a line of its own.',

@@ -5,7 +5,7 @@ import type { drive_files } from '@svc/proto';
 
 import { ListQuery, Nullable, route, Success, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
-import { DriveItem, driveItem } from './files.js';
+import { DriveItem, driveItem, QUOTA_ERRORS } from './files.js';
 import {
   DrivePath,
   FileId,
@@ -204,6 +204,7 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.copy',
+    statuses: QUOTA_ERRORS,
     method: 'post',
     path: '/drive/:id/copy',
     summary: 'Copy a file, or a folder with everything in it, into a folder (default: the same one) under a name (default: "Copy of <name>").',
@@ -261,6 +262,7 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.versions.restore',
+    statuses: QUOTA_ERRORS,
     method: 'post',
     path: '/drive/:id/versions/:versionId/restore',
     summary: 'Make an earlier version the file’s content again (as a new write: the content it replaces becomes a version).',
@@ -358,6 +360,7 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.extract',
+    statuses: QUOTA_ERRORS,
     method: 'post',
     path: '/drive/:id/extract',
     summary:

@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 import { route } from '../../route.js';
 import { rpc } from '../../rpc.js';
-import { DriveItem } from './files.js';
+import { DriveItem, QUOTA_ERRORS } from './files.js';
 import { driveItem } from './files.js';
 import { DrivePath, FileId, fileParams, FolderId, IfMatch, ifMatchOf, itemReply, ProjectQuery, QueryBool } from './kit.js';
 import { KEY } from './kit.js';
@@ -87,6 +87,7 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.writeText',
+    statuses: QUOTA_ERRORS,
     method: 'put',
     path: '/drive/text',
     summary:

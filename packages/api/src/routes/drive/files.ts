@@ -5,6 +5,12 @@ import type { drive } from '@svc/proto';
 import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
 
+/** The error answers of a write that adds to the drive (docs/drive.md, "Quotas"): a route's `statuses`. */
+export const QUOTA_ERRORS: Record<number, string> = {
+  413: 'Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`).',
+  429: 'Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests.',
+};
+
 export const DriveItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
 const FolderId = prefixedId('fld', 'a folder id');
 /** A name as the drive accepts it (the service checks the UTF-8 length too). */
@@ -113,6 +119,7 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.upload',
+    statuses: QUOTA_ERRORS,
     method: 'post',
     path: '/drive/upload',
     summary:
@@ -199,6 +206,7 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.replace',
+    statuses: QUOTA_ERRORS,
     method: 'put',
     path: '/drive/:id/content',
     summary:
