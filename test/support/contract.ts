@@ -1,3 +1,8 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 
@@ -10,6 +15,10 @@ import { buildOpenApi, routes } from '@svc/api';
  * schema declared for that status (OpenAPI 3.1: JSON Schema 2020-12). Server-sent events and file
  * content are not JSON: their status is checked, not their bytes. Paths outside the document
  * (WebDAV, Git, MCP, the sites front, unknown paths) are not checked.
+ *
+ * Cheap per suite: the document is built once per build of packages/api (cached in the temp
+ * directory under a hash of its dist/), each suite reads it and compiles only the schemas of the
+ * answers it gets, when it first gets them.
  *
  * SVC_CONTRACT_CHECK: `fail` (default) fails the test that received a mismatch, `report` only logs
  * it, `off` checks nothing.
@@ -26,19 +35,55 @@ interface Operation {
   responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
 }
 
-let doc: Record<string, any> | undefined;
 let operations: Operation[] | undefined;
 let ajv: Ajv2020 | undefined;
 const validators = new Map<string, ValidateFunction | null>();
 
+const API_DIST = path.join(__dirname, '../../packages/api/dist');
+
+/** A hash of packages/api's build (its files' names, sizes and times): the document changes only when it does. */
+function buildHash(): string {
+  const hash = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.js')) {
+        const st = fs.statSync(p);
+        hash.update(`${path.relative(API_DIST, p)} ${st.size} ${st.mtimeMs}\n`);
+      }
+    }
+  };
+  walk(API_DIST);
+  return hash.digest('hex').slice(0, 16);
+}
+
+/**
+ * The document's text, from the cache when this build already made it. References to components
+ * point into the schema registered as `openapi`, so a response schema compiles on its own.
+ */
+function documentText(): string {
+  const file = path.join(os.tmpdir(), 'svc-contract', `openapi-${buildHash()}.json`);
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    const text = JSON.stringify(buildOpenApi(routes, { version: 'test' })).replaceAll('"#/components/', '"openapi#/components/');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, text);
+    fs.renameSync(tmp, file); // atomic: a suite running beside this one reads the whole file or none
+    return text;
+  }
+}
+
 function load(): Operation[] {
   if (operations) return operations;
-  doc = buildOpenApi(routes, { version: 'test' });
+  const doc = JSON.parse(documentText()) as { paths: Record<string, Record<string, any>>; components: unknown };
   ajv = new Ajv2020({ strict: false, allErrors: false, validateSchema: false });
   addFormats(ajv);
-  ajv.addSchema(doc, 'openapi');
+  ajv.addSchema({ components: doc.components }, 'openapi');
   operations = [];
-  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+  for (const [path, item] of Object.entries(doc.paths)) {
     const segments = path.split('/').slice(1);
     const source = segments.map((s) => (s.startsWith('{') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
     const rank = segments.map((s) => (s.startsWith('{') ? '1' : '0')).join('');
@@ -58,16 +103,11 @@ export function operationFor(method: string, rawPath: string): Operation | undef
   return load().find((o) => o.method === m && o.re.test(path));
 }
 
-const pointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
-
 function validator(op: Operation, status: string): ValidateFunction | null {
   const key = `${op.method} ${op.path} ${status}`;
   if (validators.has(key)) return validators.get(key)!;
-  let v: ValidateFunction | null = null;
-  if (op.responses[status]?.content?.['application/json']?.schema) {
-    const ref = `openapi#/paths/${pointer(op.path)}/${op.method}/responses/${status}/content/application~1json/schema`;
-    v = ajv!.compile({ $ref: ref });
-  }
+  const schema = op.responses[status]?.content?.['application/json']?.schema;
+  const v = schema ? ajv!.compile(schema as object) : null;
   validators.set(key, v);
   return v;
 }
