@@ -11,6 +11,8 @@ export const ModelId = z
 
 /** A number of tokens in a JSON body: a JSON number (not coerced: `null` or `"12"` is refused). */
 export const TokenCount = z.number().int().min(0).max(100_000_000);
+/** A number of tokens in a query string (text, read as a number). */
+export const TokenCountQuery = z.coerce.number().int().min(0).max(100_000_000);
 
 export const CostEstimate = z
   .object({

@@ -84,7 +84,7 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.writeCsv',
-    statuses: QUOTA_ERRORS,
+    statuses: { ...QUOTA_ERRORS, 201: 'The file did not exist: it was created.' },
     method: 'put',
     path: '/drive/csv',
     summary:

@@ -83,6 +83,7 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.makeFolders',
+    statuses: { 201: 'The last folder was made (200: it was there already).' },
     method: 'post',
     path: '/drive/folders/path',
     summary: 'Make a folder path from the drive root, creating each missing folder (like mkdir -p); answers the last folder (201 if made).',

@@ -87,7 +87,7 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.writeText',
-    statuses: QUOTA_ERRORS,
+    statuses: { ...QUOTA_ERRORS, 201: 'The file did not exist: it was created.' },
     method: 'put',
     path: '/drive/text',
     summary:

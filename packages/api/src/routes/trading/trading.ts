@@ -111,6 +111,7 @@ export const tradingRoutes = [
   route({
     ...common,
     id: 'trading.order',
+    statuses: { 200: 'A retry with the same clientOrderId and order: the original order.' },
     method: 'post',
     path: '/trading/order',
     summary:
