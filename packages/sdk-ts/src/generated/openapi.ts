@@ -16201,6 +16201,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The message is started: only a message still waiting for a run can change (`message_not_waiting`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests. */
             429: {
                 headers: {
@@ -16284,6 +16293,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The message is started: only a message still waiting for a run can change (`message_not_waiting`). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17258,6 +17276,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The key is revoked: it cannot change (`key_revoked`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The JSON body is larger than the limit. */
             413: {
                 headers: {
@@ -17637,6 +17664,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The key is revoked: it cannot change (`key_revoked`). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18688,6 +18724,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The entry is not at the version the request names (`version_mismatch`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The JSON body is larger than the limit. */
             413: {
                 headers: {
@@ -18797,6 +18842,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The entry is not at the version the request names (`version_mismatch`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests. */
             429: {
                 headers: {
@@ -18887,6 +18941,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The entry is not at the version the request names (`version_mismatch`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The JSON body is larger than the limit. */
             413: {
                 headers: {
@@ -18898,6 +18961,15 @@ export interface operations {
             };
             /** @description The body is not JSON (`Content-Type: application/json`). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The entry’s value is not an object: merge works on objects only (`value_not_object`). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20427,6 +20499,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description taskIds do not name every task of the list exactly once (`order_mismatch`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The JSON body is larger than the limit. */
             413: {
                 headers: {
@@ -21789,6 +21870,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The blocker already waits, directly or not, for the task (`dependency_cycle`). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -25311,6 +25401,15 @@ export interface operations {
                     "application/json": components["schemas"]["DriveItem"];
                 };
             };
+            /** @description The file did not exist: it was created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriveItem"];
+                };
+            };
             /** @description Invalid input. */
             400: {
                 headers: {
@@ -26773,6 +26872,15 @@ export interface operations {
         responses: {
             /** @description Success. */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriveItem"];
+                };
+            };
+            /** @description The last folder was made (200: it was there already). */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -28742,6 +28850,15 @@ export interface operations {
         responses: {
             /** @description Success. */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriveItem"];
+                };
+            };
+            /** @description The file did not exist: it was created. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -32044,6 +32161,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The site has the domain already. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SiteDomain"];
+                };
+            };
             /** @description Success. */
             201: {
                 headers: {
@@ -33487,6 +33613,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Another branch has that name (`branch_name_taken`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A precondition (`If-Match`, `If-None-Match`) does not hold (`etag_mismatch`). */
             412: {
                 headers: {
@@ -33507,6 +33642,15 @@ export interface operations {
             };
             /** @description The body is not JSON (`Content-Type: application/json`). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The change would break the resource’s rules (`main_branch_required`: main keeps its name). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -38161,6 +38305,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description A retry with the same clientOrderId and order: the original order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TradingOrder"];
+                };
+            };
             /** @description Success. */
             201: {
                 headers: {
@@ -38208,6 +38361,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The venue needs credentials the account has not stored (`venue_credentials_missing`). */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -41699,6 +41861,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Another watchlist has that name (`watchlist_name_taken`). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
