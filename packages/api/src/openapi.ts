@@ -139,6 +139,8 @@ function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> 
     'x-svc-authority': r.authority,
   };
   if (r.handler.kind === 'unimplemented') op['x-svc-status'] = 'unimplemented';
+  // Two successes (201 and 200): which one is the operation's own (JSON keeps numeric keys in order).
+  if (Object.keys(r.statuses ?? {}).some((c) => Number(c) < 300)) op['x-svc-success'] = r.status ?? 200;
   if (r.auth === 'none') op.security = [];
   if (r.body) {
     // Required unless the schema takes no body at all (an empty body is no body, never `{}`).
