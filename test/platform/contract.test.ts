@@ -21,6 +21,8 @@ describe('the contract check', () => {
     expect(operationFor('HEAD', '/me')?.id).toBe('me.get');
     expect(operationFor('POST', '/drive/upload?name=x')?.id).toBe('drive.upload');
     expect(operationFor('GET', '/dav/x')).toBeUndefined();
+    expect(operationFor('GET', '/hosts/connect')).toBeUndefined(); // the hosts' WebSocket, not hosts.get
+    expect(operationFor('GET', '/hosts/hst_x')?.id).toBe('hosts.get');
   });
 
   test('refuses a status the operation does not declare, and a body its schema does not allow', () => {

@@ -95,11 +95,15 @@ function load(): Operation[] {
   return operations;
 }
 
+/** Paths another front answers before the API, that an operation's path would match: the hosts' WebSocket. */
+const OUTSIDE = [/^\/hosts\/connect\/?$/i];
+
 /** The operation a request reaches (HEAD is a GET's; `/v1` and case do not matter), or undefined. */
 export function operationFor(method: string, rawPath: string): Operation | undefined {
   let path = rawPath.split('?')[0]!;
   if (/^\/v1(\/|$)/i.test(path)) path = path.slice(3) || '/';
   const m = method.toLowerCase() === 'head' ? 'get' : method.toLowerCase();
+  if (OUTSIDE.some((re) => re.test(path))) return undefined;
   return load().find((o) => o.method === m && o.re.test(path));
 }
 
