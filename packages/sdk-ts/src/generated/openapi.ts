@@ -25815,6 +25815,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The lines are outside the file (`line_out_of_range`, with `details.totalLines`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests. */
             429: {
                 headers: {
@@ -26485,6 +26494,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests. */
             429: {
                 headers: {
@@ -26603,6 +26621,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
                 headers: {
@@ -26703,6 +26730,15 @@ export interface operations {
             };
             /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -26821,6 +26857,15 @@ export interface operations {
             };
             /** @description The body is not JSON (`Content-Type: application/json`). */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`). */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -27670,6 +27715,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description An item of that name was replaced (`overwrite`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriveItem"];
+                };
+            };
             /** @description Success. */
             201: {
                 headers: {
@@ -27717,6 +27771,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An item of that name is in the target folder and `overwrite` is not set (`name_taken`, with its current version). */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -28645,6 +28708,15 @@ export interface operations {
             };
             /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An item of that name is in the target folder (`name_taken`, with its current version). */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -29619,6 +29691,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description A file of that name was replaced (with `If-Match`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriveItem"];
+                };
+            };
             /** @description Success. */
             201: {
                 headers: {
@@ -30002,6 +30083,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The folder is not empty: delete it with `?recursive=true` (`folder_not_empty`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A precondition (`If-Match`, `If-None-Match`) does not hold (`etag_mismatch`). */
             412: {
                 headers: {
@@ -30095,6 +30185,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Another item has that name in the folder (`name_taken`), or a folder would move into itself (`move_into_itself`). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -30261,6 +30360,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content is gone from the file store (`content_missing`): the server lost it, a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
             503: {
                 headers: {
@@ -30345,6 +30453,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file is locked by a WebDAV client; the write needs its lock token (`locked`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A precondition (`If-Match`, `If-None-Match`) does not hold; the current ETag is in the `ETag` header. */
             412: {
                 headers: {
@@ -30356,6 +30473,15 @@ export interface operations {
             };
             /** @description Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The write names no version: send `If-Match` with the ETag read, or `If-None-Match: *` to create (`precondition_required`). */
+            428: {
                 headers: {
                     [name: string]: unknown;
                 };

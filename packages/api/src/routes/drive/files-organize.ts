@@ -205,7 +205,11 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.copy',
-    statuses: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      200: 'An item of that name was replaced (`overwrite`).',
+      412: 'An item of that name is in the target folder and `overwrite` is not set (`name_taken`, with its current version).',
+    },
     method: 'post',
     path: '/drive/:id/copy',
     summary: 'Copy a file, or a folder with everything in it, into a folder (default: the same one) under a name (default: "Copy of <name>").',
@@ -340,6 +344,9 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.zip',
+    statuses: {
+      412: 'An item of that name is in the target folder (`name_taken`, with its current version).',
+    },
     method: 'post',
     path: '/drive/:id/zip',
     summary: 'Zip a folder with everything in it into a new file (default: "<folder>.zip" next to the folder; at most 5 MiB of files).',

@@ -254,6 +254,9 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.replaceLines',
+    statuses: {
+      422: 'The lines are outside the file (`line_out_of_range`, with `details.totalLines`).',
+    },
     method: 'patch',
     path: '/drive/:id/lines',
     summary: 'Replace lines `start`–`end` (1-based, inclusive) of a text file with `text` ("" deletes them).',

@@ -119,7 +119,10 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.upload',
-    statuses: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      200: 'A file of that name was replaced (with `If-Match`).',
+    },
     method: 'post',
     path: '/drive/upload',
     summary:
@@ -187,6 +190,9 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.read',
+    statuses: {
+      500: 'The file’s stored content is gone from the file store (`content_missing`): the server lost it, a retry will not help.',
+    },
     method: 'get',
     path: '/drive/:id/content',
     summary: 'Read a file, streamed, with its ETag; `Range` (206) and `If-None-Match` (304) are honoured.',
@@ -206,7 +212,11 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.replace',
-    statuses: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      409: 'The file is locked by a WebDAV client; the write needs its lock token (`locked`).',
+      428: 'The write names no version: send `If-Match` with the ETag read, or `If-None-Match: *` to create (`precondition_required`).',
+    },
     method: 'put',
     path: '/drive/:id/content',
     summary:
@@ -224,6 +234,9 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.update',
+    statuses: {
+      409: 'Another item has that name in the folder (`name_taken`), or a folder would move into itself (`move_into_itself`).',
+    },
     method: 'patch',
     path: '/drive/:id',
     summary: 'Rename and/or move (`parentId`: a folder, or null for the root). `If-Match` is honoured.',
@@ -253,6 +266,9 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.delete',
+    statuses: {
+      409: 'The folder is not empty: delete it with `?recursive=true` (`folder_not_empty`).',
+    },
     method: 'delete',
     path: '/drive/:id',
     summary: 'Delete a file or an empty folder; a folder with members needs `?recursive=true`. `If-Match` is honoured.',
