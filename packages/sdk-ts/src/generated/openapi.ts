@@ -25260,6 +25260,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The search passed its time limit (`grep_timeout`): narrow it or simplify the pattern. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests. */
             429: {
                 headers: {
@@ -26494,7 +26503,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`). */
+            /** @description The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -26621,7 +26630,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`). */
+            /** @description The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -26737,7 +26746,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`). */
+            /** @description The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -26864,7 +26873,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`). */
+            /** @description The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -29262,6 +29271,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description No lock with that token covers the item (`lock_token_mismatch`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests. */
             429: {
                 headers: {
@@ -30960,6 +30978,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Another site has that slug (`slug_taken`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The JSON body is larger than the limit. */
             413: {
                 headers: {
@@ -31359,6 +31386,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another account). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The site serves this deployment: deploy or roll back to another first (`deployment_live`). */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -18,7 +18,7 @@ export const driveJsonRoutes = [
     ...KEY,
     id: 'drive.readJson',
     statuses: {
-      422: 'The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`).',
+      422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
     },
     method: 'get',
     path: '/drive/:id/json',
@@ -36,7 +36,7 @@ export const driveJsonRoutes = [
     id: 'drive.setJson',
     statuses: {
       ...QUOTA_ERRORS,
-      422: 'The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`).',
+      422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
     },
     method: 'put',
     path: '/drive/:id/json',
@@ -65,7 +65,7 @@ export const driveJsonRoutes = [
     id: 'drive.deleteJson',
     statuses: {
       ...QUOTA_ERRORS,
-      422: 'The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`).',
+      422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
     },
     method: 'delete',
     path: '/drive/:id/json',
@@ -84,7 +84,7 @@ export const driveJsonRoutes = [
     id: 'drive.mergeJson',
     statuses: {
       ...QUOTA_ERRORS,
-      422: 'The file is not valid JSON, or nothing is at the pointer (`invalid_json`, `pointer_not_found`).',
+      422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
     },
     method: 'patch',
     path: '/drive/:id/json',

@@ -160,6 +160,9 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.locks.release',
+    statuses: {
+      409: 'No lock with that token covers the item (`lock_token_mismatch`).',
+    },
     method: 'delete',
     path: '/drive/:id/locks',
     summary: 'Release a WebDAV lock you hold on an item (a client that crashed left it): 403 lock_not_yours for another holder’s.',

@@ -15,6 +15,9 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.grep',
+    statuses: {
+      422: 'The search passed its time limit (`grep_timeout`): narrow it or simplify the pattern.',
+    },
     method: 'get',
     path: '/drive/grep',
     summary:
