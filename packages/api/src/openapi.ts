@@ -40,7 +40,7 @@ function errorStatuses(r: Route): Record<string, string> {
     out['422'] ??= 'The Idempotency-Key was used with another request (`idempotency_key_reused`).';
   }
   if (r.answer === 'bytes') out['416'] = 'The range is outside the content (`Content-Range: bytes */<size>`).';
-  for (const [code, description] of Object.entries(r.statuses ?? {})) if (Number(code) >= 400) out[code] = description;
+  for (const [code, d] of Object.entries(r.statuses ?? {})) if (Number(code) >= 400 && typeof d === 'string') out[code] = d;
   out['503'] ??= UNAVAILABLE;
   out['504'] ??= 'The operation did not finish within its deadline.';
   return out;
@@ -102,7 +102,10 @@ function successes(r: Route, schemas: SchemaCollector): Record<string, unknown> 
   }
   const out: Record<string, unknown> = { [String(r.status ?? 200)]: { description: 'Success.', content } };
   // Another success the operation answers with the same body (201 for a create, 200 for one already there).
-  for (const [code, description] of Object.entries(r.statuses ?? {})) if (Number(code) < 300) out[code] = { description, content };
+  // Or a status that answers the operation's body all the same (GET /ready's 503).
+  for (const [code, d] of Object.entries(r.statuses ?? {})) {
+    if (Number(code) < 300 || typeof d !== 'string') out[code] = { description: typeof d === 'string' ? d : d.description, content };
+  }
   return out;
 }
 
@@ -127,6 +130,7 @@ function contentBody(r: Route, schemas: SchemaCollector): Record<string, unknown
 function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> {
   const responses: Record<string, unknown> = successes(r, schemas);
   for (const [code, description] of Object.entries(errorStatuses(r))) {
+    if (responses[code]) continue; // declared with the operation's own body
     responses[code] = { description, content: { 'application/json': { schema: schemas.schema(ErrorBody, 'output') } } };
   }
   const op: Record<string, unknown> = {

@@ -130,9 +130,10 @@ export interface Route {
    * (see openapi.ts): a conflict (409), a precondition (412, 428), a refusal of the rules (422), a
    * quota (413, 429 of a drive write), or
    * a second success (201 beside 200) with the same body. Documented in OpenAPI with these
-   * descriptions; the tests' contract check (test/support/contract.ts) refuses any status not declared.
+   * descriptions (`{ description, body: 'response' }`: an error status that answers the operation's
+   * own body, as GET /ready's 503 does); the tests' contract check (test/support/contract.ts) refuses any status not declared.
    */
-  statuses?: Record<number, string>;
+  statuses?: Record<number, string | { description: string; body: 'response' }>;
   /** `none`: no credential needed. */
   auth: 'key' | 'none';
   /** Principal kinds that may call it at all. */

@@ -8794,13 +8794,27 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend or service is down: the same body, saying which. */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ready" | "unavailable";
+                        backends: {
+                            [key: string]: {
+                                ok: boolean;
+                                cause?: string;
+                            };
+                        };
+                        services: {
+                            [key: string]: {
+                                ok: boolean;
+                            };
+                        };
+                    };
                 };
             };
             /** @description The operation did not finish within its deadline. */
