@@ -4862,7 +4862,7 @@ export interface components {
             /** @description Who receives the grant: an agent, a host or another account. */
             granteeId: string;
             verbs: string[];
-            /** @description Default "account" (the whole account). "project:<id>[/…]" is a project (a project-scoped key grants inside its own only); "host:<id>" one host. */
+            /** @description Default "account" (the whole account). "project:<id>" is a project (a project-scoped key grants inside its own only); "host:<id>" one host; "host:<id>/<unit>" one unit of a host. A structured value, never a path. */
             scope?: string;
             /**
              * Format: date-time

@@ -47,7 +47,7 @@ const GrantBody = z
       .describe('Who receives the grant: an agent, a host or another account.'),
     verbs: z.array(GrantVerb).min(1, 'must hold at least one verb').max(50, 'may hold at most 50 verbs'),
     scope: GrantScope.optional().describe(
-      'Default "account" (the whole account). "project:<id>" is a project (a project-scoped key grants inside its own only); "host:<id>" one host. A structured value, never a path.',
+      'Default "account" (the whole account). "project:<id>" is a project (a project-scoped key grants inside its own only); "host:<id>" one host; "host:<id>/<unit>" one unit of a host. A structured value, never a path.',
     ),
     expiresAt: Iso.optional().describe('When the grant ends (in the future). Default: never.'),
   })
