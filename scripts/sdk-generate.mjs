@@ -55,7 +55,7 @@ function spec(doc, p, method, op) {
     const taken = new Set([...pathParams, ...query, ...Object.keys(headers)]);
     body = s.type === 'object' && props.length > 0 && !props.some((k) => taken.has(k)) ? 'json' : 'json-nested';
   } else if (content['*/*']) body = 'content';
-  const okStatus = Object.keys(op.responses).find((c) => c.startsWith('2'));
+  const okStatus = op['x-svc-success'] ? String(op['x-svc-success']) : Object.keys(op.responses).find((c) => c.startsWith('2'));
   const ok = op.responses[okStatus];
   const answer = ok.content?.['*/*'] ? 'bytes' : 'json';
   const events = Boolean(ok.content?.['text/event-stream']);

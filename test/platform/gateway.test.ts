@@ -169,7 +169,11 @@ describe('gateway', () => {
     }
     // A POST with no body at all says what is missing (400), not what type it lacked (415).
     const none = await t.call('POST', '/api/api-keys', { key: t.bootstrapKey });
-    expect([none.status, none.body.error.code, none.body.error.message]).toEqual([400, 'invalid_request', 'body: a JSON object is required.']);
+    expect([none.status, none.body.error.code, none.body.error.message]).toEqual([
+      400,
+      'invalid_request',
+      'body: a JSON body is required (send {} for the defaults).',
+    ]);
   });
 
   test('GET /openapi.json is an OpenAPI 3.1 document built from the route table', async () => {

@@ -5,6 +5,7 @@ import { routes } from '@svc/api';
 import { type Stack, startStack } from '@svc/stack';
 
 import { createDatabase, dropNatsNamespace, randomName, REAL, startS3, tempDir } from './backends';
+import { watchStack } from './contract';
 
 export interface TestStack {
   url: string;
@@ -75,6 +76,8 @@ export async function startTestStack(
   };
   const stack = await startStack(env, { logDestination: options.logDestination });
   const url = `http://127.0.0.1:${stack.port}`;
+  // Every answer from this stack is held to the OpenAPI document (test/support/contract.ts).
+  watchStack(url);
   const bootstrapKey = env.SVC_BOOTSTRAP_KEY ?? fs.readFileSync(path.join(dataDir, 'bootstrap-key'), 'utf8').trim();
   return {
     url,

@@ -13,6 +13,9 @@ const ERROR_STATUSES: Record<string, string> = {
   '429': 'Too many requests.',
 };
 
+/** What any operation may answer when a backend it needs is down or busy. */
+const UNAVAILABLE = 'A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later.';
+
 const pick = (codes: string[]) => Object.fromEntries(codes.map((c) => [c, ERROR_STATUSES[c]!]));
 
 /**
@@ -21,7 +24,13 @@ const pick = (codes: string[]) => Object.fromEntries(codes.map((c) => [c, ERROR_
  */
 function errorStatuses(r: Route): Record<string, string> {
   if (r.handler.kind === 'unimplemented') return { ...pick(r.auth === 'key' ? ['401', '403', '429'] : []), '501': 'Not implemented yet.' };
-  const out = r.auth === 'key' ? { ...ERROR_STATUSES } : pick(['400']);
+  const out: Record<string, string> = r.auth === 'key' ? { ...ERROR_STATUSES } : pick(['400']);
+  if (r.body) {
+    out['413'] = 'The JSON body is larger than the limit.';
+    out['415'] = 'The body is not JSON (`Content-Type: application/json`).';
+  }
+  const conditional = Object.keys(r.headers?.shape ?? {}).some((h) => h === 'if-match' || h === 'if-none-match');
+  if (conditional) out['412'] = 'A precondition (`If-Match`, `If-None-Match`) does not hold (`etag_mismatch`).';
   if (r.content) {
     out['412'] = 'A precondition (`If-Match`, `If-None-Match`) does not hold; the current ETag is in the `ETag` header.';
     out['413'] = 'The content is larger than the limit.';
@@ -31,7 +40,10 @@ function errorStatuses(r: Route): Record<string, string> {
     out['422'] ??= 'The Idempotency-Key was used with another request (`idempotency_key_reused`).';
   }
   if (r.answer === 'bytes') out['416'] = 'The range is outside the content (`Content-Range: bytes */<size>`).';
-  return { ...out, ...r.errors };
+  for (const [code, d] of Object.entries(r.statuses ?? {})) if (Number(code) >= 400 && typeof d === 'string') out[code] = d;
+  out['503'] ??= UNAVAILABLE;
+  out['504'] ??= 'The operation did not finish within its deadline.';
+  return out;
 }
 
 /** Every POST takes an Idempotency-Key (docs/reliability.md). */
@@ -88,7 +100,13 @@ function successes(r: Route, schemas: SchemaCollector): Record<string, unknown> 
     const named = ref.$ref ? ` Each event's data is a ${ref.$ref.split('/').pop()} (components/schemas).` : '';
     content['text/event-stream'] = { schema: { type: 'string', description: `${r.events.description}${named}` } };
   }
-  return { [String(r.status ?? 200)]: { description: 'Success.', content } };
+  const out: Record<string, unknown> = { [String(r.status ?? 200)]: { description: 'Success.', content } };
+  // Another success the operation answers with the same body (201 for a create, 200 for one already there).
+  // Or a status that answers the operation's body all the same (GET /ready's 503).
+  for (const [code, d] of Object.entries(r.statuses ?? {})) {
+    if (Number(code) < 300 || typeof d !== 'string') out[code] = { description: typeof d === 'string' ? d : d.description, content };
+  }
+  return out;
 }
 
 /** A request body that is not JSON: the raw bytes, or a multipart form with a file part and fields. */
@@ -112,6 +130,7 @@ function contentBody(r: Route, schemas: SchemaCollector): Record<string, unknown
 function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> {
   const responses: Record<string, unknown> = successes(r, schemas);
   for (const [code, description] of Object.entries(errorStatuses(r))) {
+    if (responses[code]) continue; // declared with the operation's own body
     responses[code] = { description, content: { 'application/json': { schema: schemas.schema(ErrorBody, 'output') } } };
   }
   const op: Record<string, unknown> = {
@@ -124,9 +143,13 @@ function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> 
     'x-svc-authority': r.authority,
   };
   if (r.handler.kind === 'unimplemented') op['x-svc-status'] = 'unimplemented';
+  // Two successes (201 and 200): which one is the operation's own (JSON keeps numeric keys in order).
+  if (Object.keys(r.statuses ?? {}).some((c) => Number(c) < 300)) op['x-svc-success'] = r.status ?? 200;
   if (r.auth === 'none') op.security = [];
   if (r.body) {
-    op.requestBody = { required: true, content: { 'application/json': { schema: schemas.schema(r.body, 'input') } } };
+    // Required unless the schema takes no body at all (an empty body is no body, never `{}`).
+    const required = !r.body.safeParse(undefined).success;
+    op.requestBody = { required, content: { 'application/json': { schema: schemas.schema(r.body, 'input') } } };
   } else if (r.content) {
     op.requestBody = contentBody(r, schemas);
   }

@@ -126,8 +126,15 @@ export interface Route {
   events?: { schema: z.ZodType; description: string };
   /** Success status (200 unless given). */
   status?: number;
-  /** Error answers particular to this operation (status: description), over the common ones OpenAPI lists. */
-  errors?: Record<string, string>;
+  /**
+   * The other statuses the operation answers, beyond the ones every operation of its kind has
+   * (see openapi.ts): a conflict (409), a precondition (412, 428), a refusal of the rules (422), a
+   * quota (413, 429 of a drive write), or
+   * a second success (201 beside 200) with the same body. Documented in OpenAPI with these
+   * descriptions (`{ description, body: 'response' }`: an error status that answers the operation's
+   * own body, as GET /ready's 503 does); the tests' contract check (test/support/contract.ts) refuses any status not declared.
+   */
+  statuses?: Record<number, string | { description: string; body: 'response' }>;
   /** `none`: no credential needed. */
   auth: 'key' | 'none';
   /** Principal kinds that may call it at all. */
@@ -157,6 +164,10 @@ export const ErrorBody = z
       code: z.string().describe('Stable snake_case error code.'),
       message: z.string().describe('A human sentence.'),
       requestId: z.string(),
+      details: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe('What more the error knows, where it has something to add (a 412’s current version, a merge’s conflicts).'),
     }),
   })
   .meta({ id: 'Error' });

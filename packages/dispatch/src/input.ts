@@ -74,6 +74,9 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, where: string)
   }
 
   if (bad) throw new DomainError('invalid_argument', 'invalid_request', `${bad.path}: must be a finite number (the literal is out of range).`);
+  if (where === 'body' && value === undefined && !schema.safeParse(undefined).success) {
+    throw new DomainError('invalid_argument', 'invalid_request', 'body: a JSON body is required (send {} for the defaults).');
+  }
   return parseInput(schema, value ?? (where === 'body' ? undefined : {}), { where });
 }
 

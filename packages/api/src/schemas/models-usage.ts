@@ -9,7 +9,10 @@ export const ModelId = z
   .regex(/^[a-z0-9][a-z0-9.-]*\/[a-z0-9][a-z0-9.-]*$/, 'must be a model id such as "openai/gpt-4o"')
   .describe('A model id, `<provider>/<name>` (GET /models/catalog lists them).');
 
-export const TokenCount = z.coerce.number().int().min(0).max(100_000_000);
+/** A number of tokens in a JSON body: a JSON number (not coerced: `null` or `"12"` is refused). */
+export const TokenCount = z.number().int().min(0).max(100_000_000);
+/** A number of tokens in a query string (text, read as a number). */
+export const TokenCountQuery = z.coerce.number().int().min(0).max(100_000_000);
 
 export const CostEstimate = z
   .object({

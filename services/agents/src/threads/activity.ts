@@ -176,7 +176,8 @@ export class ThreadExtras {
 
   /** The events after `after` (of `types`), as soon as there is one, or none when timeoutMs pass (checked every 200 ms). */
   async waitEvents(p: Principal, threadId: string, input: { after: number; types: string[]; timeoutMs: number; limit: number }) {
-    const ms = input.timeoutMs || 10_000;
+    // The route's default (10 s) fills in an absent timeoutMs: 0 here is an explicit zero, to answer at once.
+    const ms = input.timeoutMs;
     if (!Number.isInteger(ms) || ms < 0 || ms > 30_000)
       throw new DomainError('invalid_argument', 'invalid_request', 'timeoutMs: must be 0 to 30000.');
     if (!Number.isSafeInteger(input.after) || input.after < 0)

@@ -16,6 +16,7 @@ const UNREFERENCED = `NOT EXISTS (SELECT 1 FROM drive.items i WHERE i.account_id
   AND NOT EXISTS (SELECT 1 FROM drive.site_files f WHERE f.account_id = b.account_id AND f.sha256 = b.sha256)
   AND NOT EXISTS (SELECT 1 FROM drive.versions v WHERE v.account_id = b.account_id AND v.sha256 = b.sha256)`;
 
+// date_part, not extract(… FROM …): a FROM before the table's would name the query's trace span after a column.
 const SECONDS_LEFT = `GREATEST(1, ceil(date_part('epoch', window_start + interval '1 minute' - now())))::int`;
 
 export class QuotaStore {

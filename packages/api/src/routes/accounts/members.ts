@@ -41,6 +41,7 @@ export const memberRoutes = [
   }),
   route({
     id: 'accounts.members.add',
+    statuses: { 200: 'Already a member: their role, changed if it differs.' },
     method: 'post',
     path: '/accounts/:id/members',
     summary: 'Add a person (a user account) to an organization, or change their role (201 when added, 200 otherwise).',
@@ -59,6 +60,7 @@ export const memberRoutes = [
   }),
   route({
     id: 'accounts.members.remove',
+    statuses: { 409: 'The last owner of an organization cannot leave it (`last_owner`).' },
     method: 'delete',
     path: '/accounts/:id/members/:memberId',
     summary: 'Remove a member (anyone may leave; an organization keeps at least one owner).',

@@ -221,6 +221,7 @@ export const memoryRoutes: Route[] = [
   }),
   memRoute({
     id: 'memory.set',
+    statuses: { 409: 'The entry is not at the version the request names (`version_mismatch`).' },
     method: 'put',
     path: '/memory/:namespace/entries/:key',
     summary: 'Write an entry’s value (replacing it and its expiry); with ifVersion, only if it is still at that version.',
@@ -241,6 +242,10 @@ export const memoryRoutes: Route[] = [
   }),
   memRoute({
     id: 'memory.merge',
+    statuses: {
+      409: 'The entry is not at the version the request names (`version_mismatch`).',
+      422: 'The entry’s value is not an object: merge works on objects only (`value_not_object`).',
+    },
     method: 'patch',
     path: '/memory/:namespace/entries/:key',
     summary: 'Merge fields into an object value (JSON merge patch: null removes a field); creates the entry when absent.',
@@ -260,6 +265,7 @@ export const memoryRoutes: Route[] = [
   }),
   memRoute({
     id: 'memory.delete',
+    statuses: { 409: 'The entry is not at the version the request names (`version_mismatch`).' },
     method: 'delete',
     path: '/memory/:namespace/entries/:key',
     summary: 'Delete an entry (idempotent); with ifVersion, only if it is at that version.',
@@ -366,7 +372,7 @@ export const memoryRoutes: Route[] = [
           z.object({
             version: z.number().int(),
             op: z.string().describe('set, merge, increment, append, pop, expire, rename, copy, restore or delete.'),
-            value: z.unknown().describe('The value it wrote (absent for a delete).'),
+            value: z.unknown().optional().describe('The value it wrote (absent for a delete).'),
             at: Timestamp,
             by: z.record(z.string(), z.unknown()),
           }),

@@ -86,6 +86,7 @@ export const taskListsRoutes: Route[] = [
   }),
   taskRoute({
     id: 'tasks.lists.reorder',
+    statuses: { 409: 'taskIds do not name every task of the list exactly once (`order_mismatch`).' },
     method: 'put',
     path: '/task-lists/:id/order',
     summary: 'Set the order of a list: every task id of the list, once each, in the new order (409 order_mismatch otherwise).',

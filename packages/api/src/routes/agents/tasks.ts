@@ -292,6 +292,7 @@ export const tasksRoutes: Route[] = [
   }),
   taskRoute({
     id: 'tasks.blockers.add',
+    statuses: { 409: 'The blocker already waits, directly or not, for the task (`dependency_cycle`).' },
     method: 'put',
     path: '/tasks/:id/blockers/:blockerId',
     summary: 'Make a task wait for another one (it cannot be completed before); 409 dependency_cycle for a loop.',

@@ -138,6 +138,7 @@ export const threadMessagesRoutes = [
   route({
     ...common,
     id: 'threads.messages.update',
+    statuses: { 409: 'The message is started: only a message still waiting for a run can change (`message_not_waiting`).' },
     method: 'patch',
     path: '/threads/:id/messages/:messageId',
     summary: 'Edit a message still waiting for a run (409 message_not_waiting once a run took it).',
@@ -155,6 +156,7 @@ export const threadMessagesRoutes = [
   route({
     ...common,
     id: 'threads.messages.retract',
+    statuses: { 409: 'The message is started: only a message still waiting for a run can change (`message_not_waiting`).' },
     method: 'delete',
     path: '/threads/:id/messages/:messageId',
     summary: 'Retract a message still waiting for a run: no run will see it (409 message_not_waiting once a run took it; again: no change).',

@@ -17,6 +17,9 @@ export const driveJsonRoutes = [
   route({
     ...KEY,
     id: 'drive.readJson',
+    statuses: {
+      422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
+    },
     method: 'get',
     path: '/drive/:id/json',
     summary: 'The value at a JSON Pointer in a JSON file (the whole document without one); 422 when nothing is there.',
@@ -31,7 +34,10 @@ export const driveJsonRoutes = [
   route({
     ...KEY,
     id: 'drive.setJson',
-    errors: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
+    },
     method: 'put',
     path: '/drive/:id/json',
     summary: 'Set the value at a JSON Pointer in a JSON file (a member is added or replaced; "/list/-" appends), writing a new version.',
@@ -57,7 +63,10 @@ export const driveJsonRoutes = [
   route({
     ...KEY,
     id: 'drive.deleteJson',
-    errors: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
+    },
     method: 'delete',
     path: '/drive/:id/json',
     summary: 'Remove the member or array element at a JSON Pointer from a JSON file (nothing there: nothing written, still 200).',
@@ -73,7 +82,10 @@ export const driveJsonRoutes = [
   route({
     ...KEY,
     id: 'drive.mergeJson',
-    errors: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
+    },
     method: 'patch',
     path: '/drive/:id/json',
     summary: 'Apply an RFC 7396 JSON merge patch to a JSON file (null removes a member), writing a new version.',

@@ -84,7 +84,7 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.writeCsv',
-    errors: QUOTA_ERRORS,
+    statuses: { ...QUOTA_ERRORS, 201: 'The file did not exist: it was created.' },
     method: 'put',
     path: '/drive/csv',
     summary:
@@ -117,7 +117,7 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.appendCsv',
-    errors: QUOTA_ERRORS,
+    statuses: QUOTA_ERRORS,
     method: 'post',
     path: '/drive/:id/csv',
     summary: 'Append rows to a CSV file (RFC 4180 quoting), each on a line of its own.',
@@ -160,6 +160,9 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.locks.release',
+    statuses: {
+      409: 'No lock with that token covers the item (`lock_token_mismatch`).',
+    },
     method: 'delete',
     path: '/drive/:id/locks',
     summary: 'Release a WebDAV lock you hold on an item (a client that crashed left it): 403 lock_not_yours for another holder’s.',

@@ -83,6 +83,7 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.makeFolders',
+    statuses: { 201: 'The last folder was made (200: it was there already).' },
     method: 'post',
     path: '/drive/folders/path',
     summary: 'Make a folder path from the drive root, creating each missing folder (like mkdir -p); answers the last folder (201 if made).',
@@ -204,7 +205,11 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.copy',
-    errors: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      200: 'An item of that name was replaced (`overwrite`).',
+      412: 'An item of that name is in the target folder and `overwrite` is not set (`name_taken`, with its current version).',
+    },
     method: 'post',
     path: '/drive/:id/copy',
     summary: 'Copy a file, or a folder with everything in it, into a folder (default: the same one) under a name (default: "Copy of <name>").',
@@ -262,7 +267,7 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.versions.restore',
-    errors: QUOTA_ERRORS,
+    statuses: QUOTA_ERRORS,
     method: 'post',
     path: '/drive/:id/versions/:versionId/restore',
     summary: 'Make an earlier version the file’s content again (as a new write: the content it replaces becomes a version).',
@@ -339,6 +344,9 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.zip',
+    statuses: {
+      412: 'An item of that name is in the target folder (`name_taken`, with its current version).',
+    },
     method: 'post',
     path: '/drive/:id/zip',
     summary: 'Zip a folder with everything in it into a new file (default: "<folder>.zip" next to the folder; at most 5 MiB of files).',
@@ -360,7 +368,7 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.extract',
-    errors: QUOTA_ERRORS,
+    statuses: QUOTA_ERRORS,
     method: 'post',
     path: '/drive/:id/extract',
     summary:

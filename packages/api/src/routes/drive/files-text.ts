@@ -15,6 +15,9 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.grep',
+    statuses: {
+      422: 'The search passed its time limit (`grep_timeout`): narrow it or simplify the pattern.',
+    },
     method: 'get',
     path: '/drive/grep',
     summary:
@@ -87,7 +90,7 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.writeText',
-    errors: QUOTA_ERRORS,
+    statuses: { ...QUOTA_ERRORS, 201: 'The file did not exist: it was created.' },
     method: 'put',
     path: '/drive/text',
     summary:
@@ -254,6 +257,9 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.replaceLines',
+    statuses: {
+      422: 'The lines are outside the file (`line_out_of_range`, with `details.totalLines`).',
+    },
     method: 'patch',
     path: '/drive/:id/lines',
     summary: 'Replace lines `start`–`end` (1-based, inclusive) of a text file with `text` ("" deletes them).',

@@ -5,12 +5,10 @@ import type { drive } from '@svc/proto';
 import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
 
-/** The error answers of a write that adds to the drive (docs/drive.md, "Quotas"). */
-export const QUOTA_ERRORS: Record<string, string> = {
-  '413':
-    'Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`).',
-  '429':
-    'Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests.',
+/** The error answers of a write that adds to the drive (docs/drive.md, "Quotas"): a route's `statuses`. */
+export const QUOTA_ERRORS: Record<number, string> = {
+  413: 'Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`).',
+  429: 'Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests.',
 };
 
 export const DriveItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
@@ -121,7 +119,10 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.upload',
-    errors: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      200: 'A file of that name was replaced (with `If-Match`).',
+    },
     method: 'post',
     path: '/drive/upload',
     summary:
@@ -189,6 +190,9 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.read',
+    statuses: {
+      500: 'The file’s stored content is gone from the file store (`content_missing`): the server lost it, a retry will not help.',
+    },
     method: 'get',
     path: '/drive/:id/content',
     summary: 'Read a file, streamed, with its ETag; `Range` (206) and `If-None-Match` (304) are honoured.',
@@ -208,7 +212,11 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.replace',
-    errors: QUOTA_ERRORS,
+    statuses: {
+      ...QUOTA_ERRORS,
+      409: 'The file is locked by a WebDAV client; the write needs its lock token (`locked`).',
+      428: 'The write names no version: send `If-Match` with the ETag read, or `If-None-Match: *` to create (`precondition_required`).',
+    },
     method: 'put',
     path: '/drive/:id/content',
     summary:
@@ -226,6 +234,9 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.update',
+    statuses: {
+      409: 'Another item has that name in the folder (`name_taken`), or a folder would move into itself (`move_into_itself`).',
+    },
     method: 'patch',
     path: '/drive/:id',
     summary: 'Rename and/or move (`parentId`: a folder, or null for the root). `If-Match` is honoured.',
@@ -255,6 +266,9 @@ export const driveRoutes = [
   }),
   route({
     id: 'drive.delete',
+    statuses: {
+      409: 'The folder is not empty: delete it with `?recursive=true` (`folder_not_empty`).',
+    },
     method: 'delete',
     path: '/drive/:id',
     summary: 'Delete a file or an empty folder; a folder with members needs `?recursive=true`. `If-Match` is honoured.',

@@ -70,6 +70,7 @@ export const sitesDomainsRoutes = [
   route({
     ...KEY,
     id: 'sites.domains.add',
+    statuses: { 200: 'The site has the domain already.' },
     method: 'post',
     path: '/sites/:id/domains',
     summary:

@@ -36,6 +36,9 @@ export const sitesManageRoutes = [
   route({
     ...KEY,
     id: 'sites.update',
+    statuses: {
+      409: 'Another site has that slug (`slug_taken`).',
+    },
     method: 'patch',
     path: '/sites/:id',
     summary:
@@ -60,6 +63,9 @@ export const sitesManageRoutes = [
   route({
     ...KEY,
     id: 'sites.deployments.delete',
+    statuses: {
+      409: 'The site serves this deployment: deploy or roll back to another first (`deployment_live`).',
+    },
     method: 'delete',
     path: '/sites/:id/deployments/:deploymentId',
     summary: 'Delete a deployment the site does not serve (the one it serves: 409 deployment_live). Already gone: 200.',

@@ -17,6 +17,7 @@ export const systemRoutes = [
   }),
   route({
     id: 'system.ready',
+    statuses: { 503: { description: 'A backend or service is down: the same body, saying which.', body: 'response' } },
     method: 'get',
     path: '/ready',
     summary:

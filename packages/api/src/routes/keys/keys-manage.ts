@@ -94,6 +94,7 @@ export const keyOpsRoutes = [
   route({
     ...common,
     id: 'meApiKeys.update',
+    statuses: { 409: 'The key is revoked: it cannot change (`key_revoked`).' },
     method: 'patch',
     path: '/me/api-keys/:keyId',
     summary: 'Rename an API key (409 key_revoked for a revoked one).',
@@ -134,6 +135,7 @@ export const keyOpsRoutes = [
   route({
     ...common,
     id: 'agentKeys.update',
+    statuses: { 409: 'The key is revoked: it cannot change (`key_revoked`).' },
     method: 'patch',
     path: '/agents/:id/keys/:keyId',
     summary: 'Rename an API key of the agent (409 key_revoked for a revoked one).',

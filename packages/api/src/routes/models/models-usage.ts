@@ -13,6 +13,7 @@ import {
   Recommendation,
   RecommendBody,
   TokenCount,
+  TokenCountQuery,
   TokenCountResult,
   UsageGroup,
   UsageRecord,
@@ -159,8 +160,8 @@ export const modelsUsageRoutes = [
         )
         .pipe(z.array(ModelId).min(2).max(10))
         .describe('Comma-separated model ids, e.g. `openai/gpt-4o,anthropic/claude-sonnet-4`.'),
-      inputTokens: TokenCount.default(1000).describe('Input tokens of the reference call.'),
-      outputTokens: TokenCount.default(500).describe('Output tokens of the reference call.'),
+      inputTokens: TokenCountQuery.default(1000).describe('Input tokens of the reference call.'),
+      outputTokens: TokenCountQuery.default(500).describe('Output tokens of the reference call.'),
     }),
     response: z
       .object({ models: z.array(ComparedModel), inputTokens: z.number().int(), outputTokens: z.number().int() })

@@ -72,6 +72,10 @@ export const profilesOpsRoutes = [
   route({
     ...common,
     id: 'profiles.branches.update',
+    statuses: {
+      409: 'Another branch has that name (`branch_name_taken`).',
+      422: 'The change would break the resource’s rules (`main_branch_required`: main keeps its name).',
+    },
     method: 'patch',
     path: '/profiles/:id/branches/:branchId',
     summary: 'Rename a branch (not main) or change its description (null clears it).',

@@ -186,6 +186,9 @@ export const profilesRoutes = [
   route({
     ...common,
     id: 'profiles.update',
+    statuses: {
+      422: 'The change would break the resource’s rules (`version_parent_mismatch`, `version_immutable`, `version_dropped`, `head_other_branch`, `head_not_found`, `duplicate_version_id`, `duplicate_branch_id`, `branch_parent_missing`, `main_branch_required`).',
+    },
     method: 'patch',
     path: '/profiles/:id',
     summary: 'Update a taste profile (If-Match); answers the updated profile and its new ETag. 422 when it would corrupt history.',
@@ -253,6 +256,7 @@ export const profilesRoutes = [
   route({
     ...common,
     id: 'profiles.deleteBranch',
+    statuses: { 422: 'The change would break the resource’s rules (`main_branch_required`).' },
     method: 'delete',
     path: '/profiles/:id/branches/:branchId',
     summary: 'Delete a branch (not main, not the current one, not a parent); its versions stay.',

@@ -62,6 +62,7 @@ export const tradingListRoutes = [
   route({
     ...common,
     id: 'trading.watchlists.rename',
+    statuses: { 409: 'Another watchlist has that name (`watchlist_name_taken`).' },
     method: 'patch',
     path: '/trading/watchlists/:id',
     summary: 'Rename a watchlist.',

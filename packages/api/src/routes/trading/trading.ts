@@ -111,6 +111,10 @@ export const tradingRoutes = [
   route({
     ...common,
     id: 'trading.order',
+    statuses: {
+      200: 'A retry with the same clientOrderId and order: the original order.',
+      412: 'The venue needs credentials the account has not stored (`venue_credentials_missing`).',
+    },
     method: 'post',
     path: '/trading/order',
     summary:

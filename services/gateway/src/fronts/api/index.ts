@@ -60,7 +60,11 @@ function sendContentError(req: Request, res: Response, err: DomainError): void {
 export function mountApi(app: express.Express, deps: ApiDeps): void {
   // JSON bodies are parsed per operation, with the operation's own limit where it declares one.
   const parsers = new Map<string, express.RequestHandler>();
+  // An empty body (`Content-Length: 0`) is no body: express's parser would make it `{}`, which
+  // would pass for a body the operation requires.
+  const empty = new WeakSet<IncomingMessage>();
   const verify = (req: IncomingMessage, res: unknown, buf: Buffer, encoding: string) => {
+    if (buf.length === 0) empty.add(req);
     verifyJsonUtf8(req, res, buf, encoding);
     noteBodyHash(req, buf);
   };
@@ -104,7 +108,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
         params: req.params,
         query: route.query && (req.query as Record<string, unknown>),
         headers: req.headers,
-        body: req.body,
+        body: empty.has(req) ? undefined : req.body,
       };
       // A body that is there but not JSON is 415; no body at all is for the schema to judge (400).
       if (route.body && req.body === undefined && hasBody(req) && !req.is('application/json')) {
