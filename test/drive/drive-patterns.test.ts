@@ -25,20 +25,24 @@ const grep = (key: string, q: Record<string, string>) => t.call('GET', `/drive/g
 /** Bob's identity and his drive's listing, asked while Ada's search runs. */
 const bobMeanwhile = () => Promise.all([t.call('GET', '/me', { key: bob }), t.call('GET', '/drive', { key: bob })]);
 
-/** The nice value of each thread of this process (the stack runs in it), from /proc (Linux). */
-const threadNices = () =>
-  fs.readdirSync('/proc/self/task').map((tid) => Number(fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ')[16]));
+/** The nice value of each thread of this process named `name` (the stack runs in it), from /proc (Linux). */
+const threadNices = (name: string) =>
+  fs
+    .readdirSync('/proc/self/task')
+    .filter((tid) => fs.readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === name)
+    .map((tid) => Number(fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]));
 
 test('grep’s worker threads run nicer than the service’s own thread (SVC_HEAVY_WORK_NICE, default 10)', async () => {
   if (process.platform !== 'linux') return;
   await write(ada, 'nice/a.txt', 'aaa\n');
   const own = os.getPriority();
-  const nicer = Math.max(10, own);
   const r = await grep(ada, { pattern: 'a+', regex: 'true', folderId: await folderOf(ada, 'nice') });
   expect([r.status, r.body.filesSearched]).toEqual([200, 1]);
-  // The search's worker is kept warm after it, at the nicer value (jest may run other suites in
-  // this process first, so its workers may be there too); the service's own thread is not nicer.
-  expect(threadNices().filter((n) => n === nicer).length).toBeGreaterThan(0);
+  // The search's worker is kept warm after it, named svc-grep; every grep worker of this process
+  // runs at the nicer value, and the service's own thread does not.
+  const nices = threadNices('svc-grep');
+  expect(nices.length).toBeGreaterThan(0);
+  expect(nices).toEqual(nices.map(() => Math.max(10, own)));
   expect(Number(fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[16])).toBe(own);
 });
 

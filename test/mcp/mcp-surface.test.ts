@@ -1,5 +1,5 @@
 import { routes } from '@svc/api';
-import { DEFAULT_TOOLSET, ToolCatalogue } from '@svc/tools';
+import { DEFAULT_TOOLS, DEFAULT_TOOLSET, ToolCatalogue } from '@svc/tools';
 
 import { legacyClient, type McpTestClient, modernClient, outcome, rawPost } from '../support/mcp';
 import { startTestStack, type TestStack } from '../support/stack';
@@ -165,5 +165,51 @@ describe('the surface over HTTP', () => {
     // A short result is its own text.
     const me = await rawPost(t.url, { ...call, params: { name: 'whoami', arguments: {} } }, { key: person, headers: V25 });
     expect(JSON.parse(me.body.result.content[0].text)).toEqual(me.body.result.structuredContent);
+  });
+});
+
+describe('an agent’s key on /mcp is bound by its agent’s tool list (docs/mcp.md, "Agents")', () => {
+  test('limited to whoami: lists and calls only it, call_tool and search_tools included; the person’s key is unaffected', async () => {
+    const agent = (await t.ok('POST', '/agents', person, { name: 'whoami only', tools: ['whoami'] })).body;
+    const key = (await t.ok('POST', `/agents/${agent.id}/keys`, person, { name: 'mcp' })).body.key;
+    const c = await modernClient(t.url, key);
+    try {
+      const names = (await c.listTools({})).tools.map((x) => x.name).sort();
+      expect(names).toEqual(['call_tool', 'search_tools', 'whoami']);
+      // Every toolset: still only what the list names.
+      const all = await rawPost(t.url, list(), { key, query: 'toolsets=all', headers: V25 });
+      expect(all.body.result.tools.map((x: { name: string }) => x.name).sort()).toEqual(['call_tool', 'search_tools', 'whoami']);
+      expect(outcome(await c.callTool({ name: 'whoami', arguments: {} })).isError).toBe(false);
+      const write = outcome(await c.callTool({ name: 'write_drive_file', arguments: { name: 'a.txt', content: 'x' } }));
+      expect([write.isError, write.body.error.code]).toEqual([true, 'tool_not_allowed']);
+      const site = outcome(await c.callTool({ name: 'call_tool', arguments: { name: 'create_site', arguments: { name: 'mine' } } }));
+      expect([site.isError, site.body.error.code]).toEqual([true, 'tool_not_allowed']);
+      const found = outcome(await c.callTool({ name: 'search_tools', arguments: { query: 'deploy a site' } }));
+      expect(found.body.tools.map((x: { name: string }) => x.name)).not.toContain('deploy_site');
+    } finally {
+      await c.close();
+    }
+    // Nothing was written with the agent's key; the person's own key still calls what it may.
+    const p = await modernClient(t.url, person);
+    try {
+      expect(outcome(await p.callTool({ name: 'write_drive_file', arguments: { name: 'mine.txt', content: 'x' } })).isError).toBe(false);
+    } finally {
+      await p.close();
+    }
+    expect((await t.ok('GET', '/drive', person)).body.items.map((i: { name: string }) => i.name)).not.toContain('a.txt');
+  });
+
+  test('a change to the list holds from the next request; an agent naming no tools gets the agent default set', async () => {
+    const agent = (await t.ok('POST', '/agents', person, { name: 'changing', tools: ['whoami'] })).body;
+    const key = (await t.ok('POST', `/agents/${agent.id}/keys`, person, { name: 'mcp' })).body.key;
+    const names = async () =>
+      (await rawPost(t.url, list(), { key, query: 'toolsets=all', headers: V25 })).body.result.tools.map((x: { name: string }) => x.name).sort();
+    expect(await names()).toEqual(['call_tool', 'search_tools', 'whoami']);
+    await t.ok('PATCH', `/agents/${agent.id}`, person, { tools: ['whoami', 'list_*'] });
+    const widened = await names();
+    expect(widened).toContain('list_drive');
+    expect(widened).not.toContain('write_drive_file');
+    await t.ok('PATCH', `/agents/${agent.id}`, person, { tools: null });
+    expect(await names()).toEqual([...new Set([...DEFAULT_TOOLS, 'call_tool'])].filter((n) => n === 'call_tool' || catalogue.get(n)).sort());
   });
 });

@@ -84,30 +84,7 @@ export async function startTestStack(
     stack,
     env,
     bootstrapKey,
-    async call(method, p, opts = {}) {
-      const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-      if (opts.key) headers.authorization = `Bearer ${opts.key}`;
-      let body: string | undefined;
-      if (opts.body !== undefined) {
-        headers['content-type'] ??= 'application/json';
-        body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
-      }
-      const res = await fetch(url + p, { method, headers, body });
-      const text = await res.text();
-      let parsed: unknown = text;
-      try {
-        parsed = text ? JSON.parse(text) : null;
-      } catch {
-        // not JSON
-      }
-      return { status: res.status, body: parsed, headers: res.headers };
-    },
-    async ok(method, p, key, body, headers) {
-      const res = await this.call(method, p, { key, body, headers });
-      if (res.status >= 300) throw new Error(`${method} ${p} -> ${res.status} ${JSON.stringify(res.body)}`);
-      conforms(method, p, res.body);
-      return res;
-    },
+    ...httpClient(url),
     async stop() {
       await stack.stop();
       await dropNatsNamespace(namespace);
@@ -127,6 +104,24 @@ export const ERROR_BODY = {
  * operator key given; `stack` is absent and `stop` does nothing.
  */
 export function remoteStack(url: string, bootstrapKey: string): TestStack {
+  // Its answers are held to the OpenAPI document too.
+  watchStack(url);
+  return {
+    url: url.replace(/\/$/, ''),
+    stack: undefined as unknown as Stack,
+    env: {},
+    bootstrapKey,
+    ...httpClient(url),
+    async stop() {},
+  };
+}
+
+/**
+ * `call` and `ok` against the gateway at `url`: JSON in and out; `ok` expects success with an answer
+ * that matches the route's documented response schema.
+ */
+function httpClient(url: string): Pick<TestStack, 'call' | 'ok'> {
+  const base = url.replace(/\/$/, '');
   const call: TestStack['call'] = async (method, p, opts = {}) => {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
@@ -135,7 +130,7 @@ export function remoteStack(url: string, bootstrapKey: string): TestStack {
       headers['content-type'] ??= 'application/json';
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     }
-    const res = await fetch(url.replace(/\/$/, '') + p, { method, headers, body });
+    const res = await fetch(base + p, { method, headers, body });
     const text = await res.text();
     let parsed: unknown = text;
     try {
@@ -146,16 +141,12 @@ export function remoteStack(url: string, bootstrapKey: string): TestStack {
     return { status: res.status, body: parsed, headers: res.headers };
   };
   return {
-    url: url.replace(/\/$/, ''),
-    stack: undefined as unknown as Stack,
-    env: {},
-    bootstrapKey,
     call,
     async ok(method, p, key, body, headers) {
       const res = await call(method, p, { key, body, headers });
       if (res.status >= 300) throw new Error(`${method} ${p} -> ${res.status} ${JSON.stringify(res.body)}`);
+      conforms(method, p, res.body);
       return res;
     },
-    async stop() {},
   };
 }

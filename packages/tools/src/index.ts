@@ -1,3 +1,4 @@
+export * from './agent-tools.js';
 export * from './call.js';
 export * from './catalogue.js';
 export * from './descriptions.js';

@@ -18,7 +18,7 @@ export { type AgentRecord, type AgentRecords, type AgentsDeps, AgentsDomain } fr
 export { AgentKeys } from './agents/keys.js';
 export { type AgentRow, AgentStore } from './agents/store.js';
 export { SCHEMA } from './agents/store.js';
-export { DEFAULT_TOOLS, toolAllowed } from './agents/tool-policy.js';
+export { DEFAULT_TOOLS, toolAllowed } from '@svc/tools';
 export { migrations } from './migrations/index.js';
 export { ScheduleFirer } from './schedules/fire.js';
 export { activeWatchers, LiveEvents } from './threads/live.js';

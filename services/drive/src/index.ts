@@ -2,7 +2,6 @@ import { defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { drive } from '@svc/proto';
 
 import { DriveDomain } from './domain.js';
-import { grepWorkers } from './files/grep.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
@@ -27,8 +26,7 @@ export const driveService = defineService({
   settings: driveSettingsSchema,
   async create(ctx) {
     const [sql, bus, blobs] = await Promise.all([ctx.backends.sql(), ctx.backends.bus(), ctx.backends.blobs()]);
-    const settings = driveSettings(ctx.settings);
-    grepWorkers.nice = ctx.config.SVC_HEAVY_WORK_NICE;
+    const settings = { ...driveSettings(ctx.settings), grepNice: ctx.config.SVC_HEAVY_WORK_NICE };
     let relay: OutboxRelay | undefined;
     const domain = new DriveDomain(sql, blobs, settings, () => relay, ctx.log);
     const sites = new Sites(domain);

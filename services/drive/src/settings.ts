@@ -144,7 +144,7 @@ export function driveSettings(env: {
   SVC_DRIVE_QUOTA_BYTES: number;
   SVC_DRIVE_QUOTA_VERSION_BYTES: number;
   SVC_DRIVE_WRITES_PER_MINUTE: number;
-}): DriveSettings {
+}): Omit<DriveSettings, 'grepNice'> {
   return {
     maxFileBytes: env.SVC_DRIVE_MAX_FILE_BYTES,
     graceSeconds: env.SVC_DRIVE_GRACE_SECONDS,

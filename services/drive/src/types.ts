@@ -20,6 +20,8 @@ export interface DriveSettings {
   scansPerAccount: number;
   /** How long one grep may search before its worker is terminated (422 grep_timeout). */
   grepTimeoutMs: number;
+  /** How much nicer than the service grep's worker threads run (SVC_HEAVY_WORK_NICE; docs/reliability.md, "CPU priority"). */
+  grepNice: number;
   /** Per-account storage quotas (docs/drive.md, "Quotas"). */
   quotas: QuotaLimits;
 }

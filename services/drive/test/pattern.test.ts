@@ -77,11 +77,11 @@ describe('grep patterns: JavaScript syntax, matched by RE2 in linear time', () =
 
 describe('the grep worker', () => {
   test('compiles, searches, and says why a pattern is refused (400 invalid_pattern)', async () => {
-    const s = grepWorkers.open(10_000);
+    const s = grepWorkers.open(10_000, 10);
     await s.compile('^(a+)+$', true, false);
     expect(await s.search(Buffer.from(`${'a'.repeat(10_240)}!\naaa\n`), 10)).toEqual([{ line: 2, column: 1, text: 'aaa' }]);
     s.close();
-    const bad = grepWorkers.open(10_000);
+    const bad = grepWorkers.open(10_000, 10);
     await expect(bad.compile('(a)\\1', true, false)).rejects.toMatchObject({ kind: 'invalid_argument', code: 'invalid_pattern' });
     bad.close();
   });
@@ -94,7 +94,7 @@ describe('the grep worker', () => {
       x = (x * 48271) % 2147483647;
       text += 'abcdefgh '[x % 9];
     }
-    const slow = grepWorkers.open(1000);
+    const slow = grepWorkers.open(1000, 10);
     await slow.compile('(.{1,50}a){12}[hz]{7}', true, false);
     await expect(slow.search(Buffer.from(text), 10)).rejects.toMatchObject({
       kind: 'unprocessable',
@@ -102,7 +102,7 @@ describe('the grep worker', () => {
       details: { timeoutMs: 1000 },
     });
     slow.close();
-    const next = grepWorkers.open(10_000);
+    const next = grepWorkers.open(10_000, 10);
     await next.compile('h', false, false);
     expect(await next.search(Buffer.from('abc\nh\n'), 10)).toEqual([{ line: 2, column: 1, text: 'h' }]);
     next.close();

@@ -52,6 +52,8 @@ export interface StatefulReport {
   cross: Record<string, number>;
   /** Deleted ids probed again: statuses. */
   afterDelete: Record<string, number>;
+  /** After delete, the operations that answered other than 404 (by status): soft deletes, or a leak to look at. */
+  afterDeleteOps: Record<string, string[]>;
   /** 2xx answers whose body does not match the declared schema (counted only). */
   contractMismatches: number;
   canaries: Array<{ phase: string; worstMs: number }>;
@@ -93,6 +95,7 @@ export async function runStateful(base: string, routes: Route[], a: Tenant, b: T
     unavailable: [],
     cross: {},
     afterDelete: {},
+    afterDeleteOps: {},
     contractMismatches: 0,
     canaries: [],
     phases: [],
@@ -313,8 +316,9 @@ export async function runStateful(base: string, routes: Route[], a: Tenant, b: T
         return binding ? [plan('after delete', op, side, 0, binding)] : [];
       }),
     );
-  await run('after delete', probes, (_p, answer) => {
+  await run('after delete', probes, (p, answer) => {
     report.afterDelete[answer.status] = (report.afterDelete[answer.status] ?? 0) + 1;
+    if (answer.status !== 404) (report.afterDeleteOps[answer.status] ??= []).push(p.op.route.id);
   });
 
   report.ms = Date.now() - started;
@@ -328,6 +332,7 @@ export function formatStateful(r: StatefulReport): string {
     `  phases: ${r.phases.map((p) => `${p.name} ${p.requests} (${p.ms} ms)`).join(', ')}`,
     `  cross-tenant statuses: ${JSON.stringify(r.cross)}; after delete: ${JSON.stringify(r.afterDelete)}`,
     `  slowest canary: ${Math.max(0, ...r.canaries.map((c) => c.worstMs))} ms`,
+    ...Object.entries(r.afterDeleteOps).map(([status, ops]) => `  after delete, ${status}: ${[...new Set(ops)].sort().join(', ')}`),
   ];
   for (const f of r.unavailable) lines.push(`UNAVAILABLE [${f.phase}] ${f.operation} as ${f.tenant}: ${f.status} ${f.message}`);
   for (const f of r.failures) {

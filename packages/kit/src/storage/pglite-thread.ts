@@ -16,6 +16,9 @@ type Pending = { resolve(rows: unknown[] | undefined): void; reject(err: Error):
 /** An error of the thread's, rebuilt here with PostgreSQL's fields (code, constraint, detail…). */
 const rebuilt = (e: PgliteErrorData) => Object.assign(new Error(e.message), e.fields, { name: e.name });
 
+/** A request before its id is given: `Omit` on each member of the union (a plain `Omit` would merge them). */
+type Unnumbered<T> = T extends unknown ? Omit<T, 'id'> : never;
+
 export class PgliteThread {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -63,7 +66,7 @@ export class PgliteThread {
     });
   }
 
-  private send(m: Omit<PgliteRequest, 'id'>): Promise<unknown[] | undefined> {
+  private send(m: Unnumbered<PgliteRequest>): Promise<unknown[] | undefined> {
     if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -78,17 +81,17 @@ export class PgliteThread {
   }
 
   async query<R>(text: string, params?: unknown[]): Promise<R[]> {
-    return (await this.send({ op: 'query', text, params } as Omit<PgliteRequest, 'id'>)) as R[];
+    return (await this.send({ op: 'query', text, params })) as R[];
   }
 
   async exec(text: string): Promise<void> {
-    await this.send({ op: 'exec', text } as Omit<PgliteRequest, 'id'>);
+    await this.send({ op: 'exec', text });
   }
 
   /** PGlite closes its files; the thread then ends. */
   async close(): Promise<void> {
     try {
-      await this.send({ op: 'close' } as Omit<PgliteRequest, 'id'>);
+      await this.send({ op: 'close' });
     } finally {
       await this.terminate();
     }

@@ -2,14 +2,13 @@ import { z } from 'zod';
 
 import { routes } from '@svc/api';
 import { containsText, DomainError, parseInput, type Principal } from '@svc/kit';
-import { ToolCatalogue } from '@svc/tools';
+import { DEFAULT_TOOLS, ToolCatalogue, toolAllowed } from '@svc/tools';
 
 import type { ThreadOps } from '../threads/manage.js';
 import type { ThreadsDomain } from '../threads/threads.js';
 import { AGENT_ID_RE, type AgentsDomain, MAX_DEFAULT_AGENTS } from './agents.js';
 import { AgentOpsStore } from './manage-store.js';
 import type { AgentRow } from './store.js';
-import { DEFAULT_TOOLS, toolAllowed } from './tool-policy.js';
 
 /**
  * An agent at work (docs/threads.md, "Agents at work"): clone and export it, its runs, usage and

@@ -3,7 +3,7 @@
  * searches each file's bytes it is sent, off the service's event loop. Messages in, one answer out
  * per message, in order.
  */
-import { readlinkSync } from 'node:fs';
+import { readlinkSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -23,9 +23,16 @@ let matcher: LineMatcher | null = null;
 /**
  * This thread runs nicer than the service's own (workerData.nice, SVC_HEAVY_WORK_NICE): on Linux a
  * thread has its own priority, set by its id (/proc/thread-self names it). Best effort elsewhere.
+ * It also names itself `svc-grep`, so that `top -H` or /proc/<pid>/task/<tid>/comm tells it apart.
  */
 function lowerThisThreadPriority(nice: number): void {
-  if (process.platform !== 'linux' || !(nice > 0)) return;
+  if (process.platform !== 'linux') return;
+  try {
+    writeFileSync('/proc/thread-self/comm', 'svc-grep');
+  } catch {
+    // Only a name.
+  }
+  if (!(nice > 0)) return;
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
     setPriority(tid, Math.max(getPriority(tid), Math.min(19, nice)));

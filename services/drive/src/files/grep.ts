@@ -137,17 +137,21 @@ class GrepSession {
 
 /** Worker threads for grep: one per search in flight, a few kept warm between searches. */
 export class GrepWorkers {
-  private readonly idle: Array<{ worker: Worker; timer: NodeJS.Timeout }> = [];
-  /** How much nicer than the service the workers run (SVC_HEAVY_WORK_NICE; the drive sets it at start). */
-  nice = 10;
+  private readonly idle: Array<{ worker: Worker; nice: number; timer: NodeJS.Timeout }> = [];
+  /** How much nicer than the service each worker runs (it lowers its own thread's priority when it starts). */
+  private readonly niceOf = new WeakMap<Worker, number>();
 
-  open(timeoutMs: number): GrepSession {
-    const kept = this.idle.pop();
+  /** A worker `nice` steps nicer than the service (a kept one of the same niceness, or a new one). */
+  open(timeoutMs: number, nice: number): GrepSession {
+    const i = this.idle.findLastIndex((e) => e.nice === nice);
+    const kept = i >= 0 ? this.idle.splice(i, 1)[0] : undefined;
     if (kept) clearTimeout(kept.timer);
-    const worker =
-      kept?.worker ??
+    let worker = kept?.worker;
+    if (!worker) {
       // No inherited execArgv: the parent's --require hooks (tracing) have no business here.
-      new Worker(WORKER, { name: 'grep', execArgv: [], workerData: { nice: this.nice }, resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+      worker = new Worker(WORKER, { name: 'grep', execArgv: [], workerData: { nice }, resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
+      this.niceOf.set(worker, nice);
+    }
     worker.unref();
     return new GrepSession(this, worker, timeoutMs, kept !== undefined);
   }
@@ -157,12 +161,12 @@ export class GrepWorkers {
       void worker.terminate();
       return;
     }
-    const entry = { worker, timer: setTimeout(() => this.drop(entry), IDLE_MS) };
+    const entry = { worker, nice: this.niceOf.get(worker) ?? 0, timer: setTimeout(() => this.drop(entry), IDLE_MS) };
     entry.timer.unref();
     this.idle.push(entry);
   }
 
-  private drop(entry: { worker: Worker; timer: NodeJS.Timeout }): void {
+  private drop(entry: { worker: Worker; nice: number; timer: NodeJS.Timeout }): void {
     const i = this.idle.indexOf(entry);
     if (i >= 0) this.idle.splice(i, 1);
     void entry.worker.terminate();
@@ -178,7 +182,7 @@ export async function grep(
   p: Principal,
   input: { folderId?: string; projectId?: string; pattern: string; regex: boolean; ignoreCase: boolean; maxMatches: number; nameGlob?: string },
 ) {
-  const session = grepWorkers.open(drive.settings.grepTimeoutMs);
+  const session = grepWorkers.open(drive.settings.grepTimeoutMs, drive.settings.grepNice);
   try {
     await session.compile(input.pattern, input.regex, input.ignoreCase);
     const max = Math.min(Math.max(input.maxMatches || 100, 1), 1000);

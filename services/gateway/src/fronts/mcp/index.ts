@@ -8,11 +8,13 @@
  * operation, as the same call over the API would (run_code and the code operations reach the mcp
  * service's sandbox over gRPC).
  */
+import { createHash } from 'node:crypto';
+
 import express, { type Request, type Response } from 'express';
 
 import { routes } from '@svc/api';
 import { type AnswerCache, type ContentDeps, Dispatcher } from '@svc/dispatch';
-import { DomainError, setHttpRoute } from '@svc/kit';
+import { DomainError, type Principal, setHttpRoute } from '@svc/kit';
 import {
   CALL_TOOL,
   isToolOperation,
@@ -20,9 +22,12 @@ import {
   type McpMessage,
   readMcpMessage,
   ToolCatalogue,
+  toolAllowed,
   toolName,
   toolOperations,
+  type ToolView,
   viewOf,
+  withAllowList,
 } from '@svc/tools';
 
 import { type Authenticator, presentedSecret } from '../../auth.js';
@@ -75,12 +80,29 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
   // The catalogue and its dispatcher, made on the first exchange, then kept for the process. The
   // dispatcher shares the API's answer cache and forgets a key this front revoked at once.
   let endpoint: McpEndpoint | undefined;
+  let dispatcher: Dispatcher | undefined;
   const endpointOf = () => {
     if (endpoint) return endpoint;
-    const dispatcher = new Dispatcher({ registry: deps.registry, routes, answers: deps.answers, onKeyRevoked: (id) => deps.auth.evict(id) });
+    dispatcher = new Dispatcher({ registry: deps.registry, routes, answers: deps.answers, onKeyRevoked: (id) => deps.auth.evict(id) });
     dispatcher.register(toolOperations({ log: deps.log, registry: deps.registry, backends: deps.backends, hashes: deps.hashes }));
     const catalogue = ToolCatalogue.fromRoutes(routes);
     return (endpoint = new McpEndpoint({ catalogue, dispatcher, pageSize: deps.pageSize, log: deps.log, version: deps.version }));
+  };
+
+  /**
+   * An agent's key sees and calls only the tools its agent's `tools` names (or, naming none, the
+   * agent default set), as its runs do: the agent is read as the key's own principal on every
+   * exchange, so a change to its list holds from the next request.
+   */
+  const boundByAgent = async (view: ToolView, auth: { principal: Principal; token: string }, requestId: string): Promise<ToolView> => {
+    const agentId = auth.principal.agentId;
+    if (auth.principal.kind !== 'agent' || !agentId) return view;
+    endpointOf();
+    const answer = await dispatcher!.invoke('agents.get', { params: { id: agentId } }, { requestId, auth });
+    const agent = answer.kind === 'json' ? (answer.body as { tools?: string[] | null }) : undefined;
+    const patterns = agent?.tools ?? null;
+    const listKey = createHash('sha256').update(JSON.stringify(patterns)).digest('base64url').slice(0, 16);
+    return withAllowList(view, (name) => toolAllowed(patterns, name), listKey);
   };
 
   const handle = async (req: Request, res: Response) => {
@@ -115,7 +137,11 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
     const caller = await deps.auth.onChannel(verified, 'mcp');
     // What the client chose to see: toolsets and read-only mode, on the URL or in headers (400 when unknown).
     const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
-    const view = viewOf(endpointOf().areas, new URL(req.originalUrl, ENDPOINT_URL).searchParams, header);
+    const view = await boundByAgent(
+      viewOf(endpointOf().areas, new URL(req.originalUrl, ENDPOINT_URL).searchParams, header),
+      caller,
+      req.requestId,
+    );
     await new Promise<void>((resolve, reject) => readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
     const read = readMcpMessage(req.headers['content-type'], Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
     // A tool call draws on the buckets of its operation's class, as the same call over the API

@@ -1,10 +1,11 @@
-import { SEARCH_TOOLS } from '@svc/tools';
+import { SEARCH_TOOLS } from './names.js';
 
 /**
  * The tools an agent may call in its runs: its `tools` (names, or patterns with `*`), or when it
  * names none, the default set below. A call runs as the agent (channel `mcp`) through the
  * dispatcher: the API's authorization, validation, tenancy and errors, never more than the agent's
- * own authority. call_tool reaches only tools the agent may call.
+ * own authority. call_tool reaches only tools the agent may call. The same list binds the agent's
+ * keys on /mcp (the gateway's MCP front narrows their view to it: views.ts, withAllowList).
  */
 export const DEFAULT_TOOLS = [
   'whoami',

@@ -1,4 +1,4 @@
-import { toolAllowed, wildcardMatch } from '../dist/agents/tool-policy.js';
+import { toolAllowed, wildcardMatch } from '../dist/agent-tools.js';
 
 describe('tool patterns: * matches any run of characters, in time linear in name × pattern', () => {
   test('names and patterns', () => {
