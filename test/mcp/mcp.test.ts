@@ -26,7 +26,8 @@ beforeAll(async () => {
   person = mia.key;
   accountId = mia.account?.id ?? (await t.ok('GET', '/me', person)).body.accountId;
   other = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Olu' })).body.key;
-  const agentId = (await t.ok('POST', '/agents', person, { name: 'helper' })).body.id;
+  // Every tool (its key on /mcp is bound by the list, as its runs are: docs/mcp.md).
+  const agentId = (await t.ok('POST', '/agents', person, { name: 'helper', tools: ['*'] })).body.id;
   agentKey = (await t.ok('POST', `/agents/${agentId}/keys`, person, { name: 'k' })).body.key;
 }, 60_000);
 afterAll(() => t?.stop());

@@ -87,7 +87,8 @@ test('every phase was followed by a canary, and each tenant tried the other’s 
 
 test('no answer is a 5xx, no request wedged, no tenant reached the other’s resources', () => {
   const failing = reports.flatMap((r) =>
-    formatStateful({ ...r, unavailable: [] })
+    // The lines after the four of the summary: each failure and its request.
+    formatStateful({ ...r, unavailable: [], afterDeleteOps: {} })
       .split('\n')
       .slice(4),
   );

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 
 import { SchemaCollector } from './openapi/schemas.js';
-import { ErrorBody, type Route } from './route.js';
+import { effectOf, ErrorBody, type Route } from './route.js';
 
 const toOpenApiPath = (p: string) => p.replace(/:(\w+)/g, '{$1}');
 
@@ -141,6 +141,9 @@ function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> 
     responses,
     'x-svc-principals': r.principals,
     'x-svc-authority': r.authority,
+    // What it does to what is there (route.ts, Route.effect), and whether it may reach outside.
+    'x-svc-effect': effectOf(r),
+    ...(r.outside ? { 'x-svc-outside': true } : {}),
   };
   if (r.handler.kind === 'unimplemented') op['x-svc-status'] = 'unimplemented';
   // Two successes (201 and 200): which one is the operation's own (JSON keeps numeric keys in order).

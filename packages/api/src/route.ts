@@ -135,6 +135,17 @@ export interface Route {
    * own body, as GET /ready's 503 does); the tests' contract check (test/support/contract.ts) refuses any status not declared.
    */
   statuses?: Record<number, string | { description: string; body: 'response' }>;
+  /**
+   * What the operation does to what is there (docs/architecture.md, "Effects"): `reads` (changes
+   * nothing), `creates` (adds; nothing there changes), `updates` (changes in place; nothing is lost),
+   * `deletes` (removes, cancels or ends something), `overwrites` (replaces something, which may be
+   * lost). GET is `reads` and DELETE `deletes` unless they say otherwise; every POST, PUT and PATCH
+   * of the route table says (a test holds them to it). The MCP tools' hints, read-only mode and OpenAPI's
+   * `x-svc-effect` come from it.
+   */
+  effect?: Effect;
+  /** It may reach outside the platform (a broker's venue, a user's machine, DNS): MCP's openWorldHint. */
+  outside?: boolean;
   /** `none`: no credential needed. */
   auth: 'key' | 'none';
   /** Principal kinds that may call it at all. */
@@ -152,6 +163,22 @@ export interface Route {
 export function route(r: Route): Route {
   return r;
 }
+
+/** What an operation does to what is there (Route.effect). */
+export type Effect = 'reads' | 'creates' | 'updates' | 'deletes' | 'overwrites';
+
+/**
+ * An operation's effect: its own, or its method's (GET reads, DELETE deletes, PUT overwrites, PATCH
+ * updates, POST creates). Every POST, PUT and PATCH of the route table declares its own
+ * (packages/tools/test/tools.test.ts holds it to that); the method's is for routes made elsewhere.
+ */
+export function effectOf(r: Pick<Route, 'effect' | 'method'>): Effect {
+  if (r.effect) return r.effect;
+  return ({ get: 'reads', delete: 'deletes', put: 'overwrites', patch: 'updates', post: 'creates' } as const)[r.method];
+}
+
+/** Repeating it with the same input changes nothing more: it reads, or its method says so (PUT, DELETE). */
+export const isIdempotent = (r: Pick<Route, 'effect' | 'method'>): boolean => effectOf(r) === 'reads' || r.method === 'put' || r.method === 'delete';
 
 /** How deeply JSON input may nest (arrays and objects); deeper input is refused with a 400 by every front and service. */
 export const MAX_JSON_DEPTH = 64;

@@ -1,4 +1,4 @@
-import type { Route } from '@svc/api';
+import { effectOf, isIdempotent, type Route } from '@svc/api';
 
 import { WRITTEN } from './descriptions.js';
 import { CALL_TOOL, SEARCH_TOOLS, toolName } from './names.js';
@@ -59,18 +59,14 @@ export function isToolOperation(r: Route): boolean {
   return r.auth === 'key' && !r.authority && (r.principals.includes('human') || r.principals.includes('agent')) && r.handler.kind !== 'unimplemented';
 }
 
-/** Operations that remove or overwrite what is there although their method does not say so. */
-const DESTRUCTIVE_IDS = new Set(['drive.replace', 'trading.cancel']);
-
-/** Annotations from the operation's method and area. */
+/** Annotations from the operation's declared effect (route.ts, Route.effect). */
 export function annotationsOf(r: Route): ToolAnnotations {
-  const m = r.method;
+  const effect = effectOf(r);
   return {
-    readOnlyHint: m === 'get',
-    destructiveHint: m === 'delete' || DESTRUCTIVE_IDS.has(r.id),
-    idempotentHint: m === 'get' || m === 'put' || m === 'delete',
-    // Orders reach venues (a broker), host calls reach a user's machine.
-    openWorldHint: r.tag === 'trading' || r.id.startsWith('hosts.'),
+    readOnlyHint: effect === 'reads',
+    destructiveHint: effect === 'deletes' || effect === 'overwrites',
+    idempotentHint: isIdempotent(r),
+    openWorldHint: r.outside === true,
   };
 }
 

@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020';
 import { z } from 'zod';
 
-import { reply, type Route, route, routes } from '@svc/api';
+import { effectOf, reply, type Route, route, routes } from '@svc/api';
 import { contentAnswer, Dispatcher, type OperationHandler } from '@svc/dispatch';
 import type { Principal, Registry } from '@svc/kit';
 import { callTool, derivedName, InvalidCursorError, isToolOperation, SPEC_TOOL_NAMES, ToolCatalogue } from '@svc/tools';
@@ -60,7 +60,7 @@ describe('the catalogue from the route table', () => {
     expect(c.get('list_threads')).toMatchObject({ routeId: 'threads.list', area: 'threads', annotations: { readOnlyHint: true } });
   });
 
-  it('derives annotations from the method and the area', () => {
+  it('derives annotations from the operation’s declared effect', () => {
     expect(catalogue.get('list_drive')!.annotations).toEqual({
       readOnlyHint: true,
       destructiveHint: false,
@@ -68,10 +68,34 @@ describe('the catalogue from the route table', () => {
       openWorldHint: false,
     });
     expect(catalogue.get('drive_delete')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true });
-    expect(catalogue.get('default_agents_set')!.annotations).toMatchObject({ destructiveHint: false, idempotentHint: true });
+    expect(catalogue.get('default_agents_set')!.annotations).toMatchObject({ destructiveHint: true, idempotentHint: true });
     expect(catalogue.get('trade_order')!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false, openWorldHint: true });
     expect(catalogue.get('host_call')!.annotations.openWorldHint).toBe(true);
     expect(catalogue.get('run_code')!.annotations.openWorldHint).toBe(false);
+  });
+
+  it('takes every hint from a declared effect: each POST, PUT and PATCH declares one, and what deletes or overwrites is destructive', () => {
+    for (const r of routes) {
+      if (r.method !== 'get' && r.method !== 'delete') expect([r.id, r.effect]).toEqual([r.id, expect.stringMatching(/^(reads|creates|updates|deletes|overwrites)$/)]);
+    }
+    const tool = (id: string) => catalogue.list().find((t) => t.routeId === id);
+    for (const t of catalogue.list().filter((x) => x.routeId)) {
+      const r = routes.find((x) => x.id === t.routeId)!;
+      // A name that says it removes, cancels, ends or resets something is destructive, whatever its method.
+      if (/(^|\.)(delete\w*|remove\w*|revoke(ByQuery)?|cancel\w*|close\w*|clear\w*|reset|rotate|pop|unpair|rollback)$/.test(r.id) && r.id !== 'sites.rollback') {
+        expect([r.id, t.annotations.destructiveHint]).toEqual([r.id, true]);
+      }
+      expect([r.id, t.annotations.readOnlyHint]).toEqual([r.id, effectOf(r) === 'reads']);
+    }
+    // The operations the hints once had wrong (by the HTTP verb).
+    for (const id of ['drive.batchDelete', 'meApiKeys.rotate', 'trading.cancel', 'trading.positions.closeAll', 'memory.deleteMany'])
+      expect([id, tool(id)!.annotations.destructiveHint]).toEqual([id, true]);
+    for (const id of ['trading.account', 'models.countTokens', 'models.estimateCost', 'drive.readMany', 'memory.getMany', 'schedules.preview', 'code.check', 'trading.orders.preview'])
+      expect([id, tool(id)!.annotations.readOnlyHint]).toEqual([id, true]);
+    for (const id of ['trading.watchlists.create', 'trading.alerts.create', 'trading.journal.create', 'trading.orders.preview', 'trading.watchlists.list'])
+      expect([id, tool(id)!.annotations.openWorldHint]).toEqual([id, false]);
+    // A new version of a file keeps the old one (docs/drive.md, "Versions"): an update, not destructive.
+    expect(tool('drive.writeText')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
   });
 
   it('gives every tool a valid JSON Schema of object arguments and of an object result', () => {

@@ -84,6 +84,7 @@ export const accountRoutes = [
   route({
     id: 'accounts.create',
     method: 'post',
+    effect: 'creates',
     path: '/accounts',
     summary: 'Create an organization (the caller becomes its owner), or, as the operator, a user account with its first key.',
     tag: 'accounts',

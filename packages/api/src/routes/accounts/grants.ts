@@ -76,6 +76,7 @@ export const grantRoutes = [
     id: 'grants.create',
     statuses: { 200: 'The live grant for the same grantee and scope, widened.' },
     method: 'post',
+    effect: 'creates',
     path: '/accounts/:id/standing-grants',
     summary: 'Give a grantee verbs on a scope (201), or widen the live grant for the same grantee and scope (200). A person only, never through MCP.',
     tag: 'grants',

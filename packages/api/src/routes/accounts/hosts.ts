@@ -53,6 +53,7 @@ export const hostRoutes = [
   route({
     id: 'hosts.pair',
     method: 'post',
+    effect: 'creates',
     path: '/accounts/:id/hosts',
     summary: 'Pair a machine: the host and its credential (svch_…, shown once). A person only.',
     tag: 'hosts',
@@ -84,6 +85,8 @@ export const hostRoutes = [
   route({
     id: 'hosts.call',
     method: 'post',
+    effect: 'overwrites',
+    outside: true,
     path: '/hosts/:hostId/call',
     summary: 'Relay a tool call to a paired host and return its answer (503 host_offline when it is not connected).',
     tag: 'hosts',

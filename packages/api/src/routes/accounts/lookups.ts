@@ -90,6 +90,7 @@ export const lookupRoutes = [
     ...common,
     id: 'hosts.rename',
     method: 'patch',
+    effect: 'updates',
     path: '/hosts/:hostId',
     summary: 'Rename a paired host (owners and admins of its account).',
     params: z.object({ hostId: HostId }),

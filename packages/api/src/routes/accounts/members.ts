@@ -43,6 +43,7 @@ export const memberRoutes = [
     id: 'accounts.members.add',
     statuses: { 200: 'Already a member: their role, changed if it differs.' },
     method: 'post',
+    effect: 'creates',
     path: '/accounts/:id/members',
     summary: 'Add a person (a user account) to an organization, or change their role (201 when added, 200 otherwise).',
     tag: 'accounts',

@@ -45,6 +45,7 @@ export const settingsRoutes = [
   route({
     id: 'accounts.settings.replace',
     method: 'put',
+    effect: 'overwrites',
     path: '/accounts/:id/settings',
     summary: 'Replace the settings (absent fields take their defaults); If-Match guards against lost updates.',
     tag: 'accounts',
@@ -63,6 +64,7 @@ export const settingsRoutes = [
   route({
     id: 'accounts.settings.patch',
     method: 'patch',
+    effect: 'updates',
     path: '/accounts/:id/settings',
     summary: 'Merge into the settings (JSON merge patch: null brings a field back to its default); If-Match as for PUT.',
     tag: 'accounts',

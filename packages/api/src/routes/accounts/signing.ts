@@ -75,6 +75,7 @@ export const signingRoutes = [
   route({
     id: 'signingKey.rotate',
     method: 'post',
+    effect: 'overwrites',
     path: '/accounts/:id/signing-key/rotate',
     summary: 'Make a new current signing key; the old public key verifies for the grace period.',
     tag: 'signing',
@@ -100,6 +101,7 @@ export const signingRoutes = [
   route({
     id: 'signatures.sign',
     method: 'post',
+    effect: 'creates',
     path: '/accounts/:id/signatures',
     summary: "Sign a JSON payload with the account's current key: a compact JWS (EdDSA, kid in the header).",
     tag: 'signing',
@@ -117,6 +119,7 @@ export const signingRoutes = [
   route({
     id: 'signatures.verify',
     method: 'post',
+    effect: 'reads',
     path: '/accounts/:id/signatures/verify',
     summary: "Verify a signature with the account's current key or a retired one inside its grace period.",
     tag: 'signing',

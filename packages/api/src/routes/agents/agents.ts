@@ -123,6 +123,7 @@ export const agentsRoutes = [
   route({
     id: 'agents.create',
     method: 'post',
+    effect: 'creates',
     path: '/agents',
     summary: 'Create an agent in the acting account.',
     tag: 'agents',
@@ -152,6 +153,7 @@ export const agentsRoutes = [
   route({
     id: 'defaultAgents.set',
     method: 'put',
+    effect: 'overwrites',
     path: '/default-agents',
     summary: "Replace the acting account's default agents (ordered agent ids of the account, at most 20).",
     tag: 'agents',
@@ -184,6 +186,7 @@ export const agentsRoutes = [
   route({
     id: 'agents.update',
     method: 'patch',
+    effect: 'updates',
     path: '/agents/:id',
     summary: 'Change an agent (null clears description, model, instructions); a new ownerAccountId moves it (a person only).',
     tag: 'agents',

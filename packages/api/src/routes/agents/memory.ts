@@ -123,6 +123,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.namespaces.copy',
     method: 'post',
+    effect: 'creates',
     path: '/memory/:namespace/copy',
     summary: 'Copy every entry of a namespace into another one (a snapshot, a fork for an experiment).',
     params: nsParams,
@@ -156,6 +157,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.getMany',
     method: 'post',
+    effect: 'reads',
     path: '/memory/:namespace/get-many',
     summary: 'Read up to 100 keys of a namespace at once; absent ones are listed as missing.',
     params: nsParams,
@@ -172,6 +174,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.setMany',
     method: 'post',
+    effect: 'updates',
     path: '/memory/:namespace/set-many',
     summary: 'Write up to 100 entries of a namespace in one transaction: all of them or none.',
     params: nsParams,
@@ -200,6 +203,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.deleteMany',
     method: 'post',
+    effect: 'deletes',
     path: '/memory/:namespace/delete-many',
     summary: 'Delete up to 100 keys of a namespace in one transaction.',
     params: nsParams,
@@ -223,6 +227,7 @@ export const memoryRoutes: Route[] = [
     id: 'memory.set',
     statuses: { 409: 'The entry is not at the version the request names (`version_mismatch`).' },
     method: 'put',
+    effect: 'updates',
     path: '/memory/:namespace/entries/:key',
     summary: 'Write an entry’s value (replacing it and its expiry); with ifVersion, only if it is still at that version.',
     params: keyParams,
@@ -247,6 +252,7 @@ export const memoryRoutes: Route[] = [
       422: 'The entry’s value is not an object: merge works on objects only (`value_not_object`).',
     },
     method: 'patch',
+    effect: 'updates',
     path: '/memory/:namespace/entries/:key',
     summary: 'Merge fields into an object value (JSON merge patch: null removes a field); creates the entry when absent.',
     params: keyParams,
@@ -277,6 +283,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.increment',
     method: 'post',
+    effect: 'updates',
     path: '/memory/:namespace/entries/:key/increment',
     summary: 'Add to a number atomically (a counter starting at 0 when absent); answers the new value.',
     params: keyParams,
@@ -293,6 +300,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.append',
     method: 'post',
+    effect: 'updates',
     path: '/memory/:namespace/entries/:key/append',
     summary: 'Append items to a list value atomically (a new list when absent), optionally keeping only the last maxLength.',
     params: keyParams,
@@ -312,6 +320,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.pop',
     method: 'post',
+    effect: 'deletes',
     path: '/memory/:namespace/entries/:key/pop',
     summary: 'Take items off a list value atomically (a work queue): from its start or its end.',
     params: keyParams,
@@ -333,6 +342,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.expire',
     method: 'post',
+    effect: 'updates',
     path: '/memory/:namespace/entries/:key/expire',
     summary: 'Set or remove an entry’s expiry without changing its value.',
     params: keyParams,
@@ -346,6 +356,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.rename',
     method: 'post',
+    effect: 'updates',
     path: '/memory/:namespace/entries/:key/rename',
     summary: 'Move an entry to another key of its namespace (409 key_exists unless overwrite).',
     params: keyParams,
@@ -395,6 +406,7 @@ export const memoryRoutes: Route[] = [
   memRoute({
     id: 'memory.restore',
     method: 'post',
+    effect: 'updates',
     path: '/memory/:namespace/entries/:key/restore',
     summary: 'Undo: write a version’s value from the key’s history again (a new version; also after a delete).',
     params: keyParams,

@@ -125,6 +125,7 @@ export const schedulesRoutes: Route[] = [
   scheduleRoute({
     id: 'schedules.create',
     method: 'post',
+    effect: 'creates',
     path: '/schedules',
     summary: 'Schedule a message to a thread, or to an agent in a new thread each time: by cron (UTC), every N seconds, or once at a time.',
     body: z
@@ -157,6 +158,7 @@ export const schedulesRoutes: Route[] = [
   scheduleRoute({
     id: 'schedules.preview',
     method: 'post',
+    effect: 'reads',
     path: '/schedules/preview',
     summary: 'Check a timetable and list its next firing times (nothing is created).',
     body: z
@@ -183,6 +185,7 @@ export const schedulesRoutes: Route[] = [
   scheduleRoute({
     id: 'schedules.update',
     method: 'patch',
+    effect: 'updates',
     path: '/schedules/:id',
     summary: 'Rename a schedule, change its message, give it a new timetable (from now) or end (null: none).',
     params,
@@ -222,6 +225,7 @@ export const schedulesRoutes: Route[] = [
   scheduleRoute({
     id: 'schedules.pause',
     method: 'post',
+    effect: 'updates',
     path: '/schedules/:id/pause',
     summary: 'Pause a schedule: it does not fire until resumed.',
     params,
@@ -231,6 +235,7 @@ export const schedulesRoutes: Route[] = [
   scheduleRoute({
     id: 'schedules.resume',
     method: 'post',
+    effect: 'updates',
     path: '/schedules/:id/resume',
     summary: 'Resume a paused schedule from now (missed times are not fired).',
     params,
@@ -240,6 +245,7 @@ export const schedulesRoutes: Route[] = [
   scheduleRoute({
     id: 'schedules.skip',
     method: 'post',
+    effect: 'updates',
     path: '/schedules/:id/skip',
     summary: 'Skip the next firing of an active schedule: it moves on to the time after.',
     params,
@@ -249,6 +255,7 @@ export const schedulesRoutes: Route[] = [
   scheduleRoute({
     id: 'schedules.trigger',
     method: 'post',
+    effect: 'creates',
     path: '/schedules/:id/trigger',
     summary: 'Fire a schedule now, outside its timetable (which is unchanged); answers the firing.',
     params,

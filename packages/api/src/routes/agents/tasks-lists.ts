@@ -25,6 +25,7 @@ export const taskListsRoutes: Route[] = [
   taskRoute({
     id: 'tasks.lists.create',
     method: 'post',
+    effect: 'creates',
     path: '/task-lists',
     summary: 'Create a task list.',
     body: z
@@ -47,6 +48,7 @@ export const taskListsRoutes: Route[] = [
   taskRoute({
     id: 'tasks.lists.update',
     method: 'patch',
+    effect: 'updates',
     path: '/task-lists/:id',
     summary: 'Rename a task list or change its description (null clears it).',
     params: listParams,
@@ -78,6 +80,7 @@ export const taskListsRoutes: Route[] = [
   taskRoute({
     id: 'tasks.lists.clearCompleted',
     method: 'post',
+    effect: 'deletes',
     path: '/task-lists/:id/clear-completed',
     summary: 'Delete the done tasks of a list (the open ones stay).',
     params: listParams,
@@ -88,6 +91,7 @@ export const taskListsRoutes: Route[] = [
     id: 'tasks.lists.reorder',
     statuses: { 409: 'taskIds do not name every task of the list exactly once (`order_mismatch`).' },
     method: 'put',
+    effect: 'updates',
     path: '/task-lists/:id/order',
     summary: 'Set the order of a list: every task id of the list, once each, in the new order (409 order_mismatch otherwise).',
     params: listParams,
@@ -113,6 +117,7 @@ export const taskListsRoutes: Route[] = [
   taskRoute({
     id: 'tasks.lists.duplicate',
     method: 'post',
+    effect: 'creates',
     path: '/task-lists/:id/duplicate',
     summary: 'Copy a list with its tasks into a new list (a checklist template): open tasks by default, open again, blockers among them kept.',
     params: listParams,

@@ -141,6 +141,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.create',
     method: 'post',
+    effect: 'creates',
     path: '/tasks',
     summary: 'Add a task at the end of a list.',
     body: z
@@ -173,6 +174,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.duplicate',
     method: 'post',
+    effect: 'creates',
     path: '/tasks/:id/duplicate',
     summary:
       'Copy a task (open, with its notes, priority, due time, assignee and labels; no blockers or comments) to the end of its list or another.',
@@ -200,6 +202,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.update',
     method: 'patch',
+    effect: 'updates',
     path: '/tasks/:id',
     summary: 'Change a task’s title, notes, priority, due time or labels (null clears notes or due time).',
     params: taskParams,
@@ -242,6 +245,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.complete',
     method: 'post',
+    effect: 'updates',
     path: '/tasks/:id/complete',
     summary: 'Mark a task done (409 task_blocked while a task it waits for is open; done already: unchanged).',
     params: taskParams,
@@ -251,6 +255,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.reopen',
     method: 'post',
+    effect: 'updates',
     path: '/tasks/:id/reopen',
     summary: 'Mark a done task open again.',
     params: taskParams,
@@ -260,6 +265,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.assign',
     method: 'put',
+    effect: 'updates',
     path: '/tasks/:id/assignee',
     summary: 'Assign a task to an agent of the account, or unassign it (null).',
     params: taskParams,
@@ -273,6 +279,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.move',
     method: 'post',
+    effect: 'updates',
     path: '/tasks/:id/move',
     summary: 'Move a task to another list and/or place it before another task (default: the end of the list).',
     params: taskParams,
@@ -294,6 +301,7 @@ export const tasksRoutes: Route[] = [
     id: 'tasks.blockers.add',
     statuses: { 409: 'The blocker already waits, directly or not, for the task (`dependency_cycle`).' },
     method: 'put',
+    effect: 'creates',
     path: '/tasks/:id/blockers/:blockerId',
     summary: 'Make a task wait for another one (it cannot be completed before); 409 dependency_cycle for a loop.',
     params: z.object({ id: TaskId, blockerId: TaskId.describe('The task to wait for.') }),
@@ -353,6 +361,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.comments.create',
     method: 'post',
+    effect: 'creates',
     path: '/tasks/:id/comments',
     summary: 'Comment on a task (a note, a progress report, a question).',
     params: taskParams,
@@ -370,6 +379,7 @@ export const tasksRoutes: Route[] = [
   taskRoute({
     id: 'tasks.comments.update',
     method: 'patch',
+    effect: 'updates',
     path: '/tasks/:id/comments/:commentId',
     summary: 'Edit a comment you wrote (403 not_comment_author for another’s).',
     params: commentParams,

@@ -140,6 +140,7 @@ export const threadMessagesRoutes = [
     id: 'threads.messages.update',
     statuses: { 409: 'The message is started: only a message still waiting for a run can change (`message_not_waiting`).' },
     method: 'patch',
+    effect: 'updates',
     path: '/threads/:id/messages/:messageId',
     summary: 'Edit a message still waiting for a run (409 message_not_waiting once a run took it).',
     params: msgParams,

@@ -166,6 +166,7 @@ export const threadsRoutes = [
   route({
     id: 'threads.create',
     method: 'post',
+    effect: 'creates',
     path: '/threads',
     summary: 'Start a thread with an agent (the account’s default agent when none is named); a first message starts a run.',
     tag: 'threads',
@@ -201,6 +202,7 @@ export const threadsRoutes = [
   route({
     id: 'threads.update',
     method: 'patch',
+    effect: 'updates',
     path: '/threads/:id',
     summary: 'Rename a thread (null clears the title) or replace its metadata.',
     tag: 'threads',
@@ -268,6 +270,7 @@ export const threadsRoutes = [
   route({
     id: 'threads.inject',
     method: 'post',
+    effect: 'creates',
     path: '/threads/:id/inject',
     summary: 'Send a message: it starts a run when the thread is idle, or is delivered into the running run (see mode).',
     tag: 'threads',
@@ -291,6 +294,7 @@ export const threadsRoutes = [
   route({
     id: 'threads.cancel',
     method: 'post',
+    effect: 'deletes',
     path: '/threads/:id/cancel',
     summary: 'Cancel the thread’s running run: it stops at its next step boundary.',
     tag: 'threads',

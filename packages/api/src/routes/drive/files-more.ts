@@ -86,6 +86,7 @@ export const driveMoreRoutes = [
     id: 'drive.writeCsv',
     statuses: { ...QUOTA_ERRORS, 201: 'The file did not exist: it was created.' },
     method: 'put',
+    effect: 'updates',
     path: '/drive/csv',
     summary:
       'Write rows as a CSV file at a path from the drive root (RFC 4180 quoting; missing folders are made): creates it (201) or replaces it (200, the ' +
@@ -119,6 +120,7 @@ export const driveMoreRoutes = [
     id: 'drive.appendCsv',
     statuses: QUOTA_ERRORS,
     method: 'post',
+    effect: 'updates',
     path: '/drive/:id/csv',
     summary: 'Append rows to a CSV file (RFC 4180 quoting), each on a line of its own.',
     params: fileParams,
@@ -188,6 +190,7 @@ export const driveMoreRoutes = [
     ...KEY,
     id: 'drive.properties.set',
     method: 'put',
+    effect: 'overwrites',
     path: '/drive/:id/properties',
     summary: 'Set a custom property of an item to a text value (WebDAV clients see it in PROPFIND); answers the item’s properties.',
     params: idParams,

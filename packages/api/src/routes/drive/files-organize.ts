@@ -85,6 +85,7 @@ export const driveOrganizeRoutes = [
     id: 'drive.makeFolders',
     statuses: { 201: 'The last folder was made (200: it was there already).' },
     method: 'post',
+    effect: 'creates',
     path: '/drive/folders/path',
     summary: 'Make a folder path from the drive root, creating each missing folder (like mkdir -p); answers the last folder (201 if made).',
     body: z.object({ path: DrivePath, projectId: ProjectQuery }).strict().meta({ id: 'MakeFoldersRequest' }),
@@ -98,6 +99,7 @@ export const driveOrganizeRoutes = [
     ...KEY,
     id: 'drive.batchDelete',
     method: 'post',
+    effect: 'deletes',
     path: '/drive/batch/delete',
     summary:
       'Delete up to 100 items, each on its own: one that fails (not found, a folder with members without `recursive`) does not stop the others.',
@@ -112,6 +114,7 @@ export const driveOrganizeRoutes = [
     ...KEY,
     id: 'drive.batchMove',
     method: 'post',
+    effect: 'updates',
     path: '/drive/batch/move',
     summary: 'Move up to 100 items into a folder (null: the root), each on its own; a name taken there fails that item only.',
     body: z
@@ -128,6 +131,7 @@ export const driveOrganizeRoutes = [
     ...KEY,
     id: 'drive.batchTag',
     method: 'post',
+    effect: 'updates',
     path: '/drive/batch/tag',
     summary: 'Add and/or remove tags on up to 100 items, each on its own (one not found does not stop the others).',
     body: z
@@ -145,6 +149,7 @@ export const driveOrganizeRoutes = [
     ...KEY,
     id: 'drive.readMany',
     method: 'post',
+    effect: 'reads',
     path: '/drive/batch/read',
     summary:
       'Read up to 50 small files at once (2 MiB together): each with its path, ETag and content (text, or base64 for binary), or its own error.',
@@ -211,6 +216,7 @@ export const driveOrganizeRoutes = [
       412: 'An item of that name is in the target folder and `overwrite` is not set (`name_taken`, with its current version).',
     },
     method: 'post',
+    effect: 'creates',
     path: '/drive/:id/copy',
     summary: 'Copy a file, or a folder with everything in it, into a folder (default: the same one) under a name (default: "Copy of <name>").',
     params: idParams,
@@ -269,6 +275,7 @@ export const driveOrganizeRoutes = [
     id: 'drive.versions.restore',
     statuses: QUOTA_ERRORS,
     method: 'post',
+    effect: 'updates',
     path: '/drive/:id/versions/:versionId/restore',
     summary: 'Make an earlier version the file’s content again (as a new write: the content it replaces becomes a version).',
     params: versionParams,
@@ -307,6 +314,7 @@ export const driveOrganizeRoutes = [
     ...KEY,
     id: 'drive.tags.set',
     method: 'put',
+    effect: 'overwrites',
     path: '/drive/:id/tags',
     summary: 'Replace an item’s tags with these (an empty list removes them all).',
     params: idParams,
@@ -321,6 +329,7 @@ export const driveOrganizeRoutes = [
     ...KEY,
     id: 'drive.tags.add',
     method: 'post',
+    effect: 'creates',
     path: '/drive/:id/tags',
     summary: 'Add tags to an item (those it has stay).',
     params: idParams,
@@ -348,6 +357,7 @@ export const driveOrganizeRoutes = [
       412: 'An item of that name is in the target folder (`name_taken`, with its current version).',
     },
     method: 'post',
+    effect: 'creates',
     path: '/drive/:id/zip',
     summary: 'Zip a folder with everything in it into a new file (default: "<folder>.zip" next to the folder; at most 5 MiB of files).',
     params: folderParams,
@@ -370,6 +380,7 @@ export const driveOrganizeRoutes = [
     id: 'drive.extract',
     statuses: QUOTA_ERRORS,
     method: 'post',
+    effect: 'creates',
     path: '/drive/:id/extract',
     summary:
       'Extract a zip, tar or tar.gz file into a folder: a new folder named after the archive, next to it, unless `parentId` names one. ' +

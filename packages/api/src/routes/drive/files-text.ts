@@ -92,6 +92,7 @@ export const driveTextRoutes = [
     id: 'drive.writeText',
     statuses: { ...QUOTA_ERRORS, 201: 'The file did not exist: it was created.' },
     method: 'put',
+    effect: 'updates',
     path: '/drive/text',
     summary:
       'Write a text file at a path from the drive root, making missing folders: creates it (201) or replaces its content (200, ' +
@@ -199,6 +200,7 @@ export const driveTextRoutes = [
     ...KEY,
     id: 'drive.append',
     method: 'post',
+    effect: 'updates',
     path: '/drive/:id/append',
     summary: 'Append text to a text file (a new version). With `newline`, the text starts on a new line.',
     params: fileParams,
@@ -218,6 +220,7 @@ export const driveTextRoutes = [
     ...KEY,
     id: 'drive.edit',
     method: 'post',
+    effect: 'updates',
     path: '/drive/:id/edit',
     summary:
       'Replace exact text in a text file: `find` must occur exactly `expectedOccurrences` times (default 1), else 422 and ' +
@@ -261,6 +264,7 @@ export const driveTextRoutes = [
       422: 'The lines are outside the file (`line_out_of_range`, with `details.totalLines`).',
     },
     method: 'patch',
+    effect: 'updates',
     path: '/drive/:id/lines',
     summary: 'Replace lines `start`–`end` (1-based, inclusive) of a text file with `text` ("" deletes them).',
     params: fileParams,
@@ -281,6 +285,7 @@ export const driveTextRoutes = [
     ...KEY,
     id: 'drive.insertLines',
     method: 'post',
+    effect: 'updates',
     path: '/drive/:id/lines',
     summary: 'Insert lines into a text file after line `after` (0: at the top).',
     params: fileParams,

@@ -124,6 +124,7 @@ export const driveRoutes = [
       200: 'A file of that name was replaced (with `If-Match`).',
     },
     method: 'post',
+    effect: 'creates',
     path: '/drive/upload',
     summary:
       'Upload a new file: the raw body with `?name=&parentId=`, or multipart/form-data (the first file part; ' +
@@ -155,6 +156,7 @@ export const driveRoutes = [
   route({
     id: 'drive.createFolder',
     method: 'post',
+    effect: 'creates',
     path: '/drive/folders',
     summary: 'Create a folder.',
     tag: 'drive',
@@ -218,6 +220,7 @@ export const driveRoutes = [
       428: 'The write names no version: send `If-Match` with the ETag read, or `If-None-Match: *` to create (`precondition_required`).',
     },
     method: 'put',
+    effect: 'updates',
     path: '/drive/:id/content',
     summary:
       'Replace a file’s content (raw body). Requires `If-Match: "<etag>"` of the version read (412 with the ' +
@@ -238,6 +241,7 @@ export const driveRoutes = [
       409: 'Another item has that name in the folder (`name_taken`), or a folder would move into itself (`move_into_itself`).',
     },
     method: 'patch',
+    effect: 'updates',
     path: '/drive/:id',
     summary: 'Rename and/or move (`parentId`: a folder, or null for the root). `If-Match` is honoured.',
     tag: 'drive',

@@ -72,6 +72,7 @@ export const sitesDomainsRoutes = [
     id: 'sites.domains.add',
     statuses: { 200: 'The site has the domain already.' },
     method: 'post',
+    effect: 'creates',
     path: '/sites/:id/domains',
     summary:
       'Add a custom domain to a site. It is pending (not served) until verified: add the DNS TXT record the answer names ' +
@@ -106,6 +107,8 @@ export const sitesDomainsRoutes = [
     ...KEY,
     id: 'sites.domains.verify',
     method: 'post',
+    effect: 'updates',
+    outside: true,
     path: '/sites/:id/domains/:domain/verify',
     summary:
       'Check a custom domain’s DNS TXT record now: when it carries the token, the domain is verified and served from then on. ' +

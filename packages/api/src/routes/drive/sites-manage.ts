@@ -40,6 +40,7 @@ export const sitesManageRoutes = [
       409: 'Another site has that slug (`slug_taken`).',
     },
     method: 'patch',
+    effect: 'updates',
     path: '/sites/:id',
     summary:
       'Change a site’s settings: its slug (its public URL moves at once; the old one answers 404; 409 slug_taken), its title, and ' +
@@ -154,6 +155,7 @@ export const sitesManageRoutes = [
     ...KEY,
     id: 'sites.redirects.replace',
     method: 'put',
+    effect: 'overwrites',
     path: '/sites/:id/redirects',
     summary: 'Replace all of a site’s redirects with these (at most 1000; an empty list removes them). They apply at once, before the files.',
     params,
@@ -175,6 +177,7 @@ export const sitesManageRoutes = [
     ...KEY,
     id: 'sites.redirects.add',
     method: 'post',
+    effect: 'creates',
     path: '/sites/:id/redirects',
     summary: 'Add a redirect to a site (or change where an existing `from` goes).',
     params,

@@ -134,6 +134,7 @@ export const sitesRoutes = [
   route({
     id: 'sites.create',
     method: 'post',
+    effect: 'creates',
     path: '/sites',
     summary:
       'Create a hosted site. Its slug names its public URL, /sites/<slug>/ (unique across the platform: 409 slug_taken). ' +
@@ -202,6 +203,7 @@ export const sitesRoutes = [
   route({
     id: 'sites.deploy',
     method: 'post',
+    effect: 'creates',
     path: '/sites/:id/deployments',
     summary:
       'Deploy a site: every file under a drive folder (`folderId` or `folderPath`), the files sent (`files`: path, content, ' +
@@ -269,6 +271,7 @@ export const sitesRoutes = [
   route({
     id: 'sites.rollback',
     method: 'post',
+    effect: 'updates',
     path: '/sites/:id/rollback',
     summary: 'Serve an earlier deployment again, at once: `deploymentId`, or (body `{}`) the one deployed before the current one.',
     tag: 'sites',

@@ -96,6 +96,7 @@ export const keyOpsRoutes = [
     id: 'meApiKeys.update',
     statuses: { 409: 'The key is revoked: it cannot change (`key_revoked`).' },
     method: 'patch',
+    effect: 'updates',
     path: '/me/api-keys/:keyId',
     summary: 'Rename an API key (409 key_revoked for a revoked one).',
     tag: 'keys',
@@ -108,6 +109,7 @@ export const keyOpsRoutes = [
     ...common,
     id: 'meApiKeys.rotate',
     method: 'post',
+    effect: 'overwrites',
     path: '/me/api-keys/:keyId/rotate',
     summary:
       'Replace one of the caller’s own keys: a new key with its name, project and remaining expiry (shown once), the old one revoked at once with the keys made from it.',
@@ -137,6 +139,7 @@ export const keyOpsRoutes = [
     id: 'agentKeys.update',
     statuses: { 409: 'The key is revoked: it cannot change (`key_revoked`).' },
     method: 'patch',
+    effect: 'updates',
     path: '/agents/:id/keys/:keyId',
     summary: 'Rename an API key of the agent (409 key_revoked for a revoked one).',
     tag: 'agents',

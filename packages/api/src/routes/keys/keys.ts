@@ -123,6 +123,7 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
     route({
       id: `${idPrefix}.create`,
       method: 'post',
+      effect: 'creates',
       path: base,
       summary: `Create an API key (${who}); the key is in the response once.`,
       tag,

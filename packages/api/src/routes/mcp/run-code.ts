@@ -131,6 +131,7 @@ export const codeRoutes = [
   route({
     id: 'code.run',
     method: 'post',
+    effect: 'creates',
     path: '/code/run',
     summary:
       'Run JavaScript in a sandbox (QuickJS in WebAssembly, in a process of its own): no network, no files, no host objects. ' +
@@ -155,6 +156,7 @@ export const codeRoutes = [
   route({
     id: 'code.check',
     method: 'post',
+    effect: 'reads',
     path: '/code/check',
     summary:
       'Check JavaScript’s syntax without running it: whether it compiles (as a script, a module or a function body, as code.run would run it), ' +
@@ -183,6 +185,7 @@ export const codeRoutes = [
   route({
     id: 'code.runFile',
     method: 'post',
+    effect: 'creates',
     path: '/code/run-file',
     summary:
       'Run a JavaScript file of the drive in the sandbox (as code.run runs code), with optional `input` JSON and drive files as read-only data; ' +
@@ -202,6 +205,7 @@ export const codeRoutes = [
   route({
     id: 'code.runWithData',
     method: 'post',
+    effect: 'creates',
     path: '/code/run-with-data',
     summary:
       'Run JavaScript over data: `input` (any JSON, the global `input`) and drive files read as the caller (the global `files`), ' +

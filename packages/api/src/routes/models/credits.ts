@@ -46,6 +46,7 @@ export const creditsRoutes = [
   route({
     id: 'credits.grant',
     method: 'post',
+    effect: 'creates',
     path: '/credits/grants',
     summary: 'Add credits to an account (the platform operator only).',
     tag: 'models',

@@ -70,6 +70,7 @@ export const modelsUsageRoutes = [
     ...common,
     id: 'models.estimateCost',
     method: 'post',
+    effect: 'reads',
     path: '/models/cost-estimate',
     summary: "The cost of calls of a model at the catalogue's prices, whether credits would pay, and whether the tokens fit.",
     body: z
@@ -87,6 +88,7 @@ export const modelsUsageRoutes = [
     ...common,
     id: 'models.countTokens',
     method: 'post',
+    effect: 'reads',
     path: '/models/tokens/count',
     summary:
       "Estimate the tokens of a text (one token per 4 characters: an estimate, not the provider's tokenizer) and, with a model, whether it fits its context window.",
@@ -108,6 +110,7 @@ export const modelsUsageRoutes = [
     ...common,
     id: 'models.truncateText',
     method: 'post',
+    effect: 'reads',
     path: '/models/tokens/truncate',
     summary:
       "Cut a text to a token budget (estimated at one token per 4 characters, not the provider's tokenizer): `maxTokens`, or a model's context window less the tokens reserved for output; keeps the start or the end.",
@@ -179,6 +182,7 @@ export const modelsUsageRoutes = [
     ...common,
     id: 'models.recommend',
     method: 'post',
+    effect: 'reads',
     path: '/models/recommend',
     summary:
       'Recommend models for a use case, needs (tools, vision, structured output, context) and budget: ranked available first, then by the cost of the expected call; with why the others were left out.',

@@ -142,6 +142,7 @@ export const modelsRoutes = [
   route({
     id: 'providerKeys.set',
     method: 'put',
+    effect: 'overwrites',
     path: '/models/provider-keys/:provider',
     summary: "Set (or replace) the acting account's key for a provider; an organization's key serves everyone acting in it.",
     tag: 'models',

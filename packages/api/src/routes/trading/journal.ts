@@ -33,6 +33,7 @@ export const tradingJournalRoutes = [
     ...common,
     id: 'trading.journal.create',
     method: 'post',
+    effect: 'creates',
     path: '/trading/journal',
     summary: "Write a journal entry: a note on a trade, a plan or a review, optionally tied to a symbol and to one of the account's orders.",
     body: z
@@ -92,6 +93,7 @@ export const tradingJournalRoutes = [
     ...common,
     id: 'trading.journal.update',
     method: 'patch',
+    effect: 'updates',
     path: '/trading/journal/:id',
     summary: "Edit a journal entry's title, body or tags (tags given replace them).",
     params: z.object({ id: EntryId }),

@@ -155,6 +155,7 @@ export const tradingMarketRoutes = [
     ...common,
     id: 'trading.orders.preview',
     method: 'post',
+    effect: 'reads',
     path: '/trading/orders/preview',
     summary:
       'Preview an order without placing it: what would fill now walking the book, at what average price, the fees, and whether the balance covers it.',
@@ -203,6 +204,8 @@ export const tradingMarketRoutes = [
     ...common,
     id: 'trading.orders.replace',
     method: 'post',
+    effect: 'overwrites',
+    outside: true,
     path: '/trading/orders/:id/replace',
     summary:
       'Replace an open paper order with a changed one (quantity, prices, time in force), in one transaction: the old one is cancelled (its fills stay) and the new one placed; if the new one is refused, the old one stays open.',
