@@ -25,7 +25,7 @@ export { costOf, fromUnits, toUnits } from './inference/cost.js';
 export { devAnswer, type DevModelServer, devTokens, startDevModelServer } from './inference/dev-model.js';
 export { providerError, retryAfter } from './inference/errors.js';
 export { type Charging, type InferDeps, Inference } from './inference/infer.js';
-export { pinnedFetch } from './inference/pinned-fetch.js';
+export { pinnedFetch } from '@svc/kit';
 export { migrations } from './migrations/index.js';
 export {
   type Catalogue,
