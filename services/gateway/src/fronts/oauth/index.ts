@@ -11,7 +11,7 @@ import { DomainError, type Logger, type PrincipalSigner, type Registry, setHttpR
 import type { Authenticator } from '../../auth.js';
 import type { ChallengeOf } from '../../replies.js';
 import { type AppView, appsPage, consentPage, messagePage, signInPage, STYLE } from './pages.js';
-import { describeScope, READ_SCOPE, resourceMetadata, WRITE_SCOPE } from './resources.js';
+import { describeScope, narrowScope, resourceMetadata, WRITE_SCOPE } from './resources.js';
 import type { OauthServer } from './server.js';
 import { sendPage, WebSecurity } from './web.js';
 
@@ -162,16 +162,13 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       ? ((await provider.Grant.find(details.grantId)) ?? new provider.Grant({ accountId: details.session.accountId, clientId: String(details.params.client_id) }))
       : new provider.Grant({ accountId: details.session.accountId, clientId: String(details.params.client_id) });
     if (missingOIDCScope?.length) grant.addOIDCScope(missingOIDCScope.join(' '));
-    for (const [resource, scopes] of Object.entries(missingResourceScopes ?? {})) {
-      const write = new Set<string>(Object.values(WRITE_SCOPE));
-      const kept = readOnly ? scopes.filter((s) => !write.has(s)) : scopes;
-      // Read only: a client that asked to write is given read (and refused the write scope).
-      if (readOnly && scopes.some((s) => write.has(s))) {
-        const read = Object.values(READ_SCOPE).find((r) => r.split(':')[0] === scopes.find((s) => write.has(s))!.split(':')[0]);
-        if (read && !kept.includes(read)) kept.push(read);
-        grant.rejectResourceScope(resource, scopes.filter((s) => write.has(s)).join(' '));
-      }
-      if (kept.length) grant.addResourceScope(resource, kept.join(' '));
+    // Read only: each write scope asked becomes its read scope, in the grant and in the request
+    // itself (the token's scope is what was asked and granted), so the token reads only.
+    const narrow = (scopes: string[]) => [...new Set(scopes.map((s) => (readOnly ? narrowScope(s) : s)))];
+    for (const [resource, scopes] of Object.entries(missingResourceScopes ?? {})) grant.addResourceScope(resource, narrow(scopes).join(' '));
+    if (readOnly) {
+      details.params.scope = narrow(String(details.params.scope ?? '').split(' ')).join(' ');
+      await details.save(Math.max(1, (details.exp ?? 0) - Math.floor(Date.now() / 1000)));
     }
     const grantId = await grant.save();
     await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });

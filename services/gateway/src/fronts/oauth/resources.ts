@@ -52,6 +52,13 @@ export function accessOf(resource: ResourceName, scopes: ReadonlySet<string>): {
   return { readOnly: !write, toolsets: toolsets.sort() };
 }
 
+/** A scope as a person narrows it to read only: each write scope becomes its read scope. */
+export function narrowScope(scope: string): string {
+  if (scope === WRITE_SCOPE.mcp) return READ_SCOPE.mcp;
+  if (scope === WRITE_SCOPE.api) return READ_SCOPE.api;
+  return scope;
+}
+
 /** A scope in words, for the consent page. */
 export function describeScope(scope: string): string {
   if (scope === 'mcp:read') return 'Use the MCP tools that only read: list, search and read your files, threads, models and more. Nothing is changed.';
