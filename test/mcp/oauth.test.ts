@@ -216,7 +216,9 @@ describe('refusals', () => {
     const bad = await exchange({ ...c, verifier: pkce().verifier });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('invalid_grant');
-    const noPkce = await new Browser(t.url).request(authUrl({ clientId: c.clientId, challenge: '' }).replace(/&code_challenge=&code_challenge_method=S256/, ''));
+    const noPkce = await new Browser(t.url).request(
+      authUrl({ clientId: c.clientId, challenge: '' }).replace(/&code_challenge=&code_challenge_method=S256/, ''),
+    );
     expect(noPkce.location ?? '').toMatch(/error=invalid_request/);
   });
 
@@ -230,7 +232,9 @@ describe('refusals', () => {
     }
     // A native client's loopback redirect may come back on any port (RFC 8252).
     const native = await register(['http://127.0.0.1/callback'], { application_type: 'native' });
-    const res = await new Browser(t.url).request(authUrl({ clientId: native, challenge: pkce().challenge, redirectUri: 'http://127.0.0.1:53412/callback' }));
+    const res = await new Browser(t.url).request(
+      authUrl({ clientId: native, challenge: pkce().challenge, redirectUri: 'http://127.0.0.1:53412/callback' }),
+    );
     expect(res.status).toBe(303);
     expect(res.location).toContain('/oauth/interaction/');
   });
@@ -292,7 +296,10 @@ describe('refusals', () => {
     expect(noToken.location).toBeUndefined();
     const forged = await browser.request(consent.action, { form: { ...withoutCsrf, csrf: csrf!.slice(1) + 'A', decision: 'approve' } });
     expect(forged.status).toBe(403);
-    const crossOrigin = await browser.request(consent.action, { form: { ...consent.fields, decision: 'approve' }, headers: { origin: 'https://evil.example' } });
+    const crossOrigin = await browser.request(consent.action, {
+      form: { ...consent.fields, decision: 'approve' },
+      headers: { origin: 'https://evil.example' },
+    });
     expect(crossOrigin.status).toBe(403);
     // The page's own post still works.
     const ok = await browser.request(consent.action, { form: { ...consent.fields, decision: 'approve', access: 'write' } });
@@ -340,7 +347,11 @@ describe('scopes', () => {
   test('a toolset scope limits the tools to its area', async () => {
     const tok = await exchange(await codeFor({ scope: 'mcp:write mcp:toolset:drive' }));
     expect(tok.status).toBe(200);
-    const list = await rawPost(t.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { key: tok.body.access_token, headers: { 'x-mcp-toolsets': 'all' } });
+    const list = await rawPost(
+      t.url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { key: tok.body.access_token, headers: { 'x-mcp-toolsets': 'all' } },
+    );
     const names: string[] = list.body.result.tools.map((x: { name: string }) => x.name);
     expect(names).toContain('drive_stat');
     expect(names.filter((n) => !n.startsWith('drive_') && n !== 'list_drive' && n !== 'read_drive_file' && n !== 'write_drive_file')).toEqual([
@@ -360,7 +371,12 @@ describe('scopes', () => {
     const tok = await exchange(await codeFor());
     const call = await rawPost(
       t.url,
-      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'call_tool', arguments: { name: 'me_api_keys_create', arguments: { name: 'escape' } } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'call_tool', arguments: { name: 'me_api_keys_create', arguments: { name: 'escape' } } },
+      },
       { key: tok.body.access_token },
     );
     expect(JSON.stringify(call.body)).toMatch(/oauth_token_cannot_mint_keys/);
@@ -398,7 +414,10 @@ describe('connected apps', () => {
     expect(page.html).toContain('Hand Client');
     expect(page.html).toContain(c.clientId);
     expect(page.html).not.toContain(olu.id);
-    const index = [...page.html.matchAll(/<form method="post" action="([^"]*)">/g)].findIndex((m, i) => m[1] === '/oauth/apps/revoke' && formOf(page.html, i).fields.grant !== undefined && page.html.indexOf(c.clientId) < page.html.indexOf(m[0]));
+    const index = [...page.html.matchAll(/<form method="post" action="([^"]*)">/g)].findIndex(
+      (m, i) =>
+        m[1] === '/oauth/apps/revoke' && formOf(page.html, i).fields.grant !== undefined && page.html.indexOf(c.clientId) < page.html.indexOf(m[0]),
+    );
     const revoke = formOf(page.html, index);
     const done = await browser.request(revoke.action, { form: revoke.fields });
     expect(done.status).toBe(200);

@@ -24,7 +24,11 @@ export class Browser {
       const eq = pair!.indexOf('=');
       const name = pair!.slice(0, eq).trim();
       const value = pair!.slice(eq + 1).trim();
-      const path = attrs.map((a) => a.trim()).find((a) => /^path=/i.test(a))?.slice(5) ?? url.pathname;
+      const path =
+        attrs
+          .map((a) => a.trim())
+          .find((a) => /^path=/i.test(a))
+          ?.slice(5) ?? url.pathname;
       const expired = attrs.some((a) => /^max-age=0$/i.test(a.trim()) || /^expires=thu, 01 jan 1970/i.test(a.trim()));
       if (expired || value === '') this.jar.delete(`${name}|${path}`);
       else this.jar.set(`${name}|${path}`, { name, value, path });

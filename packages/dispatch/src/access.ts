@@ -38,7 +38,11 @@ const MINTS_KEYS = new Set(['apiKeys.create', 'meApiKeys.create', 'meApiKeys.rot
  */
 function checkOauthToken(principal: Principal, access: Access & { id?: string; method?: string }): void {
   if (access.authority) {
-    throw new DomainError('forbidden', 'human_principal_required', 'Authority changes are made by a person with an API key, never with an OAuth token.');
+    throw new DomainError(
+      'forbidden',
+      'human_principal_required',
+      'Authority changes are made by a person with an API key, never with an OAuth token.',
+    );
   }
   if (access.id !== undefined && MINTS_KEYS.has(access.id)) {
     throw new DomainError('forbidden', 'oauth_token_cannot_mint_keys', 'An OAuth token cannot create or rotate API keys.');

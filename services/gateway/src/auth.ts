@@ -48,7 +48,7 @@ export interface VerifiedToken extends OauthAccess {
 export type TokenResource = 'mcp' | 'api';
 
 /** Anything that is neither an API key nor a host credential and could be an access token. */
-const ACCESS_TOKEN_RE = /^[A-Za-z0-9_-]{20,512}$/;
+const ACCESS_TOKEN_RE = /^(?!svch?_)[A-Za-z0-9_-]{20,512}$/;
 
 interface Entry extends AuthContext {
   /** When this entry must be re-verified (cache lifetime, token lifetime, key expiry). */

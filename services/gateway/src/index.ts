@@ -14,8 +14,8 @@ import {
   PrincipalSigner,
   type Registry,
 } from '@svc/kit';
-
 import { isToolOperation } from '@svc/tools';
+
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
 import { GitFront } from './fronts/git/index.js';

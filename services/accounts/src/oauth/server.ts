@@ -5,13 +5,7 @@ import type { OauthRecords } from './oauth.js';
 
 type Def = typeof accounts.AccountsServiceService;
 type OauthMethods =
-  | 'putOauthRecord'
-  | 'getOauthRecord'
-  | 'consumeOauthRecord'
-  | 'destroyOauthRecord'
-  | 'revokeOauthGrant'
-  | 'listOauthGrants'
-  | 'getOauthServerKeys';
+  'putOauthRecord' | 'getOauthRecord' | 'consumeOauthRecord' | 'destroyOauthRecord' | 'revokeOauthGrant' | 'listOauthGrants' | 'getOauthServerKeys';
 
 /** The gRPC handlers of the authorization server's records (system only; docs/oauth.md). */
 export function oauthHandlers(records: OauthRecords): Pick<Handlers<Def>, OauthMethods> {
@@ -21,7 +15,12 @@ export function oauthHandlers(records: OauthRecords): Pick<Handlers<Def>, OauthM
       return {};
     },
     async getOauthRecord(req, { principal }) {
-      const payload = await records.get(principal, { model: req.model, id: req.id || undefined, uid: req.uid || undefined, userCode: req.userCode || undefined });
+      const payload = await records.get(principal, {
+        model: req.model,
+        id: req.id || undefined,
+        uid: req.uid || undefined,
+        userCode: req.userCode || undefined,
+      });
       return payload ? { payloadJson: JSON.stringify(payload) } : {};
     },
     async consumeOauthRecord(req, { principal }) {

@@ -30,7 +30,16 @@ export class OauthStore {
   /** Writes a record whole (oidc-provider saves a model again after changing it). */
   async put(
     q: Queryable,
-    r: { model: string; id: string; payload: Record<string, unknown>; grantId: string | null; uid: string | null; userCode: string | null; accountId: string | null; expiresInSeconds: number },
+    r: {
+      model: string;
+      id: string;
+      payload: Record<string, unknown>;
+      grantId: string | null;
+      uid: string | null;
+      userCode: string | null;
+      accountId: string | null;
+      expiresInSeconds: number;
+    },
   ): Promise<boolean> {
     const rows = await q.query<{ inserted: boolean }>(
       `INSERT INTO accounts.oauth_records (model, id, payload, grant_id, uid, user_code, account_id, expires_at)
@@ -76,7 +85,9 @@ export class OauthStore {
 
   /** A grant's record, locked for its revocation. */
   async grantForUpdate(q: Queryable, grantId: string): Promise<OauthRecordRow | null> {
-    const rows = await q.query<OauthRecordRow>(`SELECT ${COLUMNS} FROM accounts.oauth_records WHERE model = 'Grant' AND id = $1 FOR UPDATE`, [grantId]);
+    const rows = await q.query<OauthRecordRow>(`SELECT ${COLUMNS} FROM accounts.oauth_records WHERE model = 'Grant' AND id = $1 FOR UPDATE`, [
+      grantId,
+    ]);
     return rows[0] ? recordRow(rows[0]) : null;
   }
 

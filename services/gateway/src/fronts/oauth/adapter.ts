@@ -48,7 +48,12 @@ export function adapterClass(deps: AdapterDeps) {
       const stored = this.model === 'Session' || PLAIN_IDS.has(this.model) ? payload : { ...payload, jti: undefined };
       const { client, opts } = await call();
       await client.putOauthRecord(
-        { model: this.model, id: recordId(this.model, id), payloadJson: JSON.stringify(stored), expiresInSeconds: Math.max(0, Math.ceil(expiresIn ?? 0)) },
+        {
+          model: this.model,
+          id: recordId(this.model, id),
+          payloadJson: JSON.stringify(stored),
+          expiresInSeconds: Math.max(0, Math.ceil(expiresIn ?? 0)),
+        },
         opts,
       );
     }

@@ -10,7 +10,7 @@ import { DomainError, type Logger, type PrincipalSigner, type Registry, setHttpR
 
 import type { Authenticator } from '../../auth.js';
 import type { ChallengeOf } from '../../replies.js';
-import { type AppView, appsPage, consentPage, messagePage, signInPage, STYLE } from './pages.js';
+import { appsPage, type AppView, consentPage, messagePage, signInPage, STYLE } from './pages.js';
 import { describeScope, narrowScope, resourceMetadata, WRITE_SCOPE } from './resources.js';
 import type { OauthServer } from './server.js';
 import { sendPage, WebSecurity } from './web.js';
@@ -36,7 +36,8 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
   let web: WebSecurity | undefined;
   const webOf = () => (web ??= new WebSecurity(deps.secret, new URL(oauth.issuer).origin));
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
-  const readForm = (req: Request, res: Response) => new Promise<void>((resolve, reject) => form(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+  const readForm = (req: Request, res: Response) =>
+    new Promise<void>((resolve, reject) => form(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
 
   // The 401s of /mcp and of the API name the resource's metadata and the scope to ask for.
   const challengeOf: ChallengeOf = (req, err) => {
@@ -90,8 +91,10 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     const key = typeof req.body?.api_key === 'string' ? req.body.api_key.trim() : '';
     const ctx = await auth.authenticate(key || undefined, undefined, req.ip ?? 'unknown');
     const p = ctx.principal;
-    if (p.kind !== 'human' || !p.userId) throw new DomainError('forbidden', 'human_principal_required', 'Sign in with a key of a person, not of an agent.');
-    if (p.projectId) throw new DomainError('forbidden', 'project_scope', 'This key is limited to a project: sign in with a key of yours that is not.');
+    if (p.kind !== 'human' || !p.userId)
+      throw new DomainError('forbidden', 'human_principal_required', 'Sign in with a key of a person, not of an agent.');
+    if (p.projectId)
+      throw new DomainError('forbidden', 'project_scope', 'This key is limited to a project: sign in with a key of yours that is not.');
     return p.userId;
   };
 
@@ -144,7 +147,8 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     const details = await provider.interactionDetails(req, res);
     const refused = webOf().checkForm(req, `consent|${details.uid}`);
     if (refused) return sendPage(res, 403, messagePage('Refused', refused));
-    if (details.prompt.name !== 'consent' || !details.session?.accountId) return sendPage(res, 400, messagePage('Refused', 'There is nothing to approve here.'));
+    if (details.prompt.name !== 'consent' || !details.session?.accountId)
+      return sendPage(res, 400, messagePage('Refused', 'There is nothing to approve here.'));
     if (req.body?.decision !== 'approve') {
       return void (await provider.interactionFinished(
         req,
@@ -159,7 +163,8 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       missingResourceScopes?: Record<string, string[]>;
     };
     const grant = details.grantId
-      ? ((await provider.Grant.find(details.grantId)) ?? new provider.Grant({ accountId: details.session.accountId, clientId: String(details.params.client_id) }))
+      ? ((await provider.Grant.find(details.grantId)) ??
+        new provider.Grant({ accountId: details.session.accountId, clientId: String(details.params.client_id) }))
       : new provider.Grant({ accountId: details.session.accountId, clientId: String(details.params.client_id) });
     if (missingOIDCScope?.length) grant.addOIDCScope(missingOIDCScope.join(' '));
     // Read only: each write scope asked becomes its read scope, in the grant and in the request
@@ -176,7 +181,11 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
 
   // What a consent page names: the client as known (its verified metadata), where it returns,
   // the resources and scopes asked, and the person it would act as.
-  const consentView = async (provider: Awaited<ReturnType<OauthServer['provider']>>, details: Awaited<ReturnType<Awaited<ReturnType<OauthServer['provider']>>['interactionDetails']>>, client: unknown) => {
+  const consentView = async (
+    provider: Awaited<ReturnType<OauthServer['provider']>>,
+    details: Awaited<ReturnType<Awaited<ReturnType<OauthServer['provider']>>['interactionDetails']>>,
+    client: unknown,
+  ) => {
     const c = client as { clientId: string; clientName?: string; clientUri?: string; clientIdMetadataDocument?: boolean } | undefined;
     const clientId = String(details.params.client_id);
     const missing = (details.prompt.details as { missingResourceScopes?: Record<string, string[]> }).missingResourceScopes ?? {};
@@ -205,7 +214,10 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
 
   // Connected apps: the person's grants, each with a revoke button.
   const showApps = async (req: Request, res: Response, userId: string, notice?: string) => {
-    const { grants } = await accountsClient(deps.registry).listOauthGrants({ userId }, { principalToken: await deps.systemToken(), deadlineMs: 5000 });
+    const { grants } = await accountsClient(deps.registry).listOauthGrants(
+      { userId },
+      { principalToken: await deps.systemToken(), deadlineMs: 5000 },
+    );
     const apps: AppView[] = grants.map((g) => {
       const grant = JSON.parse(g.grantJson) as { clientId?: string; resources?: Record<string, string> };
       const client = g.clientJson ? (JSON.parse(g.clientJson) as { client_name?: string }) : undefined;

@@ -1,12 +1,11 @@
 import { hkdfSync } from 'node:crypto';
 
-
 import { accountsClient } from '@svc/clients';
 import { checkOutboundUrl, type Logger, pinnedFetch, type Registry } from '@svc/kit';
 
 import { adapterClass } from './adapter.js';
 import type { Configuration, KoaContextWithOIDC, Provider } from './oidc-types.js';
-import { type ProtectedResource, type ResourceName } from './resources.js';
+import type { ProtectedResource, ResourceName } from './resources.js';
 
 /**
  * The authorization server (docs/oauth.md): oidc-provider (certified, OAuth 2.1 profile chosen
@@ -102,7 +101,10 @@ export async function createProvider(deps: ProviderDeps): Promise<Provider> {
       devInteractions: { enabled: false },
       registration: { enabled: true },
       // A client revokes only its own tokens (another's are left alone, answered 200 as RFC 7009 says).
-      revocation: { enabled: true, allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId },
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx: unknown, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId,
+      },
       userinfo: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       introspection: { enabled: false },

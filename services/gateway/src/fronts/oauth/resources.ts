@@ -48,7 +48,8 @@ export function protectedResources(base: string, areas: readonly string[]): Reco
 export function accessOf(resource: ResourceName, scopes: ReadonlySet<string>): { readOnly: boolean; toolsets: string[] } | null {
   const write = scopes.has(WRITE_SCOPE[resource]);
   if (!write && !scopes.has(READ_SCOPE[resource])) return null;
-  const toolsets = resource === 'mcp' ? [...scopes].filter((s) => s.startsWith(TOOLSET_SCOPE_PREFIX)).map((s) => s.slice(TOOLSET_SCOPE_PREFIX.length)) : [];
+  const toolsets =
+    resource === 'mcp' ? [...scopes].filter((s) => s.startsWith(TOOLSET_SCOPE_PREFIX)).map((s) => s.slice(TOOLSET_SCOPE_PREFIX.length)) : [];
   return { readOnly: !write, toolsets: toolsets.sort() };
 }
 
@@ -61,7 +62,8 @@ export function narrowScope(scope: string): string {
 
 /** A scope in words, for the consent page. */
 export function describeScope(scope: string): string {
-  if (scope === 'mcp:read') return 'Use the MCP tools that only read: list, search and read your files, threads, models and more. Nothing is changed.';
+  if (scope === 'mcp:read')
+    return 'Use the MCP tools that only read: list, search and read your files, threads, models and more. Nothing is changed.';
   if (scope === 'mcp:write') return 'Use every MCP tool a person may use: read, and also create, change and delete (files, threads, sites, orders).';
   if (scope.startsWith(TOOLSET_SCOPE_PREFIX)) return `Limited to the tools of the area "${scope.slice(TOOLSET_SCOPE_PREFIX.length)}".`;
   if (scope === 'api:read') return 'Call the API operations that only read (GET).';
@@ -83,8 +85,12 @@ export function resourceMetadata(r: ProtectedResource, issuer: string): Record<s
 }
 
 /** The challenge of a 401 (RFC 6750, RFC 9728 §5.1): where the metadata is, and the scope needed. */
-export function challenge(r: ProtectedResource, issuer: string, error?: { code: 'invalid_token' | 'insufficient_scope'; description: string }): string {
-  const parts = [`Bearer resource_metadata="${issuer}${r.metadataPath}"`, `scope="${r.challengeScope}"`];
+export function challenge(
+  r: ProtectedResource,
+  issuer: string,
+  error?: { code: 'invalid_token' | 'insufficient_scope'; description: string },
+): string {
+  const parts = ['Bearer realm="svc"', `resource_metadata="${issuer}${r.metadataPath}"`, `scope="${r.challengeScope}"`];
   if (error) parts.push(`error="${error.code}"`, `error_description="${error.description.replace(/["\\]/g, '')}"`);
   return parts.join(', ');
 }

@@ -1,4 +1,3 @@
-
 import { DomainError, type Logger, type Registry } from '@svc/kit';
 
 import type { TokenResource, VerifiedToken } from '../../auth.js';
@@ -81,7 +80,11 @@ export class OauthServer {
     if (!at.accountId || !at.grantId) throw invalidToken('The access token is invalid, expired or revoked.');
     const access = accessOf(resource, new Set(String(at.scope ?? '').split(' ')));
     if (!access) {
-      throw new DomainError('forbidden', 'insufficient_scope', `This access token allows nothing on ${want}: it needs ${this.resources[resource].challengeScope}.`);
+      throw new DomainError(
+        'forbidden',
+        'insufficient_scope',
+        `This access token allows nothing on ${want}: it needs ${this.resources[resource].challengeScope}.`,
+      );
     }
     return { userId: at.accountId, grantId: at.grantId, clientId: String(at.clientId), expiresAt: (at.exp ?? 0) * 1000, ...access };
   }
