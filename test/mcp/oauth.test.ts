@@ -486,3 +486,22 @@ describe('audit and events', () => {
     expect(mine.find((e) => e.action === 'oauth.grant_revoked')!.data.reason).toBe('revoked_by_client');
   });
 });
+
+// Last: it spends this address's registrations.
+describe('registration', () => {
+  test('an address registers at most 100 clients in ten minutes (429 with Retry-After past it)', async () => {
+    let refused: Response | undefined;
+    for (let i = 0; i < 101 && !refused; i++) {
+      const res = await fetch(`${t.url}/oauth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: `flood ${i}`, redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }),
+      });
+      if (res.status === 429) refused = res;
+      else expect(res.status).toBe(201);
+    }
+    expect(refused).toBeDefined();
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await refused!.json()).error).toBe('temporarily_unavailable');
+  });
+});

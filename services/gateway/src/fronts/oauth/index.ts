@@ -12,6 +12,7 @@ import type { Authenticator } from '../../auth.js';
 import type { ChallengeOf } from '../../replies.js';
 import { appsPage, type AppView, consentPage, messagePage, signInPage, STYLE } from './pages.js';
 import { describeScope, narrowScope, resourceMetadata, WRITE_SCOPE } from './resources.js';
+import { RegistrationLimit } from './registrations.js';
 import type { OauthServer } from './server.js';
 import { sendPage, WebSecurity } from './web.js';
 
@@ -66,8 +67,18 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
     await provider.callback()(req, res);
   };
+  const registrations = new RegistrationLimit();
   app.use((req, res, next) => {
     if (PAGES.test(req.path) || !(PROVIDER_PATH.test(req.path) || /^\/\.well-known\/oauth-authorization-server\/?$/.test(req.path))) return next();
+    if (req.method === 'POST' && req.path === '/oauth/register') {
+      const wait = registrations.take(req.ip ?? 'unknown');
+      if (wait) {
+        res.setHeader('Retry-After', String(wait));
+        return void res
+          .status(429)
+          .json({ error: 'temporarily_unavailable', error_description: 'Too many client registrations from this address; try again later.' });
+      }
+    }
     providerHandle(req, res).catch(next);
   });
 
