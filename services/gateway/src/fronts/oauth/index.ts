@@ -10,7 +10,7 @@ import { DomainError, type Logger, type PrincipalSigner, type Registry, setHttpR
 
 import type { Authenticator } from '../../auth.js';
 import type { ChallengeOf } from '../../replies.js';
-import { appsPage, type AppView, consentPage, messagePage, signInPage, STYLE } from './pages.js';
+import { appsPage, type AppView, consentPage, ICON, messagePage, signInPage, STYLE } from './pages.js';
 import { describeScope, narrowScope, resourceMetadata, WRITE_SCOPE } from './resources.js';
 import { RegistrationLimit } from './registrations.js';
 import type { OauthServer } from './server.js';
@@ -88,6 +88,13 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     res.setHeader('Cache-Control', 'public, max-age=3600');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.end(STYLE);
+  });
+
+  pages.get('/oauth/static/icon.svg', (_req, res) => {
+    res.setHeader('Content-Type', 'image/svg+xml');
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.end(ICON);
   });
 
   /** The person's display: name and id. */

@@ -6,6 +6,9 @@
 
 export const esc = (s: unknown) => String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
+/** The pages' icon (so that browsers do not ask for /favicon.ico). */
+export const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0b57d0"/></svg>`;
+
 export const STYLE = `
 :root { color-scheme: light; --ink: #111; --muted: #444; --line: #767676; --accent: #0b57d0; --bad: #a50e0e; }
 * { box-sizing: border-box; }
@@ -30,6 +33,7 @@ button.danger { background: #fff; color: var(--bad); border-color: var(--bad); }
 .error { color: var(--bad); font-weight: 600; }
 ul.apps { list-style: none; padding: 0; }
 ul.apps > li { border: 1px solid var(--line); border-radius: 4px; padding: 1rem; margin: 0 0 1rem; }
+ul.apps h2 { margin-top: 0; }
 code { font-family: ui-monospace, monospace; font-size: .95em; overflow-wrap: anywhere; }
 `;
 
@@ -39,9 +43,10 @@ function layout(title: string, body: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${esc(title)} · svc</title>
 <link rel="stylesheet" href="/oauth/static/oauth.css">
+<link rel="icon" href="/oauth/static/icon.svg" type="image/svg+xml">
 </head>
 <body>
 <main>

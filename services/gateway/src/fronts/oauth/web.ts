@@ -19,7 +19,8 @@ export const PAGE_HEADERS: Record<string, string> = {
   'Content-Security-Policy': "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'",
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
+  // same-origin, not no-referrer: with no-referrer a browser posts forms with `Origin: null`.
+  'Referrer-Policy': 'same-origin',
   'Cache-Control': 'no-store',
 };
 
