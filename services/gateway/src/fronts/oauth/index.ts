@@ -11,8 +11,8 @@ import { DomainError, type Logger, type PrincipalSigner, type Registry, setHttpR
 import type { Authenticator } from '../../auth.js';
 import type { ChallengeOf } from '../../replies.js';
 import { appsPage, type AppView, consentPage, ICON, messagePage, signInPage, STYLE } from './pages.js';
-import { describeScope, narrowScope, resourceMetadata, WRITE_SCOPE } from './resources.js';
 import { RegistrationLimit } from './registrations.js';
+import { describeScope, narrowScope, resourceMetadata, WRITE_SCOPE } from './resources.js';
 import type { OauthServer } from './server.js';
 import { sendPage, WebSecurity } from './web.js';
 
