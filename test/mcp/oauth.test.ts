@@ -448,7 +448,7 @@ describe('connected apps', () => {
 });
 
 describe('audit and events', () => {
-  test('an authorization and a revocation are audited in the person’s account; a revoked grant ends its open streams', async () => {
+  test('authorizations, refreshes, reuse and revocations are audited in the person’s account; a revoked grant ends its open streams', async () => {
     const agent = (await t.ok('POST', '/agents', mia.key, { name: 'streamer' })).body as { id: string };
     const thread = (await t.ok('POST', '/threads', mia.key, { agentId: agent.id })).body as { id: string };
     const c = await codeFor({ resource: `${t.url}/v1`, scope: 'api:read' });
@@ -484,6 +484,18 @@ describe('audit and events', () => {
     const mine = audit.filter((e) => e.data?.clientId === c.clientId);
     expect(mine.map((e) => e.action)).toEqual(expect.arrayContaining(['oauth.authorized', 'oauth.grant_revoked']));
     expect(mine.find((e) => e.action === 'oauth.grant_revoked')!.data.reason).toBe('revoked_by_client');
+
+    // A refresh, and the reuse of the spent refresh token: both audited.
+    const d = await codeFor();
+    const first = await exchange(d);
+    const second = await token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: d.clientId });
+    expect(second.status).toBe(200);
+    const reused = await token({ grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: d.clientId });
+    expect(reused.body.error).toBe('invalid_grant');
+    const trail = (await t.ok('GET', `/accounts/${mia.id}/audit?limit=200`, mia.key)).body.events as Array<{ action: string; data: any }>;
+    const theirs = trail.filter((e) => e.data?.clientId === d.clientId);
+    expect(theirs.map((e) => e.action)).toEqual(expect.arrayContaining(['oauth.authorized', 'oauth.refreshed', 'oauth.grant_revoked']));
+    expect(theirs.find((e) => e.action === 'oauth.grant_revoked')!.data.reason).toBe('refresh_token_reused');
   });
 });
 

@@ -86,6 +86,17 @@ export class OauthRecords extends AccountsCore {
         expiresInSeconds: r.expiresInSeconds,
       });
       if (grantId && TOKENS.has(r.model)) await this.oauth.touchGrant(q, grantId);
+      // A refresh token made by rotation is a refresh: audited in the person's account.
+      if (inserted && r.model === 'RefreshToken' && typeof doc.rotations === 'number' && doc.rotations > 0 && str(doc.accountId)) {
+        const person = str(doc.accountId)!;
+        await this.audit(q, {
+          accountId: person,
+          action: 'oauth.refreshed',
+          actor: personActor(person),
+          target: { kind: 'oauth_grant', id: grantId ?? '' },
+          data: { grantId, clientId: str(doc.clientId), rotations: doc.rotations },
+        });
+      }
       if (inserted && r.model === 'Grant' && str(doc.accountId)) {
         const person = str(doc.accountId)!;
         await this.audit(q, {
