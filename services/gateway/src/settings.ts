@@ -54,7 +54,7 @@ const limits = (defaults: Limits) =>
  * - SVC_OAUTH: `on` (the default) serves the authorization server and accepts its tokens on /mcp
  *   and the API; `off` takes API keys only.
  * - SVC_OAUTH_ACCESS_TOKEN_TTL_SECONDS, SVC_OAUTH_REFRESH_TOKEN_TTL_SECONDS: how long an access token
- *   (600 s) and a refresh token and its grant unused (30 days) live.
+ *   (600 s) and a refresh token and its grant, from its approval (30 days), live.
  * - SVC_OAUTH_METADATA_ALLOWED_HOSTS: hosts or networks a client's metadata document may be fetched
  *   from though private (comma-separated, as SVC_MODELS_ALLOWED_HOSTS); none by default.
  * - SVC_UPLOADS_PER_ACCOUNT, SVC_GIT_BUILDS_PER_ACCOUNT: drive uploads (API and WebDAV) and Git

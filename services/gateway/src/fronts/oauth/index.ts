@@ -227,6 +227,7 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       resources,
       principal: await personOf(String(details.session!.accountId)),
       canNarrow: asked.some((s) => s === WRITE_SCOPE.mcp || s === WRITE_SCOPE.api),
+      channel: resources.some((r) => r.id === oauth.resources.mcp.id) ? 'the MCP channel' : 'the API',
     };
   };
 

@@ -82,6 +82,8 @@ export interface ConsentView {
   redirectUri: string;
   resources: Array<{ id: string; name: string; scopes: Array<{ scope: string; text: string }> }>;
   principal: { id: string; name: string };
+  /** Where the token acts: `the MCP channel`, `the API`. */
+  channel: string;
   canNarrow: boolean;
 }
 
@@ -101,7 +103,7 @@ export function consentPage(v: ConsentView): string {
 <dt>Client id</dt><dd><code>${esc(v.client.id)}</code></dd>
 <dt>Known by</dt><dd>${esc(v.client.verified)}</dd>
 <dt>Returns to</dt><dd><code>${esc(v.redirectUri)}</code></dd>
-<dt>Acting as</dt><dd>${esc(v.principal.name)} (<code>${esc(v.principal.id)}</code>), on the MCP channel: it can never change who may do what (members, grants, keys)</dd>
+<dt>Acting as</dt><dd>${esc(v.principal.name)} (<code>${esc(v.principal.id)}</code>), on ${esc(v.channel)}: it can never change who may do what (members, grants, keys)</dd>
 </dl>
 ${resources}
 <form method="post" action="${esc(v.action)}">
