@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
 
 import { refreshAuthorization, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -85,6 +86,18 @@ describe('discovery', () => {
       client_id_metadata_document_supported: true,
     });
     expect(as.grant_types_supported).not.toContain('implicit');
+    // Another Host header does not move the endpoints.
+    const spoofed = await new Promise<any>((resolve, reject) => {
+      const u = new URL(`${t.url}/.well-known/oauth-authorization-server`);
+      http
+        .get({ host: u.hostname, port: u.port, path: u.pathname, headers: { host: 'evil.example' } }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve(JSON.parse(text)));
+        })
+        .on('error', reject);
+    });
+    expect(spoofed.token_endpoint).toBe(`${t.url}/oauth/token`);
   });
 
   test('pasted API keys keep working on /mcp', async () => {
