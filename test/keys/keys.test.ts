@@ -200,7 +200,10 @@ describe('API keys', () => {
       const res = await t.call('GET', '/api/api-keys', { headers });
       expect(res.status).toBe(401);
       expect(res.body).toEqual(ERROR_BODY);
-      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="svc"');
+      // With the authorization server on, the challenge also names the API's resource metadata (docs/oauth.md).
+      expect(res.headers.get('www-authenticate')).toMatch(
+        /^Bearer realm="svc", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/v1"/,
+      );
     }
   });
 

@@ -97,6 +97,16 @@ test('the gateway and the accounts service declare theirs: proxies trusted, the 
     SVC_GIT_BUILDS_PER_ACCOUNT: 2,
     SVC_RATE_LIMITS: DEFAULT_KEY_LIMITS,
     SVC_RATE_LIMITS_ACCOUNT: DEFAULT_ACCOUNT_LIMITS,
+    SVC_OAUTH: 'on',
+    SVC_OAUTH_ACCESS_TOKEN_TTL_SECONDS: 600,
+    SVC_OAUTH_REFRESH_TOKEN_TTL_SECONDS: 30 * 24 * 3600,
+    SVC_OAUTH_METADATA_ALLOWED_HOSTS: [],
+  });
+  expect(message(() => gateway({ SVC_PUBLIC_URL: 'https://api.example.com/v1' }))).toMatch(/SVC_PUBLIC_URL: must be an origin/);
+  expect(message(() => gateway({ SVC_OAUTH_ACCESS_TOKEN_TTL_SECONDS: '86400' }))).toMatch(/SVC_OAUTH_ACCESS_TOKEN_TTL_SECONDS/);
+  expect(gateway({ SVC_PUBLIC_URL: 'https://api.example.com', SVC_OAUTH: 'off' })).toMatchObject({
+    SVC_PUBLIC_URL: 'https://api.example.com',
+    SVC_OAUTH: 'off',
   });
   expect(gateway({ SVC_RATE_LIMITS: 'compute=5/60', SVC_RATE_LIMITS_ACCOUNT: 'off' })).toMatchObject({
     SVC_RATE_LIMITS: { ...DEFAULT_KEY_LIMITS, compute: { capacity: 5, windowSeconds: 60 } },

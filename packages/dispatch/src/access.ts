@@ -13,8 +13,9 @@ export interface Access {
  * (403 `human_principal_required`), and only the declared kinds may call at all (403
  * `principal_not_allowed`). The system principal (the platform's own calls) passes.
  */
-export function checkPrincipal(principal: Principal, access: Access): void {
+export function checkPrincipal(principal: Principal, access: Access & { id?: string; method?: string }): void {
   const kind = principal.kind;
+  if (principal.grantId !== undefined) checkOauthToken(principal, access);
   if (access.authority && kind !== 'human') {
     throw new DomainError(
       'forbidden',
@@ -24,5 +25,29 @@ export function checkPrincipal(principal: Principal, access: Access): void {
   }
   if (kind !== 'system' && !access.principals.includes(kind)) {
     throw new DomainError('forbidden', 'principal_not_allowed', `A ${kind} key cannot call this operation.`);
+  }
+}
+
+/** Operations that make a credential: an OAuth token must not turn itself into a key that outlives its grant. */
+const MINTS_KEYS = new Set(['apiKeys.create', 'meApiKeys.create', 'meApiKeys.rotate', 'agentKeys.create']);
+
+/**
+ * A request made with an OAuth access token (docs/oauth.md): like every non-person channel it
+ * never creates or widens a grant (no authority change, no key minted), and a read-only token
+ * calls only operations without effects.
+ */
+function checkOauthToken(principal: Principal, access: Access & { id?: string; method?: string }): void {
+  if (access.authority) {
+    throw new DomainError(
+      'forbidden',
+      'human_principal_required',
+      'Authority changes are made by a person with an API key, never with an OAuth token.',
+    );
+  }
+  if (access.id !== undefined && MINTS_KEYS.has(access.id)) {
+    throw new DomainError('forbidden', 'oauth_token_cannot_mint_keys', 'An OAuth token cannot create or rotate API keys.');
+  }
+  if (principal.readOnly && access.method !== undefined && access.method !== 'get') {
+    throw new DomainError('forbidden', 'read_only_token', 'This token was granted read-only access: it calls only operations without effects.');
   }
 }

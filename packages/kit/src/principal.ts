@@ -16,6 +16,13 @@ export const PrincipalSchema = z.object({
   channel: z.enum(['api', 'mcp', 'internal']),
   /** Role in accountId when acting for an organization: owner, admin or member. */
   role: z.string().optional(),
+  /**
+   * The OAuth grant a request was made under (an access token, not an API key; docs/oauth.md):
+   * such a principal never changes authority nor mints keys, whatever its channel.
+   */
+  grantId: z.string().optional(),
+  /** The token allows only operations without effects (scope `mcp:read` or `api:read`). */
+  readOnly: z.boolean().optional(),
 });
 export type Principal = z.infer<typeof PrincipalSchema>;
 

@@ -59,9 +59,13 @@ export function viewOf(areas: readonly string[], query: URLSearchParams, header:
   return { toolsets, readOnly, key: `${toolsets.join(',')}${readOnly ? '+ro' : ''}` };
 }
 
-/** The view narrowed to an agent's allow-list (its keys see and call only the tools it names). */
+/**
+ * The view narrowed to an allow-list (an agent's tools, an OAuth token's toolsets): only the tools
+ * it names are listed and called. A view already narrowed keeps its list too (both must allow).
+ */
 export function withAllowList(view: ToolView, allowed: (name: string) => boolean, listKey: string): ToolView {
-  return { ...view, allowed, key: `${view.key}+agent:${listKey}` };
+  const before = view.allowed;
+  return { ...view, allowed: before ? (name) => before(name) && allowed(name) : allowed, key: `${view.key}+agent:${listKey}` };
 }
 
 /**

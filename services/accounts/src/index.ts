@@ -6,6 +6,9 @@ import { AccountsDomain } from './accounts/index.js';
 import { accountsSettingsSchema, bootstrap } from './bootstrap.js';
 import { AgentDirectory } from './directory.js';
 import { migrations } from './migrations/index.js';
+import { OauthRecords } from './oauth/oauth.js';
+import { oauthHandlers } from './oauth/server.js';
+import { OauthStore } from './oauth/store.js';
 import { handlers } from './server.js';
 import { KeyVault, vaultSecret } from './signing.js';
 import { AccountStore, SCHEMA } from './store.js';
@@ -17,6 +20,9 @@ export { migrations } from './migrations/index.js';
 export { checkIfMatch, DEFAULT_SETTINGS, mergePatch, settingsEtag, SettingsSchema, validateSettings } from './settings.js';
 export { generateSigningKey, KeyVault, privateKeyFrom, signCompact, vaultSecret, verifyCompact } from './signing.js';
 export { AccountStore, SCHEMA } from './store.js';
+
+/** How often expired OAuth records are deleted. */
+const OAUTH_SWEEP_MS = 5 * 60_000;
 
 export const accountsService = defineService({
   name: 'accounts',
@@ -32,7 +38,7 @@ export const accountsService = defineService({
     const store = new AccountStore(sql);
     let relay: OutboxRelay | undefined;
     let consumer: Subscription | undefined;
-    const domain = new AccountsDomain({
+    const deps = {
       store,
       outbox: () => relay,
       bus: () => ctx.backends.bus(),
@@ -40,9 +46,13 @@ export const accountsService = defineService({
       keysClient: () => keysClient(ctx.registry),
       systemToken: () => ctx.systemToken(),
       log: ctx.log,
-    });
+    };
+    const domain = new AccountsDomain(deps);
+    // The OAuth authorization server's records (docs/oauth.md); expired ones are swept on a timer.
+    const oauth = new OauthRecords({ ...deps, oauth: new OauthStore(sql) });
+    let sweeper: NodeJS.Timeout | undefined;
     return {
-      handlers: handlers(domain, store),
+      handlers: { ...handlers(domain, store), ...oauthHandlers(oauth) },
       async start() {
         await bootstrap(ctx, store);
         const bus = await ctx.backends.bus();
@@ -63,8 +73,13 @@ export const accountsService = defineService({
           },
           { durable: 'accounts-audit-agents' },
         );
+        sweeper = setInterval(() => {
+          oauth.sweep().catch((err: unknown) => ctx.log.warn({ err }, 'oauth sweep failed'));
+        }, OAUTH_SWEEP_MS);
+        sweeper.unref();
       },
       async stop() {
+        clearInterval(sweeper);
         await consumer?.unsubscribe();
         await relay?.stop();
       },

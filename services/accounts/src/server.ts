@@ -2,9 +2,12 @@ import { DomainError, type Handlers } from '@svc/kit';
 import type { accounts } from '@svc/proto';
 
 import type { AccountsDomain, PublicKeyView } from './accounts/index.js';
+import type { oauthHandlers } from './oauth/server.js';
 import type { AccountRow, AccountStore, Actor, AuditRow, GrantRow, HostRow, MemberRow } from './store.js';
 
 type Def = typeof accounts.AccountsServiceService;
+/** Served by oauth/server.ts. */
+type OauthMethods = keyof ReturnType<typeof oauthHandlers>;
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : undefined);
 
@@ -83,7 +86,7 @@ const toSettings = (s: { doc: unknown; etag: string; updatedAt: Date | null }): 
 const accountNotFound = () => new DomainError('not_found', 'account_not_found', 'Account not found.');
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: AccountsDomain, store: AccountStore): Handlers<Def> {
+export function handlers(domain: AccountsDomain, store: AccountStore): Omit<Handlers<Def>, OauthMethods> {
   return {
     async getMe(_req, { principal: p }) {
       const own = p.kind === 'human' ? p.userId! : p.accountId;

@@ -22,7 +22,33 @@ export interface AuthContext {
   keyId: string;
   /** When the key expires (ms; null: never): what it holds open ends then (`hold`). */
   keyExpiresAt: number | null;
+  /** Present when the credential is an OAuth access token (docs/oauth.md), not an API key. */
+  oauth?: OauthAccess;
 }
+
+/** What an OAuth access token allows, as its verification found it. */
+export interface OauthAccess {
+  grantId: string;
+  clientId: string;
+  /** Only operations (tools) without effects. */
+  readOnly: boolean;
+  /** MCP areas the token is limited to (none: every area). */
+  toolsets: string[];
+}
+
+/** An access token as the authorization server knows it (fronts/oauth). */
+export interface VerifiedToken extends OauthAccess {
+  /** The person the token acts for. */
+  userId: string;
+  /** When it expires (ms). */
+  expiresAt: number;
+}
+
+/** Where a bearer token may be used: the resource it must have been issued for. */
+export type TokenResource = 'mcp' | 'api';
+
+/** Anything that is neither an API key nor a host credential and could be an access token. */
+const ACCESS_TOKEN_RE = /^(?!svch?_)[A-Za-z0-9_-]{20,512}$/;
 
 interface Entry extends AuthContext {
   /** When this entry must be re-verified (cache lifetime, token lifetime, key expiry). */
@@ -53,6 +79,7 @@ const VERIFIED_TTL_MS = 60_000;
 const ACTING_TTL_MS = 30_000;
 
 const unauthenticated = (code: string, message: string) => new DomainError('unauthenticated', code, message);
+const otherResource = () => unauthenticated('invalid_token', 'This access token was issued for another resource.');
 
 /**
  * The gateway's front door. Verification is a SHA-256 and a map lookup on the hot path; a miss
@@ -74,6 +101,9 @@ export class Authenticator {
   /** Principals re-signed for another channel, by the token they derive from. */
   private readonly channels = new Map<string, AuthContext & { until: number }>();
   private readonly systemToken: () => Promise<string>;
+  /** Verified OAuth access tokens, by hash (revocation events cut them short: evictGrant). */
+  private readonly tokens = new Map<string, Entry & { resource: TokenResource }>();
+  private verifyToken?: (token: string, resource: TokenResource) => Promise<VerifiedToken>;
 
   constructor(
     private readonly deps: {
@@ -84,6 +114,28 @@ export class Authenticator {
     },
   ) {
     this.systemToken = deps.systemToken;
+  }
+
+  /** Accepts OAuth access tokens where a front names their resource (the authorization server's verification). */
+  useOauth(verify: (token: string, resource: TokenResource) => Promise<VerifiedToken>): void {
+    this.verifyToken = verify;
+  }
+
+  /** Whether OAuth access tokens are accepted (the 401s then name the resource's metadata). */
+  get oauthEnabled(): boolean {
+    return this.verifyToken !== undefined;
+  }
+
+  /** The key id an OAuth grant's requests carry: what its streams are held by, and ended by. */
+  static grantKeyId(grantId: string): string {
+    return `oauth:${grantId}`;
+  }
+
+  /** Forgets a revoked grant's tokens in this replica, and ends what they hold open. */
+  evictGrant(grantId: string): void {
+    const keyId = Authenticator.grantKeyId(grantId);
+    for (const [hash, v] of this.tokens) if (v.keyId === keyId) this.tokens.delete(hash);
+    this.evict(keyId);
   }
 
   /** Evicts a revoked key everywhere in this replica, and ends what it holds open. */
@@ -187,10 +239,15 @@ export class Authenticator {
    * the client's address. A key that verifies is served whatever the address's or the prefix's
    * failures; one that does not is 401, or 429 once its address or prefix is over the limit.
    */
-  async authenticate(secret: string | undefined, account: string | undefined, client: string): Promise<AuthContext> {
+  async authenticate(secret: string | undefined, account: string | undefined, client: string, resource?: TokenResource): Promise<AuthContext> {
     // No credential is not a guess: clients (WebDAV ones especially) ask without one first, and
     // only presented keys count towards the flood limit.
     if (!secret) throw unauthenticated('missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
+    if (resource && this.verifyToken && !API_KEY_RE.test(secret) && !HOST_CREDENTIAL_RE.test(secret) && ACCESS_TOKEN_RE.test(secret)) {
+      const entry = await this.authenticateToken(secret, client, resource);
+      if (!account || account === entry.principal.accountId) return entry;
+      return this.actAs(entry, account);
+    }
     if (!API_KEY_RE.test(secret)) {
       const why = HOST_CREDENTIAL_RE.test(secret) ? 'A host credential is not an API key.' : 'The API key is malformed.';
       throw this.failures.fail(client, undefined, unauthenticated('invalid_api_key', why));
@@ -223,6 +280,58 @@ export class Authenticator {
       );
     }
     return this.actAs(entry, account);
+  }
+
+  /**
+   * An OAuth access token (docs/oauth.md): verified by the authorization server, for `resource`
+   * only. Its principal is the person, with the grant as its key id, read-only when its scope
+   * says so; cached until it expires or for a minute, whichever is first (a revoked grant is
+   * forgotten at once: evictGrant).
+   */
+  private async authenticateToken(token: string, client: string, resource: TokenResource): Promise<Entry> {
+    const hash = hashSecret(token);
+    const now = Date.now();
+    const hit = this.tokens.get(hash);
+    if (hit && hit.until > now) {
+      if (hit.resource !== resource) throw this.failures.fail(client, undefined, otherResource());
+      this.countUse(hit.keyId, now);
+      return hit;
+    }
+    const known = this.failures.knownBad(client, '', hash);
+    if (known) throw known;
+    let t: VerifiedToken;
+    try {
+      t = await this.verifyToken!(token, resource);
+    } catch (err) {
+      if (err instanceof DomainError && err.kind === 'unauthenticated') {
+        this.failures.refusedHash(hash);
+        throw this.failures.fail(client, undefined, err);
+      }
+      throw err;
+    }
+    const principal: Principal = {
+      kind: 'human',
+      userId: t.userId,
+      accountId: t.userId,
+      keyId: Authenticator.grantKeyId(t.grantId),
+      channel: resource === 'mcp' ? 'mcp' : 'api',
+      grantId: t.grantId,
+      ...(t.readOnly ? { readOnly: true } : {}),
+    };
+    const signed = await this.deps.signer.sign(principal);
+    const entry = {
+      principal,
+      token: signed.token,
+      keyId: principal.keyId!,
+      keyExpiresAt: t.expiresAt,
+      oauth: { grantId: t.grantId, clientId: t.clientId, readOnly: t.readOnly, toolsets: t.toolsets },
+      resource,
+      until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000, t.expiresAt),
+    };
+    if (this.tokens.size > 100_000) this.tokens.clear();
+    this.tokens.set(hash, entry);
+    this.countUse(entry.keyId, now);
+    return entry;
   }
 
   private async verify(hash: string): Promise<Entry> {
@@ -294,6 +403,7 @@ export class Authenticator {
       token: signed.token,
       keyId: base.keyId,
       keyExpiresAt: base.keyExpiresAt,
+      ...(base.oauth ? { oauth: base.oauth } : {}),
       until: Math.min(now + ACTING_TTL_MS, base.until, signed.expiresAt - 30_000),
     };
     if (this.acting.size > 100_000) this.acting.clear();
@@ -317,6 +427,7 @@ export class Authenticator {
       token: signed.token,
       keyId: ctx.keyId,
       keyExpiresAt: ctx.keyExpiresAt,
+      ...(ctx.oauth ? { oauth: ctx.oauth } : {}),
       until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000),
     };
     if (this.channels.size > 100_000) this.channels.clear();

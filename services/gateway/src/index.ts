@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { MODELS_CACHE } from '@svc/api';
+import { MODELS_CACHE, routes } from '@svc/api';
 import { AnswerCache, driveOperations, threadOperations } from '@svc/dispatch';
 import {
   AccountLimiter,
@@ -14,12 +14,14 @@ import {
   PrincipalSigner,
   type Registry,
 } from '@svc/kit';
+import { isToolOperation } from '@svc/tools';
 
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
 import { GitFront } from './fronts/git/index.js';
 import { attachHostFront } from './fronts/hosts/index.js';
 import { mountProtocols } from './fronts/index.js';
+import { mountOauth, OauthServer } from './fronts/oauth/index.js';
 import { SiteDomainCache } from './fronts/sites/domains.js';
 import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, expressServerOptions } from './http-server.js';
@@ -80,6 +82,30 @@ export async function startGateway(deps: {
     const data = event.data as { domain?: unknown; domains?: unknown };
     for (const name of [data.domain, ...(Array.isArray(data.domains) ? data.domains : [])]) if (typeof name === 'string') siteDomains.forget(name);
   });
+  // The authorization server (docs/oauth.md): its tokens are accepted on /mcp and the API, and a
+  // grant revoked on any replica (published by the accounts service) is forgotten on every one.
+  const oauth =
+    deps.settings.SVC_OAUTH === 'on'
+      ? new OauthServer({
+          registry: deps.registry,
+          systemToken,
+          log,
+          secret: deps.config.internalSecret,
+          trustProxy: deps.settings.SVC_TRUST_PROXY !== false,
+          settings: {
+            accessTokenTtlSeconds: deps.settings.SVC_OAUTH_ACCESS_TOKEN_TTL_SECONDS,
+            refreshTokenTtlSeconds: deps.settings.SVC_OAUTH_REFRESH_TOKEN_TTL_SECONDS,
+            metadataAllowedHosts: deps.settings.SVC_OAUTH_METADATA_ALLOWED_HOSTS,
+          },
+          areas: [...new Set(routes.filter(isToolOperation).map((r) => r.tag))].sort(),
+          revoked: (grantId) => auth.evictGrant(grantId),
+        })
+      : undefined;
+  if (oauth) auth.useOauth((token, resource) => oauth.verify(token, resource));
+  const grants = await bus.subscribe('accounts.oauth.*', async (event) => {
+    const grantId = (event.data as { grantId?: unknown }).grantId;
+    if (typeof grantId === 'string') auth.evictGrant(grantId);
+  });
   const usageTimer = setInterval(() => {
     auth.flushUsage(cache).catch((err) => log.warn({ err }, 'usage flush failed'));
   }, USAGE_FLUSH_MS);
@@ -130,7 +156,10 @@ export async function startGateway(deps: {
     operations: { ...driveOperations(local), ...threadOperations({ ...local, maxStreamsPerKey: deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY }) },
     answers,
     limiter,
-    mount: (app) => mountProtocols(app, { ...local, limiter }),
+    mount: (app) => {
+      if (oauth) mountOauth(app, { auth, oauth, registry: deps.registry, signer, systemToken, log, secret: deps.config.internalSecret });
+      mountProtocols(app, { ...local, limiter });
+    },
   });
   const server = http.createServer(expressServerOptions(app), app);
   answerClientErrors(server, nextRequestId);
@@ -142,6 +171,7 @@ export async function startGateway(deps: {
     server.listen(deps.port, deps.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  oauth?.setIssuer(deps.settings.SVC_PUBLIC_URL ?? `http://${deps.host === '0.0.0.0' || deps.host === '::' ? 'localhost' : deps.host}:${port}`);
   log.info({ port }, 'gateway listening');
   return {
     port,
@@ -150,6 +180,7 @@ export async function startGateway(deps: {
       clearInterval(usageTimer);
       limiter?.close();
       await revoked.unsubscribe();
+      await grants.unsubscribe();
       await membership.unsubscribe();
       await hostFront.close();
       await providerKeys.unsubscribe();

@@ -45,11 +45,18 @@ export function sendError(req: Request, res: Response, status: number, code: str
  */
 export function sendDomainError(req: Request, res: Response, err: DomainError): void {
   const { retryAfterSeconds, ...details } = err.details ?? {};
-  if (err.kind === 'unauthenticated') res.setHeader('WWW-Authenticate', 'Bearer realm="svc"');
+  if (err.kind === 'unauthenticated' || err.code === 'insufficient_scope') {
+    // With the authorization server on, the challenge names the resource's metadata (RFC 9728).
+    const challenge = (req.app?.locals as { challenge?: ChallengeOf } | undefined)?.challenge;
+    res.setHeader('WWW-Authenticate', challenge?.(req, err) ?? 'Bearer realm="svc"');
+  }
   if (retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(retryAfterSeconds));
   const extra = Object.keys(details).length ? { details } : undefined;
   sendError(req, res, err.httpStatus, err.code, err.message, extra);
 }
+
+/** The WWW-Authenticate of a refusal (fronts/oauth sets it on the app's locals). */
+export type ChallengeOf = (req: Request, err: DomainError) => string | undefined;
 
 declare module 'express-serve-static-core' {
   interface Request {

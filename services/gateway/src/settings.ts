@@ -49,6 +49,14 @@ const limits = (defaults: Limits) =>
  * - SVC_MCP_TOOLS_PAGE_SIZE: tools per tools/list page of POST /mcp (default 50; @svc/tools).
  * - SVC_SSE_MAX_STREAMS_PER_KEY: live event streams one key may hold open on one gateway replica at
  *   once (default 20); one more answers 429 too_many_streams.
+ * - SVC_PUBLIC_URL: the origin clients reach the gateway at (https://api.example.com): the OAuth
+ *   issuer and the resources' identifiers (docs/oauth.md); unset, the gateway's own address.
+ * - SVC_OAUTH: `on` (the default) serves the authorization server and accepts its tokens on /mcp
+ *   and the API; `off` takes API keys only.
+ * - SVC_OAUTH_ACCESS_TOKEN_TTL_SECONDS, SVC_OAUTH_REFRESH_TOKEN_TTL_SECONDS: how long an access token
+ *   (600 s) and a refresh token and its grant, from its approval (30 days), live.
+ * - SVC_OAUTH_METADATA_ALLOWED_HOSTS: hosts or networks a client's metadata document may be fetched
+ *   from though private (comma-separated, as SVC_MODELS_ALLOWED_HOSTS); none by default.
  * - SVC_UPLOADS_PER_ACCOUNT, SVC_GIT_BUILDS_PER_ACCOUNT: drive uploads (API and WebDAV) and Git
  *   requests (a repository brought up to date and packed, or a push deployed) one account may have
  *   in progress on one gateway replica, default 4 and 2 (an agent: half, rounded up); one more
@@ -83,6 +91,27 @@ export const gatewaySettingsSchema = defineSettings({
   SVC_SSE_MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(20),
   SVC_UPLOADS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(4),
   SVC_GIT_BUILDS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(2),
+  SVC_PUBLIC_URL: z
+    .string()
+    .regex(/^https?:\/\/[^/\s?#]+$/i, 'must be an origin such as https://api.example.com (no path)')
+    .optional(),
+  SVC_OAUTH: z.enum(['on', 'off']).default('on'),
+  SVC_OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(3600).default(600),
+  SVC_OAUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(3600)
+    .max(90 * 24 * 3600)
+    .default(30 * 24 * 3600),
+  SVC_OAUTH_METADATA_ALLOWED_HOSTS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    ),
   ...mcpEndpointSettings,
 });
 

@@ -25,7 +25,6 @@ export { costOf, fromUnits, toUnits } from './inference/cost.js';
 export { devAnswer, type DevModelServer, devTokens, startDevModelServer } from './inference/dev-model.js';
 export { providerError, retryAfter } from './inference/errors.js';
 export { type Charging, type InferDeps, Inference } from './inference/infer.js';
-export { pinnedFetch } from './inference/pinned-fetch.js';
 export { migrations } from './migrations/index.js';
 export {
   type Catalogue,
@@ -41,6 +40,7 @@ export { type ModelFilter, ModelsDomain, type ModelView, type Unavailable } from
 export { KEK_FILE, keyProviders, OPENAI_COMPATIBLE, providerKeyKeks, ProviderKeys, sealAad } from './models/provider-keys.js';
 export { type ModelsSettings, modelsSettings, modelsSettingsSchema } from './settings.js';
 export { SCHEMA } from './store.js';
+export { pinnedFetch } from '@svc/kit';
 
 /**
  * The models service: the model catalogue (data/catalogue.json, checked once at start), each

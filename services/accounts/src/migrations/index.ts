@@ -107,4 +107,38 @@ export const migrations: Migration[] = [
         synced_at timestamptz NOT NULL DEFAULT now()
       );`,
   },
+  {
+    // The OAuth authorization server's records (docs/oauth.md): every model oidc-provider keeps,
+    // by model and id. Bearer values are never stored: their id is the SHA-256 the gateway sends.
+    id: '0003_oauth',
+    sql: `
+      CREATE TABLE accounts.oauth_records (
+        model text NOT NULL,
+        id text NOT NULL,
+        payload jsonb NOT NULL,
+        grant_id text,
+        uid text,
+        user_code text,
+        -- The person a grant is for (Grant records only): the connected apps page lists by it.
+        account_id text,
+        expires_at timestamptz,
+        consumed_at timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        last_used_at timestamptz,
+        PRIMARY KEY (model, id)
+      );
+      CREATE INDEX oauth_records_by_grant ON accounts.oauth_records (grant_id) WHERE grant_id IS NOT NULL;
+      CREATE INDEX oauth_records_by_uid ON accounts.oauth_records (model, uid) WHERE uid IS NOT NULL;
+      CREATE INDEX oauth_records_by_user_code ON accounts.oauth_records (model, user_code) WHERE user_code IS NOT NULL;
+      CREATE INDEX oauth_grants_by_account ON accounts.oauth_records (account_id, created_at) WHERE model = 'Grant';
+      CREATE INDEX oauth_records_expiry ON accounts.oauth_records (expires_at) WHERE expires_at IS NOT NULL;
+
+      CREATE TABLE accounts.oauth_server_keys (
+        id text PRIMARY KEY,
+        -- AES-256-GCM under the vault key (signing.ts), the key id as additional data.
+        private_jwk_enc text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        retired_at timestamptz
+      );`,
+  },
 ];

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import { type Actor, actorOf, checkOutboundUrl, DomainError, invalid, type Principal } from '@svc/kit';
+import { type Actor, actorOf, checkOutboundUrl, DomainError, invalid, pinnedFetch, type Principal } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 
 import type { Catalogue, CatalogueModel } from '../models/catalogue.js';
@@ -9,7 +9,6 @@ import type { ModelsSettings } from '../settings.js';
 import { anthropicAdapter } from './anthropic.js';
 import { costOf } from './cost.js';
 import { openaiAdapter } from './openai.js';
-import { pinnedFetch } from './pinned-fetch.js';
 import type { Adapter, ChatMessage, Conversation, Upstream } from './types.js';
 
 /**

@@ -88,7 +88,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
         auth =
           hostCalls && secret && HOST_CREDENTIAL_RE.test(secret)
             ? await deps.auth.authenticateHost(secret, clientAddress(req))
-            : await deps.auth.authenticate(secret, typeof account === 'string' && account ? account : undefined, clientAddress(req));
+            : await deps.auth.authenticate(secret, typeof account === 'string' && account ? account : undefined, clientAddress(req), 'api');
       }
       if (deps.limiter && auth) {
         const admitting = admitFront(deps.limiter, route, auth.principal, res);

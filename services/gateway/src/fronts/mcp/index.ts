@@ -30,7 +30,7 @@ import {
   withAllowList,
 } from '@svc/tools';
 
-import { type Authenticator, presentedSecret } from '../../auth.js';
+import { type Authenticator, type OauthAccess, presentedSecret } from '../../auth.js';
 import { admitFront, classOf, type OperationClass, type RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError } from '../../replies.js';
 
@@ -81,11 +81,22 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
   // dispatcher shares the API's answer cache and forgets a key this front revoked at once.
   let endpoint: McpEndpoint | undefined;
   let dispatcher: Dispatcher | undefined;
+  let catalogue: ToolCatalogue | undefined;
+  /** A token's scope binds what its client sees and calls: read-only, and its toolsets only. */
+  const tokenView = (view: ToolView, oauth: OauthAccess | undefined): ToolView => {
+    if (!oauth) return view;
+    let out = oauth.readOnly && !view.readOnly ? { ...view, readOnly: true, key: `${view.key}+ro` } : view;
+    if (oauth.toolsets.length) {
+      const areas = new Set(oauth.toolsets);
+      out = withAllowList(out, (name) => areas.has(catalogue?.get(name)?.area ?? ''), `scope:${oauth.toolsets.join(',')}`);
+    }
+    return out;
+  };
   const endpointOf = () => {
     if (endpoint) return endpoint;
     dispatcher = new Dispatcher({ registry: deps.registry, routes, answers: deps.answers, onKeyRevoked: (id) => deps.auth.evict(id) });
     dispatcher.register(toolOperations({ log: deps.log, registry: deps.registry, backends: deps.backends, hashes: deps.hashes }));
-    const catalogue = ToolCatalogue.fromRoutes(routes);
+    catalogue = ToolCatalogue.fromRoutes(routes);
     return (endpoint = new McpEndpoint({ catalogue, dispatcher, pageSize: deps.pageSize, log: deps.log, version: deps.version }));
   };
 
@@ -133,12 +144,14 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
       presentedSecret(req.headers.authorization, { basic: false }),
       typeof account === 'string' && account ? account : undefined,
       req.ip ?? req.socket.remoteAddress ?? 'unknown',
+      'mcp',
     );
     const caller = await deps.auth.onChannel(verified, 'mcp');
-    // What the client chose to see: toolsets and read-only mode, on the URL or in headers (400 when unknown).
+    // What the client chose to see: toolsets and read-only mode, on the URL or in headers (400 when
+    // unknown), within what an OAuth token's scope allows (docs/oauth.md).
     const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
     const view = await boundByAgent(
-      viewOf(endpointOf().areas, new URL(req.originalUrl, ENDPOINT_URL).searchParams, header),
+      tokenView(viewOf(endpointOf().areas, new URL(req.originalUrl, ENDPOINT_URL).searchParams, header), verified.oauth),
       caller,
       req.requestId,
     );

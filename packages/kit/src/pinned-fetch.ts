@@ -2,13 +2,14 @@ import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
 
-import { type CheckedUrl, pinnedLookup } from '@svc/kit';
+import { type CheckedUrl, pinnedLookup } from './address-guard.js';
 
 /**
- * A `fetch` for the SDKs that connects only to a checked base URL's addresses (the kit's
- * `checkOutboundUrl`, then `pinnedLookup`): an account's custom `baseUrl` cannot be turned toward
- * the platform's own network by a second DNS answer (rebinding), nor by a redirect (redirects are
- * not followed), nor by a request to another host (refused). The response body streams.
+ * A `fetch` that connects only to the addresses of a checked URL (`checkOutboundUrl`, then
+ * `pinnedLookup`): an account's custom model `baseUrl`, or an OAuth client's metadata document,
+ * cannot be turned toward the platform's own network by a second DNS answer (rebinding), nor by a
+ * redirect (redirects are not followed), nor by a request to another host (refused). The response
+ * body streams.
  */
 export function pinnedFetch(checked: CheckedUrl): typeof fetch {
   const lookup = pinnedLookup(checked);

@@ -1,0 +1,167 @@
+/**
+ * The pages of sign-in, consent and connected apps (docs/oauth.md): plain HTML rendered on the
+ * server, no script at all, one style sheet (`/oauth/static/oauth.css`), every field labelled,
+ * readable on a phone. Every value shown is escaped.
+ */
+
+export const esc = (s: unknown) => String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The pages' icon (so that browsers do not ask for /favicon.ico). */
+export const ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#0b57d0"/></svg>`;
+
+export const STYLE = `
+:root { color-scheme: light; --ink: #111; --muted: #444; --line: #767676; --accent: #0b57d0; --bad: #a50e0e; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); background: #fff; }
+main { max-width: 36rem; margin: 0 auto; padding: 1.5rem 1rem 3rem; }
+h1 { font-size: 1.5rem; margin: 0 0 1rem; }
+h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
+p, li, dd { color: var(--ink); }
+.muted { color: var(--muted); }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 0 0 1rem; }
+dt { font-weight: 600; }
+dd { margin: 0; overflow-wrap: anywhere; }
+label { display: block; font-weight: 600; margin: 1rem 0 .25rem; }
+input[type=password], input[type=text] { width: 100%; padding: .6rem; font: inherit; border: 1px solid var(--line); border-radius: 4px; }
+fieldset { border: 1px solid var(--line); border-radius: 4px; margin: 1rem 0; padding: .5rem 1rem 1rem; }
+fieldset label { display: flex; gap: .5rem; align-items: flex-start; font-weight: 400; margin: .5rem 0 0; }
+button { font: inherit; padding: .6rem 1.2rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; min-height: 44px; }
+button.secondary { background: #fff; color: var(--accent); }
+button.danger { background: #fff; color: var(--bad); border-color: var(--bad); }
+:focus-visible { outline: 3px solid #e37400; outline-offset: 2px; }
+.actions { display: flex; flex-wrap: wrap; gap: .75rem; margin-top: 1.5rem; }
+.error { color: var(--bad); font-weight: 600; }
+ul.apps { list-style: none; padding: 0; }
+ul.apps > li { border: 1px solid var(--line); border-radius: 4px; padding: 1rem; margin: 0 0 1rem; }
+ul.apps h2 { margin-top: 0; }
+code { font-family: ui-monospace, monospace; font-size: .95em; overflow-wrap: anywhere; }
+`;
+
+function layout(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">
+<title>${esc(title)} · svc</title>
+<link rel="stylesheet" href="/oauth/static/oauth.css">
+<link rel="icon" href="/oauth/static/icon.svg" type="image/svg+xml">
+</head>
+<body>
+<main>
+${body}
+</main>
+</body>
+</html>`;
+}
+
+const hidden = (name: string, value: string) => `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`;
+
+/** Sign-in with an API key: for an authorization in progress (`action` its login URL), or for the connected apps page. */
+export function signInPage(o: { action: string; csrf: string; clientName?: string; error?: string; returnTo?: string }): string {
+  return layout(
+    'Sign in',
+    `<h1>Sign in to svc</h1>
+${o.clientName ? `<p><strong>${esc(o.clientName)}</strong> asks to connect to your svc account. Sign in first; you will then see what it asks for.</p>` : '<p>Sign in to see and revoke the apps connected to your account.</p>'}
+${o.error ? `<p class="error" role="alert" id="signin-error">${esc(o.error)}</p>` : ''}
+<form method="post" action="${esc(o.action)}">
+${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return', o.returnTo) : ''}
+<label for="api-key">Your API key</label>
+<input id="api-key" name="api_key" type="password" autocomplete="current-password" required spellcheck="false"${o.error ? ' aria-describedby="signin-error" aria-invalid="true"' : ''} autofocus>
+<p class="muted">A key of yours (svc_…), not limited to a project. It is used to sign you in only: it is not given to the app.</p>
+<div class="actions"><button type="submit">Sign in</button></div>
+</form>`,
+  );
+}
+
+export interface ConsentView {
+  action: string;
+  csrf: string;
+  client: { id: string; name: string; uri?: string; verified: string };
+  redirectUri: string;
+  resources: Array<{ id: string; name: string; scopes: Array<{ scope: string; text: string }> }>;
+  principal: { id: string; name: string };
+  /** Where the token acts: `the MCP channel`, `the API`. */
+  channel: string;
+  canNarrow: boolean;
+}
+
+export function consentPage(v: ConsentView): string {
+  const resources = v.resources
+    .map(
+      (r) => `<h2>${esc(r.name)}</h2>
+<p class="muted"><code>${esc(r.id)}</code></p>
+<ul>${r.scopes.map((s) => `<li><strong><code>${esc(s.scope)}</code></strong>: ${esc(s.text)}</li>`).join('')}</ul>`,
+    )
+    .join('\n');
+  return layout(
+    'Allow access',
+    `<h1>Allow ${esc(v.client.name)} to use your svc account?</h1>
+<dl>
+<dt>App</dt><dd>${esc(v.client.name)}${v.client.uri ? ` (<code>${esc(v.client.uri)}</code>)` : ''}</dd>
+<dt>Client id</dt><dd><code>${esc(v.client.id)}</code></dd>
+<dt>Known by</dt><dd>${esc(v.client.verified)}</dd>
+<dt>Returns to</dt><dd><code>${esc(v.redirectUri)}</code></dd>
+<dt>Acting as</dt><dd>${esc(v.principal.name)} (<code>${esc(v.principal.id)}</code>), on ${esc(v.channel)}: it can never change who may do what (members, grants, keys)</dd>
+</dl>
+${resources}
+<form method="post" action="${esc(v.action)}">
+${hidden('csrf', v.csrf)}
+${
+  v.canNarrow
+    ? `<fieldset><legend>Access</legend>
+<label><input type="radio" name="access" value="write" checked> Read and write, as asked</label>
+<label><input type="radio" name="access" value="read"> Read only: nothing can be changed</label>
+</fieldset>`
+    : hidden('access', 'write')
+}
+<div class="actions">
+<button type="submit" name="decision" value="approve">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+</div>
+</form>
+<p class="muted">You can revoke it at any time on <a href="/oauth/apps">connected apps</a>.</p>`,
+  );
+}
+
+export interface AppView {
+  grantId: string;
+  clientName: string;
+  clientId: string;
+  resources: Array<{ id: string; scopes: string }>;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+export function appsPage(o: { csrf: string; person: { id: string; name: string }; apps: AppView[]; notice?: string }): string {
+  const items = o.apps
+    .map(
+      (a) => `<li>
+<h2>${esc(a.clientName)}</h2>
+<dl>
+<dt>Client id</dt><dd><code>${esc(a.clientId)}</code></dd>
+${a.resources.map((r) => `<dt>Access</dt><dd><code>${esc(r.id)}</code>: ${esc(r.scopes || 'nothing')}</dd>`).join('')}
+<dt>Connected</dt><dd><time datetime="${esc(a.createdAt)}">${esc(a.createdAt)}</time></dd>
+<dt>Last use</dt><dd>${a.lastUsedAt ? `<time datetime="${esc(a.lastUsedAt)}">${esc(a.lastUsedAt)}</time>` : 'never'}</dd>
+</dl>
+<form method="post" action="/oauth/apps/revoke">
+${hidden('csrf', o.csrf)}${hidden('grant', a.grantId)}
+<button type="submit" class="danger" aria-label="Revoke ${esc(a.clientName)}">Revoke</button>
+</form>
+</li>`,
+    )
+    .join('\n');
+  return layout(
+    'Connected apps',
+    `<h1>Connected apps</h1>
+<p>Signed in as ${esc(o.person.name)} (<code>${esc(o.person.id)}</code>).</p>
+${o.notice ? `<p role="status">${esc(o.notice)}</p>` : ''}
+${o.apps.length ? `<ul class="apps">${items}</ul>` : '<p>No app is connected to your account.</p>'}
+<form method="post" action="/oauth/signout">${hidden('csrf', o.csrf)}<div class="actions"><button type="submit" class="secondary">Sign out</button></div></form>`,
+  );
+}
+
+export function messagePage(title: string, text: string): string {
+  return layout(title, `<h1>${esc(title)}</h1><p>${esc(text)}</p>`);
+}
