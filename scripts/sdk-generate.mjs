@@ -4,6 +4,7 @@
 //   packages/sdk-ts/src/generated/openapi.ts     openapi-typescript's types of that document
 //   packages/sdk-ts/src/generated/operations.ts  one entry per operation, and the resource tree (svc.threads.create)
 //   sdk/python/svc_sdk/_operations.py            the same table for the Python SDK
+//   sdk/python/svc_sdk/types.py, _resources.py    the Python SDK's types and typed resource tree (scripts/sdk-python.mjs)
 // Needs the build (@svc/api's dist). `--check` writes nothing and exits 1 when a file is not current.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -11,6 +12,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import openapiTS, { astToString } from 'openapi-typescript';
+
+import { pythonFiles } from './sdk-python.mjs';
 
 const require = createRequire(import.meta.url);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -123,29 +126,6 @@ export const resources = ${lines(resourceTree(table))} as const;
 `;
 }
 
-/** A value as a Python literal, on one line. */
-const py = (v) => {
-  if (v === null) return 'None';
-  if (v === true) return 'True';
-  if (v === false) return 'False';
-  if (typeof v === 'number' || typeof v === 'string') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(py).join(', ')}]`;
-  return `{${Object.entries(v)
-    .map(([k, x]) => `${JSON.stringify(k)}: ${py(x)}`)
-    .join(', ')}}`;
-};
-
-function pyOperations(table) {
-  return `# ${HEADER}
-# flake8: noqa
-from typing import Any, Dict
-
-OPERATIONS: Dict[str, Dict[str, Any]] = ${lines(table, py)}
-
-RESOURCES: Dict[str, Any] = ${lines(resourceTree(table), py)}
-`;
-}
-
 export async function generate() {
   const doc = sdkDocument();
   const table = operationTable(doc);
@@ -154,7 +134,7 @@ export async function generate() {
   return {
     'packages/sdk-ts/src/generated/openapi.ts': `// ${HEADER}\n/* eslint-disable */\n${types}`,
     'packages/sdk-ts/src/generated/operations.ts': tsOperations(table),
-    'sdk/python/svc_sdk/_operations.py': pyOperations(table),
+    ...pythonFiles(doc, table, resourceTree(table)),
   };
 }
 

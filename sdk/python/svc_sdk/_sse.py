@@ -7,26 +7,30 @@ import http.client
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Generic, Iterator, List, Optional, TypeVar
 
 from ._transport import Config, backoff, prepare, send
 from .errors import SvcError, error_from_answer
 
 
+T = TypeVar("T")
+
+
 @dataclass
-class ServerEvent:
-    """One server-sent event: ``id`` (the event's seq; None for a live delta), its type, its data."""
+class ServerEvent(Generic[T]):
+    """One server-sent event: ``id`` (the event's seq; None for a live delta), its type, its data (typed by the
+    stream: a thread's events carry a ThreadEvent; a live delta or an error event carries other JSON)."""
 
     id: Optional[str]
     event: Optional[str]
-    data: Any
+    data: T
 
 
-def parse_events(response: http.client.HTTPResponse) -> Iterator[ServerEvent]:
+def parse_events(response: http.client.HTTPResponse) -> Iterator[ServerEvent[Any]]:
     """Events from a text/event-stream response (comments and keep-alives skipped; ``data`` as JSON)."""
     event_id = None  # type: Optional[str]
     event = None  # type: Optional[str]
-    data = []
+    data = []  # type: List[str]
     while True:
         raw = response.readline()
         if not raw:
@@ -54,7 +58,7 @@ def parse_events(response: http.client.HTTPResponse) -> Iterator[ServerEvent]:
             data.append(value)
 
 
-def stream_events(config: Config, operation: str, params: Dict[str, Any], max_reconnects: int = 10) -> Iterator[ServerEvent]:
+def stream_events(config: Config, operation: str, params: Dict[str, Any], max_reconnects: int = 10) -> Iterator[ServerEvent[Any]]:
     """The live events of ``operation`` (one with events), resumed across drops."""
     last = int(params.pop("after", None) or params.pop("last_event_id", None) or 0)
     connected = False

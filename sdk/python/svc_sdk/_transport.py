@@ -4,6 +4,7 @@ sent with retries (network errors, 408, 429 and 5xx; for GET/PUT/DELETE, and for
 typed error."""
 import http.client
 import json
+import keyword
 import os
 import random
 import re
@@ -90,6 +91,9 @@ def resolve_config(
 
 
 def _camel(name: str) -> str:
+    """A keyword argument's API name: snake_case to camelCase; ``from_`` (a Python keyword's spelling) to ``from``."""
+    if name.endswith("_") and keyword.iskeyword(name[:-1]):
+        return name[:-1]
     return re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name)
 
 
@@ -111,12 +115,15 @@ def spec_of(operation: str) -> Dict[str, Any]:
 
 def prepare(config: Config, operation: str, params: Mapping[str, Any]) -> Prepared:
     """The request for ``operation``: keyword arguments (snake_case or camelCase) into the path, query,
-    headers, and the rest as the JSON body's fields."""
+    headers, and the rest as the JSON body's fields. None is "not given", except for a body field that
+    takes null (the table's ``nulls``: ``parent_id=None`` moves to the root), which is sent as null."""
     spec = spec_of(operation)
+    nulls = spec.get("nulls") or ()
     rest = {}  # type: Dict[str, Any]
     for key, value in params.items():
-        if value is not None:
-            rest[key if key in ("body", "content", "content_type") else _camel(key)] = value
+        name = key if key in ("body", "content") or (key == "content_type" and spec["body"] == "content") else _camel(key)
+        if value is not None or name in nulls:
+            rest[name] = value
 
     def path_value(match: "re.Match[str]") -> str:
         name = match.group(1)
@@ -136,7 +143,7 @@ def prepare(config: Config, operation: str, params: Mapping[str, Any]) -> Prepar
         headers["authorization"] = "Bearer " + config.credential()
     if config.account_id:
         headers["x-svc-account"] = config.account_id
-    body = None
+    body = None  # type: Union[None, bytes, Iterator[bytes]]
     replayable = True
     if spec["body"] in ("json", "json-nested"):
         value = dict(rest) if spec["body"] == "json" else rest.pop("body", {})
@@ -183,7 +190,7 @@ def backoff(config: Config, attempt: int, headers: Optional[Mapping[str, str]] =
     asked = retry_after_seconds(headers or {})
     if asked is not None:
         return min(asked, config.retry_max)
-    ceiling = min(config.retry_max, config.retry_base * (2 ** (attempt - 1)))
+    ceiling = min(config.retry_max, config.retry_base * (2.0 ** (attempt - 1)))
     return ceiling / 2 + random.random() * ceiling / 2
 
 

@@ -107,10 +107,12 @@ def error_from_answer(status: int, body: Any, headers: Mapping[str, str], operat
     err = err if isinstance(err, dict) else {}
     kind = _BY_STATUS.get(status) or (SvcServerError if status >= 500 else SvcError)
     lowered = {k.lower(): v for k, v in headers.items()}
+    code = err.get("code")
+    message = err.get("message")
     return kind(
         status,
-        err.get("code") if isinstance(err.get("code"), str) else "http_%d" % status,
-        err.get("message") if isinstance(err.get("message"), str) else "The server answered %d." % status,
+        code if isinstance(code, str) else "http_%d" % status,
+        message if isinstance(message, str) else "The server answered %d." % status,
         err.get("requestId") if isinstance(err.get("requestId"), str) else lowered.get("x-request-id"),
         operation,
         lowered,

@@ -8,10 +8,12 @@ import socket
 import tempfile
 import threading
 import time
+import typing
 import unittest
 import uuid
 
 import svc_sdk
+import typed_usage
 from svc_sdk import Svc, SvcConfigError, SvcNotFoundError, SvcPreconditionFailedError
 
 STACK = bool(os.environ.get("SVC_BASE_URL") and os.environ.get("SVC_API_KEY"))
@@ -224,6 +226,62 @@ class TransportTest(unittest.TestCase):
         self.assertIs(svc.drive.create_folder, svc.drive.createFolder)
         self.assertIs(svc.keys, svc.me_api_keys)
 
+    def test_typed_tree_and_types_resolve_at_run_time(self):
+        # Every operation has its generated class, every group too; every generated type resolves (typing's own
+        # introspection, on the Python running this), with the keys its schema requires required and the rest optional.
+        from svc_sdk import _resources, types
+
+        svc = Svc(api_key=KEY, env={})
+        for operation in svc_sdk.OPERATIONS:
+            node = svc
+            for part in operation.split("."):
+                node = getattr(node, part)
+            self.assertIsInstance(node, _resources.METHOD_CLASSES[operation])
+            self.assertIsInstance(node, svc_sdk.Method)
+        self.assertIsInstance(svc.drive.locks, _resources.DriveLocks)
+        resolved = 0
+        for name in dir(types):
+            value = getattr(types, name)
+            if isinstance(value, type) and issubclass(value, dict):
+                typing.get_type_hints(value)
+                resolved += 1
+        self.assertGreater(resolved, 300)
+        self.assertEqual(types.Thread.__optional_keys__, frozenset())
+        self.assertIn("forkedFrom", types.Thread.__required_keys__)
+        self.assertEqual(typing.get_type_hints(types.Thread)["forkedFrom"], typing.Optional[types.ThreadForkedFrom])
+        self.assertEqual(typing.get_type_hints(types.DriveItem)["kind"], typing.Literal["file", "folder"])
+        self.assertEqual(types.CreateThreadRequestInput.__required_keys__, frozenset())
+        self.assertEqual(types.AppendTextRequestInput.__required_keys__, frozenset({"text"}))
+        self.assertTrue(types.AppendTextRequestInput.__optional_keys__)
+        hints = typing.get_type_hints(types.AddRedirectRequestInput)
+        self.assertEqual((hints["from"], types.AddRedirectRequestInput.__required_keys__), (str, frozenset({"from", "to"})))
+
+    def test_none_is_not_sent_except_where_null_means_something_and_keyword_names(self):
+        s = Scripted([(201, {"id": "x"}, {})])
+        try:
+            svc = Svc(api_key=KEY, base_url=s.url, env={})
+            svc.threads.create(title=None, message="m")  # title takes no null: None is "not given"
+            svc.drive.copy(id="file_x", parent_id=None)  # parentId takes null: the root
+            svc.drive.copy(id="file_x", name="n")  # absent: the same folder
+            svc.profiles.diff(id="prf_x", from_="v1", to="v2")
+            svc.profiles.diff(id="prf_x", **{"from": "v1", "to": "v2"})
+            svc.drive.list(parentId="fld_1", limit=2)
+            svc.drive.delete(id="file_x", recursive=True)
+            self.assertEqual(
+                [(r["path"], r["body"]) for r in s.seen],
+                [
+                    ("/threads", b'{"message": "m"}'),
+                    ("/drive/file_x/copy", b'{"parentId": null}'),
+                    ("/drive/file_x/copy", b'{"name": "n"}'),
+                    ("/profiles/prf_x/diff?from=v1&to=v2", b""),
+                    ("/profiles/prf_x/diff?from=v1&to=v2", b""),
+                    ("/drive?limit=2&parentId=fld_1", b""),
+                    ("/drive/file_x?recursive=true", b""),
+                ],
+            )
+        finally:
+            s.close()
+
 
 @unittest.skipUnless(STACK, "needs SVC_BASE_URL and SVC_API_KEY (a running stack)")
 class StackTest(unittest.TestCase):
@@ -321,6 +379,21 @@ class StackTest(unittest.TestCase):
         self.assertEqual(svc.hosts.list(id=me["accountId"])["hosts"], [])
         self.assertEqual(svc.threads.list(limit=1)["nextCursor"] is None or True, True)
 
+
+    def test_the_typed_sample_program_runs(self):
+        # tests/typed_usage.py, which mypy --strict checks, does what its types say against the stack.
+        seen = typed_usage.use(self.svc)
+        self.assertTrue(seen["account"].startswith("acct_"))
+        self.assertEqual(seen["kind"], "human")
+        self.assertTrue(seen["request_id"])
+        self.assertIn("svc/dev", seen["models"])
+        self.assertIsNotNone(seen["cursor"])
+        self.assertEqual(seen["names"], ["a.txt", "b.txt", "c.txt"])
+        self.assertEqual(seen["first"], b"a.txt")
+        self.assertEqual(seen["events"][0], "thread.created")
+        self.assertEqual(seen["events"][-1], "run.completed")
+        self.assertIsNone(seen["title"])
+        self.assertIsInstance(seen["diff"], dict)
 
     def test_a_post_under_one_idempotency_key_happens_once(self):
         # The server's Idempotency-Key support is being built: this runs once the OpenAPI document declares the header.
