@@ -76,13 +76,17 @@ describe('the catalogue from the route table', () => {
 
   it('takes every hint from a declared effect: each POST, PUT and PATCH declares one, and what deletes or overwrites is destructive', () => {
     for (const r of routes) {
-      if (r.method !== 'get' && r.method !== 'delete') expect([r.id, r.effect]).toEqual([r.id, expect.stringMatching(/^(reads|creates|updates|deletes|overwrites)$/)]);
+      if (r.method !== 'get' && r.method !== 'delete')
+        expect([r.id, r.effect]).toEqual([r.id, expect.stringMatching(/^(reads|creates|updates|deletes|overwrites)$/)]);
     }
     const tool = (id: string) => catalogue.list().find((t) => t.routeId === id);
     for (const t of catalogue.list().filter((x) => x.routeId)) {
       const r = routes.find((x) => x.id === t.routeId)!;
       // A name that says it removes, cancels, ends or resets something is destructive, whatever its method.
-      if (/(^|\.)(delete\w*|remove\w*|revoke(ByQuery)?|cancel\w*|close\w*|clear\w*|reset|rotate|pop|unpair|rollback)$/.test(r.id) && r.id !== 'sites.rollback') {
+      if (
+        /(^|\.)(delete\w*|remove\w*|revoke(ByQuery)?|cancel\w*|close\w*|clear\w*|reset|rotate|pop|unpair|rollback)$/.test(r.id) &&
+        r.id !== 'sites.rollback'
+      ) {
         expect([r.id, t.annotations.destructiveHint]).toEqual([r.id, true]);
       }
       expect([r.id, t.annotations.readOnlyHint]).toEqual([r.id, effectOf(r) === 'reads']);
@@ -90,9 +94,24 @@ describe('the catalogue from the route table', () => {
     // The operations the hints once had wrong (by the HTTP verb).
     for (const id of ['drive.batchDelete', 'meApiKeys.rotate', 'trading.cancel', 'trading.positions.closeAll', 'memory.deleteMany'])
       expect([id, tool(id)!.annotations.destructiveHint]).toEqual([id, true]);
-    for (const id of ['trading.account', 'models.countTokens', 'models.estimateCost', 'drive.readMany', 'memory.getMany', 'schedules.preview', 'code.check', 'trading.orders.preview'])
+    for (const id of [
+      'trading.account',
+      'models.countTokens',
+      'models.estimateCost',
+      'drive.readMany',
+      'memory.getMany',
+      'schedules.preview',
+      'code.check',
+      'trading.orders.preview',
+    ])
       expect([id, tool(id)!.annotations.readOnlyHint]).toEqual([id, true]);
-    for (const id of ['trading.watchlists.create', 'trading.alerts.create', 'trading.journal.create', 'trading.orders.preview', 'trading.watchlists.list'])
+    for (const id of [
+      'trading.watchlists.create',
+      'trading.alerts.create',
+      'trading.journal.create',
+      'trading.orders.preview',
+      'trading.watchlists.list',
+    ])
       expect([id, tool(id)!.annotations.openWorldHint]).toEqual([id, false]);
     // A new version of a file keeps the old one (docs/drive.md, "Versions"): an update, not destructive.
     expect(tool('drive.writeText')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
