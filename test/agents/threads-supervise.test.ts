@@ -27,7 +27,7 @@ async function agentOf(key: string) {
 type Ev = { seq: number; type: string; data: any; runId: string | null; createdAt: string };
 async function events(key: string, threadId: string): Promise<Ev[]> {
   const out: Ev[] = [];
-  for (let a = 0; ; ) {
+  for (let a = 0; ;) {
     const res = await ok('GET', `/threads/${threadId}/events?after=${a}&limit=200`, key);
     out.push(...res.body.events);
     if (res.body.nextAfter === null) return out;

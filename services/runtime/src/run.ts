@@ -13,8 +13,9 @@ import {
 import { type Bus, DomainError, newId, type Principal, type Queryable, type Sql, type Subscription } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 
-import { abortedResult, RunControl, type StopReason } from './control.js';
+import { RunControl } from './control.js';
 import type { RuntimeSettings } from './settings.js';
+import { execTool, notBegun, parseArgs, toolMessage, type ToolOutcome, toolResultEvent } from './tool-step.js';
 import type { AgentTools } from './tools.js';
 
 /**
@@ -150,18 +151,22 @@ export class RunExecutor {
       // A step's tool calls (also those of a step a worker that stopped had begun).
       const calls = unanswered(context);
       if (calls.length) {
-        for (const call of calls) {
-          context = await this.runTool(run, step, principal, agent, context, call, state);
+        for (const [i, call] of calls.entries()) {
+          if (!state.cancel) await this.renew(run);
+          const o = await execTool(d, run, step, principal, agent, call, state);
+          if (o.aborted === 'cancel' && !o.recorded) {
+            // The cancel ends the run with this call and the ones after it, never begun, in one commit.
+            return this.cancelAfter(run, step, context, [o, ...calls.slice(i + 1).map((c) => notBegun(d.tools, run, c, 'cancel'))]);
+          }
+          context = await this.recordTool(run, step, context, o);
           if (state.ended) throw new RunEnded();
         }
         continue;
       }
-      await this.renew(run);
       if (state.ended) throw new RunEnded();
-      if (state.cancel || (await d.threads.run(run.id))?.cancel_requested) {
-        await this.end(run, 'cancelled', null, [{ type: 'run.cancelled', runId: run.id, producer: SYSTEM, data: { runId: run.id, step } }]);
-        return;
-      }
+      // A cancel already heard ends the run at once (the ending transaction checks the run is still this worker's).
+      if (!state.cancel) await this.renew(run);
+      if (state.cancel || (await d.threads.run(run.id))?.cancel_requested) return this.cancelAfter(run, step, context, []);
       state.interrupt = false;
       context = await this.deliverInjections(run, step, context);
       const last = context[context.length - 1];
@@ -307,100 +312,47 @@ export class RunExecutor {
   }
 
   /**
-   * Executes one tool call, recorded first: a call a stopped worker had begun is not executed
-   * again. A stop while it runs aborts it as its abort mode says; a call not yet begun when the
-   * run is told to stop is not begun (both are recorded as the tool error `tool_aborted`).
+   * Records a call's outcome with its `tool.result` and the step's checkpoint. A run rolled back
+   * while its tool ran still records what became of the call (this worker held it), without a
+   * checkpoint. Written once: a result recorded before (or by a worker that took the run over) is not.
    */
-  private async runTool(
-    run: RunRow,
-    step: number,
-    principal: Principal,
-    agent: AgentRow,
-    context: ContextMessage[],
-    call: { id: string; name: string; argumentsJson: string },
-    state: RunControl,
-  ): Promise<ContextMessage[]> {
+  private async recordTool(run: RunRow, step: number, context: ContextMessage[], o: ToolOutcome): Promise<ContextMessage[]> {
     const d = this.deps;
-    await this.renew(run);
-    const args = parseArgs(call.argumentsJson);
-    const requestId = `${run.id}:${call.id}`;
-    const mode = d.tools.abortMode(call.name, args);
-    let result: unknown;
-    let isError: boolean;
-    let aborted: StopReason | null = null;
-    const fresh = await d.threads.startToolCall({ run_id: run.id, call_id: call.id, step, name: call.name, arguments: args });
-    const earlier = fresh ? null : await d.threads.toolCall(run.id, call.id);
-    const stopping = state.stopping;
-    if (earlier?.status === 'done') {
-      result = earlier.result;
-      isError = earlier.is_error;
-      aborted = earlier.aborted ? ((earlier.result as { error?: { details?: { reason?: StopReason } } })?.error?.details?.reason ?? 'cancel') : null;
-    } else if (earlier) {
-      result = {
-        error: {
-          code: 'tool_interrupted',
-          message: 'The worker running this call stopped before it answered; it may or may not have taken effect.',
-          requestId: `${run.id}:${call.id}`,
-        },
-      };
-      isError = true;
-    } else if (stopping) {
-      // Told to stop before this call began (a cancel or an interrupt during an earlier call of the step).
-      result = abortedResult(stopping, false, mode, requestId);
-      isError = true;
-      aborted = stopping;
-    } else if (args === undefined) {
-      result = { error: { code: 'invalid_request', message: 'arguments: must be a JSON object.', requestId } };
-      isError = true;
-    } else {
-      const abort = mode === 'finish' ? undefined : state.startTool();
-      let r: Awaited<ReturnType<AgentTools['call']>>;
-      try {
-        r = await d.tools.call(principal, agent.tools, call.name, args, requestId, abort?.signal);
-      } finally {
-        state.endTool();
-      }
-      // A call that answered before it saw the abort keeps its answer; one the abort stopped is `tool_aborted`.
-      const why = abort?.signal.aborted ? state.stopping : null;
-      if (why && r.isError) {
-        result = abortedResult(why, true, mode, requestId);
-        isError = true;
-        aborted = why;
-      } else {
-        result = r.structuredContent;
-        isError = r.isError;
-      }
-    }
-    const text = JSON.stringify(result);
-    const next: ContextMessage[] = [...context, { role: 'tool', content: text, toolCallId: call.id, name: call.name }];
-    // A run rolled back while its tool ran still records what became of the call (this worker held it).
+    const next: ContextMessage[] = [...context, toolMessage(o)];
     await this.tx(
       run,
       async (q, emit, status) => {
-        // Recorded already (a result this worker reuses), or by another worker that took the run over: written once.
-        const recorded = earlier?.status === 'done' || (await d.threads.finishToolCall(q, run.id, call.id, result, isError, aborted !== null));
+        const recorded = o.recorded || (await d.threads.finishToolCall(q, run.id, o.call.id, o.result, o.isError, o.aborted !== null));
         if (!recorded) return;
         if (status === 'running') await d.threads.checkpoint(q, run.id, { step, context: next, inputTokens: 0, outputTokens: 0, cost: '0' });
-        await emit([
-          {
-            type: 'tool.result',
-            runId: run.id,
-            producer: { kind: 'tool', id: call.name, keyId: null },
-            data: {
-              runId: run.id,
-              step,
-              callId: call.id,
-              name: call.name,
-              isError,
-              result,
-              ...(aborted ? { aborted: true, abortedBy: aborted } : {}),
-            },
-          },
-        ]);
+        await emit([toolResultEvent(run, step, o)]);
       },
       'held',
     );
     return next;
+  }
+
+  /**
+   * Ends the run cancelled in the transaction that records the step's calls the cancel stopped or
+   * kept from beginning (one commit: the cancel is over as soon as the tool answers its abort).
+   */
+  private async cancelAfter(run: RunRow, step: number, context: ContextMessage[], outcomes: ToolOutcome[]): Promise<void> {
+    const d = this.deps;
+    await this.end(run, 'cancelled', null, async (q) => {
+      let next = context;
+      const events: NewEvent[] = [];
+      for (const o of outcomes) {
+        if (o.unrecorded) {
+          const args = parseArgs(o.call.argumentsJson);
+          await d.threads.startToolCall({ run_id: run.id, call_id: o.call.id, step, name: o.call.name, arguments: args }, q);
+        }
+        if (!o.recorded && !(await d.threads.finishToolCall(q, run.id, o.call.id, o.result, o.isError, o.aborted !== null))) continue;
+        next = [...next, toolMessage(o)];
+        if (!o.recorded) events.push(toolResultEvent(run, step, o));
+      }
+      await d.threads.checkpoint(q, run.id, { step, context: next, inputTokens: 0, outputTokens: 0, cost: '0' });
+      return [...events, { type: 'run.cancelled', runId: run.id, producer: SYSTEM, data: { runId: run.id, step } }];
+    });
   }
 
   /** Pending injected messages into the context, in their order, each with an injection.delivered event. */
@@ -490,15 +442,21 @@ export class RunExecutor {
   }
 
   private async fail(run: RunRow, error: { code: string; message: string }): Promise<void> {
-    await this.end(run, 'failed', error, [{ type: 'run.failed', runId: run.id, producer: SYSTEM, data: { runId: run.id, error } }]);
+    await this.end(run, 'failed', error, async () => [{ type: 'run.failed', runId: run.id, producer: SYSTEM, data: { runId: run.id, error } }]);
   }
 
-  private async end(run: RunRow, status: 'failed' | 'cancelled', error: { code: string; message: string } | null, events: NewEvent[]) {
+  /** Ends the run failed or cancelled with the events `before` writes first in the same transaction. */
+  private async end(
+    run: RunRow,
+    status: 'failed' | 'cancelled',
+    error: { code: string; message: string } | null,
+    before: (q: Queryable) => Promise<NewEvent[]>,
+  ) {
     const d = this.deps;
     const out = await this.tx(run, async (q, emit) => {
-      const live = await d.threads.lockThread(q, run.thread_id);
+      const events = await before(q);
       const finished = await d.threads.finishRun(q, run.id, status, error);
-      if (!finished || !live) return null;
+      if (!finished) return null;
       const next = await this.nextRun(q, finished);
       if (!next) await d.threads.setThreadRun(q, run.thread_id, null);
       const all = [...events, ...(next ? [{ type: 'run.queued', runId: next, producer: SYSTEM, data: { runId: next, after: run.id } }] : [])];
@@ -555,14 +513,5 @@ export class RunExecutor {
     });
     await this.deps.live.published(run.thread_id, rows);
     return out;
-  }
-}
-
-function parseArgs(json: string): Record<string, unknown> | undefined {
-  try {
-    const v = JSON.parse(json || '{}') as unknown;
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -456,8 +456,8 @@ export class ThreadStore {
   }
 
   /** Records a tool call before it runs; false when it was already recorded (a retried step). */
-  async startToolCall(r: Pick<ToolCallRow, 'run_id' | 'call_id' | 'step' | 'name' | 'arguments'>): Promise<boolean> {
-    const rows = await this.sql.query(
+  async startToolCall(r: Pick<ToolCallRow, 'run_id' | 'call_id' | 'step' | 'name' | 'arguments'>, q: Queryable = this.sql): Promise<boolean> {
+    const rows = await q.query(
       `INSERT INTO agents.tool_calls (run_id, call_id, step, name, arguments, status) VALUES ($1, $2, $3, $4, $5::jsonb, 'started')
        ON CONFLICT DO NOTHING RETURNING run_id`,
       [r.run_id, r.call_id, r.step, r.name, JSON.stringify(r.arguments ?? null)],

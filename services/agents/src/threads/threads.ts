@@ -293,8 +293,11 @@ export class ThreadsDomain {
     await this.get(p, id);
     const run = await this.store.activeRun(id);
     if (!run) return { runId: null, status: 'idle' };
-    await this.store.requestCancel(this.deps.sql, run.id);
+    // The worker holding the run hears the signal at once and aborts the model turn or tool call in
+    // progress (docs/threads.md, "Aborting a tool"); the flag written next is what a worker reads
+    // that missed it (at its next step, or its lease renewal).
     (await this.deps.bus()).signal(`agents.run.${run.id}`, { kind: 'cancel' });
+    await this.store.requestCancel(this.deps.sql, run.id);
     return { runId: run.id, status: 'cancelling' };
   }
 
