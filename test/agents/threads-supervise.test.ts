@@ -1,3 +1,5 @@
+import WebSocket from 'ws';
+
 import { alive, busy, sandboxChildren } from '../support/sandbox-procs';
 import { startTestStack, type TestStack } from '../support/stack';
 import { until } from '../support/wait';
@@ -21,8 +23,8 @@ async function person() {
   const res = await ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `person ${++n}` });
   return { id: res.body.account.id as string, key: res.body.key as string };
 }
-async function agentOf(key: string) {
-  return (await ok('POST', '/agents', key, { name: `agent ${++n}` })).body as { id: string };
+async function agentOf(key: string, body: Record<string, unknown> = {}) {
+  return (await ok('POST', '/agents', key, { name: `agent ${++n}`, ...body })).body as { id: string };
 }
 type Ev = { seq: number; type: string; data: any; runId: string | null; createdAt: string };
 async function events(key: string, threadId: string): Promise<Ev[]> {
@@ -128,6 +130,40 @@ describe('cancel and interrupt reach a running tool', () => {
     expect(answer.data.content).toBe('dev: stop that');
     expect(evs[evs.length - 1]).toMatchObject({ type: 'run.completed', runId });
     expect(msBetween(evs[at('tool.called')]!, result)).toBeLessThan(60_000);
+  }, 60_000);
+
+  test('a cancel during a host call stops the wait at once and tells the host; the result says its effect is unknown', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key, { tools: ['host_call'] });
+    const paired = (await ok('POST', `/accounts/${ada.id}/hosts`, ada.key, { name: 'slow machine' })).body;
+    // The host: a socket that takes calls and never answers them (a tool that runs on and on).
+    const frames: any[] = [];
+    const ws = new WebSocket(`${t.url.replace(/^http/, 'ws')}/v1/hosts/connect`, { headers: { authorization: `Bearer ${paired.credential}` } });
+    ws.on('message', (d) => frames.push(JSON.parse(d.toString())));
+    try {
+      await until(() => frames.some((f) => f.type === 'hello'));
+      const args = { hostId: paired.host.id, tool: 'long_job', arguments: {}, timeoutMs: 8000 };
+      const th = (await ok('POST', '/threads', ada.key, { agentId: agent.id, message: `/tool host_call ${JSON.stringify(args)}` })).body;
+      const call = await until(() => frames.find((f) => f.type === 'call'));
+      expect(call).toMatchObject({ tool: 'long_job' });
+      await ok('POST', `/threads/${th.id}/cancel`, ada.key);
+      const evs = await settled(ada.key, th.id);
+      expect(evs[evs.length - 1]!.type).toBe('run.cancelled');
+      expect(evs.find((e) => e.type === 'tool.result')!.data).toMatchObject({
+        name: 'host_call',
+        aborted: true,
+        result: { error: { code: 'tool_aborted', details: { reason: 'cancel', started: true, effect: 'unknown' } } },
+      });
+      expect(await until(() => frames.find((f) => f.type === 'abort'))).toEqual({ type: 'abort', id: call.id });
+      // Its late answer is dropped; the host goes on serving calls.
+      ws.send(JSON.stringify({ type: 'result', id: call.id, result: { content: [] } }));
+      const next = t.call('POST', `/hosts/${paired.host.id}/call`, { key: ada.key, body: { tool: 'quick' } });
+      const second = await until(() => frames.filter((f) => f.type === 'call')[1]);
+      ws.send(JSON.stringify({ type: 'result', id: second.id, result: { structuredContent: { ok: true } } }));
+      expect((await next).body.result).toEqual({ structuredContent: { ok: true } });
+    } finally {
+      ws.close();
+    }
   }, 60_000);
 });
 

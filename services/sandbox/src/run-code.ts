@@ -1,4 +1,4 @@
-import { AccountLimiter, type CallContext, callAborted, DomainError, type Logger, setting } from '@svc/kit';
+import { AccountLimiter, callAborted, type CallContext, DomainError, type Logger, setting } from '@svc/kit';
 import type { mcp, mcp_run_code } from '@svc/proto';
 import {
   LIMIT_BOUNDS,
