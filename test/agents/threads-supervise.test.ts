@@ -1,5 +1,8 @@
 import WebSocket from 'ws';
 
+import { routes } from '@svc/api';
+import { ToolCatalogue } from '@svc/tools';
+
 import { alive, busy, sandboxChildren } from '../support/sandbox-procs';
 import { startTestStack, type TestStack } from '../support/stack';
 import { until } from '../support/wait';
@@ -220,6 +223,29 @@ describe('rollback', () => {
     expect([idle.body.status, idle.body.rolledBackRunId]).toEqual(['started', null]);
     await settled(ada.key, threadId, 4);
   }, 60_000);
+
+  test('a message queued for after the rolled-back run stays queued and runs after the new one', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    const { threadId, runId } = await slowRun(ada.key, agent.id);
+    const later = await ok('POST', `/threads/${threadId}/inject`, ada.key, { content: 'later', mode: 'enqueue' });
+    expect(later.body.status).toBe('queued');
+    const now = await ok('POST', `/threads/${threadId}/inject`, ada.key, { content: 'now', mode: 'rollback' });
+    expect(now.body.rolledBackRunId).toBe(runId);
+    const evs = await settled(ada.key, threadId, 3);
+    const completed = evs.filter((e) => e.type === 'run.completed').map((e) => e.runId);
+    expect(completed).toHaveLength(2);
+    expect(completed[0]).toBe(now.body.runId);
+    const ctx = (await ok('GET', `/threads/${threadId}/runs/${completed[1]}/context`, ada.key)).body.messages;
+    expect(ctx.map((m: any) => m.content)).toEqual(['now', 'dev: now', 'later', 'dev: later']);
+    const msg = (await ok('GET', `/threads/${threadId}/messages/${later.body.messageId}`, ada.key)).body;
+    expect([msg.status, msg.runId]).toEqual(['started', completed[1]]);
+  }, 60_000);
+
+  test('the MCP tool send_message offers the rollback mode', () => {
+    const tool = ToolCatalogue.fromRoutes(routes).get('send_message')!;
+    expect((tool.inputSchema as any).properties.mode.enum).toEqual(['boundary', 'interrupt', 'enqueue', 'reject', 'rollback']);
+  });
 
   test('another account cannot roll back a thread it does not see; a bad mode is a 400', async () => {
     const ada = await person();

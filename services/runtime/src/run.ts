@@ -388,8 +388,8 @@ export class RunExecutor {
    */
   private async complete(run: RunRow, step: number): Promise<boolean> {
     const d = this.deps;
+    // The transaction holds the thread's lock (tx): no message can arrive between the look and the end.
     const done = await this.tx(run, async (q, emit) => {
-      await d.threads.lockThread(q, run.thread_id);
       if ((await d.threads.waiting(q, run.thread_id, 'pending')).length) return null;
       const finished = await d.threads.finishRun(q, run.id, 'completed', null);
       if (!finished) throw new RunEnded();
@@ -478,8 +478,7 @@ export class RunExecutor {
    * worker held it (a rollback: what became of its tool call is still recorded).
    */
   private async mayWrite(q: Queryable, run: RunRow, guard: 'running' | 'held'): Promise<RunRow['status'] | null> {
-    if (!(await this.deps.threads.lockThread(q, run.thread_id))) return null;
-    const r = await this.deps.threads.runOwner(q, run.id);
+    const r = await this.deps.threads.lockForRun(q, run.thread_id, run.id);
     if (!r || r.worker !== this.deps.worker) return null;
     return guard === 'held' || r.status === 'running' ? r.status : null;
   }

@@ -313,9 +313,16 @@ export class ThreadStore {
     return rows[0] ? { cancelRequested: rows[0].cancel_requested } : null;
   }
 
-  /** Who holds a run and its status (the runtime checks it before each write, under the thread's lock). */
-  async runOwner(q: Queryable, id: string): Promise<{ status: RunRow['status']; worker: string | null } | null> {
-    const rows = await q.query<{ status: RunRow['status']; worker: string | null }>(`SELECT status, worker FROM agents.runs WHERE id = $1`, [id]);
+  /**
+   * Locks the run's thread (its row, as every writer of the thread does first) and answers who holds
+   * the run and its status: what the runtime checks before each write. Null when the thread is deleted.
+   */
+  async lockForRun(q: Queryable, threadId: string, runId: string): Promise<{ status: RunRow['status']; worker: string | null } | null> {
+    const rows = await q.query<{ status: RunRow['status']; worker: string | null }>(
+      `SELECT r.status, r.worker FROM agents.threads t JOIN agents.runs r ON r.id = $2 AND r.thread_id = t.id
+        WHERE t.id = $1 AND t.deleted_at IS NULL FOR UPDATE OF t`,
+      [threadId, runId],
+    );
     return rows[0] ?? null;
   }
 
