@@ -556,7 +556,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop the agent: each of its running or queued runs stops at its next step boundary. */
+        /** Stop the agent: each of its running or queued runs is cancelled, its model turn or tool call in progress aborted (as threads.cancel). */
         post: operations["agents.cancelRuns"];
         delete?: never;
         options?: never;
