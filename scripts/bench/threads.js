@@ -12,10 +12,14 @@
 //      platform process, then a second process that is only a runtime (SVC_SERVICE=runtime) on the
 //      same PostgreSQL and NATS; target: the second worker adds ≥ 60%. Needs DATABASE_URL and
 //      NATS_URL (two processes share them); skipped with the embedded backends.
+//   4. cancel with a tool running: BENCH_CANCELS (20) runs, each busy in a 20 s run_code script;
+//      the time from sending POST /threads/:id/cancel to the thread being idle (the run ended
+//      cancelled, its script's process killed), p50/p99. Target: p99 ≤ 1 s.
 //
 //   npm run build && node scripts/bench/threads.js
 //
-// Options (environment): BENCH_EVENTS (2000), BENCH_RUNS (120 per round), BENCH_CONCURRENCY (16).
+// Options (environment): BENCH_EVENTS (2000), BENCH_RUNS (120 per round), BENCH_CONCURRENCY (16),
+// BENCH_CANCELS (20); BENCH_ONLY=cancel measures the cancels alone.
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -32,6 +36,8 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 120);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const FANOUT_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 20);
+const CANCELS = Number(process.env.BENCH_CANCELS ?? 20);
+const ONLY = process.env.BENCH_ONLY;
 
 function spawnStack(env) {
   const child = spawn(process.execPath, ['./apps/stack/dist/main.js'], {
@@ -183,6 +189,35 @@ async function runsPerSecond(base, key, agentId) {
   return (done / (performance.now() - t0)) * 1000;
 }
 
+/** Cancels of runs busy in a slow script: the time from the request to the thread being idle. */
+async function cancels(base, key, agentId) {
+  const slow = '/tool run_code {"code":"const end = Date.now() + 20000; while (Date.now() < end) {} 1","timeoutMs":25000}';
+  const took = [];
+  for (let n = 0; n < CANCELS; n++) {
+    const thread = await api(base, key, 'POST', '/threads', { agentId, message: slow });
+    for (;;) {
+      const { events } = await api(base, key, 'GET', `/threads/${thread.id}/events?limit=200`);
+      if (events.some((e) => e.type === 'tool.called')) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // The script is under way in the sandbox by now.
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = performance.now();
+    await api(base, key, 'POST', `/threads/${thread.id}/cancel`);
+    for (;;) {
+      const t = await api(base, key, 'GET', `/threads/${thread.id}`);
+      if (t.status === 'idle') break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    took.push(performance.now() - t0);
+    const { events } = await api(base, key, 'GET', `/threads/${thread.id}/events?limit=200`);
+    const result = events.find((e) => e.type === 'tool.result');
+    if (!result?.data.aborted || events[events.length - 1].type !== 'run.cancelled')
+      throw new Error(`cancel ${n}: the run did not end as an aborted call`);
+  }
+  return took;
+}
+
 async function main() {
   const bootstrap = `svc_${randomBytes(32).toString('hex')}`;
   const secret = randomBytes(32).toString('hex');
@@ -223,6 +258,10 @@ async function main() {
     const agent = await api(base, key, 'POST', '/agents', { name: 'bench' });
     const backends = db.url ? 'PostgreSQL + NATS' : 'embedded';
     console.log(`threads bench (${backends}; ${os.cpus().length} cores)`);
+
+    const c = await cancels(base, key, agent.id);
+    console.log(`cancel with a tool running (${c.length} runs): p50 ${ms(pct(c, 50))}, p99 ${ms(pct(c, 99))}; target p99 ≤ 1 s`);
+    if (ONLY === 'cancel') return;
 
     const l = await latency(base, key, agent.id);
     console.log(

@@ -90,6 +90,11 @@ describe('the svc command', () => {
       .map((l) => JSON.parse(l));
     expect(events[0]).toMatchObject({ seq: 1, type: 'thread.created' });
     expect(events[events.length - 1].type).toBe('run.completed');
+    const bad = await svc(['threads', 'say', id, 'x', '--mode', 'undo']);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--mode must be boundary, interrupt, enqueue, reject or rollback')]);
+    // On an idle thread every mode starts a run: nothing to roll back.
+    const rolled = await svc(['threads', 'say', id, 'fresh', 'start', '--mode', 'rollback', '--json']);
+    expect([rolled.code, JSON.parse(rolled.stdout)]).toEqual([0, expect.objectContaining({ status: 'started', rolledBackRunId: null })]);
   }, 60_000);
 
   test('keys, models, trading, profiles; --json; exit codes for usage and a missing key', async () => {

@@ -19,6 +19,11 @@ export interface Invocation {
    * declares `events` then answers with them; others ignore it.
    */
   stream?: boolean;
+  /**
+   * The caller gives up on the call (a run's tool call aborted, docs/threads.md): a service call is
+   * reset, which the service sees as its call's signal; a local operation gets it as `ctx.signal`.
+   */
+  signal?: AbortSignal;
 }
 
 export interface OperationContext extends Invocation {
@@ -113,7 +118,14 @@ export class Dispatcher {
         if (route.content && raw.content) input.content = await raw.content();
         const handler = this.handlers[name];
         if (!handler) throw new DomainError('not_implemented', 'not_implemented', 'This operation is not implemented yet.');
-        const ctx: OperationContext = { requestId: inv.requestId, auth: inv.auth, head: inv.head, stream: streams && inv.stream === true, route };
+        const ctx: OperationContext = {
+          requestId: inv.requestId,
+          auth: inv.auth,
+          head: inv.head,
+          stream: streams && inv.stream === true,
+          signal: inv.signal,
+          route,
+        };
         return answerOf(await handler(input, ctx), status, NO_HEADERS);
       };
     }
@@ -123,7 +135,7 @@ export class Dispatcher {
     const call = async (input: RouteInput, inv: Invocation) => {
       const client = this.options.registry.client(h.service, definition, grpcName) as Record<string, (r: unknown, o: unknown) => Promise<unknown>>;
       const request = h.request ? h.request(input) : { ...input.params, ...input.query, ...(input.body ?? {}) };
-      const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId, ...deadline });
+      const result = await client[h.method]!(request, { principalToken: inv.auth?.token, requestId: inv.requestId, signal: inv.signal, ...deadline });
       if (h.revokesKey && this.options.onKeyRevoked) for (const id of new Set([h.revokesKey(input, result)].flat())) this.options.onKeyRevoked(id);
       if (h.invalidates && inv.auth) for (const tag of h.invalidates) this.answers.evict(tag, inv.auth.principal.accountId);
       return answerOf(h.response ? h.response(result, input) : result, status, NO_STORE);

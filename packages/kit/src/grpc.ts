@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 
@@ -27,6 +29,13 @@ export interface CallContext {
   /** The signed principal token, to pass along when this service calls another as the caller. */
   principalToken: string;
   log: Logger;
+  /**
+   * Aborted when the caller gives up on the call (it reset its stream: a run's tool call aborted,
+   * docs/threads.md, "Aborting a tool"), the deadline passes or the server stops. Work that can stop
+   * with nothing applied (a script, a search, a read of a venue) passes it on; a change that commits
+   * does not look at it.
+   */
+  signal: AbortSignal;
 }
 
 /** What a server-streaming handler gets: a CallContext, and a signal for when the call ends early. */
@@ -37,6 +46,29 @@ export interface StreamCallContext extends CallContext {
    * (events, a model's next token) should pass the signal to the wait so it stops at once.
    */
   signal: AbortSignal;
+}
+
+/** The unary call a handler serves, for work deep below it that has no ctx (callSignal). */
+const currentCall = new AsyncLocalStorage<CallContext>();
+
+/**
+ * The signal of the gRPC call being served here (CallContext.signal), for work that runs below the
+ * handler without its ctx: an outbound HTTP read passes it to fetch. Undefined outside a call.
+ */
+export function callSignal(): AbortSignal | undefined {
+  return currentCall.getStore()?.signal;
+}
+
+/** A unary call's signal, made when a handler first asks for it (most never do). */
+function lazySignal(call: grpc.ServerUnaryCall<unknown, unknown>): () => AbortSignal {
+  let abort: AbortController | undefined;
+  return () => {
+    if (abort) return abort.signal;
+    abort = new AbortController();
+    if (call.cancelled) abort.abort();
+    else call.once('cancelled', () => abort!.abort());
+    return abort.signal;
+  };
 }
 
 /**
@@ -91,8 +123,9 @@ export function bindService<D extends AnyDef>(
     }
     const handler = handlers[name as keyof D] as unknown as UnaryHandler;
     impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      verifyCallPrincipal(call.metadata, deps)
-        .then((ctx) => handler(call.request as never, ctx))
+      const signal = lazySignal(call);
+      verifyCallPrincipal(call.metadata, deps, signal)
+        .then((ctx) => currentCall.run(ctx, () => handler(call.request as never, ctx)))
         .then(
           (res) => callback(null, res),
           (err: unknown) => callback(toServiceError(err, requestLogger(deps.log, call.metadata), name)),
@@ -124,7 +157,7 @@ function serveStream(
     wake?.();
   });
   const run = async () => {
-    const ctx: StreamCallContext = Object.assign(await verifyCallPrincipal(call.metadata, deps), { signal: abort.signal });
+    const ctx: StreamCallContext = await verifyCallPrincipal(call.metadata, deps, () => abort.signal);
     if (call.cancelled) return;
     const messages = handler(call.request, ctx)[Symbol.asyncIterator]();
     // A generator that finished or threw needs no return(); one stopped at a yield does.
@@ -231,7 +264,11 @@ export interface RpcCallOptions {
   principalToken: string;
   requestId?: string;
   deadlineMs?: number;
-  /** Streams only: ends the stream at once when aborted (see StreamCallOptions.signal). */
+  /**
+   * Gives up on the call: a stream ends at once (see StreamCallOptions.signal); a unary call's
+   * stream is reset, which the server sees as its call cancelled (CallContext.signal), and the call
+   * rejects with the DomainError `call_aborted`.
+   */
   signal?: AbortSignal;
 }
 
@@ -299,9 +336,11 @@ export function createRpcClient<D extends AnyDef>(
         const res = await channel.call(path, encodeRequest(requestSerialize, request), {
           headers,
           deadlineMs: options.deadlineMs ?? defaults.deadlineMs,
+          signal: options.signal,
         });
         return responseDeserialize(res);
       } catch (err) {
+        if (options.signal?.aborted) throw callAborted(err);
         if (err instanceof UnaryCallError) throw fromStatus(err.code, err.details, (k) => err.get(k), serviceName, err);
         throw err;
       }
@@ -353,8 +392,16 @@ function fromStatus(
   }
 }
 
+/** A call its caller gave up on (RpcCallOptions.signal). */
+export const callAborted = (cause?: unknown) =>
+  new DomainError('unavailable', 'call_aborted', 'The call was aborted by its caller.', undefined, { cause });
+
 /** The CallContext of an incoming call: its signed principal verified. */
-async function verifyCallPrincipal(metadata: grpc.Metadata, deps: { signer: PrincipalSigner; log: Logger }): Promise<CallContext> {
+async function verifyCallPrincipal(
+  metadata: grpc.Metadata,
+  deps: { signer: PrincipalSigner; log: Logger },
+  signal: () => AbortSignal,
+): Promise<CallContext> {
   const token = metadata.get(PRINCIPAL_METADATA_KEY)[0];
   if (typeof token !== 'string') {
     throw new DomainError('unauthenticated', 'missing_principal', 'The call carries no principal.');
@@ -369,6 +416,9 @@ async function verifyCallPrincipal(metadata: grpc.Metadata, deps: { signer: Prin
     // The request's child logger is made only when something logs (not on every call).
     get log() {
       return (log ??= requestLogger(deps.log, metadata));
+    },
+    get signal() {
+      return signal();
     },
   };
 }

@@ -76,6 +76,11 @@ export interface UnaryCallOptions {
   /** Metadata sent as request headers (lowercase ASCII keys, string values). */
   headers: Record<string, string>;
   deadlineMs: number;
+  /**
+   * The caller gives up: the stream is reset (RST_STREAM CANCEL, which the server sees as its
+   * call cancelled) and the call rejects at once with CANCELLED. Nothing is retried after it.
+   */
+  signal?: AbortSignal;
 }
 
 export class UnaryChannel {
@@ -112,7 +117,7 @@ export class UnaryChannel {
     propagation.inject(trace.setSpan(context.active(), span), headers);
     const body = frame(message);
     const deadline = Date.now() + options.deadlineMs;
-    return this.attempt(path, body, headers, deadline, REFUSED_RETRIES).then(
+    return this.attempt(path, body, headers, deadline, REFUSED_RETRIES, options.signal).then(
       (res) => {
         span.setAttribute('rpc.grpc.status_code', GrpcStatus.OK);
         span.end();
@@ -158,9 +163,17 @@ export class UnaryChannel {
     this.session = undefined;
   }
 
-  private attempt(path: string, body: Buffer, headers: http2.OutgoingHttpHeaders, deadline: number, retries: number): Promise<Buffer> {
+  private attempt(
+    path: string,
+    body: Buffer,
+    headers: http2.OutgoingHttpHeaders,
+    deadline: number,
+    retries: number,
+    signal?: AbortSignal,
+  ): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       if (this.closed) return reject(new UnaryCallError(GrpcStatus.UNAVAILABLE, 'The channel is closed.'));
+      if (signal?.aborted) return reject(new UnaryCallError(GrpcStatus.CANCELLED, 'The call was cancelled by its caller.'));
       const remaining = deadline - Date.now();
       if (remaining <= 0) return reject(new UnaryCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded.'));
       let stream: http2.ClientHttp2Stream;
@@ -170,7 +183,7 @@ export class UnaryChannel {
       } catch (err) {
         // The connection went away between our check and the request: the call was never sent.
         if (session === this.session) this.session = undefined;
-        if (retries > 0) return resolve(this.attempt(path, body, headers, deadline, retries - 1));
+        if (retries > 0) return resolve(this.attempt(path, body, headers, deadline, retries - 1, signal));
         return reject(new UnaryCallError(GrpcStatus.UNAVAILABLE, (err as Error).message));
       }
       const chunks: Buffer[] = [];
@@ -184,9 +197,15 @@ export class UnaryChannel {
         settled = true;
         this.inFlight--;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', cancel);
         if (err) reject(err);
         else resolve(res!);
       };
+      const cancel = () => {
+        stream.close(NGHTTP2_CANCEL);
+        finish(new UnaryCallError(GrpcStatus.CANCELLED, 'The call was cancelled by its caller.'));
+      };
+      signal?.addEventListener('abort', cancel, { once: true });
       const timer = setTimeout(() => {
         stream.close(NGHTTP2_CANCEL);
         finish(new UnaryCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded.'));
@@ -223,8 +242,9 @@ export class UnaryChannel {
           clearTimeout(timer);
           settled = true;
           this.inFlight--;
+          signal?.removeEventListener('abort', cancel);
           if (session === this.session) this.session = undefined;
-          resolve(this.attempt(path, body, headers, deadline, retries - 1));
+          resolve(this.attempt(path, body, headers, deadline, retries - 1, signal));
           return;
         }
         if (status === undefined) {

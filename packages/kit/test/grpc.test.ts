@@ -1,5 +1,6 @@
 import {
   bindService,
+  callSignal,
   createLogger,
   createRpcClient,
   DomainError,
@@ -22,12 +23,19 @@ const handlers = {
     if (req.keyHash === 'missing') throw new DomainError('not_found', 'key_not_found', 'API key not found.');
     if (req.keyHash === 'crash') throw new Error('database password is hunter2');
     if (req.keyHash.startsWith('slow')) await sleep(Number(req.keyHash.slice(4)));
+    if (req.keyHash === 'wait-for-abort') {
+      // Waits for its caller to give up: the call's signal, seen here and below the handler (callSignal).
+      const below = callSignal();
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      aborted.push({ here: ctx.signal.aborted, below: below?.aborted === true });
+    }
     return {
       key: { id: ctx.principal.accountId, name: ctx.requestId, prefix: '', usageCount: 0, createdAt: '', accountId: '', ownerKind: '', ownerId: '' },
     };
   },
 } as Partial<Handlers<Def>> as Handlers<Def>;
 
+const aborted: Array<{ here: boolean; below: boolean }> = [];
 let server: GrpcServerHandle;
 let client: ReturnType<typeof createRpcClient<Def>>;
 let token: string;
@@ -108,4 +116,19 @@ test('shutdown drains calls in flight and refuses new ones', async () => {
   await expect(inFlight).resolves.toMatchObject({ key: { id: 'acct_me' } });
   await stopped;
   c.close();
+});
+
+test('a unary call its caller aborts rejects at once with call_aborted, and the handler sees its signal abort', async () => {
+  const ac = new AbortController();
+  const call = client.verifyKey({ keyHash: 'wait-for-abort' }, { principalToken: token, signal: ac.signal });
+  await sleep(100);
+  expect(callSignal()).toBeUndefined(); // outside any call
+  ac.abort();
+  expect(await codeOf(call)).toBe('unavailable/call_aborted: The call was aborted by its caller.');
+  for (let i = 0; i < 100 && !aborted.length; i++) await sleep(20);
+  expect(aborted).toEqual([{ here: true, below: true }]);
+  // Aborted before it is sent: never sent.
+  expect(await codeOf(client.verifyKey({ keyHash: 'ok' }, { principalToken: token, signal: ac.signal }))).toMatch(/^unavailable\/call_aborted/);
+  // The channel goes on serving calls.
+  expect((await client.verifyKey({ keyHash: 'ok' }, { principalToken: token })).key).toMatchObject({ id: 'acct_me' });
 });

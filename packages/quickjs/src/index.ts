@@ -8,7 +8,16 @@ export {
   type RunLimits,
   STACK_SIZE_BYTES,
 } from './limits.js';
-export { type RunRequest, type RunResult, Sandbox, SandboxBusyError, SandboxClosedError, type SandboxEvent, type SandboxOptions } from './pool.js';
+export {
+  type RunRequest,
+  type RunResult,
+  Sandbox,
+  SandboxAbortedError,
+  SandboxBusyError,
+  SandboxClosedError,
+  type SandboxEvent,
+  type SandboxOptions,
+} from './pool.js';
 export {
   LOG_LEVELS,
   type LogEntry,

@@ -19,6 +19,11 @@ export interface RunRequest extends Partial<RunLimits> {
    * arrival order (FairQueue). Calls without one share the tenant ''.
    */
   tenant?: string;
+  /**
+   * The caller gave up: a call still waiting leaves the queue, a running script's process is
+   * killed (SIGKILL) and replaced; the call rejects with SandboxAbortedError either way.
+   */
+  signal?: AbortSignal;
 }
 
 /** A run's outcome with the limits it ran under and how long it waited for a process. */
@@ -70,6 +75,12 @@ export class SandboxBusyError extends Error {
   readonly code = 'sandbox_busy';
 }
 
+/** The caller aborted the run (RunRequest.signal): it was taken off the queue, or its process was killed. */
+export class SandboxAbortedError extends Error {
+  override name = 'SandboxAbortedError';
+  readonly code = 'sandbox_aborted';
+}
+
 /** The pool is closed. */
 export class SandboxClosedError extends Error {
   override name = 'SandboxClosedError';
@@ -92,6 +103,9 @@ interface Job {
   resolve(r: RunResult): void;
   reject(e: Error): void;
   queueTimer?: NodeJS.Timeout;
+  /** The caller's signal, and what this pool does when it aborts (removed once the job settles). */
+  signal?: AbortSignal;
+  onAbort?: () => void;
 }
 
 interface Running {
@@ -99,7 +113,7 @@ interface Running {
   started: number;
   wallTimer: NodeJS.Timeout;
   rssTimer?: NodeJS.Timeout;
-  killedFor?: 'timeout' | 'memory_limit';
+  killedFor?: 'timeout' | 'memory_limit' | 'aborted';
 }
 
 class Worker {
@@ -144,7 +158,7 @@ export class Sandbox {
   private nextId = 1;
   private closed = false;
   private failures = 0;
-  private readonly counters = { runs: 0, killed: 0, crashed: 0, spawned: 0 };
+  private readonly counters = { runs: 0, killed: 0, crashed: 0, spawned: 0, aborted: 0 };
 
   constructor(private readonly options: SandboxOptions = {}) {
     this.maxLimits = checkMaxLimits({ ...DEFAULT_MAX_LIMITS, ...options.maxLimits });
@@ -186,8 +200,12 @@ export class Sandbox {
     } catch (err) {
       return Promise.reject(err as Error);
     }
+    if (request.signal?.aborted) return Promise.reject(new SandboxAbortedError('The run was aborted before it started.'));
     if (this.workers.size === 0) this.spawn();
     return new Promise<RunResult>((resolve, reject) => {
+      const settle = () => {
+        if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort);
+      };
       const job: Job = {
         id: this.nextId++,
         tenant: request.tenant ?? '',
@@ -196,9 +214,20 @@ export class Sandbox {
         checkOnly: request.checkOnly,
         limits,
         enqueued: performance.now(),
-        resolve,
-        reject,
+        resolve: (r) => {
+          settle();
+          resolve(r);
+        },
+        reject: (e) => {
+          settle();
+          reject(e);
+        },
+        signal: request.signal,
       };
+      if (request.signal) {
+        job.onAbort = () => this.abort(job);
+        request.signal.addEventListener('abort', job.onAbort, { once: true });
+      }
       const idle = this.runningOf(job.tenant) < this.tenantShare ? this.idleWorker() : undefined;
       if (idle) return this.dispatch(idle, job);
       if (this.queue.length >= this.maxQueue) {
@@ -239,6 +268,17 @@ export class Sandbox {
     );
     for (const w of this.workers) w.child.kill('SIGKILL');
     await Promise.all(exits);
+  }
+
+  /** The caller gave up on a job: off the queue if it waits, its process killed if it runs. */
+  private abort(job: Job): void {
+    if (this.queue.remove(job.tenant, job)) {
+      clearTimeout(job.queueTimer);
+      if (this.runningOf(job.tenant) === 0) this.queue.idle(job.tenant);
+      this.counters.aborted++;
+      return job.reject(new SandboxAbortedError('The run was aborted while it waited for a process.'));
+    }
+    for (const w of this.workers) if (w.running?.job === job) return this.kill(w, 'aborted');
   }
 
   /** An idle process, one with its next interpreter ready first. */
@@ -324,31 +364,34 @@ export class Sandbox {
     this.workers.delete(w);
     if (w.running) {
       const { job, started, killedFor } = this.finishRun(w);
-      const error: RunError = killedFor
-        ? killedFor === 'timeout'
-          ? {
-              code: 'timeout',
-              message: `The script ran past its time limit (${job.limits.timeoutMs} ms) and its process was killed; its console output is lost.`,
-            }
-          : {
-              code: 'memory_limit',
-              message: `The script's process went past its memory cap (${job.limits.memoryLimitMb} MiB limit) and was killed; its console output is lost.`,
-            }
-        : { code: 'sandbox_error', message: 'The sandbox process died while running the script.' };
-      if (!killedFor) {
-        this.counters.crashed++;
-        this.options.onEvent?.({ type: 'crashed', pid: w.child.pid ?? 0, code, signal, stderr: w.stderr });
+      if (killedFor === 'aborted') job.reject(new SandboxAbortedError('The run was aborted: its process was killed.'));
+      else {
+        const error: RunError = killedFor
+          ? killedFor === 'timeout'
+            ? {
+                code: 'timeout',
+                message: `The script ran past its time limit (${job.limits.timeoutMs} ms) and its process was killed; its console output is lost.`,
+              }
+            : {
+                code: 'memory_limit',
+                message: `The script's process went past its memory cap (${job.limits.memoryLimitMb} MiB limit) and was killed; its console output is lost.`,
+              }
+          : { code: 'sandbox_error', message: 'The sandbox process died while running the script.' };
+        if (!killedFor) {
+          this.counters.crashed++;
+          this.options.onEvent?.({ type: 'crashed', pid: w.child.pid ?? 0, code, signal, stderr: w.stderr });
+        }
+        job.resolve({
+          resultJson: null,
+          logs: [],
+          logsTruncated: false,
+          error,
+          mode: 'script',
+          durationMs: ms(performance.now() - started),
+          limits: job.limits,
+          queuedMs: ms(started - job.enqueued),
+        });
       }
-      job.resolve({
-        resultJson: null,
-        logs: [],
-        logsTruncated: false,
-        error,
-        mode: 'script',
-        durationMs: ms(performance.now() - started),
-        limits: job.limits,
-        queuedMs: ms(started - job.enqueued),
-      });
     } else if (wasStarting && !this.closed) {
       this.failures++;
       this.options.onEvent?.({ type: 'crashed', pid: w.child.pid ?? 0, code, signal, stderr: w.stderr });
@@ -415,11 +458,14 @@ export class Sandbox {
     });
   }
 
-  private kill(w: Worker, reason?: 'timeout' | 'memory_limit'): void {
+  private kill(w: Worker, reason?: 'timeout' | 'memory_limit' | 'aborted'): void {
     if (w.running && reason && !w.running.killedFor) {
       w.running.killedFor = reason;
-      this.counters.killed++;
-      this.options.onEvent?.({ type: 'killed', reason, pid: w.child.pid ?? 0 });
+      if (reason === 'aborted') this.counters.aborted++;
+      else {
+        this.counters.killed++;
+        this.options.onEvent?.({ type: 'killed', reason, pid: w.child.pid ?? 0 });
+      }
     }
     w.child.kill('SIGKILL');
   }

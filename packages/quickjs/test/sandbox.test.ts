@@ -1,7 +1,16 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 
-import { DEFAULT_LIMITS, LimitError, resolveLimits, Sandbox, SandboxBusyError, SandboxClosedError, type SandboxEvent } from '@svc/quickjs';
+import {
+  DEFAULT_LIMITS,
+  LimitError,
+  resolveLimits,
+  Sandbox,
+  SandboxAbortedError,
+  SandboxBusyError,
+  SandboxClosedError,
+  type SandboxEvent,
+} from '@svc/quickjs';
 
 // The sandbox's pool of child processes, as a caller sees it: results, console output, errors with
 // positions, each limit ending a run with its code, and the pool serving on after every kill.
@@ -313,6 +322,35 @@ describe('the pool', () => {
       })();`;
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
     expect([r.status, r.stdout.trim()]).toEqual([0, 'closed']);
+  });
+
+  it('an aborted run: its process is killed and replaced (a waiting one leaves the queue), the call rejects as aborted', async () => {
+    const seen: SandboxEvent[] = [];
+    const one = new Sandbox({ poolSize: 1, maxQueue: 4, maxLimits: { timeoutMs: 60_000 }, onEvent: (e) => seen.push(e) });
+    try {
+      await one.start();
+      while (one.stats().idle < 1) await new Promise((r) => setTimeout(r, 20));
+      const [pid] = one.stats().pids;
+      const running = new AbortController();
+      const waiting = new AbortController();
+      const forever = 'const end = Date.now() + 60000; while (Date.now() < end) {} "finished"';
+      const a = one.run({ code: forever, timeoutMs: 60_000, signal: running.signal });
+      const b = one.run({ code: '"never"', signal: waiting.signal });
+      expect(one.stats()).toMatchObject({ busy: 1, queued: 1 });
+      waiting.abort();
+      await expect(b).rejects.toThrow(SandboxAbortedError);
+      expect(one.stats()).toMatchObject({ busy: 1, queued: 0 });
+      running.abort();
+      await expect(a).rejects.toThrow(SandboxAbortedError);
+      expect(fs.existsSync(`/proc/${pid}`) && !/State:\s+Z/.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))).toBe(false);
+      expect(one.stats()).toMatchObject({ aborted: 2, killed: 0, crashed: 0 });
+      expect(seen).toEqual([]); // an abort is neither a limit's kill nor a crash
+      expect((await one.run({ code: '"next"' })).resultJson).toBe('"next"');
+      expect(one.stats().pids).not.toContain(pid);
+      await expect(one.run({ code: '1', signal: running.signal })).rejects.toThrow(SandboxAbortedError);
+    } finally {
+      await one.close();
+    }
   });
 
   it('leaves no process behind when closed', async () => {

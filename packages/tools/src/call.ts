@@ -15,6 +15,8 @@ export interface ToolContext {
   onInternalError?: (err: unknown) => void;
   /** What the caller may see and call (read-only mode, an agent's tool list); absent: every tool. */
   view?: ToolView;
+  /** The caller gives up: passed to the operation (Invocation.signal). */
+  signal?: AbortSignal;
 }
 
 /** A tool's result: the operation's answer, or (isError) the contract's error body `{ error: { code, message, requestId } }`. */
@@ -196,7 +198,7 @@ export async function callTool(dispatcher: Dispatcher, catalogue: ToolCatalogue,
     const b = catalogue.binding(name);
     if (!b) throw new DomainError('not_found', 'unknown_tool', `There is no tool ${JSON.stringify(name.slice(0, 200))}; search_tools finds tools.`);
     if (ctx.view && !allows(ctx.view, b.def)) throw refusedByView(ctx.view, name);
-    const answer = await dispatcher.invoke(b.route, rawInputOf(b, given), { requestId: ctx.requestId, auth: ctx.auth });
+    const answer = await dispatcher.invoke(b.route, rawInputOf(b, given), { requestId: ctx.requestId, auth: ctx.auth, signal: ctx.signal });
     return { structuredContent: await resultOf(b, answer, given), isError: false };
   } catch (err) {
     return toolError(err, ctx);

@@ -196,8 +196,8 @@ export function handlers(domain: AccountsDomain, store: AccountStore): Omit<Hand
       await domain.unpairHost(principal, req.hostId);
       return {};
     },
-    async callHost(req, { principal }) {
-      const out = await domain.callHost(principal, req.hostId, req);
+    async callHost(req, { principal, signal }) {
+      const out = await domain.callHost(principal, req.hostId, req, signal);
       return {
         hostId: out.host.id,
         tool: req.tool,

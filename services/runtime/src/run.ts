@@ -13,7 +13,9 @@ import {
 import { type Bus, DomainError, newId, type Principal, type Queryable, type Sql, type Subscription } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 
+import { RunControl } from './control.js';
 import type { RuntimeSettings } from './settings.js';
+import { execTool, notBegun, parseArgs, toolMessage, type ToolOutcome, toolResultEvent } from './tool-step.js';
 import type { AgentTools } from './tools.js';
 
 /**
@@ -21,7 +23,8 @@ import type { AgentTools } from './tools.js';
  * each step checkpointed in PostgreSQL before the next begins. Messages injected while it works
  * are delivered at the next step boundary. A worker that takes over a run continues from its last
  * checkpoint; a tool call is recorded before it is executed, so one that completed is never
- * executed again.
+ * executed again. A cancel, an interrupt or a rollback aborts the model turn or the tool call in
+ * progress at once (RunControl), as the tool's abort mode allows.
  */
 
 export type Infer = (req: models_infer.InferRequest, principal: Principal, signal: AbortSignal) => AsyncIterable<models_infer.InferEvent>;
@@ -83,50 +86,59 @@ export class RunExecutor {
 
   private async take(runId: string, working: () => void): Promise<void> {
     const d = this.deps;
-    const run = await d.threads.claimRun(runId, d.worker, d.settings.SVC_RUN_LEASE_MS);
-    // Finished, or another worker holds it (if that one dies, the sweep puts the run back on the queue).
-    if (!run) return;
-    const thread = await d.threads.thread(run.thread_id);
-    if (!thread) {
-      await d.threads.finishRun(d.sql, run.id, 'cancelled', { code: 'thread_deleted', message: 'The thread was deleted.' });
-      return;
-    }
-    const agent = await d.agents.byId(run.agent_id);
-    const state = { cancel: run.cancel_requested, interrupt: false, turn: undefined as AbortController | undefined };
-    let control: Subscription | undefined;
-    const lease = setInterval(
-      () => {
-        working();
-        d.threads.renewLease(d.sql, run.id, d.worker, d.settings.SVC_RUN_LEASE_MS).catch(() => {});
-      },
-      Math.floor(d.settings.SVC_RUN_LEASE_MS / 3),
-    );
+    // Listening before the claim: a cancel sent between the two is not missed (the claim reads it too).
+    let state: RunControl | undefined;
+    const early: unknown[] = [];
+    const control: Subscription = await d.bus.listen(`agents.run.${runId}`, (data) => (state ? state.heard(data) : early.push(data)));
+    let lease: NodeJS.Timeout | undefined;
     try {
-      control = await d.bus.listen(`agents.run.${run.id}`, (data) => {
-        const kind = (data as { kind?: string })?.kind;
-        if (kind === 'cancel') state.cancel = true;
-        if (kind === 'interrupt') state.interrupt = true;
-        if (kind === 'cancel' || kind === 'interrupt') state.turn?.abort();
-      });
+      const run = await d.threads.claimRun(runId, d.worker, d.settings.SVC_RUN_LEASE_MS);
+      // Finished, or another worker holds it (if that one dies, the sweep puts the run back on the queue).
+      if (!run) return;
+      const thread = await d.threads.thread(run.thread_id);
+      if (!thread) {
+        await d.threads.finishRun(d.sql, run.id, 'cancelled', { code: 'thread_deleted', message: 'The thread was deleted.' });
+        return;
+      }
+      const agent = await d.agents.byId(run.agent_id);
+      const st = (state = new RunControl(run.cancel_requested));
+      for (const data of early) st.heard(data);
+      lease = setInterval(
+        () => {
+          working();
+          d.threads.renewLease(d.sql, run.id, d.worker, d.settings.SVC_RUN_LEASE_MS).then(
+            (held) => st.renewed(held),
+            () => {},
+          );
+        },
+        Math.floor(d.settings.SVC_RUN_LEASE_MS / 3),
+      );
+      await this.work(run, agent, thread.project_id, st);
+    } finally {
+      clearInterval(lease);
+      await control.unsubscribe();
+    }
+  }
+
+  private async work(run: RunRow, agent: AgentRow | null, projectId: string | null, state: RunControl): Promise<void> {
+    const d = this.deps;
+    try {
       if (!agent) return await this.fail(run, { code: 'agent_not_found', message: 'The thread’s agent was deleted.' });
       await this.append(run, [
         run.step === 0
           ? { type: 'run.started', runId: run.id, producer: SYSTEM, data: { runId: run.id, agentId: agent.id, worker: d.worker } }
           : { type: 'run.resumed', runId: run.id, producer: SYSTEM, data: { runId: run.id, fromStep: run.step, worker: d.worker } },
       ]);
-      await this.loop(run, agent, thread.project_id, state);
+      await this.loop(run, agent, projectId, state);
     } catch (err) {
-      if (err instanceof RunEnded) return;
+      if (err instanceof RunEnded || state.ended) return;
       const e = err instanceof DomainError ? err : undefined;
       if (!e) d.log.error({ err, runId: run.id }, 'run failed');
       await this.fail(run, { code: e?.code ?? 'internal_error', message: e?.message ?? 'The run failed on an internal error.' }).catch(() => {});
-    } finally {
-      clearInterval(lease);
-      await control?.unsubscribe();
     }
   }
 
-  private async loop(run: RunRow, agent: AgentRow, projectId: string | null, state: { cancel: boolean; interrupt: boolean; turn?: AbortController }) {
+  private async loop(run: RunRow, agent: AgentRow, projectId: string | null, state: RunControl) {
     const d = this.deps;
     const principal: Principal = { kind: 'agent', agentId: agent.id, accountId: run.account_id, projectId: projectId ?? undefined, channel: 'mcp' };
     const maxSteps = agent.max_steps ?? d.settings.SVC_RUN_MAX_STEPS;
@@ -139,14 +151,22 @@ export class RunExecutor {
       // A step's tool calls (also those of a step a worker that stopped had begun).
       const calls = unanswered(context);
       if (calls.length) {
-        for (const call of calls) context = await this.runTool(run, step, principal, agent, context, call);
+        for (const [i, call] of calls.entries()) {
+          if (!state.cancel) await this.renew(run);
+          const o = await execTool(d, run, step, principal, agent, call, state);
+          if (o.aborted === 'cancel' && !o.recorded) {
+            // The cancel ends the run with this call and the ones after it, never begun, in one commit.
+            return this.cancelAfter(run, step, context, [o, ...calls.slice(i + 1).map((c) => notBegun(d.tools, run, c, 'cancel'))]);
+          }
+          context = await this.recordTool(run, step, context, o);
+          if (state.ended) throw new RunEnded();
+        }
         continue;
       }
-      await this.renew(run);
-      if (state.cancel || (await d.threads.run(run.id))?.cancel_requested) {
-        await this.end(run, 'cancelled', null, [{ type: 'run.cancelled', runId: run.id, producer: SYSTEM, data: { runId: run.id, step } }]);
-        return;
-      }
+      if (state.ended) throw new RunEnded();
+      // A cancel already heard ends the run at once (the ending transaction checks the run is still this worker's).
+      if (!state.cancel) await this.renew(run);
+      if (state.cancel || (await d.threads.run(run.id))?.cancel_requested) return this.cancelAfter(run, step, context, []);
       state.interrupt = false;
       context = await this.deliverInjections(run, step, context);
       const last = context[context.length - 1];
@@ -216,14 +236,13 @@ export class RunExecutor {
     agent: AgentRow,
     context: ContextMessage[],
     principal: Principal,
-    state: { cancel: boolean; interrupt: boolean; turn?: AbortController },
+    state: RunControl,
   ): Promise<Turn> {
     const d = this.deps;
     const thread = await d.threads.thread(run.thread_id);
     if (!thread) throw new RunEnded();
     const afterSeq = Number(thread.last_seq);
-    const abort = new AbortController();
-    state.turn = abort;
+    const abort = state.startTurn();
     const messages: models_infer.ChatMessage[] = [
       ...(agent.instructions ? [{ role: 'system', content: agent.instructions, toolCalls: [], toolCallId: '', name: '' }] : []),
       ...context.map((m) => ({ role: m.role, content: m.content, toolCalls: m.toolCalls ?? [], toolCallId: m.toolCallId ?? '', name: m.name ?? '' })),
@@ -239,15 +258,16 @@ export class RunExecutor {
         // failing: the turn is asked again, a few times over about a minute, as long as
         // nothing of it has streamed yet. The charge key makes a repeated call charge once.
         const restarting = err instanceof DomainError && err.code === 'service_unavailable' && !turn.text && !turn.toolCalls.length;
-        if (!restarting || attempt >= INFER_RETRIES.length || state.cancel) {
-          state.turn = undefined;
+        if (!restarting || attempt >= INFER_RETRIES.length || state.stopping) {
+          state.endTurn();
           throw err;
         }
         await new Promise((r) => setTimeout(r, INFER_RETRIES[attempt]));
       }
     }
-    state.turn = undefined;
-    if (abort.signal.aborted || state.interrupt || state.cancel) turn.interrupted = true;
+    state.endTurn();
+    if (state.ended) throw new RunEnded();
+    if (abort.signal.aborted || state.stopping) turn.interrupted = true;
     return turn;
   }
 
@@ -291,57 +311,48 @@ export class RunExecutor {
     }
   }
 
-  /** Executes one tool call, recorded first: a call a stopped worker had begun is not executed again. */
-  private async runTool(
-    run: RunRow,
-    step: number,
-    principal: Principal,
-    agent: AgentRow,
-    context: ContextMessage[],
-    call: { id: string; name: string; argumentsJson: string },
-  ): Promise<ContextMessage[]> {
+  /**
+   * Records a call's outcome with its `tool.result` and the step's checkpoint. A run rolled back
+   * while its tool ran still records what became of the call (this worker held it), without a
+   * checkpoint. Written once: a result recorded before (or by a worker that took the run over) is not.
+   */
+  private async recordTool(run: RunRow, step: number, context: ContextMessage[], o: ToolOutcome): Promise<ContextMessage[]> {
     const d = this.deps;
-    await this.renew(run);
-    const args = parseArgs(call.argumentsJson);
-    let result: unknown;
-    let isError: boolean;
-    const fresh = await d.threads.startToolCall({ run_id: run.id, call_id: call.id, step, name: call.name, arguments: args });
-    const earlier = fresh ? null : await d.threads.toolCall(run.id, call.id);
-    if (earlier?.status === 'done') {
-      result = earlier.result;
-      isError = earlier.is_error;
-    } else if (earlier) {
-      result = {
-        error: {
-          code: 'tool_interrupted',
-          message: 'The worker running this call stopped before it answered; it may or may not have taken effect.',
-          requestId: `${run.id}:${call.id}`,
-        },
-      };
-      isError = true;
-    } else if (args === undefined) {
-      result = { error: { code: 'invalid_request', message: 'arguments: must be a JSON object.', requestId: `${run.id}:${call.id}` } };
-      isError = true;
-    } else {
-      const r = await d.tools.call(principal, agent.tools, call.name, args, `${run.id}:${call.id}`);
-      result = r.structuredContent;
-      isError = r.isError;
-    }
-    const text = JSON.stringify(result);
-    const next: ContextMessage[] = [...context, { role: 'tool', content: text, toolCallId: call.id, name: call.name }];
-    await this.tx(run, async (q, emit) => {
-      await d.threads.finishToolCall(q, run.id, call.id, result, isError);
-      await d.threads.checkpoint(q, run.id, { step, context: next, inputTokens: 0, outputTokens: 0, cost: '0' });
-      await emit([
-        {
-          type: 'tool.result',
-          runId: run.id,
-          producer: { kind: 'tool', id: call.name, keyId: null },
-          data: { runId: run.id, step, callId: call.id, name: call.name, isError, result },
-        },
-      ]);
-    });
+    const next: ContextMessage[] = [...context, toolMessage(o)];
+    await this.tx(
+      run,
+      async (q, emit, status) => {
+        const recorded = o.recorded || (await d.threads.finishToolCall(q, run.id, o.call.id, o.result, o.isError, o.aborted !== null));
+        if (!recorded) return;
+        if (status === 'running') await d.threads.checkpoint(q, run.id, { step, context: next, inputTokens: 0, outputTokens: 0, cost: '0' });
+        await emit([toolResultEvent(run, step, o)]);
+      },
+      'held',
+    );
     return next;
+  }
+
+  /**
+   * Ends the run cancelled in the transaction that records the step's calls the cancel stopped or
+   * kept from beginning (one commit: the cancel is over as soon as the tool answers its abort).
+   */
+  private async cancelAfter(run: RunRow, step: number, context: ContextMessage[], outcomes: ToolOutcome[]): Promise<void> {
+    const d = this.deps;
+    await this.end(run, 'cancelled', null, async (q) => {
+      let next = context;
+      const events: NewEvent[] = [];
+      for (const o of outcomes) {
+        if (o.unrecorded) {
+          const args = parseArgs(o.call.argumentsJson);
+          await d.threads.startToolCall({ run_id: run.id, call_id: o.call.id, step, name: o.call.name, arguments: args }, q);
+        }
+        if (!o.recorded && !(await d.threads.finishToolCall(q, run.id, o.call.id, o.result, o.isError, o.aborted !== null))) continue;
+        next = [...next, toolMessage(o)];
+        if (!o.recorded) events.push(toolResultEvent(run, step, o));
+      }
+      await d.threads.checkpoint(q, run.id, { step, context: next, inputTokens: 0, outputTokens: 0, cost: '0' });
+      return [...events, { type: 'run.cancelled', runId: run.id, producer: SYSTEM, data: { runId: run.id, step } }];
+    });
   }
 
   /** Pending injected messages into the context, in their order, each with an injection.delivered event. */
@@ -377,8 +388,8 @@ export class RunExecutor {
    */
   private async complete(run: RunRow, step: number): Promise<boolean> {
     const d = this.deps;
+    // The transaction holds the thread's lock (tx): no message can arrive between the look and the end.
     const done = await this.tx(run, async (q, emit) => {
-      await d.threads.lockThread(q, run.thread_id);
       if ((await d.threads.waiting(q, run.thread_id, 'pending')).length) return null;
       const finished = await d.threads.finishRun(q, run.id, 'completed', null);
       if (!finished) throw new RunEnded();
@@ -431,15 +442,21 @@ export class RunExecutor {
   }
 
   private async fail(run: RunRow, error: { code: string; message: string }): Promise<void> {
-    await this.end(run, 'failed', error, [{ type: 'run.failed', runId: run.id, producer: SYSTEM, data: { runId: run.id, error } }]);
+    await this.end(run, 'failed', error, async () => [{ type: 'run.failed', runId: run.id, producer: SYSTEM, data: { runId: run.id, error } }]);
   }
 
-  private async end(run: RunRow, status: 'failed' | 'cancelled', error: { code: string; message: string } | null, events: NewEvent[]) {
+  /** Ends the run failed or cancelled with the events `before` writes first in the same transaction. */
+  private async end(
+    run: RunRow,
+    status: 'failed' | 'cancelled',
+    error: { code: string; message: string } | null,
+    before: (q: Queryable) => Promise<NewEvent[]>,
+  ) {
     const d = this.deps;
     const out = await this.tx(run, async (q, emit) => {
-      const live = await d.threads.lockThread(q, run.thread_id);
+      const events = await before(q);
       const finished = await d.threads.finishRun(q, run.id, status, error);
-      if (!finished || !live) return null;
+      if (!finished) return null;
       const next = await this.nextRun(q, finished);
       if (!next) await d.threads.setThreadRun(q, run.thread_id, null);
       const all = [...events, ...(next ? [{ type: 'run.queued', runId: next, producer: SYSTEM, data: { runId: next, after: run.id } }] : [])];
@@ -454,30 +471,46 @@ export class RunExecutor {
     if (!(await this.deps.threads.renewLease(this.deps.sql, run.id, this.deps.worker, this.deps.settings.SVC_RUN_LEASE_MS))) throw new RunEnded();
   }
 
+  /**
+   * Whether this worker may still write for the run, in a transaction that holds the thread's row
+   * lock (taken first, as every writer of the thread takes it, so the run's status cannot change
+   * under it): `running` while it works the run; `held` once it was ended from outside while this
+   * worker held it (a rollback: what became of its tool call is still recorded).
+   */
+  private async mayWrite(q: Queryable, run: RunRow, guard: 'running' | 'held'): Promise<RunRow['status'] | null> {
+    const r = await this.deps.threads.lockForRun(q, run.thread_id, run.id);
+    if (!r || r.worker !== this.deps.worker) return null;
+    return guard === 'held' || r.status === 'running' ? r.status : null;
+  }
+
   private async append(run: RunRow, events: NewEvent[]): Promise<void> {
     await this.tx(run, (_q, emit) => emit(events));
   }
 
-  /** A transaction whose appended events (`emit`) are signalled live once it commits. */
-  private async tx<T>(run: RunRow, fn: (q: Queryable, emit: (events: NewEvent[]) => Promise<EventRow[]>) => Promise<T>): Promise<T> {
+  /**
+   * A transaction of the run's worker, whose appended events (`emit`) are signalled live once it
+   * commits. A worker that may no longer write for the run (mayWrite) writes nothing: RunEnded.
+   */
+  private async tx<T>(
+    run: RunRow,
+    fn: (q: Queryable, emit: (events: NewEvent[]) => Promise<EventRow[]>, status: RunRow['status']) => Promise<T>,
+    guard: 'running' | 'held' = 'running',
+  ): Promise<T> {
     const rows: EventRow[] = [];
-    const out = await this.deps.sql.tx((q) =>
-      fn(q, async (events) => {
-        const r = await this.deps.threads.append(q, run.thread_id, events, () => newId('evt'));
-        rows.push(...r);
-        return r;
-      }),
-    );
+    const out = await this.deps.sql.tx(async (q) => {
+      const status = await this.mayWrite(q, run, guard);
+      if (!status) throw new RunEnded();
+      return fn(
+        q,
+        async (events) => {
+          const r = await this.deps.threads.append(q, run.thread_id, events, () => newId('evt'));
+          rows.push(...r);
+          return r;
+        },
+        status,
+      );
+    });
     await this.deps.live.published(run.thread_id, rows);
     return out;
-  }
-}
-
-function parseArgs(json: string): Record<string, unknown> | undefined {
-  try {
-    const v = JSON.parse(json || '{}') as unknown;
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
   }
 }

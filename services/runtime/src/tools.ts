@@ -4,6 +4,17 @@ import type { Principal, PrincipalSigner } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 import { CALL_TOOL, callTool, type ToolCatalogue, type ToolResult } from '@svc/tools';
 
+import type { AbortMode } from './control.js';
+
+/**
+ * Operations that change nothing a stop could leave half done, though they are not GETs: scripts
+ * run in the sandbox (pure computation: its process is killed), and the checks and estimates that
+ * only compute an answer.
+ */
+const STOPPABLE = new Set(['code.run', 'code.check', 'code.runFile', 'code.runWithData']);
+/** Relays to something outside the platform: stopping the call stops the wait, not the far side. */
+const ABANDONED = new Set(['hosts.call']);
+
 export class AgentTools {
   private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
 
@@ -31,7 +42,28 @@ export class AgentTools {
       .map((t) => ({ name: t.name, description: t.description, inputSchemaJson: JSON.stringify(t.inputSchema) }));
   }
 
-  async call(principal: Principal, patterns: string[] | null, name: string, args: unknown, requestId: string): Promise<ToolResult> {
+  /**
+   * What an abort does to a call of this tool (docs/threads.md, "Aborting a tool"): reads and
+   * sandboxed scripts stop with nothing applied; a host call is abandoned (the platform stops
+   * waiting); every other operation changes something in one transaction and is left to answer.
+   * `call_tool` is its inner tool's; search_tools and unknown tools change nothing.
+   */
+  abortMode(name: string, args: unknown): AbortMode {
+    const inner = name === CALL_TOOL && args && typeof args === 'object' ? (args as { name?: unknown }).name : name;
+    const b = typeof inner === 'string' ? this.catalogue.binding(inner) : undefined;
+    if (!b) return 'stop';
+    if (ABANDONED.has(b.route.id)) return 'abandon';
+    return b.route.method === 'get' || STOPPABLE.has(b.route.id) ? 'stop' : 'finish';
+  }
+
+  async call(
+    principal: Principal,
+    patterns: string[] | null,
+    name: string,
+    args: unknown,
+    requestId: string,
+    signal?: AbortSignal,
+  ): Promise<ToolResult> {
     const inner = name === CALL_TOOL && args && typeof args === 'object' ? (args as { name?: unknown }).name : undefined;
     for (const n of [name, ...(typeof inner === 'string' ? [inner] : [])]) {
       if (!this.catalogue.get(n) || !this.allows(patterns, n)) {
@@ -43,7 +75,7 @@ export class AgentTools {
         };
       }
     }
-    return callTool(this.dispatcher, this.catalogue, name, args, { auth: { principal, token: await this.token(principal) }, requestId });
+    return callTool(this.dispatcher, this.catalogue, name, args, { auth: { principal, token: await this.token(principal) }, requestId, signal });
   }
 
   async token(p: Principal): Promise<string> {

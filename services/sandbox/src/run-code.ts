@@ -1,6 +1,15 @@
-import { AccountLimiter, type CallContext, DomainError, type Logger, setting } from '@svc/kit';
+import { AccountLimiter, callAborted, type CallContext, DomainError, type Logger, setting } from '@svc/kit';
 import type { mcp, mcp_run_code } from '@svc/proto';
-import { LIMIT_BOUNDS, LimitError, type RunResult, Sandbox, SandboxBusyError, SandboxClosedError, type SandboxEvent } from '@svc/quickjs';
+import {
+  LIMIT_BOUNDS,
+  LimitError,
+  type RunResult,
+  Sandbox,
+  SandboxAbortedError,
+  SandboxBusyError,
+  SandboxClosedError,
+  type SandboxEvent,
+} from '@svc/quickjs';
 
 /**
  * run_code (docs/run-code.md): the mcp service runs JavaScript in @svc/quickjs's pool of QuickJS
@@ -81,6 +90,8 @@ export function runCode(env: RunCodeEnv, log: Logger, nice = 10) {
         maxOutputBytes: req.maxOutputBytes,
         globalsJson: req.globalsJson,
         checkOnly: req.checkOnly,
+        // The caller gave up (a run's tool call aborted, docs/threads.md): the script's process is killed.
+        signal: ctx.signal,
       });
     } catch (err) {
       throw domainError(err);
@@ -123,6 +134,7 @@ function checkGlobals(json: string): void {
 function domainError(err: unknown): unknown {
   if (err instanceof LimitError) return new DomainError('invalid_argument', 'invalid_limit', err.message, { field: err.field });
   if (err instanceof SandboxBusyError) return new DomainError('rate_limited', 'sandbox_busy', err.message, { retryAfterSeconds: 1 });
+  if (err instanceof SandboxAbortedError) return callAborted(err);
   if (err instanceof SandboxClosedError)
     return new DomainError('unavailable', 'sandbox_unavailable', 'The code sandbox is shutting down; try again shortly.');
   return err;

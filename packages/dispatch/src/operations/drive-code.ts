@@ -69,7 +69,13 @@ async function readFiles(deps: ContentDeps, caller: { token: string; requestId: 
 export function driveCodeOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Record<string, OperationHandler> {
   const runCode: RunCodeFn =
     deps.runCode ??
-    ((req, op) => mcpClient(deps.registry).runCode(req, { principalToken: op.auth!.token, requestId: op.requestId, deadlineMs: RUN_DEADLINE_MS }));
+    ((req, op) =>
+      mcpClient(deps.registry).runCode(req, {
+        principalToken: op.auth!.token,
+        requestId: op.requestId,
+        deadlineMs: RUN_DEADLINE_MS,
+        signal: op.signal,
+      }));
   const runWith = async (code: string, input: Record<string, any>, data: DataFile[], op: OperationContext) => {
     const globals = JSON.stringify({ input: input.body.input ?? null, files: data });
     const res = await runCode(

@@ -135,6 +135,9 @@ async function follow(svc: Svc, id: string, after: number, untilIdle: boolean, o
   return failed ? 1 : 0;
 }
 
+/** What `say --mode` takes: how a message meets a working run (docs/threads.md, "Messages while a run works"). */
+const INJECT_MODES = ['boundary', 'interrupt', 'enqueue', 'reject', 'rollback'] as const;
+
 const threads: Record<string, Command> = {
   async new(svc, args, flags, out) {
     const message = args.join(' ') || undefined;
@@ -150,13 +153,16 @@ const threads: Record<string, Command> = {
     const id = need(args, 0, 'thread id');
     const content = args.slice(1).join(' ');
     if (!content) throw new UsageError('missing message');
-    const mode = str(flags, 'mode') as 'boundary' | 'interrupt' | 'enqueue' | 'reject' | undefined;
-    const res = await svc.threads.inject({ id, content, ...(mode ? { mode } : {}) });
+    const mode = str(flags, 'mode');
+    if (mode !== undefined && !(INJECT_MODES as readonly string[]).includes(mode)) {
+      throw new UsageError(`--mode must be ${INJECT_MODES.slice(0, -1).join(', ')} or ${INJECT_MODES[INJECT_MODES.length - 1]}`);
+    }
+    const res = await svc.threads.inject({ id, content, ...(mode ? { mode: mode as (typeof INJECT_MODES)[number] } : {}) });
     if (flags.wait) {
       process.exitCode = await follow(svc, id, res.seq > 0 ? res.seq - 1 : 0, true, out);
       return;
     }
-    print(out, res, () => `${res.messageId} ${res.status}\n`);
+    print(out, res, () => `${res.messageId} ${res.status}${res.rolledBackRunId ? ` (rolled back ${res.rolledBackRunId})` : ''}\n`);
   },
   async tail(svc, args, flags, out) {
     const id = need(args, 0, 'thread id');

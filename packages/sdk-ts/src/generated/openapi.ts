@@ -556,7 +556,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop the agent: each of its running or queued runs stops at its next step boundary. */
+        /** Stop the agent: each of its running or queued runs is cancelled, its model turn or tool call in progress aborted (as threads.cancel). */
         post: operations["agents.cancelRuns"];
         delete?: never;
         options?: never;
@@ -715,7 +715,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel the thread’s running run: it stops at its next step boundary. */
+        /** Cancel the thread’s running run: the model turn or tool call in progress is aborted at once (a tool that changes something is let answer first), and the run ends with run.cancelled. */
         post: operations["threads.cancel"];
         delete?: never;
         options?: never;
@@ -5118,6 +5118,11 @@ export interface components {
                 [key: string]: unknown;
             };
             cancelRequested: boolean;
+            /**
+             * @description When a message rolled the run back (inject mode rollback): the seq of its run.rolled_back event; its progress is out of the conversation.
+             * @default null
+             */
+            rolledBackSeq: number | null;
             /** @description ISO 8601 UTC with milliseconds */
             createdAt: string;
             /** @default null */
@@ -5199,7 +5204,7 @@ export interface components {
              * @default null
              */
             runId: string | null;
-            /** @description A user message: started, pending, queued (waiting for a run), delivered or retracted; "" for the agent’s. */
+            /** @description A user message: started, pending, queued (waiting for a run), delivered, retracted or rolled_back (its run was rolled back); "" for the agent’s (rolled_back when its run was). */
             status: string;
             /** @description Who wrote it: {kind, id, keyId}. */
             producer: {
@@ -5399,7 +5404,7 @@ export interface components {
             id: string;
             /** @description 1, 2, 3… per thread; 0 for a live text delta, which is never stored. */
             seq: number;
-            /** @description thread.created, message.created, message.injected, injection.delivered, run.queued, run.started, run.step, tool.called, tool.result, run.completed, run.failed, run.cancelled, thread.updated; message.delta live only. */
+            /** @description thread.created, message.created, message.injected, injection.delivered, run.queued, run.started, run.step, tool.called, tool.result (aborted: true when a cancel, an interrupt or a rollback stopped the call), run.completed, run.failed, run.cancelled, run.rolled_back, thread.updated; message.delta live only. */
             type: string;
             /** @description ISO 8601 UTC with milliseconds */
             createdAt: string;
@@ -5437,16 +5442,21 @@ export interface components {
             runId: string | null;
             /** @description The seq of the event recording the message (0 for a repeated clientMessageId). */
             seq: number;
+            /**
+             * @description Mode rollback while a run worked: the run it rolled back; null otherwise.
+             * @default null
+             */
+            rolledBackRunId: string | null;
         };
         InjectMessageRequestInput: {
             /** @description At most 32000 characters (413 message_too_large above it). */
             content: string;
             /**
-             * @description While a run works: boundary (default) delivers the message at its next step boundary; interrupt stops the current model turn and delivers it at once; enqueue starts a run with it after the current one; reject answers 409 thread_busy.
+             * @description While a run works: boundary (default) delivers the message at its next step boundary; interrupt stops the current model turn or tool call and delivers it at once; enqueue starts a run with it after the current one; reject answers 409 thread_busy; rollback cancels the run, discards its progress (run.rolled_back) and starts a new run on the message.
              * @default boundary
              * @enum {string}
              */
-            mode?: "boundary" | "interrupt" | "enqueue" | "reject";
+            mode?: "boundary" | "interrupt" | "enqueue" | "reject" | "rollback";
             /** @description Your idempotency key: sending the same id again is one message. */
             clientMessageId?: string;
         };
@@ -5727,6 +5737,8 @@ export interface components {
             /** @description The tool’s structured result (null while started). */
             result: unknown;
             isError: boolean;
+            /** @description A cancel, an interrupt or a rollback stopped the call, or it was never begun (the result is the error tool_aborted). */
+            aborted: boolean;
             /** @description ISO 8601 UTC with milliseconds */
             createdAt: string;
             /** @default null */

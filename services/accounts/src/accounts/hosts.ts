@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { BusRequestError, DomainError, generateHostCredential, hashSecret, newId, type Principal } from '@svc/kit';
+import { BusRequestError, callAborted, DomainError, generateHostCredential, hashSecret, newId, type Principal } from '@svc/kit';
 
 import { actorOf, HOST_ID_RE, requireAccountWide, requireAuthority, requireManager, scopeWithin, verbCovers } from '../access.js';
 import type { HostRow } from '../store.js';
@@ -103,11 +103,17 @@ export class Hosts extends AccountsCore {
     );
   }
 
-  /** Relays a tool call to the paired host over NATS request/reply; 503 host_offline when it is not connected. */
+  /**
+   * Relays a tool call to the paired host over NATS request/reply; 503 host_offline when it is not
+   * connected. When the caller gives up (`signal`: a run's tool call aborted, docs/threads.md) the
+   * wait ends at once and the host is told (`hosts.<id>.abort`, which the gateway holding its socket
+   * passes on as an `abort` frame); what the host's tool had done by then stands.
+   */
   async callHost(
     p: Principal,
     hostId: string,
     input: { tool: string; argumentsJson: string; timeoutMs?: number },
+    signal?: AbortSignal,
   ): Promise<{ callId: string; result: unknown; durationMs: number; host: HostRow }> {
     if (!HOST_ID_RE.test(hostId)) throw hostNotFound();
     const host = await this.store.hostById(hostId);
@@ -128,12 +134,23 @@ export class Hosts extends AccountsCore {
     const started = Date.now();
     const bus = await this.deps.bus();
     let result: unknown;
+    let onAbort: (() => void) | undefined;
     try {
-      result = await bus.request(
+      const answer = bus.request(
         `hosts.${host.id}.call`,
         { callId, hostId: host.id, accountId: host.account_id, tool, arguments: args, caller: actorOf(p), timeoutMs },
         timeoutMs,
       );
+      const aborted = new Promise<never>((_, reject) => {
+        onAbort = () => {
+          bus.signal(`hosts.${host.id}.abort`, { callId });
+          reject(callAborted());
+        };
+        if (signal?.aborted) onAbort();
+        else signal?.addEventListener('abort', onAbort, { once: true });
+      });
+      answer.catch(() => {}); // an answer after the abort is dropped
+      result = await (signal ? Promise.race([answer, aborted]) : answer);
     } catch (err) {
       if (err instanceof BusRequestError) {
         if (err.code === 'no_responders') throw new DomainError('unavailable', 'host_offline', 'The host is not connected.');
@@ -141,6 +158,8 @@ export class Hosts extends AccountsCore {
         throw new DomainError('unavailable', 'host_error', `The host failed to answer: ${err.message}`);
       }
       throw err;
+    } finally {
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
     }
     this.store.touchHost(host.id).catch(() => {});
     return { callId, result, durationMs: Date.now() - started, host };

@@ -135,7 +135,7 @@ export class AgentOps {
     return { threadId: thread.id, runId: runId!, timedOut: waited.timedOut, reply: waited.lastReply, status: run.status };
   }
 
-  /** Asks every running or queued run of the agent to stop (each at its next step boundary). */
+  /** Cancels every running or queued run of the agent (as threads.cancel: its turn or tool call in progress is aborted). */
   async cancelRuns(p: Principal, id: string): Promise<string[]> {
     await this.agents.get(p, id);
     const out: string[] = [];

@@ -255,4 +255,14 @@ export const migrations: Migration[] = [
       );
       CREATE INDEX schedule_firings_by_schedule ON agents.schedule_firings (schedule_id, id);`,
   },
+  {
+    // Supervising runs (docs/threads.md, "Aborting a tool", "Rollback"): a run a message rolled back
+    // (the seq of its run.rolled_back event; its progress is out of the thread's conversation from
+    // there on), and a tool call an abort stopped.
+    id: '0203_run_rollback_abort',
+    sql: `
+      ALTER TABLE agents.runs ADD COLUMN rolled_back_seq bigint;
+      CREATE INDEX runs_rolled_back ON agents.runs (thread_id) WHERE rolled_back_seq IS NOT NULL;
+      ALTER TABLE agents.tool_calls ADD COLUMN aborted boolean NOT NULL DEFAULT false;`,
+  },
 ];

@@ -68,6 +68,7 @@ export function toRun(r: RunRow & { tool_calls: number }): agents_thread_ops.Run
     startedAt: r.started_at?.toISOString(),
     endedAt: r.ended_at?.toISOString(),
     toolCalls: r.tool_calls,
+    rolledBackSeq: r.rolled_back_seq ?? undefined,
   };
 }
 
@@ -80,6 +81,7 @@ export const toToolCall = (c: ToolCallFullRow): agents_thread_ops.ToolCall => ({
   status: c.status,
   resultJson: JSON.stringify(c.result ?? null),
   isError: c.is_error,
+  aborted: c.aborted === true,
   createdAt: c.created_at.toISOString(),
   finishedAt: c.finished_at?.toISOString(),
 });

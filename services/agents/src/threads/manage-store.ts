@@ -272,7 +272,7 @@ export class ThreadOpsStore {
     const rows = await q.query<{ context: ContextMessage[] | string }>(
       `SELECT context FROM (
          SELECT context, 0 AS o FROM (SELECT context FROM agents.runs WHERE thread_id = $1 AND status NOT IN ('queued', 'running')
-            AND created_at < $2 ORDER BY created_at DESC, id DESC LIMIT 1) r
+            AND rolled_back_seq IS NULL AND created_at < $2 ORDER BY created_at DESC, id DESC LIMIT 1) r
          UNION ALL SELECT base_context, 1 FROM agents.threads WHERE id = $1 AND base_context IS NOT NULL) c ORDER BY o LIMIT 1`,
       [threadId, before],
     );

@@ -73,18 +73,25 @@ export class ThreadOps {
     return this.views(threadId, events);
   }
 
-  private async views(threadId: string, events: EventRow[]): Promise<MessageView[]> {
+  /**
+   * Message events as messages. A message of a rolled-back run (docs/threads.md, "Rollback") is
+   * `rolled_back`: of the runs rolled back by the event `uptoSeq` at the latest, when given.
+   */
+  private async views(threadId: string, events: EventRow[], uptoSeq?: number): Promise<MessageView[]> {
     const ids = events.filter((e) => e.data.role === 'user').map((e) => String(e.data.messageId));
-    const inbox = new Map((await this.store.inboxRows(threadId, ids)).map((m) => [m.id, m]));
+    const [rows, rolled] = await Promise.all([this.store.inboxRows(threadId, ids), this.threads.store.rolledBackRuns(threadId, uptoSeq)]);
+    const inbox = new Map(rows.map((m) => [m.id, m]));
     return events.map((e) => {
       const m = inbox.get(String(e.data.messageId));
+      const runId = m?.run_id ?? e.run_id ?? null;
+      const status = e.data.role === 'assistant' ? '' : (m?.status ?? 'delivered');
       return {
         id: String(e.data.messageId),
         seq: Number(e.seq),
         role: e.data.role === 'assistant' ? 'assistant' : 'user',
         content: m ? m.content : String(e.data.content ?? ''),
-        runId: m?.run_id ?? e.run_id ?? null,
-        status: e.data.role === 'assistant' ? '' : (m?.status ?? 'delivered'),
+        runId,
+        status: runId && rolled.has(runId) ? 'rolled_back' : status === 'rolled_back' && uptoSeq !== undefined ? 'delivered' : status,
         producer: e.producer,
         createdAt: e.created_at,
         toolCalls: Array.isArray(e.data.toolCalls) ? e.data.toolCalls : [],
@@ -220,8 +227,9 @@ export class ThreadOps {
     if (!Number.isSafeInteger(at) || at < 1 || at > Number(src.last_seq)) {
       throw new DomainError('invalid_argument', 'invalid_request', `atSeq: must be a seq of the thread (1 to ${src.last_seq}).`);
     }
-    const history = await this.views(threadId, await this.store.eventsUpTo(threadId, at));
-    const kept = history.filter((m) => m.role === 'assistant' || m.status !== 'retracted');
+    // The conversation as it stood at `at`: without the runs rolled back by then (a later rollback does not reach back).
+    const history = await this.views(threadId, await this.store.eventsUpTo(threadId, at), at);
+    const kept = history.filter((m) => m.status !== 'rolled_back' && (m.role === 'assistant' || m.status !== 'retracted'));
     const context: ContextMessage[] = kept.filter((m) => m.content).map((m) => ({ role: m.role, content: m.content }));
     const producer = producerOf(p);
     const id = newId('thr');
@@ -310,7 +318,7 @@ export class ThreadOps {
       if (rows.length < 500) break;
       after = Number(rows[rows.length - 1]!.seq);
     }
-    const msgs = all.filter((m) => m.status !== 'retracted');
+    const msgs = all.filter((m) => m.status !== 'retracted' && m.status !== 'rolled_back');
     if (f === 'json') {
       const body = {
         thread: { id: t.id, title: t.title, agentId: t.agent_id, createdAt: t.created_at.toISOString(), metadata: t.metadata, tags: t.tags },

@@ -97,7 +97,7 @@ export function threadHandlers(domain: ThreadsDomain, live: LiveEvents): ThreadH
     },
     async injectMessage(req, { principal }) {
       const r = await domain.inject(principal, req.threadId, req);
-      return { messageId: r.message.id, status: r.status, runId: r.runId ?? undefined, seq: r.seq };
+      return { messageId: r.message.id, status: r.status, runId: r.runId ?? undefined, seq: r.seq, rolledBackRunId: r.rolledBackRunId };
     },
     async cancelRun(req, { principal }) {
       const r = await domain.cancel(principal, req.threadId);

@@ -85,6 +85,8 @@ export interface RunRow {
   output_tokens: number;
   cost: string;
   error: { code: string; message: string } | null;
+  /** The seq of its run.rolled_back event: a message rolled it back (docs/threads.md, "Rollback"). */
+  rolled_back_seq: number | null;
   worker: string | null;
   lease_until: Date | null;
   created_at: Date;
@@ -92,7 +94,7 @@ export interface RunRow {
   ended_at: Date | null;
 }
 
-export type InjectMode = 'boundary' | 'interrupt' | 'enqueue' | 'reject';
+export type InjectMode = 'boundary' | 'interrupt' | 'enqueue' | 'reject' | 'rollback';
 
 export interface InboxRow {
   id: string;
@@ -100,7 +102,7 @@ export interface InboxRow {
   client_message_id: string | null;
   content: string;
   mode: InjectMode;
-  status: 'pending' | 'queued' | 'delivered' | 'started' | 'retracted';
+  status: 'pending' | 'queued' | 'delivered' | 'started' | 'retracted' | 'rolled_back';
   run_id: string | null;
   delivered_step: number | null;
   producer: Producer;
@@ -117,6 +119,8 @@ export interface ToolCallRow {
   status: 'started' | 'done';
   result: unknown;
   is_error: boolean;
+  /** The call was stopped, or never begun, because its run was told to stop (docs/threads.md, "Aborting a tool"). */
+  aborted: boolean;
 }
 
 /** A thread's columns (not its base context, which only lastContext reads). */
@@ -132,6 +136,7 @@ export const runRow = (r: RunRow): RunRow => ({
   started_by: json(r.started_by),
   error: r.error ? json(r.error) : null,
   cost: String(r.cost),
+  rolled_back_seq: r.rolled_back_seq === null || r.rolled_back_seq === undefined ? null : Number(r.rolled_back_seq),
 });
 export const inboxRow = (r: InboxRow): InboxRow => ({ ...r, producer: json(r.producer) });
 
@@ -298,13 +303,27 @@ export class ThreadStore {
     return rows[0] ? runRow(rows[0]) : null;
   }
 
-  /** Extends the lease; false when the run is no longer this worker's (or is finished). */
-  async renewLease(q: Queryable, id: string, worker: string, leaseMs: number): Promise<boolean> {
-    const rows = await q.query(
-      `UPDATE agents.runs SET lease_until = now() + ($3::int * interval '1 millisecond') WHERE id = $1 AND worker = $2 AND status = 'running' RETURNING id`,
+  /** Extends the lease, answering whether a cancel was asked for; null when the run is no longer this worker's (or is finished). */
+  async renewLease(q: Queryable, id: string, worker: string, leaseMs: number): Promise<{ cancelRequested: boolean } | null> {
+    const rows = await q.query<{ cancel_requested: boolean }>(
+      `UPDATE agents.runs SET lease_until = now() + ($3::int * interval '1 millisecond') WHERE id = $1 AND worker = $2 AND status = 'running'
+        RETURNING cancel_requested`,
       [id, worker, leaseMs],
     );
-    return rows.length > 0;
+    return rows[0] ? { cancelRequested: rows[0].cancel_requested } : null;
+  }
+
+  /**
+   * Locks the run's thread (its row, as every writer of the thread does first) and answers who holds
+   * the run and its status: what the runtime checks before each write. Null when the thread is deleted.
+   */
+  async lockForRun(q: Queryable, threadId: string, runId: string): Promise<{ status: RunRow['status']; worker: string | null } | null> {
+    const rows = await q.query<{ status: RunRow['status']; worker: string | null }>(
+      `SELECT r.status, r.worker FROM agents.threads t JOIN agents.runs r ON r.id = $2 AND r.thread_id = t.id
+        WHERE t.id = $1 AND t.deleted_at IS NULL FOR UPDATE OF t`,
+      [threadId, runId],
+    );
+    return rows[0] ?? null;
   }
 
   async checkpoint(
@@ -326,6 +345,51 @@ export class ThreadStore {
       [id, status, error ? JSON.stringify(error) : null],
     );
     return rows[0] ? runRow(rows[0]) : null;
+  }
+
+  /**
+   * Ends a run as rolled back (docs/threads.md, "Rollback"): cancelled, `rolled_back`, its context
+   * left out of the thread's conversation. Null when it had already ended.
+   */
+  async rollBackRun(q: Queryable, id: string, seq: number): Promise<RunRow | null> {
+    const rows = await q.query<RunRow>(
+      `UPDATE agents.runs SET status = 'cancelled', error = $2::jsonb, ended_at = now(), lease_until = NULL, cancel_requested = true,
+          rolled_back_seq = $3
+        WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
+      [id, JSON.stringify({ code: 'rolled_back', message: 'A new message rolled the run back (mode rollback).' }), seq],
+    );
+    return rows[0] ? runRow(rows[0]) : null;
+  }
+
+  /** The first and last seq of a run's events (those carrying its runId). */
+  async runSpan(q: Queryable, threadId: string, runId: string): Promise<{ from: number; to: number } | null> {
+    const rows = await q.query<{ from: string | null; to: string | null }>(
+      `SELECT min(seq) AS from, max(seq) AS to FROM agents.thread_events WHERE thread_id = $1 AND run_id = $2`,
+      [threadId, runId],
+    );
+    return rows[0]?.from ? { from: Number(rows[0].from), to: Number(rows[0].to) } : null;
+  }
+
+  /**
+   * A rolled-back run's messages out of the conversation: the ones that started it, were delivered
+   * to it or were waiting for it (`rolled_back`); the ones queued for after it stay queued.
+   */
+  async discardRunMessages(q: Queryable, threadId: string, runId: string): Promise<string[]> {
+    const rows = await q.query<{ id: string }>(
+      `UPDATE agents.thread_inbox SET status = 'rolled_back' WHERE thread_id = $1 AND run_id = $2 AND status IN ('started', 'delivered', 'pending')
+        RETURNING id, created_at`,
+      [threadId, runId],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** The thread's runs rolled back at or before a seq (all of them without one). */
+  async rolledBackRuns(threadId: string, uptoSeq?: number): Promise<Set<string>> {
+    const rows = await this.sql.query<{ id: string }>(
+      `SELECT id FROM agents.runs WHERE thread_id = $1 AND rolled_back_seq IS NOT NULL AND ($2::bigint IS NULL OR rolled_back_seq <= $2)`,
+      [threadId, uptoSeq ?? null],
+    );
+    return new Set(rows.map((r) => r.id));
   }
 
   async requestCancel(q: Queryable, id: string): Promise<void> {
@@ -361,14 +425,14 @@ export class ThreadStore {
   }
 
   /**
-   * The model context of the thread's last finished run: the conversation so far (a fork's base
-   * context until its first run finishes).
+   * The model context of the thread's last finished run that was not rolled back: the conversation
+   * so far (a fork's base context until its first run finishes).
    */
   async lastContext(q: Queryable, threadId: string): Promise<ContextMessage[]> {
     const rows = await q.query<{ context: ContextMessage[] | string }>(
       `SELECT context FROM (
          SELECT context, 0 AS o FROM (SELECT context FROM agents.runs WHERE thread_id = $1 AND status NOT IN ('queued', 'running')
-           ORDER BY created_at DESC, id DESC LIMIT 1) r
+           AND rolled_back_seq IS NULL ORDER BY created_at DESC, id DESC LIMIT 1) r
          UNION ALL SELECT base_context, 1 FROM agents.threads WHERE id = $1 AND base_context IS NOT NULL) c ORDER BY o LIMIT 1`,
       [threadId],
     );
@@ -399,8 +463,8 @@ export class ThreadStore {
   }
 
   /** Records a tool call before it runs; false when it was already recorded (a retried step). */
-  async startToolCall(r: Pick<ToolCallRow, 'run_id' | 'call_id' | 'step' | 'name' | 'arguments'>): Promise<boolean> {
-    const rows = await this.sql.query(
+  async startToolCall(r: Pick<ToolCallRow, 'run_id' | 'call_id' | 'step' | 'name' | 'arguments'>, q: Queryable = this.sql): Promise<boolean> {
+    const rows = await q.query(
       `INSERT INTO agents.tool_calls (run_id, call_id, step, name, arguments, status) VALUES ($1, $2, $3, $4, $5::jsonb, 'started')
        ON CONFLICT DO NOTHING RETURNING run_id`,
       [r.run_id, r.call_id, r.step, r.name, JSON.stringify(r.arguments ?? null)],
@@ -408,10 +472,13 @@ export class ThreadStore {
     return rows.length > 0;
   }
 
-  async finishToolCall(q: Queryable, runId: string, callId: string, result: unknown, isError: boolean): Promise<void> {
-    await q.query(
-      `UPDATE agents.tool_calls SET status = 'done', result = $3::jsonb, is_error = $4, finished_at = now() WHERE run_id = $1 AND call_id = $2`,
-      [runId, callId, JSON.stringify(result ?? null), isError],
+  /** Records a call's result once: false when it already had one (another worker's, after a takeover). */
+  async finishToolCall(q: Queryable, runId: string, callId: string, result: unknown, isError: boolean, aborted = false): Promise<boolean> {
+    const rows = await q.query(
+      `UPDATE agents.tool_calls SET status = 'done', result = $3::jsonb, is_error = $4, aborted = $5, finished_at = now()
+        WHERE run_id = $1 AND call_id = $2 AND status = 'started' RETURNING call_id`,
+      [runId, callId, JSON.stringify(result ?? null), isError, aborted],
     );
+    return rows.length > 0;
   }
 }

@@ -11,6 +11,7 @@ import {
   type InjectMode,
   type NewEvent,
   type Producer,
+  type RunRow,
   type ThreadRow,
   ThreadStore,
 } from './store.js';
@@ -44,7 +45,9 @@ const Metadata = z
     return z.NEVER;
   })
   .refine((v) => Buffer.byteLength(JSON.stringify(v)) <= MAX_METADATA_BYTES, `must be at most ${MAX_METADATA_BYTES} bytes of JSON`);
-const Mode = z.enum(['boundary', 'interrupt', 'enqueue', 'reject'], { error: 'must be boundary, interrupt, enqueue or reject' });
+const Mode = z.enum(['boundary', 'interrupt', 'enqueue', 'reject', 'rollback'], {
+  error: 'must be boundary, interrupt, enqueue, reject or rollback',
+});
 
 export function producerOf(p: Principal): Producer {
   const a: Actor = actorOf(p);
@@ -75,6 +78,8 @@ export interface InjectResult {
   status: 'started' | 'pending' | 'queued';
   runId: string | null;
   seq: number;
+  /** Mode rollback: the run it rolled back. */
+  rolledBackRunId?: string;
 }
 
 export class ThreadsDomain {
@@ -207,6 +212,8 @@ export class ThreadsDomain {
       return run?.id ?? null;
     });
     await this.deps.live.signal(id, { kind: 'deleted' });
+    // Its worker stops the tool or model turn in progress at once (docs/threads.md, "Aborting a tool").
+    if (cancelled) (await this.deps.bus()).signal(`agents.run.${cancelled}`, { kind: 'deleted' });
     return cancelled;
   }
 
@@ -238,6 +245,11 @@ export class ThreadsDomain {
         const started = await this.startRun(q, t, p, input.content, clientId);
         return { started };
       }
+      if (mode === 'rollback') {
+        const rolled = await this.rollBack(q, t, run, producer);
+        const started = await this.startRun(q, t, p, input.content, clientId, undefined, { mode, rolledBackRunId: run.id });
+        return { started: { ...started, events: [...rolled, ...started.events] }, rolledBack: run.id };
+      }
       if (mode === 'reject') {
         throw new DomainError('conflict', 'thread_busy', `The thread's run ${run.id} is still working; the message was not taken (mode reject).`);
       }
@@ -265,7 +277,11 @@ export class ThreadsDomain {
     if ('started' in result && result.started) {
       const s = result.started;
       await this.after(id, s.events, s.runId);
-      return { message: s.message, status: 'started', runId: s.runId, seq: s.events[0]!.seq };
+      const rolledBack = 'rolledBack' in result ? result.rolledBack : undefined;
+      // The rolled-back run's worker stops its tool or model turn at once, and writes nothing more of the run.
+      if (rolledBack) (await this.deps.bus()).signal(`agents.run.${rolledBack}`, { kind: 'rollback' });
+      const seq = s.events.find((e) => e.type === 'message.created')!.seq;
+      return { message: s.message, status: 'started', runId: s.runId, seq, ...(rolledBack ? { rolledBackRunId: rolledBack } : {}) };
     }
     const pend = (result as { pending: { message: InboxRow; status: 'pending' | 'queued'; runId: string; events: EventRow[] } }).pending;
     await this.after(id, pend.events, null);
@@ -277,9 +293,34 @@ export class ThreadsDomain {
     await this.get(p, id);
     const run = await this.store.activeRun(id);
     if (!run) return { runId: null, status: 'idle' };
-    await this.store.requestCancel(this.deps.sql, run.id);
+    // The worker holding the run hears the signal at once and aborts the model turn or tool call in
+    // progress (docs/threads.md, "Aborting a tool"); the flag written next is what a worker reads
+    // that missed it (at its next step, or its lease renewal).
     (await this.deps.bus()).signal(`agents.run.${run.id}`, { kind: 'cancel' });
+    await this.store.requestCancel(this.deps.sql, run.id);
     return { runId: run.id, status: 'cancelling' };
+  }
+
+  /**
+   * Rolls the thread's working run back (docs/threads.md, "Rollback"), in the caller's transaction
+   * that holds the thread's lock: the run ends cancelled with `run.cancelled` and `run.rolled_back`
+   * (the seqs of its events, the messages discarded), its messages leave the conversation, and its
+   * context is no longer the thread's (lastContext skips it). Nothing is deleted: the events stay.
+   */
+  private async rollBack(q: Parameters<Parameters<Sql['tx']>[0]>[0], t: ThreadRow, run: RunRow, producer: Producer): Promise<EventRow[]> {
+    const span = await this.store.runSpan(q, t.id, run.id);
+    const messageIds = await this.store.discardRunMessages(q, t.id, run.id);
+    const events = await this.append(q, t.id, [
+      { type: 'run.cancelled', runId: run.id, producer, data: { runId: run.id, step: run.step, reason: 'rollback' } },
+      {
+        type: 'run.rolled_back',
+        runId: run.id,
+        producer,
+        data: { runId: run.id, fromSeq: span?.from ?? null, toSeq: span?.to ?? null, messageIds },
+      },
+    ]);
+    await this.store.rollBackRun(q, run.id, events[1]!.seq);
+    return events;
   }
 
   /**
@@ -293,6 +334,7 @@ export class ThreadsDomain {
     content: string,
     clientId: string | null,
     context?: ContextMessage[],
+    note?: Record<string, unknown>,
   ) {
     const before = context ?? (await this.store.lastContext(q, t.id));
     const runId = newId('run');
@@ -317,7 +359,7 @@ export class ThreadsDomain {
     }))!;
     await this.store.setThreadRun(q, t.id, runId);
     const events = await this.append(q, t.id, [
-      { type: 'message.created', runId, producer, data: { messageId: message.id, role: 'user', content } },
+      { type: 'message.created', runId, producer, data: { messageId: message.id, role: 'user', content, ...note } },
       { type: 'run.queued', runId, producer, data: { runId } },
     ]);
     return { runId, message, events };

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 
-import { DomainError, type Principal } from '@svc/kit';
+import { callAborted, DomainError, type Principal } from '@svc/kit';
 
 import type { DriveDomain } from '../domain.js';
 import type { GrepAnswer, GrepRequest } from './grep-worker.js';
@@ -86,7 +86,7 @@ class GrepSession {
   private readonly onExit = () => this.fail(new DomainError('internal', 'grep_failed', 'The search stopped.'));
 
   /** Ends the session with an error: the worker is terminated (it may be mid-match), never reused. */
-  private fail(err: Error): void {
+  fail(err: Error): void {
     if (this.failure) return;
     this.failure = err;
     this.loaded(); // a request waiting for the load sees the failure
@@ -181,8 +181,13 @@ export async function grep(
   drive: DriveDomain,
   p: Principal,
   input: { folderId?: string; projectId?: string; pattern: string; regex: boolean; ignoreCase: boolean; maxMatches: number; nameGlob?: string },
+  /** The caller gave up (a run's tool call aborted, docs/threads.md): the worker is terminated mid-match. */
+  signal?: AbortSignal,
 ) {
   const session = grepWorkers.open(drive.settings.grepTimeoutMs, drive.settings.grepNice);
+  const onAbort = () => session.fail(callAborted());
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
   try {
     await session.compile(input.pattern, input.regex, input.ignoreCase);
     const max = Math.min(Math.max(input.maxMatches || 100, 1), 1000);
@@ -219,6 +224,7 @@ export async function grep(
     }
     return { matches, filesSearched: session.searched, filesSkipped: skipped, truncated };
   } finally {
+    signal?.removeEventListener('abort', onAbort);
     session.close();
   }
 }

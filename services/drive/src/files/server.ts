@@ -74,7 +74,7 @@ export function fileHandlers(d: DriveDomain) {
     },
     async grep(req: drive_files.GrepRequest, ctx: CallContext) {
       return scan(ctx, () =>
-        grep(d, ctx.principal, { ...req, folderId: opt(req.folderId), projectId: opt(req.projectId), nameGlob: opt(req.nameGlob) }),
+        grep(d, ctx.principal, { ...req, folderId: opt(req.folderId), projectId: opt(req.projectId), nameGlob: opt(req.nameGlob) }, ctx.signal),
       );
     },
     async diffFiles(req: drive_files.DiffRequest, ctx: CallContext) {

@@ -1,4 +1,4 @@
-import { DomainError } from '@svc/kit';
+import { callSignal, DomainError } from '@svc/kit';
 
 /**
  * Alpaca's Trading API (v2), over fetch: the documented REST paths, JSON bodies and the
@@ -53,6 +53,13 @@ export interface AlpacaOrderRequest {
   client_order_id: string;
 }
 
+/** A request's signal: its timeout, and for a read the signal of the gRPC call it serves. */
+function readSignal(method: string, timeoutMs: number): AbortSignal {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  const caller = method === 'GET' ? callSignal() : undefined;
+  return caller ? AbortSignal.any([timeout, caller]) : timeout;
+}
+
 export class AlpacaClient {
   constructor(
     private readonly baseUrl: string,
@@ -71,7 +78,9 @@ export class AlpacaClient {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        // A read stops when its caller gives up (a run's tool call aborted, docs/threads.md); an order or
+        // a cancel is never cut off mid-flight (what the venue did would be unknown).
+        signal: readSignal(method, this.timeoutMs),
       });
     } catch (err) {
       throw new DomainError('unavailable', 'venue_unavailable', 'The venue (Alpaca) could not be reached; try again shortly.', undefined, {

@@ -293,7 +293,7 @@ export const agentOpsRoutes = [
     method: 'post',
     effect: 'deletes',
     path: '/agents/:id/cancel-runs',
-    summary: 'Stop the agent: each of its running or queued runs stops at its next step boundary.',
+    summary: 'Stop the agent: each of its running or queued runs is cancelled, its model turn or tool call in progress aborted (as threads.cancel).',
     params,
     response: z.object({ runIds: z.array(z.string()).describe('The runs asked to stop.') }).meta({ id: 'CancelledAgentRuns' }),
     status: 202,

@@ -22,7 +22,11 @@ export const ThreadMessage = z
     role: z.enum(['user', 'assistant']),
     content: z.string(),
     runId: Nullable(z.string()).describe('The run it started, was delivered to, or was written in.'),
-    status: z.string().describe('A user message: started, pending, queued (waiting for a run), delivered or retracted; "" for the agent’s.'),
+    status: z
+      .string()
+      .describe(
+        'A user message: started, pending, queued (waiting for a run), delivered, retracted or rolled_back (its run was rolled back); "" for the agent’s (rolled_back when its run was).',
+      ),
     producer: z.record(z.string(), z.unknown()).describe('Who wrote it: {kind, id, keyId}.'),
     toolCalls: z.array(z.record(z.string(), z.unknown())).describe('The agent’s tool calls in this message: {id, name, arguments}.'),
     createdAt: Timestamp,
@@ -55,6 +59,9 @@ export const Run = z
     error: Nullable(z.object({ code: z.string(), message: z.string() })).describe('Why a failed run failed.'),
     startedBy: z.record(z.string(), z.unknown()).describe('Who started it: {kind, id, keyId}.'),
     cancelRequested: z.boolean(),
+    rolledBackSeq: Nullable(z.number().int()).describe(
+      'When a message rolled the run back (inject mode rollback): the seq of its run.rolled_back event; its progress is out of the conversation.',
+    ),
     createdAt: Timestamp,
     startedAt: Nullable(Timestamp),
     endedAt: Nullable(Timestamp),
@@ -72,6 +79,7 @@ export const runJson = (r: agents_thread_ops.Run) => ({
   error: r.errorJson ? (JSON.parse(r.errorJson) as { code: string; message: string }) : null,
   startedBy: JSON.parse(r.startedByJson || '{}') as Record<string, unknown>,
   cancelRequested: r.cancelRequested,
+  rolledBackSeq: r.rolledBackSeq ?? null,
   createdAt: r.createdAt,
   startedAt: r.startedAt ?? null,
   endedAt: r.endedAt ?? null,
@@ -87,6 +95,9 @@ const ToolCall = z
     status: z.enum(['started', 'done']),
     result: z.unknown().describe('The tool’s structured result (null while started).'),
     isError: z.boolean(),
+    aborted: z
+      .boolean()
+      .describe('A cancel, an interrupt or a rollback stopped the call, or it was never begun (the result is the error tool_aborted).'),
     createdAt: Timestamp,
     finishedAt: Nullable(Timestamp),
   })
@@ -231,6 +242,7 @@ export const threadMessagesRoutes = [
           status: c.status as 'started' | 'done',
           result: JSON.parse(c.resultJson || 'null') as unknown,
           isError: c.isError,
+          aborted: c.aborted,
           createdAt: c.createdAt,
           finishedAt: c.finishedAt ?? null,
         })),

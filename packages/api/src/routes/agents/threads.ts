@@ -69,7 +69,7 @@ export const ThreadEvent = z
     type: z
       .string()
       .describe(
-        'thread.created, message.created, message.injected, injection.delivered, run.queued, run.started, run.step, tool.called, tool.result, run.completed, run.failed, run.cancelled, thread.updated; message.delta live only.',
+        'thread.created, message.created, message.injected, injection.delivered, run.queued, run.started, run.step, tool.called, tool.result (aborted: true when a cancel, an interrupt or a rollback stopped the call), run.completed, run.failed, run.cancelled, run.rolled_back, thread.updated; message.delta live only.',
       ),
     createdAt: Timestamp,
     runId: Nullable(z.string()),
@@ -110,10 +110,10 @@ const InjectBody = z
   .object({
     content: Message,
     mode: z
-      .enum(['boundary', 'interrupt', 'enqueue', 'reject'])
+      .enum(['boundary', 'interrupt', 'enqueue', 'reject', 'rollback'])
       .default('boundary')
       .describe(
-        'While a run works: boundary (default) delivers the message at its next step boundary; interrupt stops the current model turn and delivers it at once; enqueue starts a run with it after the current one; reject answers 409 thread_busy.',
+        'While a run works: boundary (default) delivers the message at its next step boundary; interrupt stops the current model turn or tool call and delivers it at once; enqueue starts a run with it after the current one; reject answers 409 thread_busy; rollback cancels the run, discards its progress (run.rolled_back) and starts a new run on the message.',
       ),
     clientMessageId: z.string().min(1).max(100).optional().describe('Your idempotency key: sending the same id again is one message.'),
   })
@@ -128,6 +128,7 @@ const Injected = z
       .describe('started: a new run; pending: delivered at the running run’s next step boundary; queued: a run after it.'),
     runId: Nullable(z.string()),
     seq: z.number().int().describe('The seq of the event recording the message (0 for a repeated clientMessageId).'),
+    rolledBackRunId: Nullable(z.string()).describe('Mode rollback while a run worked: the run it rolled back; null otherwise.'),
   })
   .meta({ id: 'InjectedMessage' });
 
@@ -288,6 +289,7 @@ export const threadsRoutes = [
         status: res.status as 'started' | 'pending' | 'queued',
         runId: res.runId ?? null,
         seq: Number(res.seq),
+        rolledBackRunId: res.rolledBackRunId ?? null,
       }),
     }),
   }),
@@ -296,7 +298,8 @@ export const threadsRoutes = [
     method: 'post',
     effect: 'deletes',
     path: '/threads/:id/cancel',
-    summary: 'Cancel the thread’s running run: it stops at its next step boundary.',
+    summary:
+      'Cancel the thread’s running run: the model turn or tool call in progress is aborted at once (a tool that changes something is let answer first), and the run ends with run.cancelled.',
     tag: 'threads',
     params,
     response: z.object({ runId: Nullable(z.string()), status: z.enum(['cancelling', 'idle']) }).meta({ id: 'CancelledRun' }),

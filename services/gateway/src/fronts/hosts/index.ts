@@ -6,8 +6,11 @@
  * service) reaches it; a host that is not connected anywhere has no responder: 503 host_offline.
  *
  * Frames are JSON text: `hello` (to the host, once), `call` (to the host) answered by `result`
- * (from the host) with the same id, and `grants_changed` (to the host) when a grant given to it
- * changes. Unpairing closes the socket with code 4401; the host then stops reconnecting.
+ * (from the host) with the same id, `abort` (to the host) when the caller of a call gave up on it
+ * (`hosts.<hostId>.abort`: a run's tool call aborted, docs/threads.md; a host that cannot stop
+ * its tool lets it finish, and its late `result` is dropped), and `grants_changed` (to the host)
+ * when a grant given to it changes. Unpairing closes the socket with code 4401; the host then
+ * stops reconnecting.
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -39,6 +42,7 @@ interface Live {
   hostId: string;
   socket: WebSocket;
   responder: Subscription;
+  aborts?: Subscription;
   pending: Map<string, { resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout }>;
   alive: boolean;
 }
@@ -84,6 +88,7 @@ export async function attachHostFront(server: http.Server, deps: { auth: Authent
     }
     l.pending.clear();
     await l.responder.unsubscribe().catch(() => {});
+    await l.aborts?.unsubscribe().catch(() => {});
   };
 
   const onConnection = async (socket: WebSocket, hostId: string, accountId: string) => {
@@ -105,6 +110,15 @@ export async function attachHostFront(server: http.Server, deps: { auth: Authent
         l.pending.set(call.callId, { resolve, reject, timer });
         send(l, { type: 'call', id: call.callId, tool: call.tool, arguments: call.arguments, caller: call.caller, timeoutMs: call.timeoutMs });
       });
+    });
+    l.aborts = await bus.listen(`hosts.${hostId}.abort`, (data) => {
+      const callId = (data as { callId?: unknown } | null)?.callId;
+      const p = typeof callId === 'string' ? l.pending.get(callId) : undefined;
+      if (!p) return;
+      l.pending.delete(callId as string);
+      clearTimeout(p.timer);
+      p.reject(new Error('the caller aborted the call'));
+      send(l, { type: 'abort', id: callId });
     });
     if (socket.readyState !== socket.OPEN) return void drop(l, 'closed while connecting');
     socket.on('pong', () => (l.alive = true));
