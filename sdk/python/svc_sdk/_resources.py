@@ -128,7 +128,7 @@ class AgentsAskMethod(Method):
 
 
 class AgentsCancelRunsMethod(Method):
-    "POST /agents/{id}/cancel-runs (agents.cancelRuns): Stop the agent: each of its running or queued runs stops at its next step boundary."
+    "POST /agents/{id}/cancel-runs (agents.cancelRuns): Stop the agent: each of its running or queued runs is cancelled, its model turn or tool call in progress aborted (as threads.cancel)."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.CancelledAgentRuns: ...
@@ -1879,7 +1879,7 @@ class ThreadsAskMethod(Method):
 
 
 class ThreadsCancelMethod(Method):
-    "POST /threads/{id}/cancel (threads.cancel): Cancel the thread’s running run: it stops at its next step boundary."
+    "POST /threads/{id}/cancel (threads.cancel): Cancel the thread’s running run: the model turn or tool call in progress is aborted at once (a tool that changes something is let answer first), and the run ends with run.cancelled."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.CancelledRun: ...
@@ -1942,7 +1942,7 @@ class ThreadsInjectMethod(Method):
     "POST /threads/{id}/inject (threads.inject): Send a message: it starts a run when the thread is idle, or is delivered into the running run (see mode)."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, content: str, mode: Literal["boundary", "interrupt", "enqueue", "reject"] = ..., client_message_id: str = ...) -> _t.InjectedMessage: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, content: str, mode: Literal["boundary", "interrupt", "enqueue", "reject", "rollback"] = ..., client_message_id: str = ...) -> _t.InjectedMessage: ...
 
 
 class ThreadsLastReplyMethod(Method):

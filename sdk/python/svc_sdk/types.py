@@ -1286,6 +1286,7 @@ class InjectedMessage(TypedDict):
     status: Literal["started", "pending", "queued"]
     runId: Optional[str]
     seq: int
+    rolledBackRunId: Optional[str]
 
 
 class _InjectMessageRequestInputRequired(TypedDict):
@@ -1293,7 +1294,7 @@ class _InjectMessageRequestInputRequired(TypedDict):
 
 
 class InjectMessageRequestInput(_InjectMessageRequestInputRequired, total=False):
-    mode: Literal["boundary", "interrupt", "enqueue", "reject"]
+    mode: Literal["boundary", "interrupt", "enqueue", "reject", "rollback"]
     clientMessageId: str
 
 
@@ -2233,6 +2234,7 @@ class Run(TypedDict):
     error: Optional[RunError]
     startedBy: Dict[str, Any]
     cancelRequested: bool
+    rolledBackSeq: Optional[int]
     createdAt: str
     startedAt: Optional[str]
     endedAt: Optional[str]
@@ -2938,6 +2940,7 @@ class ToolCall(TypedDict):
     status: Literal["started", "done"]
     result: Any
     isError: bool
+    aborted: bool
     createdAt: str
     finishedAt: Optional[str]
 
