@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import { routes } from '@svc/api';
 import { ToolCatalogue } from '@svc/tools';
 
-import { alive, busy, sandboxChildren } from '../support/sandbox-procs';
+import { alive, busyChild } from '../support/sandbox-procs';
 import { startTestStack, type TestStack } from '../support/stack';
 import { until } from '../support/wait';
 
@@ -47,12 +47,10 @@ const settled = (key: string, id: string, runs = 1) =>
 
 /** A thread whose run is busy in the slow script now: the thread, its run and the sandbox process running the script. */
 async function slowRun(key: string, agentId: string, message = SLOW) {
-  const [pid] = sandboxChildren();
-  expect(pid).toBeDefined();
   const created = (await ok('POST', '/threads', key, { agentId, message })).body;
   await until(async () => (await events(key, created.id)).some((e) => e.type === 'tool.called'));
-  await busy(pid!);
-  return { threadId: created.id as string, runId: created.runId as string, pid: pid! };
+  const pid = await busyChild();
+  return { threadId: created.id as string, runId: created.runId as string, pid };
 }
 
 const msBetween = (a: Ev, b: Ev) => Date.parse(b.createdAt) - Date.parse(a.createdAt);

@@ -22,13 +22,18 @@ export function sandboxChildren(parent: number = process.pid): number[] {
     .map((l) => Number(l.split(/\s+/)[0]));
 }
 
-/** Whether a process exists (a zombie not yet reaped counts). */
+/** Whether a process is alive: it exists and is not a zombie (killed, not yet reaped by its parent). */
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false; // gone between the two looks
   }
 }
 
@@ -43,4 +48,28 @@ function cpuTicks(pid: number): number {
 export async function busy(pid: number, ticks = 10): Promise<void> {
   const start = cpuTicks(pid);
   await until(() => cpuTicks(pid) >= start + ticks, 30_000, { what: `process ${pid} to be busy` });
+}
+
+/**
+ * Of the children of this process, the sandbox process that is running something (busy-looping):
+ * another suite's stack, stopped earlier in the same jest process, may have left one that is not.
+ */
+export async function busyChild(ticks = 10): Promise<number> {
+  const start = new Map(sandboxChildren().map((pid) => [pid, cpuTicks(pid)]));
+  let found: number | undefined;
+  await until(
+    () => {
+      for (const pid of sandboxChildren()) {
+        try {
+          if (cpuTicks(pid) >= (start.get(pid) ?? 0) + ticks) found = pid;
+        } catch {
+          // gone meanwhile
+        }
+      }
+      return found !== undefined;
+    },
+    30_000,
+    { what: 'a sandbox process to be busy' },
+  );
+  return found!;
 }
