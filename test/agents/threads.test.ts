@@ -325,8 +325,27 @@ describe('threads', () => {
     const th = (await ok('POST', '/threads', ada.key, { agentId: agent.id })).body;
     const a = await ok('POST', `/threads/${th.id}/inject`, ada.key, { content: 'once', clientMessageId: 'c-1' });
     const b = await ok('POST', `/threads/${th.id}/inject`, ada.key, { content: 'once', clientMessageId: 'c-1' });
-    expect(b.body.messageId).toBe(a.body.messageId);
+    // The replay answers as the first did: the same message, and the seq of its event (not 0).
+    expect(b.body).toEqual(a.body);
+    expect(a.body.seq).toBeGreaterThan(0);
     const evs = await settled(ada.key, th.id);
     expect(evs.filter((e) => e.type === 'message.created' && e.data.role === 'user')).toHaveLength(1);
+    // The same clientMessageId with other content is a conflict, as trading answers a reused clientOrderId.
+    const other = await t.call('POST', `/threads/${th.id}/inject`, { key: ada.key, body: { content: 'twice', clientMessageId: 'c-1' } });
+    expect([other.status, other.body.error.code]).toEqual([409, 'client_message_id_conflict']);
+  });
+
+  test('a message waiting for a run shows the seq of its event in the pending list, as on the thread', async () => {
+    const ada = await person();
+    const agent = await agentOf(ada.key);
+    const slow = '/tool run_code {"code":"const end = Date.now() + 1500; while (Date.now() < end) {} 1"}';
+    const th = (await ok('POST', '/threads', ada.key, { agentId: agent.id, message: slow })).body;
+    const queued = await ok('POST', `/threads/${th.id}/inject`, ada.key, { content: 'after that', mode: 'enqueue', clientMessageId: 'q-1' });
+    expect(queued.body.status).toBe('queued');
+    const pending = (await ok('GET', `/threads/${th.id}/pending-messages`, ada.key)).body.messages as Array<{ id: string; seq: number }>;
+    expect(pending.find((m) => m.id === queued.body.messageId)?.seq).toBe(queued.body.seq);
+    expect(queued.body.seq).toBeGreaterThan(0);
+    const again = await ok('POST', `/threads/${th.id}/inject`, ada.key, { content: 'after that', mode: 'enqueue', clientMessageId: 'q-1' });
+    expect(again.body).toEqual(queued.body);
   });
 });

@@ -163,9 +163,10 @@ export class ThreadOps {
   async pending(p: Principal, threadId: string): Promise<MessageView[]> {
     await this.threads.get(p, threadId);
     const rows = await this.store.waitingAll(threadId);
+    const seqs = await this.threads.store.messageSeqs(this.sql, threadId, rows.map((m) => m.id));
     return rows.map((m) => ({
       id: m.id,
-      seq: 0,
+      seq: seqs.get(m.id) ?? 0,
       role: 'user' as const,
       content: m.content,
       runId: m.run_id,

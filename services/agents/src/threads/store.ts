@@ -410,6 +410,18 @@ export class ThreadStore {
   }
 
   /** The message sent under a client's message id, if any. */
+  /** The seq of the event that took each message into the thread (message.created or message.injected). */
+  async messageSeqs(q: Queryable, threadId: string, messageIds: string[]): Promise<Map<string, number>> {
+    if (!messageIds.length) return new Map();
+    const rows = await q.query<{ id: string; seq: string | number }>(
+      `SELECT data->>'messageId' AS id, min(seq) AS seq FROM agents.thread_events
+        WHERE thread_id = $1 AND type IN ('message.created', 'message.injected') AND data->>'messageId' = ANY($2::text[])
+        GROUP BY 1`,
+      [threadId, messageIds],
+    );
+    return new Map(rows.map((r) => [r.id, Number(r.seq)]));
+  }
+
   async inboxByClientId(q: Queryable, threadId: string, clientMessageId: string): Promise<InboxRow | null> {
     const rows = await q.query<InboxRow>(`SELECT * FROM agents.thread_inbox WHERE thread_id = $1 AND client_message_id = $2`, [
       threadId,

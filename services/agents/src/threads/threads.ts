@@ -238,7 +238,14 @@ export class ThreadsDomain {
       if (!t) throw threadNotFound();
       if (clientId) {
         const earlier = await this.store.inboxByClientId(q, id, clientId);
-        if (earlier) return { replay: earlier };
+        if (earlier && earlier.content !== input.content) {
+          throw new DomainError(
+            'conflict',
+            'client_message_id_conflict',
+            `clientMessageId "${clientId}" already names another message of this thread (other content); use a new one for a new message.`,
+          );
+        }
+        if (earlier) return { replay: earlier, seq: (await this.store.messageSeqs(q, id, [earlier.id])).get(earlier.id) ?? 0 };
       }
       const run = await this.store.activeRun(id, q);
       if (!run) {
@@ -272,7 +279,8 @@ export class ThreadsDomain {
     if ('replay' in result && result.replay) {
       const m = result.replay;
       const status = m.status === 'queued' ? 'queued' : m.status === 'started' ? 'started' : 'pending';
-      return { message: m, status, runId: m.run_id, seq: 0 };
+      // The same answer as the first: the seq of the event that took the message in.
+      return { message: m, status, runId: m.run_id, seq: result.seq };
     }
     if ('started' in result && result.started) {
       const s = result.started;
