@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { MODELS_CACHE } from '@svc/api';
-import { AnswerCache, driveOperations, threadOperations } from '@svc/dispatch';
+import { AnswerCache, driveOperations, LiveStreams, threadOperations, tradingOperations } from '@svc/dispatch';
 import {
   AccountLimiter,
   type Backends,
@@ -118,6 +118,8 @@ export async function startGateway(deps: {
       : undefined;
 
   const services = [...GRPC_SERVICE_NAMES];
+  // One count of live event streams per key, whichever operation serves them (threads, trading).
+  const streams = new LiveStreams(deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY);
   const app = createApp({
     log,
     registry: deps.registry,
@@ -127,7 +129,7 @@ export async function startGateway(deps: {
     trustProxy: deps.settings.SVC_TRUST_PROXY,
     services,
     version: deps.version,
-    operations: { ...driveOperations(local), ...threadOperations({ ...local, maxStreamsPerKey: deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY }) },
+    operations: { ...driveOperations(local), ...threadOperations({ ...local, streams }), ...tradingOperations({ ...local, streams }) },
     answers,
     limiter,
     mount: (app) => mountProtocols(app, { ...local, limiter }),

@@ -10,6 +10,7 @@ import { ListsStore } from './lists/store.js';
 import { Watchlists } from './lists/watchlists.js';
 import { migrations } from './migrations/index.js';
 import { credentialKeks, VenueCredentials } from './orders/credentials.js';
+import { OrderUpdates } from './orders/events.js';
 import { AgentLimits } from './orders/limits.js';
 import { Instruments, PAPER_INSTRUMENTS } from './orders/symbols.js';
 import { Trading } from './orders/trading.js';
@@ -67,9 +68,19 @@ export const tradingService = defineService({
     const { keks, file } = credentialKeks(settings.keks, ctx.config.SVC_DATA_DIR);
     if (file) ctx.log.info({ kekFile: file }, 'venue credentials are sealed under a generated KEK (set SVC_TRADING_KEK to choose it)');
     const credentials = new VenueCredentials({ sql, envelope: new Envelope(keks), venues: settings.alpaca ? [ALPACA] : [], kick });
-    const paper = new PaperVenue({ sql, store, instruments, settings: settings.paper, kick });
+    const updates = new OrderUpdates({
+      sql,
+      store,
+      bus: () => ctx.backends.bus(),
+      onError: (err) => ctx.log.debug({ err }, 'an order update signal was not sent (watchers read the store every few seconds)'),
+    });
+    const published = (seqs: Array<{ accountId: string; seq: number }>) => updates.published(seqs);
+    const paper = new PaperVenue({ sql, store, instruments, settings: settings.paper, kick, published });
     const alpaca = settings.alpaca
-      ? { venue: new AlpacaVenue({ sql, store, client: new AlpacaClient(settings.alpaca.url), credentials, kick }), mode: settings.alpaca.mode }
+      ? {
+          venue: new AlpacaVenue({ sql, store, client: new AlpacaClient(settings.alpaca.url), credentials, kick, published }),
+          mode: settings.alpaca.mode,
+        }
       : null;
     const limits = new AgentLimits({
       sql,
@@ -92,12 +103,13 @@ export const tradingService = defineService({
     let sweepTimer: NodeJS.Timeout | undefined;
     return {
       handlers: {
-        ...handlers(domain, limits, credentials),
+        ...handlers(domain, limits, credentials, updates),
         ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance, toOrder }),
       },
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+        await updates.live.start();
         sweepTimer = setInterval(() => {
           alerts.sweep().catch((err: unknown) => ctx.log.warn({ err }, 'price alert sweep failed'));
         }, ALERT_SWEEP_MS);
@@ -107,6 +119,7 @@ export const tradingService = defineService({
         clearInterval(sweepTimer);
         clearTimeout(kickTimer);
         await relay?.stop();
+        await updates.live.stop();
       },
     };
   },

@@ -14,6 +14,8 @@ export interface OrderRow {
   type: 'market' | 'limit' | 'stop' | 'stop_limit';
   time_in_force: 'day' | 'gtc' | 'ioc' | 'fok';
   qty: string;
+  /** A notional order's amount of the quote asset (its qty is what that bought); null for a quantity order. */
+  notional: string | null;
   price: string | null;
   stop_price: string | null;
   filled_qty: string;
@@ -65,7 +67,7 @@ export interface BookRow {
 
 const ORDER_COLUMNS = `id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty::text, price::text,
   stop_price::text, filled_qty::text, filled_notional::text, fees::text, hold_units::text, status, reason, triggered, seq, placed_by,
-  external_id, created_at, updated_at`;
+  external_id, created_at, updated_at, notional::text`;
 
 const json = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
 const orderRow = (r: OrderRow): OrderRow => ({
@@ -101,6 +103,28 @@ export interface GroupWrite {
   fills: Array<Omit<FillRow, 'created_at'>>;
   /** The other events, as outbox columns (kit's eventRows). */
   events: { ids: string[]; subjects: string[]; payloads: string[]; headers: string[] };
+  /**
+   * The accounts' order updates (paper/timeline.ts), in order: each numbered by its rank among its
+   * account's in this write after the account's last seq (`seqAccounts` in account order, with how
+   * many each has), with the account's balances of `base` and `quote` as this write leaves them
+   * less what changed them after the event (`later…`).
+   */
+  orderEvents: {
+    base: string;
+    quote: string;
+    accounts: string[];
+    ranks: number[];
+    ids: string[];
+    types: string[];
+    orderIds: string[];
+    data: string[];
+    laterBaseTotal: string[];
+    laterBaseHeld: string[];
+    laterQuoteTotal: string[];
+    laterQuoteHeld: string[];
+    seqAccounts: string[];
+    seqCounts: number[];
+  };
   occurredAt: string;
   /** The trace headers of the changed orders' events. */
   headers: string;
@@ -115,6 +139,22 @@ export interface GroupWrite {
    * (paper/venue.ts), one statement outside a transaction. Under the book's lock both hold.
    */
   guard: { expectedVersion: number; accounts: string[]; epochs: number[] };
+}
+
+/** One of an account's order updates as stored, with its order's row (none for a reset). */
+export interface EventRow {
+  account_id: string;
+  seq: number;
+  id: string;
+  type: string;
+  venue: string;
+  symbol: string | null;
+  order_id: string | null;
+  data: Record<string, unknown>;
+  /** Units of 10⁻⁹ as integers in text: `[{asset, total, held}]`; null at an external venue. */
+  balances: Array<{ asset: string; total: string; held: string }> | null;
+  created_at: Date;
+  order: OrderRow | null;
 }
 
 export interface OrderFilter {
@@ -135,8 +175,8 @@ export class TradingStore {
   async insertOrder(q: Queryable, o: Omit<OrderRow, 'created_at' | 'updated_at'>): Promise<OrderRow> {
     const rows = await q.query<OrderRow>(
       `INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
-         stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::jsonb, $22)
+         stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id, notional)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::jsonb, $22, $23)
        RETURNING ${ORDER_COLUMNS}`,
       [
         o.id,
@@ -161,6 +201,7 @@ export class TradingStore {
         o.seq,
         JSON.stringify(o.placed_by),
         o.external_id,
+        o.notional,
       ],
     );
     return orderRow(rows[0]!);
@@ -182,11 +223,11 @@ export class TradingStore {
   }
 
   /** Updates an external venue's order from what the venue says. */
-  async syncExternal(q: Queryable, id: string, s: { status: string; filled_qty: string; filled_notional: string; reason: string | null }) {
+  async syncExternal(q: Queryable, id: string, s: { status: string; qty: string; filled_qty: string; filled_notional: string; reason: string | null }) {
     const rows = await q.query<OrderRow>(
-      `UPDATE trading.orders SET status = $2, filled_qty = $3, filled_notional = $4, reason = $5, updated_at = now()
+      `UPDATE trading.orders SET status = $2, filled_qty = $3, filled_notional = $4, reason = $5, qty = $6, updated_at = now()
        WHERE id = $1 RETURNING ${ORDER_COLUMNS}`,
-      [id, s.status, s.filled_qty, s.filled_notional, s.reason],
+      [id, s.status, s.filled_qty, s.filled_notional, s.reason, s.qty],
     );
     return orderRow(rows[0]!);
   }
@@ -357,7 +398,10 @@ export class TradingStore {
    * accounts share-locked and at their epochs, the book at the expected version): otherwise
    * nothing is written and `applied` is false.
    */
-  async writeGroup(q: Queryable, w: GroupWrite): Promise<{ applied: boolean; inserted: OrderRow[]; updated: OrderRow[] }> {
+  async writeGroup(
+    q: Queryable,
+    w: GroupWrite,
+  ): Promise<{ applied: boolean; inserted: OrderRow[]; updated: OrderRow[]; seqs: Array<{ accountId: string; seq: number }> }> {
     const ins = <K extends keyof GroupWrite['inserts'][number]>(k: K) => w.inserts.map((o) => o[k]);
     const upd = <K extends keyof GroupWrite['updates'][number]>(k: K) => w.updates.map((o) => o[k]);
     const fil = <K extends keyof GroupWrite['fills'][number]>(k: K) => w.fills.map((f) => f[k]);
@@ -367,7 +411,14 @@ export class TradingStore {
       ds.map((d) => d.total.toString()),
       ds.map((d) => d.held.toString()),
     ];
-    const rows = await q.query<{ applied: number; balances: number; inserted: OrderRow[] | null; updated: OrderRow[] | null }>(
+    const ev = w.orderEvents;
+    const rows = await q.query<{
+      applied: number;
+      balances: number;
+      inserted: OrderRow[] | null;
+      updated: OrderRow[] | null;
+      seqs: Array<{ account_id: string; last_seq: number }> | null;
+    }>(
       `WITH g0 AS MATERIALIZED (
          SELECT account_id, epoch FROM trading.paper_accounts WHERE venue = $56 AND account_id = ANY($65::text[]) ORDER BY account_id FOR SHARE),
        g AS (
@@ -378,10 +429,10 @@ export class TradingStore {
          RETURNING 1),
        o AS (
          INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
-           stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id)
+           stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id, notional)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
            $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], $14::numeric[], $15::numeric[], $16::numeric[], $17::text[],
-           $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[]) WHERE EXISTS (SELECT 1 FROM k)
+           $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[], $67::numeric[]) WHERE EXISTS (SELECT 1 FROM k)
          RETURNING ${ORDER_COLUMNS}),
        u AS (
          UPDATE trading.orders t SET filled_qty = x.u_filled, filled_notional = x.u_notional, hold_units = x.u_hold, status = x.u_status,
@@ -408,11 +459,40 @@ export class TradingStore {
          FROM (SELECT * FROM unnest($52::text[], $53::text[], $54::numeric[], $55::numeric[]) WITH ORDINALITY AS x(d_account, d_asset, d_total, d_held, n)
            ORDER BY n) d
          WHERE b.account_id = d.d_account AND b.venue = $56 AND b.asset = d.d_asset AND EXISTS (SELECT 1 FROM k)
-         RETURNING 1),
+         RETURNING b.account_id, b.asset, b.total, b.held),
        bi AS (
          INSERT INTO trading.balances (account_id, venue, asset, total, held)
-         SELECT a, $56, s, t, h FROM unnest($57::text[], $58::text[], $59::numeric[], $60::numeric[]) AS x(a, s, t, h) WHERE EXISTS (SELECT 1 FROM k))
-       SELECT (SELECT count(*) FROM k)::int AS applied, (SELECT count(*) FROM bu)::int AS balances, (SELECT json_agg(o) FROM o) AS inserted, (SELECT json_agg(u) FROM u) AS updated`,
+         SELECT a, $56, s, t, h FROM unnest($57::text[], $58::text[], $59::numeric[], $60::numeric[]) AS x(a, s, t, h) WHERE EXISTS (SELECT 1 FROM k)
+         RETURNING account_id, asset, total, held),
+       -- Each account's sequence moves on by its events here: after the balance rows (every account
+       -- with events has its quote row there), in account order, so that writers wait in one order.
+       es AS (
+         INSERT INTO trading.event_seqs AS s (account_id, last_seq)
+         SELECT a, n FROM unnest($68::text[], $69::bigint[]) AS c(a, n) WHERE EXISTS (SELECT 1 FROM k) AND (SELECT count(*) FROM bu) >= 0 ORDER BY a
+         ON CONFLICT (account_id) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq
+         RETURNING s.account_id, s.last_seq),
+       -- The balances this write leaves (rows it changed or touched as committed last; the base asset's
+       -- other rows are this book's alone, as the statement read them).
+       fb AS (
+         SELECT account_id, asset, total, held FROM bu
+         UNION ALL SELECT account_id, asset, total, held FROM bi
+         UNION ALL SELECT b.account_id, b.asset, b.total, b.held FROM trading.balances b
+           WHERE b.venue = $56 AND b.account_id = ANY($68::text[]) AND b.asset IN ($80, $81)
+             AND NOT EXISTS (SELECT 1 FROM unnest($52::text[], $53::text[]) AS d(a, s) WHERE d.a = b.account_id AND d.s = b.asset)
+             AND NOT EXISTS (SELECT 1 FROM unnest($57::text[], $58::text[]) AS d(a, s) WHERE d.a = b.account_id AND d.s = b.asset)),
+       ev AS (
+         INSERT INTO trading.events (account_id, seq, id, type, venue, symbol, order_id, data, balances, created_at)
+         SELECT x.a, es.last_seq - c.n + x.r, x.id, x.t, $56, $63, x.o, x.d,
+           (SELECT jsonb_agg(jsonb_build_object('asset', z.asset,
+               'total', (coalesce(f.total, 0) - CASE WHEN z.asset = $80 THEN x.bt ELSE x.qt END)::text,
+               'held', (coalesce(f.held, 0) - CASE WHEN z.asset = $80 THEN x.bh ELSE x.qh END)::text) ORDER BY z.asset)
+            FROM (VALUES ($80::text), ($81::text)) AS z(asset) LEFT JOIN fb f ON f.account_id = x.a AND f.asset = z.asset),
+           $33::timestamptz
+         FROM unnest($70::text[], $71::integer[], $72::text[], $73::text[], $74::text[], $75::jsonb[], $76::numeric[], $77::numeric[],
+           $78::numeric[], $79::numeric[]) AS x(a, r, id, t, o, d, bt, bh, qt, qh)
+         JOIN es ON es.account_id = x.a JOIN unnest($68::text[], $69::bigint[]) AS c(a, n) ON c.a = x.a)
+       SELECT (SELECT count(*) FROM k)::int AS applied, (SELECT count(*) FROM bu)::int AS balances, (SELECT json_agg(o) FROM o) AS inserted,
+         (SELECT json_agg(u) FROM u) AS updated, (SELECT json_agg(es) FROM es) AS seqs`,
       [
         ins('id'),
         ins('account_id'),
@@ -474,16 +554,81 @@ export class TradingStore {
         w.guard.expectedVersion,
         w.guard.accounts,
         w.guard.epochs,
+        ins('notional'),
+        ev.seqAccounts,
+        ev.seqCounts,
+        ev.accounts,
+        ev.ranks,
+        ev.ids,
+        ev.types,
+        ev.orderIds,
+        ev.data,
+        ev.laterBaseTotal,
+        ev.laterBaseHeld,
+        ev.laterQuoteTotal,
+        ev.laterQuoteHeld,
+        ev.base,
+        ev.quote,
       ],
     );
     const r = rows[0]!;
     // The book moved on, or an account was reset, since what the caller matched against: nothing written.
-    if (!Number(r.applied)) return { applied: false, inserted: [], updated: [] };
+    if (!Number(r.applied)) return { applied: false, inserted: [], updated: [], seqs: [] };
     // A balance row this transaction read is gone (a reset meanwhile): run the transaction again.
     if (Number(r.balances) !== w.balanceUpdates.length)
       throw Object.assign(new Error('a balance row changed under the transaction'), { code: '40001' });
     const byId = new Map((json<OrderRow[] | null>(r.inserted) ?? []).map((x) => [x.id, orderRow(x)]));
-    return { applied: true, inserted: w.inserts.map((o) => byId.get(o.id)!), updated: (json<OrderRow[] | null>(r.updated) ?? []).map(orderRow) };
+    return {
+      applied: true,
+      inserted: w.inserts.map((o) => byId.get(o.id)!),
+      updated: (json<OrderRow[] | null>(r.updated) ?? []).map(orderRow),
+      seqs: (json<Array<{ account_id: string; last_seq: number }> | null>(r.seqs) ?? []).map((x) => ({ accountId: x.account_id, seq: Number(x.last_seq) })),
+    };
+  }
+
+  // Order updates (docs/trading.md, "Order updates") --------------------------------------------
+
+  /**
+   * Appends one event to the account's sequence outside a book's write (a reset, an external
+   * venue's order), in the caller's transaction; answers its seq.
+   */
+  async appendEvent(
+    q: Queryable,
+    e: { accountId: string; id: string; type: string; venue: string; symbol: string | null; orderId: string | null; data: unknown; balances: unknown },
+  ): Promise<number> {
+    const rows = await q.query<{ seq: number }>(
+      `WITH s AS (
+         INSERT INTO trading.event_seqs AS s (account_id, last_seq) VALUES ($1, 1)
+         ON CONFLICT (account_id) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING last_seq)
+       INSERT INTO trading.events (account_id, seq, id, type, venue, symbol, order_id, data, balances)
+       SELECT $1, s.last_seq, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb FROM s RETURNING seq`,
+      [e.accountId, e.id, e.type, e.venue, e.symbol, e.orderId, JSON.stringify(e.data), e.balances === null ? null : JSON.stringify(e.balances)],
+    );
+    return Number(rows[0]!.seq);
+  }
+
+  /** The account's events after `after`, oldest first, each with its order. */
+  async events(q: Queryable, accountId: string, after: number, limit: number): Promise<EventRow[]> {
+    const rows = await q.query<Omit<EventRow, 'order'> & { order: OrderRow | null }>(
+      `SELECT e.account_id, e.seq, e.id, e.type, e.venue, e.symbol, e.order_id, e.data, e.balances, e.created_at,
+         (SELECT row_to_json(o) FROM (SELECT ${ORDER_COLUMNS} FROM trading.orders WHERE id = e.order_id) o) AS order
+       FROM trading.events e WHERE e.account_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`,
+      [accountId, after, limit],
+    );
+    return rows.map((r) => ({
+      ...r,
+      seq: Number(r.seq),
+      data: json(r.data),
+      balances: json(r.balances),
+      created_at: new Date(r.created_at),
+      order: r.order ? orderRow(json(r.order)) : null,
+    }));
+  }
+
+  /** The account's last seq (0 before its first event). */
+  async lastEventSeq(q: Queryable, accountId: string): Promise<number> {
+    const rows = await q.query<{ last_seq: number }>(`SELECT last_seq FROM trading.event_seqs WHERE account_id = $1`, [accountId]);
+    return rows[0] ? Number(rows[0].last_seq) : 0;
   }
 
   // Paper accounts and balances ----------------------------------------------------------------

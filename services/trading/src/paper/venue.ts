@@ -6,6 +6,7 @@ import { formatUnits, type Instruments, lotsToString, notionalToUnits, parseUnit
 import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
 import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
+import { Timeline } from './timeline.js';
 
 /**
  * The paper venue: orders go to its books (engine/book.ts) inside one PostgreSQL transaction per
@@ -33,7 +34,10 @@ export interface PlaceInput {
   side: Side;
   type: OrderType;
   tif: TimeInForce;
+  /** Lots; for a notional order, found under the book's lock as the book stands (0 here). */
   qty: number;
+  /** A notional order's amount (docs/trading.md, "Notional orders"): tick·lots, quote units and as given. */
+  notional?: { tickLots: number; units: bigint; text: string };
   price?: number;
   stopPrice?: number;
   /** Checks an agent's limits for an order of this notional (quote units) inside the transaction. */
@@ -44,8 +48,10 @@ interface Session {
   q: Queryable;
   entry: BookEntry;
   ledger: Ledger;
+  /** The accounts' order updates of this transaction, step by step. */
+  timeline: Timeline;
   changed: Set<BookOrder>;
-  inserted: Map<string, { clientOrderId: string; requestHash: string; actor: Actor; headers?: Record<string, string> }>;
+  inserted: Map<string, { clientOrderId: string; requestHash: string; actor: Actor; headers?: Record<string, string>; notional: string | null }>;
   epochs: Map<string, number>;
   /** Orders the group's client order ids already name. */
   existing: OrderRow[];
@@ -86,7 +92,16 @@ export class PaperVenue {
   private readonly cache = new Map<string, { epoch: number; rows: Map<string, { total: bigint; held: bigint }> }>();
 
   constructor(
-    private readonly deps: { sql: Sql; store: TradingStore; instruments: Instruments; settings: PaperSettings; kick(): void; now?: () => number },
+    private readonly deps: {
+      sql: Sql;
+      store: TradingStore;
+      instruments: Instruments;
+      settings: PaperSettings;
+      kick(): void;
+      /** Told after a commit of each account whose order updates moved on, with its last seq (the live streams). */
+      published?(seqs: Array<{ accountId: string; seq: number }>): void;
+      now?: () => number;
+    },
   ) {
     this.books = new Books(deps.store, PAPER);
   }
@@ -111,9 +126,14 @@ export class PaperVenue {
           this.books.committed(e, e.version + 1);
         }
         this.deps.kick();
+        this.announce(taken.flatMap((e) => e.seqs ?? []));
+        for (const e of taken) e.seqs = undefined;
         return out;
       } catch (err) {
-        for (const e of taken) this.books.dropped(e);
+        for (const e of taken) {
+          e.seqs = undefined;
+          this.books.dropped(e);
+        }
         this.cache.clear();
         const code = (err as { code?: string }).code;
         if (process.env.TRADING_DEBUG) console.error('retrying', code, (err as Error).message, (err as any).constraint);
@@ -142,9 +162,14 @@ export class PaperVenue {
     ledger.load(balances);
     for (const [accountId, epoch] of epochs) this.cache.set(accountId, { epoch, rows: new Map() });
     for (const b of balances) this.cache.get(b.account_id)?.rows.set(b.asset, { total: BigInt(b.total), held: BigInt(b.held) });
-    const s: Session = { q, entry, ledger, changed: new Set(), inserted: new Map(), epochs, existing };
+    const s: Session = { q, entry, ledger, timeline: new Timeline(spec, ledger), changed: new Set(), inserted: new Map(), epochs, existing };
     this.passTime(s);
     return s;
+  }
+
+  /** Tells the live streams which accounts' order updates moved on (after a commit). */
+  private announce(seqs: Array<{ accountId: string; seq: number }>): void {
+    if (seqs.length) this.deps.published?.(seqs);
   }
 
   /** Lets time pass on the book: day orders expire after midnight UTC, the market maker takes its steps. */
@@ -154,13 +179,17 @@ export class PaperVenue {
     const now = this.now();
     const today = utcDay(now);
     if (today !== entry.day) {
+      const expired: BookOrder[] = [];
       for (const o of [...entry.book.openOrders()])
-        if (o.tif === 'day' && o.owner !== MARKET_MAKER) this.track(s, entry.book.cancel(o.id, 'day_ended', 'expired'));
+        if (o.tif === 'day' && o.owner !== MARKET_MAKER) expired.push(entry.book.cancel(o.id, 'day_ended', 'expired')!);
+      for (const o of expired) this.track(s, o);
+      s.timeline.step(expired);
       entry.day = today;
     }
     const step = Math.max(0, Math.floor((now - entry.createdAt) / this.deps.settings.tickMs));
     const r = requote(entry.book, entry.maker, { seed: this.deps.settings.seed, symbol: spec.symbol, params: spec.params, step, hooks: ledger });
     for (const o of r?.changed ?? []) this.track(s, o);
+    if (r) s.timeline.step(r.changed);
   }
 
   /** Applies committed balance changes to the cache. */
@@ -212,6 +241,7 @@ export class PaperVenue {
         type: o.type,
         time_in_force: o.tif,
         qty: lotsToString(spec, o.qty),
+        notional: meta.notional,
         price: o.price === undefined ? null : ticksToString(spec, o.price),
         stop_price: o.stopPrice === undefined ? null : ticksToString(spec, o.stopPrice),
         ...fields(o),
@@ -244,6 +274,10 @@ export class PaperVenue {
       })),
       ...fills.map((f) => ({ subject: 'trading.fill.executed', accountId: f.account_id, data: f })),
     ]);
+    // Every account with order updates has its quote balance in the write (read afresh there for the updates' balances).
+    const accounts = s.timeline.accounts();
+    for (const a of accounts) ledger.touch(a, spec.quote);
+    const orderEvents = s.timeline.rows(() => newId('evt'));
     const deltas = ledger.deltas().sort((a, b) => (a.accountId + '\u0000' + a.asset < b.accountId + '\u0000' + b.asset ? -1 : 1));
     entry.deltas = deltas;
     const written = await store.writeGroup(q, {
@@ -255,6 +289,7 @@ export class PaperVenue {
         .map((o) => ({ id: o.id, ...fields(o), feesAdded: formatUnits(ledger.feesAdded.get(o.id) ?? 0n), eventId: newId('evt') })),
       fills,
       events,
+      orderEvents,
       occurredAt: new Date().toISOString(),
       headers: JSON.stringify(currentTraceHeaders()),
       balanceUpdates: deltas.filter((d) => d.stored),
@@ -265,6 +300,7 @@ export class PaperVenue {
       guard: guard ?? { expectedVersion: entry.version, accounts: [], epochs: [] },
     });
     if (!written.applied) return null;
+    entry.seqs = written.seqs;
     for (const row of [...written.inserted, ...written.updated]) rows.set(row.id, row);
     return rows;
   }
@@ -364,7 +400,16 @@ export class PaperVenue {
       for (const [asset, b] of c.rows) ledger.loadUnits(a, asset, b.total, b.held);
     }
     entry.busy = true;
-    const s: Session = { q: this.deps.sql, entry, ledger, changed: new Set(), inserted: new Map(), epochs, existing: [] };
+    const s: Session = {
+      q: this.deps.sql,
+      entry,
+      ledger,
+      timeline: new Timeline(spec, ledger),
+      changed: new Set(),
+      inserted: new Map(),
+      epochs,
+      existing: [],
+    };
     try {
       this.passTime(s);
       const { outcomes, placed } = await this.match(s, batch, true);
@@ -375,6 +420,8 @@ export class PaperVenue {
       entry.deltas = undefined;
       this.books.committed(entry, entry.version + 1);
       this.deps.kick();
+      this.announce(entry.seqs ?? []);
+      entry.seqs = undefined;
       for (const [i, id] of placed) outcomes[i] = { value: { row: rows.get(id)!, replayed: false } };
       return outcomes;
     } catch (err) {
@@ -382,6 +429,7 @@ export class PaperVenue {
       // The book in memory went ahead of what is stored: rebuilt by the locked path.
       this.books.dropped(entry);
       entry.deltas = undefined;
+      entry.seqs = undefined;
       entry.busy = false;
       this.cache.clear();
       return null;
@@ -405,30 +453,41 @@ export class PaperVenue {
         outcomes.push({ value: { row: prior, replayed: true } });
         continue;
       }
+      // A notional order becomes a market order for the lots its notional pays for on this book, now.
+      const fillable = input.notional ? book.fillableForNotional(input.side, input.accountId, input.notional.tickLots) : null;
+      const qty = fillable ? fillable.qty : input.qty;
       const o = newBookOrder({
         id: newId('ord'),
         owner: input.accountId,
         side: input.side,
         type: input.type,
         tif: input.tif,
-        qty: input.qty,
+        qty,
         price: input.price,
         stopPrice: input.stopPrice,
       });
       const waits =
         (o.type === 'stop' || o.type === 'stop_limit') && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!);
-      const preview = waits ? null : book.preview(o);
       // An agent's usage is counted in a savepoint: an order refused afterwards counts nothing.
       if (input.limits) await q.query('SAVEPOINT agent_limits');
       try {
+        if (qty === 0) throw notionalTooSmall(spec, book, input);
+        const preview = waits ? null : book.preview(o);
         if (input.limits) {
+          // A notional order counts its notional (what it may spend), whatever it fills.
           const ticks = o.type === 'market' ? preview!.notional : o.qty * (o.price ?? o.stopPrice!);
-          await input.limits(q, notionalToUnits(spec, ticks));
+          await input.limits(q, input.notional ? input.notional.units : notionalToUnits(spec, ticks));
         }
         if (s.ledger.check(o, preview)) throw insufficient(spec, o, s.ledger);
         const result = book.submit(o, s.ledger);
         if (o.status === 'rejected') throw insufficient(spec, o, s.ledger);
+        // A notional order the book ran out for (or its own order stopped) did not spend its notional: it expires, as a market order's rest does.
+        if (fillable?.exhausted && o.status === 'filled') {
+          o.status = 'expired';
+          o.reason = fillable.selfTrade ? 'self_trade_prevented' : 'no_liquidity';
+        }
         for (const x of result.changed) this.track(s, x);
+        s.timeline.step(result.changed, { accepted: o });
         if (input.limits) await q.query('RELEASE SAVEPOINT agent_limits');
       } catch (err) {
         if (!(err instanceof DomainError) || optimistic) throw err;
@@ -436,7 +495,13 @@ export class PaperVenue {
         outcomes.push({ error: err });
         continue;
       }
-      s.inserted.set(o.id, { clientOrderId: input.clientOrderId, requestHash: input.requestHash, actor: input.actor, headers });
+      s.inserted.set(o.id, {
+        clientOrderId: input.clientOrderId,
+        requestHash: input.requestHash,
+        actor: input.actor,
+        headers,
+        notional: input.notional?.text ?? null,
+      });
       placed.set(i, o.id);
       outcomes.push({ value: null });
     }
@@ -451,6 +516,7 @@ export class PaperVenue {
         const o = s.entry.book.get(orderId);
         const cancelled = o && o.owner === accountId ? s.entry.book.cancel(orderId) : null;
         this.track(s, cancelled);
+        s.timeline.step([cancelled]);
         const rows = (await this.close(s))!;
         return cancelled ? rows.get(orderId)! : null;
       }),
@@ -471,8 +537,8 @@ export class PaperVenue {
         const cancelled = old && old.owner === accountId ? s.entry.book.cancel(orderId) : null;
         if (!cancelled) throw new DomainError('conflict', 'order_not_open', 'The order is no longer open; only an open order can be replaced.');
         this.track(s, cancelled);
-        // Its hold is released now, so that the new order is checked against what the account has without it.
-        s.ledger.syncHold(cancelled);
+        // Its hold is released now (the step), so that the new order is checked against what the account has without it.
+        const replaced = s.timeline.step([cancelled], { replaced: cancelled })!;
         const job: Job = { input, headers: currentTraceHeaders(), resolve: () => {}, reject: () => {} };
         const { outcomes, placed } = await this.match(s, [job], false);
         const outcome = outcomes[0]!;
@@ -485,6 +551,7 @@ export class PaperVenue {
             'client_order_id_conflict',
             `clientOrderId "${input.clientOrderId}" already names an order; use a new one.`,
           );
+        replaced.replacedBy = id;
         const rows = (await this.close(s))!;
         return { row: rows.get(id)!, replaced: rows.get(orderId)! };
       }),
@@ -505,7 +572,10 @@ export class PaperVenue {
   private async cancelIn(spec: Spec, accountId: string, q?: Queryable, taken?: BookEntry[]): Promise<OrderRow[]> {
     const run = async (qq: Queryable, t: BookEntry[]) => {
       const s = await this.open(qq, spec, t, [accountId]);
-      for (const o of [...s.entry.book.openOrders()]) if (o.owner === accountId) this.track(s, s.entry.book.cancel(o.id));
+      const cancelled: BookOrder[] = [];
+      for (const o of [...s.entry.book.openOrders()]) if (o.owner === accountId) cancelled.push(s.entry.book.cancel(o.id)!);
+      for (const o of cancelled) this.track(s, o);
+      s.timeline.step(cancelled);
       return [...(await this.close(s))!.values()].filter((r) => r.account_id === accountId && r.status === 'cancelled');
     };
     if (q && taken) return run(q, taken);
@@ -514,6 +584,7 @@ export class PaperVenue {
 
   /** Cancels the account's open orders and puts its paper balances back to the starting cash. */
   async reset(accountId: string, actor: Actor): Promise<number> {
+    let resetSeq = 0;
     const epoch = await this.retrying((taken) =>
       this.deps.sql.tx(async (q) => {
         await this.deps.store.paperAccount(q, accountId, PAPER, this.cash, 'update');
@@ -522,6 +593,17 @@ export class PaperVenue {
           if (spec) await this.cancelIn(spec, accountId, q, taken);
         }
         const epoch = await this.deps.store.resetPaper(q, accountId, PAPER, this.cash);
+        const seq = await this.deps.store.appendEvent(q, {
+          accountId,
+          id: newId('evt'),
+          type: 'reset',
+          venue: PAPER,
+          symbol: null,
+          orderId: null,
+          data: { epoch, startingCash: this.deps.settings.startingCash },
+          balances: [{ asset: this.cash.asset, total: this.cash.units, held: '0' }],
+        });
+        resetSeq = seq;
         await enqueueEvent(q, SCHEMA, {
           subject: 'trading.account.reset',
           accountId,
@@ -532,6 +614,7 @@ export class PaperVenue {
     );
     // Read again on the account's next order (the cache saw its balances before the reset).
     this.cache.delete(accountId);
+    this.announce([{ accountId, seq: resetSeq }]);
     return epoch;
   }
 
@@ -569,6 +652,19 @@ export class PaperVenue {
     }
     return out;
   }
+}
+
+/** A notional order that buys (or sells) not even one lot at the book's best price now. */
+function notionalTooSmall(spec: Spec, book: BookEntry['book'], input: PlaceInput): DomainError {
+  const best = input.side === 'buy' ? book.bestAsk() : book.bestBid();
+  const amount = `${input.notional!.text} ${spec.quote}`;
+  if (best === undefined)
+    return new DomainError('unprocessable', 'no_liquidity', `notional: the book has no ${input.side === 'buy' ? 'asks' : 'bids'} to trade ${amount} against now.`);
+  return new DomainError(
+    'unprocessable',
+    'notional_too_small',
+    `notional: ${amount} does not pay for one lot (${spec.lotSize} ${spec.base}) at the best ${input.side === 'buy' ? 'ask' : 'bid'}, ${ticksToString(spec, best)}.`,
+  );
 }
 
 function insufficient(spec: Spec, o: BookOrder, ledger: Ledger): DomainError {

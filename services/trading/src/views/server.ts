@@ -31,6 +31,8 @@ export type ViewHandlers = Omit<
   | 'listCredentials'
   | 'setCredentials'
   | 'deleteCredentials'
+  | 'listEvents'
+  | 'watchEvents'
 >;
 
 const trim = (v: string) => (v.includes('.') ? v.replace(/0+$/, '').replace(/\.$/, '') : v);

@@ -5,7 +5,8 @@ import { rpc } from '../../rpc.js';
 import {
   ClientOrderId,
   DecimalInput,
-  PlaceOrderBody,
+  oneSize,
+  PlaceOrderFields,
   TRADING_SIDES,
   TRADING_TIMES_IN_FORCE,
   TradingOrder,
@@ -158,7 +159,7 @@ export const tradingMarketRoutes = [
     path: '/trading/orders/preview',
     summary:
       'Preview an order without placing it: what would fill now walking the book, at what average price, the fees, and whether the balance covers it.',
-    body: PlaceOrderBody.omit({ clientOrderId: true }).meta({ id: 'PreviewOrder' }),
+    body: PlaceOrderFields.omit({ clientOrderId: true }).superRefine(oneSize).meta({ id: 'PreviewOrder' }),
     response: OrderPreview,
     handler: rpc('trading', 'previewOrder', {
       request: (i) => ({
@@ -166,7 +167,8 @@ export const tradingMarketRoutes = [
         symbol: i.body.symbol,
         side: i.body.side,
         type: i.body.type,
-        qty: i.body.qty,
+        qty: i.body.qty ?? '',
+        notional: i.body.notional,
         price: i.body.price,
         stopPrice: i.body.stopPrice,
         timeInForce: i.body.timeInForce,
