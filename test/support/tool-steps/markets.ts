@@ -20,7 +20,7 @@ const trading: Step[] = [
   {
     tool: 'trading_orders_preview',
     valid: () => ({ symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.01' }),
-    invalid: () => ({ symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.00001' }),
+    invalid: () => ({ symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.0000001' }),
   },
   { tool: 'trading_buying_power', valid: () => ({ symbol: 'ETH/USD' }), invalid: () => ({ symbol: 'ETH/USD', side: 'hold' }) },
   {

@@ -162,7 +162,8 @@ export function toLots(spec: Spec, value: string): number | string {
   if (v === null || v % spec.lotUnits !== 0n) return `must be a multiple of the lot size ${spec.lotSize}`;
   const l = v / spec.lotUnits;
   if (l <= 0n) return 'must be positive';
-  if (l > MAX_INT / 1_000_000n) return 'is too large';
+  // Lots are fine-grained (0.000001): a bound of some millions of units; quantity × price is bounded where it is known (orders/trading.ts).
+  if (l > MAX_INT / 1_000n) return 'is too large';
   return Number(l);
 }
 

@@ -175,6 +175,8 @@ export class Trading {
       if (typeof ticks === 'string') throw bad(`price: ${ticks}.`);
       const stopTicks = stopPrice === undefined ? undefined : toTicks(spec, stopPrice);
       if (typeof stopTicks === 'string') throw bad(`stopPrice: ${stopTicks}.`);
+      // The engine counts notional in tick·lots exactly: quantity × price must stay a safe integer.
+      if (lots * Math.max(ticks ?? 0, stopTicks ?? 0) > Number.MAX_SAFE_INTEGER) throw bad('qty: is too large at this price (quantity × price).');
       const input: PlaceInput = {
         accountId: p.accountId,
         actor,

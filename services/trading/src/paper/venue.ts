@@ -471,7 +471,7 @@ export class PaperVenue {
       // An agent's usage is counted in a savepoint: an order refused afterwards counts nothing.
       if (input.limits) await q.query('SAVEPOINT agent_limits');
       try {
-        if (qty === 0) throw notionalTooSmall(spec, book, input);
+        if (qty === 0) throw notionalTooSmall(spec, book, input, fillable!.selfTrade);
         const preview = waits ? null : book.preview(o);
         if (input.limits) {
           // A notional order counts its notional (what it may spend), whatever it fills.
@@ -655,9 +655,15 @@ export class PaperVenue {
 }
 
 /** A notional order that buys (or sells) not even one lot at the book's best price now. */
-function notionalTooSmall(spec: Spec, book: BookEntry['book'], input: PlaceInput): DomainError {
+function notionalTooSmall(spec: Spec, book: BookEntry['book'], input: PlaceInput, selfTrade: boolean): DomainError {
   const best = input.side === 'buy' ? book.bestAsk() : book.bestBid();
   const amount = `${input.notional!.text} ${spec.quote}`;
+  if (selfTrade)
+    return new DomainError(
+      'unprocessable',
+      'self_trade_prevented',
+      `notional: the account's own order is the best ${input.side === 'buy' ? 'ask' : 'bid'}; an order never trades with its own account.`,
+    );
   if (best === undefined)
     return new DomainError('unprocessable', 'no_liquidity', `notional: the book has no ${input.side === 'buy' ? 'asks' : 'bids'} to trade ${amount} against now.`);
   return new DomainError(

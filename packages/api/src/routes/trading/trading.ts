@@ -131,7 +131,7 @@ export const tradingRoutes = [
     statuses: {
       200: 'A retry with the same clientOrderId and order: the original order.',
       412: 'The venue needs credentials the account has not stored (`venue_credentials_missing`).',
-      422: 'The balance does not cover the order (`insufficient_balance`), a notional does not pay for one lot at the best price (`notional_too_small`), the venue refused it, or the Idempotency-Key was used with another request (`idempotency_key_reused`).',
+      422: 'The balance does not cover the order (`insufficient_balance`), a notional does not pay for one lot at the best price (`notional_too_small`) or only the account’s own order is there (`self_trade_prevented`), the venue refused it, or the Idempotency-Key was used with another request (`idempotency_key_reused`).',
     },
     method: 'post',
     path: '/trading/order',
