@@ -186,7 +186,8 @@ describe('through the API, on real storage', () => {
           // Never over its notional; filled, what is left would not pay for one more lot (0.000001) at the highest price it paid.
           expect([o.id, units(o.filledNotional) <= units(o.notional)]).toEqual([o.id, true]);
           expect(o.qty).toBe(o.filledQty);
-          if (o.status === 'filled') expect([o.id, units(o.notional) - units(o.filledNotional) < worstPrice.get(o.id)! / 10n ** 6n]).toEqual([o.id, true]);
+          if (o.status === 'filled')
+            expect([o.id, units(o.notional) - units(o.filledNotional) < worstPrice.get(o.id)! / 10n ** 6n]).toEqual([o.id, true]);
           else expect([o.id, o.status, o.reason]).toEqual([o.id, 'expired', expect.stringMatching(/^(no_liquidity|self_trade_prevented)$/)]);
         }
         if (o.status !== 'new' && o.status !== 'partially_filled') continue;
@@ -232,8 +233,14 @@ describe('through the API, on real storage', () => {
       }
       for (let i = 0; i < events.length; i++) {
         let j = i;
-        while (j + 1 < events.length && events[j + 1].symbol === events[i].symbol && JSON.stringify(events[j + 1].balances) === JSON.stringify(events[i].balances)) j++;
-        for (const b of events[i].balances) expect([events[i].seq, b.asset, units(b.total)]).toEqual([events[i].seq, b.asset, running[j]!.get(b.asset) ?? 0n]);
+        while (
+          j + 1 < events.length &&
+          events[j + 1].symbol === events[i].symbol &&
+          JSON.stringify(events[j + 1].balances) === JSON.stringify(events[i].balances)
+        )
+          j++;
+        for (const b of events[i].balances)
+          expect([events[i].seq, b.asset, units(b.total)]).toEqual([events[i].seq, b.asset, running[j]!.get(b.asset) ?? 0n]);
       }
       const last = new Map<string, any>();
       for (const e of events) for (const b of e.balances) last.set(b.asset, b);

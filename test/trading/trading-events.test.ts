@@ -72,10 +72,7 @@ test('an order’s life as updates: accepted, filled step by step, cancelled, re
   let list = await events(alice);
   expect(list.map((e) => [e.seq, e.type, e.order.id, e.order.status])).toEqual([[1, 'accepted', rest.id, 'new']]);
   const acct = await account(alice);
-  expect(list[0].balances).toEqual([
-    { asset: 'ETH', total: '0', held: '0', available: '0' },
-    acct.balances.find((x: any) => x.asset === 'USD'),
-  ]);
+  expect(list[0].balances).toEqual([{ asset: 'ETH', total: '0', held: '0', available: '0' }, acct.balances.find((x: any) => x.asset === 'USD')]);
   expect(list[0]).toMatchObject({ venue: 'paper', symbol: 'ETH/USD', fill: null, replacedBy: null });
   // Replaced: the old order's update says so and names the new one, which is accepted.
   const replaced = (await t.ok('POST', `/trading/orders/${rest.id}/replace`, alice, { price: (Number(b.bids[0].price) - 20).toFixed(2) })).body;
@@ -100,7 +97,10 @@ test('an order’s life as updates: accepted, filled step by step, cancelled, re
   expect(buy.status).toBe('filled');
   const fills = (await t.ok('GET', `/trading/fills?orderId=${buy.id}`, alice)).body.fills.reverse();
   list = await events(alice, 4);
-  expect(list.map((e) => e.type)).toEqual(['accepted', ...fills.map((_: unknown, i: number) => (i === fills.length - 1 ? 'filled' : 'partially_filled'))]);
+  expect(list.map((e) => e.type)).toEqual([
+    'accepted',
+    ...fills.map((_: unknown, i: number) => (i === fills.length - 1 ? 'filled' : 'partially_filled')),
+  ]);
   expect(list.slice(1).map((e) => [e.fill.price, e.fill.qty, e.fill.liquidity])).toEqual(fills.map((f: any) => [f.price, f.qty, 'taker']));
   // The filled quantity grows fill by fill; the last update's balances are the account's.
   expect(list.slice(1).map((e) => e.order.filledQty)).toEqual(
@@ -170,7 +170,10 @@ test('concurrent orders of several accounts on several books: each account’s s
         const k = i++;
         const key = keys[k % keys.length]!;
         const symbol = symbols[k % symbols.length]!;
-        const body = k % 3 === 0 ? { symbol, side: 'buy', notional: '120' } : { symbol, side: k % 2 ? 'buy' : 'sell', type: 'limit', qty: '0.01', price: '100.00' };
+        const body =
+          k % 3 === 0
+            ? { symbol, side: 'buy', notional: '120' }
+            : { symbol, side: k % 2 ? 'buy' : 'sell', type: 'limit', qty: '0.01', price: '100.00' };
         await t.call('POST', '/trading/order', { key, body });
       }
     }),
@@ -206,14 +209,18 @@ test('a key holds a few streams at most (shared with the other live streams); re
   const refused = await stream(made.key);
   expect([refused.status, refused.body.error.code]).toEqual([429, 'too_many_streams']);
   open.pop()!.close();
-  await until(async () => {
-    const s = await stream(made.key);
-    if (s.status === 200) {
-      open.push(s);
-      return true;
-    }
-    return false;
-  }, 10_000, { what: 'a slot given back when a client left' });
+  await until(
+    async () => {
+      const s = await stream(made.key);
+      if (s.status === 200) {
+        open.push(s);
+        return true;
+      }
+      return false;
+    },
+    10_000,
+    { what: 'a slot given back when a client left' },
+  );
   await t.ok('DELETE', `/me/api-keys/${made.id}`, root);
   await until(() => open.every((s) => s.ended), 5_000, { what: 'every stream ended by the revocation' });
   for (const s of open) expect(s.events.at(-1)).toMatchObject({ event: 'error', data: { error: { code: 'key_revoked' } } });

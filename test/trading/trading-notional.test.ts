@@ -118,7 +118,10 @@ test('previewing a notional order shows the quantity it would buy now, and place
   expect(Number(p.notional)).toBeGreaterThan(999);
   expect(Number(p.qty)).toBeGreaterThan(1);
   expect(p.balanceOk).toBe(true);
-  const bad = await t.call('POST', '/trading/orders/preview', { key: bob, body: { symbol: 'SPY', side: 'buy', type: 'limit', price: '1', notional: '5' } });
+  const bad = await t.call('POST', '/trading/orders/preview', {
+    key: bob,
+    body: { symbol: 'SPY', side: 'buy', type: 'limit', price: '1', notional: '5' },
+  });
   expect([bad.status, bad.body.error.message]).toEqual([400, expect.stringMatching(/^body\.notional: only a market order takes a notional/)]);
   expect((await t.ok('GET', '/trading/orders?limit=200', bob)).body.orders.length).toBe(orders);
 });

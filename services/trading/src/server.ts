@@ -2,10 +2,10 @@ import { type Handlers, toIso } from '@svc/kit';
 import type { trading } from '@svc/proto';
 
 import type { VenueCredentials } from './orders/credentials.js';
+import type { OrderUpdates } from './orders/events.js';
 import type { AgentLimits, LimitsRow } from './orders/limits.js';
 import { formatUnits, scaled } from './orders/symbols.js';
 import { cursorId, type Trading } from './orders/trading.js';
-import type { OrderUpdates } from './orders/events.js';
 import type { EventData } from './paper/timeline.js';
 import type { EventRow, OrderRow } from './store.js';
 import type { ViewHandlers } from './views/server.js';

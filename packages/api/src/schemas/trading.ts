@@ -66,7 +66,8 @@ export function oneSize(v: { qty?: string; notional?: string; type?: string; tim
       path: ['qty'],
       message: 'an order needs a quantity (qty), or, for a market order, an amount of the quote asset to trade (notional)',
     });
-  else if (v.qty !== undefined && v.notional !== undefined) ctx.addIssue({ code: 'custom', path: ['notional'], message: 'give either qty or notional, not both' });
+  else if (v.qty !== undefined && v.notional !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['notional'], message: 'give either qty or notional, not both' });
   else if (v.notional !== undefined && v.type !== 'market')
     ctx.addIssue({ code: 'custom', path: ['notional'], message: `only a market order takes a notional; give qty for a ${v.type} order` });
   else if (v.notional !== undefined && v.timeInForce === 'fok')

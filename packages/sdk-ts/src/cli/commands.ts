@@ -221,8 +221,14 @@ const trading: Record<string, Command> = {
   async events(svc, _args, flags, out) {
     const after = Number(str(flags, 'after') ?? 0);
     if (!Number.isInteger(after) || after < 0) throw new UsageError('--after must be a seq (0 or more)');
-    const line = (e: { seq: number; type: string; order: { symbol: string; side: string; filledQty: string; qty: string; status: string } | null }) =>
-      e.order ? `[${e.seq}] ${e.type} ${e.order.side} ${e.order.filledQty}/${e.order.qty} ${e.order.symbol} ${e.order.status}\n` : `[${e.seq}] ${e.type}\n`;
+    const line = (e: {
+      seq: number;
+      type: string;
+      order: { symbol: string; side: string; filledQty: string; qty: string; status: string } | null;
+    }) =>
+      e.order
+        ? `[${e.seq}] ${e.type} ${e.order.side} ${e.order.filledQty}/${e.order.qty} ${e.order.symbol} ${e.order.status}\n`
+        : `[${e.seq}] ${e.type}\n`;
     const show = (e: Parameters<typeof line>[0]) => out.stdout(out.json ? JSON.stringify(e) + '\n' : line(e));
     if (flags.follow) {
       for await (const e of svc.trading.events.stream({ after })) show(e.data);

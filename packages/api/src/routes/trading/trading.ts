@@ -9,7 +9,7 @@ import {
   PlaceOrderBody,
   SetTradingLimitsBody,
   SetVenueCredentialsBody,
-  TRADING_EVENT_TYPES,
+  type TRADING_EVENT_TYPES,
   TRADING_SIDES,
   TRADING_STATUSES,
   TradingAccount,
