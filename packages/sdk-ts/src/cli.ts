@@ -72,6 +72,7 @@ const FLAGS = [
   'symbol',
   'side',
   'qty',
+  'notional',
   'price',
   'venue',
   'tif',
