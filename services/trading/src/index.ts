@@ -18,6 +18,7 @@ import { PaperVenue } from './paper/venue.js';
 import { handlers, toOrder } from './server.js';
 import { tradingSettings, tradingSettingsSchema } from './settings.js';
 import { SCHEMA, TradingStore } from './store.js';
+import { MarketFeed } from './views/feed.js';
 import { Market } from './views/market.js';
 import { OrderTools } from './views/orders.js';
 import { Performance } from './views/performance.js';
@@ -75,7 +76,8 @@ export const tradingService = defineService({
       onError: (err) => ctx.log.debug({ err }, 'an order update signal was not sent (watchers read the store every few seconds)'),
     });
     const published = (seqs: Array<{ accountId: string; seq: number }>) => updates.published(seqs);
-    const paper = new PaperVenue({ sql, store, instruments, settings: settings.paper, kick, published });
+    let feed: MarketFeed | undefined;
+    const paper = new PaperVenue({ sql, store, instruments, settings: settings.paper, kick, published, moved: (symbols) => feed?.moved(symbols) });
     const alpaca = settings.alpaca
       ? {
           venue: new AlpacaVenue({ sql, store, client: new AlpacaClient(settings.alpaca.url), credentials, kick, published }),
@@ -100,16 +102,25 @@ export const tradingService = defineService({
     const alerts = new PriceAlerts({ sql, lists, market, kick });
     const journal = new Journal({ sql, lists, store, kick });
     const performance = new Performance({ sql, views, market, portfolio });
+    feed = new MarketFeed({
+      sql,
+      views,
+      market,
+      settings: settings.paper,
+      bus: () => ctx.backends.bus(),
+      onError: (err) => ctx.log.debug({ err }, 'a book signal was not sent (market data streams read again within seconds)'),
+    });
     let sweepTimer: NodeJS.Timeout | undefined;
     return {
       handlers: {
         ...handlers(domain, limits, credentials, updates),
-        ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance, toOrder }),
+        ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance, toOrder, feed }),
       },
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         await updates.live.start();
+        await feed!.live.start();
         sweepTimer = setInterval(() => {
           alerts.sweep().catch((err: unknown) => ctx.log.warn({ err }, 'price alert sweep failed'));
         }, ALERT_SWEEP_MS);
@@ -120,6 +131,7 @@ export const tradingService = defineService({
         clearTimeout(kickTimer);
         await relay?.stop();
         await updates.live.stop();
+        await feed?.live.stop();
       },
     };
   },

@@ -14,6 +14,8 @@ const trading: Step[] = [
   { tool: 'trading_quote', valid: () => ({ symbol: 'ETH/USD' }), invalid: () => ({ symbol: 'NOPE' }) },
   { tool: 'trading_tickers', valid: () => ({}), invalid: () => ({ venue: 'nowhere' }) },
   { tool: 'trading_trades', valid: () => ({ symbol: 'ETH/USD', limit: 5 }), invalid: () => ({ symbol: 'ETH/USD', limit: 0 }) },
+  { tool: 'trading_quotes', valid: () => ({ symbols: 'ETH/USD,AAPL' }), invalid: () => ({ symbols: 'NOPE' }) },
+  { tool: 'trading_bars', valid: () => ({ symbol: 'ETH/USD', interval: '1h' }), invalid: () => ({ symbol: 'ETH/USD', interval: '2m' }) },
   { tool: 'trading_candles', valid: () => ({ symbol: 'ETH/USD', interval: '1h' }), invalid: () => ({ symbol: 'ETH/USD', interval: '2m' }) },
   { tool: 'trading_clock', valid: () => ({}), invalid: () => ({ venue: 'nowhere' }) },
   { tool: 'trading_fees', valid: () => ({}), invalid: () => ({ venue: 'nowhere' }) },

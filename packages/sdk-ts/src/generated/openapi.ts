@@ -4101,6 +4101,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/trading/quotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Quotes of the paper venue's symbols (every one, or `symbols`): best bid and ask (the market maker's quotes and resting orders) with their sizes, mid, spread, last trade and reference price. With Accept: text/event-stream, a live stream: each quote now, then again whenever it changes. */
+        get: operations["trading.quotes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/trading/trades": {
         parameters: {
             query?: never;
@@ -4108,8 +4125,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A paper book's recent trades (the tape, every account's, anonymous), newest first. */
+        /** A paper book's recent trades (the tape, every account's, anonymous), newest first. With Accept: text/event-stream, a live stream: the trades after `after` or Last-Event-ID (default: from now), oldest first, then each as it happens, with no gap and no repeat. */
         get: operations["trading.trades"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/trading/bars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OHLCV bars of a paper book's trades at an interval, oldest first (Alpaca's name for candles; intervals without trades are left out). With Accept: text/event-stream, a live stream: the bars, then the latest one again whenever a trade changes it or starts the next. */
+        get: operations["trading.bars"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8192,6 +8226,9 @@ export interface components {
             /** @description The change in percent of the open. */
             changePct?: number;
         };
+        TradingQuoteList: {
+            quotes: components["schemas"]["TradingQuote"][];
+        };
         TradingTradeList: {
             trades: components["schemas"]["TradingTrade"][];
             /** @default null */
@@ -8200,6 +8237,8 @@ export interface components {
         TradingTrade: {
             /** @description `<symbol>:<match sequence>`. */
             id: string;
+            /** @description The book's match sequence: the tape's order (with gaps), what a stream resumes after. */
+            seq: number;
             price: string;
             qty: string;
             notional: string;
@@ -8210,10 +8249,10 @@ export interface components {
             takerSide: "buy" | "sell";
             at: string;
         };
-        TradingCandles: {
+        TradingBars: {
             symbol: string;
             interval: string;
-            candles: components["schemas"]["TradingCandle"][];
+            bars: components["schemas"]["TradingCandle"][];
         };
         TradingCandle: {
             /** @description Start of the interval (ISO 8601). */
@@ -8227,6 +8266,11 @@ export interface components {
             /** @description Notional traded. */
             notional: string;
             trades: number;
+        };
+        TradingCandles: {
+            symbol: string;
+            interval: string;
+            candles: components["schemas"]["TradingCandle"][];
         };
         TradingClock: {
             venue: string;
@@ -38627,7 +38671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The balance does not cover the order (`insufficient_balance`), a notional does not pay for one lot at the best price (`notional_too_small`), the venue refused it, or the Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            /** @description The balance does not cover the order (`insufficient_balance`), a notional does not pay for one lot at the best price (`notional_too_small`) or only the account’s own order is there (`self_trade_prevented`), the venue refused it, or the Idempotency-Key was used with another request (`idempotency_key_reused`). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -39867,13 +39911,11 @@ export interface operations {
             };
         };
     };
-    "trading.trades": {
+    "trading.quotes": {
         parameters: {
-            query: {
-                limit?: number;
-                cursor?: string;
+            query?: {
                 venue?: string;
-                symbol: string;
+                symbols?: string;
             };
             header?: never;
             path?: never;
@@ -39887,7 +39929,193 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["TradingQuoteList"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The operation did not finish within its deadline. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "trading.trades": {
+        parameters: {
+            query: {
+                limit?: number;
+                cursor?: string;
+                venue?: string;
+                symbol: string;
+                after?: number;
+            };
+            header?: {
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["TradingTradeList"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The operation did not finish within its deadline. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "trading.bars": {
+        parameters: {
+            query: {
+                venue?: string;
+                symbol: string;
+                interval?: "1m" | "5m" | "15m" | "1h" | "4h" | "1d";
+                start?: string;
+                end?: string;
+                limit?: number;
+            };
+            header?: {
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TradingBars"];
+                    "text/event-stream": string;
                 };
             };
             /** @description Invalid input. */

@@ -52,6 +52,8 @@ export interface BookEntry {
   deltas?: Array<{ accountId: string; asset: string; total: bigint; held: bigint }>;
   /** The accounts whose order updates the running transaction numbered, with their last seq, for the live streams once it commits. */
   seqs?: Array<{ accountId: string; seq: number }>;
+  /** Whether the running transaction changed what the book shows (orders, the market maker's quotes), for the market data streams once it commits. */
+  moved?: boolean;
 }
 
 /** An amount column as lots or ticks (zero allowed). */

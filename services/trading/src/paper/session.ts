@@ -125,6 +125,8 @@ export async function writeSession(
   });
   if (!written.applied) return null;
   entry.seqs = written.seqs;
+  // What a quote or the tape shows moved (the market maker's requote sets it too, paper/venue.ts passTime).
+  if (s.changed.size) entry.moved = true;
   for (const row of [...written.inserted, ...written.updated]) rows.set(row.id, row);
   return rows;
 }

@@ -88,6 +88,8 @@ export class PaperVenue {
       kick(): void;
       /** Told after a commit of each account whose order updates moved on, with its last seq (the live streams). */
       published?(seqs: Array<{ accountId: string; seq: number }>): void;
+      /** Told after a commit of the books it wrote (the market data streams). */
+      moved?(symbols: string[]): void;
       now?: () => number;
     },
   ) {
@@ -115,6 +117,9 @@ export class PaperVenue {
         }
         this.deps.kick();
         this.announce(taken.flatMap((e) => e.seqs ?? []));
+        const moved = taken.filter((e) => e.moved).map((e) => e.spec.symbol);
+        for (const e of taken) e.moved = false;
+        if (moved.length) this.deps.moved?.(moved);
         for (const e of taken) e.seqs = undefined;
         return out;
       } catch (err) {
@@ -177,7 +182,10 @@ export class PaperVenue {
     const step = Math.max(0, Math.floor((now - entry.createdAt) / this.deps.settings.tickMs));
     const r = requote(entry.book, entry.maker, { seed: this.deps.settings.seed, symbol: spec.symbol, params: spec.params, step, hooks: ledger });
     for (const o of r?.changed ?? []) this.track(s, o);
-    if (r) s.timeline.step(r.changed);
+    if (r) {
+      s.timeline.step(r.changed);
+      entry.moved = true;
+    }
   }
 
   /** Applies committed balance changes to the cache. */
@@ -317,6 +325,8 @@ export class PaperVenue {
       this.books.committed(entry, entry.version + 1);
       this.deps.kick();
       this.announce(entry.seqs ?? []);
+      if (entry.moved) this.deps.moved?.([entry.spec.symbol]);
+      entry.moved = false;
       entry.seqs = undefined;
       for (const [i, id] of placed) outcomes[i] = { value: { row: rows.get(id)!, replayed: false } };
       return outcomes;

@@ -178,6 +178,7 @@ export class Market {
     return {
       trades: page.map((t) => ({
         id: `${spec.symbol}:${t.seq}`,
+        seq: t.seq,
         price: plain(t.price),
         qty: plain(t.qty),
         notional: plain(t.notional),
