@@ -17,7 +17,10 @@ afterAll(() => t?.stop());
 type SseEvent = { id?: string; event?: string; data: any };
 async function stream(path: string, headers: Record<string, string> = {}) {
   const ac = new AbortController();
-  const res = await fetch(`${t.url}${path}`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...headers }, signal: ac.signal });
+  const res = await fetch(`${t.url}${path}`, {
+    headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...headers },
+    signal: ac.signal,
+  });
   const out = { status: res.status, events: [] as SseEvent[], close: () => ac.abort() };
   void (async () => {
     let text = '';

@@ -76,8 +76,17 @@ export const tradingService = defineService({
       onError: (err) => ctx.log.debug({ err }, 'an order update signal was not sent (watchers read the store every few seconds)'),
     });
     const published = (seqs: Array<{ accountId: string; seq: number }>) => updates.published(seqs);
-    let feed: MarketFeed | undefined;
-    const paper = new PaperVenue({ sql, store, instruments, settings: settings.paper, kick, published, moved: (symbols) => feed?.moved(symbols) });
+    // The market data streams (made below, from the venue's views) hear of the books that moved.
+    const later: { feed?: MarketFeed } = {};
+    const paper = new PaperVenue({
+      sql,
+      store,
+      instruments,
+      settings: settings.paper,
+      kick,
+      published,
+      moved: (symbols) => later.feed?.moved(symbols),
+    });
     const alpaca = settings.alpaca
       ? {
           venue: new AlpacaVenue({ sql, store, client: new AlpacaClient(settings.alpaca.url), credentials, kick, published }),
@@ -102,14 +111,14 @@ export const tradingService = defineService({
     const alerts = new PriceAlerts({ sql, lists, market, kick });
     const journal = new Journal({ sql, lists, store, kick });
     const performance = new Performance({ sql, views, market, portfolio });
-    feed = new MarketFeed({
+    const feed = (later.feed = new MarketFeed({
       sql,
       views,
       market,
       settings: settings.paper,
       bus: () => ctx.backends.bus(),
       onError: (err) => ctx.log.debug({ err }, 'a book signal was not sent (market data streams read again within seconds)'),
-    });
+    }));
     let sweepTimer: NodeJS.Timeout | undefined;
     return {
       handlers: {
@@ -120,7 +129,7 @@ export const tradingService = defineService({
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
         await updates.live.start();
-        await feed!.live.start();
+        await feed.live.start();
         sweepTimer = setInterval(() => {
           alerts.sweep().catch((err: unknown) => ctx.log.warn({ err }, 'price alert sweep failed'));
         }, ALERT_SWEEP_MS);
@@ -131,7 +140,7 @@ export const tradingService = defineService({
         clearTimeout(kickTimer);
         await relay?.stop();
         await updates.live.stop();
-        await feed?.live.stop();
+        await feed.live.stop();
       },
     };
   },

@@ -110,7 +110,12 @@ export function viewHandlers(d: {
       for await (const t of feed.watchTrades(symbol, req.after === undefined ? undefined : Number(req.after), signal)) yield tradeView(symbol, t);
     },
     async *watchBars(req, { signal }) {
-      yield* feed.watchBars(market.spec(req.venue, req.symbol).symbol, req.interval, { start: req.start, end: req.end, limit: req.limit || 100 }, signal);
+      yield* feed.watchBars(
+        market.spec(req.venue, req.symbol).symbol,
+        req.interval,
+        { start: req.start, end: req.end, limit: req.limit || 100 },
+        signal,
+      );
     },
     async listSymbols(req) {
       return { symbols: market.symbols(req.venue, req.assetClass, req.q) };

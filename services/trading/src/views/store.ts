@@ -73,10 +73,12 @@ const trade = (r: TradeRow): TradeRow => ({ ...r, seq: Number(r.seq), at: new Da
 export class ViewsStore {
   /** A book's trades after a seq, oldest first (a live tape reads on from where it is). */
   async tapeAfter(q: Queryable, venue: string, symbol: string, afterSeq: number, limit: number): Promise<TradeRow[]> {
-    const rows = await q.query<TradeRow>(
-      `${TRADES} WHERE venue = $1 AND symbol = $2 AND seq > $3 GROUP BY symbol, seq ORDER BY seq LIMIT $4`,
-      [venue, symbol, afterSeq, limit],
-    );
+    const rows = await q.query<TradeRow>(`${TRADES} WHERE venue = $1 AND symbol = $2 AND seq > $3 GROUP BY symbol, seq ORDER BY seq LIMIT $4`, [
+      venue,
+      symbol,
+      afterSeq,
+      limit,
+    ]);
     return rows.map(trade);
   }
 

@@ -141,7 +141,8 @@ export const tradingMarketRoutes = [
     response: z.object({ symbol: z.string(), interval: z.string(), bars: z.array(TradingCandle) }).meta({ id: 'TradingBars' }),
     events: {
       schema: TradingCandle,
-      description: 'Each bar as `data` (event `bar`), its start in milliseconds as `id`; a bar comes again when it changes (keep the latest per start).',
+      description:
+        'Each bar as `data` (event `bar`), its start in milliseconds as `id`; a bar comes again when it changes (keep the latest per start).',
     },
     handler: { kind: 'local', name: 'trading.bars' },
   }),
