@@ -37,10 +37,10 @@ export function readOptions(usage, { strings = {}, flags = [], whole = [] }) {
 /** Runs `suite` under jest with `env` added to this process's environment; exits with its status. */
 export function runSuite(suite, env) {
   const jest = path.join(root, 'node_modules/jest/bin/jest.js');
-  const run = spawnSync(
-    process.execPath,
-    ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', jest, '--runTestsByPath', suite],
-    { cwd: root, env: { ...process.env, ...env }, stdio: 'inherit' },
-  );
+  const run = spawnSync(process.execPath, ['--experimental-vm-modules', '--disable-warning=ExperimentalWarning', jest, '--runTestsByPath', suite], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: 'inherit',
+  });
   process.exit(run.status ?? 1);
 }

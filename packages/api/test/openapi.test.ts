@@ -104,7 +104,10 @@ describe('the OpenAPI document of the route table', () => {
         if (Number(code) < 400) continue;
         const route = routes.find((r) => r.id === op.operationId);
         const own = route?.statuses?.[Number(code)];
-        const expected = typeof own === 'object' && own.body === 'response' ? op.responses['200'].content['application/json'].schema : { $ref: '#/components/schemas/Error' };
+        const expected =
+          typeof own === 'object' && own.body === 'response'
+            ? op.responses['200'].content['application/json'].schema
+            : { $ref: '#/components/schemas/Error' };
         expect([op.operationId, code, res.content['application/json'].schema]).toEqual([op.operationId, code, expected]);
       }
     }

@@ -18,12 +18,12 @@ export { type AgentRecord, type AgentRecords, type AgentsDeps, AgentsDomain } fr
 export { AgentKeys } from './agents/keys.js';
 export { type AgentRow, AgentStore } from './agents/store.js';
 export { SCHEMA } from './agents/store.js';
-export { DEFAULT_TOOLS, toolAllowed } from '@svc/tools';
 export { migrations } from './migrations/index.js';
 export { ScheduleFirer } from './schedules/fire.js';
 export { activeWatchers, LiveEvents } from './threads/live.js';
 export { type ContextMessage, type EventRow, type NewEvent, type Producer, type RunRow, ThreadStore } from './threads/store.js';
 export { RUN_QUEUE, ThreadsDomain } from './threads/threads.js';
+export { DEFAULT_TOOLS, toolAllowed } from '@svc/tools';
 
 /**
  * The agents service: agents as principals, default agents, and threads with their events, runs

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { routes } from '@svc/api';
 import { containsText, DomainError, parseInput, type Principal } from '@svc/kit';
-import { DEFAULT_TOOLS, ToolCatalogue, toolAllowed } from '@svc/tools';
+import { DEFAULT_TOOLS, toolAllowed, ToolCatalogue } from '@svc/tools';
 
 import type { ThreadOps } from '../threads/manage.js';
 import type { ThreadsDomain } from '../threads/threads.js';

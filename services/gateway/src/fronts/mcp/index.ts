@@ -21,8 +21,8 @@ import {
   McpEndpoint,
   type McpMessage,
   readMcpMessage,
-  ToolCatalogue,
   toolAllowed,
+  ToolCatalogue,
   toolName,
   toolOperations,
   type ToolView,
@@ -137,11 +137,7 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
     const caller = await deps.auth.onChannel(verified, 'mcp');
     // What the client chose to see: toolsets and read-only mode, on the URL or in headers (400 when unknown).
     const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
-    const view = await boundByAgent(
-      viewOf(endpointOf().areas, new URL(req.originalUrl, ENDPOINT_URL).searchParams, header),
-      caller,
-      req.requestId,
-    );
+    const view = await boundByAgent(viewOf(endpointOf().areas, new URL(req.originalUrl, ENDPOINT_URL).searchParams, header), caller, req.requestId);
     await new Promise<void>((resolve, reject) => readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
     const read = readMcpMessage(req.headers['content-type'], Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
     // A tool call draws on the buckets of its operation's class, as the same call over the API
