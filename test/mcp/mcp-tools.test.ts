@@ -146,6 +146,7 @@ const STEPS: Step[] = [
   { tool: 'trading_fills', valid: () => ({}), invalid: () => ({ limit: 0 }) },
   { tool: 'trading_book', valid: () => ({ symbol: 'ETH/USD' }), invalid: () => ({ symbol: 'NOPE/NOPE' }) },
   { tool: 'trade_cancel', valid: (s) => ({ venue: 'paper', orderId: s.orderId }), invalid: () => ({ venue: 'paper' }) },
+  { tool: 'trading_events', valid: () => ({ after: 0, limit: 5 }), invalid: () => ({ limit: 0 }) },
   { tool: 'trading_limits_list', valid: () => ({}) },
   { tool: 'trading_credentials_list', valid: () => ({}) },
   { tool: 'run_code', valid: () => ({ code: '[1, 2, 3].map((x) => x * 2)' }), invalid: () => ({ code: '' }) },

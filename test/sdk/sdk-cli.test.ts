@@ -113,6 +113,13 @@ describe('the svc command', () => {
     const cancelled = await svc(['trading', 'cancel', placed.id]);
     expect(cancelled.stdout).toMatch(new RegExp(`^${placed.id}\\s+cancelled\\s+BTC/USD$`, 'm'));
     expect((await svc(['trading', 'order', '--symbol', 'BTC/USD', '--qty', '1'])).code).toBe(2);
+    // A notional order, and the account's order updates (the last one its fill).
+    const bought = await svc(['trading', 'order', '--symbol', 'ETH/USD', '--side', 'buy', '--notional', '20', '--json']);
+    const n = JSON.parse(bought.stdout);
+    expect([bought.code, n.notional, n.status]).toEqual([0, '20', 'filled']);
+    const updates = await svc(['trading', 'events']);
+    expect(updates.stdout.trim().split('\n').at(-1)).toMatch(new RegExp(`^\\[\\d+\\] filled buy ${n.filledQty}/${n.qty} ETH/USD filled$`));
+    expect((await svc(['trading', 'events', '--after', 'x'])).code).toBe(2);
     const profile = await t.ok('POST', '/profiles', key, { name: 'taste' });
     const c1 = await t.ok('POST', `/profiles/${profile.body.id}/commits`, key, { message: 'first' });
     const c2 = await t.ok('POST', `/profiles/${profile.body.id}/commits`, key, { message: 'second' });

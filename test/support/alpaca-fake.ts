@@ -38,7 +38,10 @@ export async function startFakeAlpaca(opts: { keyId: string; secretKey: string; 
       if (keyId !== opts.keyId || req.headers['apca-api-secret-key'] !== opts.secretKey) return fail(401, 40110000, 'request is not authorized');
 
       if (req.method === 'POST' && url.pathname === '/v2/orders') {
-        const qty = Number(body.qty);
+        // Alpaca's fractional orders: a dollar amount (notional) instead of qty, market orders only, qty found at the fill.
+        if (body.qty !== undefined && body.notional !== undefined) return fail(422, 40010001, 'qty and notional cannot both be set');
+        if (body.notional !== undefined && body.type !== 'market') return fail(422, 40010001, 'notional orders must be market orders');
+        const qty = body.notional !== undefined ? Math.floor((Number(body.notional) / opts.price) * 1e9) / 1e9 : Number(body.qty);
         if (!(qty > 0)) return fail(422, 40010001, 'qty must be > 0');
         if (!['market', 'limit', 'stop', 'stop_limit'].includes(body.type)) return fail(422, 40010001, 'invalid order type');
         if ((body.type === 'limit' || body.type === 'stop_limit') && !body.limit_price) return fail(422, 40010001, 'limit_price is required');
@@ -56,7 +59,8 @@ export async function startFakeAlpaca(opts: { keyId: string; secretKey: string; 
           filled_at: null,
           symbol: body.symbol,
           asset_class: 'us_equity',
-          qty: body.qty,
+          qty: body.notional !== undefined ? null : body.qty,
+          notional: body.notional ?? null,
           filled_qty: '0',
           filled_avg_price: null,
           order_class: '',
@@ -71,7 +75,8 @@ export async function startFakeAlpaca(opts: { keyId: string; secretKey: string; 
         };
         if (body.type === 'market') {
           order.status = 'filled';
-          order.filled_qty = body.qty;
+          order.filled_qty = String(qty);
+          if (body.notional !== undefined) order.qty = String(qty);
           order.filled_avg_price = String(opts.price);
           order.filled_at = now;
           cash += (body.side === 'buy' ? -1 : 1) * qty * opts.price;

@@ -118,6 +118,26 @@ describe('alpaca', () => {
     expect(alpaca.orders.get(res.body.externalId).status).toBe('canceled');
   });
 
+  test('a notional order goes to Alpaca as its notional (no qty) and is kept with the quantity it bought', async () => {
+    const res = await order(key, { venue: 'alpaca', symbol: 'AAPL', side: 'buy', notional: '250', clientOrderId: 'alp-notional' });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ venue: 'alpaca', status: 'filled', notional: '250', qty: '2.5', filledQty: '2.5', avgFillPrice: '100' });
+    const sent = alpaca.requests.filter((r) => r.method === 'POST').at(-1)!;
+    expect(sent.body).toMatchObject({ symbol: 'AAPL', notional: '250', side: 'buy', type: 'market', client_order_id: 'alp-notional' });
+    expect(sent.body.qty).toBeUndefined();
+    // A retry answers the original; the same id with another notional is another order: 409.
+    const again = await order(key, { venue: 'alpaca', symbol: 'AAPL', side: 'buy', notional: '250', clientOrderId: 'alp-notional' });
+    expect([again.status, again.body.id]).toEqual([200, res.body.id]);
+    const other = await order(key, { venue: 'alpaca', symbol: 'AAPL', side: 'buy', notional: '251', clientOrderId: 'alp-notional' });
+    expect([other.status, other.body.error.code]).toEqual([409, 'client_order_id_conflict']);
+    // Its updates: accepted, then filled, without balances (Alpaca keeps them).
+    const events = (await t.ok('GET', '/trading/events?limit=200', key)).body.events.filter((e: any) => e.order?.id === res.body.id);
+    expect(events.map((e: any) => [e.type, e.venue, e.order.status, e.balances])).toEqual([
+      ['accepted', 'alpaca', 'new', null],
+      ['filled', 'alpaca', 'filled', null],
+    ]);
+  });
+
   test("Alpaca's refusals become clear errors: buying power, bad credentials", async () => {
     const poor = await order(key, { venue: 'alpaca', symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1000', price: '100' });
     expect([poor.status, poor.body.error.code]).toEqual([422, 'insufficient_balance']);
@@ -175,6 +195,26 @@ describe('agent limits', () => {
     expect(Number((await t.ok('GET', '/trading/limits', agentKey)).body.limits[0].usedToday)).toBe(usedToday);
     // A person is not limited.
     expect((await order(key, { symbol: 'BTC/USD', side: 'buy', qty: '0.001' })).status).toBe(201);
+  });
+
+  test('a notional order counts its notional against the limits, at the paper venue and at Alpaca', async () => {
+    await t.ok('PUT', `/trading/limits/${agentId}`, key, { maxNotionalPerOrder: '500', maxNotionalPerDay: null, symbols: null, paperOnly: false });
+    const over = await order(agentKey, { symbol: 'AAPL', side: 'buy', notional: '600' });
+    expect([over.status, over.body.error.code]).toEqual([403, 'trading_limit_exceeded']);
+    expect(over.body.error.message).toMatch(/maxNotionalPerOrder.*600 USD is over 500 USD/);
+    const before = Number((await t.ok('GET', '/trading/limits', agentKey)).body.limits[0].usedToday);
+    const placed = await order(agentKey, { symbol: 'AAPL', side: 'buy', notional: '100' });
+    expect([placed.status, placed.body.status, placed.body.notional]).toEqual([201, 'filled', '100']);
+    // What it may spend is what counts (its fill came to a little less).
+    expect(Number(placed.body.filledNotional)).toBeLessThanOrEqual(100);
+    expect(Number((await t.ok('GET', '/trading/limits', agentKey)).body.limits[0].usedToday)).toBeCloseTo(before + 100, 9);
+    // At Alpaca there is no book here to bound a market order by quantity, but a notional bounds itself.
+    const qtyMarket = await order(agentKey, { venue: 'alpaca', symbol: 'AAPL', side: 'buy', qty: '1' });
+    expect([qtyMarket.status, qtyMarket.body.error.code]).toEqual([403, 'trading_limit_exceeded']);
+    const notional = await order(agentKey, { venue: 'alpaca', symbol: 'AAPL', side: 'buy', notional: '50' });
+    expect([notional.status, notional.body.status, notional.body.qty]).toEqual([201, 'filled', '0.5']);
+    const tooMuch = await order(agentKey, { venue: 'alpaca', symbol: 'AAPL', side: 'buy', notional: '500.01' });
+    expect([tooMuch.status, tooMuch.body.error.code]).toEqual([403, 'trading_limit_exceeded']);
   });
 
   test("limits for another account's agent answer 404", async () => {

@@ -87,13 +87,14 @@ describe('through the API, on real storage', () => {
   }, 60_000);
   afterAll(() => t?.stop());
 
-  test('after 2,000 random orders, cash and positions changed only by fills and fees, and holds match open orders', async () => {
+  test('after 2,000 random orders (notional and fractional among them), cash and positions changed only by fills and fees, holds match open orders, and the order updates account for every fill', async () => {
     const keys: string[] = [];
     for (let i = 0; i < 4; i++) keys.push((await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `Trader ${i}` })).body.key);
     const r = rng(11);
-    const symbols = ['BTC/USD', 'ETH/USD', 'AAPL'];
-    const ref: Record<string, number> = { 'BTC/USD': 60000, 'ETH/USD': 3000, AAPL: 190 };
-    const lot: Record<string, number> = { 'BTC/USD': 0.001, 'ETH/USD': 0.01, AAPL: 1 };
+    const symbols = ['BTC/USD', 'ETH/USD', 'AAPL', 'SPY'];
+    const ref: Record<string, number> = { 'BTC/USD': 60000, 'ETH/USD': 3000, AAPL: 190, SPY: 520 };
+    // Quantities up to about $1,200 worth, with any of the 6 decimals the lot size (0.000001) allows: fractional shares too.
+    const most: Record<string, number> = { 'BTC/USD': 0.02, 'ETH/USD': 0.4, AAPL: 6, SPY: 2.4 };
     const statuses = new Map<number, number>();
     const placed: Array<{ key: string; id: string }> = [];
     let n = 0;
@@ -111,15 +112,22 @@ describe('through the API, on real storage', () => {
           symbol,
           side,
           type,
-          qty: (lot[symbol]! * (1 + Math.floor(r() * 20))).toFixed(symbol === 'AAPL' ? 0 : 3),
+          qty: Math.max(0.000001, r() * most[symbol]!).toFixed(6),
           timeInForce: (['gtc', 'day', 'ioc', 'fok'] as const)[Math.floor(r() * 4)],
         };
+        // A market order for an amount of USD instead, one in three.
+        if (type === 'market' && r() < 0.35) {
+          delete body.qty;
+          body.notional = (0.5 + r() * 1500).toFixed(2);
+          body.timeInForce = (['gtc', 'day', 'ioc'] as const)[Math.floor(r() * 3)];
+        }
         if (type === 'limit' || type === 'stop_limit') body.price = px(ref[symbol]! + off);
         if (type === 'stop' || type === 'stop_limit') body.stopPrice = px(ref[symbol]! + (side === 'buy' ? 1 : -1) * Math.abs(off));
         const res = await t.call('POST', '/trading/order', { key, body });
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status === 201) placed.push({ key, id: res.body.id });
-        else expect([res.status, res.body.error.code]).toEqual([422, 'insufficient_balance']);
+        else expect([422]).toContain(res.status);
+        if (res.status === 422) expect(['insufficient_balance', 'notional_too_small', 'self_trade_prevented']).toContain(res.body.error.code);
         if (r() < 0.08 && placed.length) {
           const victim = placed[Math.floor(r() * placed.length)]!;
           const c = await t.call('POST', '/trading/cancel', { key: victim.key, body: { orderId: victim.id } });
@@ -164,14 +172,24 @@ describe('through the API, on real storage', () => {
         expect(units(f.fee)).toBe((units(f.notional) * rate + 9999n) / 10000n);
       }
       expect(units(bal('USD').total)).toBe(cash);
-      for (const base of ['BTC', 'ETH', 'AAPL']) expect([base, units(bal(base).total)]).toEqual([base, position.get(base) ?? 0n]);
+      for (const base of ['BTC', 'ETH', 'AAPL', 'SPY']) expect([base, units(bal(base).total)]).toEqual([base, position.get(base) ?? 0n]);
 
       // Every order's filled quantity is the sum of its fills, never more than its quantity.
       let heldUsd = 0n;
       const heldBase = new Map<string, bigint>();
+      const worstPrice = new Map<string, bigint>();
+      for (const f of fills) if (units(f.price) > (worstPrice.get(f.orderId) ?? 0n)) worstPrice.set(f.orderId, units(f.price));
       for (const o of orders) {
         expect([o.id, units(o.filledQty)]).toEqual([o.id, filledByOrder.get(o.id) ?? 0n]);
         expect(units(o.filledQty) <= units(o.qty)).toBe(true);
+        if (o.notional !== null) {
+          // Never over its notional; filled, what is left would not pay for one more lot (0.000001) at the highest price it paid.
+          expect([o.id, units(o.filledNotional) <= units(o.notional)]).toEqual([o.id, true]);
+          expect(o.qty).toBe(o.filledQty);
+          if (o.status === 'filled')
+            expect([o.id, units(o.notional) - units(o.filledNotional) < worstPrice.get(o.id)! / 10n ** 6n]).toEqual([o.id, true]);
+          else expect([o.id, o.status, o.reason]).toEqual([o.id, 'expired', expect.stringMatching(/^(no_liquidity|self_trade_prevented)$/)]);
+        }
         if (o.status !== 'new' && o.status !== 'partially_filled') continue;
         const left = units(o.qty) - units(o.filledQty);
         if (o.side === 'sell') heldBase.set(o.symbol.split('/')[0], (heldBase.get(o.symbol.split('/')[0]) ?? 0n) + left);
@@ -182,8 +200,51 @@ describe('through the API, on real storage', () => {
       }
       // Holds are exactly what the open orders need.
       expect(units(bal('USD').held)).toBe(heldUsd);
-      for (const base of ['BTC', 'ETH', 'AAPL']) expect([base, units(bal(base).held)]).toEqual([base, heldBase.get(base) ?? 0n]);
+      for (const base of ['BTC', 'ETH', 'AAPL', 'SPY']) expect([base, units(bal(base).held)]).toEqual([base, heldBase.get(base) ?? 0n]);
       expect(units(bal('USD').total) >= units(bal('USD').held)).toBe(true);
+
+      // The order updates: numbered 1, 2, 3, … without a gap; every fill once, as a fill event.
+      const events: any[] = [];
+      let after = 0;
+      for (;;) {
+        const page: any = (await t.ok('GET', `/trading/events?after=${after}&limit=200`, key)).body;
+        events.push(...page.events);
+        if (page.nextAfter === null) break;
+        after = page.nextAfter;
+      }
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      const fillEvents = events.filter((e) => e.fill !== null);
+      expect(fillEvents.length).toBe(fills.length);
+      expect(fillEvents.map((e) => [e.order.id, e.fill.qty, e.fill.notional, e.fill.fee]).sort()).toEqual(
+        fills.map((f) => [f.orderId, f.qty, f.notional, f.fee]).sort(),
+      );
+      // Each update's balances: the starting cash moved by every fill up to the end of its step (the
+      // updates that follow it with the same balances), to the unit; the last ones are the account's.
+      const running: Array<Map<string, bigint>> = [];
+      const totals = new Map<string, bigint>([['USD', units('50000')]]);
+      for (const e of events) {
+        if (e.fill) {
+          const base = e.symbol.split('/')[0];
+          const sign = e.order.side === 'buy' ? 1n : -1n;
+          totals.set('USD', totals.get('USD')! - sign * units(e.fill.notional) - units(e.fill.fee));
+          totals.set(base, (totals.get(base) ?? 0n) + sign * units(e.fill.qty));
+        }
+        running.push(new Map(totals));
+      }
+      for (let i = 0; i < events.length; i++) {
+        let j = i;
+        while (
+          j + 1 < events.length &&
+          events[j + 1].symbol === events[i].symbol &&
+          JSON.stringify(events[j + 1].balances) === JSON.stringify(events[i].balances)
+        )
+          j++;
+        for (const b of events[i].balances)
+          expect([events[i].seq, b.asset, units(b.total)]).toEqual([events[i].seq, b.asset, running[j]!.get(b.asset) ?? 0n]);
+      }
+      const last = new Map<string, any>();
+      for (const e of events) for (const b of e.balances) last.set(b.asset, b);
+      for (const [asset, b] of last) expect([asset, b.total, b.held]).toEqual([asset, bal(asset).total, bal(asset).held]);
     }
   }, 180_000);
 });

@@ -33,14 +33,15 @@ test('symbols and their rules', async () => {
     quote: 'USD',
     assetClass: 'crypto',
     tickSize: '0.01',
-    lotSize: '0.0001',
-    minQty: '0.0001',
-    minNotional: '0.3',
+    lotSize: '0.000001',
+    minQty: '0.000001',
+    minNotional: '0.01',
     fractional: true,
     makerFeeBps: 5,
     takerFeeBps: 10,
   });
-  expect((await t.ok('GET', '/trading/symbols/AAPL', alice)).body.fractional).toBe(false);
+  // Fractional shares too (docs/trading.md, "Notional orders").
+  expect((await t.ok('GET', '/trading/symbols/AAPL', alice)).body).toMatchObject({ fractional: true, lotSize: '0.000001', minNotional: '0.01' });
   const bad = await t.call('GET', '/trading/symbols/NOPE', { key: alice });
   expect(bad.status).toBe(400);
   expect(bad.body.error.code).toBe('unknown_symbol');
@@ -82,12 +83,12 @@ test('a preview walks the book and places nothing; buying power is what the cash
   expect(sell.balanceOk).toBe(false);
   const off = await t.call('POST', '/trading/orders/preview', {
     key: alice,
-    body: { symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.00001' },
+    body: { symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.0000001' },
   });
   expect(off.status).toBe(400);
   expect(off.body.error.message).toMatch(/lot size/);
   const bp = (await t.ok('GET', `/trading/buying-power?symbol=AAPL&side=buy&price=100`, alice)).body;
-  expect(bp.maxQty).toBe('999'); // 100000 / (100 × 1.001)
+  expect(bp.maxQty).toBe('999.000999'); // 100000 / (100 × 1.001), to the lot
   expect((await t.ok('GET', `/trading/buying-power?symbol=AAPL&side=sell`, alice)).body.maxQty).toBe('0');
   expect((await t.call('GET', `/trading/buying-power?symbol=AAPL&price=0.001`, { key: alice })).status).toBe(400);
 });

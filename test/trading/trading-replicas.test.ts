@@ -9,7 +9,7 @@ import { exitCode, freePort, spawnSvc, waitFor } from '../support/process';
 // Two trading replicas (two platform processes on one PostgreSQL, each with its own gateway and
 // trading service) under concurrent load on the same books: no order filled twice, no fill lost.
 // Then one replica is killed with SIGKILL under load: every acknowledged order and fill is there,
-// and the balances still add up. Several processes need a shared database: real PostgreSQL only
+// and the balances still add up; so do the accounts' order updates. Several processes need a shared database: real PostgreSQL only
 // (CI sets DATABASE_URL; the embedded database belongs to one process).
 const maybe = REAL.pg ? describe : describe.skip;
 
@@ -144,6 +144,29 @@ maybe('two trading replicas on one database', () => {
     expect(off.rows).toEqual([]);
     const negative = await client.query(`SELECT * FROM trading.balances WHERE total < held OR held < 0`);
     expect(negative.rows).toEqual([]);
+    // The order updates, written by both replicas: each account's numbered 1…n without a gap (n its last seq),
+    // every fill once as an update, and each asset's latest update holding the account's balance.
+    const gaps = await client.query(
+      `SELECT e.account_id, count(*)::int AS n, min(e.seq)::int AS first, max(e.seq)::int AS last, s.last_seq::int AS counter
+       FROM trading.events e JOIN trading.event_seqs s ON s.account_id = e.account_id GROUP BY e.account_id, s.last_seq
+       HAVING count(*) <> max(e.seq) OR min(e.seq) <> 1 OR max(e.seq) <> s.last_seq`,
+    );
+    expect(gaps.rows).toEqual([]);
+    const fillUpdates = await client.query(
+      `WITH u AS (SELECT order_id, count(*) AS n, sum((data->'fill'->>'qty')::numeric) AS q FROM trading.events WHERE data ? 'fill' GROUP BY order_id),
+         f AS (SELECT order_id, count(*) AS n, sum(qty) AS q FROM trading.fills GROUP BY order_id)
+       SELECT * FROM f FULL JOIN u USING (order_id) WHERE f.n IS DISTINCT FROM u.n OR f.q IS DISTINCT FROM u.q`,
+    );
+    expect(fillUpdates.rows).toEqual([]);
+    const stale = await client.query(
+      `WITH b AS (SELECT e.account_id, e.seq, x->>'asset' AS asset, (x->>'total')::numeric AS total, (x->>'held')::numeric AS held
+                  FROM trading.events e, jsonb_array_elements(e.balances) x WHERE e.balances IS NOT NULL),
+         latest AS (SELECT DISTINCT ON (account_id, asset) * FROM b ORDER BY account_id, asset, seq DESC)
+       SELECT l.*, r.total AS now_total, r.held AS now_held FROM latest l
+       LEFT JOIN trading.balances r ON r.account_id = l.account_id AND r.venue = 'paper' AND r.asset = l.asset
+       WHERE coalesce(r.total, 0) <> l.total OR coalesce(r.held, 0) <> l.held`,
+    );
+    expect(stale.rows).toEqual([]);
   }
 
   test('concurrent load through both replicas: no double fill, no lost fill', async () => {

@@ -35,7 +35,7 @@ test('venues are listed with their capabilities and instruments', async () => {
     base: 'BTC',
     quote: 'USD',
     tickSize: '0.01',
-    lotSize: '0.00001',
+    lotSize: '0.000001',
   });
 });
 
@@ -200,7 +200,7 @@ test('bad input is a clear 4xx and writes nothing', async () => {
     [{ symbol: 'AAPL', side: 'buy', qty: -1 }, 400, 'invalid_request'],
     [{ symbol: 'AAPL', side: 'buy', qty: 'NaN' }, 400, 'invalid_request'],
     [{ symbol: 'AAPL', side: 'buy', qty: '1e3' }, 400, 'invalid_request'],
-    [{ symbol: 'AAPL', side: 'buy', qty: '1.5' }, 400, 'invalid_request'], // off the lot size
+    [{ symbol: 'AAPL', side: 'buy', qty: '1.0000005' }, 400, 'invalid_request'], // off the lot size (fractional shares to 6 decimals)
     [{ symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1', price: '100.001' }, 400, 'invalid_request'], // off the tick
     [{ symbol: 'AAPL', side: 'buy', type: 'limit', qty: '1' }, 400, 'invalid_request'], // no price
     [{ symbol: 'AAPL', side: 'buy', type: 'market', qty: '1', price: '100' }, 400, 'invalid_request'],
@@ -209,6 +209,16 @@ test('bad input is a clear 4xx and writes nothing', async () => {
     [{ symbol: 'AAPL', side: 'hold', qty: '1' }, 400, 'invalid_request'],
     [{ symbol: 'AAPL', side: 'buy', qty: '1', timeInForce: 'forever' }, 400, 'invalid_request'],
     [{ symbol: 'AAPL', side: 'buy', qty: '1', clientOrderId: 'has space' }, 400, 'invalid_request'],
+    // Notional orders: exactly one of qty and notional, market orders only, cents, not fok.
+    [{ symbol: 'AAPL', side: 'buy' }, 400, 'invalid_request'],
+    [{ symbol: 'AAPL', side: 'buy', qty: '1', notional: '100' }, 400, 'invalid_request'],
+    [{ symbol: 'AAPL', side: 'buy', type: 'limit', price: '100', notional: '100' }, 400, 'invalid_request'],
+    [{ symbol: 'AAPL', side: 'buy', notional: '100.001' }, 400, 'invalid_request'],
+    [{ symbol: 'AAPL', side: 'buy', notional: '0' }, 400, 'invalid_request'],
+    [{ symbol: 'AAPL', side: 'buy', notional: '10', timeInForce: 'fok' }, 400, 'invalid_request'],
+    [{ symbol: 'BTC/USD', side: 'buy', notional: '0.01' }, 422, 'notional_too_small'],
+    [{ symbol: 'SPY', side: 'buy', notional: '100' }, 422, 'self_trade_prevented'], // Bob's own sell is the best ask
+    [{ symbol: 'ETH/USD', side: 'sell', notional: '100' }, 422, 'insufficient_balance'],
     // Larger than the balance: rejected with the reason.
     [{ symbol: 'BTC/USD', side: 'buy', type: 'market', qty: '10' }, 422, 'insufficient_balance'],
     [{ symbol: 'BTC/USD', side: 'buy', type: 'limit', qty: '10', price: '59000.00' }, 422, 'insufficient_balance'],
@@ -223,6 +233,17 @@ test('bad input is a clear 4xx and writes nothing', async () => {
   expect(rejected.body.error.message).toMatch(/USD/);
   // A negative quantity is named as what it is, not as a malformed number.
   for (const qty of ['-1', -1, '0']) expect((await order(bob, { symbol: 'AAPL', side: 'buy', qty })).body.error.message).toMatch(/qty.*positive/);
+  // Each message names the field and the rule.
+  const message = async (body: Record<string, unknown>) => (await order(bob, { symbol: 'AAPL', side: 'buy', ...body })).body.error.message;
+  expect(await message({})).toMatch(/^body\.qty: an order needs a quantity \(qty\), or, for a market order, an amount .* \(notional\)/);
+  expect(await message({ qty: '1', notional: '5' })).toMatch(/^body\.notional: give either qty or notional, not both/);
+  expect(await message({ type: 'stop', stopPrice: '1', notional: '5' })).toMatch(/^body\.notional: only a market order takes a notional/);
+  expect(await message({ notional: '5', timeInForce: 'fok' })).toMatch(/^body\.timeInForce: a notional order cannot be fok/);
+  expect(await message({ notional: '5.005' })).toMatch(/^notional: must be an amount of USD with at most 2 decimals \(cents\)/);
+  expect(await message({ qty: '0.0000001' })).toMatch(/^qty: must be a multiple of the lot size 0\.000001/);
+  expect((await order(bob, { symbol: 'BTC/USD', side: 'buy', notional: '0.05' })).body.error.message).toMatch(
+    /^notional: 0\.05 USD does not pay for one lot \(0\.000001 BTC\) at the best ask, \d+(\.\d+)?\.$/,
+  );
   // A JSON number that overflowed is refused before it reaches the service.
   expect((await t.call('POST', '/trading/order', { key: bob, body: '{"symbol":"AAPL","side":"buy","qty":1e999}' })).status).toBe(400);
   expect((await t.ok('GET', '/trading/orders?limit=200', bob)).body.orders.length).toBe(ordersBefore);

@@ -51,6 +51,7 @@ export * from './routes/keys/keys.js';
 export * from './routes/mcp/run-code.js';
 export * from './routes/models/credits.js';
 export * from './routes/models/models.js';
+export { tradingEventJson } from './routes/trading/trading.js';
 export * from './rpc.js';
 export * from './schemas/accounts.js';
 export * from './schemas/agents.js';

@@ -6,4 +6,6 @@ export * from './dispatcher.js';
 export * from './input.js';
 export * from './operations/drive.js';
 export * from './operations/identity.js';
+export * from './operations/live-streams.js';
 export * from './operations/threads.js';
+export * from './operations/trading.js';

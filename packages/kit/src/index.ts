@@ -11,6 +11,7 @@ export * from './grpc.js';
 export * from './hashing.js';
 export * from './ids.js';
 export * from './lazy.js';
+export * from './live.js';
 export * from './log.js';
 export * from './names.js';
 export * from './pinned-fetch.js';

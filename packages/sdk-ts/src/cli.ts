@@ -21,7 +21,8 @@ const GROUPS: Record<string, string> = {
            | tail <id> [--after N] [--until-idle] | ls`,
   models: 'ls',
   profiles: 'log <id> [--branch B] | diff <id> <fromVersion> <toVersion>',
-  trading: 'venues | order --symbol S --side buy|sell --qty Q [--type T] [--price P] [--venue V] [--tif T] | cancel <orderId>',
+  trading: `venues | order --symbol S --side buy|sell --qty Q|--notional N [--type T] [--price P] [--venue V] [--tif T]
+           | cancel <orderId> | events [--after N] [--follow]`,
 };
 const ENVIRONMENT = 'Environment: SVC_API_KEY (required), SVC_BASE_URL (default https://api.svc.dev), SVC_HOST_CREDENTIAL(_FILE).\n';
 const USAGE = `usage: svc <group> <command> [arguments] [--json] [--base-url URL]
@@ -71,13 +72,14 @@ const FLAGS = [
   'symbol',
   'side',
   'qty',
+  'notional',
   'price',
   'venue',
   'tif',
   'client-order-id',
   'base-url',
 ];
-const SWITCHES = ['json', 'force', 'wait', 'until-idle', 'quiet', 'help', 'version'];
+const SWITCHES = ['json', 'force', 'wait', 'until-idle', 'follow', 'quiet', 'help', 'version'];
 
 export async function main(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   const out: Out = {

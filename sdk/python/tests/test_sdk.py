@@ -395,6 +395,20 @@ class StackTest(unittest.TestCase):
         self.assertIsNone(seen["title"])
         self.assertIsInstance(seen["diff"], dict)
 
+    def test_trading_notional_order_and_its_updates_live(self):
+        order = self.svc.trading.order(symbol="ETH/USD", side="buy", notional="25.50")
+        self.assertEqual((order["notional"], order["status"]), ("25.5", "filled"))
+        self.assertLessEqual(float(order["filledNotional"]), 25.5)
+        seen = []
+        for e in self.svc.trading.events.stream():
+            seen.append(e)
+            if e.event == "filled" and e.data["order"]["id"] == order["id"]:
+                break
+        mine = [(e.event, e.data["order"]["filledQty"]) for e in seen if e.data["order"] and e.data["order"]["id"] == order["id"]]
+        self.assertEqual(mine, [("accepted", "0"), ("filled", order["filledQty"])])
+        self.assertEqual([int(e.id) for e in seen], [e["seq"] for e in self.svc.trading.events.all()][: len(seen)])
+        self.assertEqual([int(e.id) for e in seen], list(range(1, len(seen) + 1)))
+
     def test_a_post_under_one_idempotency_key_happens_once(self):
         # The server's Idempotency-Key support is being built: this runs once the OpenAPI document declares the header.
         if "idempotency-key" not in json.dumps(self.svc.system.openapi()).lower():

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { MODELS_CACHE, routes } from '@svc/api';
-import { AnswerCache, driveOperations, threadOperations } from '@svc/dispatch';
+import { AnswerCache, driveOperations, LiveStreams, threadOperations, tradingOperations } from '@svc/dispatch';
 import {
   AccountLimiter,
   type Backends,
@@ -144,6 +144,8 @@ export async function startGateway(deps: {
       : undefined;
 
   const services = [...GRPC_SERVICE_NAMES];
+  // One count of live event streams per key, whichever operation serves them (threads, trading).
+  const streams = new LiveStreams(deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY);
   const app = createApp({
     log,
     registry: deps.registry,
@@ -153,7 +155,7 @@ export async function startGateway(deps: {
     trustProxy: deps.settings.SVC_TRUST_PROXY,
     services,
     version: deps.version,
-    operations: { ...driveOperations(local), ...threadOperations({ ...local, maxStreamsPerKey: deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY }) },
+    operations: { ...driveOperations(local), ...threadOperations({ ...local, streams }), ...tradingOperations({ ...local, streams }) },
     answers,
     limiter,
     mount: (app) => {

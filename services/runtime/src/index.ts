@@ -5,7 +5,7 @@ import os from 'node:os';
 import { AgentStore, LiveEvents, RUN_QUEUE, ThreadStore } from '@svc/agents';
 import { routes } from '@svc/api';
 import { modelsClient } from '@svc/clients';
-import { Dispatcher, driveOperations, identityOperations, threadOperations } from '@svc/dispatch';
+import { Dispatcher, driveOperations, identityOperations, threadOperations, tradingOperations } from '@svc/dispatch';
 import {
   type Backends,
   type Config,
@@ -67,6 +67,7 @@ export async function startRuntime(deps: {
   dispatcher.register({
     ...driveOperations({ log, registry, backends: deps.backends, hashes }),
     ...threadOperations({ registry }),
+    ...tradingOperations({ registry }),
     ...identityOperations({ registry }),
   });
   let catalogue: ToolCatalogue | undefined; // built at the first run that offers tools, not at start

@@ -10,6 +10,7 @@ import { ListsStore } from './lists/store.js';
 import { Watchlists } from './lists/watchlists.js';
 import { migrations } from './migrations/index.js';
 import { credentialKeks, VenueCredentials } from './orders/credentials.js';
+import { OrderUpdates } from './orders/events.js';
 import { AgentLimits } from './orders/limits.js';
 import { Instruments, PAPER_INSTRUMENTS } from './orders/symbols.js';
 import { Trading } from './orders/trading.js';
@@ -17,6 +18,7 @@ import { PaperVenue } from './paper/venue.js';
 import { handlers, toOrder } from './server.js';
 import { tradingSettings, tradingSettingsSchema } from './settings.js';
 import { SCHEMA, TradingStore } from './store.js';
+import { MarketFeed } from './views/feed.js';
 import { Market } from './views/market.js';
 import { OrderTools } from './views/orders.js';
 import { Performance } from './views/performance.js';
@@ -67,9 +69,29 @@ export const tradingService = defineService({
     const { keks, file } = credentialKeks(settings.keks, ctx.config.SVC_DATA_DIR);
     if (file) ctx.log.info({ kekFile: file }, 'venue credentials are sealed under a generated KEK (set SVC_TRADING_KEK to choose it)');
     const credentials = new VenueCredentials({ sql, envelope: new Envelope(keks), venues: settings.alpaca ? [ALPACA] : [], kick });
-    const paper = new PaperVenue({ sql, store, instruments, settings: settings.paper, kick });
+    const updates = new OrderUpdates({
+      sql,
+      store,
+      bus: () => ctx.backends.bus(),
+      onError: (err) => ctx.log.debug({ err }, 'an order update signal was not sent (watchers read the store every few seconds)'),
+    });
+    const published = (seqs: Array<{ accountId: string; seq: number }>) => updates.published(seqs);
+    // The market data streams (made below, from the venue's views) hear of the books that moved.
+    const later: { feed?: MarketFeed } = {};
+    const paper = new PaperVenue({
+      sql,
+      store,
+      instruments,
+      settings: settings.paper,
+      kick,
+      published,
+      moved: (symbols) => later.feed?.moved(symbols),
+    });
     const alpaca = settings.alpaca
-      ? { venue: new AlpacaVenue({ sql, store, client: new AlpacaClient(settings.alpaca.url), credentials, kick }), mode: settings.alpaca.mode }
+      ? {
+          venue: new AlpacaVenue({ sql, store, client: new AlpacaClient(settings.alpaca.url), credentials, kick, published }),
+          mode: settings.alpaca.mode,
+        }
       : null;
     const limits = new AgentLimits({
       sql,
@@ -89,15 +111,25 @@ export const tradingService = defineService({
     const alerts = new PriceAlerts({ sql, lists, market, kick });
     const journal = new Journal({ sql, lists, store, kick });
     const performance = new Performance({ sql, views, market, portfolio });
+    const feed = (later.feed = new MarketFeed({
+      sql,
+      views,
+      market,
+      settings: settings.paper,
+      bus: () => ctx.backends.bus(),
+      onError: (err) => ctx.log.debug({ err }, 'a book signal was not sent (market data streams read again within seconds)'),
+    }));
     let sweepTimer: NodeJS.Timeout | undefined;
     return {
       handlers: {
-        ...handlers(domain, limits, credentials),
-        ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance, toOrder }),
+        ...handlers(domain, limits, credentials, updates),
+        ...viewHandlers({ market, portfolio, orders: orderTools, watchlists, alerts, journal, performance, toOrder, feed }),
       },
       async start() {
         const bus = await ctx.backends.bus();
         relay = startOutboxRelay({ sql, schema: SCHEMA, bus, log: ctx.log });
+        await updates.live.start();
+        await feed.live.start();
         sweepTimer = setInterval(() => {
           alerts.sweep().catch((err: unknown) => ctx.log.warn({ err }, 'price alert sweep failed'));
         }, ALERT_SWEEP_MS);
@@ -107,6 +139,8 @@ export const tradingService = defineService({
         clearInterval(sweepTimer);
         clearTimeout(kickTimer);
         await relay?.stop();
+        await updates.live.stop();
+        await feed.live.stop();
       },
     };
   },

@@ -2,10 +2,12 @@ import { type Handlers, toIso } from '@svc/kit';
 import type { trading } from '@svc/proto';
 
 import type { VenueCredentials } from './orders/credentials.js';
+import type { OrderUpdates } from './orders/events.js';
 import type { AgentLimits, LimitsRow } from './orders/limits.js';
 import { formatUnits, scaled } from './orders/symbols.js';
 import { cursorId, type Trading } from './orders/trading.js';
-import type { OrderRow } from './store.js';
+import type { EventData } from './paper/timeline.js';
+import type { EventRow, OrderRow } from './store.js';
 import type { ViewHandlers } from './views/server.js';
 
 type Def = typeof trading.TradingServiceService;
@@ -38,6 +40,42 @@ export function toOrder(r: OrderRow): trading.Order {
     createdAt: toIso(r.created_at)!,
     updatedAt: toIso(r.updated_at)!,
     externalId: r.external_id ?? undefined,
+    notional: r.notional === null ? undefined : trim(r.notional),
+  };
+}
+
+/** Units of 10⁻⁹ as stored in an event's balances (integers in text). */
+const units = (v: string) => BigInt(v.split('.')[0]!);
+
+/** An order update as the service answers it: its order as it stood right after it. */
+export function toEvent(e: EventRow): trading.TradingEvent {
+  const d = e.data as Partial<EventData>;
+  const order =
+    e.order &&
+    toOrder({
+      ...e.order,
+      filled_qty: d.filledQty ?? e.order.filled_qty,
+      filled_notional: d.filledNotional ?? e.order.filled_notional,
+      status: d.status ?? e.order.status,
+      reason: d.reason === undefined ? e.order.reason : d.reason,
+    });
+  return {
+    seq: e.seq,
+    id: e.id,
+    type: e.type,
+    venue: e.venue,
+    symbol: e.symbol ?? undefined,
+    createdAt: toIso(e.created_at)!,
+    order: order ?? undefined,
+    fill: d.fill,
+    replacedBy: d.replacedBy,
+    balances: (e.balances ?? []).map((b) => ({
+      asset: b.asset,
+      total: formatUnits(units(b.total)),
+      held: formatUnits(units(b.held)),
+      available: formatUnits(units(b.total) - units(b.held)),
+    })),
+    hasBalances: e.balances !== null,
   };
 }
 
@@ -54,7 +92,12 @@ const toLimits = (l: LimitsRow): trading.AgentLimits => ({
 });
 
 /** gRPC handlers: translate messages, let the domain decide. */
-export function handlers(domain: Trading, limits: AgentLimits, credentials: VenueCredentials): Omit<Handlers<Def>, keyof ViewHandlers> {
+export function handlers(
+  domain: Trading,
+  limits: AgentLimits,
+  credentials: VenueCredentials,
+  updates: OrderUpdates,
+): Omit<Handlers<Def>, keyof ViewHandlers> {
   const account = (a: Awaited<ReturnType<Trading['account']>>): trading.GetAccountResponse => ({
     ...a,
     startingCash: 'startingCash' in a ? a.startingCash : undefined,
@@ -80,6 +123,13 @@ export function handlers(domain: Trading, limits: AgentLimits, credentials: Venu
           ready: true,
         })),
       };
+    },
+    async listEvents(req, { principal }) {
+      const { rows, nextAfter } = await updates.list(principal, Number(req.after), req.limit || 50);
+      return { events: rows.map(toEvent), nextAfter };
+    },
+    async *watchEvents(req, { principal, signal }) {
+      for await (const item of updates.watch(principal, Number(req.after), signal)) if (item.kind === 'event') yield toEvent(item.event);
     },
     async placeOrder(req, { principal }) {
       const r = await domain.place(principal, req);

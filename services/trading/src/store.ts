@@ -1,5 +1,10 @@
 import type { Actor, Queryable } from '@svc/kit';
 
+import { type GroupWrite, writeGroup } from './group-write.js';
+import { json, ORDER_COLUMNS, orderRow } from './rows.js';
+
+export type { GroupWrite } from './group-write.js';
+
 export const SCHEMA = 'trading';
 
 /** An order as stored (decimals as strings, as PostgreSQL's numeric gives them). */
@@ -14,6 +19,8 @@ export interface OrderRow {
   type: 'market' | 'limit' | 'stop' | 'stop_limit';
   time_in_force: 'day' | 'gtc' | 'ioc' | 'fok';
   qty: string;
+  /** A notional order's amount of the quote asset (its qty is what that bought); null for a quantity order. */
+  notional: string | null;
   price: string | null;
   stop_price: string | null;
   filled_qty: string;
@@ -63,19 +70,6 @@ export interface BookRow {
   created_at: Date;
 }
 
-const ORDER_COLUMNS = `id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty::text, price::text,
-  stop_price::text, filled_qty::text, filled_notional::text, fees::text, hold_units::text, status, reason, triggered, seq, placed_by,
-  external_id, created_at, updated_at`;
-
-const json = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
-const orderRow = (r: OrderRow): OrderRow => ({
-  ...r,
-  placed_by: json(r.placed_by),
-  seq: Number(r.seq),
-  created_at: new Date(r.created_at),
-  updated_at: new Date(r.updated_at),
-});
-
 interface LedgerJson {
   account_id: string;
   epoch: number;
@@ -84,37 +78,20 @@ interface LedgerJson {
   held: string | null;
 }
 
-type Delta = { accountId: string; asset: string; total: bigint; held: bigint };
-
-/** What one book transaction writes (store.writeGroup). */
-export interface GroupWrite {
+/** One of an account's order updates as stored, with its order's row (none for a reset). */
+export interface EventRow {
+  account_id: string;
+  seq: number;
+  id: string;
+  type: string;
   venue: string;
-  symbol: string;
-  inserts: Array<Omit<OrderRow, 'created_at' | 'updated_at'>>;
-  /** Changed orders; each gets a `trading.order.<status>` event with `eventId`. */
-  updates: Array<
-    Pick<OrderRow, 'id' | 'filled_qty' | 'filled_notional' | 'hold_units' | 'status' | 'reason' | 'triggered' | 'seq'> & {
-      feesAdded: string;
-      eventId: string;
-    }
-  >;
-  fills: Array<Omit<FillRow, 'created_at'>>;
-  /** The other events, as outbox columns (kit's eventRows). */
-  events: { ids: string[]; subjects: string[]; payloads: string[]; headers: string[] };
-  occurredAt: string;
-  /** The trace headers of the changed orders' events. */
-  headers: string;
-  /** Deltas to balance rows that exist (in key order) and to rows to create. */
-  balanceUpdates: Delta[];
-  balanceInserts: Delta[];
-  version: number;
-  state: unknown;
-  /**
-   * Written only if the book's row is still at `expectedVersion` and each of `accounts` still at
-   * its epoch (share-locked, in account order, before the book): the optimistic group commit
-   * (paper/venue.ts), one statement outside a transaction. Under the book's lock both hold.
-   */
-  guard: { expectedVersion: number; accounts: string[]; epochs: number[] };
+  symbol: string | null;
+  order_id: string | null;
+  data: Record<string, unknown>;
+  /** Units of 10⁻⁹ as integers in text: `[{asset, total, held}]`; null at an external venue. */
+  balances: Array<{ asset: string; total: string; held: string }> | null;
+  created_at: Date;
+  order: OrderRow | null;
 }
 
 export interface OrderFilter {
@@ -135,8 +112,8 @@ export class TradingStore {
   async insertOrder(q: Queryable, o: Omit<OrderRow, 'created_at' | 'updated_at'>): Promise<OrderRow> {
     const rows = await q.query<OrderRow>(
       `INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
-         stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::jsonb, $22)
+         stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id, notional)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21::jsonb, $22, $23)
        RETURNING ${ORDER_COLUMNS}`,
       [
         o.id,
@@ -161,6 +138,7 @@ export class TradingStore {
         o.seq,
         JSON.stringify(o.placed_by),
         o.external_id,
+        o.notional,
       ],
     );
     return orderRow(rows[0]!);
@@ -182,11 +160,15 @@ export class TradingStore {
   }
 
   /** Updates an external venue's order from what the venue says. */
-  async syncExternal(q: Queryable, id: string, s: { status: string; filled_qty: string; filled_notional: string; reason: string | null }) {
+  async syncExternal(
+    q: Queryable,
+    id: string,
+    s: { status: string; qty: string; filled_qty: string; filled_notional: string; reason: string | null },
+  ) {
     const rows = await q.query<OrderRow>(
-      `UPDATE trading.orders SET status = $2, filled_qty = $3, filled_notional = $4, reason = $5, updated_at = now()
+      `UPDATE trading.orders SET status = $2, filled_qty = $3, filled_notional = $4, reason = $5, qty = $6, updated_at = now()
        WHERE id = $1 RETURNING ${ORDER_COLUMNS}`,
-      [id, s.status, s.filled_qty, s.filled_notional, s.reason],
+      [id, s.status, s.filled_qty, s.filled_notional, s.reason, s.qty],
     );
     return orderRow(rows[0]!);
   }
@@ -349,141 +331,63 @@ export class TradingStore {
     return { balances, epochs, existing: (json<OrderRow[] | null>(rows[0]!.existing) ?? []).map(orderRow) };
   }
 
+  /** Writes what one book transaction changed with one statement (group-write.ts). */
+  writeGroup(q: Queryable, w: GroupWrite) {
+    return writeGroup(q, w);
+  }
+
+  // Order updates (docs/trading.md, "Order updates") --------------------------------------------
+
   /**
-   * Writes what one book transaction changed with one statement: new orders, changed orders and
-   * an event for each, fills, the other events, balance deltas (rows that exist updated in key
-   * order, new ones inserted) and the book's state. Answers the new and changed orders as stored.
-   * Everything depends on the book's row update (`k`), which happens only if `guard` holds (the
-   * accounts share-locked and at their epochs, the book at the expected version): otherwise
-   * nothing is written and `applied` is false.
+   * Appends one event to the account's sequence outside a book's write (a reset, an external
+   * venue's order), in the caller's transaction; answers its seq.
    */
-  async writeGroup(q: Queryable, w: GroupWrite): Promise<{ applied: boolean; inserted: OrderRow[]; updated: OrderRow[] }> {
-    const ins = <K extends keyof GroupWrite['inserts'][number]>(k: K) => w.inserts.map((o) => o[k]);
-    const upd = <K extends keyof GroupWrite['updates'][number]>(k: K) => w.updates.map((o) => o[k]);
-    const fil = <K extends keyof GroupWrite['fills'][number]>(k: K) => w.fills.map((f) => f[k]);
-    const bal = (ds: GroupWrite['balanceUpdates']) => [
-      ds.map((d) => d.accountId),
-      ds.map((d) => d.asset),
-      ds.map((d) => d.total.toString()),
-      ds.map((d) => d.held.toString()),
-    ];
-    const rows = await q.query<{ applied: number; balances: number; inserted: OrderRow[] | null; updated: OrderRow[] | null }>(
-      `WITH g0 AS MATERIALIZED (
-         SELECT account_id, epoch FROM trading.paper_accounts WHERE venue = $56 AND account_id = ANY($65::text[]) ORDER BY account_id FOR SHARE),
-       g AS (
-         SELECT count(*) = cardinality($65::text[]) AS ok FROM g0 JOIN unnest($65::text[], $66::integer[]) AS e(a, ep) ON g0.account_id = e.a AND g0.epoch = e.ep),
-       k AS (
-         UPDATE trading.books SET version = $61, state = $62::jsonb, updated_at = now()
-         WHERE venue = $56 AND symbol = $63 AND version = $64 AND (SELECT ok FROM g)
-         RETURNING 1),
-       o AS (
-         INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
-           stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-           $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], $14::numeric[], $15::numeric[], $16::numeric[], $17::text[],
-           $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[]) WHERE EXISTS (SELECT 1 FROM k)
-         RETURNING ${ORDER_COLUMNS}),
-       u AS (
-         UPDATE trading.orders t SET filled_qty = x.u_filled, filled_notional = x.u_notional, hold_units = x.u_hold, status = x.u_status,
-           reason = x.u_reason, triggered = x.u_triggered, seq = x.u_seq, fees = t.fees + x.u_fees, updated_at = now()
-         FROM unnest($23::text[], $24::numeric[], $25::numeric[], $26::numeric[], $27::text[], $28::text[], $29::boolean[], $30::bigint[],
-           $31::numeric[], $32::text[]) AS x(u_id, u_filled, u_notional, u_hold, u_status, u_reason, u_triggered, u_seq, u_fees, u_evt)
-         WHERE t.id = x.u_id AND EXISTS (SELECT 1 FROM k)
-         RETURNING x.u_evt AS evt, ${ORDER_COLUMNS.replace(/(^|,\s*)(\w+)/g, '$1t.$2')}),
-       eu AS (
-         INSERT INTO trading.outbox (id, subject, payload, headers)
-         SELECT u.evt, 'trading.order.' || u.status, jsonb_build_object('id', u.evt, 'type', 'trading.order.' || u.status, 'occurredAt', $33::text,
-           'accountId', u.account_id, 'data', jsonb_build_object('id', u.id, 'clientOrderId', u.client_order_id, 'venue', u.venue, 'symbol',
-           u.symbol, 'side', u.side, 'type', u.type, 'timeInForce', u.time_in_force, 'qty', u.qty, 'filledQty', u.filled_qty, 'status',
-           u.status, 'reason', u.reason)), $34::jsonb
-         FROM u),
-       f AS (
-         INSERT INTO trading.fills (id, account_id, order_id, venue, symbol, side, price, qty, notional, fee, liquidity, seq, epoch)
-         SELECT * FROM unnest($35::text[], $36::text[], $37::text[], $38::text[], $39::text[], $40::text[], $41::numeric[], $42::numeric[],
-           $43::numeric[], $44::numeric[], $45::text[], $46::bigint[], $47::integer[]) WHERE EXISTS (SELECT 1 FROM k)),
-       e AS (
-         INSERT INTO trading.outbox (id, subject, payload, headers) SELECT * FROM unnest($48::text[], $49::text[], $50::jsonb[], $51::jsonb[]) WHERE EXISTS (SELECT 1 FROM k)),
-       bu AS (
-         UPDATE trading.balances b SET total = b.total + d.d_total, held = b.held + d.d_held
-         FROM (SELECT * FROM unnest($52::text[], $53::text[], $54::numeric[], $55::numeric[]) WITH ORDINALITY AS x(d_account, d_asset, d_total, d_held, n)
-           ORDER BY n) d
-         WHERE b.account_id = d.d_account AND b.venue = $56 AND b.asset = d.d_asset AND EXISTS (SELECT 1 FROM k)
-         RETURNING 1),
-       bi AS (
-         INSERT INTO trading.balances (account_id, venue, asset, total, held)
-         SELECT a, $56, s, t, h FROM unnest($57::text[], $58::text[], $59::numeric[], $60::numeric[]) AS x(a, s, t, h) WHERE EXISTS (SELECT 1 FROM k))
-       SELECT (SELECT count(*) FROM k)::int AS applied, (SELECT count(*) FROM bu)::int AS balances, (SELECT json_agg(o) FROM o) AS inserted, (SELECT json_agg(u) FROM u) AS updated`,
-      [
-        ins('id'),
-        ins('account_id'),
-        ins('venue'),
-        ins('symbol'),
-        ins('client_order_id'),
-        ins('request_hash'),
-        ins('side'),
-        ins('type'),
-        ins('time_in_force'),
-        ins('qty'),
-        ins('price'),
-        ins('stop_price'),
-        ins('filled_qty'),
-        ins('filled_notional'),
-        ins('fees'),
-        ins('hold_units'),
-        ins('status'),
-        ins('reason'),
-        ins('triggered'),
-        ins('seq'),
-        w.inserts.map((o) => JSON.stringify(o.placed_by)),
-        ins('external_id'),
-        upd('id'),
-        upd('filled_qty'),
-        upd('filled_notional'),
-        upd('hold_units'),
-        upd('status'),
-        upd('reason'),
-        upd('triggered'),
-        upd('seq'),
-        upd('feesAdded'),
-        upd('eventId'),
-        w.occurredAt,
-        w.headers,
-        fil('id'),
-        fil('account_id'),
-        fil('order_id'),
-        fil('venue'),
-        fil('symbol'),
-        fil('side'),
-        fil('price'),
-        fil('qty'),
-        fil('notional'),
-        fil('fee'),
-        fil('liquidity'),
-        fil('seq'),
-        fil('epoch'),
-        w.events.ids,
-        w.events.subjects,
-        w.events.payloads,
-        w.events.headers,
-        ...bal(w.balanceUpdates),
-        w.venue,
-        ...bal(w.balanceInserts),
-        w.version,
-        JSON.stringify(w.state),
-        w.symbol,
-        w.guard.expectedVersion,
-        w.guard.accounts,
-        w.guard.epochs,
-      ],
+  async appendEvent(
+    q: Queryable,
+    e: {
+      accountId: string;
+      id: string;
+      type: string;
+      venue: string;
+      symbol: string | null;
+      orderId: string | null;
+      data: unknown;
+      balances: unknown;
+    },
+  ): Promise<number> {
+    const rows = await q.query<{ seq: number }>(
+      `WITH s AS (
+         INSERT INTO trading.event_seqs AS s (account_id, last_seq) VALUES ($1, 1)
+         ON CONFLICT (account_id) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING last_seq)
+       INSERT INTO trading.events (account_id, seq, id, type, venue, symbol, order_id, data, balances)
+       SELECT $1, s.last_seq, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb FROM s RETURNING seq`,
+      [e.accountId, e.id, e.type, e.venue, e.symbol, e.orderId, JSON.stringify(e.data), e.balances === null ? null : JSON.stringify(e.balances)],
     );
-    const r = rows[0]!;
-    // The book moved on, or an account was reset, since what the caller matched against: nothing written.
-    if (!Number(r.applied)) return { applied: false, inserted: [], updated: [] };
-    // A balance row this transaction read is gone (a reset meanwhile): run the transaction again.
-    if (Number(r.balances) !== w.balanceUpdates.length)
-      throw Object.assign(new Error('a balance row changed under the transaction'), { code: '40001' });
-    const byId = new Map((json<OrderRow[] | null>(r.inserted) ?? []).map((x) => [x.id, orderRow(x)]));
-    return { applied: true, inserted: w.inserts.map((o) => byId.get(o.id)!), updated: (json<OrderRow[] | null>(r.updated) ?? []).map(orderRow) };
+    return Number(rows[0]!.seq);
+  }
+
+  /** The account's events after `after`, oldest first, each with its order. */
+  async events(q: Queryable, accountId: string, after: number, limit: number): Promise<EventRow[]> {
+    const rows = await q.query<Omit<EventRow, 'order'> & { order: OrderRow | null }>(
+      `SELECT e.account_id, e.seq, e.id, e.type, e.venue, e.symbol, e.order_id, e.data, e.balances, e.created_at,
+         (SELECT row_to_json(o) FROM (SELECT ${ORDER_COLUMNS} FROM trading.orders WHERE id = e.order_id) o) AS order
+       FROM trading.events e WHERE e.account_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`,
+      [accountId, after, limit],
+    );
+    return rows.map((r) => ({
+      ...r,
+      seq: Number(r.seq),
+      data: json(r.data),
+      balances: json(r.balances),
+      created_at: new Date(r.created_at),
+      order: r.order ? orderRow(json(r.order)) : null,
+    }));
+  }
+
+  /** The account's last seq (0 before its first event). */
+  async lastEventSeq(q: Queryable, accountId: string): Promise<number> {
+    const rows = await q.query<{ last_seq: number }>(`SELECT last_seq FROM trading.event_seqs WHERE account_id = $1`, [accountId]);
+    return rows[0] ? Number(rows[0].last_seq) : 0;
   }
 
   // Paper accounts and balances ----------------------------------------------------------------

@@ -14,13 +14,15 @@ const trading: Step[] = [
   { tool: 'trading_quote', valid: () => ({ symbol: 'ETH/USD' }), invalid: () => ({ symbol: 'NOPE' }) },
   { tool: 'trading_tickers', valid: () => ({}), invalid: () => ({ venue: 'nowhere' }) },
   { tool: 'trading_trades', valid: () => ({ symbol: 'ETH/USD', limit: 5 }), invalid: () => ({ symbol: 'ETH/USD', limit: 0 }) },
+  { tool: 'trading_quotes', valid: () => ({ symbols: 'ETH/USD,AAPL' }), invalid: () => ({ symbols: 'NOPE' }) },
+  { tool: 'trading_bars', valid: () => ({ symbol: 'ETH/USD', interval: '1h' }), invalid: () => ({ symbol: 'ETH/USD', interval: '2m' }) },
   { tool: 'trading_candles', valid: () => ({ symbol: 'ETH/USD', interval: '1h' }), invalid: () => ({ symbol: 'ETH/USD', interval: '2m' }) },
   { tool: 'trading_clock', valid: () => ({}), invalid: () => ({ venue: 'nowhere' }) },
   { tool: 'trading_fees', valid: () => ({}), invalid: () => ({ venue: 'nowhere' }) },
   {
     tool: 'trading_orders_preview',
     valid: () => ({ symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.01' }),
-    invalid: () => ({ symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.00001' }),
+    invalid: () => ({ symbol: 'ETH/USD', side: 'buy', type: 'market', qty: '0.0000001' }),
   },
   { tool: 'trading_buying_power', valid: () => ({ symbol: 'ETH/USD' }), invalid: () => ({ symbol: 'ETH/USD', side: 'hold' }) },
   {

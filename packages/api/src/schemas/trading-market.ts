@@ -64,6 +64,7 @@ export const TradingTicker = z
 export const TradingTrade = z
   .object({
     id: z.string().describe('`<symbol>:<match sequence>`.'),
+    seq: z.number().int().describe("The book's match sequence: the tape's order (with gaps), what a stream resumes after."),
     price: z.string(),
     qty: z.string(),
     notional: z.string(),

@@ -38,21 +38,47 @@ export const ClientOrderId = z
   .max(64)
   .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
 
-export const PlaceOrderBody = z
-  .object({
-    venue: VenueId.default('paper').describe('The venue (GET /trading/venues); `paper` by default.'),
-    symbol: TradingSymbol,
-    side: z.enum(TRADING_SIDES),
-    type: z.enum(TRADING_ORDER_TYPES).default('market'),
-    qty: DecimalInput.describe('Quantity in the base asset, a multiple of the lot size.'),
-    price: DecimalInput.optional().describe('Limit price (limit and stop_limit), a multiple of the tick size.'),
-    stopPrice: DecimalInput.optional().describe('Trigger price (stop and stop_limit).'),
-    timeInForce: z.enum(TRADING_TIMES_IN_FORCE).default('gtc'),
-    clientOrderId: ClientOrderId.optional().describe(
-      'Your id for the order, unique per account and venue: a retry with the same id and order answers the original order; with another order, 409.',
-    ),
-  })
-  .meta({ id: 'PlaceOrder' });
+/** An order's fields (docs/trading.md): exactly one of qty and notional, checked by `oneSize`. */
+export const PlaceOrderFields = z.object({
+  venue: VenueId.default('paper').describe('The venue (GET /trading/venues); `paper` by default.'),
+  symbol: TradingSymbol,
+  side: z.enum(TRADING_SIDES),
+  type: z.enum(TRADING_ORDER_TYPES).default('market'),
+  qty: DecimalInput.optional().describe(
+    'Quantity in the base asset, a multiple of the lot size (0.000001 on the paper venue: fractional shares too). Give exactly one of qty and notional.',
+  ),
+  notional: DecimalInput.optional().describe(
+    'Instead of qty, for a market order: an amount of the quote asset to trade, at most 2 decimals (cents). The quantity is found as it fills, never over this amount; fees come on top.',
+  ),
+  price: DecimalInput.optional().describe('Limit price (limit and stop_limit), a multiple of the tick size.'),
+  stopPrice: DecimalInput.optional().describe('Trigger price (stop and stop_limit).'),
+  timeInForce: z.enum(TRADING_TIMES_IN_FORCE).default('gtc'),
+  clientOrderId: ClientOrderId.optional().describe(
+    'Your id for the order, unique per account and venue: a retry with the same id and order answers the original order; with another order, 409.',
+  ),
+});
+
+/** An order names its size once: a quantity, or (a market order) a notional. */
+export function oneSize(v: { qty?: string; notional?: string; type?: string; timeInForce?: string }, ctx: z.RefinementCtx): void {
+  if (v.qty === undefined && v.notional === undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['qty'],
+      message: 'an order needs a quantity (qty), or, for a market order, an amount of the quote asset to trade (notional)',
+    });
+  else if (v.qty !== undefined && v.notional !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['notional'], message: 'give either qty or notional, not both' });
+  else if (v.notional !== undefined && v.type !== 'market')
+    ctx.addIssue({ code: 'custom', path: ['notional'], message: `only a market order takes a notional; give qty for a ${v.type} order` });
+  else if (v.notional !== undefined && v.timeInForce === 'fok')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['timeInForce'],
+      message: 'a notional order cannot be fok (the quantity it buys is found as it fills); use day, gtc or ioc',
+    });
+}
+
+export const PlaceOrderBody = PlaceOrderFields.superRefine(oneSize).meta({ id: 'PlaceOrder' });
 
 export const TradingActor = z.object({ kind: z.string(), id: z.string() }).meta({ id: 'TradingActor' });
 
@@ -65,7 +91,8 @@ export const TradingOrder = z
     side: z.enum(TRADING_SIDES),
     type: z.enum(TRADING_ORDER_TYPES),
     timeInForce: z.enum(TRADING_TIMES_IN_FORCE),
-    qty: z.string(),
+    qty: z.string().describe("A notional order's: the quantity its notional bought."),
+    notional: z.string().nullable().describe('The amount of the quote asset a notional order asked for; null for a quantity order.'),
     price: z.string().nullable(),
     stopPrice: z.string().nullable(),
     filledQty: z.string(),
@@ -100,6 +127,10 @@ export const TradingFill = z
   })
   .meta({ id: 'TradingFill' });
 
+export const TradingBalance = z
+  .object({ asset: z.string(), total: z.string(), held: z.string(), available: z.string() })
+  .meta({ id: 'TradingBalance' });
+
 export const TradingAccount = z
   .object({
     venue: z.string(),
@@ -107,7 +138,7 @@ export const TradingAccount = z
     cash: z.string(),
     equity: z.string().describe('Cash plus positions at their mark price.'),
     startingCash: z.string().nullable(),
-    balances: z.array(z.object({ asset: z.string(), total: z.string(), held: z.string(), available: z.string() }).meta({ id: 'TradingBalance' })),
+    balances: z.array(TradingBalance),
     positions: z.array(
       z.object({ symbol: z.string(), qty: z.string(), markPrice: z.string(), marketValue: z.string() }).meta({ id: 'TradingPosition' }),
     ),
@@ -197,3 +228,32 @@ export const VenueCredential = z
     updatedAt: z.string(),
   })
   .meta({ id: 'VenueCredential' });
+
+export const TRADING_EVENT_TYPES = ['accepted', 'partially_filled', 'filled', 'cancelled', 'replaced', 'expired', 'rejected', 'reset'] as const;
+
+/** One of the account's order updates (docs/trading.md, "Order updates"). */
+export const TradingEvent = z
+  .object({
+    seq: z.number().int().describe("Its place in the account's sequence: 1, 2, 3, … with no gap."),
+    id: z.string(),
+    type: z.enum(TRADING_EVENT_TYPES),
+    venue: z.string(),
+    symbol: z.string().nullable(),
+    createdAt: z.string(),
+    order: TradingOrder.nullable().describe(
+      'The order as it stood right after the update (filled quantity, notional, average price, status, reason); its fees and updatedAt are its current ones. Null on reset.',
+    ),
+    fill: z
+      .object({ price: z.string(), qty: z.string(), notional: z.string(), fee: z.string(), liquidity: z.enum(['maker', 'taker']) })
+      .meta({ id: 'TradingEventFill' })
+      .nullable()
+      .describe('The fill, on partially_filled and filled.'),
+    replacedBy: z.string().nullable().describe('The new order, on replaced.'),
+    balances: z
+      .array(TradingBalance)
+      .nullable()
+      .describe(
+        "The account's balances of the order's two assets once the update was made (all of them on reset); null at an external venue, which keeps the balances.",
+      ),
+  })
+  .meta({ id: 'TradingEvent' });

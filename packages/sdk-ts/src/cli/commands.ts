@@ -216,12 +216,31 @@ const trading: Record<string, Command> = {
       symbol: str(flags, 'symbol') ?? '',
       side,
       type: (str(flags, 'type') ?? (flags.price ? 'limit' : 'market')) as never,
-      qty: str(flags, 'qty') ?? '',
+      ...(flags.notional !== undefined ? { notional: str(flags, 'notional') } : { qty: str(flags, 'qty') ?? '' }),
       price: str(flags, 'price'),
       timeInForce: str(flags, 'tif') as never,
       clientOrderId: str(flags, 'client-order-id'),
     });
     print(out, o, () => table([o as Record<string, unknown>], ['id', 'status', 'side', 'type', 'qty', 'price', 'symbol']));
+  },
+  /** The account's order updates after --after; with --follow, then the live ones (resumed across drops) until interrupted. */
+  async events(svc, _args, flags, out) {
+    const after = Number(str(flags, 'after') ?? 0);
+    if (!Number.isInteger(after) || after < 0) throw new UsageError('--after must be a seq (0 or more)');
+    const line = (e: {
+      seq: number;
+      type: string;
+      order: { symbol: string; side: string; filledQty: string; qty: string; status: string } | null;
+    }) =>
+      e.order
+        ? `[${e.seq}] ${e.type} ${e.order.side} ${e.order.filledQty}/${e.order.qty} ${e.order.symbol} ${e.order.status}\n`
+        : `[${e.seq}] ${e.type}\n`;
+    const show = (e: Parameters<typeof line>[0]) => out.stdout(out.json ? JSON.stringify(e) + '\n' : line(e));
+    if (flags.follow) {
+      for await (const e of svc.trading.events.stream({ after })) show(e.data);
+      return;
+    }
+    for await (const e of svc.trading.events.all({ after })) show(e);
   },
   async cancel(svc, args, flags, out) {
     const res = await svc.trading.cancel({ orderId: need(args, 0, 'order id'), venue: str(flags, 'venue') } as never);

@@ -3872,7 +3872,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original. */
+        /** Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original. */
         post: operations["trading.order"];
         delete?: never;
         options?: never;
@@ -3923,6 +3923,23 @@ export interface paths {
         };
         /** The acting account's orders, newest first, with filters. */
         get: operations["trading.orders.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/trading/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The acting account's order updates after `after` (a seq), oldest first: accepted, partially_filled, filled, cancelled, replaced, expired, rejected (and reset), each with the order as it then stood and the balances after it. With Accept: text/event-stream, a live stream: every update after `after` or Last-Event-ID, then new ones as they happen, with no gap and no repeat. */
+        get: operations["trading.events"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4084,6 +4101,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/trading/quotes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Quotes of the paper venue's symbols (every one, or `symbols`): best bid and ask (the market maker's quotes and resting orders) with their sizes, mid, spread, last trade and reference price. With Accept: text/event-stream, a live stream: each quote now, then again whenever it changes. */
+        get: operations["trading.quotes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/trading/trades": {
         parameters: {
             query?: never;
@@ -4091,8 +4125,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A paper book's recent trades (the tape, every account's, anonymous), newest first. */
+        /** A paper book's recent trades (the tape, every account's, anonymous), newest first. With Accept: text/event-stream, a live stream: the trades after `after` or Last-Event-ID (default: from now), oldest first, then each as it happens, with no gap and no repeat. */
         get: operations["trading.trades"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/trading/bars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OHLCV bars of a paper book's trades at an interval, oldest first (Alpaca's name for candles; intervals without trades are left out). With Accept: text/event-stream, a live stream: the bars, then the latest one again whenever a trade changes it or starts the next. */
+        get: operations["trading.bars"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7896,7 +7947,10 @@ export interface components {
             type: "market" | "limit" | "stop" | "stop_limit";
             /** @enum {string} */
             timeInForce: "day" | "gtc" | "ioc" | "fok";
+            /** @description A notional order's: the quantity its notional bought. */
             qty: string;
+            /** @description The amount of the quote asset a notional order asked for; null for a quantity order. */
+            notional: string | null;
             price: string | null;
             stopPrice: string | null;
             filledQty: string;
@@ -7931,8 +7985,10 @@ export interface components {
              * @enum {string}
              */
             type?: "market" | "limit" | "stop" | "stop_limit";
-            /** @description Quantity in the base asset, a multiple of the lot size. */
-            qty: string | number;
+            /** @description Quantity in the base asset, a multiple of the lot size (0.000001 on the paper venue: fractional shares too). Give exactly one of qty and notional. */
+            qty?: string | number;
+            /** @description Instead of qty, for a market order: an amount of the quote asset to trade, at most 2 decimals (cents). The quantity is found as it fills, never over this amount; fees come on top. */
+            notional?: string | number;
             /** @description Limit price (limit and stop_limit), a multiple of the tick size. */
             price?: string | number;
             /** @description Trigger price (stop and stop_limit). */
@@ -7982,6 +8038,37 @@ export interface components {
             orders: components["schemas"]["TradingOrder"][];
             /** @default null */
             nextCursor: string | null;
+        };
+        TradingEventList: {
+            events: components["schemas"]["TradingEvent"][];
+            /** @default null */
+            nextAfter: number | null;
+        };
+        TradingEvent: {
+            /** @description Its place in the account's sequence: 1, 2, 3, … with no gap. */
+            seq: number;
+            id: string;
+            /** @enum {string} */
+            type: "accepted" | "partially_filled" | "filled" | "cancelled" | "replaced" | "expired" | "rejected" | "reset";
+            venue: string;
+            symbol: string | null;
+            createdAt: string;
+            /** @description The order as it stood right after the update (filled quantity, notional, average price, status, reason); its fees and updatedAt are its current ones. Null on reset. */
+            order: components["schemas"]["TradingOrder"] | null;
+            /** @description The fill, on partially_filled and filled. */
+            fill: components["schemas"]["TradingEventFill"] | null;
+            /** @description The new order, on replaced. */
+            replacedBy: string | null;
+            /** @description The account's balances of the order's two assets once the update was made (all of them on reset); null at an external venue, which keeps the balances. */
+            balances: components["schemas"]["TradingBalance"][] | null;
+        };
+        TradingEventFill: {
+            price: string;
+            qty: string;
+            notional: string;
+            fee: string;
+            /** @enum {string} */
+            liquidity: "maker" | "taker";
         };
         TradingFillList: {
             fills: components["schemas"]["TradingFill"][];
@@ -8151,6 +8238,9 @@ export interface components {
             /** @description The change in percent of the open. */
             changePct?: number;
         };
+        TradingQuoteList: {
+            quotes: components["schemas"]["TradingQuote"][];
+        };
         TradingTradeList: {
             trades: components["schemas"]["TradingTrade"][];
             /** @default null */
@@ -8159,6 +8249,8 @@ export interface components {
         TradingTrade: {
             /** @description `<symbol>:<match sequence>`. */
             id: string;
+            /** @description The book's match sequence: the tape's order (with gaps), what a stream resumes after. */
+            seq: number;
             price: string;
             qty: string;
             notional: string;
@@ -8169,10 +8261,10 @@ export interface components {
             takerSide: "buy" | "sell";
             at: string;
         };
-        TradingCandles: {
+        TradingBars: {
             symbol: string;
             interval: string;
-            candles: components["schemas"]["TradingCandle"][];
+            bars: components["schemas"]["TradingCandle"][];
         };
         TradingCandle: {
             /** @description Start of the interval (ISO 8601). */
@@ -8186,6 +8278,11 @@ export interface components {
             /** @description Notional traded. */
             notional: string;
             trades: number;
+        };
+        TradingCandles: {
+            symbol: string;
+            interval: string;
+            candles: components["schemas"]["TradingCandle"][];
         };
         TradingClock: {
             venue: string;
@@ -8250,8 +8347,10 @@ export interface components {
              * @enum {string}
              */
             type?: "market" | "limit" | "stop" | "stop_limit";
-            /** @description Quantity in the base asset, a multiple of the lot size. */
-            qty: string | number;
+            /** @description Quantity in the base asset, a multiple of the lot size (0.000001 on the paper venue: fractional shares too). Give exactly one of qty and notional. */
+            qty?: string | number;
+            /** @description Instead of qty, for a market order: an amount of the quote asset to trade, at most 2 decimals (cents). The quantity is found as it fills, never over this amount; fees come on top. */
+            notional?: string | number;
             /** @description Limit price (limit and stop_limit), a multiple of the tick size. */
             price?: string | number;
             /** @description Trigger price (stop and stop_limit). */
@@ -38584,7 +38683,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The Idempotency-Key was used with another request (`idempotency_key_reused`). */
+            /** @description The balance does not cover the order (`insufficient_balance`), a notional does not pay for one lot at the best price (`notional_too_small`) or only the account’s own order is there (`self_trade_prevented`), the venue refused it, or the Idempotency-Key was used with another request (`idempotency_key_reused`). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -38896,6 +38995,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TradingOrderList"];
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The operation did not finish within its deadline. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "trading.events": {
+        parameters: {
+            query?: {
+                after?: number;
+                limit?: number;
+            };
+            header?: {
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TradingEventList"];
+                    "text/event-stream": string;
                 };
             };
             /** @description Invalid input. */
@@ -39735,13 +39923,11 @@ export interface operations {
             };
         };
     };
-    "trading.trades": {
+    "trading.quotes": {
         parameters: {
-            query: {
-                limit?: number;
-                cursor?: string;
+            query?: {
                 venue?: string;
-                symbol: string;
+                symbols?: string;
             };
             header?: never;
             path?: never;
@@ -39755,7 +39941,193 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/json": components["schemas"]["TradingQuoteList"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The operation did not finish within its deadline. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "trading.trades": {
+        parameters: {
+            query: {
+                limit?: number;
+                cursor?: string;
+                venue?: string;
+                symbol: string;
+                after?: number;
+            };
+            header?: {
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/json": components["schemas"]["TradingTradeList"];
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed (e.g. `human_principal_required`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found (also for resources of another account). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many requests. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The operation did not finish within its deadline. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "trading.bars": {
+        parameters: {
+            query: {
+                venue?: string;
+                symbol: string;
+                interval?: "1m" | "5m" | "15m" | "1h" | "4h" | "1d";
+                start?: string;
+                end?: string;
+                limit?: number;
+            };
+            header?: {
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TradingBars"];
+                    "text/event-stream": string;
                 };
             };
             /** @description Invalid input. */

@@ -17,7 +17,9 @@ export interface AlpacaOrder {
   created_at: string;
   updated_at: string | null;
   symbol: string;
+  /** Null for a notional order until it filled. */
   qty: string | null;
+  notional?: string | null;
   filled_qty: string;
   filled_avg_price: string | null;
   type: string;
@@ -44,7 +46,9 @@ export interface AlpacaPosition {
 
 export interface AlpacaOrderRequest {
   symbol: string;
-  qty: string;
+  /** Exactly one of qty and notional (a dollar amount: Alpaca's fractional market orders). */
+  qty?: string;
+  notional?: string;
   side: string;
   type: string;
   time_in_force: string;

@@ -1,4 +1,4 @@
-import { type Actor, DomainError, enqueueEvent, newId, type Sql } from '@svc/kit';
+import { type Actor, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
 
 import type { VenueCredentials } from '../orders/credentials.js';
 import { formatUnits, scaled } from '../orders/symbols.js';
@@ -50,7 +50,9 @@ export interface AlpacaPlace {
   side: string;
   type: string;
   tif: string;
-  qty: string;
+  /** Exactly one of qty and notional. */
+  qty?: string;
+  notional?: string;
   price?: string;
   stopPrice?: string;
   clientOrderId: string;
@@ -58,7 +60,31 @@ export interface AlpacaPlace {
 }
 
 export class AlpacaVenue {
-  constructor(private readonly deps: { sql: Sql; store: TradingStore; client: AlpacaClient; credentials: VenueCredentials; kick(): void }) {}
+  constructor(
+    private readonly deps: {
+      sql: Sql;
+      store: TradingStore;
+      client: AlpacaClient;
+      credentials: VenueCredentials;
+      kick(): void;
+      /** Told after a commit of the account whose order updates moved on (the live streams). */
+      published?(seqs: Array<{ accountId: string; seq: number }>): void;
+    },
+  ) {}
+
+  /** Appends the order's update to the account's sequence (no balances: Alpaca keeps them); answers its seq. */
+  private update(q: Queryable, r: OrderRow, type: string): Promise<number> {
+    return this.deps.store.appendEvent(q, {
+      accountId: r.account_id,
+      id: newId('evt'),
+      type,
+      venue: ALPACA,
+      symbol: r.symbol,
+      orderId: r.id,
+      data: { filledQty: r.filled_qty, filledNotional: r.filled_notional, status: r.status, reason: r.reason },
+      balances: null,
+    });
+  }
 
   async creds(accountId: string): Promise<AlpacaCredentials> {
     const c = await this.deps.credentials.open(accountId, ALPACA);
@@ -73,12 +99,13 @@ export class AlpacaVenue {
 
   /** Sends the order (or finds the one Alpaca already has under its client order id) and records it. */
   async place(input: AlpacaPlace): Promise<{ row: OrderRow; replayed: boolean }> {
+    const seqs: number[] = [];
     const creds = await this.creds(input.accountId);
     let order: AlpacaOrder;
     try {
       order = await this.deps.client.placeOrder(creds, {
         symbol: input.symbol,
-        qty: input.qty,
+        ...(input.notional !== undefined ? { notional: input.notional } : { qty: input.qty }),
         side: input.side,
         type: input.type,
         time_in_force: input.tif,
@@ -102,7 +129,9 @@ export class AlpacaVenue {
           side: input.side as OrderRow['side'],
           type: input.type as OrderRow['type'],
           time_in_force: input.tif as OrderRow['time_in_force'],
-          qty: input.qty,
+          // A notional order's quantity is what Alpaca filled (0 until then).
+          qty: input.qty ?? quantityOf(order),
+          notional: input.notional ?? null,
           price: input.price ?? null,
           stop_price: input.stopPrice ?? null,
           ...fillsOf(order),
@@ -120,9 +149,12 @@ export class AlpacaVenue {
           accountId: input.accountId,
           data: { id: r.id, venue: ALPACA, externalId: order.id },
         });
+        seqs.push(await this.update(q, { ...r, status: 'new', filled_qty: '0', filled_notional: '0' }, 'accepted'));
+        if (r.status !== 'new') seqs.push(await this.update(q, r, r.status));
         return r;
       });
       this.deps.kick();
+      this.deps.published?.([{ accountId: input.accountId, seq: Math.max(...seqs) }]);
       return { row, replayed: false };
     } catch (err) {
       if ((err as { code?: string }).code !== '23505') throw err;
@@ -143,12 +175,20 @@ export class AlpacaVenue {
     const status = statusOf(order.status);
     const f = fillsOf(order);
     if (status === row.status && f.filled_qty === row.filled_qty) return row;
+    let seq = 0;
     const updated = await this.deps.sql.tx(async (q) => {
-      const r = await this.deps.store.syncExternal(q, row.id, { status, ...f, reason: status === 'cancelled' ? 'cancelled_at_venue' : row.reason });
+      const r = await this.deps.store.syncExternal(q, row.id, {
+        status,
+        ...f,
+        qty: row.notional !== null ? quantityOf(order) : row.qty,
+        reason: status === 'cancelled' ? 'cancelled_at_venue' : row.reason,
+      });
       await enqueueEvent(q, SCHEMA, { subject: `trading.order.${status}`, accountId: row.account_id, data: { id: row.id, venue: ALPACA, status } });
+      seq = await this.update(q, r, status === 'new' ? 'accepted' : status);
       return r;
     });
     this.deps.kick();
+    this.deps.published?.([{ accountId: row.account_id, seq }]);
     return updated;
   }
 
@@ -169,6 +209,11 @@ export class AlpacaVenue {
     const [account, positions] = await Promise.all([this.deps.client.account(creds), this.deps.client.positions(creds)]);
     return { account, positions };
   }
+}
+
+/** The order's quantity as Alpaca has it (a notional order's: what it filled until Alpaca sets it). */
+function quantityOf(o: AlpacaOrder): string {
+  return o.qty && Number(o.qty) > 0 ? o.qty : o.filled_qty && Number(o.filled_qty) > 0 ? o.filled_qty : '0';
 }
 
 function fillsOf(o: AlpacaOrder): { filled_qty: string; filled_notional: string } {

@@ -182,6 +182,35 @@ export class OrderBook {
   }
 
   /**
+   * The quantity a market order for at most `cap` tick·lots of notional would fill right away
+   * (docs/trading.md, "Notional orders"): the book walked best first, each maker taken whole while
+   * the rest of the cap pays for it, and the first maker that it does not pay for whole taken for as
+   * many lots as the rest pays, then the walk stops. A market order for that quantity fills exactly
+   * these lots (the same makers in the same order), so its notional never exceeds `cap`; what is
+   * left of the cap is less than one lot at the last price reached, or the book ran out
+   * (`exhausted`; `selfTrade` when the caller's own order stopped the walk).
+   */
+  fillableForNotional(side: Side, owner: string, cap: number): { qty: number; notional: number; exhausted: boolean; selfTrade: boolean } {
+    const levels = side === 'buy' ? this.asks : this.bids;
+    let qty = 0;
+    let notional = 0;
+    for (let i = levels.length - 1; i >= 0; i--) {
+      const level = levels[i]!;
+      for (let j = level.head; j < level.orders.length; j++) {
+        const m = level.orders[j]!;
+        if (!isOpen(m)) continue;
+        if (m.owner === owner) return { qty, notional, exhausted: true, selfTrade: true }; // self-trade prevention stops a market order here
+        const affordable = Math.floor((cap - notional) / level.price);
+        const q = Math.min(affordable, remaining(m));
+        qty += q;
+        notional += q * level.price;
+        if (q < remaining(m)) return { qty, notional, exhausted: false, selfTrade: false };
+      }
+    }
+    return { qty, notional, exhausted: true, selfTrade: false };
+  }
+
+  /**
    * Submits an order: validates its shape, asks `admit`, matches it, rests what may rest, then
    * fires the stops the new last price reached (and what they trade, in turn).
    */

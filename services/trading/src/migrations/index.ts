@@ -158,4 +158,29 @@ export const migrations: Migration[] = [
       CREATE INDEX journal_account ON trading.journal (account_id, id);
       CREATE INDEX fills_book_time ON trading.fills (venue, symbol, created_at);`,
   },
+  {
+    // Notional orders (docs/trading.md, "Notional orders"): the amount of the quote asset asked for.
+    // The account's order updates (docs/trading.md, "Order updates"): one gap-free sequence per
+    // account, written with the change it records; `event_seqs` holds each account's last one.
+    id: '0003_notional_events',
+    sql: `
+      ALTER TABLE trading.orders ADD COLUMN notional numeric;
+      CREATE TABLE trading.event_seqs (
+        account_id text PRIMARY KEY,
+        last_seq bigint NOT NULL
+      );
+      CREATE TABLE trading.events (
+        account_id text NOT NULL,
+        seq bigint NOT NULL,
+        id text NOT NULL,
+        type text NOT NULL,
+        venue text NOT NULL,
+        symbol text,
+        order_id text,
+        data jsonb NOT NULL,
+        balances jsonb,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (account_id, seq)
+      );`,
+  },
 ];

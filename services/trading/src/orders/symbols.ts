@@ -41,7 +41,7 @@ export const PAPER_INSTRUMENTS: Instrument[] = [
     base: 'BTC',
     quote: 'USD',
     tickSize: '0.01',
-    lotSize: '0.00001',
+    lotSize: '0.000001',
     maker: { startPrice: '60000', volatility: 0.0004, halfSpread: 0.0002, levelStep: 0.0002, levels: 5, size: '0.05' },
   },
   {
@@ -49,7 +49,7 @@ export const PAPER_INSTRUMENTS: Instrument[] = [
     base: 'ETH',
     quote: 'USD',
     tickSize: '0.01',
-    lotSize: '0.0001',
+    lotSize: '0.000001',
     maker: { startPrice: '3000', volatility: 0.0005, halfSpread: 0.0003, levelStep: 0.0003, levels: 5, size: '1' },
   },
   {
@@ -57,7 +57,7 @@ export const PAPER_INSTRUMENTS: Instrument[] = [
     base: 'AAPL',
     quote: 'USD',
     tickSize: '0.01',
-    lotSize: '1',
+    lotSize: '0.000001',
     maker: { startPrice: '190', volatility: 0.0003, halfSpread: 0.0002, levelStep: 0.0002, levels: 5, size: '10' },
   },
   {
@@ -65,7 +65,7 @@ export const PAPER_INSTRUMENTS: Instrument[] = [
     base: 'SPY',
     quote: 'USD',
     tickSize: '0.01',
-    lotSize: '1',
+    lotSize: '0.000001',
     maker: { startPrice: '520', volatility: 0.0002, halfSpread: 0.0001, levelStep: 0.0001, levels: 5, size: '20' },
   },
 ];
@@ -162,8 +162,27 @@ export function toLots(spec: Spec, value: string): number | string {
   if (v === null || v % spec.lotUnits !== 0n) return `must be a multiple of the lot size ${spec.lotSize}`;
   const l = v / spec.lotUnits;
   if (l <= 0n) return 'must be positive';
-  if (l > MAX_INT / 1_000_000n) return 'is too large';
+  // Lots are fine-grained (0.000001): a bound of some millions of units; quantity × price is bounded where it is known (orders/trading.ts).
+  if (l > MAX_INT / 1_000n) return 'is too large';
   return Number(l);
+}
+
+/** The most decimals a notional (an amount of the quote asset, docs/trading.md "Notional orders") may have: cents. */
+export const NOTIONAL_DECIMALS = 2;
+
+/**
+ * A notional as tick·lots of the symbol (and as quote units), or a sentence saying why it is not
+ * one: a positive amount of the quote asset with at most two decimals.
+ */
+export function toNotional(spec: Spec, value: string): { tickLots: number; units: bigint } | string {
+  const cents = scaled(value, NOTIONAL_DECIMALS);
+  if (cents === null) return `must be an amount of ${spec.quote} with at most ${NOTIONAL_DECIMALS} decimals (cents)`;
+  if (cents <= 0n) return 'must be positive';
+  const units = cents * 10n ** BigInt(UNIT_DECIMALS - NOTIONAL_DECIMALS);
+  if (units % spec.notionalUnits !== 0n) return `must be a multiple of ${formatUnits(spec.notionalUnits)} ${spec.quote}`;
+  const tickLots = units / spec.notionalUnits;
+  if (tickLots > MAX_INT / 10n) return 'is too large';
+  return { tickLots: Number(tickLots), units };
 }
 
 export const ticksToString = (spec: Spec, ticks: number | bigint) => formatScaled(BigInt(ticks) * spec.tickUnits, spec.priceDecimals);

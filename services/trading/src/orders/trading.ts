@@ -7,7 +7,19 @@ import { ORDER_TYPES, type OrderType, type Side, type TimeInForce, TIMES_IN_FORC
 import { PAPER, type PaperVenue, type PlaceInput } from '../paper/venue.js';
 import type { OrderFilter, OrderRow, TradingStore } from '../store.js';
 import type { AgentLimits } from './limits.js';
-import { decimalInput, formatScaled, formatUnits, type Instruments, scaled, type Spec, ticksToString, toLots, toTicks } from './symbols.js';
+import {
+  decimalInput,
+  formatScaled,
+  formatUnits,
+  type Instruments,
+  NOTIONAL_DECIMALS,
+  scaled,
+  type Spec,
+  ticksToString,
+  toLots,
+  toNotional,
+  toTicks,
+} from './symbols.js';
 
 /**
  * The trading rules (docs/trading.md): which venue an order goes to, the checks every order
@@ -20,7 +32,9 @@ export interface PlaceRequest {
   symbol: string;
   side: string;
   type: string;
-  qty: string;
+  /** Exactly one of qty and notional (an amount of the quote asset, market orders only). */
+  qty?: string;
+  notional?: string;
   price?: string;
   stopPrice?: string;
   timeInForce?: string;
@@ -113,7 +127,7 @@ export class Trading {
     if (!ORDER_TYPES.includes(type)) throw bad(`type: must be one of ${ORDER_TYPES.join(', ')}.`);
     const tif = (req.timeInForce ?? 'gtc') as TimeInForce;
     if (!TIMES_IN_FORCE.includes(tif)) throw bad(`timeInForce: must be one of ${TIMES_IN_FORCE.join(', ')}.`);
-    const qty = decimalInput('qty', req.qty)!;
+    const { qty, notional } = sizeOf(req, type, tif);
     const price = decimalInput('price', req.price);
     const stopPrice = decimalInput('stopPrice', req.stopPrice);
     const hasLimit = type === 'limit' || type === 'stop_limit';
@@ -124,6 +138,7 @@ export class Trading {
     if (!hasStop && stopPrice !== undefined) throw bad(`stopPrice: a ${type} order takes no stop price.`);
     for (const [field, v] of [
       ['qty', qty],
+      ['notional', notional],
       ['price', price],
       ['stopPrice', stopPrice],
     ] as const) {
@@ -134,9 +149,10 @@ export class Trading {
     }
     const clientOrderId = req.clientOrderId ?? `svc-${randomHex(12)}`;
     if (!CLIENT_ID.test(clientOrderId)) throw bad('clientOrderId: must be 1 to 64 letters, digits, or _ . : -');
-    const requestHash = createHash('sha256')
-      .update(JSON.stringify([venue.id, req.symbol, side, type, tif, canon(qty), canon(price), canon(stopPrice)]))
-      .digest('hex');
+    // A notional order's amount is part of what it is (appended, so that a quantity order's hash is what it always was).
+    const hashed: unknown[] = [venue.id, req.symbol, side, type, tif, canon(qty), canon(price), canon(stopPrice)];
+    if (notional !== undefined) hashed.push({ notional: canon(notional) });
+    const requestHash = createHash('sha256').update(JSON.stringify(hashed)).digest('hex');
     const actor = actorOf(p);
     const replay = (r: { row: OrderRow; replayed: boolean }) => {
       if (r.replayed && r.row.request_hash !== requestHash)
@@ -151,12 +167,16 @@ export class Trading {
     if (venue.id === PAPER) {
       const spec = this.deps.instruments.get(req.symbol);
       if (!spec) throw new DomainError('invalid_argument', 'unknown_symbol', `symbol: "${req.symbol}" is not traded at ${venue.id}.`);
-      const lots = toLots(spec, qty);
+      const lots = qty === undefined ? 0 : toLots(spec, qty);
       if (typeof lots === 'string') throw bad(`qty: ${lots}.`);
+      const amount = notional === undefined ? undefined : toNotional(spec, notional);
+      if (typeof amount === 'string') throw bad(`notional: ${amount}.`);
       const ticks = price === undefined ? undefined : toTicks(spec, price);
       if (typeof ticks === 'string') throw bad(`price: ${ticks}.`);
       const stopTicks = stopPrice === undefined ? undefined : toTicks(spec, stopPrice);
       if (typeof stopTicks === 'string') throw bad(`stopPrice: ${stopTicks}.`);
+      // The engine counts notional in tick·lots exactly: quantity × price must stay a safe integer.
+      if (lots * Math.max(ticks ?? 0, stopTicks ?? 0) > Number.MAX_SAFE_INTEGER) throw bad('qty: is too large at this price (quantity × price).');
       const input: PlaceInput = {
         accountId: p.accountId,
         actor,
@@ -167,6 +187,7 @@ export class Trading {
         type,
         tif,
         qty: lots,
+        notional: amount && { ...amount, text: notional! },
         price: ticks,
         stopPrice: stopTicks,
         limits:
@@ -183,10 +204,13 @@ export class Trading {
       throw new DomainError('invalid_argument', 'unknown_symbol', `symbol: "${req.symbol}" is not a symbol Alpaca lists.`);
     const existing = await this.deps.store.orderByClientId(this.deps.sql, p.accountId, venue.id, clientOrderId);
     if (existing) return replay({ row: existing, replayed: true });
+    if (notional !== undefined && scaled(notional, NOTIONAL_DECIMALS) === null)
+      throw bad(`notional: must be an amount with at most ${NOTIONAL_DECIMALS} decimals (cents).`);
     if (p.kind === 'agent') {
-      const bound = price ?? stopPrice;
+      // A notional order is bounded by its notional; a quantity order by its limit or stop price.
+      const bound = notional !== undefined ? undefined : (price ?? stopPrice);
       await this.deps.sql.tx(async (q) => {
-        if (bound === undefined) {
+        if (bound === undefined && notional === undefined) {
           const l = (await this.deps.limits.list(p, q))[0];
           if (l && (l.max_notional_per_order !== null || l.max_notional_per_day !== null))
             throw new DomainError(
@@ -198,7 +222,7 @@ export class Trading {
         await this.deps.limits.check(q, p, {
           venueMode: venue.mode,
           symbol: req.symbol,
-          notionalUnits: bound === undefined ? 0n : notionalUnits(qty, bound),
+          notionalUnits: notional !== undefined ? scaled(notional, 9)! : bound === undefined ? 0n : notionalUnits(qty!, bound),
           currency: 'USD',
         });
       });
@@ -212,6 +236,7 @@ export class Trading {
         type,
         tif,
         qty,
+        notional,
         price,
         stopPrice,
         clientOrderId,
@@ -339,6 +364,22 @@ export class Trading {
       reference: ticksToString(spec, Math.round(b.reference)),
     };
   }
+}
+
+/**
+ * An order's size: exactly one of `qty` (a quantity of the base asset) and `notional` (an amount of
+ * the quote asset, docs/trading.md "Notional orders"), which only a market order that is not fok takes.
+ */
+function sizeOf(req: PlaceRequest, type: OrderType, tif: TimeInForce): { qty?: string; notional?: string } {
+  const qty = decimalInput('qty', req.qty === '' ? undefined : req.qty);
+  const notional = decimalInput('notional', req.notional === '' ? undefined : req.notional);
+  if (qty === undefined && notional === undefined)
+    throw bad('qty: an order needs a quantity (qty), or, for a market order, an amount of the quote asset to trade (notional).');
+  if (qty !== undefined && notional !== undefined) throw bad('notional: give either qty or notional, not both.');
+  if (notional !== undefined && type !== 'market') throw bad(`notional: only a market order takes a notional; give qty for a ${type} order.`);
+  if (notional !== undefined && tif === 'fok')
+    throw bad('timeInForce: a notional order cannot be fok (the quantity it buys is found as it fills); use day, gtc or ioc.');
+  return { qty, notional };
 }
 
 function page<T extends { id: string }>(rows: T[], limit: number): { rows: T[]; next: string | null } {

@@ -31,6 +31,8 @@ export interface BookState {
   maker: Omit<MakerState, 'quotes'> & { quotes: SavedQuote[] };
   /** The UTC day (YYYY-MM-DD) of the book's last write: day orders expire when it changes. */
   day: string;
+  /** The lot size the saved quotes count in (absent before lot sizes changed: such quotes are dropped and requoted). */
+  lotSize?: string;
 }
 
 export interface BookEntry {
@@ -48,6 +50,10 @@ export interface BookEntry {
   busy: boolean;
   /** The balance changes the running transaction writes, for the venue's cache once it commits. */
   deltas?: Array<{ accountId: string; asset: string; total: bigint; held: bigint }>;
+  /** The accounts whose order updates the running transaction numbered, with their last seq, for the live streams once it commits. */
+  seqs?: Array<{ accountId: string; seq: number }>;
+  /** Whether the running transaction changed what the book shows (orders, the market maker's quotes), for the market data streams once it commits. */
+  moved?: boolean;
 }
 
 /** An amount column as lots or ticks (zero allowed). */
@@ -119,7 +125,8 @@ export class Books {
       const hold = BigInt(r.hold_units.split('.')[0]!);
       if (hold) entry.holds.set(r.id, hold);
     }
-    for (const s of state?.maker.quotes ?? []) {
+    // The market maker's quotes count in lots: saved under another lot size, they are withdrawn (it requotes at once).
+    for (const s of state?.lotSize === spec.lotSize ? state.maker.quotes : []) {
       restored.push({
         ...s,
         owner: MARKET_MAKER,
@@ -150,6 +157,7 @@ export class Books {
       lastPrice: entry.book.lastPrice,
       maker: { step: entry.maker.step, reference: entry.maker.reference, placed: entry.maker.placed, quotes },
       day: entry.day,
+      lotSize: entry.spec.lotSize,
     };
   }
 

@@ -41,6 +41,8 @@ export class Ledger implements MatchHooks {
   readonly fills: FillRecord[] = [];
   /** Fees charged per order in this transaction. */
   readonly feesAdded = new Map<string, bigint>();
+  /** Balance rows written even without a change (their value read afresh by the write). */
+  private readonly touched = new Set<string>();
 
   constructor(
     private readonly spec: Spec,
@@ -162,11 +164,26 @@ export class Ledger implements MatchHooks {
     this.setHold(o, o.side === 'buy' ? this.spec.quote : this.spec.base, this.holdFor(o));
   }
 
-  /** The balance changes to write; `stored` when the row exists. */
+  /** How much this transaction changed a balance so far. */
+  deltaOf(accountId: string, asset: string): { total: bigint; held: bigint } {
+    const b = this.balances.get(key(accountId, asset));
+    return b ? { total: b.dTotal, held: b.dHeld } : { total: 0n, held: 0n };
+  }
+
+  /**
+   * Makes a stored balance row part of the write even if nothing changes it: the write then locks it
+   * and reads it as committed last (store.writeGroup: the order updates' balances).
+   */
+  touch(accountId: string, asset: string): void {
+    const k = key(accountId, asset);
+    if (this.balances.get(k)?.stored) this.touched.add(k);
+  }
+
+  /** The balance changes to write (touched rows included, unchanged); `stored` when the row exists. */
   deltas(): Array<{ accountId: string; asset: string; total: bigint; held: bigint; stored: boolean }> {
     const out: Array<{ accountId: string; asset: string; total: bigint; held: bigint; stored: boolean }> = [];
     for (const [k, b] of this.balances) {
-      if (b.dTotal === 0n && b.dHeld === 0n) continue;
+      if (b.dTotal === 0n && b.dHeld === 0n && !this.touched.has(k)) continue;
       const [accountId, asset] = k.split('\u0000') as [string, string];
       out.push({ accountId, asset, total: b.dTotal, held: b.dHeld, stored: b.stored });
     }

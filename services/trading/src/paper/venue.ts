@@ -1,11 +1,13 @@
-import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, eventRows, newId, type Queryable, type Sql } from '@svc/kit';
+import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
 
 import { type BookOrder, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
-import { formatUnits, type Instruments, lotsToString, notionalToUnits, parseUnits, type Spec, ticksToString } from '../orders/symbols.js';
+import { type Instruments, notionalToUnits, parseUnits, type Spec } from '../orders/symbols.js';
 import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
 import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
+import { insufficient, notionalTooSmall, PAPER, type Session, writeSession } from './session.js';
+import { Timeline } from './timeline.js';
 
 /**
  * The paper venue: orders go to its books (engine/book.ts) inside one PostgreSQL transaction per
@@ -14,7 +16,7 @@ import { type Fees, Ledger } from './ledger.js';
  * together. The order is acknowledged after the commit: an acknowledged fill is durable.
  */
 
-export const PAPER = 'paper';
+export { PAPER } from './session.js';
 
 export interface PaperSettings {
   startingCash: string;
@@ -33,22 +35,14 @@ export interface PlaceInput {
   side: Side;
   type: OrderType;
   tif: TimeInForce;
+  /** Lots; for a notional order, found under the book's lock as the book stands (0 here). */
   qty: number;
+  /** A notional order's amount (docs/trading.md, "Notional orders"): tick·lots, quote units and as given. */
+  notional?: { tickLots: number; units: bigint; text: string };
   price?: number;
   stopPrice?: number;
   /** Checks an agent's limits for an order of this notional (quote units) inside the transaction. */
   limits?: (q: Queryable, notionalUnits: bigint) => Promise<void>;
-}
-
-interface Session {
-  q: Queryable;
-  entry: BookEntry;
-  ledger: Ledger;
-  changed: Set<BookOrder>;
-  inserted: Map<string, { clientOrderId: string; requestHash: string; actor: Actor; headers?: Record<string, string> }>;
-  epochs: Map<string, number>;
-  /** Orders the group's client order ids already name. */
-  existing: OrderRow[];
 }
 
 /** An order waiting for its book's next group, with the trace headers of its request (for its events). */
@@ -86,7 +80,18 @@ export class PaperVenue {
   private readonly cache = new Map<string, { epoch: number; rows: Map<string, { total: bigint; held: bigint }> }>();
 
   constructor(
-    private readonly deps: { sql: Sql; store: TradingStore; instruments: Instruments; settings: PaperSettings; kick(): void; now?: () => number },
+    private readonly deps: {
+      sql: Sql;
+      store: TradingStore;
+      instruments: Instruments;
+      settings: PaperSettings;
+      kick(): void;
+      /** Told after a commit of each account whose order updates moved on, with its last seq (the live streams). */
+      published?(seqs: Array<{ accountId: string; seq: number }>): void;
+      /** Told after a commit of the books it wrote (the market data streams). */
+      moved?(symbols: string[]): void;
+      now?: () => number;
+    },
   ) {
     this.books = new Books(deps.store, PAPER);
   }
@@ -111,9 +116,17 @@ export class PaperVenue {
           this.books.committed(e, e.version + 1);
         }
         this.deps.kick();
+        this.announce(taken.flatMap((e) => e.seqs ?? []));
+        const moved = taken.filter((e) => e.moved).map((e) => e.spec.symbol);
+        for (const e of taken) e.moved = false;
+        if (moved.length) this.deps.moved?.(moved);
+        for (const e of taken) e.seqs = undefined;
         return out;
       } catch (err) {
-        for (const e of taken) this.books.dropped(e);
+        for (const e of taken) {
+          e.seqs = undefined;
+          this.books.dropped(e);
+        }
         this.cache.clear();
         const code = (err as { code?: string }).code;
         if (process.env.TRADING_DEBUG) console.error('retrying', code, (err as Error).message, (err as any).constraint);
@@ -142,9 +155,14 @@ export class PaperVenue {
     ledger.load(balances);
     for (const [accountId, epoch] of epochs) this.cache.set(accountId, { epoch, rows: new Map() });
     for (const b of balances) this.cache.get(b.account_id)?.rows.set(b.asset, { total: BigInt(b.total), held: BigInt(b.held) });
-    const s: Session = { q, entry, ledger, changed: new Set(), inserted: new Map(), epochs, existing };
+    const s: Session = { q, entry, ledger, timeline: new Timeline(spec, ledger), changed: new Set(), inserted: new Map(), epochs, existing };
     this.passTime(s);
     return s;
+  }
+
+  /** Tells the live streams which accounts' order updates moved on (after a commit). */
+  private announce(seqs: Array<{ accountId: string; seq: number }>): void {
+    if (seqs.length) this.deps.published?.(seqs);
   }
 
   /** Lets time pass on the book: day orders expire after midnight UTC, the market maker takes its steps. */
@@ -154,13 +172,20 @@ export class PaperVenue {
     const now = this.now();
     const today = utcDay(now);
     if (today !== entry.day) {
+      const expired: BookOrder[] = [];
       for (const o of [...entry.book.openOrders()])
-        if (o.tif === 'day' && o.owner !== MARKET_MAKER) this.track(s, entry.book.cancel(o.id, 'day_ended', 'expired'));
+        if (o.tif === 'day' && o.owner !== MARKET_MAKER) expired.push(entry.book.cancel(o.id, 'day_ended', 'expired')!);
+      for (const o of expired) this.track(s, o);
+      s.timeline.step(expired);
       entry.day = today;
     }
     const step = Math.max(0, Math.floor((now - entry.createdAt) / this.deps.settings.tickMs));
     const r = requote(entry.book, entry.maker, { seed: this.deps.settings.seed, symbol: spec.symbol, params: spec.params, step, hooks: ledger });
     for (const o of r?.changed ?? []) this.track(s, o);
+    if (r) {
+      s.timeline.step(r.changed);
+      entry.moved = true;
+    }
   }
 
   /** Applies committed balance changes to the cache. */
@@ -179,94 +204,9 @@ export class PaperVenue {
     if (o && o.owner !== MARKET_MAKER) s.changed.add(o);
   }
 
-  /**
-   * Writes what the session changed: new and changed orders, fills, balances, the book; their
-   * events. With `guard` (the optimistic path), null when the statement wrote nothing.
-   */
-  private async close(s: Session, guard?: GroupWrite['guard']): Promise<Map<string, OrderRow> | null> {
-    const { q, entry, ledger } = s;
-    const { store } = this.deps;
-    const spec = entry.spec;
-    const rows = new Map<string, OrderRow>();
-    for (const o of s.changed) ledger.syncHold(o);
-    const fields = (o: BookOrder) => ({
-      filled_qty: lotsToString(spec, o.filled),
-      filled_notional: formatUnits(notionalToUnits(spec, o.notional)),
-      hold_units: (ledger.holds.get(o.id) ?? 0n).toString(),
-      status: o.status,
-      reason: o.reason,
-      triggered: o.triggered,
-      seq: o.seq,
-    });
-    const byId = new Map([...s.changed].map((o) => [o.id, o]));
-    const inserts = [...s.inserted].map(([id, meta]) => {
-      const o = byId.get(id)!;
-      return {
-        id,
-        account_id: o.owner,
-        venue: PAPER,
-        symbol: spec.symbol,
-        client_order_id: meta.clientOrderId,
-        request_hash: meta.requestHash,
-        side: o.side,
-        type: o.type,
-        time_in_force: o.tif,
-        qty: lotsToString(spec, o.qty),
-        price: o.price === undefined ? null : ticksToString(spec, o.price),
-        stop_price: o.stopPrice === undefined ? null : ticksToString(spec, o.stopPrice),
-        ...fields(o),
-        fees: formatUnits(ledger.feesAdded.get(id) ?? 0n),
-        placed_by: meta.actor,
-        external_id: null,
-      };
-    });
-    const fills = ledger.fills.map((f) => ({
-      id: newId('fill'),
-      account_id: f.accountId,
-      order_id: f.order.id,
-      venue: PAPER,
-      symbol: spec.symbol,
-      side: f.order.side,
-      price: ticksToString(spec, f.price),
-      qty: lotsToString(spec, f.qty),
-      notional: formatUnits(f.notional),
-      fee: formatUnits(f.fee),
-      liquidity: f.liquidity,
-      seq: f.seq,
-      epoch: s.epochs.get(f.accountId) ?? 0,
-    }));
-    const events = eventRows([
-      ...inserts.map((o) => ({
-        subject: 'trading.order.placed',
-        accountId: o.account_id,
-        data: orderEvent(o),
-        headers: s.inserted.get(o.id)!.headers,
-      })),
-      ...fills.map((f) => ({ subject: 'trading.fill.executed', accountId: f.account_id, data: f })),
-    ]);
-    const deltas = ledger.deltas().sort((a, b) => (a.accountId + '\u0000' + a.asset < b.accountId + '\u0000' + b.asset ? -1 : 1));
-    entry.deltas = deltas;
-    const written = await store.writeGroup(q, {
-      venue: PAPER,
-      symbol: spec.symbol,
-      inserts,
-      updates: [...s.changed]
-        .filter((o) => !s.inserted.has(o.id))
-        .map((o) => ({ id: o.id, ...fields(o), feesAdded: formatUnits(ledger.feesAdded.get(o.id) ?? 0n), eventId: newId('evt') })),
-      fills,
-      events,
-      occurredAt: new Date().toISOString(),
-      headers: JSON.stringify(currentTraceHeaders()),
-      balanceUpdates: deltas.filter((d) => d.stored),
-      balanceInserts: deltas.filter((d) => !d.stored),
-      version: entry.version + 1,
-      state: this.books.state(entry),
-      // Under the book's lock (the locked path) the version is the row's and no reset can run.
-      guard: guard ?? { expectedVersion: entry.version, accounts: [], epochs: [] },
-    });
-    if (!written.applied) return null;
-    for (const row of [...written.inserted, ...written.updated]) rows.set(row.id, row);
-    return rows;
+  /** Writes what the session changed (session.ts); null when the optimistic statement wrote nothing. */
+  private close(s: Session, guard?: GroupWrite['guard']): Promise<Map<string, OrderRow> | null> {
+    return writeSession(s, this.deps.store, this.books.state(s.entry), guard);
   }
 
   /**
@@ -364,7 +304,16 @@ export class PaperVenue {
       for (const [asset, b] of c.rows) ledger.loadUnits(a, asset, b.total, b.held);
     }
     entry.busy = true;
-    const s: Session = { q: this.deps.sql, entry, ledger, changed: new Set(), inserted: new Map(), epochs, existing: [] };
+    const s: Session = {
+      q: this.deps.sql,
+      entry,
+      ledger,
+      timeline: new Timeline(spec, ledger),
+      changed: new Set(),
+      inserted: new Map(),
+      epochs,
+      existing: [],
+    };
     try {
       this.passTime(s);
       const { outcomes, placed } = await this.match(s, batch, true);
@@ -375,6 +324,10 @@ export class PaperVenue {
       entry.deltas = undefined;
       this.books.committed(entry, entry.version + 1);
       this.deps.kick();
+      this.announce(entry.seqs ?? []);
+      if (entry.moved) this.deps.moved?.([entry.spec.symbol]);
+      entry.moved = false;
+      entry.seqs = undefined;
       for (const [i, id] of placed) outcomes[i] = { value: { row: rows.get(id)!, replayed: false } };
       return outcomes;
     } catch (err) {
@@ -382,6 +335,7 @@ export class PaperVenue {
       // The book in memory went ahead of what is stored: rebuilt by the locked path.
       this.books.dropped(entry);
       entry.deltas = undefined;
+      entry.seqs = undefined;
       entry.busy = false;
       this.cache.clear();
       return null;
@@ -405,30 +359,41 @@ export class PaperVenue {
         outcomes.push({ value: { row: prior, replayed: true } });
         continue;
       }
+      // A notional order becomes a market order for the lots its notional pays for on this book, now.
+      const fillable = input.notional ? book.fillableForNotional(input.side, input.accountId, input.notional.tickLots) : null;
+      const qty = fillable ? fillable.qty : input.qty;
       const o = newBookOrder({
         id: newId('ord'),
         owner: input.accountId,
         side: input.side,
         type: input.type,
         tif: input.tif,
-        qty: input.qty,
+        qty,
         price: input.price,
         stopPrice: input.stopPrice,
       });
       const waits =
         (o.type === 'stop' || o.type === 'stop_limit') && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!);
-      const preview = waits ? null : book.preview(o);
       // An agent's usage is counted in a savepoint: an order refused afterwards counts nothing.
       if (input.limits) await q.query('SAVEPOINT agent_limits');
       try {
+        if (qty === 0) throw notionalTooSmall(spec, book, input, fillable!.selfTrade);
+        const preview = waits ? null : book.preview(o);
         if (input.limits) {
+          // A notional order counts its notional (what it may spend), whatever it fills.
           const ticks = o.type === 'market' ? preview!.notional : o.qty * (o.price ?? o.stopPrice!);
-          await input.limits(q, notionalToUnits(spec, ticks));
+          await input.limits(q, input.notional ? input.notional.units : notionalToUnits(spec, ticks));
         }
         if (s.ledger.check(o, preview)) throw insufficient(spec, o, s.ledger);
         const result = book.submit(o, s.ledger);
         if (o.status === 'rejected') throw insufficient(spec, o, s.ledger);
+        // A notional order the book ran out for (or its own order stopped) did not spend its notional: it expires, as a market order's rest does.
+        if (fillable?.exhausted && o.status === 'filled') {
+          o.status = 'expired';
+          o.reason = fillable.selfTrade ? 'self_trade_prevented' : 'no_liquidity';
+        }
         for (const x of result.changed) this.track(s, x);
+        s.timeline.step(result.changed, { accepted: o });
         if (input.limits) await q.query('RELEASE SAVEPOINT agent_limits');
       } catch (err) {
         if (!(err instanceof DomainError) || optimistic) throw err;
@@ -436,7 +401,13 @@ export class PaperVenue {
         outcomes.push({ error: err });
         continue;
       }
-      s.inserted.set(o.id, { clientOrderId: input.clientOrderId, requestHash: input.requestHash, actor: input.actor, headers });
+      s.inserted.set(o.id, {
+        clientOrderId: input.clientOrderId,
+        requestHash: input.requestHash,
+        actor: input.actor,
+        headers,
+        notional: input.notional?.text ?? null,
+      });
       placed.set(i, o.id);
       outcomes.push({ value: null });
     }
@@ -451,6 +422,7 @@ export class PaperVenue {
         const o = s.entry.book.get(orderId);
         const cancelled = o && o.owner === accountId ? s.entry.book.cancel(orderId) : null;
         this.track(s, cancelled);
+        s.timeline.step([cancelled]);
         const rows = (await this.close(s))!;
         return cancelled ? rows.get(orderId)! : null;
       }),
@@ -471,8 +443,8 @@ export class PaperVenue {
         const cancelled = old && old.owner === accountId ? s.entry.book.cancel(orderId) : null;
         if (!cancelled) throw new DomainError('conflict', 'order_not_open', 'The order is no longer open; only an open order can be replaced.');
         this.track(s, cancelled);
-        // Its hold is released now, so that the new order is checked against what the account has without it.
-        s.ledger.syncHold(cancelled);
+        // Its hold is released now (the step), so that the new order is checked against what the account has without it.
+        const replaced = s.timeline.step([cancelled], { replaced: cancelled })!;
         const job: Job = { input, headers: currentTraceHeaders(), resolve: () => {}, reject: () => {} };
         const { outcomes, placed } = await this.match(s, [job], false);
         const outcome = outcomes[0]!;
@@ -485,6 +457,7 @@ export class PaperVenue {
             'client_order_id_conflict',
             `clientOrderId "${input.clientOrderId}" already names an order; use a new one.`,
           );
+        replaced.replacedBy = id;
         const rows = (await this.close(s))!;
         return { row: rows.get(id)!, replaced: rows.get(orderId)! };
       }),
@@ -505,7 +478,10 @@ export class PaperVenue {
   private async cancelIn(spec: Spec, accountId: string, q?: Queryable, taken?: BookEntry[]): Promise<OrderRow[]> {
     const run = async (qq: Queryable, t: BookEntry[]) => {
       const s = await this.open(qq, spec, t, [accountId]);
-      for (const o of [...s.entry.book.openOrders()]) if (o.owner === accountId) this.track(s, s.entry.book.cancel(o.id));
+      const cancelled: BookOrder[] = [];
+      for (const o of [...s.entry.book.openOrders()]) if (o.owner === accountId) cancelled.push(s.entry.book.cancel(o.id)!);
+      for (const o of cancelled) this.track(s, o);
+      s.timeline.step(cancelled);
       return [...(await this.close(s))!.values()].filter((r) => r.account_id === accountId && r.status === 'cancelled');
     };
     if (q && taken) return run(q, taken);
@@ -514,6 +490,7 @@ export class PaperVenue {
 
   /** Cancels the account's open orders and puts its paper balances back to the starting cash. */
   async reset(accountId: string, actor: Actor): Promise<number> {
+    let resetSeq = 0;
     const epoch = await this.retrying((taken) =>
       this.deps.sql.tx(async (q) => {
         await this.deps.store.paperAccount(q, accountId, PAPER, this.cash, 'update');
@@ -522,6 +499,17 @@ export class PaperVenue {
           if (spec) await this.cancelIn(spec, accountId, q, taken);
         }
         const epoch = await this.deps.store.resetPaper(q, accountId, PAPER, this.cash);
+        const seq = await this.deps.store.appendEvent(q, {
+          accountId,
+          id: newId('evt'),
+          type: 'reset',
+          venue: PAPER,
+          symbol: null,
+          orderId: null,
+          data: { epoch, startingCash: this.deps.settings.startingCash },
+          balances: [{ asset: this.cash.asset, total: this.cash.units, held: '0' }],
+        });
+        resetSeq = seq;
         await enqueueEvent(q, SCHEMA, {
           subject: 'trading.account.reset',
           accountId,
@@ -532,6 +520,7 @@ export class PaperVenue {
     );
     // Read again on the account's next order (the cache saw its balances before the reset).
     this.cache.delete(accountId);
+    this.announce([{ accountId, seq: resetSeq }]);
     return epoch;
   }
 
@@ -569,28 +558,4 @@ export class PaperVenue {
     }
     return out;
   }
-}
-
-function insufficient(spec: Spec, o: BookOrder, ledger: Ledger): DomainError {
-  const asset = o.side === 'buy' ? spec.quote : spec.base;
-  const available = formatUnits(ledger.available(o.owner, asset));
-  const what = o.side === 'buy' ? `buying ${lotsToString(spec, o.qty)} ${spec.symbol}` : `selling ${lotsToString(spec, o.qty)} ${spec.base}`;
-  return new DomainError('unprocessable', 'insufficient_balance', `Rejected: the available ${asset} balance (${available}) does not cover ${what}.`);
-}
-
-/** What events say of an order. */
-export function orderEvent(r: Omit<OrderRow, 'created_at' | 'updated_at'>) {
-  return {
-    id: r.id,
-    clientOrderId: r.client_order_id,
-    venue: r.venue,
-    symbol: r.symbol,
-    side: r.side,
-    type: r.type,
-    timeInForce: r.time_in_force,
-    qty: r.qty,
-    filledQty: r.filled_qty,
-    status: r.status,
-    reason: r.reason,
-  };
 }

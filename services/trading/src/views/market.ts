@@ -62,7 +62,12 @@ export class Market {
 
   rules(spec: Spec) {
     const { makerBps, takerBps } = this.deps.settings.fees;
-    const minNotional = mul(dec(spec.lotSize), dec(spec.maker.startPrice));
+    // One lot at the starting price, rounded up to a cent (what a notional order is counted in), a cent at least.
+    const cent = dec('0.01');
+    const minNotional = (() => {
+      const v = mul(dec(spec.lotSize), dec(spec.maker.startPrice));
+      return v <= cent ? cent : ((v + cent - 1n) / cent) * cent;
+    })();
     return {
       venue: PAPER,
       symbol: spec.symbol,
@@ -173,6 +178,7 @@ export class Market {
     return {
       trades: page.map((t) => ({
         id: `${spec.symbol}:${t.seq}`,
+        seq: t.seq,
         price: plain(t.price),
         qty: plain(t.qty),
         notional: plain(t.notional),

@@ -11,6 +11,7 @@ import {
   type Spec,
   ticksToString,
   toLots,
+  toNotional,
   toTicks,
 } from '../orders/symbols.js';
 import { type PlaceRequest, replaceNotSupported, type Trading } from '../orders/trading.js';
@@ -55,13 +56,22 @@ export class OrderTools {
       throw invalid(hasLimit ? `price: a ${type} order needs a limit price.` : `price: a ${type} order takes no limit price.`);
     if (hasStop !== (stopPrice !== undefined))
       throw invalid(hasStop ? `stopPrice: a ${type} order needs a stop price.` : `stopPrice: a ${type} order takes no stop price.`);
-    const lots = positive('qty', decimalInput('qty', req.qty), (s) => toLots(spec, s))!;
+    const qtyIn = decimalInput('qty', req.qty === '' ? undefined : req.qty);
+    const notionalIn = decimalInput('notional', req.notional === '' ? undefined : req.notional);
+    if ((qtyIn === undefined) === (notionalIn === undefined)) throw invalid('qty: give exactly one of qty and notional.');
+    if (notionalIn !== undefined && type !== 'market') throw invalid(`notional: only a market order takes a notional; give qty for a ${type} order.`);
+    if (notionalIn !== undefined && tif === 'fok') throw invalid('timeInForce: a notional order cannot be fok; use day, gtc or ioc.');
+    const cap = notionalIn === undefined ? undefined : toNotional(spec, notionalIn);
+    if (typeof cap === 'string') throw invalid(`notional: ${cap}.`);
     const limit = positive('price', price, (s) => toTicks(spec, s));
     positive('stopPrice', stopPrice, (s) => toTicks(spec, s));
     const warnings: string[] = [];
     if (hasStop) warnings.push('A stop order waits until the last trade price reaches its stop price; previewed as if it fired now.');
     const book = await this.deps.paper.snapshot(spec, 50);
     const levels = req.side === 'buy' ? book.asks : book.bids;
+    // A notional order: the lots its notional pays for, each level taken whole while it can be (book.ts fillableForNotional).
+    const lots = cap ? lotsForNotional(levels, cap.tickLots) : positive('qty', qtyIn, (s) => toLots(spec, s))!;
+    if (cap && lots === 0) warnings.push(`${notionalIn} ${spec.quote} does not pay for one lot at the best price now; the order would be refused.`);
     let left = lots;
     let filled = 0;
     let notional = 0n;
@@ -192,6 +202,19 @@ export class OrderTools {
     if (!row) throw notFound('The order');
     return row;
   }
+}
+
+/** The lots a notional (tick·lots) pays for walking `levels` (best first): whole levels while it can, then part of one. */
+function lotsForNotional(levels: Array<[number, number]>, cap: number): number {
+  let lots = 0;
+  let left = cap;
+  for (const [px, size] of levels) {
+    const take = Math.min(size, Math.floor(left / px));
+    lots += take;
+    left -= take * px;
+    if (take < size) break;
+  }
+  return lots;
 }
 
 const trim = (v: string) => (v.includes('.') ? v.replace(/0+$/, '').replace(/\.$/, '') : v);

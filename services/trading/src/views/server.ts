@@ -7,6 +7,7 @@ import type { AlertRow, JournalRow, WatchlistRow } from '../lists/store.js';
 import type { Watchlists } from '../lists/watchlists.js';
 import { cursorId } from '../orders/trading.js';
 import type { OrderRow } from '../store.js';
+import { type MarketFeed, tradeView } from './feed.js';
 import type { Market } from './market.js';
 import type { OrderTools } from './orders.js';
 import type { Performance } from './performance.js';
@@ -31,6 +32,8 @@ export type ViewHandlers = Omit<
   | 'listCredentials'
   | 'setCredentials'
   | 'deleteCredentials'
+  | 'listEvents'
+  | 'watchEvents'
 >;
 
 const trim = (v: string) => (v.includes('.') ? v.replace(/0+$/, '').replace(/\.$/, '') : v);
@@ -87,11 +90,33 @@ export function viewHandlers(d: {
   alerts: PriceAlerts;
   journal: Journal;
   performance: Performance;
+  feed: MarketFeed;
   /** server.ts's order message (passed in: server.ts imports this module's types). */
   toOrder: (r: OrderRow) => trading.Order;
 }): ViewHandlers {
-  const { market, portfolio, orders, watchlists, alerts, toOrder } = d;
+  const { market, portfolio, orders, watchlists, alerts, toOrder, feed } = d;
+  /** The symbols asked for (each checked), or every symbol of the venue. */
+  const symbolsOf = (venue: string, symbols: string[]) =>
+    symbols.length ? [...new Set(symbols)].map((s) => market.spec(venue, s).symbol) : market.symbols(venue).map((r) => r.symbol);
   return {
+    async listQuotes(req) {
+      return { quotes: await Promise.all(symbolsOf(req.venue, req.symbols).map((s) => market.quote(req.venue, s))) };
+    },
+    async *watchQuotes(req, { signal }) {
+      yield* feed.watchQuotes(symbolsOf(req.venue, req.symbols), signal);
+    },
+    async *watchTrades(req, { signal }) {
+      const symbol = market.spec(req.venue, req.symbol).symbol;
+      for await (const t of feed.watchTrades(symbol, req.after === undefined ? undefined : Number(req.after), signal)) yield tradeView(symbol, t);
+    },
+    async *watchBars(req, { signal }) {
+      yield* feed.watchBars(
+        market.spec(req.venue, req.symbol).symbol,
+        req.interval,
+        { start: req.start, end: req.end, limit: req.limit || 100 },
+        signal,
+      );
+    },
     async listSymbols(req) {
       return { symbols: market.symbols(req.venue, req.assetClass, req.q) };
     },

@@ -71,6 +71,23 @@ const OHLC = `count(*)::int AS trades, sum(qty::numeric)::text AS volume, sum(no
 const trade = (r: TradeRow): TradeRow => ({ ...r, seq: Number(r.seq), at: new Date(r.at) });
 
 export class ViewsStore {
+  /** A book's trades after a seq, oldest first (a live tape reads on from where it is). */
+  async tapeAfter(q: Queryable, venue: string, symbol: string, afterSeq: number, limit: number): Promise<TradeRow[]> {
+    const rows = await q.query<TradeRow>(`${TRADES} WHERE venue = $1 AND symbol = $2 AND seq > $3 GROUP BY symbol, seq ORDER BY seq LIMIT $4`, [
+      venue,
+      symbol,
+      afterSeq,
+      limit,
+    ]);
+    return rows.map(trade);
+  }
+
+  /** The seq of a book's latest trade (0 before any). */
+  async lastTradeSeq(q: Queryable, venue: string, symbol: string): Promise<number> {
+    const rows = await q.query<{ seq: string | null }>(`SELECT max(seq) AS seq FROM trading.fills WHERE venue = $1 AND symbol = $2`, [venue, symbol]);
+    return Number(rows[0]?.seq ?? 0);
+  }
+
   /** The newest trades of a book, before a seq. */
   async tape(q: Queryable, venue: string, symbol: string, beforeSeq: number | undefined, limit: number): Promise<TradeRow[]> {
     const rows = await q.query<TradeRow>(

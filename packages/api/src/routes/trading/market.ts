@@ -5,7 +5,8 @@ import { rpc } from '../../rpc.js';
 import {
   ClientOrderId,
   DecimalInput,
-  PlaceOrderBody,
+  oneSize,
+  PlaceOrderFields,
   TRADING_SIDES,
   TRADING_TIMES_IN_FORCE,
   TradingOrder,
@@ -77,16 +78,73 @@ export const tradingMarketRoutes = [
   }),
   route({
     ...common,
+    id: 'trading.quotes',
+    method: 'get',
+    path: '/trading/quotes',
+    summary:
+      "Quotes of the paper venue's symbols (every one, or `symbols`): best bid and ask (the market maker's quotes and resting orders) with their sizes, mid, spread, last trade and reference price. With Accept: text/event-stream, a live stream: each quote now, then again whenever it changes.",
+    query: z.object({
+      venue: Venue,
+      symbols: z
+        .string()
+        .max(200)
+        .regex(/^[A-Za-z0-9./-]{1,20}(,[A-Za-z0-9./-]{1,20}){0,19}$/, 'must be up to 20 symbols separated by commas, such as "BTC/USD,AAPL"')
+        .optional()
+        .describe('Comma-separated symbols (default: every symbol of the venue).'),
+    }),
+    response: z.object({ quotes: z.array(TradingQuote) }).meta({ id: 'TradingQuoteList' }),
+    events: {
+      schema: TradingQuote,
+      description: 'Each quote as `data` (event `quote`) when it changes; no id: a stream taken again starts from the quotes as they are.',
+    },
+    handler: { kind: 'local', name: 'trading.quotes' },
+  }),
+  route({
+    ...common,
     id: 'trading.trades',
     method: 'get',
     path: '/trading/trades',
-    summary: "A paper book's recent trades (the tape, every account's, anonymous), newest first.",
-    query: ListQuery.extend(SymbolQuery.shape),
-    response: z.object({ trades: z.array(TradingTrade), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingTradeList' }),
-    handler: rpc('trading', 'listTrades', {
-      request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol, limit: i.query.limit, cursor: i.query.cursor }),
-      response: (r) => ({ trades: r.trades.map((t) => ({ ...t, takerSide: t.takerSide as 'buy' | 'sell' })), nextCursor: r.nextCursor ?? null }),
+    summary:
+      "A paper book's recent trades (the tape, every account's, anonymous), newest first. With Accept: text/event-stream, a live stream: the trades after `after` or Last-Event-ID (default: from now), oldest first, then each as it happens, with no gap and no repeat.",
+    query: ListQuery.extend(SymbolQuery.shape).extend({
+      after: z.coerce.number().int().min(0).optional().describe('With the stream: the trades with a greater `seq` first (default: only new ones).'),
     }),
+    headers: z.object({
+      'last-event-id': z
+        .string()
+        .regex(/^\d{1,15}$/, 'must be a seq')
+        .optional(),
+    }),
+    response: z.object({ trades: z.array(TradingTrade), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingTradeList' }),
+    events: { schema: TradingTrade, description: 'Each trade as `data` (event `trade`), its `seq` as `id`.' },
+    handler: { kind: 'local', name: 'trading.trades' },
+  }),
+  route({
+    ...common,
+    id: 'trading.bars',
+    method: 'get',
+    path: '/trading/bars',
+    summary:
+      "OHLCV bars of a paper book's trades at an interval, oldest first (Alpaca's name for candles; intervals without trades are left out). With Accept: text/event-stream, a live stream: the bars, then the latest one again whenever a trade changes it or starts the next.",
+    query: SymbolQuery.extend({
+      interval: z.enum(INTERVALS).default('1m').describe('Bar length.'),
+      start: Iso.optional().describe('From (ISO 8601); default `limit` intervals before `end`.'),
+      end: Iso.optional().describe('Until (ISO 8601); default now (a stream with `end` ends after the bars).'),
+      limit: z.coerce.number().int().min(1).max(1000).default(100).describe('At most this many bars (the latest).'),
+    }),
+    headers: z.object({
+      'last-event-id': z
+        .string()
+        .regex(/^\d{1,15}$/, 'must be a bar start in milliseconds')
+        .optional(),
+    }),
+    response: z.object({ symbol: z.string(), interval: z.string(), bars: z.array(TradingCandle) }).meta({ id: 'TradingBars' }),
+    events: {
+      schema: TradingCandle,
+      description:
+        'Each bar as `data` (event `bar`), its start in milliseconds as `id`; a bar comes again when it changes (keep the latest per start).',
+    },
+    handler: { kind: 'local', name: 'trading.bars' },
   }),
   route({
     ...common,
@@ -159,7 +217,7 @@ export const tradingMarketRoutes = [
     path: '/trading/orders/preview',
     summary:
       'Preview an order without placing it: what would fill now walking the book, at what average price, the fees, and whether the balance covers it.',
-    body: PlaceOrderBody.omit({ clientOrderId: true }).meta({ id: 'PreviewOrder' }),
+    body: PlaceOrderFields.omit({ clientOrderId: true }).superRefine(oneSize).meta({ id: 'PreviewOrder' }),
     response: OrderPreview,
     handler: rpc('trading', 'previewOrder', {
       request: (i) => ({
@@ -167,7 +225,8 @@ export const tradingMarketRoutes = [
         symbol: i.body.symbol,
         side: i.body.side,
         type: i.body.type,
-        qty: i.body.qty,
+        qty: i.body.qty ?? '',
+        notional: i.body.notional,
         price: i.body.price,
         stopPrice: i.body.stopPrice,
         timeInForce: i.body.timeInForce,

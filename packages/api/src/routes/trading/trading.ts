@@ -9,10 +9,12 @@ import {
   PlaceOrderBody,
   SetTradingLimitsBody,
   SetVenueCredentialsBody,
+  type TRADING_EVENT_TYPES,
   TRADING_SIDES,
   TRADING_STATUSES,
   TradingAccount,
   TradingBook,
+  TradingEvent,
   TradingFill,
   TradingLimits,
   TradingOrder,
@@ -39,6 +41,7 @@ export const orderJson = (o: trading.Order) => ({
   type: o.type as z.infer<typeof TradingOrder>['type'],
   timeInForce: o.timeInForce as z.infer<typeof TradingOrder>['timeInForce'],
   qty: o.qty,
+  notional: o.notional ?? null,
   price: o.price ?? null,
   stopPrice: o.stopPrice ?? null,
   filledQty: o.filledQty,
@@ -51,6 +54,20 @@ export const orderJson = (o: trading.Order) => ({
   externalId: o.externalId ?? null,
   createdAt: o.createdAt,
   updatedAt: o.updatedAt,
+});
+
+/** An order update as the API answers it (the list and the stream). */
+export const tradingEventJson = (e: trading.TradingEvent): z.infer<typeof TradingEvent> => ({
+  seq: Number(e.seq),
+  id: e.id,
+  type: e.type as (typeof TRADING_EVENT_TYPES)[number],
+  venue: e.venue,
+  symbol: e.symbol ?? null,
+  createdAt: e.createdAt,
+  order: e.order ? orderJson(e.order) : null,
+  fill: e.fill ? { ...e.fill, liquidity: e.fill.liquidity as 'maker' | 'taker' } : null,
+  replacedBy: e.replacedBy ?? null,
+  balances: e.hasBalances ? e.balances : null,
 });
 
 const accountJson = (a: trading.GetAccountResponse) => ({
@@ -114,13 +131,14 @@ export const tradingRoutes = [
     statuses: {
       200: 'A retry with the same clientOrderId and order: the original order.',
       412: 'The venue needs credentials the account has not stored (`venue_credentials_missing`).',
+      422: 'The balance does not cover the order (`insufficient_balance`), a notional does not pay for one lot at the best price (`notional_too_small`) or only the account’s own order is there (`self_trade_prevented`), the venue refused it, or the Idempotency-Key was used with another request (`idempotency_key_reused`).',
     },
     method: 'post',
     effect: 'creates',
     outside: true,
     path: '/trading/order',
     summary:
-      'Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original.',
+      'Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original.',
     body: PlaceOrderBody,
     response: TradingOrder,
     status: 201,
@@ -130,7 +148,8 @@ export const tradingRoutes = [
         symbol: i.body.symbol,
         side: i.body.side,
         type: i.body.type,
-        qty: i.body.qty,
+        qty: i.body.qty ?? '',
+        notional: i.body.notional,
         price: i.body.price,
         stopPrice: i.body.stopPrice,
         timeInForce: i.body.timeInForce,
@@ -207,6 +226,27 @@ export const tradingRoutes = [
       }),
       response: (res) => ({ orders: res.orders.map(orderJson), nextCursor: res.nextCursor ?? null }),
     }),
+  }),
+  route({
+    ...common,
+    id: 'trading.events',
+    method: 'get',
+    path: '/trading/events',
+    summary:
+      "The acting account's order updates after `after` (a seq), oldest first: accepted, partially_filled, filled, cancelled, replaced, expired, rejected (and reset), each with the order as it then stood and the balances after it. With Accept: text/event-stream, a live stream: every update after `after` or Last-Event-ID, then new ones as they happen, with no gap and no repeat.",
+    query: z.object({
+      after: z.coerce.number().int().min(0).default(0).describe('Updates with a greater seq.'),
+      limit: z.coerce.number().int().min(1).max(200).default(50),
+    }),
+    headers: z.object({
+      'last-event-id': z
+        .string()
+        .regex(/^\d{1,15}$/, 'must be a seq')
+        .optional(),
+    }),
+    response: z.object({ events: z.array(TradingEvent), nextAfter: Nullable(z.number().int()) }).meta({ id: 'TradingEventList' }),
+    events: { schema: TradingEvent, description: 'Each update as `data`, its seq as `id`, its type as `event`.' },
+    handler: { kind: 'local', name: 'trading.events' },
   }),
   route({
     ...common,
