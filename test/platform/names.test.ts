@@ -73,6 +73,15 @@ test('user-given names everywhere: hidden characters refused, names stored in NF
   await refuses('api key', (name) => call('POST', '/me/api-keys', { name }));
   await refuses('api key rename', (name) => call('PATCH', `/me/api-keys/${apiKey.id}`, { name }));
 
+  const entry = (await t.ok('POST', '/trading/journal', key, { title: DECOMPOSED, body: 'a note' })).body;
+  expect(entry.title).toBe(COMPOSED);
+  await refuses('journal entry', (title) => call('POST', '/trading/journal', { title, body: 'a note' }));
+  await refuses('journal entry rename', (title) => call('PATCH', `/trading/journal/${entry.id}`, { title }));
+  const watchlist = (await t.ok('POST', '/trading/watchlists', key, { name: DECOMPOSED })).body;
+  expect(watchlist.name).toBe(COMPOSED);
+  await refuses('watchlist', (name) => call('POST', '/trading/watchlists', { name }));
+  await refuses('watchlist rename', (name) => call('PATCH', `/trading/watchlists/${watchlist.id}`, { name }));
+
   const org = (await t.ok('POST', '/accounts', key, { kind: 'organization', name: DECOMPOSED })).body;
   expect(org.name).toBe(COMPOSED);
   await refuses('organization', (name) => call('POST', '/accounts', { kind: 'organization', name }));

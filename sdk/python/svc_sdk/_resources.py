@@ -2232,6 +2232,15 @@ class TradingAlertsUpdateMethod(Method):
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, condition: Literal["above", "below"] = ..., price: Union[str, float] = ..., note: Optional[str] = ...) -> _t.TradingPriceAlert: ...
 
 
+class TradingBarsMethod(Method):
+    "GET /trading/bars (trading.bars): OHLCV bars of a paper book's trades at an interval, oldest first (Alpaca's name for candles; intervals without trades are left out). With Accept: text/event-stream, a live stream: the bars, then the latest one again whenever a trade changes it or starts the next."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, venue: Optional[str] = ..., interval: Optional[Literal["1m", "5m", "15m", "1h", "4h", "1d"]] = ..., start: Optional[str] = ..., end: Optional[str] = ..., limit: Optional[int] = ..., last_event_id: Optional[str] = ...) -> _t.TradingBars: ...
+
+        def stream(self, max_reconnects: int = ..., *, symbol: str, venue: Optional[str] = ..., interval: Optional[Literal["1m", "5m", "15m", "1h", "4h", "1d"]] = ..., start: Optional[str] = ..., end: Optional[str] = ..., limit: Optional[int] = ..., last_event_id: Optional[str] = ...) -> Iterator[ServerEvent[Any]]: ...
+
+
 class TradingBookMethod(Method):
     "GET /trading/book (trading.book): A paper book's best levels: the market maker's quotes and resting orders."
 
@@ -2272,6 +2281,17 @@ class TradingCredentialsListMethod(Method):
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None) -> _t.VenueCredentialList: ...
+
+
+class TradingEventsMethod(Method):
+    "GET /trading/events (trading.events): The acting account's order updates after `after` (a seq), oldest first: accepted, partially_filled, filled, cancelled, replaced, expired, rejected (and reset), each with the order as it then stood and the balances after it. With Accept: text/event-stream, a live stream: every update after `after` or Last-Event-ID, then new ones as they happen, with no gap and no repeat."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, after: Optional[int] = ..., limit: Optional[int] = ..., last_event_id: Optional[str] = ...) -> _t.TradingEventList: ...
+
+        def all(self, *, after: Optional[int] = ..., limit: Optional[int] = ..., last_event_id: Optional[str] = ...) -> Iterator[_t.TradingEvent]: ...
+
+        def stream(self, max_reconnects: int = ..., *, after: Optional[int] = ..., limit: Optional[int] = ..., last_event_id: Optional[str] = ...) -> Iterator[ServerEvent[_t.TradingEvent]]: ...
 
 
 class TradingFeesMethod(Method):
@@ -2349,10 +2369,10 @@ class TradingLimitsListMethod(Method):
 
 
 class TradingOrderMethod(Method):
-    "POST /trading/order (trading.order): Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original."
+    "POST /trading/order (trading.order): Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, side: Literal["buy", "sell"], qty: Union[str, float], venue: str = ..., type: Literal["market", "limit", "stop", "stop_limit"] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok"] = ..., client_order_id: str = ...) -> _t.TradingOrder: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, side: Literal["buy", "sell"], venue: str = ..., type: Literal["market", "limit", "stop", "stop_limit"] = ..., qty: Union[str, float] = ..., notional: Union[str, float] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok"] = ..., client_order_id: str = ...) -> _t.TradingOrder: ...
 
 
 class TradingOrdersByClientIdMethod(Method):
@@ -2389,7 +2409,7 @@ class TradingOrdersPreviewMethod(Method):
     "POST /trading/orders/preview (trading.orders.preview): Preview an order without placing it: what would fill now walking the book, at what average price, the fees, and whether the balance covers it."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, side: Literal["buy", "sell"], qty: Union[str, float], venue: str = ..., type: Literal["market", "limit", "stop", "stop_limit"] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok"] = ...) -> _t.TradingOrderPreview: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, side: Literal["buy", "sell"], venue: str = ..., type: Literal["market", "limit", "stop", "stop_limit"] = ..., qty: Union[str, float] = ..., notional: Union[str, float] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok"] = ...) -> _t.TradingOrderPreview: ...
 
 
 class TradingOrdersReplaceMethod(Method):
@@ -2462,6 +2482,15 @@ class TradingQuoteMethod(Method):
         def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, venue: Optional[str] = ...) -> _t.TradingQuote: ...
 
 
+class TradingQuotesMethod(Method):
+    "GET /trading/quotes (trading.quotes): Quotes of the paper venue's symbols (every one, or `symbols`): best bid and ask (the market maker's quotes and resting orders) with their sizes, mid, spread, last trade and reference price. With Accept: text/event-stream, a live stream: each quote now, then again whenever it changes."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, venue: Optional[str] = ..., symbols: Optional[str] = ...) -> _t.TradingQuoteList: ...
+
+        def stream(self, max_reconnects: int = ..., *, venue: Optional[str] = ..., symbols: Optional[str] = ...) -> Iterator[ServerEvent[Any]]: ...
+
+
 class TradingStatsMethod(Method):
     "GET /trading/stats (trading.stats): Trading statistics per UTC day: orders placed, filled, cancelled, fills, buy and sell notional, fees; with totals."
 
@@ -2491,12 +2520,14 @@ class TradingTickersMethod(Method):
 
 
 class TradingTradesMethod(Method):
-    "GET /trading/trades (trading.trades): A paper book's recent trades (the tape, every account's, anonymous), newest first."
+    "GET /trading/trades (trading.trades): A paper book's recent trades (the tape, every account's, anonymous), newest first. With Accept: text/event-stream, a live stream: the trades after `after` or Last-Event-ID (default: from now), oldest first, then each as it happens, with no gap and no repeat."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ...) -> _t.TradingTradeList: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ..., after: Optional[int] = ..., last_event_id: Optional[str] = ...) -> _t.TradingTradeList: ...
 
-        def all(self, *, symbol: str, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ...) -> Iterator[_t.TradingTrade]: ...
+        def all(self, *, symbol: str, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ..., after: Optional[int] = ..., last_event_id: Optional[str] = ...) -> Iterator[_t.TradingTrade]: ...
+
+        def stream(self, max_reconnects: int = ..., *, symbol: str, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ..., after: Optional[int] = ..., last_event_id: Optional[str] = ...) -> Iterator[ServerEvent[_t.TradingTrade]]: ...
 
 
 class TradingVenuesMethod(Method):
@@ -3166,6 +3197,7 @@ class Trading(Resource):
     account: TradingAccountMethod
     activities: TradingActivitiesMethod
     alerts: TradingAlerts
+    bars: TradingBarsMethod
     book: TradingBookMethod
     buyingPower: TradingBuyingPowerMethod
     buying_power: TradingBuyingPowerMethod
@@ -3173,6 +3205,7 @@ class Trading(Resource):
     candles: TradingCandlesMethod
     clock: TradingClockMethod
     credentials: TradingCredentials
+    events: TradingEventsMethod
     fees: TradingFeesMethod
     fill: TradingFillMethod
     fills: TradingFillsMethod
@@ -3185,6 +3218,7 @@ class Trading(Resource):
     portfolio: TradingPortfolio
     positions: TradingPositions
     quote: TradingQuoteMethod
+    quotes: TradingQuotesMethod
     stats: TradingStatsMethod
     symbols: TradingSymbols
     tickers: TradingTickersMethod
@@ -3609,12 +3643,14 @@ METHOD_CLASSES: Dict[str, Type[Method]] = {
     "trading.alerts.get": TradingAlertsGetMethod,
     "trading.alerts.list": TradingAlertsListMethod,
     "trading.alerts.update": TradingAlertsUpdateMethod,
+    "trading.bars": TradingBarsMethod,
     "trading.book": TradingBookMethod,
     "trading.buyingPower": TradingBuyingPowerMethod,
     "trading.cancel": TradingCancelMethod,
     "trading.candles": TradingCandlesMethod,
     "trading.clock": TradingClockMethod,
     "trading.credentials.list": TradingCredentialsListMethod,
+    "trading.events": TradingEventsMethod,
     "trading.fees": TradingFeesMethod,
     "trading.fill": TradingFillMethod,
     "trading.fills": TradingFillsMethod,
@@ -3641,6 +3677,7 @@ METHOD_CLASSES: Dict[str, Type[Method]] = {
     "trading.positions.get": TradingPositionsGetMethod,
     "trading.positions.list": TradingPositionsListMethod,
     "trading.quote": TradingQuoteMethod,
+    "trading.quotes": TradingQuotesMethod,
     "trading.stats": TradingStatsMethod,
     "trading.symbols.get": TradingSymbolsGetMethod,
     "trading.symbols.list": TradingSymbolsListMethod,

@@ -1721,12 +1721,13 @@ class Permissions(TypedDict):
 class _PlaceOrderInputRequired(TypedDict):
     symbol: str
     side: Literal["buy", "sell"]
-    qty: Union[str, float]
 
 
 class PlaceOrderInput(_PlaceOrderInputRequired, total=False):
     venue: str
     type: Literal["market", "limit", "stop", "stop_limit"]
+    qty: Union[str, float]
+    notional: Union[str, float]
     price: Union[str, float]
     stopPrice: Union[str, float]
     timeInForce: Literal["day", "gtc", "ioc", "fok"]
@@ -1744,12 +1745,13 @@ class PoppedMemory(TypedDict):
 class _PreviewOrderInputRequired(TypedDict):
     symbol: str
     side: Literal["buy", "sell"]
-    qty: Union[str, float]
 
 
 class PreviewOrderInput(_PreviewOrderInputRequired, total=False):
     venue: str
     type: Literal["market", "limit", "stop", "stop_limit"]
+    qty: Union[str, float]
+    notional: Union[str, float]
     price: Union[str, float]
     stopPrice: Union[str, float]
     timeInForce: Literal["day", "gtc", "ioc", "fok"]
@@ -3033,6 +3035,12 @@ class TradingBalance(TypedDict):
     available: str
 
 
+class TradingBars(TypedDict):
+    symbol: str
+    interval: str
+    bars: List[TradingCandle]
+
+
 class TradingBook(TypedDict):
     venue: str
     symbol: str
@@ -3118,6 +3126,32 @@ class TradingEquityPoint(TypedDict):
     equity: str
     cash: str
     positionsValue: str
+
+
+class TradingEvent(TypedDict):
+    seq: int
+    id: str
+    type: Literal["accepted", "partially_filled", "filled", "cancelled", "replaced", "expired", "rejected", "reset"]
+    venue: str
+    symbol: Optional[str]
+    createdAt: str
+    order: Optional[TradingOrder]
+    fill: Optional[TradingEventFill]
+    replacedBy: Optional[str]
+    balances: Optional[List[TradingBalance]]
+
+
+class TradingEventFill(TypedDict):
+    price: str
+    qty: str
+    notional: str
+    fee: str
+    liquidity: Literal["maker", "taker"]
+
+
+class TradingEventList(TypedDict):
+    events: List[TradingEvent]
+    nextAfter: Optional[int]
 
 
 class TradingFees(TypedDict):
@@ -3220,6 +3254,7 @@ class TradingOrder(TypedDict):
     type: Literal["market", "limit", "stop", "stop_limit"]
     timeInForce: Literal["day", "gtc", "ioc", "fok"]
     qty: str
+    notional: Optional[str]
     price: Optional[str]
     stopPrice: Optional[str]
     filledQty: str
@@ -3394,6 +3429,10 @@ class TradingQuote(_TradingQuoteRequired, total=False):
     spreadBps: float
 
 
+class TradingQuoteList(TypedDict):
+    quotes: List[TradingQuote]
+
+
 class TradingStats(TypedDict):
     days: List[TradingDayStats]
     totals: TradingDayStats
@@ -3442,6 +3481,7 @@ class TradingTickerList(TypedDict):
 
 class TradingTrade(TypedDict):
     id: str
+    seq: int
     price: str
     qty: str
     notional: str

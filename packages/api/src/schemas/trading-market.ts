@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import { visibleName } from '@svc/kit';
+
 import { DecimalInput, TRADING_SIDES } from './trading.js';
 
 /**
@@ -186,7 +188,7 @@ export const Watchlist = z
   .object({ id: z.string(), name: z.string(), symbols: z.array(z.string()), createdAt: z.string(), updatedAt: z.string() })
   .meta({ id: 'TradingWatchlist' });
 
-export const WatchlistName = z.string().trim().min(1).max(100).describe('1 to 100 characters, unique in the account.');
+export const WatchlistName = visibleName(z.string().trim().min(1).max(100)).describe('1 to 100 characters, unique in the account.');
 
 export const PriceAlert = z
   .object({

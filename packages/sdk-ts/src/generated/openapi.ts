@@ -8658,7 +8658,7 @@ export interface components {
             updatedAt: string;
         };
         CreateJournalEntryInput: {
-            /** @description 1 to 200 characters. */
+            /** @description 1 to 200 characters, no control or invisible format characters. */
             title: string;
             /**
              * @description The note, up to 20,000 characters.
@@ -8690,7 +8690,7 @@ export interface components {
             lastUsedAt: string;
         };
         UpdateJournalEntryInput: {
-            /** @description 1 to 200 characters. */
+            /** @description 1 to 200 characters, no control or invisible format characters. */
             title?: string;
             /** @description The note, up to 20,000 characters. */
             body?: string;

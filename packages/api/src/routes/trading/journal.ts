@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import type { trading_market } from '@svc/proto';
 
-import { ListQuery, Nullable, prefixedId, route, Success } from '../../route.js';
+import { ListQuery, Nullable, prefixedId, route, Success, visibleName } from '../../route.js';
 import { rpc } from '../../rpc.js';
 import { TradingSymbol } from '../../schemas/trading.js';
 import { JournalEntry, JournalTag } from '../../schemas/trading-market.js';
@@ -12,7 +12,7 @@ import { OrderId } from './trading.js';
 
 const common = { tag: 'trading', auth: 'key' as const, principals: ['human', 'agent'] as Array<'human' | 'agent'>, authority: false };
 const EntryId = prefixedId('jrn', 'a journal entry id');
-const Title = z.string().trim().min(1).max(200).describe('1 to 200 characters.');
+const Title = visibleName(z.string().trim().min(1).max(200)).describe('1 to 200 characters, no control or invisible format characters.');
 const Body = z.string().max(20_000).describe('The note, up to 20,000 characters.');
 const Tags = z.array(JournalTag).max(20).describe('Up to 20 tags.');
 
