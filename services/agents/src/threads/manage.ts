@@ -163,7 +163,11 @@ export class ThreadOps {
   async pending(p: Principal, threadId: string): Promise<MessageView[]> {
     await this.threads.get(p, threadId);
     const rows = await this.store.waitingAll(threadId);
-    const seqs = await this.threads.store.messageSeqs(this.sql, threadId, rows.map((m) => m.id));
+    const seqs = await this.threads.store.messageSeqs(
+      this.sql,
+      threadId,
+      rows.map((m) => m.id),
+    );
     return rows.map((m) => ({
       id: m.id,
       seq: seqs.get(m.id) ?? 0,
