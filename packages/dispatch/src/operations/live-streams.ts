@@ -42,7 +42,13 @@ export class LiveStreams {
    */
   stream<T>(release: () => void, call: (signal: AbortSignal) => AsyncIterable<T>, toEvent: (m: T) => StreamEvent): AsyncIterable<StreamEvent> {
     const ac = new AbortController();
-    const inner = call(ac.signal)[Symbol.asyncIterator]();
+    let inner: AsyncIterator<T>;
+    try {
+      inner = call(ac.signal)[Symbol.asyncIterator]();
+    } catch (err) {
+      release();
+      throw err;
+    }
     let finished = false;
     const finish = () => {
       if (finished) return;
