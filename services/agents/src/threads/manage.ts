@@ -36,8 +36,12 @@ export interface MessageView {
   editedAt: Date | null;
 }
 
-const notFound = (what: 'message' | 'run' | 'event') =>
-  new DomainError('not_found', `${what}_not_found`, `${what[0]!.toUpperCase()}${what.slice(1)} not found.`);
+const NOT_FOUND = {
+  message: ['message_not_found', 'Message not found.'],
+  run: ['run_not_found', 'Run not found.'],
+  event: ['event_not_found', 'Event not found.'],
+} as const;
+const notFound = (what: keyof typeof NOT_FOUND) => new DomainError('not_found', NOT_FOUND[what][0], NOT_FOUND[what][1]);
 
 const encode = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 function decodeAt(c: string | undefined): { at: string; id: string } | undefined {
