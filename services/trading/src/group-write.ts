@@ -1,7 +1,6 @@
 import type { Queryable } from '@svc/kit';
 
-import { json, ORDER_COLUMNS, orderRow } from './rows.js';
-import type { FillRow, OrderRow } from './store.js';
+import { type FillRow, json, ORDER_COLUMNS, type OrderRow, orderRow } from './rows.js';
 
 /**
  * The one statement that writes a book transaction of the paper venue (paper/session.ts): orders,

@@ -1,6 +1,53 @@
-import type { OrderRow } from './store.js';
+import type { Actor } from '@svc/kit';
 
 /** How the store reads rows (store.ts, group-write.ts). */
+
+/** An order as stored (decimals as strings, as PostgreSQL's numeric gives them). */
+export interface OrderRow {
+  id: string;
+  account_id: string;
+  venue: string;
+  symbol: string;
+  client_order_id: string;
+  request_hash: string;
+  side: 'buy' | 'sell';
+  type: 'market' | 'limit' | 'stop' | 'stop_limit';
+  time_in_force: 'day' | 'gtc' | 'ioc' | 'fok';
+  qty: string;
+  /** A notional order's amount of the quote asset (its qty is what that bought); null for a quantity order. */
+  notional: string | null;
+  price: string | null;
+  stop_price: string | null;
+  filled_qty: string;
+  filled_notional: string;
+  fees: string;
+  hold_units: string;
+  status: string;
+  reason: string | null;
+  triggered: boolean;
+  seq: number;
+  placed_by: Actor;
+  external_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface FillRow {
+  id: string;
+  account_id: string;
+  order_id: string;
+  venue: string;
+  symbol: string;
+  side: string;
+  price: string;
+  qty: string;
+  notional: string;
+  fee: string;
+  liquidity: 'maker' | 'taker';
+  seq: number;
+  epoch: number;
+  created_at: Date;
+}
 
 export const ORDER_COLUMNS = `id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty::text, price::text,
   stop_price::text, filled_qty::text, filled_notional::text, fees::text, hold_units::text, status, reason, triggered, seq, placed_by,
