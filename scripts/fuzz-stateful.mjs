@@ -7,7 +7,10 @@
  *
  *   node scripts/fuzz-stateful.mjs [--url http://127.0.0.1:8080 --key svc_…] [--seed N] [--long]
  *
- * --url    the running stack (its gateway); --key its operator key (SVC_BOOTSTRAP_KEY): two accounts are made with it
+ * --url    the running stack (its gateway); --key its operator key (SVC_BOOTSTRAP_KEY): two accounts are made with it.
+ *          Start that stack with SVC_RATE_LIMITS=off SVC_RATE_LIMITS_ACCOUNT=off, or its rate limits refuse
+ *          producers and fewer chains run; without model providers or a broker, their operations answer 503
+ *          (counted apart, not failures).
  * --seed   the run's seed (default: the time)
  * --long   more rounds, mutations and seeds (SVC_FUZZ_LONG=1)
  *

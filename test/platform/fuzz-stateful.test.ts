@@ -19,7 +19,8 @@ import { remoteStack, startTestStack, type TestStack } from '../support/stack';
  */
 
 const LONG = process.env.SVC_FUZZ_LONG === '1';
-const SEED = Number(process.env.SVC_FUZZ_SEED ?? 20261201);
+const DEFAULT_SEED = 20261201;
+const SEED = Number(process.env.SVC_FUZZ_SEED ?? DEFAULT_SEED);
 const SEEDS = LONG ? [SEED, SEED + 1, SEED + 2] : [SEED];
 const URL_ = process.env.SVC_FUZZ_URL;
 
@@ -73,6 +74,10 @@ test('the graph chains producers to their consumers, and the named chains ran on
   const r = reports[0]!;
   expect(r.graph.edges.get('tasks.create')).toEqual(expect.arrayContaining(['tasks.get', 'tasks.comments.create']));
   expect(r.graph.edges.get('tasks.comments.create')).toEqual(expect.arrayContaining(['tasks.comments.update', 'tasks.comments.delete']));
+  // Which chains run depends on the inputs a seed generates (a producer refused for its random body
+  // feeds nothing): the default seed, which CI runs, must run these; any seed chains most operations.
+  expect(r.chained.size).toBeGreaterThan(100);
+  if (SEED !== DEFAULT_SEED) return;
   for (const op of ['tasks.get', 'tasks.comments.update', 'threads.messages.list', 'drive.get', 'profiles.getVersion', 'profiles.branches.get']) {
     expect([op, r.chained.has(op)]).toEqual([op, true]);
   }
