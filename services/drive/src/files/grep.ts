@@ -137,13 +137,13 @@ class GrepSession {
 
 /** Worker threads for grep: one per search in flight, a few kept warm between searches. */
 export class GrepWorkers {
-  private readonly idle: Array<{ worker: Worker; nice: number; timer: NodeJS.Timeout }> = [];
+  private readonly idle: Array<{ worker: Worker; timer: NodeJS.Timeout }> = [];
   /** How much nicer than the service each worker runs (it lowers its own thread's priority when it starts). */
   private readonly niceOf = new WeakMap<Worker, number>();
 
   /** A worker `nice` steps nicer than the service (a kept one of the same niceness, or a new one). */
   open(timeoutMs: number, nice: number): GrepSession {
-    const i = this.idle.findLastIndex((e) => e.nice === nice);
+    const i = this.idle.findLastIndex((e) => this.niceOf.get(e.worker) === nice);
     const kept = i >= 0 ? this.idle.splice(i, 1)[0] : undefined;
     if (kept) clearTimeout(kept.timer);
     let worker = kept?.worker;
@@ -161,12 +161,12 @@ export class GrepWorkers {
       void worker.terminate();
       return;
     }
-    const entry = { worker, nice: this.niceOf.get(worker) ?? 0, timer: setTimeout(() => this.drop(entry), IDLE_MS) };
+    const entry = { worker, timer: setTimeout(() => this.drop(entry), IDLE_MS) };
     entry.timer.unref();
     this.idle.push(entry);
   }
 
-  private drop(entry: { worker: Worker; nice: number; timer: NodeJS.Timeout }): void {
+  private drop(entry: { worker: Worker; timer: NodeJS.Timeout }): void {
     const i = this.idle.indexOf(entry);
     if (i >= 0) this.idle.splice(i, 1);
     void entry.worker.terminate();
