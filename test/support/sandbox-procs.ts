@@ -53,15 +53,29 @@ export async function busy(pid: number, ticks = 10): Promise<void> {
 /**
  * Of the children of this process, the sandbox process that is running something (busy-looping):
  * another suite's stack, stopped earlier in the same jest process, may have left one that is not.
+ * Each process is measured from when it is first seen, so a process spawned meanwhile (the pool
+ * replacing one it killed) is not taken for the busy one by the CPU its own start-up used (half a
+ * second of CPU is more than a start-up takes and less than the scripts these tests run).
  */
-export async function busyChild(ticks = 10): Promise<number> {
-  const start = new Map(sandboxChildren().map((pid) => [pid, cpuTicks(pid)]));
+export async function busyChild(ticks = 50): Promise<number> {
+  const start = new Map<number, number>();
+  const look = () => {
+    for (const pid of sandboxChildren()) {
+      try {
+        if (!start.has(pid)) start.set(pid, cpuTicks(pid));
+      } catch {
+        // gone meanwhile
+      }
+    }
+  };
+  look();
   let found: number | undefined;
   await until(
     () => {
-      for (const pid of sandboxChildren()) {
+      look();
+      for (const [pid, first] of start) {
         try {
-          if (cpuTicks(pid) >= (start.get(pid) ?? 0) + ticks) found = pid;
+          if (cpuTicks(pid) >= first + ticks) found = pid;
         } catch {
           // gone meanwhile
         }

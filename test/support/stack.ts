@@ -6,6 +6,7 @@ import { type Stack, startStack } from '@svc/stack';
 
 import { createDatabase, dropNatsNamespace, randomName, REAL, startS3, tempDir } from './backends';
 import { watchStack } from './contract';
+import { seedEmbeddedDatabase } from './pglite-template';
 
 export interface TestStack {
   url: string;
@@ -74,6 +75,8 @@ export async function startTestStack(
     ...extraEnv,
     ...(s3 ? { S3_ENDPOINT: s3.endpoint, S3_ACCESS_KEY: s3.accessKey, S3_SECRET_KEY: s3.secretKey, S3_BUCKET: namespace } : {}),
   };
+  // The embedded database starts from a copy of an initdb'd folder, as a real one from a template.
+  if (!env.DATABASE_URL) await seedEmbeddedDatabase(path.join(env.SVC_DATA_DIR!, 'pg'));
   const stack = await startStack(env, { logDestination: options.logDestination });
   const url = `http://127.0.0.1:${stack.port}`;
   // Every answer from this stack is held to the OpenAPI document (test/support/contract.ts).
