@@ -94,9 +94,11 @@ describe('the surface over HTTP', () => {
     const all = await rawListAll({ query: 'toolsets=all' });
     expect(all.bytes).toBeLessThanOrEqual(250 * 1024);
     expect(all.names).toEqual(catalogue.list().map((x) => x.name));
-    // Descriptions kept; output schemas only for the default set.
-    expect(all.tools.every((x) => x.description.length > 10)).toBe(true);
-    expect(all.tools.filter((x) => x.outputSchema).every((x) => DEFAULT_TOOLSET.includes(x.name))).toBe(true);
+    // Descriptions kept; output schemas only in the default view, for its tools.
+    expect(all.tools.every((x) => x.description.length >= 40)).toBe(true);
+    expect(all.tools.filter((x) => x.outputSchema)).toEqual([]);
+    expect(def.tools.find((x) => x.name === 'read_drive_file')!.outputSchema.properties).toHaveProperty('content');
+    expect(def.tools.filter((x) => x.outputSchema).every((x) => DEFAULT_TOOLSET.includes(x.name))).toBe(true);
   });
 
   test('toolsets by area, on the URL or in X-MCP-Toolsets; an unknown one is 400', async () => {

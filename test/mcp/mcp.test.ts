@@ -60,9 +60,9 @@ describe.each(clients)('a %s client', (_name, connect, paged) => {
     const write = tools.find((x) => x.name === 'write_drive_file')!;
     expect(write.inputSchema.properties).toHaveProperty('ifMatch');
     expect(write.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
-    expect(tools.find((x) => x.name === 'read_drive_file')!.outputSchema.properties).toHaveProperty('content');
-    // Output schemas only for the default set's tools (the rest answer the same structuredContent).
-    expect(tools.find((x) => x.name === 'drive_tree')!.outputSchema).toBeUndefined();
+    // Output schemas only in the default view, for its tools (mcp-surface.test.ts): the whole
+    // catalogue is an index without them, and every tool answers the same structuredContent.
+    expect(tools.filter((x) => x.outputSchema).map((x) => x.name)).toEqual([]);
   });
 
   test('whoami answers the caller, on the mcp channel', async () => {

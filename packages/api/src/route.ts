@@ -203,14 +203,27 @@ export const Timestamp = z.string().describe('ISO 8601 UTC with milliseconds');
 export const Nullable = <T extends z.ZodType>(t: T) => t.nullable().default(null as never);
 
 export const ListQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (1–200; default 50).'),
+  cursor: z.string().max(200).optional().describe('The previous page’s `nextCursor`; omit for the first.'),
 });
 
 export const Success = z.object({ success: z.literal(true) });
 
+/** The headers of a list that is also a live stream (SSE): where a reconnecting client resumes. */
+export const StreamHeaders = z.object({
+  'last-event-id': z
+    .string()
+    .regex(/^\d{1,15}$/, 'must be a seq')
+    .optional()
+    .describe('For the live stream: the seq of the last event you have (a reconnecting EventSource sends it); the stream resumes after it.'),
+});
+
 /** An id of one type (DESIGN §3): `<prefix>_` + 26 lowercase base32 characters. */
-export const prefixedId = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what} (${prefix}_…)`);
+export const prefixedId = (prefix: string, what: string) =>
+  z
+    .string()
+    .regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what} (${prefix}_…)`)
+    .describe(`The ${what.replace(/^an? /, '').replace(/ id$/, '')}’s id (${prefix}_…).`);
 
 export const AccountId = prefixedId('acct', 'an account id');
 export const AgentId = prefixedId('agt', 'an agent id');
@@ -223,7 +236,10 @@ export const ProjectId = z
   .superRefine((s, ctx) => {
     const problem = scopeIdProblem(s);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  });
+  })
+  .describe('A project’s id (a project key’s scope).');
 
 /** A display name: 1–100 characters, trimmed, NFC, no control or invisible format characters. */
-export const DisplayName = visibleName(z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'));
+export const DisplayName = visibleName(z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters')).describe(
+  'A name for people to read: 1–100 characters, no control or invisible characters.',
+);

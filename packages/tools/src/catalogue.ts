@@ -83,8 +83,8 @@ function bindingOf(r: Route): ToolBinding {
   const def: ToolDef = {
     name,
     title: written?.title ?? titleOf(name),
-    // The route's summary (a very short one with its HTTP form, which says what it reaches).
-    description: written?.description ?? (r.summary.length >= 40 ? r.summary : `${r.summary} (${r.method.toUpperCase()} /v1${r.path})`),
+    // The route's summary (a test holds every one to a sentence a model can act on; the route is in routeId).
+    description: written?.description ?? r.summary,
     routeId: r.id,
     area: r.tag,
     // In the spelling narrower clients accept (no type arrays): the same values (portable.ts).

@@ -72,21 +72,29 @@ const INSTRUCTIONS =
  */
 export const LISTED_OUTPUT_SCHEMA_MAX = 1536;
 
-/** Whether tools/list carries a tool's output schema. */
-export const listsOutputSchema = (t: ToolDef): boolean =>
-  t.outputSchema !== undefined && DEFAULT_TOOLSET.includes(t.name) && JSON.stringify(t.outputSchema).length <= LISTED_OUTPUT_SCHEMA_MAX;
+/**
+ * Whether tools/list carries a tool's output schema: in the default view only (no toolsets
+ * chosen), for its own tools. A view of more areas is the catalogue as an index, where every
+ * byte is paid once per tool (the whole of it is held to 250 KB).
+ */
+export const listsOutputSchema = (t: ToolDef, view: ToolView = DEFAULT_VIEW): boolean =>
+  t.outputSchema !== undefined &&
+  view.toolsets.length === 1 &&
+  view.toolsets[0] === 'default' &&
+  DEFAULT_TOOLSET.includes(t.name) &&
+  JSON.stringify(t.outputSchema).length <= LISTED_OUTPUT_SCHEMA_MAX;
 
 /**
- * An MCP Tool as tools/list lists it. A title that is only the name in words (the tools without a
- * written one) is left out: clients show the name.
+ * An MCP Tool as tools/list lists it in a view. A title that is only the name in words (the tools
+ * without a written one) is left out: clients show the name.
  */
-export const toMcpTool = (t: ToolDef): Tool =>
+export const toMcpTool = (t: ToolDef, view: ToolView = DEFAULT_VIEW): Tool =>
   ({
     name: t.name,
     ...(t.title.toLowerCase() !== t.name.replace(/_/g, ' ') ? { title: t.title } : {}),
     description: t.description,
     inputSchema: t.inputSchema,
-    ...(listsOutputSchema(t) ? { outputSchema: t.outputSchema } : {}),
+    ...(listsOutputSchema(t, view) ? { outputSchema: t.outputSchema } : {}),
     annotations: t.annotations,
   }) as Tool;
 
@@ -206,7 +214,7 @@ export class McpEndpoint {
     if (!page) {
       try {
         const p = viewPage(this.listed(view), view, cursor, this.deps.pageSize);
-        page = { tools: p.tools.map(toMcpTool), ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}) };
+        page = { tools: p.tools.map((t) => toMcpTool(t, view)), ...(p.nextCursor ? { nextCursor: p.nextCursor } : {}) };
       } catch (err) {
         if (err instanceof InvalidCursorError) throw new mcp.ProtocolError(mcp.ProtocolErrorCode.InvalidParams, err.message);
         throw err;

@@ -86,6 +86,16 @@ function convert(t: z.ZodType, io: 'input' | 'output'): Converted {
 }
 
 const propertiesOf = (s: JsonSchema) => (s.properties ?? {}) as Record<string, JsonSchema>;
+
+/**
+ * An argument as a model reads it: a nullable field (`anyOf: [X, null]`) described on X only gets
+ * X's description on the argument itself, where clients show it.
+ */
+function described(prop: JsonSchema): JsonSchema {
+  if (prop.description !== undefined || !Array.isArray(prop.anyOf)) return prop;
+  const inner = (prop.anyOf as JsonSchema[]).filter((s) => s.type !== 'null');
+  return inner.length === 1 && typeof inner[0]!.description === 'string' ? { ...prop, description: inner[0]!.description } : prop;
+}
 const requiredOf = (s: JsonSchema) => new Set((s.required ?? []) as string[]);
 const isObjectSchema = (s: JsonSchema) => s.type === 'object' && typeof s.properties === 'object';
 
@@ -116,7 +126,7 @@ export function inputSchemaOf(route: Route): { schema: JsonSchema; map: Argument
         arg = prefix + arg.charAt(0).toUpperCase() + arg.slice(1);
         if (arg in properties) continue;
       }
-      properties[arg] = prop;
+      properties[arg] = described(prop);
       into.set(arg, key);
       if (req.has(key)) required.add(arg);
     }
@@ -139,7 +149,7 @@ export function inputSchemaOf(route: Route): { schema: JsonSchema; map: Argument
       for (const [key, prop] of Object.entries(propertiesOf(c.root))) {
         // A body field named like a path parameter (a read-only echo such as `id`) is the path's.
         if (key in properties) continue;
-        properties[key] = prop;
+        properties[key] = described(prop);
         map.body.set(key, key);
         if (req.has(key)) required.add(key);
       }

@@ -91,7 +91,7 @@ class AgentKeysGetMethod(Method):
 
 
 class AgentKeysListMethod(Method):
-    "GET /agents/{id}/keys (agentKeys.list): List the agent's active API keys."
+    "GET /agents/{id}/keys (agentKeys.list): List the agent's active API keys: name, prefix, project scope, expiry and last use (never the secret)."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, limit: Optional[int] = ..., cursor: Optional[str] = ..., project_id: Optional[str] = ...) -> _t.ApiKeyList: ...
@@ -142,7 +142,7 @@ class AgentsCloneMethod(Method):
 
 
 class AgentsCreateMethod(Method):
-    "POST /agents (agents.create): Create an agent in the acting account."
+    "POST /agents (agents.create): Create an agent in the acting account: its name, model, instructions and the tools its runs may call. Returns the agent."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, name: str, description: str = ..., model: str = ..., instructions: str = ..., project_id: str = ..., tools: List[str] = ..., max_steps: int = ..., max_tokens_per_run: int = ...) -> _t.Agent: ...
@@ -248,7 +248,7 @@ class ApiKeysCreateMethod(Method):
 
 
 class ApiKeysListMethod(Method):
-    "GET /api/api-keys (apiKeys.list): List the caller's active API keys."
+    "GET /api/api-keys (apiKeys.list): List the caller's active API keys: name, prefix, project scope, expiry and last use (never the secret)."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, limit: Optional[int] = ..., cursor: Optional[str] = ..., project_id: Optional[str] = ...) -> _t.ApiKeyList: ...
@@ -299,14 +299,14 @@ class CreditsAlertsCreateMethod(Method):
 
 
 class CreditsAlertsDeleteMethod(Method):
-    "DELETE /credits/alerts/{id} (credits.alerts.delete): Delete a low-balance alert."
+    "DELETE /credits/alerts/{id} (credits.alerts.delete): Delete a low-balance credit alert; it will no longer trigger."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.CreditsAlertsDeleteAnswer: ...
 
 
 class CreditsAlertsGetMethod(Method):
-    "GET /credits/alerts/{id} (credits.alerts.get): One low-balance alert."
+    "GET /credits/alerts/{id} (credits.alerts.get): One low-balance credit alert: its threshold, note and whether it has triggered."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.CreditAlert: ...
@@ -329,7 +329,7 @@ class CreditsAlertsUpdateMethod(Method):
 
 
 class CreditsEntriesGetMethod(Method):
-    "GET /credits/entries/{id} (credits.entries.get): One entry of the credit ledger."
+    "GET /credits/entries/{id} (credits.entries.get): One entry of the credit ledger: a grant or a charge, its amount, the balance after it and its cause."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.CreditEntry: ...
@@ -445,7 +445,7 @@ class DriveCopyMethod(Method):
 
 
 class DriveCreateFolderMethod(Method):
-    "POST /drive/folders (drive.createFolder): Create a folder."
+    "POST /drive/folders (drive.createFolder): Create a folder in the drive (at the root or inside another folder). Returns the folder."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, name: str, parent_id: Optional[str] = ..., project_id: str = ...) -> _t.DriveItem: ...
@@ -666,7 +666,7 @@ class DriveTagsAddMethod(Method):
 
 
 class DriveTagsGetMethod(Method):
-    "GET /drive/{id}/tags (drive.tags.get): An item’s tags."
+    "GET /drive/{id}/tags (drive.tags.get): The tags of a drive file or folder (the labels set with the tag tools)."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.DriveTags: ...
@@ -828,7 +828,7 @@ class HostsGetMethod(Method):
 
 
 class HostsListMethod(Method):
-    "GET /accounts/{id}/hosts (hosts.list): Hosts (machines) paired to an account."
+    "GET /accounts/{id}/hosts (hosts.list): The machines paired to an account as hosts, with whether each is connected now and the tools it offers."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, limit: Optional[int] = ..., cursor: Optional[str] = ...) -> _t.HostList: ...
@@ -879,7 +879,7 @@ class MeApiKeysGetMethod(Method):
 
 
 class MeApiKeysListMethod(Method):
-    "GET /me/api-keys (meApiKeys.list): List the caller's active API keys."
+    "GET /me/api-keys (meApiKeys.list): List the caller's active API keys: name, prefix, project scope, expiry and last use (never the secret)."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, limit: Optional[int] = ..., cursor: Optional[str] = ..., project_id: Optional[str] = ...) -> _t.ApiKeyList: ...
@@ -1139,7 +1139,7 @@ class ModelsTruncateTextMethod(Method):
 
 
 class ModelsUsageGetMethod(Method):
-    "GET /models/usage/{id} (models.usage.get): One usage record."
+    "GET /models/usage/{id} (models.usage.get): One model usage record: the model, tokens in and out, cost in credits, and who made the call."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.ModelUsageRecord: ...
@@ -1253,21 +1253,21 @@ class ProfilesDuplicateMethod(Method):
 
 
 class ProfilesGetMethod(Method):
-    "GET /profiles/{id} (profiles.get): Get a taste profile with its ETag."
+    "GET /profiles/{id} (profiles.get): Get a taste profile (its branches, versions and staged changes) with its ETag for a later write."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, snapshots: Optional[Union[bool, Literal["true", "false"]]] = ...) -> _t.Profile: ...
 
 
 class ProfilesGetVersionMethod(Method):
-    "GET /profiles/{id}/versions/{versionId} (profiles.getVersion): One version with its snapshot."
+    "GET /profiles/{id}/versions/{versionId} (profiles.getVersion): One committed version of a taste profile with its full snapshot, message, author and parent."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, version_id: str) -> _t.ProfileVersion: ...
 
 
 class ProfilesListMethod(Method):
-    "GET /profiles (profiles.list): List taste profiles (newest first)."
+    "GET /profiles (profiles.list): List the account’s taste profiles, newest first, with their names and current branches."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, limit: Optional[int] = ..., cursor: Optional[str] = ..., project_id: Optional[str] = ...) -> _t.ProfileList: ...
@@ -1357,7 +1357,7 @@ class ProfilesVersionsListMethod(Method):
 
 
 class ProfilesWorkingDiscardMethod(Method):
-    "DELETE /profiles/{id}/working-changes (profiles.working.discard): Discard every uncommitted change."
+    "DELETE /profiles/{id}/working-changes (profiles.working.discard): Discard every staged, uncommitted change of a taste profile; its committed versions stay as they are."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, if_match: Optional[str] = ...) -> _t.ProfileWorkingChangesView: ...
@@ -1531,7 +1531,7 @@ class SitesDeploymentsDiffMethod(Method):
 
 
 class SitesDeploymentsGetMethod(Method):
-    "GET /sites/{id}/deployments/{deploymentId} (sites.deployments.get): One deployment with its files."
+    "GET /sites/{id}/deployments/{deploymentId} (sites.deployments.get): One deployment of a site with its files (paths, sizes and hashes) and when it went live."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, deployment_id: str) -> _t.Deployment: ...
@@ -1582,7 +1582,7 @@ class SitesFilesReadMethod(Method):
 
 
 class SitesGetMethod(Method):
-    "GET /sites/{id} (sites.get): A site."
+    "GET /sites/{id} (sites.get): One static site: its slug, title, public URL, live deployment and settings."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.Site: ...
@@ -1596,7 +1596,7 @@ class SitesLinksCheckMethod(Method):
 
 
 class SitesListMethod(Method):
-    "GET /sites (sites.list): The account’s sites, oldest first."
+    "GET /sites (sites.list): The account’s static sites, oldest first, each with its slug, public URL and live deployment."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, limit: Optional[int] = ..., cursor: Optional[str] = ...) -> _t.SiteList: ...
@@ -1712,7 +1712,7 @@ class TasksCommentsDeleteMethod(Method):
 
 
 class TasksCommentsListMethod(Method):
-    "GET /tasks/{id}/comments (tasks.comments.list): A task’s comments, oldest first."
+    "GET /tasks/{id}/comments (tasks.comments.list): A task’s comments, oldest first, each with its author and when it was written or edited."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, limit: Optional[int] = ..., cursor: Optional[str] = ...) -> _t.TaskCommentList: ...
@@ -1735,7 +1735,7 @@ class TasksCompleteMethod(Method):
 
 
 class TasksCreateMethod(Method):
-    "POST /tasks (tasks.create): Add a task at the end of a list."
+    "POST /tasks (tasks.create): Add a task at the end of a list, with optional notes, priority, due time, assignee agent and labels. Returns the task."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, list_id: str, title: str, notes: str = ..., priority: Literal["low", "normal", "high", "urgent"] = ..., due_at: str = ..., assignee_agent_id: str = ..., labels: List[str] = ...) -> _t.Task: ...
@@ -1779,14 +1779,14 @@ class TasksListsClearCompletedMethod(Method):
 
 
 class TasksListsCreateMethod(Method):
-    "POST /task-lists (tasks.lists.create): Create a task list."
+    "POST /task-lists (tasks.lists.create): Create a task list (a named list of tasks people and agents share). Returns the list."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, name: str, description: str = ...) -> _t.TaskList: ...
 
 
 class TasksListsDeleteMethod(Method):
-    "DELETE /task-lists/{id} (tasks.lists.delete): Delete a task list with all its tasks."
+    "DELETE /task-lists/{id} (tasks.lists.delete): Delete a task list together with all its tasks and their comments; this cannot be undone."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.DeletedTaskList: ...
@@ -1844,7 +1844,7 @@ class TasksMoveMethod(Method):
 
 
 class TasksReopenMethod(Method):
-    "POST /tasks/{id}/reopen (tasks.reopen): Mark a done task open again."
+    "POST /tasks/{id}/reopen (tasks.reopen): Mark a done task open again (the opposite of completing it). Returns the task."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.Task: ...
@@ -1932,7 +1932,7 @@ class ThreadsGetMethod(Method):
 
 
 class ThreadsGetEventMethod(Method):
-    "GET /threads/{id}/events/{seq} (threads.getEvent): One event of the thread, by its seq."
+    "GET /threads/{id}/events/{seq} (threads.getEvent): One event of a thread by its seq: its type, data, producer and the run it belongs to."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, seq: str) -> _t.ThreadEvent: ...
@@ -2203,7 +2203,7 @@ class TradingAlertsCreateMethod(Method):
 
 
 class TradingAlertsDeleteMethod(Method):
-    "DELETE /trading/alerts/{id} (trading.alerts.delete): Delete a price alert."
+    "DELETE /trading/alerts/{id} (trading.alerts.delete): Delete a price alert on a symbol before (or after) it triggers."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.TradingAlertsDeleteAnswer: ...
@@ -2302,7 +2302,7 @@ class TradingFeesMethod(Method):
 
 
 class TradingFillMethod(Method):
-    "GET /trading/fills/{id} (trading.fill): One fill of the acting account."
+    "GET /trading/fills/{id} (trading.fill): One fill (an execution of an order) of the acting account: price, quantity, fee and its order."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.TradingFill: ...
@@ -2325,14 +2325,14 @@ class TradingJournalCreateMethod(Method):
 
 
 class TradingJournalDeleteMethod(Method):
-    "DELETE /trading/journal/{id} (trading.journal.delete): Delete a journal entry."
+    "DELETE /trading/journal/{id} (trading.journal.delete): Delete a trading journal entry; the orders it refers to are not affected."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.TradingJournalDeleteAnswer: ...
 
 
 class TradingJournalGetMethod(Method):
-    "GET /trading/journal/{id} (trading.journal.get): One journal entry."
+    "GET /trading/journal/{id} (trading.journal.get): One trading journal entry: its title, notes, tags and the orders it is about."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.TradingJournalEntry: ...
@@ -2552,14 +2552,14 @@ class TradingWatchlistsCreateMethod(Method):
 
 
 class TradingWatchlistsDeleteMethod(Method):
-    "DELETE /trading/watchlists/{id} (trading.watchlists.delete): Delete a watchlist."
+    "DELETE /trading/watchlists/{id} (trading.watchlists.delete): Delete a trading watchlist; the symbols on it are not affected elsewhere."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.TradingWatchlistsDeleteAnswer: ...
 
 
 class TradingWatchlistsGetMethod(Method):
-    "GET /trading/watchlists/{id} (trading.watchlists.get): One watchlist."
+    "GET /trading/watchlists/{id} (trading.watchlists.get): One trading watchlist with its symbols, in the order they were added."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.TradingWatchlist: ...
@@ -2589,7 +2589,7 @@ class TradingWatchlistsRemoveSymbolMethod(Method):
 
 
 class TradingWatchlistsRenameMethod(Method):
-    "PATCH /trading/watchlists/{id} (trading.watchlists.rename): Rename a watchlist."
+    "PATCH /trading/watchlists/{id} (trading.watchlists.rename): Rename a trading watchlist; its symbols stay as they are. Returns the watchlist."
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, name: str) -> _t.TradingWatchlist: ...

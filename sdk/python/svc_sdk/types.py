@@ -1463,6 +1463,7 @@ class MergeProfileRequestInput(_MergeProfileRequestInputRequired, total=False):
 
 
 class MergeProfileRequestInputResolutions(TypedDict, total=False):
+    "Per kind, how each named conflict is resolved: keep ours (the target) or take theirs (the source)."
     constraints: Dict[str, Literal["ours", "theirs"]]
     exemplars: Dict[str, Literal["ours", "theirs"]]
     comparisons: Dict[str, Literal["ours", "theirs"]]
@@ -1685,6 +1686,7 @@ class PatchProfileRequestInput(TypedDict, total=False):
 
 
 class PatchProfileRequestInputProfileData(TypedDict, total=False):
+    "The profile’s history: versions, branches, the current branch and the staged changes (the GET shape)."
     versions: List[PatchVersionInput]
     branches: List[PatchBranchInput]
     currentBranchId: str
@@ -1916,6 +1918,7 @@ class ProfileSearchResultItemsItem(TypedDict):
 
 
 class ProfilesMergeResolutions(TypedDict, total=False):
+    "Per kind, how each named conflict is resolved: keep ours (the target) or take theirs (the source)."
     constraints: Dict[str, Literal["ours", "theirs"]]
     exemplars: Dict[str, Literal["ours", "theirs"]]
     comparisons: Dict[str, Literal["ours", "theirs"]]

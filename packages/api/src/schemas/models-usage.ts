@@ -69,7 +69,7 @@ export const RecommendBody = z
       .optional()
       .describe('Budget per call in USD, a decimal string ("0.01").'),
     availableOnly: z.boolean().default(false).describe('Only models the account can run now.'),
-    limit: z.number().int().min(1).max(20).default(5),
+    limit: z.number().int().min(1).max(20).default(5).describe('How many models to recommend at most (1–20; default 5).'),
   })
   .meta({ id: 'RecommendModels' });
 

@@ -25,8 +25,10 @@ export const ProfileRefId = z
   .min(1, 'must not be empty')
   .max(128)
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.:/@-]*$/, 'may hold letters, digits and _ . : / @ - only');
-export const ProfileMessage = z.string().max(PROFILE_LIMITS.message);
-export const ProfileBranchName = visibleName(z.string().trim().min(1, 'must not be empty').max(PROFILE_LIMITS.name));
+export const ProfileMessage = z.string().max(PROFILE_LIMITS.message).describe('A message for the new version, as in a commit log.');
+export const ProfileBranchName = visibleName(z.string().trim().min(1, 'must not be empty').max(PROFILE_LIMITS.name)).describe(
+  'The branch’s name, unique in the profile.',
+);
 
 /** Checked as a plain object only (cheap for 10,000 items), and passed on as is. */
 const Item = z
@@ -107,16 +109,17 @@ export const ProfileBranchIn = z
 export const ProfileDataIn = z
   .object({
     versions: z.array(ProfileVersionIn).max(PROFILE_LIMITS.versions).optional().describe('Every version, all branches (committed ones unchanged).'),
-    branches: z.array(ProfileBranchIn).max(PROFILE_LIMITS.branches).optional(),
-    currentBranchId: ProfileRefId.optional(),
-    workingChanges: ProfileWorkingChanges.optional(),
+    branches: z.array(ProfileBranchIn).max(PROFILE_LIMITS.branches).optional().describe('Every branch, with its head version.'),
+    currentBranchId: ProfileRefId.optional().describe('The branch checked out (one of branches).'),
+    workingChanges: ProfileWorkingChanges.optional().describe('The staged changes not yet committed, per kind.'),
   })
-  .strict();
+  .strict()
+  .describe('The profile’s history: versions, branches, the current branch and the staged changes (the GET shape).');
 
 /** A PATCH's (or an import's) profileData, as validated. */
 export type ProfileDataInput = z.output<typeof ProfileDataIn>;
 
-const ProfileName = visibleName(z.string().trim().min(1, 'must not be empty').max(PROFILE_LIMITS.name));
+const ProfileName = visibleName(z.string().trim().min(1, 'must not be empty').max(PROFILE_LIMITS.name)).describe('The profile’s name.');
 
 export const CreateProfileBody = z
   .object({
@@ -146,7 +149,7 @@ const SideMap = z.record(z.string(), ProfileMergeSide).describe('Item id (or lat
 
 export const MergeProfileBody = z
   .object({
-    sourceBranchId: ProfileRefId,
+    sourceBranchId: ProfileRefId.describe('The branch whose changes are merged in.'),
     targetBranchId: ProfileRefId.optional().describe('Default: the current branch.'),
     message: ProfileMessage.optional(),
     dryRun: z.boolean().optional().describe('Preview the merge and its conflicts; change nothing.'),
@@ -159,7 +162,8 @@ export const MergeProfileBody = z
         latentScores: SideMap.optional(),
       })
       .strict()
-      .optional(),
+      .optional()
+      .describe('Per kind, how each named conflict is resolved: keep ours (the target) or take theirs (the source).'),
   })
   .strict()
   .meta({ id: 'MergeProfileRequest' });

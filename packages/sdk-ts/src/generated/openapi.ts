@@ -263,7 +263,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Hosts (machines) paired to an account. */
+        /** The machines paired to an account as hosts, with whether each is connected now and the tools it offers. */
         get: operations["hosts.list"];
         put?: never;
         post?: never;
@@ -574,7 +574,7 @@ export interface paths {
         /** Agents of the acting account (of its project, for a project-scoped key), newest first. */
         get: operations["agents.list"];
         put?: never;
-        /** Create an agent in the acting account. */
+        /** Create an agent in the acting account: its name, model, instructions and the tools its runs may call. Returns the agent. */
         post: operations["agents.create"];
         delete?: never;
         options?: never;
@@ -1193,7 +1193,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One event of the thread, by its seq. */
+        /** One event of a thread by its seq: its type, data, producer and the run it belongs to. */
         get: operations["threads.getEvent"];
         put?: never;
         post?: never;
@@ -1662,7 +1662,7 @@ export interface paths {
         /** The account’s task lists, oldest first, with their open and done counts. */
         get: operations["tasks.lists.list"];
         put?: never;
-        /** Create a task list. */
+        /** Create a task list (a named list of tasks people and agents share). Returns the list. */
         post: operations["tasks.lists.create"];
         delete?: never;
         options?: never;
@@ -1681,7 +1681,7 @@ export interface paths {
         get: operations["tasks.lists.get"];
         put?: never;
         post?: never;
-        /** Delete a task list with all its tasks. */
+        /** Delete a task list together with all its tasks and their comments; this cannot be undone. */
         delete: operations["tasks.lists.delete"];
         options?: never;
         head?: never;
@@ -1767,7 +1767,7 @@ export interface paths {
         /** Tasks across the account’s lists (or of one), filtered by status, assignee, label, text or due time; by list and position. */
         get: operations["tasks.list"];
         put?: never;
-        /** Add a task at the end of a list. */
+        /** Add a task at the end of a list, with optional notes, priority, due time, assignee agent and labels. Returns the task. */
         post: operations["tasks.create"];
         delete?: never;
         options?: never;
@@ -1837,7 +1837,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark a done task open again. */
+        /** Mark a done task open again (the opposite of completing it). Returns the task. */
         post: operations["tasks.reopen"];
         delete?: never;
         options?: never;
@@ -1921,7 +1921,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A task’s comments, oldest first. */
+        /** A task’s comments, oldest first, each with its author and when it was written or edited. */
         get: operations["tasks.comments.list"];
         put?: never;
         /** Comment on a task (a note, a progress report, a question). */
@@ -2096,7 +2096,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's active API keys. */
+        /** List the caller's active API keys: name, prefix, project scope, expiry and last use (never the secret). */
         get: operations["apiKeys.list"];
         put?: never;
         /** Create an API key (the caller's); the key is in the response once. */
@@ -2115,7 +2115,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's active API keys. */
+        /** List the caller's active API keys: name, prefix, project scope, expiry and last use (never the secret). */
         get: operations["meApiKeys.list"];
         put?: never;
         /** Create an API key (the caller's); the key is in the response once. */
@@ -2134,7 +2134,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the agent's active API keys. */
+        /** List the agent's active API keys: name, prefix, project scope, expiry and last use (never the secret). */
         get: operations["agentKeys.list"];
         put?: never;
         /** Create an API key (the agent's); the key is in the response once. */
@@ -2636,7 +2636,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An item’s tags. */
+        /** The tags of a drive file or folder (the labels set with the tag tools). */
         get: operations["drive.tags.get"];
         /** Replace an item’s tags with these (an empty list removes them all). */
         put: operations["drive.tags.set"];
@@ -2813,7 +2813,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a folder. */
+        /** Create a folder in the drive (at the root or inside another folder). Returns the folder. */
         post: operations["drive.createFolder"];
         delete?: never;
         options?: never;
@@ -2865,7 +2865,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account’s sites, oldest first. */
+        /** The account’s static sites, oldest first, each with its slug, public URL and live deployment. */
         get: operations["sites.list"];
         put?: never;
         /** Create a hosted site. Its slug names its public URL, /sites/<slug>/ (unique across the platform: 409 slug_taken). It serves nothing until a deploy. */
@@ -2883,7 +2883,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A site. */
+        /** One static site: its slug, title, public URL, live deployment and settings. */
         get: operations["sites.get"];
         put?: never;
         post?: never;
@@ -2920,7 +2920,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One deployment with its files. */
+        /** One deployment of a site with its files (paths, sizes and hashes) and when it went live. */
         get: operations["sites.deployments.get"];
         put?: never;
         post?: never;
@@ -3078,7 +3078,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List taste profiles (newest first). */
+        /** List the account’s taste profiles, newest first, with their names and current branches. */
         get: operations["profiles.list"];
         put?: never;
         /** Create a taste profile (with the branch main and no versions, unless profileData imports a history). */
@@ -3096,7 +3096,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a taste profile with its ETag. */
+        /** Get a taste profile (its branches, versions and staged changes) with its ETag for a later write. */
         get: operations["profiles.get"];
         put?: never;
         post?: never;
@@ -3254,7 +3254,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One version with its snapshot. */
+        /** One committed version of a taste profile with its full snapshot, message, author and parent. */
         get: operations["profiles.getVersion"];
         put?: never;
         post?: never;
@@ -3291,7 +3291,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Discard every uncommitted change. */
+        /** Discard every staged, uncommitted change of a taste profile; its committed versions stay as they are. */
         delete: operations["profiles.working.discard"];
         options?: never;
         head?: never;
@@ -3680,7 +3680,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One usage record. */
+        /** One model usage record: the model, tokens in and out, cost in credits, and who made the call. */
         get: operations["models.usage.get"];
         put?: never;
         post?: never;
@@ -3765,7 +3765,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One entry of the credit ledger. */
+        /** One entry of the credit ledger: a grant or a charge, its amount, the balance after it and its cause. */
         get: operations["credits.entries.get"];
         put?: never;
         post?: never;
@@ -3834,11 +3834,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One low-balance alert. */
+        /** One low-balance credit alert: its threshold, note and whether it has triggered. */
         get: operations["credits.alerts.get"];
         put?: never;
         post?: never;
-        /** Delete a low-balance alert. */
+        /** Delete a low-balance credit alert; it will no longer trigger. */
         delete: operations["credits.alerts.delete"];
         options?: never;
         head?: never;
@@ -4465,7 +4465,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One fill of the acting account. */
+        /** One fill (an execution of an order) of the acting account: price, quantity, fee and its order. */
         get: operations["trading.fill"];
         put?: never;
         post?: never;
@@ -4500,15 +4500,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One watchlist. */
+        /** One trading watchlist with its symbols, in the order they were added. */
         get: operations["trading.watchlists.get"];
         put?: never;
         post?: never;
-        /** Delete a watchlist. */
+        /** Delete a trading watchlist; the symbols on it are not affected elsewhere. */
         delete: operations["trading.watchlists.delete"];
         options?: never;
         head?: never;
-        /** Rename a watchlist. */
+        /** Rename a trading watchlist; its symbols stay as they are. Returns the watchlist. */
         patch: operations["trading.watchlists.rename"];
         trace?: never;
     };
@@ -4592,7 +4592,7 @@ export interface paths {
         get: operations["trading.alerts.get"];
         put?: never;
         post?: never;
-        /** Delete a price alert. */
+        /** Delete a price alert on a symbol before (or after) it triggers. */
         delete: operations["trading.alerts.delete"];
         options?: never;
         head?: never;
@@ -4642,11 +4642,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One journal entry. */
+        /** One trading journal entry: its title, notes, tags and the orders it is about. */
         get: operations["trading.journal.get"];
         put?: never;
         post?: never;
-        /** Delete a journal entry. */
+        /** Delete a trading journal entry; the orders it refers to are not affected. */
         delete: operations["trading.journal.delete"];
         options?: never;
         head?: never;
@@ -4804,10 +4804,12 @@ export interface components {
         CreateAccountRequestInput: {
             /** @constant */
             kind: "organization";
+            /** @description A name for people to read: 1–100 characters, no control or invisible characters. */
             name: string;
         } | {
             /** @constant */
             kind: "user";
+            /** @description A name for people to read: 1–100 characters, no control or invisible characters. */
             name: string;
             /** Format: email */
             email?: string;
@@ -4849,6 +4851,7 @@ export interface components {
             addedAt: string;
         };
         AddMemberRequestInput: {
+            /** @description The account’s id (acct_…). */
             accountId: string;
             /** @enum {string} */
             role: "owner" | "admin" | "member";
@@ -4986,6 +4989,7 @@ export interface components {
             reason: ("malformed" | "unknown_key" | "key_expired" | "bad_signature") | null;
         };
         VerifySignatureRequestInput: {
+            /** @description The signature to check, as the sign operation returned it. */
             signature: string;
         };
         HostList: {
@@ -5010,6 +5014,7 @@ export interface components {
             warning: string;
         };
         PairHostRequestInput: {
+            /** @description A name for people to read: 1–100 characters, no control or invisible characters. */
             name: string;
         };
         HostCallResult: {
@@ -5020,7 +5025,9 @@ export interface components {
             durationMs: number;
         };
         HostCallRequestInput: {
+            /** @description The name of a tool the host offers (its tool list: GET /hosts/:hostId). */
             tool: string;
+            /** @description The tool’s arguments, as its input schema asks (default {}). */
             arguments?: {
                 [key: string]: unknown;
             };
@@ -5066,6 +5073,7 @@ export interface components {
             heldGrants: components["schemas"]["StandingGrant"][];
         };
         RenameHostRequestInput: {
+            /** @description A name for people to read: 1–100 characters, no control or invisible characters. */
             name: string;
         };
         AgentSearchResult: {
@@ -5291,9 +5299,13 @@ export interface components {
             nextCursor: string | null;
         };
         CreateAgentRequestInput: {
+            /** @description A name for people to read: 1–100 characters, no control or invisible characters. */
             name: string;
+            /** @description What the agent is for, for people choosing one (at most 2,000 characters). */
             description?: string;
+            /** @description The model its runs use, an id from GET /models (default: the platform’s default model). */
             model?: string;
+            /** @description The system instructions every run of the agent starts with. */
             instructions?: string;
             /** @description A project-scoped key creates agents in its own project. */
             projectId?: string;
@@ -5305,9 +5317,11 @@ export interface components {
             maxTokensPerRun?: number;
         };
         SetDefaultAgentsRequestInput: {
+            /** @description The account’s default agents from now on, in order (at most 20). */
             agentIds: string[];
         };
         UpdateAgentRequestInput: {
+            /** @description A name for people to read: 1–100 characters, no control or invisible characters. */
             name?: string;
             description?: string | null;
             model?: string | null;
@@ -5425,6 +5439,7 @@ export interface components {
         CreateThreadRequestInput: {
             /** @description The agent; the account’s first default agent when absent. */
             agentId?: string;
+            /** @description A title for the thread (at most 200 characters; default: none). */
             title?: string;
             /** @description Your own JSON object (at most 16 KiB). */
             metadata?: {
@@ -5434,6 +5449,7 @@ export interface components {
             message?: string;
         };
         UpdateThreadRequestInput: {
+            /** @description The thread’s title (at most 200 characters); null clears it. */
             title?: string | null;
             /** @description Your own JSON object (at most 16 KiB). */
             metadata?: {
@@ -5620,7 +5636,10 @@ export interface components {
              * @default 10000
              */
             timeoutMs?: number;
-            /** @default 50 */
+            /**
+             * @description How many events to return at most (1–200; default 50).
+             * @default 50
+             */
             limit?: number;
         };
         RunSteps: {
@@ -5681,6 +5700,7 @@ export interface components {
             title?: string;
         };
         SetThreadAgentRequestInput: {
+            /** @description The agent’s id (agt_…). */
             agentId: string;
         };
         ThreadExport: {
@@ -5930,12 +5950,14 @@ export interface components {
             missing: string[];
         };
         MemoryKeysRequestInput: {
+            /** @description 1–100 keys to read; those not there are listed under missing. */
             keys: string[];
         };
         MemoryEntriesWritten: {
             entries: components["schemas"]["MemoryEntry"][];
         };
         SetManyMemoryRequestInput: {
+            /** @description 1–100 entries to write, each a key, a JSON value and an optional time to live. */
             entries: {
                 /** @description A key: 1–200 of A-Z a-z 0-9 . _ : @ -. */
                 key: string;
@@ -5946,6 +5968,7 @@ export interface components {
             }[];
         };
         DeleteManyMemoryRequestInput: {
+            /** @description 1–100 keys to delete; a missing key is skipped. */
             keys: string[];
         };
         SetMemoryRequestInput: {
@@ -5991,7 +6014,10 @@ export interface components {
              * @enum {string}
              */
             from?: "start" | "end";
-            /** @default 1 */
+            /**
+             * @description How many items to take off the list (1–100; default 1).
+             * @default 1
+             */
             count?: number;
         };
         ExpireMemoryRequestInput: {
@@ -6043,11 +6069,15 @@ export interface components {
             updatedAt: string;
         };
         CreateTaskListRequestInput: {
+            /** @description The list’s name (1–100 characters). */
             name: string;
+            /** @description What the list is for (at most 1,000 characters). */
             description?: string;
         };
         UpdateTaskListRequestInput: {
+            /** @description The list’s name (1–100 characters). */
             name?: string;
+            /** @description What the list is for; null clears it. */
             description?: string | null;
         };
         DeletedTaskList: {
@@ -6069,7 +6099,10 @@ export interface components {
             notes: string | null;
             /** @enum {string} */
             status: "open" | "done";
-            /** @enum {string} */
+            /**
+             * @description How urgent the task is.
+             * @enum {string}
+             */
             priority: "low" | "normal" | "high" | "urgent";
             /** @default null */
             dueAt: string | null;
@@ -6118,15 +6151,21 @@ export interface components {
             nextCursor: string | null;
         };
         CreateTaskRequestInput: {
+            /** @description The task list’s id (tls_…). */
             listId: string;
+            /** @description What is to be done (1–300 characters). */
             title: string;
+            /** @description Details, as free text (at most 10,000 characters). */
             notes?: string;
             /**
              * @description Default normal.
              * @enum {string}
              */
             priority?: "low" | "normal" | "high" | "urgent";
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it is due (ISO 8601).
+             */
             dueAt?: string;
             /** @description An agent of the account. */
             assigneeAgentId?: string;
@@ -6136,13 +6175,20 @@ export interface components {
         DuplicateTaskRequestInput: {
             /** @description Default: its own list. */
             listId?: string;
+            /** @description The copy’s title (default: the same title). */
             title?: string;
         };
         UpdateTaskRequestInput: {
+            /** @description What is to be done (1–300 characters). */
             title?: string;
+            /** @description Details, as free text; null clears them. */
             notes?: string | null;
-            /** @enum {string} */
+            /**
+             * @description How urgent the task is.
+             * @enum {string}
+             */
             priority?: "low" | "normal" | "high" | "urgent";
+            /** @description When it is due (ISO 8601); null clears it. */
             dueAt?: string | null;
             /** @description Replaces the labels. */
             labels?: string[];
@@ -6194,9 +6240,11 @@ export interface components {
             updatedAt: string;
         };
         CreateTaskCommentRequestInput: {
+            /** @description The comment’s text (1–10,000 characters). */
             body: string;
         };
         UpdateTaskCommentRequestInput: {
+            /** @description The comment’s text (1–10,000 characters). */
             body: string;
         };
         DeletedTaskComment: {
@@ -6244,7 +6292,9 @@ export interface components {
             updatedAt: string;
         };
         CreateScheduleRequestInput: {
+            /** @description The schedule’s name (1–100 characters). */
             name: string;
+            /** @description The message sent each time it fires. */
             message: string;
             /** @description Send into this thread (queued after a running run). */
             threadId?: string;
@@ -6278,7 +6328,10 @@ export interface components {
              * @description Once, at this time.
              */
             at?: string;
-            /** @default 5 */
+            /**
+             * @description How many upcoming times to list (1–50; default 5).
+             * @default 5
+             */
             count?: number;
             /**
              * Format: date-time
@@ -6287,7 +6340,9 @@ export interface components {
             from?: string;
         };
         UpdateScheduleRequestInput: {
+            /** @description The schedule’s name (1–100 characters). */
             name?: string;
+            /** @description The message sent each time it fires. */
             message?: string;
             /** @description Five-field cron in UTC: minute hour day-of-month month day-of-week (e.g. "0 9 * * MON-FRI": weekdays at 09:00 UTC). */
             cron?: string;
@@ -6298,6 +6353,7 @@ export interface components {
              * @description Once, at this time.
              */
             at?: string;
+            /** @description When it stops firing (ISO 8601); null: never. */
             endsAt?: string | null;
         };
         DeletedSchedule: {
@@ -6352,7 +6408,9 @@ export interface components {
             warning: string;
         };
         CreateKeyRequestInput: {
+            /** @description A name to tell the key by (1–100 characters). */
             name: string;
+            /** @description A project’s id (a project key’s scope). */
             projectId?: string;
             /** @description The lifetime in days, fractions down to one minute (1/1440); rounded to the nearest minute. */
             expiresInDays?: number;
@@ -6563,6 +6621,7 @@ export interface components {
             etag: string;
         };
         AppendTextRequestInput: {
+            /** @description The text to add at the end. */
             text: string;
             /**
              * @description Start on a new line if the file does not end with one.
@@ -6579,12 +6638,18 @@ export interface components {
             find: string;
             /** @description Its replacement ("" deletes it). */
             replace: string;
+            /** @description How many times `find` must occur (default 1); any other count is 422 and nothing is written. */
             expectedOccurrences?: number;
-            /** @default false */
+            /**
+             * @description Replace every occurrence, however many.
+             * @default false
+             */
             replaceAll?: boolean;
         };
         ReplaceLinesRequestInput: {
+            /** @description The first line to replace, 1-based. */
             start: number;
+            /** @description The last line to replace (at least start). */
             end: number;
             /** @description The new lines. */
             text: string;
@@ -6592,6 +6657,7 @@ export interface components {
         InsertLinesRequestInput: {
             /** @description The line the text goes after; 0 puts it first. */
             after: number;
+            /** @description The lines to insert. */
             text: string;
         };
         DriveJsonValue: {
@@ -6653,9 +6719,15 @@ export interface components {
         BatchTagRequestInput: {
             /** @description 1 to 100 item ids, each once. */
             ids: string[];
-            /** @default [] */
+            /**
+             * @description Tags to add to every item.
+             * @default []
+             */
             add?: string[];
-            /** @default [] */
+            /**
+             * @description Tags to take off every item.
+             * @default []
+             */
             remove?: string[];
         };
         DriveReadMany: {
@@ -6690,6 +6762,7 @@ export interface components {
         CopyItemRequestInput: {
             /** @description The target folder (null: the root; absent: the same folder). */
             parentId?: string | null;
+            /** @description The item’s name: 1–255 characters, no "/" or control characters, not "." or "..". */
             name?: string;
             /**
              * @description Replace an item holding the name (else 412 name_taken).
@@ -6728,9 +6801,11 @@ export interface components {
             tags: string[];
         };
         SetTagsRequestInput: {
+            /** @description The item’s tags from now on (at most 50); [] removes them all. */
             tags: string[];
         };
         AddTagsRequestInput: {
+            /** @description Tags to add; those it has already are kept once. */
             tags: string[];
         };
         ZipFolderRequestInput: {
@@ -6767,6 +6842,7 @@ export interface components {
             /** @description The data rows: cells as strings, numbers, booleans or null (empty). */
             rows: (string | number | boolean | null)[][];
             /**
+             * @description The cell separator (default ",").
              * @default ,
              * @enum {string}
              */
@@ -6775,8 +6851,10 @@ export interface components {
             projectId?: string;
         };
         AppendCsvRequestInput: {
+            /** @description Rows of cells (strings, numbers, booleans or null for an empty cell), at most 1,000 cells a row. */
             rows: (string | number | boolean | null)[][];
             /**
+             * @description The cell separator (default ",").
              * @default ,
              * @enum {string}
              */
@@ -6826,7 +6904,9 @@ export interface components {
              * @default urn:svc:properties
              */
             namespace?: string;
+            /** @description The property’s name, an XML name (letters, digits, _ . -). */
             name: string;
+            /** @description The property’s value, as text (at most 60,000 characters). */
             value: string;
         };
         DriveItemList: {
@@ -6835,12 +6915,17 @@ export interface components {
             nextCursor: string | null;
         };
         CreateFolderRequestInput: {
+            /** @description The item’s name: 1–255 characters, no "/" or control characters, not "." or "..". */
             name: string;
+            /** @description The folder to create it in; null or absent for the drive root. */
             parentId?: string | null;
+            /** @description A project’s id (a project key’s scope). */
             projectId?: string;
         };
         UpdateDriveItemRequestInput: {
+            /** @description The item’s name: 1–255 characters, no "/" or control characters, not "." or "..". */
             name?: string;
+            /** @description The folder to move it into; null for the drive root. */
             parentId?: string | null;
         };
         Site: {
@@ -6925,6 +7010,7 @@ export interface components {
                 /** @description The file’s content: text as is (encoding utf8), or base64 (encoding base64) for binary files. */
                 content: string;
                 /**
+                 * @description How `content` is written: utf8 text (default) or base64 bytes.
                  * @default utf8
                  * @enum {string}
                  */
@@ -6948,6 +7034,7 @@ export interface components {
             nextCursor: string | null;
         };
         RollbackSiteRequestInput: {
+            /** @description The deployment’s id (dep_…). */
             deploymentId?: string;
         };
         SiteSettings: {
@@ -6973,6 +7060,7 @@ export interface components {
         UpdateSiteRequestInput: {
             /** @description The public name: the site is served at /sites/<slug>/. Unique across the platform. */
             slug?: string;
+            /** @description The site’s title, shown in its listings (at most 100 characters). */
             title?: string;
             /** @description Serve index.html for paths with no file (client-side routing). */
             spaFallback?: boolean;
@@ -7021,6 +7109,7 @@ export interface components {
             }[];
         };
         ReplaceRedirectsRequestInput: {
+            /** @description Every redirect of the site from now on (at most 1,000); [] removes them all. */
             redirects: {
                 /**
                  * Format: starts_with
@@ -7187,13 +7276,17 @@ export interface components {
         CreateProfileRequestInput: {
             /** @description Default "Untitled profile". */
             name?: string;
+            /** @description A project’s id (a project key’s scope). */
             projectId?: string;
             /** @description Optional initial history (an import), checked as a PATCH would be. */
             profileData?: {
                 /** @description Every version, all branches (committed ones unchanged). */
                 versions?: components["schemas"]["PatchVersionInput"][];
+                /** @description Every branch, with its head version. */
                 branches?: components["schemas"]["PatchBranchInput"][];
+                /** @description The branch checked out (one of branches). */
                 currentBranchId?: string;
+                /** @description The staged changes not yet committed, per kind. */
                 workingChanges?: components["schemas"]["ProfileWorkingChanges"];
             };
         };
@@ -7201,6 +7294,7 @@ export interface components {
             id: string;
             branchId?: string;
             parentVersionId?: string | null;
+            /** @description A message for the new version, as in a commit log. */
             message?: string;
             snapshot?: components["schemas"]["ProfileSnapshot"];
             /** Format: date-time */
@@ -7208,6 +7302,7 @@ export interface components {
         };
         PatchBranchInput: {
             id: string;
+            /** @description The branch’s name, unique in the profile. */
             name?: string;
             description?: string | null;
             headVersionId?: string | null;
@@ -7215,12 +7310,17 @@ export interface components {
             createdAt?: string;
         };
         PatchProfileRequestInput: {
+            /** @description The profile’s name. */
             name?: string;
+            /** @description The profile’s history: versions, branches, the current branch and the staged changes (the GET shape). */
             profileData?: {
                 /** @description Every version, all branches (committed ones unchanged). */
                 versions?: components["schemas"]["PatchVersionInput"][];
+                /** @description Every branch, with its head version. */
                 branches?: components["schemas"]["PatchBranchInput"][];
+                /** @description The branch checked out (one of branches). */
                 currentBranchId?: string;
+                /** @description The staged changes not yet committed, per kind. */
                 workingChanges?: components["schemas"]["ProfileWorkingChanges"];
             };
             /** @description Accepted and ignored: the server recomputes it from the current branch head. */
@@ -7235,20 +7335,29 @@ export interface components {
             updatedAt?: unknown;
         };
         CommitProfileRequestInput: {
+            /** @description A message for the new version, as in a commit log. */
             message: string;
+            /** @description The branch to commit on (default: the current branch). */
             branchId?: string;
         };
         CreateProfileBranchRequestInput: {
+            /** @description The branch’s name, unique in the profile. */
             name: string;
+            /** @description What the branch is for (at most 2,000 characters). */
             description?: string;
+            /** @description The branch it starts from, at its head (default: the current branch). */
             parentBranchId?: string;
         };
         CheckoutProfileRequestInput: {
+            /** @description The branch to make current. */
             branchId: string;
         };
         RollbackProfileRequestInput: {
+            /** @description The version whose content becomes the branch’s new head. */
             versionId: string;
+            /** @description Default: the current branch. */
             branchId?: string;
+            /** @description A message for the new version, as in a commit log. */
             message?: string;
         };
         ProfileMergeResult: {
@@ -7318,9 +7427,11 @@ export interface components {
             };
         };
         MergeProfileRequestInput: {
+            /** @description The branch whose changes are merged in. */
             sourceBranchId: string;
             /** @description Default: the current branch. */
             targetBranchId?: string;
+            /** @description A message for the new version, as in a commit log. */
             message?: string;
             /** @description Preview the merge and its conflicts; change nothing. */
             dryRun?: boolean;
@@ -7329,6 +7440,7 @@ export interface components {
              * @enum {string}
              */
             strategy?: "ours" | "theirs";
+            /** @description Per kind, how each named conflict is resolved: keep ours (the target) or take theirs (the source). */
             resolutions?: {
                 /** @description Item id (or latentScores key) → ours | theirs. */
                 constraints?: {
@@ -7375,10 +7487,13 @@ export interface components {
             headVersion: components["schemas"]["ProfileVersion"] | null;
         };
         UpdateProfileBranchRequestInput: {
+            /** @description The branch’s name, unique in the profile. */
             name?: string;
+            /** @description What the branch is for; null clears it. */
             description?: string | null;
         };
         ResetProfileBranchRequestInput: {
+            /** @description The version the branch’s head moves to. */
             versionId: string;
         };
         ProfileWorkingChangesView: {
@@ -7449,9 +7564,11 @@ export interface components {
             name?: string;
         };
         RevertProfileVersionRequestInput: {
+            /** @description The version whose changes are undone by a new version. */
             versionId: string;
             /** @description Default: the current branch. */
             branchId?: string;
+            /** @description A message for the new version, as in a commit log. */
             message?: string;
         };
         CherryPickProfileVersionRequestInput: {
@@ -7480,7 +7597,9 @@ export interface components {
         CreateProfileTagRequestInput: {
             /** @description A tag name, e.g. v1.0. */
             name: string;
+            /** @description The version to tag (default: the current branch’s head). */
             versionId?: string;
+            /** @description A note on the tag. */
             message?: string;
         };
         DeletedProfileTag: {
@@ -7728,7 +7847,10 @@ export interface components {
              * @default false
              */
             availableOnly?: boolean;
-            /** @default 5 */
+            /**
+             * @description How many models to recommend at most (1–20; default 5).
+             * @default 5
+             */
             limit?: number;
         };
         ModelUsageList: {
@@ -7906,6 +8028,7 @@ export interface components {
         UpdateCreditAlertInput: {
             /** @description Trigger when the balance is at or below this amount (USD, a decimal string). */
             threshold?: string;
+            /** @description Why the alert is there; null clears it. */
             note?: string | null;
         };
         TradingVenueList: {
@@ -8029,6 +8152,7 @@ export interface components {
         };
         CancelOrdersInput: {
             venue?: string;
+            /** @description The order’s id (ord_…). */
             orderId?: string;
             clientOrderId?: string;
             /** @default false */
@@ -29824,7 +29948,9 @@ export interface operations {
                 "multipart/form-data": {
                     /** @description The file’s name (default: the file part’s filename). */
                     name?: string;
+                    /** @description The folder’s id (fld_…). */
                     parentId?: string;
+                    /** @description A project’s id (a project key’s scope). */
                     projectId?: string;
                     /**
                      * Format: binary

@@ -43,7 +43,8 @@ export const auditRoutes = [
       action: z
         .string()
         .regex(/^[a-z_]+\.[a-z_]+$/, 'must look like grant.created')
-        .optional(),
+        .optional()
+        .describe('Only events of this action, such as grant.created or member.added.'),
     }),
     response: list('events', AuditEvent, 'AuditEventList'),
     auth: 'key',

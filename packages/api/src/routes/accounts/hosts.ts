@@ -37,7 +37,7 @@ export const hostRoutes = [
     id: 'hosts.list',
     method: 'get',
     path: '/accounts/:id/hosts',
-    summary: 'Hosts (machines) paired to an account.',
+    summary: 'The machines paired to an account as hosts, with whether each is connected now and the tools it offers.',
     tag: 'hosts',
     params: AccountParams,
     query: ListQuery,
@@ -97,8 +97,9 @@ export const hostRoutes = [
           .string()
           .min(1, 'is required')
           .max(200)
-          .regex(/^[A-Za-z0-9_.:/-]+$/, 'may hold letters, digits and _ . : / - only'),
-        arguments: JsonObject.optional(),
+          .regex(/^[A-Za-z0-9_.:/-]+$/, 'may hold letters, digits and _ . : / - only')
+          .describe('The name of a tool the host offers (its tool list: GET /hosts/:hostId).'),
+        arguments: JsonObject.optional().describe('The tool’s arguments, as its input schema asks (default {}).'),
         timeoutMs: z.number().int().min(100).max(8000).optional().describe('Default: settings.hosts.callTimeoutMs (5000).'),
       })
       .strict()

@@ -125,7 +125,7 @@ export const signingRoutes = [
     tag: 'signing',
     params: AccountParams,
     body: z
-      .object({ signature: z.string().min(1, 'is required').max(200_000) })
+      .object({ signature: z.string().min(1, 'is required').max(200_000).describe('The signature to check, as the sign operation returned it.') })
       .strict()
       .meta({ id: 'VerifySignatureRequest' }),
     response: z

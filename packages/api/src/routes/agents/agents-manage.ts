@@ -24,7 +24,7 @@ export const agentOpsRoutes = [
     summary: 'Agents of the acting account whose name, description or instructions contain the text (case-insensitive); name matches first.',
     query: z.object({
       q: z.string().trim().min(1, 'must not be empty').max(200).describe('The text to find.'),
-      limit: z.coerce.number().int().min(1).max(100).default(20),
+      limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many agents to return at most (1–100; default 20).'),
     }),
     response: z.object({ agents: z.array(Agent) }).meta({ id: 'AgentSearchResult' }),
     handler: rpc('agents', 'searchAgents', {
@@ -136,7 +136,9 @@ export const agentOpsRoutes = [
     path: '/agents/:id/runs',
     summary: 'The agent’s runs across its threads, newest first.',
     params,
-    query: ListQuery.extend({ status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']).optional() }),
+    query: ListQuery.extend({
+      status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']).optional().describe('Only runs in this state.'),
+    }),
     response: z.object({ runs: z.array(Run), nextCursor: Nullable(z.string()) }).meta({ id: 'AgentRunList' }),
     handler: rpc('agents', 'listAgentRuns', {
       request: (i) => ({ agentId: i.params.id, limit: i.query.limit, cursor: i.query.cursor, status: i.query.status }),

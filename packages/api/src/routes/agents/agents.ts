@@ -125,7 +125,7 @@ export const agentsRoutes = [
     method: 'post',
     effect: 'creates',
     path: '/agents',
-    summary: 'Create an agent in the acting account.',
+    summary: 'Create an agent in the acting account: its name, model, instructions and the tools its runs may call. Returns the agent.',
     tag: 'agents',
     body: CreateAgentBody,
     response: Agent,
@@ -158,7 +158,9 @@ export const agentsRoutes = [
     summary: "Replace the acting account's default agents (ordered agent ids of the account, at most 20).",
     tag: 'agents',
     body: z
-      .object({ agentIds: z.array(AgentId).max(20, 'may hold at most 20 agents') })
+      .object({
+        agentIds: z.array(AgentId).max(20, 'may hold at most 20 agents').describe('The account’s default agents from now on, in order (at most 20).'),
+      })
       .strict()
       .meta({ id: 'SetDefaultAgentsRequest' }),
     response: DefaultAgents,

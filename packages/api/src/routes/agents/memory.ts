@@ -103,7 +103,7 @@ export const memoryRoutes: Route[] = [
     query: z.object({
       q: z.string().min(1).max(200).describe('The text to find in keys and values.'),
       namespace: MemoryNamespace.optional().describe('Only this namespace.'),
-      limit: z.coerce.number().int().min(1).max(100).default(20),
+      limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many entries to return at most (1–100; default 20).'),
     }),
     response: EntryList,
     handler: rpc('agents', 'searchMemory', {
@@ -162,7 +162,7 @@ export const memoryRoutes: Route[] = [
     summary: 'Read up to 100 keys of a namespace at once; absent ones are listed as missing.',
     params: nsParams,
     body: z
-      .object({ keys: z.array(MemoryKey).min(1).max(100) })
+      .object({ keys: z.array(MemoryKey).min(1).max(100).describe('1–100 keys to read; those not there are listed under missing.') })
       .strict()
       .meta({ id: 'MemoryKeysRequest' }),
     response: z.object({ entries: z.array(MemoryEntry), missing: z.array(z.string()) }).meta({ id: 'MemoryEntriesFound' }),
@@ -183,7 +183,8 @@ export const memoryRoutes: Route[] = [
         entries: z
           .array(z.object({ key: MemoryKey, value: JsonValue, ttlSeconds: Ttl.optional() }).strict())
           .min(1)
-          .max(100),
+          .max(100)
+          .describe('1–100 entries to write, each a key, a JSON value and an optional time to live.'),
       })
       .strict()
       .meta({ id: 'SetManyMemoryRequest' }),
@@ -208,7 +209,7 @@ export const memoryRoutes: Route[] = [
     summary: 'Delete up to 100 keys of a namespace in one transaction.',
     params: nsParams,
     body: z
-      .object({ keys: z.array(MemoryKey).min(1).max(100) })
+      .object({ keys: z.array(MemoryKey).min(1).max(100).describe('1–100 keys to delete; a missing key is skipped.') })
       .strict()
       .meta({ id: 'DeleteManyMemoryRequest' }),
     response: Deleted,
@@ -327,7 +328,7 @@ export const memoryRoutes: Route[] = [
     body: z
       .object({
         from: z.enum(['start', 'end']).default('end').describe('start: the oldest items (a queue); end: the newest (a stack).'),
-        count: z.number().int().min(1).max(100).default(1),
+        count: z.number().int().min(1).max(100).default(1).describe('How many items to take off the list (1–100; default 1).'),
       })
       .strict()
       .meta({ id: 'PopMemoryRequest' }),
@@ -376,7 +377,9 @@ export const memoryRoutes: Route[] = [
     path: '/memory/:namespace/entries/:key/history',
     summary: 'The versions of a key, newest first: each write with its value, operation, time and author (the last 100).',
     params: keyParams,
-    query: z.object({ limit: z.coerce.number().int().min(1).max(100).default(20) }),
+    query: z.object({
+      limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many earlier values to return at most (1–100; default 20).'),
+    }),
     response: z
       .object({
         versions: z.array(

@@ -115,7 +115,7 @@ export const schedulesRoutes: Route[] = [
     method: 'get',
     path: '/schedules',
     summary: 'The account’s schedules, oldest first, optionally by status.',
-    query: ListQuery.extend({ status: z.enum(['active', 'paused', 'completed']).optional() }),
+    query: ListQuery.extend({ status: z.enum(['active', 'paused', 'completed']).optional().describe('Only schedules in this state.') }),
     response: z.object({ schedules: z.array(Schedule), nextCursor: Nullable(z.string()) }).meta({ id: 'ScheduleList' }),
     handler: rpc('agents', 'listSchedules', {
       request: (i) => ({ status: i.query.status, limit: i.query.limit, cursor: i.query.cursor }),
@@ -130,8 +130,8 @@ export const schedulesRoutes: Route[] = [
     summary: 'Schedule a message to a thread, or to an agent in a new thread each time: by cron (UTC), every N seconds, or once at a time.',
     body: z
       .object({
-        name: z.string().min(1).max(100),
-        message: z.string().min(1).max(32_000),
+        name: z.string().min(1).max(100).describe('The schedule’s name (1–100 characters).'),
+        message: z.string().min(1).max(32_000).describe('The message sent each time it fires.'),
         threadId: ThreadId.optional().describe('Send into this thread (queued after a running run).'),
         agentId: AgentId.optional().describe('Or: start a new thread with this agent each time.'),
         ...TimingFields,
@@ -164,7 +164,7 @@ export const schedulesRoutes: Route[] = [
     body: z
       .object({
         ...TimingFields,
-        count: z.number().int().min(1).max(50).default(5),
+        count: z.number().int().min(1).max(50).default(5).describe('How many upcoming times to list (1–50; default 5).'),
         from: z.iso.datetime({ offset: true }).optional().describe('Start after this time (default: now).'),
       })
       .strict()
@@ -191,10 +191,10 @@ export const schedulesRoutes: Route[] = [
     params,
     body: z
       .object({
-        name: z.string().min(1).max(100).optional(),
-        message: z.string().min(1).max(32_000).optional(),
+        name: z.string().min(1).max(100).optional().describe('The schedule’s name (1–100 characters).'),
+        message: z.string().min(1).max(32_000).optional().describe('The message sent each time it fires.'),
         ...TimingFields,
-        endsAt: z.iso.datetime({ offset: true }).nullable().optional(),
+        endsAt: z.iso.datetime({ offset: true }).nullable().optional().describe('When it stops firing (ISO 8601); null: never.'),
       })
       .strict()
       .refine((b) => Object.keys(b).length > 0, 'must change at least one field')

@@ -27,9 +27,12 @@ export const taskListsRoutes: Route[] = [
     method: 'post',
     effect: 'creates',
     path: '/task-lists',
-    summary: 'Create a task list.',
+    summary: 'Create a task list (a named list of tasks people and agents share). Returns the list.',
     body: z
-      .object({ name: z.string().min(1).max(100), description: z.string().max(1000).optional() })
+      .object({
+        name: z.string().min(1).max(100).describe('The list’s name (1–100 characters).'),
+        description: z.string().max(1000).optional().describe('What the list is for (at most 1,000 characters).'),
+      })
       .strict()
       .meta({ id: 'CreateTaskListRequest' }),
     response: TaskList,
@@ -53,7 +56,10 @@ export const taskListsRoutes: Route[] = [
     summary: 'Rename a task list or change its description (null clears it).',
     params: listParams,
     body: z
-      .object({ name: z.string().min(1).max(100).optional(), description: z.string().max(1000).nullable().optional() })
+      .object({
+        name: z.string().min(1).max(100).optional().describe('The list’s name (1–100 characters).'),
+        description: z.string().max(1000).nullable().optional().describe('What the list is for; null clears it.'),
+      })
       .strict()
       .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
       .meta({ id: 'UpdateTaskListRequest' }),
@@ -72,7 +78,7 @@ export const taskListsRoutes: Route[] = [
     id: 'tasks.lists.delete',
     method: 'delete',
     path: '/task-lists/:id',
-    summary: 'Delete a task list with all its tasks.',
+    summary: 'Delete a task list together with all its tasks and their comments; this cannot be undone.',
     params: listParams,
     response: Deleted('tasks').meta({ id: 'DeletedTaskList' }),
     handler: rpc('agents', 'deleteTaskList', { request: byId, response: (res) => ({ deleted: res.count }) }),

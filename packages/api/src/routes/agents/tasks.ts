@@ -13,7 +13,8 @@ import { rpc } from '../../rpc.js';
 export const TaskListId = prefixedId('tls', 'a task list id');
 export const TaskId = prefixedId('tsk', 'a task id');
 const CommentId = prefixedId('tcm', 'a comment id');
-const Priority = z.enum(['low', 'normal', 'high', 'urgent']);
+const CommentBody = z.string().min(1).max(10_000).describe('The comment’s text (1–10,000 characters).');
+const Priority = z.enum(['low', 'normal', 'high', 'urgent']).describe('How urgent the task is.');
 const Labels = z
   .array(z.string().regex(/^[a-z0-9][a-z0-9:_-]{0,49}$/, 'must be 1–50 of a-z 0-9 : _ -'))
   .max(20)
@@ -117,9 +118,9 @@ export const tasksRoutes: Route[] = [
     summary: 'Tasks across the account’s lists (or of one), filtered by status, assignee, label, text or due time; by list and position.',
     query: ListQuery.extend({
       listId: TaskListId.optional(),
-      status: z.enum(['open', 'done']).optional(),
+      status: z.enum(['open', 'done']).optional().describe('Only open or only done tasks.'),
       assigneeAgentId: AgentId.optional(),
-      label: z.string().max(50).optional(),
+      label: z.string().max(50).optional().describe('Only tasks with this label.'),
       q: z.string().min(1).max(200).optional().describe('Text in the title or notes.'),
       dueBefore: z.iso.datetime({ offset: true }).optional().describe('Only tasks due before this time.'),
     }),
@@ -143,14 +144,14 @@ export const tasksRoutes: Route[] = [
     method: 'post',
     effect: 'creates',
     path: '/tasks',
-    summary: 'Add a task at the end of a list.',
+    summary: 'Add a task at the end of a list, with optional notes, priority, due time, assignee agent and labels. Returns the task.',
     body: z
       .object({
         listId: TaskListId,
-        title: z.string().min(1).max(300),
-        notes: z.string().max(10_000).optional(),
+        title: z.string().min(1).max(300).describe('What is to be done (1–300 characters).'),
+        notes: z.string().max(10_000).optional().describe('Details, as free text (at most 10,000 characters).'),
         priority: Priority.optional().describe('Default normal.'),
-        dueAt: z.iso.datetime({ offset: true }).optional(),
+        dueAt: z.iso.datetime({ offset: true }).optional().describe('When it is due (ISO 8601).'),
         assigneeAgentId: AgentId.optional().describe('An agent of the account.'),
         labels: Labels.optional(),
       })
@@ -180,7 +181,10 @@ export const tasksRoutes: Route[] = [
       'Copy a task (open, with its notes, priority, due time, assignee and labels; no blockers or comments) to the end of its list or another.',
     params: taskParams,
     body: z
-      .object({ listId: TaskListId.optional().describe('Default: its own list.'), title: z.string().min(1).max(300).optional() })
+      .object({
+        listId: TaskListId.optional().describe('Default: its own list.'),
+        title: z.string().min(1).max(300).optional().describe('The copy’s title (default: the same title).'),
+      })
       .strict()
       .meta({ id: 'DuplicateTaskRequest' }),
     response: Task,
@@ -208,10 +212,10 @@ export const tasksRoutes: Route[] = [
     params: taskParams,
     body: z
       .object({
-        title: z.string().min(1).max(300).optional(),
-        notes: z.string().max(10_000).nullable().optional(),
+        title: z.string().min(1).max(300).optional().describe('What is to be done (1–300 characters).'),
+        notes: z.string().max(10_000).nullable().optional().describe('Details, as free text; null clears them.'),
         priority: Priority.optional(),
-        dueAt: z.iso.datetime({ offset: true }).nullable().optional(),
+        dueAt: z.iso.datetime({ offset: true }).nullable().optional().describe('When it is due (ISO 8601); null clears it.'),
         labels: Labels.optional().describe('Replaces the labels.'),
       })
       .strict()
@@ -257,7 +261,7 @@ export const tasksRoutes: Route[] = [
     method: 'post',
     effect: 'updates',
     path: '/tasks/:id/reopen',
-    summary: 'Mark a done task open again.',
+    summary: 'Mark a done task open again (the opposite of completing it). Returns the task.',
     params: taskParams,
     response: Task,
     handler: rpc('agents', 'reopenTask', { request: byId, response: oneTask }),
@@ -349,7 +353,7 @@ export const tasksRoutes: Route[] = [
     id: 'tasks.comments.list',
     method: 'get',
     path: '/tasks/:id/comments',
-    summary: 'A task’s comments, oldest first.',
+    summary: 'A task’s comments, oldest first, each with its author and when it was written or edited.',
     params: taskParams,
     query: ListQuery,
     response: z.object({ comments: z.array(TaskComment), nextCursor: Nullable(z.string()) }).meta({ id: 'TaskCommentList' }),
@@ -365,10 +369,7 @@ export const tasksRoutes: Route[] = [
     path: '/tasks/:id/comments',
     summary: 'Comment on a task (a note, a progress report, a question).',
     params: taskParams,
-    body: z
-      .object({ body: z.string().min(1).max(10_000) })
-      .strict()
-      .meta({ id: 'CreateTaskCommentRequest' }),
+    body: z.object({ body: CommentBody }).strict().meta({ id: 'CreateTaskCommentRequest' }),
     response: TaskComment,
     status: 201,
     handler: rpc('agents', 'createTaskComment', {
@@ -383,10 +384,7 @@ export const tasksRoutes: Route[] = [
     path: '/tasks/:id/comments/:commentId',
     summary: 'Edit a comment you wrote (403 not_comment_author for another’s).',
     params: commentParams,
-    body: z
-      .object({ body: z.string().min(1).max(10_000) })
-      .strict()
-      .meta({ id: 'UpdateTaskCommentRequest' }),
+    body: z.object({ body: CommentBody }).strict().meta({ id: 'UpdateTaskCommentRequest' }),
     response: TaskComment,
     handler: rpc('agents', 'updateTaskComment', {
       request: (i) => ({ taskId: i.params.id, commentId: i.params.commentId, body: i.body.body }),

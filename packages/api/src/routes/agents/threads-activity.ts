@@ -29,7 +29,7 @@ export const threadExtrasRoutes = [
     path: '/me/runs',
     summary: 'Runs across the acting account’s threads, newest first: what is running now (status=running), what failed.',
     query: ListQuery.extend({
-      status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']).optional(),
+      status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']).optional().describe('Only runs in this state.'),
       agentId: AgentId.optional().describe('Only this agent’s runs.'),
     }),
     response: z.object({ runs: z.array(Run), nextCursor: Nullable(z.string()) }).meta({ id: 'AccountRunList' }),
@@ -90,7 +90,7 @@ export const threadExtrasRoutes = [
     params,
     query: z.object({
       q: z.string().trim().min(1, 'must not be empty').max(200).describe('The text to find.'),
-      limit: z.coerce.number().int().min(1).max(100).default(20),
+      limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many matches to return at most (1–100; default 20).'),
     }),
     response: z.object({ messages: z.array(ThreadMessage) }).meta({ id: 'ThreadMessageMatches' }),
     handler: rpc('agents', 'searchThreadMessages', {
@@ -206,7 +206,7 @@ export const threadExtrasRoutes = [
           .default([])
           .describe('Only these event types (all when empty).'),
         timeoutMs: z.number().int().min(0).max(30_000).default(10_000).describe('How long to wait for one (0 to 30000 ms).'),
-        limit: z.number().int().min(1).max(200).default(50),
+        limit: z.number().int().min(1).max(200).default(50).describe('How many events to return at most (1–200; default 50).'),
       })
       .strict()
       .meta({ id: 'WaitEventsRequest' }),
@@ -229,7 +229,13 @@ export const threadExtrasRoutes = [
     method: 'get',
     path: '/threads/:id/runs/:runId/steps',
     summary: 'A run step by step: each model turn with its usage, the tools it called and how many failed.',
-    params: z.object({ id: ThreadId, runId: z.string().regex(/^run_[0-9a-z]{26}$/, 'must be a run id (run_…)') }),
+    params: z.object({
+      id: ThreadId,
+      runId: z
+        .string()
+        .regex(/^run_[0-9a-z]{26}$/, 'must be a run id (run_…)')
+        .describe('The run’s id (run_…).'),
+    }),
     response: z
       .object({
         steps: z.array(

@@ -26,7 +26,7 @@ export const threadOpsRoutes = [
     summary:
       'Threads whose title or messages contain the text (case-insensitive), most recent activity first, each with the latest matching message.',
     query: ListQuery.extend({ q: z.string().trim().min(1, 'must not be empty').max(200).describe('The text to find.') }).extend({
-      limit: z.coerce.number().int().min(1).max(100).default(20),
+      limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many threads to return at most (1–100; default 20).'),
     }),
     response: z
       .object({
@@ -175,7 +175,9 @@ export const threadOpsRoutes = [
     path: '/threads/:id/export',
     summary: 'The conversation as one Markdown document or JSON text (messages and the agent’s tool calls; retracted messages left out).',
     params,
-    query: z.object({ format: z.enum(['markdown', 'json']).default('markdown') }),
+    query: z.object({
+      format: z.enum(['markdown', 'json']).default('markdown').describe('markdown (a transcript to read; default) or json (every event).'),
+    }),
     response: z.object({ format: z.enum(['markdown', 'json']), content: z.string(), messages: z.number().int() }).meta({ id: 'ThreadExport' }),
     handler: rpc('agents', 'exportThread', {
       request: (i) => ({ threadId: i.params.id, format: i.query.format }),

@@ -184,7 +184,7 @@ export const threadMessagesRoutes = [
     id: 'threads.getEvent',
     method: 'get',
     path: '/threads/:id/events/:seq',
-    summary: 'One event of the thread, by its seq.',
+    summary: 'One event of a thread by its seq: its type, data, producer and the run it belongs to.',
     params: z.object({
       id: ThreadId,
       seq: z

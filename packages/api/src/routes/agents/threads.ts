@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import type { agents_threads } from '@svc/proto';
 
-import { AgentId, ListQuery, Nullable, prefixedId, route, type RouteInput, Timestamp } from '../../route.js';
+import { AgentId, ListQuery, Nullable, prefixedId, route, type RouteInput, StreamHeaders, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
 
 /**
@@ -15,7 +15,8 @@ import { rpc } from '../../rpc.js';
 export const ThreadId = prefixedId('thr', 'a thread id');
 export const ThreadTag = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9_.:-]{0,39}$/, 'must be 1 to 40 characters: a-z, 0-9, _ . : - (starting with a letter or digit)');
+  .regex(/^[a-z0-9][a-z0-9_.:-]{0,39}$/, 'must be 1 to 40 characters: a-z, 0-9, _ . : - (starting with a letter or digit)')
+  .describe('A tag: 1–40 of a-z 0-9 _ . : - (starting with a letter or digit).');
 const MAX_MESSAGE = 32_000;
 
 const Usage = z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cost: z.string().describe('Decimal, in credits.') });
@@ -99,7 +100,7 @@ const Metadata = z.record(z.string(), z.unknown()).describe('Your own JSON objec
 const CreateThreadBody = z
   .object({
     agentId: AgentId.optional().describe('The agent; the account’s first default agent when absent.'),
-    title: z.string().max(200).optional(),
+    title: z.string().max(200).optional().describe('A title for the thread (at most 200 characters; default: none).'),
     metadata: Metadata.optional(),
     message: Message.optional().describe('A first message, which starts a run.'),
   })
@@ -144,7 +145,7 @@ export const threadsRoutes = [
     tag: 'threads',
     query: ListQuery.extend({
       agentId: AgentId.optional(),
-      status: z.enum(['idle', 'running']).optional(),
+      status: z.enum(['idle', 'running']).optional().describe('Only threads with a run going (running) or none (idle).'),
       tag: ThreadTag.optional().describe('Only threads carrying this tag.'),
       archived: z.enum(['true', 'false']).optional().describe('true: the archived threads only; false (default): the others.'),
     }),
@@ -209,7 +210,10 @@ export const threadsRoutes = [
     tag: 'threads',
     params,
     body: z
-      .object({ title: z.string().max(200).nullable().optional(), metadata: Metadata.optional() })
+      .object({
+        title: z.string().max(200).nullable().optional().describe('The thread’s title (at most 200 characters); null clears it.'),
+        metadata: Metadata.optional(),
+      })
       .strict()
       .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
       .meta({ id: 'UpdateThreadRequest' }),
@@ -253,14 +257,9 @@ export const threadsRoutes = [
     params,
     query: z.object({
       after: z.coerce.number().int().min(0).default(0).describe('Events with a greater seq.'),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
+      limit: z.coerce.number().int().min(1).max(200).default(50).describe('How many events to return at most (1–200; default 50).'),
     }),
-    headers: z.object({
-      'last-event-id': z
-        .string()
-        .regex(/^\d{1,15}$/, 'must be a seq')
-        .optional(),
-    }),
+    headers: StreamHeaders,
     response: z.object({ events: z.array(ThreadEvent), nextAfter: Nullable(z.number().int()) }).meta({ id: 'ThreadEventList' }),
     events: { schema: ThreadEvent, description: 'Each event as `data`, its seq as `id` (none for message.delta), its type as `event`.' },
     auth: 'key',

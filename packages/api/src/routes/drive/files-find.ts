@@ -80,7 +80,7 @@ export const driveFindRoutes = [
       folderId: FolderId.optional().describe('Search under this folder (default: the whole drive).'),
       kind: z.enum(['file', 'folder']).optional().describe('Only files or only folders.'),
       projectId: ProjectQuery,
-      limit: z.coerce.number().int().min(1).max(1000).default(100),
+      limit: z.coerce.number().int().min(1).max(1000).default(100).describe('How many items to return at most (1–1,000; default 100).'),
     }),
     response: PathItems,
     handler: rpc('drive', 'findItems', {

@@ -24,8 +24,11 @@ export function csvText(rows: string[][], delimiter = ','): string {
 }
 
 const Cell = z.union([z.string(), z.number(), z.boolean(), z.null()]).transform((v) => (v === null ? '' : String(v)));
-const Rows = z.array(z.array(Cell).max(1000)).max(100_000);
-const Delimiter = z.enum([',', ';', '\t', '|']).default(',');
+const Rows = z
+  .array(z.array(Cell).max(1000))
+  .max(100_000)
+  .describe('Rows of cells (strings, numbers, booleans or null for an empty cell), at most 1,000 cells a row.');
+const Delimiter = z.enum([',', ';', '\t', '|']).default(',').describe('The cell separator (default ",").');
 
 const Lock = z
   .object({
@@ -65,8 +68,10 @@ const PropName = z
   .string()
   .min(1)
   .max(255)
-  .regex(/^[A-Za-z_][\w.-]*$/, 'must be an XML name (letters, digits, _ . -)');
+  .regex(/^[A-Za-z_][\w.-]*$/, 'must be an XML name (letters, digits, _ . -)')
+  .describe('The property’s name, an XML name (letters, digits, _ . -).');
 const Namespace = z.string().max(1024).default('urn:svc:properties').describe('The property’s XML namespace (default urn:svc:properties).');
+const PropValue = z.string().max(60_000).describe('The property’s value, as text (at most 60,000 characters).');
 const Property = z
   .object({
     namespace: z.string(),
@@ -142,7 +147,13 @@ export const driveMoreRoutes = [
     method: 'get',
     path: '/drive/:id/versions/:versionId/diff',
     summary: 'A unified diff from an earlier version of a text file to its current content: what changed since.',
-    params: z.object({ id: FileId, versionId: z.string().regex(/^ver_[0-9a-z]{26}$/, 'must be a version id (ver_…)') }),
+    params: z.object({
+      id: FileId,
+      versionId: z
+        .string()
+        .regex(/^ver_[0-9a-z]{26}$/, 'must be a version id (ver_…)')
+        .describe('The older version to compare with the current content (ver_…).'),
+    }),
     response: Diff,
     handler: rpc('drive', 'diffVersion', { request: (i) => ({ id: i.params.id, versionId: i.params.versionId }), response: (r) => r }),
   }),
@@ -194,10 +205,7 @@ export const driveMoreRoutes = [
     path: '/drive/:id/properties',
     summary: 'Set a custom property of an item to a text value (WebDAV clients see it in PROPFIND); answers the item’s properties.',
     params: idParams,
-    body: z
-      .object({ namespace: Namespace, name: PropName, value: z.string().max(60_000) })
-      .strict()
-      .meta({ id: 'SetPropertyRequest' }),
+    body: z.object({ namespace: Namespace, name: PropName, value: PropValue }).strict().meta({ id: 'SetPropertyRequest' }),
     response: Properties,
     handler: rpc('drive', 'setProperties', {
       request: (i) => ({

@@ -135,7 +135,11 @@ export const driveOrganizeRoutes = [
     path: '/drive/batch/tag',
     summary: 'Add and/or remove tags on up to 100 items, each on its own (one not found does not stop the others).',
     body: z
-      .object({ ids: Ids, add: z.array(Tag).max(50).default([]), remove: z.array(Tag).max(50).default([]) })
+      .object({
+        ids: Ids,
+        add: z.array(Tag).max(50).default([]).describe('Tags to add to every item.'),
+        remove: z.array(Tag).max(50).default([]).describe('Tags to take off every item.'),
+      })
       .strict()
       .refine((b) => b.add.length + b.remove.length > 0, 'name tags to add or remove')
       .meta({ id: 'BatchTagRequest' }),
@@ -305,7 +309,7 @@ export const driveOrganizeRoutes = [
     id: 'drive.tags.get',
     method: 'get',
     path: '/drive/:id/tags',
-    summary: 'An item’s tags.',
+    summary: 'The tags of a drive file or folder (the labels set with the tag tools).',
     params: idParams,
     response: Tags,
     handler: rpc('drive', 'getTags', { request: (i) => ({ id: i.params.id, includeDetails: false }), response: (r) => r }),
@@ -319,7 +323,7 @@ export const driveOrganizeRoutes = [
     summary: 'Replace an item’s tags with these (an empty list removes them all).',
     params: idParams,
     body: z
-      .object({ tags: z.array(Tag).max(50) })
+      .object({ tags: z.array(Tag).max(50).describe('The item’s tags from now on (at most 50); [] removes them all.') })
       .strict()
       .meta({ id: 'SetTagsRequest' }),
     response: Tags,
@@ -334,7 +338,7 @@ export const driveOrganizeRoutes = [
     summary: 'Add tags to an item (those it has stay).',
     params: idParams,
     body: z
-      .object({ tags: z.array(Tag).min(1).max(50) })
+      .object({ tags: z.array(Tag).min(1).max(50).describe('Tags to add; those it has already are kept once.') })
       .strict()
       .meta({ id: 'AddTagsRequest' }),
     response: Tags,

@@ -28,11 +28,11 @@ export const driveTextRoutes = [
       regex: QueryBool.describe(
         'The pattern is a JavaScript regular expression, matched in linear time (RE2): backreferences and lookaround are refused (400 invalid_pattern).',
       ),
-      ignoreCase: QueryBool,
+      ignoreCase: QueryBool.describe('Match letters of either case.'),
       folderId: FolderId.optional().describe('Search under this folder (default: the whole drive).'),
       nameGlob: z.string().min(1).max(255).optional().describe('Only files whose name matches this glob ("*.md").'),
       projectId: ProjectQuery,
-      maxMatches: z.coerce.number().int().min(1).max(1000).default(100),
+      maxMatches: z.coerce.number().int().min(1).max(1000).default(100).describe('Stop after this many matches (1–1,000; default 100).'),
     }),
     response: z
       .object({
@@ -129,7 +129,7 @@ export const driveTextRoutes = [
     summary: 'Lines of a text file, numbered from 1: `start` to `end` (default: all; at most 2,000 lines per call), with the total.',
     params: fileParams,
     query: z.object({
-      start: z.coerce.number().int().min(1).default(1),
+      start: z.coerce.number().int().min(1).default(1).describe('The first line to read, 1-based (default 1).'),
       end: z.coerce.number().int().min(1).optional().describe('The last line (default: the end of the file).'),
     }),
     response: z
@@ -179,7 +179,7 @@ export const driveTextRoutes = [
         .transform((v) => v === 'true' || v === '1')
         .describe('The first row names the columns (default true).'),
       offset: z.coerce.number().int().min(0).default(0).describe('Data rows to skip.'),
-      limit: z.coerce.number().int().min(1).max(1000).default(100),
+      limit: z.coerce.number().int().min(1).max(1000).default(100).describe('How many rows to return at most (1–1,000; default 100).'),
       delimiter: z.string().length(1).optional().describe('Default: guessed from the first line ("," ";" or tab).'),
     }),
     response: z
@@ -206,7 +206,10 @@ export const driveTextRoutes = [
     params: fileParams,
     headers: IfMatch,
     body: z
-      .object({ text: Text.min(1), newline: z.boolean().default(false).describe('Start on a new line if the file does not end with one.') })
+      .object({
+        text: Text.min(1).describe('The text to add at the end.'),
+        newline: z.boolean().default(false).describe('Start on a new line if the file does not end with one.'),
+      })
       .strict()
       .meta({ id: 'AppendTextRequest' }),
     response: DriveItem,
@@ -238,8 +241,14 @@ export const driveTextRoutes = [
           .string()
           .max(1024 * 1024)
           .describe('Its replacement ("" deletes it).'),
-        expectedOccurrences: z.number().int().min(1).max(100_000).optional(),
-        replaceAll: z.boolean().default(false),
+        expectedOccurrences: z
+          .number()
+          .int()
+          .min(1)
+          .max(100_000)
+          .optional()
+          .describe('How many times `find` must occur (default 1); any other count is 422 and nothing is written.'),
+        replaceAll: z.boolean().default(false).describe('Replace every occurrence, however many.'),
       })
       .strict()
       .meta({ id: 'EditTextRequest' }),
@@ -270,7 +279,11 @@ export const driveTextRoutes = [
     params: fileParams,
     headers: IfMatch,
     body: z
-      .object({ start: z.number().int().min(1), end: z.number().int().min(1), text: Text.describe('The new lines.') })
+      .object({
+        start: z.number().int().min(1).describe('The first line to replace, 1-based.'),
+        end: z.number().int().min(1).describe('The last line to replace (at least start).'),
+        text: Text.describe('The new lines.'),
+      })
       .strict()
       .refine((b) => b.end >= b.start, { message: 'end: at least start', path: ['end'] })
       .meta({ id: 'ReplaceLinesRequest' }),
@@ -291,7 +304,10 @@ export const driveTextRoutes = [
     params: fileParams,
     headers: IfMatch,
     body: z
-      .object({ after: z.number().int().min(0).describe('The line the text goes after; 0 puts it first.'), text: Text.min(1) })
+      .object({
+        after: z.number().int().min(0).describe('The line the text goes after; 0 puts it first.'),
+        text: Text.min(1).describe('The lines to insert.'),
+      })
       .strict()
       .meta({ id: 'InsertLinesRequest' }),
     response: DriveItem,

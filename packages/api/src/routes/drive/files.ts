@@ -11,7 +11,10 @@ export const QUOTA_ERRORS: Record<number, string> = {
   429: 'Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests.',
 };
 
-export const DriveItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
+export const DriveItemId = z
+  .string()
+  .regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)')
+  .describe('The item’s id: a file (file_…) or a folder (fld_…).');
 const FolderId = prefixedId('fld', 'a folder id');
 /** A name as the drive accepts it (the service checks the UTF-8 length too). */
 const Name = z
@@ -19,7 +22,8 @@ const Name = z
   .min(1, 'name is required')
   .max(255)
   .refine((v) => v.trim() !== '' && v !== '.' && v !== '..', 'must not be empty, "." or ".."')
-  .refine((v) => !/[/\u0000-\u001f\u007f]/.test(v), 'must not contain "/" or control characters');
+  .refine((v) => !/[/\u0000-\u001f\u007f]/.test(v), 'must not contain "/" or control characters')
+  .describe('The item’s name: 1–255 characters, no "/" or control characters, not "." or "..".');
 
 const Actor = z
   .object({
@@ -158,10 +162,14 @@ export const driveRoutes = [
     method: 'post',
     effect: 'creates',
     path: '/drive/folders',
-    summary: 'Create a folder.',
+    summary: 'Create a folder in the drive (at the root or inside another folder). Returns the folder.',
     tag: 'drive',
     body: z
-      .object({ name: Name, parentId: FolderId.nullable().optional(), projectId: ProjectId.optional() })
+      .object({
+        name: Name,
+        parentId: FolderId.nullable().optional().describe('The folder to create it in; null or absent for the drive root.'),
+        projectId: ProjectId.optional(),
+      })
       .strict()
       .meta({ id: 'CreateFolderRequest' }),
     response: DriveItem,
@@ -201,9 +209,9 @@ export const driveRoutes = [
     tag: 'drive',
     params,
     headers: z.object({
-      'if-none-match': z.string().max(2000).optional(),
-      range: z.string().max(200).optional(),
-      'if-range': z.string().max(200).optional(),
+      'if-none-match': z.string().max(2000).optional().describe('`"<etag>"` of a copy you hold: 304 with no body if it is still current.'),
+      range: z.string().max(200).optional().describe('`bytes=<start>-<end>` (one range): 206 with those bytes only.'),
+      'if-range': z.string().max(200).optional().describe('`"<etag>"`: honour `Range` only if the file is still that version, else send it whole.'),
     }),
     response: z.unknown().describe('The content, as its content type.'),
     answer: 'bytes',
@@ -248,7 +256,7 @@ export const driveRoutes = [
     params,
     headers: IfMatch,
     body: z
-      .object({ name: Name.optional(), parentId: FolderId.nullable().optional() })
+      .object({ name: Name.optional(), parentId: FolderId.nullable().optional().describe('The folder to move it into; null for the drive root.') })
       .strict()
       .refine((b) => b.name !== undefined || b.parentId !== undefined, 'name or parentId is required')
       .meta({ id: 'UpdateDriveItemRequest' }),
@@ -278,7 +286,7 @@ export const driveRoutes = [
     summary: 'Delete a file or an empty folder; a folder with members needs `?recursive=true`. `If-Match` is honoured.',
     tag: 'drive',
     params,
-    query: z.object({ recursive: Booleanish }),
+    query: z.object({ recursive: Booleanish.describe('Delete a folder with everything in it (else a folder with members is 409).') }),
     headers: IfMatch,
     response: z.object({ success: z.literal(true), deleted: z.number().int().describe('Items deleted.') }),
     auth: 'key',

@@ -19,7 +19,8 @@ export const Name = z
   .min(1, 'name is required')
   .max(255)
   .refine((v) => v.trim() !== '' && v !== '.' && v !== '..', 'must not be empty, "." or ".."')
-  .refine((v) => !/[/\u0000-\u001f\u007f]/.test(v), 'must not contain "/" or control characters');
+  .refine((v) => !/[/\u0000-\u001f\u007f]/.test(v), 'must not contain "/" or control characters')
+  .describe('The item’s name: 1–255 characters, no "/" or control characters, not "." or "..".');
 
 /** A path from the drive root: slash-separated names. */
 export const DrivePath = z
@@ -34,7 +35,8 @@ export const DrivePath = z
 export const QueryBool = z
   .enum(['true', 'false', '1', '0'])
   .optional()
-  .transform((v) => v === 'true' || v === '1');
+  .transform((v) => v === 'true' || v === '1')
+  .describe('true or false (also 1 or 0); default false.');
 
 export const IfMatch = z.object({
   'if-match': z.string().max(2000).optional().describe('`"<etag>"` of the version read: the write fails with 412 if the file changed since.'),

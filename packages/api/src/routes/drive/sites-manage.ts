@@ -49,7 +49,7 @@ export const sitesManageRoutes = [
     body: z
       .object({
         slug: Slug.optional(),
-        title: z.string().max(100).optional(),
+        title: z.string().max(100).optional().describe('The site’s title, shown in its listings (at most 100 characters).'),
         spaFallback: z.boolean().optional().describe('Serve index.html for paths with no file (client-side routing).'),
       })
       .strict()
@@ -160,7 +160,7 @@ export const sitesManageRoutes = [
     summary: 'Replace all of a site’s redirects with these (at most 1000; an empty list removes them). They apply at once, before the files.',
     params,
     body: z
-      .object({ redirects: z.array(Redirect).max(1000) })
+      .object({ redirects: z.array(Redirect).max(1000).describe('Every redirect of the site from now on (at most 1,000); [] removes them all.') })
       .strict()
       .meta({ id: 'ReplaceRedirectsRequest' }),
     response: Redirects,

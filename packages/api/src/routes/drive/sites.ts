@@ -101,7 +101,7 @@ const UploadedFile = z
   .object({
     path: z.string().min(1).max(1024).describe('Path in the site, relative ("index.html", "css/site.css"); no "..", no leading "/".'),
     content: z.string().describe('The file’s content: text as is (encoding utf8), or base64 (encoding base64) for binary files.'),
-    encoding: z.enum(['utf8', 'base64']).default('utf8'),
+    encoding: z.enum(['utf8', 'base64']).default('utf8').describe('How `content` is written: utf8 text (default) or base64 bytes.'),
   })
   .strict()
   .refine((f) => f.encoding !== 'base64' || BASE64.test(f.content), { message: 'content: not valid base64', path: ['content'] });
@@ -162,7 +162,7 @@ export const sitesRoutes = [
     id: 'sites.list',
     method: 'get',
     path: '/sites',
-    summary: 'The account’s sites, oldest first.',
+    summary: 'The account’s static sites, oldest first, each with its slug, public URL and live deployment.',
     tag: 'sites',
     query: ListQuery,
     response: z.object({ sites: z.array(Site), nextCursor: Nullable(z.string()) }).meta({ id: 'SiteList' }),
@@ -178,7 +178,7 @@ export const sitesRoutes = [
     id: 'sites.get',
     method: 'get',
     path: '/sites/:id',
-    summary: 'A site.',
+    summary: 'One static site: its slug, title, public URL, live deployment and settings.',
     tag: 'sites',
     params,
     response: Site,
@@ -256,7 +256,7 @@ export const sitesRoutes = [
     id: 'sites.deployments.get',
     method: 'get',
     path: '/sites/:id/deployments/:deploymentId',
-    summary: 'One deployment with its files.',
+    summary: 'One deployment of a site with its files (paths, sizes and hashes) and when it went live.',
     tag: 'sites',
     params: z.object({ id: SiteId, deploymentId: DeploymentId }),
     response: Deployment,

@@ -9,7 +9,7 @@ const KeyId = prefixedId('key', 'a key id');
 
 export const CreateKeyBody = z
   .object({
-    name: z.string().trim().min(1, 'name is required').max(100),
+    name: z.string().trim().min(1, 'name is required').max(100).describe('A name to tell the key by (1–100 characters).'),
     projectId: ProjectId.optional(),
     expiresInDays: z
       .number()
@@ -142,7 +142,7 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       id: `${idPrefix}.list`,
       method: 'get',
       path: base,
-      summary: `List ${who} active API keys.`,
+      summary: `List ${who} active API keys: name, prefix, project scope, expiry and last use (never the secret).`,
       tag,
       params,
       query: ListKeysQuery,

@@ -56,7 +56,9 @@ export const creditsAlertRoutes = [
     method: 'get',
     path: '/credits/alerts',
     summary: "The acting account's low-balance alerts, newest first.",
-    query: ListQuery.extend({ status: z.enum(['active', 'triggered']).optional() }),
+    query: ListQuery.extend({
+      status: z.enum(['active', 'triggered']).optional().describe('Only alerts still waiting (active) or already set off (triggered).'),
+    }),
     response: z.object({ alerts: z.array(CreditAlert), nextCursor: Nullable(z.string()) }).meta({ id: 'CreditAlertList' }),
     handler: rpc('models', 'listCreditAlerts', {
       request: (i) => ({ status: i.query.status, limit: i.query.limit, cursor: i.query.cursor }),
@@ -68,7 +70,7 @@ export const creditsAlertRoutes = [
     id: 'credits.alerts.get',
     method: 'get',
     path: '/credits/alerts/:id',
-    summary: 'One low-balance alert.',
+    summary: 'One low-balance credit alert: its threshold, note and whether it has triggered.',
     params: z.object({ id: AlertId }),
     response: CreditAlert,
     handler: rpc('models', 'getCreditAlert', { request: (i) => ({ id: i.params.id }), response: (r) => alertJson(r.alert!) }),
@@ -81,7 +83,9 @@ export const creditsAlertRoutes = [
     path: '/credits/alerts/:id',
     summary: "Change a low-balance alert's threshold or note (`note: null` removes it); a changed alert is armed again.",
     params: z.object({ id: AlertId }),
-    body: z.object({ threshold: Threshold.optional(), note: Note.nullable().optional() }).meta({ id: 'UpdateCreditAlert' }),
+    body: z
+      .object({ threshold: Threshold.optional(), note: Note.nullable().optional().describe('Why the alert is there; null clears it.') })
+      .meta({ id: 'UpdateCreditAlert' }),
     response: CreditAlert,
     handler: rpc('models', 'updateCreditAlert', {
       request: (i) => ({ id: i.params.id, threshold: i.body.threshold, note: i.body.note ?? undefined, clearNote: i.body.note === null }),
@@ -93,7 +97,7 @@ export const creditsAlertRoutes = [
     id: 'credits.alerts.delete',
     method: 'delete',
     path: '/credits/alerts/:id',
-    summary: 'Delete a low-balance alert.',
+    summary: 'Delete a low-balance credit alert; it will no longer trigger.',
     params: z.object({ id: AlertId }),
     response: Success,
     handler: rpc('models', 'deleteCreditAlert', { request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) }),

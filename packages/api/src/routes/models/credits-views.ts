@@ -10,6 +10,8 @@ import { creditEntryJson } from './credits.js';
 
 const common = { tag: 'models', auth: 'key' as const, principals: ['human', 'agent'] as Array<'human' | 'agent'>, authority: false };
 const Iso = z.iso.datetime();
+const Start = Iso.describe('From this time, inclusive (ISO 8601, UTC).');
+const End = Iso.describe('Until this time, exclusive (ISO 8601, UTC).');
 
 export const creditsViewRoutes = [
   route({
@@ -19,10 +21,10 @@ export const creditsViewRoutes = [
     path: '/credits/entries',
     summary: "The acting account's credit ledger, newest first, filtered by kind (grant or charge), model and time.",
     query: ListQuery.extend({
-      kind: z.enum(['grant', 'charge']).optional(),
+      kind: z.enum(['grant', 'charge']).optional().describe('Only grants (credits added) or only charges (credits spent).'),
       model: ModelId.optional().describe("Only this model's charges."),
-      start: Iso.optional(),
-      end: Iso.optional(),
+      start: Start.optional(),
+      end: End.optional(),
     }),
     response: CreditsView,
     handler: rpc('models', 'listCreditEntries', {
@@ -42,7 +44,7 @@ export const creditsViewRoutes = [
     id: 'credits.entries.get',
     method: 'get',
     path: '/credits/entries/:id',
-    summary: 'One entry of the credit ledger.',
+    summary: 'One entry of the credit ledger: a grant or a charge, its amount, the balance after it and its cause.',
     params: z.object({ id: prefixedId('crd', 'a credit entry id') }),
     response: CreditEntry,
     handler: rpc('models', 'getCreditEntry', { request: (i) => ({ id: i.params.id }), response: (r) => creditEntryJson(r.entry!) }),
@@ -53,7 +55,7 @@ export const creditsViewRoutes = [
     method: 'get',
     path: '/credits/summary',
     summary: 'Credits granted and spent in a period (default the last 30 days), per UTC day and per model, with the balance.',
-    query: z.object({ start: Iso.optional(), end: Iso.optional() }),
+    query: z.object({ start: Start.optional(), end: End.optional() }),
     response: z
       .object({
         granted: DecimalAmount,

@@ -210,8 +210,8 @@ export const modelsUsageRoutes = [
     query: ListQuery.extend({
       model: ModelId.optional(),
       agentId: prefixedId('agt', 'an agent id').optional().describe("Only this agent's calls."),
-      start: Iso.optional(),
-      end: Iso.optional(),
+      start: Iso.optional().describe('From this time, inclusive (ISO 8601, UTC).'),
+      end: Iso.optional().describe('Until this time, exclusive (ISO 8601, UTC).'),
     }),
     response: z.object({ records: z.array(UsageRecord), nextCursor: Nullable(z.string()) }).meta({ id: 'ModelUsageList' }),
     handler: rpc('models', 'listUsage', {
@@ -233,7 +233,7 @@ export const modelsUsageRoutes = [
     path: '/models/usage/summary',
     summary: 'Usage totals (calls, tokens, cost, the part paid with credits) grouped by model, provider, UTC day or caller.',
     query: z.object({
-      groupBy: z.enum(['model', 'provider', 'day', 'agent']).default('model'),
+      groupBy: z.enum(['model', 'provider', 'day', 'agent']).default('model').describe('What each row of the summary totals (default model).'),
       start: Iso.optional().describe('Default 30 days before `end`.'),
       end: Iso.optional().describe('Default now.'),
     }),
@@ -250,7 +250,7 @@ export const modelsUsageRoutes = [
     id: 'models.usage.get',
     method: 'get',
     path: '/models/usage/:id',
-    summary: 'One usage record.',
+    summary: 'One model usage record: the model, tokens in and out, cost in credits, and who made the call.',
     params: z.object({ id: UsageId }),
     response: UsageRecord,
     handler: rpc('models', 'getUsage', { request: (i) => ({ id: i.params.id }), response: (r) => usageJson(r.record!) }),

@@ -44,7 +44,7 @@ const ProfileTag = z
     createdAt: Timestamp,
   })
   .meta({ id: 'ProfileTag' });
-const BranchParams = IdParams.extend({ branchId: RefId });
+const BranchParams = IdParams.extend({ branchId: RefId.describe('The branch’s id.') });
 const body = (i: RouteInput) => JSON.stringify(i.body ?? {});
 const read = (res: profiles.JsonReply) => JSON.parse(res.json) as unknown;
 
@@ -83,7 +83,10 @@ export const profilesOpsRoutes = [
     params: BranchParams,
     headers: IfMatch,
     body: z
-      .object({ name: BranchName.optional(), description: z.string().max(2000).nullable().optional() })
+      .object({
+        name: BranchName.optional(),
+        description: z.string().max(2000).nullable().optional().describe('What the branch is for; null clears it.'),
+      })
       .strict()
       .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
       .meta({ id: 'UpdateProfileBranchRequest' }),
@@ -102,7 +105,10 @@ export const profilesOpsRoutes = [
     summary: 'Move a branch’s head back to an earlier version of its history (no new version; the later ones stay in the profile).',
     params: BranchParams,
     headers: IfMatch,
-    body: z.object({ versionId: RefId }).strict().meta({ id: 'ResetProfileBranchRequest' }),
+    body: z
+      .object({ versionId: RefId.describe('The version the branch’s head moves to.') })
+      .strict()
+      .meta({ id: 'ResetProfileBranchRequest' }),
     response: BranchDetail,
     handler: rpc('profiles', 'resetBranch', {
       request: (i) => ({ id: i.params.id, branchId: i.params.branchId, versionId: i.body.versionId, ifMatch: ifMatchOf(i) }),
@@ -114,7 +120,7 @@ export const profilesOpsRoutes = [
     id: 'profiles.working.discard',
     method: 'delete',
     path: '/profiles/:id/working-changes',
-    summary: 'Discard every uncommitted change.',
+    summary: 'Discard every staged, uncommitted change of a taste profile; its committed versions stay as they are.',
     params: IdParams,
     headers: IfMatch,
     response: Working,
@@ -146,7 +152,7 @@ export const profilesOpsRoutes = [
     method: 'delete',
     path: '/profiles/:id/working-changes/:kind/:itemId',
     summary: 'Unstage one item (by id) from the working changes (idempotent).',
-    params: IdParams.extend({ kind: Kind, itemId: z.string().min(1).max(200) }),
+    params: IdParams.extend({ kind: Kind, itemId: z.string().min(1).max(200).describe('The staged item’s id.') }),
     headers: IfMatch,
     response: Working,
     handler: rpc('profiles', 'unstageItem', {
@@ -165,8 +171,8 @@ export const profilesOpsRoutes = [
       branchId: RefId.optional().describe('Made on this branch.'),
       authorId: z.string().min(1).max(100).optional().describe('Made by this person (user id) or agent (agent id).'),
       q: z.string().min(1).max(200).optional().describe('Text in the message (case-insensitive).'),
-      since: z.iso.datetime({ offset: true }).optional(),
-      until: z.iso.datetime({ offset: true }).optional(),
+      since: z.iso.datetime({ offset: true }).optional().describe('Only versions created at or after this time (ISO 8601).'),
+      until: z.iso.datetime({ offset: true }).optional().describe('Only versions created before this time (ISO 8601).'),
     }),
     response: z
       .object({
@@ -199,10 +205,10 @@ export const profilesOpsRoutes = [
     summary: 'Items of the current head (or of a version) whose content holds a text, case-insensitive.',
     params: IdParams,
     query: z.object({
-      q: z.string().min(1).max(200),
+      q: z.string().min(1).max(200).describe('Words to look for in the profile’s items.'),
       kind: Kind.optional(),
       versionId: RefId.optional().describe('Search this version instead of the current head.'),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
+      limit: z.coerce.number().int().min(1).max(200).default(50).describe('How many matches to return at most (1–200; default 50).'),
     }),
     response: z
       .object({
@@ -270,7 +276,11 @@ export const profilesOpsRoutes = [
     params: IdParams,
     headers: IfMatch,
     body: z
-      .object({ versionId: RefId, branchId: RefId.optional().describe('Default: the current branch.'), message: Message.optional() })
+      .object({
+        versionId: RefId.describe('The version whose changes are undone by a new version.'),
+        branchId: RefId.optional().describe('Default: the current branch.'),
+        message: Message.optional(),
+      })
       .strict()
       .meta({ id: 'RevertProfileVersionRequest' }),
     response: ProfileVersion,
@@ -323,7 +333,14 @@ export const profilesOpsRoutes = [
     summary: 'Name a version (default: the current branch head), e.g. a release; 409 tag_exists for a name in use.',
     params: IdParams,
     headers: IfMatch,
-    body: z.object({ name: TagName, versionId: RefId.optional(), message: Message.optional() }).strict().meta({ id: 'CreateProfileTagRequest' }),
+    body: z
+      .object({
+        name: TagName,
+        versionId: RefId.optional().describe('The version to tag (default: the current branch’s head).'),
+        message: Message.optional().describe('A note on the tag.'),
+      })
+      .strict()
+      .meta({ id: 'CreateProfileTagRequest' }),
     response: ProfileTag,
     status: 201,
     handler: rpc('profiles', 'createTag', {

@@ -141,7 +141,7 @@ export const profilesRoutes = [
     id: 'profiles.list',
     method: 'get',
     path: '/profiles',
-    summary: 'List taste profiles (newest first).',
+    summary: 'List the account’s taste profiles, newest first, with their names and current branches.',
     query: ListQuery.extend({ projectId: ProjectId.optional() }),
     response: z.object({ profiles: z.array(ProfileSummary), nextCursor: Nullable(z.string()) }).meta({ id: 'ProfileList' }),
     handler: rpc('profiles', 'listProfiles', {
@@ -175,7 +175,7 @@ export const profilesRoutes = [
     id: 'profiles.get',
     method: 'get',
     path: '/profiles/:id',
-    summary: 'Get a taste profile with its ETag.',
+    summary: 'Get a taste profile (its branches, versions and staged changes) with its ETag for a later write.',
     params: IdParams,
     query: SnapshotsQuery,
     response: Profile,
@@ -229,7 +229,10 @@ export const profilesRoutes = [
     summary: 'Commit the working changes to a branch (default: the current one) and clear them; answers the new version.',
     params: IdParams,
     headers: IfMatch,
-    body: z.object({ message: Message, branchId: RefId.optional() }).strict().meta({ id: 'CommitProfileRequest' }),
+    body: z
+      .object({ message: Message, branchId: RefId.optional().describe('The branch to commit on (default: the current branch).') })
+      .strict()
+      .meta({ id: 'CommitProfileRequest' }),
     response: ProfileVersion,
     status: 201,
     handler: rpc('profiles', 'commit', {
@@ -247,7 +250,11 @@ export const profilesRoutes = [
     params: IdParams,
     headers: IfMatch,
     body: z
-      .object({ name: BranchName, description: z.string().max(2000).optional(), parentBranchId: RefId.optional() })
+      .object({
+        name: BranchName,
+        description: z.string().max(2000).optional().describe('What the branch is for (at most 2,000 characters).'),
+        parentBranchId: RefId.optional().describe('The branch it starts from, at its head (default: the current branch).'),
+      })
       .strict()
       .meta({ id: 'CreateProfileBranchRequest' }),
     response: ProfileBranch,
@@ -264,7 +271,7 @@ export const profilesRoutes = [
     method: 'delete',
     path: '/profiles/:id/branches/:branchId',
     summary: 'Delete a branch (not main, not the current one, not a parent); its versions stay.',
-    params: IdParams.extend({ branchId: RefId }),
+    params: IdParams.extend({ branchId: RefId.describe('The branch’s id.') }),
     headers: IfMatch,
     response: Success,
     handler: rpc('profiles', 'deleteBranch', {
@@ -282,7 +289,10 @@ export const profilesRoutes = [
     params: IdParams,
     query: SnapshotsQuery,
     headers: IfMatch,
-    body: z.object({ branchId: RefId }).strict().meta({ id: 'CheckoutProfileRequest' }),
+    body: z
+      .object({ branchId: RefId.describe('The branch to make current.') })
+      .strict()
+      .meta({ id: 'CheckoutProfileRequest' }),
     response: Profile,
     handler: rpc('profiles', 'checkout', {
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), branchId: i.body.branchId, snapshots: snapshotsOf(i) }),
@@ -298,7 +308,14 @@ export const profilesRoutes = [
     summary: "Roll back: a new version on the branch's head restoring an earlier version's state (history kept).",
     params: IdParams,
     headers: IfMatch,
-    body: z.object({ versionId: RefId, branchId: RefId.optional(), message: Message.optional() }).strict().meta({ id: 'RollbackProfileRequest' }),
+    body: z
+      .object({
+        versionId: RefId.describe('The version whose content becomes the branch’s new head.'),
+        branchId: RefId.optional().describe('Default: the current branch.'),
+        message: Message.optional(),
+      })
+      .strict()
+      .meta({ id: 'RollbackProfileRequest' }),
     response: ProfileVersion,
     status: 201,
     handler: rpc('profiles', 'rollback', {
@@ -329,7 +346,7 @@ export const profilesRoutes = [
     path: '/profiles/:id/log',
     summary: "A branch's history (default: the current branch), newest first, without snapshots.",
     params: IdParams,
-    query: ListQuery.extend({ branchId: RefId.optional() }),
+    query: ListQuery.extend({ branchId: RefId.optional().describe('The branch whose history to list (default: the current branch).') }),
     response: z.object({ branchId: z.string(), versions: z.array(ProfileVersion), nextCursor: Nullable(z.string()) }).meta({ id: 'ProfileLog' }),
     handler: rpc('profiles', 'getLog', {
       request: (i) => ({ id: i.params.id, branchId: i.query.branchId, limit: i.query.limit, cursor: i.query.cursor }),
@@ -358,8 +375,8 @@ export const profilesRoutes = [
     id: 'profiles.getVersion',
     method: 'get',
     path: '/profiles/:id/versions/:versionId',
-    summary: 'One version with its snapshot.',
-    params: IdParams.extend({ versionId: RefId }),
+    summary: 'One committed version of a taste profile with its full snapshot, message, author and parent.',
+    params: IdParams.extend({ versionId: RefId.describe('The version’s id.') }),
     response: ProfileVersion,
     handler: rpc('profiles', 'getVersion', {
       request: (i) => ({ id: i.params.id, versionId: i.params.versionId }),

@@ -205,7 +205,7 @@ export const tradingPortfolioRoutes = [
     id: 'trading.fill',
     method: 'get',
     path: '/trading/fills/:id',
-    summary: 'One fill of the acting account.',
+    summary: 'One fill (an execution of an order) of the acting account: price, quantity, fee and its order.',
     params: z.object({ id: FillId }),
     response: TradingFill,
     handler: rpc('trading', 'getFill', {
