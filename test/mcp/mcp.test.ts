@@ -60,6 +60,9 @@ describe.each(clients)('a %s client', (_name, connect, paged) => {
     const write = tools.find((x) => x.name === 'write_drive_file')!;
     expect(write.inputSchema.properties).toHaveProperty('ifMatch');
     expect(write.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false });
+    expect(tools.find((x) => x.name === 'drive_batch_delete')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    // A read-only tool: the hints MCP says only matter for one that writes are left out.
+    expect(tools.find((x) => x.name === 'list_drive')!.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
     // Output schemas only in the default view, for its tools (mcp-surface.test.ts): the whole
     // catalogue is an index without them, and every tool answers the same structuredContent.
     expect(tools.filter((x) => x.outputSchema).map((x) => x.name)).toEqual([]);

@@ -223,7 +223,7 @@ export const prefixedId = (prefix: string, what: string) =>
   z
     .string()
     .regex(new RegExp(`^${prefix}_[0-9a-z]{26}$`), `must be ${what} (${prefix}_…)`)
-    .describe(`The ${what.replace(/^an? /, '').replace(/ id$/, '')}’s id (${prefix}_…).`);
+    .describe(`The ${what.replace(/^an? /, '').replace(/ id$/, '')}’s id.`);
 
 export const AccountId = prefixedId('acct', 'an account id');
 export const AgentId = prefixedId('agt', 'an agent id');

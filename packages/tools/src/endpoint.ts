@@ -95,8 +95,16 @@ export const toMcpTool = (t: ToolDef, view: ToolView = DEFAULT_VIEW): Tool =>
     description: t.description,
     inputSchema: t.inputSchema,
     ...(listsOutputSchema(t, view) ? { outputSchema: t.outputSchema } : {}),
-    annotations: t.annotations,
+    annotations: listedAnnotations(t.annotations),
   }) as Tool;
+
+/**
+ * The hints as tools/list carries them: a read-only tool's `destructiveHint` and `idempotentHint`
+ * are left out, as MCP says they are meaningful only when `readOnlyHint` is false (8 KB of the
+ * whole catalogue). Every other tool carries all four.
+ */
+const listedAnnotations = (a: ToolDef['annotations']): Tool['annotations'] =>
+  a.readOnlyHint ? { readOnlyHint: true, openWorldHint: a.openWorldHint } : a;
 
 /** Views kept with their lists and pages (an agent's allow-list makes a view of its own). */
 const MAX_CACHED_VIEWS = 256;

@@ -6,10 +6,9 @@ import type { JsonSchema } from './schemas.js';
  * `anyOf` branches of one type each, with each branch carrying the keywords that apply to its type
  * and the annotations staying outside; an empty schema `{}` for `additionalProperties` becomes
  * `true`, which means the same (as `items` the inspector refuses a bare `true`, so `{}` stays
- * there, as it does for a value that may be any JSON). Two patterns are left out, for their
- * size (the catalogue is listed whole to clients): a timestamp's, where `format: date-time` says
- * the same, and an id's, where its description names the prefix; the server checks both. Nothing
- * else changes.
+ * there, as it does for a value that may be any JSON). A timestamp's pattern is left out for its
+ * size (zod spells RFC 3339 out in 330 characters, and the catalogue is listed whole to clients):
+ * `format: date-time` says the same, and the server checks it. Nothing else changes.
  */
 export function portableSchema(s: JsonSchema): JsonSchema {
   return walk(s) as JsonSchema;
@@ -30,9 +29,6 @@ const TYPED = new Set(Object.values(BY_TYPE).flat());
 /** Where a schema stands for "any value" and `true` says the same, in the spelling clients expect. */
 const ANY_SLOTS = new Set(['additionalProperties']);
 
-/** The pattern of a prefixed id (route.ts, prefixedId). */
-const ID_PATTERN = /^\^[a-z]+_\[0-9a-z\]\{26\}\$$/;
-
 const isEmptyObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
 
 function walk(v: unknown): unknown {
@@ -47,10 +43,6 @@ function walk(v: unknown): unknown {
   // A timestamp's pattern (zod spells RFC 3339 out as a 330-character expression) says what
   // `format: date-time` says: the format stays, the server checks the value either way.
   if (out.format === 'date-time' && typeof out.pattern === 'string') delete out.pattern;
-  // An id's pattern (`^thr_[0-9a-z]{26}$`) likewise: its description names the prefix (thr_…), and
-  // the server answers a malformed one with a 400 naming the field.
-  if (typeof out.pattern === 'string' && ID_PATTERN.test(out.pattern) && typeof out.description === 'string' && out.description.includes('_…'))
-    delete out.pattern;
   return Array.isArray(out.type) ? splitTypes(out) : out;
 }
 

@@ -4851,7 +4851,7 @@ export interface components {
             addedAt: string;
         };
         AddMemberRequestInput: {
-            /** @description The account’s id (acct_…). */
+            /** @description The account’s id. */
             accountId: string;
             /** @enum {string} */
             role: "owner" | "admin" | "member";
@@ -5700,7 +5700,7 @@ export interface components {
             title?: string;
         };
         SetThreadAgentRequestInput: {
-            /** @description The agent’s id (agt_…). */
+            /** @description The agent’s id. */
             agentId: string;
         };
         ThreadExport: {
@@ -6151,7 +6151,7 @@ export interface components {
             nextCursor: string | null;
         };
         CreateTaskRequestInput: {
-            /** @description The task list’s id (tls_…). */
+            /** @description The task list’s id. */
             listId: string;
             /** @description What is to be done (1–300 characters). */
             title: string;
@@ -7034,7 +7034,7 @@ export interface components {
             nextCursor: string | null;
         };
         RollbackSiteRequestInput: {
-            /** @description The deployment’s id (dep_…). */
+            /** @description The deployment’s id. */
             deploymentId?: string;
         };
         SiteSettings: {
@@ -8152,7 +8152,7 @@ export interface components {
         };
         CancelOrdersInput: {
             venue?: string;
-            /** @description The order’s id (ord_…). */
+            /** @description The order’s id. */
             orderId?: string;
             clientOrderId?: string;
             /** @default false */
@@ -29948,7 +29948,7 @@ export interface operations {
                 "multipart/form-data": {
                     /** @description The file’s name (default: the file part’s filename). */
                     name?: string;
-                    /** @description The folder’s id (fld_…). */
+                    /** @description The folder’s id. */
                     parentId?: string;
                     /** @description A project’s id (a project key’s scope). */
                     projectId?: string;
