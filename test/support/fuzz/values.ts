@@ -72,7 +72,8 @@ const WORDS = ['alpha', 'fuzz', 'main', 'paper', 'web', 'notes', 'ETH/USD', 'svc
 /** A string a schema accepts, preferring real ids (a field that takes an id gets one of the pool's). */
 function stringFor(s: Schema, ctx: GenContext, name: string): string {
   const min: number = s.minLength ?? 0;
-  const max: number = s.maxLength ?? Math.max(min, 24);
+  // A pattern sets the length itself (an id's is 31 characters): no default bound beside it.
+  const max: number = s.maxLength ?? (s.pattern ? Infinity : Math.max(min, 24));
   const fits = (v: string) => v.length >= min && v.length <= max && (!s.pattern || patternOf(s.pattern).test(v));
   const ids = ctx.pool.all();
   if (s.pattern) {
@@ -151,7 +152,8 @@ export function generate(schema: Schema | undefined, ctx: GenContext, name = '',
       const max: number = Math.min(s.maxItems ?? min + 2, min + 2);
       const n = depth > 4 ? min : ctx.rng.int(min, Math.max(min, max));
       if (Array.isArray(s.prefixItems)) return s.prefixItems.map((p: Schema) => generate(p, ctx, name, depth + 1));
-      return Array.from({ length: n }, () => generate(s.items, ctx, name.replace(/s$/, ''), depth + 1));
+      const items = Array.from({ length: n }, () => generate(s.items, ctx, name.replace(/s$/, ''), depth + 1));
+      return s.uniqueItems ? [...new Map(items.map((x) => [JSON.stringify(x), x])).values()] : items;
     }
     case 'object': {
       const out: Record<string, unknown> = {};

@@ -7111,28 +7111,16 @@ export interface components {
         ReplaceRedirectsRequestInput: {
             /** @description Every redirect of the site from now on (at most 1,000); [] removes them all. */
             redirects: {
-                /**
-                 * Format: starts_with
-                 * @description A path of the site ("/old/page").
-                 */
+                /** @description A path of the site ("/old/page"). */
                 from: string;
-                /**
-                 * Format: starts_with
-                 * @description Where it goes ("/new/page"): a 301 to that path.
-                 */
+                /** @description Where it goes ("/new/page"): a 301 to that path. */
                 to: string;
             }[];
         };
         AddRedirectRequestInput: {
-            /**
-             * Format: starts_with
-             * @description A path of the site ("/old/page").
-             */
+            /** @description A path of the site ("/old/page"). */
             from: string;
-            /**
-             * Format: starts_with
-             * @description Where it goes ("/new/page"): a 301 to that path.
-             */
+            /** @description Where it goes ("/new/page"): a 301 to that path. */
             to: string;
         };
         SiteDomain: {

@@ -10,7 +10,7 @@ import { KEY } from './kit.js';
 const Pointer = z
   .string()
   .max(4096)
-  .refine((v) => v === '' || v.startsWith('/'), 'must be "" or start with "/" (RFC 6901)')
+  .regex(/^(?:\/[\s\S]*)?$/, 'must be "" or start with "/" (RFC 6901)')
   .describe('An RFC 6901 JSON Pointer ("/users/0/name"; "" is the whole document).');
 
 export const driveJsonRoutes = [

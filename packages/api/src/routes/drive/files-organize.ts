@@ -77,7 +77,7 @@ const batch = (r: drive_files.BatchResponse, deletes: boolean) => ({
   succeeded: r.succeeded,
   failed: r.failed,
 });
-const Ids = z.array(ItemId).min(1).max(100).describe('1 to 100 item ids, each once.');
+const Ids = z.array(ItemId).min(1).max(100).meta({ uniqueItems: true }).describe('1 to 100 item ids, each once.');
 
 export const driveOrganizeRoutes = [
   route({

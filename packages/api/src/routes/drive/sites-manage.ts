@@ -20,7 +20,7 @@ const OptionalDeployment = DeploymentId.optional().describe('The deployment (def
 const SiteFile = z.object({ path: z.string(), sha256: z.string(), size: z.number().int(), contentType: z.string() }).meta({ id: 'SiteFileEntry' });
 const file = (f: drive_sites.SiteFile) => ({ path: f.path, sha256: f.sha256, size: f.size, contentType: f.contentType });
 
-const RedirectPath = z.string().min(1).max(1025).startsWith('/', 'must start with "/"');
+const RedirectPath = z.string().min(1).max(1025).regex(/^\//, 'must start with "/"');
 const Redirect = z
   .object({
     from: RedirectPath.describe('A path of the site ("/old/page").'),

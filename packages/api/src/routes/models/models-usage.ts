@@ -155,6 +155,10 @@ export const modelsUsageRoutes = [
       ids: z
         .string()
         .max(1000)
+        .regex(
+          /^\s*[a-z0-9][a-z0-9.-]*\/[a-z0-9][a-z0-9.-]*(?:\s*,\s*[a-z0-9][a-z0-9.-]*\/[a-z0-9][a-z0-9.-]*){1,9}\s*$/,
+          'must be 2 to 10 model ids separated by commas, such as "openai/gpt-4o,anthropic/claude-sonnet-4"',
+        )
         .transform((s) =>
           s
             .split(',')
