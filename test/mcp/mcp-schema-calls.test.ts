@@ -55,7 +55,7 @@ beforeAll(async () => {
   t = await startTestStack();
   await connect();
   tools = (await listAll(client)).tools;
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await client?.close();
   await t?.stop();
