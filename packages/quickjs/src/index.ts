@@ -8,8 +8,11 @@ export {
   type RunLimits,
   STACK_SIZE_BYTES,
 } from './limits.js';
+export { MAX_TOOL_ARGS_CHARS, type ToolLimits } from './tool-calls.js';
 export {
+  MAX_TOOL_ANSWER_CHARS,
   type RunRequest,
+  type RunTools,
   type RunResult,
   Sandbox,
   SandboxAbortedError,

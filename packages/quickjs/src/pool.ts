@@ -1,4 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
@@ -6,6 +7,24 @@ import path from 'node:path';
 import { FairQueue } from './fair-queue.js';
 import { checkMaxLimits, DEFAULT_MAX_LIMITS, resolveLimits, type RunLimits } from './limits.js';
 import type { ChildMessage, ParentMessage, RunError, RunOutcome } from './protocol.js';
+import type { ToolCallOut } from './tool-calls.js';
+
+/**
+ * Code mode (docs/run-code.md, "Calling tools"): the tools a run's script may call and how. `call`
+ * runs one call (outside the sandbox, as the caller) and answers the tool's result as JSON, or the
+ * contract's error body with `isError`; `signal` aborts when the run ends (its answer, a kill, an
+ * abort), so a call still in flight is given up. The pool holds `maxCalls` and `maxConcurrent`
+ * itself (the child does too), and answers past `maxAnswerChars` with an error.
+ */
+export interface RunTools {
+  names: string[];
+  maxCalls: number;
+  maxConcurrent: number;
+  call(name: string, argsJson: string, signal: AbortSignal): Promise<{ json: string; isError: boolean }>;
+}
+
+/** The most characters of JSON one tool call may answer into a script (it must also fit the script's memory). */
+export const MAX_TOOL_ANSWER_CHARS = 8 * 1024 * 1024;
 
 /** A call to run code: the code and any limits the caller lowers. */
 export interface RunRequest extends Partial<RunLimits> {
@@ -19,6 +38,8 @@ export interface RunRequest extends Partial<RunLimits> {
    * arrival order (FairQueue). Calls without one share the tenant ''.
    */
   tenant?: string;
+  /** Code mode: the script gets `svc` and may call these tools. */
+  tools?: RunTools;
   /**
    * The caller gave up: a call still waiting leaves the queue, a running script's process is
    * killed (SIGKILL) and replaced; the call rejects with SandboxAbortedError either way.
@@ -106,6 +127,9 @@ interface Job {
   /** The caller's signal, and what this pool does when it aborts (removed once the job settles). */
   signal?: AbortSignal;
   onAbort?: () => void;
+  tools?: RunTools;
+  /** Code mode: calls the pool took from the child, those in flight, and what aborts them when the run ends. */
+  toolCalls?: { made: number; inFlight: number; abort: AbortController };
 }
 
 interface Running {
@@ -223,6 +247,7 @@ export class Sandbox {
           reject(e);
         },
         signal: request.signal,
+        tools: request.tools,
       };
       if (request.signal) {
         job.onAbort = () => this.abort(job);
@@ -341,12 +366,13 @@ export class Sandbox {
       this.onReady = undefined;
       return this.next(w);
     }
+    if (msg.type === 'call' && w.running && msg.id === w.running.job.id) return this.toolCall(w, w.running.job, msg);
     if (msg.type !== 'done' || !w.running || msg.id !== w.running.job.id) return;
     const { job, started } = this.finishRun(w);
     w.fresh = false;
     this.counters.runs++;
     w.runs++;
-    job.resolve({ ...msg.outcome, limits: job.limits, queuedMs: ms(started - job.enqueued) });
+    job.resolve({ ...msg.outcome, ...toolCount(job), limits: job.limits, queuedMs: ms(started - job.enqueued) });
     // A process that ran its share, or kept memory it did not have when idle, is replaced.
     if (w.runs >= this.runsPerProcess || msg.rss > w.idleRss + 2 * this.maxLimits.memoryLimitMb * MIB) {
       w.state = 'dead';
@@ -388,6 +414,7 @@ export class Sandbox {
           error,
           mode: 'script',
           durationMs: ms(performance.now() - started),
+          ...toolCount(job),
           limits: job.limits,
           queuedMs: ms(started - job.enqueued),
         });
@@ -452,10 +479,53 @@ export class Sandbox {
       limits: job.limits,
       globalsJson: job.globalsJson,
       checkOnly: job.checkOnly,
+      ...(job.tools ? { tools: { names: job.tools.names, maxCalls: job.tools.maxCalls, maxConcurrent: job.tools.maxConcurrent } } : {}),
     };
     w.child.send(msg, (err) => {
       if (err) this.kill(w);
     });
+  }
+
+  /**
+   * A tool call of a running script: run through the job's tools (within its bounds, held here
+   * again whatever the child claims), and the answer sent back while the same run is in progress.
+   */
+  private toolCall(w: Worker, job: Job, call: ToolCallOut): void {
+    const tools = job.tools;
+    const answer = (json: string, isError: boolean) => {
+      if (w.running?.job !== job || w.state === 'dead') return;
+      const m: ParentMessage = { type: 'answer', id: job.id, callId: call.callId, json, isError };
+      w.child.send(m, (err) => {
+        if (err) this.kill(w);
+      });
+    };
+    const refuse = (code: string, message: string) => answer(JSON.stringify({ error: { code, message } }), true);
+    if (!tools) return refuse('tool_not_allowed', 'This run has no tools.');
+    if (!job.toolCalls) {
+      job.toolCalls = { made: 0, inFlight: 0, abort: new AbortController() };
+      // Each call in flight may listen for the run's end.
+      setMaxListeners(tools.maxCalls + 10, job.toolCalls.abort.signal);
+    }
+    const state = job.toolCalls;
+    if (state.made >= tools.maxCalls) return refuse('tool_call_limit', `A script may make at most ${tools.maxCalls} tool calls.`);
+    if (state.inFlight >= tools.maxConcurrent) {
+      return refuse('tool_concurrency_limit', `A script may have at most ${tools.maxConcurrent} tool calls in flight.`);
+    }
+    state.made++;
+    state.inFlight++;
+    tools.call(call.name, call.argsJson, state.abort.signal).then(
+      (r) => {
+        state.inFlight--;
+        if (r.json.length > MAX_TOOL_ANSWER_CHARS) {
+          return refuse('tool_result_too_large', `The tool's result is more than ${MAX_TOOL_ANSWER_CHARS} characters of JSON; ask for less (a page, a range).`);
+        }
+        answer(r.json, r.isError);
+      },
+      () => {
+        state.inFlight--;
+        refuse('internal_error', 'The tool call failed.');
+      },
+    );
   }
 
   private kill(w: Worker, reason?: 'timeout' | 'memory_limit' | 'aborted'): void {
@@ -481,11 +551,16 @@ export class Sandbox {
     }
     clearTimeout(r.wallTimer);
     clearTimeout(r.rssTimer);
+    // Tool calls still in flight are given up: the run no longer waits for them (docs/run-code.md).
+    r.job.toolCalls?.abort.abort();
     return r;
   }
 }
 
 const ms = (x: number) => Math.round(x * 100) / 100;
+
+/** The tool calls a run made, as the pool counted them (not as its child says). */
+const toolCount = (job: Job): { toolCalls?: number } => (job.tools ? { toolCalls: job.toolCalls?.made ?? 0 } : {});
 
 /** A process's resident set size in bytes, from /proc (Linux). */
 const statusBuf = Buffer.alloc(4096);
