@@ -12,8 +12,8 @@ import {
 
 import { type RunLimits, STACK_SIZE_BYTES } from './limits.js';
 import { PRELUDE } from './prelude.js';
-import { type ToolCallOut, type ToolLimits, ToolSession } from './tool-calls.js';
 import { LOG_LEVELS, type LogEntry, type LogLevel, type RunError, type RunErrorCode, type RunMode, type RunOutcome } from './protocol.js';
+import { type ToolCallOut, type ToolLimits, ToolSession } from './tool-calls.js';
 
 /**
  * One run's interpreter, inside the child process: a QuickJS WebAssembly instance of its own (its
@@ -259,7 +259,13 @@ export async function run(it: Interpreter, code: string, limits: RunLimits, extr
     if (extras.checkOnly && !ev.error) return finish(null, mode);
     let value = ev.value;
     let error = ev.error;
-    if (value) ({ value, error } = await settle(it, value, () => Date.now() >= deadline || out.exceeded, () => deadline));
+    if (value)
+      ({ value, error } = await settle(
+        it,
+        value,
+        () => Date.now() >= deadline || out.exceeded,
+        () => deadline,
+      ));
     if (value && error) {
       value.dispose();
       value = undefined;

@@ -8,11 +8,8 @@ export {
   type RunLimits,
   STACK_SIZE_BYTES,
 } from './limits.js';
-export { MAX_TOOL_ARGS_CHARS, type ToolLimits } from './tool-calls.js';
 export {
-  MAX_TOOL_ANSWER_CHARS,
   type RunRequest,
-  type RunTools,
   type RunResult,
   Sandbox,
   SandboxAbortedError,
@@ -21,6 +18,7 @@ export {
   type SandboxEvent,
   type SandboxOptions,
 } from './pool.js';
+export { MAX_TOOL_ANSWER_CHARS, type RunTools } from './pool-tools.js';
 export {
   LOG_LEVELS,
   type LogEntry,
@@ -31,3 +29,4 @@ export {
   type RunMode,
   type RunOutcome,
 } from './protocol.js';
+export { MAX_TOOL_ARGS_CHARS, type ToolLimits } from './tool-calls.js';

@@ -1,30 +1,13 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { setMaxListeners } from 'node:events';
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 
 import { FairQueue } from './fair-queue.js';
 import { checkMaxLimits, DEFAULT_MAX_LIMITS, resolveLimits, type RunLimits } from './limits.js';
+import { type RunTools, takeToolCall, type ToolCalls, toolCount } from './pool-tools.js';
 import type { ChildMessage, ParentMessage, RunError, RunOutcome } from './protocol.js';
 import type { ToolCallOut } from './tool-calls.js';
-
-/**
- * Code mode (docs/run-code.md, "Calling tools"): the tools a run's script may call and how. `call`
- * runs one call (outside the sandbox, as the caller) and answers the tool's result as JSON, or the
- * contract's error body with `isError`; `signal` aborts when the run ends (its answer, a kill, an
- * abort), so a call still in flight is given up. The pool holds `maxCalls` and `maxConcurrent`
- * itself (the child does too), and answers past `maxAnswerChars` with an error.
- */
-export interface RunTools {
-  names: string[];
-  maxCalls: number;
-  maxConcurrent: number;
-  call(name: string, argsJson: string, signal: AbortSignal): Promise<{ json: string; isError: boolean }>;
-}
-
-/** The most characters of JSON one tool call may answer into a script (it must also fit the script's memory). */
-export const MAX_TOOL_ANSWER_CHARS = 8 * 1024 * 1024;
 
 /** A call to run code: the code and any limits the caller lowers. */
 export interface RunRequest extends Partial<RunLimits> {
@@ -128,8 +111,7 @@ interface Job {
   signal?: AbortSignal;
   onAbort?: () => void;
   tools?: RunTools;
-  /** Code mode: calls the pool took from the child, those in flight, and what aborts them when the run ends. */
-  toolCalls?: { made: number; inFlight: number; abort: AbortController };
+  toolCalls?: ToolCalls;
 }
 
 interface Running {
@@ -491,41 +473,13 @@ export class Sandbox {
    * again whatever the child claims), and the answer sent back while the same run is in progress.
    */
   private toolCall(w: Worker, job: Job, call: ToolCallOut): void {
-    const tools = job.tools;
-    const answer = (json: string, isError: boolean) => {
+    takeToolCall(job, call, (json, isError) => {
       if (w.running?.job !== job || w.state === 'dead') return;
       const m: ParentMessage = { type: 'answer', id: job.id, callId: call.callId, json, isError };
       w.child.send(m, (err) => {
         if (err) this.kill(w);
       });
-    };
-    const refuse = (code: string, message: string) => answer(JSON.stringify({ error: { code, message } }), true);
-    if (!tools) return refuse('tool_not_allowed', 'This run has no tools.');
-    if (!job.toolCalls) {
-      job.toolCalls = { made: 0, inFlight: 0, abort: new AbortController() };
-      // Each call in flight may listen for the run's end.
-      setMaxListeners(tools.maxCalls + 10, job.toolCalls.abort.signal);
-    }
-    const state = job.toolCalls;
-    if (state.made >= tools.maxCalls) return refuse('tool_call_limit', `A script may make at most ${tools.maxCalls} tool calls.`);
-    if (state.inFlight >= tools.maxConcurrent) {
-      return refuse('tool_concurrency_limit', `A script may have at most ${tools.maxConcurrent} tool calls in flight.`);
-    }
-    state.made++;
-    state.inFlight++;
-    tools.call(call.name, call.argsJson, state.abort.signal).then(
-      (r) => {
-        state.inFlight--;
-        if (r.json.length > MAX_TOOL_ANSWER_CHARS) {
-          return refuse('tool_result_too_large', `The tool's result is more than ${MAX_TOOL_ANSWER_CHARS} characters of JSON; ask for less (a page, a range).`);
-        }
-        answer(r.json, r.isError);
-      },
-      () => {
-        state.inFlight--;
-        refuse('internal_error', 'The tool call failed.');
-      },
-    );
+    });
   }
 
   private kill(w: Worker, reason?: 'timeout' | 'memory_limit' | 'aborted'): void {
@@ -558,9 +512,6 @@ export class Sandbox {
 }
 
 const ms = (x: number) => Math.round(x * 100) / 100;
-
-/** The tool calls a run made, as the pool counted them (not as its child says). */
-const toolCount = (job: Job): { toolCalls?: number } => (job.tools ? { toolCalls: job.toolCalls?.made ?? 0 } : {});
 
 /** A process's resident set size in bytes, from /proc (Linux). */
 const statusBuf = Buffer.alloc(4096);

@@ -66,7 +66,11 @@ export class ToolSession {
       return this.settle(waiting, errorJson('tool_call_limit', `A script may make at most ${this.limits.maxCalls} tool calls.`), true);
     }
     if (argsJson.length > MAX_TOOL_ARGS_CHARS) {
-      return this.settle(waiting, errorJson('invalid_request', `A tool call's arguments may be at most ${MAX_TOOL_ARGS_CHARS} characters of JSON.`), true);
+      return this.settle(
+        waiting,
+        errorJson('invalid_request', `A tool call's arguments may be at most ${MAX_TOOL_ARGS_CHARS} characters of JSON.`),
+        true,
+      );
     }
     this.made++;
     const call = { callId: this.nextId++, name, argsJson };

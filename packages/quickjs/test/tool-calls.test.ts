@@ -34,7 +34,8 @@ function echoTools(seen: Seen, bounds: { maxCalls?: number; maxConcurrent?: numb
       try {
         if (name === 'never') return await new Promise<never>(() => {});
         await new Promise((r) => setTimeout(r, 5));
-        if (name === 'fail') return { json: JSON.stringify({ error: { code: 'not_found', message: 'No such thing.', requestId: 'req_1' } }), isError: true };
+        if (name === 'fail')
+          return { json: JSON.stringify({ error: { code: 'not_found', message: 'No such thing.', requestId: 'req_1' } }), isError: true };
         return { json: JSON.stringify({ echoed: args }), isError: false };
       } finally {
         inFlight--;
@@ -116,6 +117,9 @@ it('a run without tools has no svc, and svc cannot be replaced', async () => {
   const r = await sb.run({ code: 'typeof svc' });
   expect(JSON.parse(r.resultJson!)).toBe('undefined');
   expect(r.toolCalls).toBeUndefined();
-  const frozen = await sb.run({ code: `'use strict'; try { svc.call = null; return 'changed'; } catch (e) { return e.name; }`, tools: echoTools(fresh()) });
+  const frozen = await sb.run({
+    code: `'use strict'; try { svc.call = null; return 'changed'; } catch (e) { return e.name; }`,
+    tools: echoTools(fresh()),
+  });
   expect(JSON.parse(frozen.resultJson!)).toBe('TypeError');
 });
