@@ -2250,6 +2250,8 @@ class RunCodeRequestInput(_RunCodeRequestInputRequired, total=False):
     timeoutMs: int
     memoryLimitMb: int
     maxOutputBytes: int
+    maxToolCalls: int
+    maxConcurrentToolCalls: int
 
 
 class RunCodeResult(TypedDict):
@@ -2261,6 +2263,7 @@ class RunCodeResult(TypedDict):
     durationMs: float
     queuedMs: float
     limits: RunCodeResultLimits
+    toolCalls: int
 
 
 class _RunCodeResultErrorRequired(TypedDict):
@@ -2313,6 +2316,8 @@ class RunFileRequestInput(_RunFileRequestInputRequired, total=False):
     timeoutMs: int
     memoryLimitMb: int
     maxOutputBytes: int
+    maxToolCalls: int
+    maxConcurrentToolCalls: int
 
 
 class RunList(TypedDict):
@@ -2356,6 +2361,8 @@ class RunWithDataRequestInput(_RunWithDataRequestInputRequired, total=False):
     timeoutMs: int
     memoryLimitMb: int
     maxOutputBytes: int
+    maxToolCalls: int
+    maxConcurrentToolCalls: int
 
 
 class Schedule(TypedDict):
