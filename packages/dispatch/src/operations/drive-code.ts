@@ -20,6 +20,8 @@ export type RunCodeFn = (
 /** The most bytes of drive files one run reads (its code and its data files together). */
 export const RUN_DATA_MAX_BYTES = 8 * 1024 * 1024;
 const RUN_DEADLINE_MS = 140_000;
+/** Code that names the global `svc` (code mode's; docs/run-code.md "Calling tools"). */
+const MENTIONS_SVC = /(^|[^\w$])svc\b/;
 
 interface DataFile {
   id: string;
@@ -79,7 +81,8 @@ export function driveCodeOperations(deps: ContentDeps & { runCode?: RunCodeFn })
   const runCode =
     deps.runCode ??
     (async (req: mcp_run_code.RunCodeRequest, op: OperationContext, bounds: { maxToolCalls?: number; maxConcurrentToolCalls?: number } = {}) => {
-      const tools = await op.scriptTools();
+      // Only code that names `svc` can call tools: the rest runs as before, without the catalogue's helpers.
+      const tools = MENTIONS_SVC.test(req.code) ? await op.scriptTools() : undefined;
       if (tools) return runWithTools(deps.registry, req, op, tools, bounds, RUN_DEADLINE_MS);
       return mcpClient(deps.registry).runCode(req, {
         principalToken: op.auth!.token,
