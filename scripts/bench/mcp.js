@@ -6,6 +6,10 @@
 //    the tool's rate is at least 70% of the REST rate.
 // 2. tools/list: the server's time per call (the endpoint in process, no HTTP),
 //    and through the gateway.
+// 3. code mode (docs/run-code.md, "Calling tools"): ten tools/call list_drive, one after the
+//    other, against one tools/call run_code whose script makes the same ten calls (one after the
+//    other, and all at once), end to end from the client, interleaved, one caller (BENCH_CODE_MODE
+//    repetitions of each, default 40).
 //
 //   npm run build && node scripts/bench/mcp.js
 //
@@ -89,7 +93,7 @@ const MODERN_META = {
 };
 
 /** A tools/call as a client of either generation sends it. */
-function toolCall(client, era, name) {
+function toolCall(client, era, name, args = {}) {
   let id = 0;
   const accept = { accept: 'application/json, text/event-stream' };
   const headers =
@@ -97,7 +101,7 @@ function toolCall(client, era, name) {
       ? { ...accept, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name }
       : { ...accept, 'mcp-protocol-version': '2025-11-25' };
   return async () => {
-    const params = { name, arguments: {}, ...(era === 'modern' ? { _meta: MODERN_META } : {}) };
+    const params = { name, arguments: args, ...(era === 'modern' ? { _meta: MODERN_META } : {}) };
     const res = await client.request('POST', '/mcp', { jsonrpc: '2.0', id: ++id, method: 'tools/call', params }, headers);
     if (!res.result || res.result.isError) throw new Error(`tools/call ${name}: ${JSON.stringify(res).slice(0, 300)}`);
     return res.result.structuredContent;
@@ -151,6 +155,40 @@ async function listServerTime(pageSize) {
   }
   await endpoint.close();
   return { buildMs, tools: catalogue.list().length, median: pct(times, 50), p99: pct(times, 99) };
+}
+
+const CODE_MODE_REPEAT = Number(process.env.BENCH_CODE_MODE ?? 40);
+
+/**
+ * Ten tool calls as ten tools/call round trips, and as one run_code whose script makes them (in
+ * sequence, and all at once): milliseconds end to end per ten, interleaved, one caller.
+ */
+async function codeMode(client) {
+  const ten = toolCall(client, 'legacy', 'list_drive');
+  const script = (code) => {
+    const call = toolCall(client, 'legacy', 'run_code', { code });
+    return async () => {
+      const r = await call();
+      if (r.error || r.toolCalls !== 10) throw new Error(`run_code: ${JSON.stringify(r).slice(0, 300)}`);
+    };
+  };
+  const ways = {
+    separate: async () => {
+      for (let i = 0; i < 10; i++) await ten();
+    },
+    sequential: script('let n = 0; for (let i = 0; i < 10; i++) n += (await svc.tools.list_drive({})).items.length; return n;'),
+    parallel: script('const rs = await Promise.all(Array.from({ length: 10 }, () => svc.tools.list_drive({}))); return rs.length;'),
+  };
+  for (const f of Object.values(ways)) for (let i = 0; i < 5; i++) await f(); // warm-up
+  const times = Object.fromEntries(Object.keys(ways).map((k) => [k, []]));
+  for (let i = 0; i < CODE_MODE_REPEAT; i++) {
+    for (const [k, f] of Object.entries(ways)) {
+      const t = performance.now();
+      await f();
+      times[k].push(performance.now() - t);
+    }
+  }
+  return times;
 }
 
 async function main() {
@@ -226,6 +264,19 @@ async function main() {
     console.log(`\ntools/list (${server.tools} tools, pages of 50; catalogue built once per process in ${server.buildMs.toFixed(1)} ms):`);
     console.log(`  server time per call (the endpoint in process): median ${server.median.toFixed(3)} ms, p99 ${server.p99.toFixed(3)} ms`);
     console.log(`  through the gateway (POST /mcp, sequential): median ${pct(listHttp, 50).toFixed(2)} ms, p99 ${pct(listHttp, 99).toFixed(2)} ms`);
+    const cm = await codeMode(client);
+    const med = (k) => pct(cm[k], 50);
+    console.log(`\ncode mode: ten list_drive calls, end to end (ms per ten, ${CODE_MODE_REPEAT} interleaved repetitions, one caller):`);
+    for (const [k, label] of [
+      ['separate', 'ten tools/call, one after the other'],
+      ['sequential', 'one run_code, the script awaiting each in turn'],
+      ['parallel', 'one run_code, the script making all ten at once (4 in flight)'],
+    ]) {
+      console.log(`  ${label}: median ${med(k).toFixed(1)}, p99 ${pct(cm[k], 99).toFixed(1)}`);
+    }
+    console.log(
+      `  one run_code over ten tools/call: ${((100 * med('sequential')) / med('separate')).toFixed(0)}% of the time in sequence, ${((100 * med('parallel')) / med('separate')).toFixed(0)}% at once`,
+    );
     console.log(
       `load average at the end: ${os
         .loadavg()

@@ -51,6 +51,7 @@ describe('POST /code/run', () => {
       durationMs: expect.any(Number),
       queuedMs: expect.any(Number),
       limits: { timeoutMs: 5000, memoryLimitMb: 64, maxOutputBytes: 65536 },
+      toolCalls: 0,
     });
     expect(await run({ code: 'return { who: "agent", n: 2n ** 64n }' }, agentKey)).toMatchObject({
       result: { who: 'agent', n: '18446744073709551616' },

@@ -24,10 +24,28 @@ export interface Invocation {
    * reset, which the service sees as its call's signal; a local operation gets it as `ctx.signal`.
    */
   signal?: AbortSignal;
+  /**
+   * The tools a script this call runs may call (code mode, docs/run-code.md "Calling tools"), as
+   * the front that made the call allows them to its caller; absent: the dispatcher's own
+   * (DispatcherOptions.scriptTools), if any.
+   */
+  tools?: ScriptTools;
+}
+
+/**
+ * The tools a script may call, on behalf of the caller of the operation that runs it: `names`
+ * become the script's helpers, and `call` runs one call under every rule of a direct tool call
+ * (the caller's principal, its view, rate limits), answering the tool's result or error body.
+ */
+export interface ScriptTools {
+  names: string[];
+  call(name: string, args: unknown, signal: AbortSignal): Promise<{ result: Record<string, unknown>; isError: boolean }>;
 }
 
 export interface OperationContext extends Invocation {
   route: Route;
+  /** The tools of a script this operation runs (code mode): the invocation's, else the dispatcher's; undefined: none. */
+  scriptTools(): Promise<ScriptTools | undefined>;
 }
 
 /**
@@ -47,6 +65,8 @@ export interface DispatcherOptions {
   onKeyRevoked?: (keyId: string) => void;
   /** Where answers of routes that declare `cache` are kept (the gateway's, evicted on events); default its own. */
   answers?: AnswerCache;
+  /** The tools a script run by an invocation that brings none may call (the API front's code mode). */
+  scriptTools?: (inv: Invocation) => Promise<ScriptTools | undefined>;
 }
 
 // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
@@ -125,6 +145,7 @@ export class Dispatcher {
           stream: streams && inv.stream === true,
           signal: inv.signal,
           route,
+          scriptTools: async () => inv.tools ?? this.options.scriptTools?.(inv),
         };
         return answerOf(await handler(input, ctx), status, NO_HEADERS);
       };

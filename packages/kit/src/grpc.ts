@@ -6,13 +6,16 @@ import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import { DomainError, ERROR_KINDS, isErrorKind } from './errors.js';
 import type { Logger } from './log.js';
 import { type Principal, PRINCIPAL_METADATA_KEY, type PrincipalSigner } from './principal.js';
-import { streamCall } from './stream.js';
+import { duplexCall, streamCall } from './stream.js';
 import { UnaryCallError, UnaryChannel } from './unary.js';
 
-/** One method of a ts-proto generated service definition: unary, or server-streaming (`responseStream: true`). */
+/**
+ * One method of a ts-proto generated service definition: unary, server-streaming
+ * (`responseStream: true`), or bidirectional (`requestStream` and `responseStream`).
+ */
 interface MethodDef<Req, Res> {
   path: string;
-  requestStream: false;
+  requestStream: boolean;
   responseStream: boolean;
   requestSerialize(value: Req): Buffer;
   requestDeserialize(value: Buffer): Req;
@@ -76,9 +79,11 @@ function lazySignal(call: grpc.ServerUnaryCall<unknown, unknown>): () => AbortSi
  * returns an AsyncIterable (an async generator) of its responses.
  */
 export type Handlers<D extends AnyDef> = {
-  [K in keyof D]: D[K] extends { responseStream: true }
-    ? (request: ReqOf<D[K]>, ctx: StreamCallContext) => AsyncIterable<ResOf<D[K]>>
-    : (request: ReqOf<D[K]>, ctx: CallContext) => Promise<ResOf<D[K]>>;
+  [K in keyof D]: D[K] extends { requestStream: true; responseStream: true }
+    ? (requests: AsyncIterable<ReqOf<D[K]>>, ctx: StreamCallContext) => AsyncIterable<ResOf<D[K]>>
+    : D[K] extends { responseStream: true }
+      ? (request: ReqOf<D[K]>, ctx: StreamCallContext) => AsyncIterable<ResOf<D[K]>>
+      : (request: ReqOf<D[K]>, ctx: CallContext) => Promise<ResOf<D[K]>>;
 };
 type UnaryHandler = (request: unknown, ctx: CallContext) => Promise<unknown>;
 type StreamHandler = (request: unknown, ctx: StreamCallContext) => AsyncIterable<unknown>;
@@ -118,7 +123,11 @@ export function bindService<D extends AnyDef>(
   for (const name of Object.keys(definition)) {
     if (definition[name]!.responseStream) {
       const handler = handlers[name as keyof D] as unknown as StreamHandler;
-      impl[name] = (call: grpc.ServerWritableStream<unknown, unknown>) => serveStream(call, handler, deps, name);
+      // A bidirectional call's handler reads the caller's messages from the call itself (a readable stream of them).
+      const input = definition[name]!.requestStream
+        ? (call: grpc.ServerWritableStream<unknown, unknown>) => call as unknown as AsyncIterable<unknown>
+        : (call: grpc.ServerWritableStream<unknown, unknown>) => call.request;
+      impl[name] = (call: grpc.ServerWritableStream<unknown, unknown>) => serveStream(call, handler, deps, name, input(call));
       continue;
     }
     const handler = handlers[name as keyof D] as unknown as UnaryHandler;
@@ -148,6 +157,7 @@ function serveStream(
   handler: StreamHandler,
   deps: { signer: PrincipalSigner; log: Logger },
   method: string,
+  input: unknown,
 ): void {
   const abort = new AbortController();
   let wake: (() => void) | undefined;
@@ -159,7 +169,7 @@ function serveStream(
   const run = async () => {
     const ctx: StreamCallContext = await verifyCallPrincipal(call.metadata, deps, () => abort.signal);
     if (call.cancelled) return;
-    const messages = handler(call.request, ctx)[Symbol.asyncIterator]();
+    const messages = handler(input, ctx)[Symbol.asyncIterator]();
     // A generator that finished or threw needs no return(); one stopped at a yield does.
     let suspended = false;
     try {
@@ -272,11 +282,17 @@ export interface RpcCallOptions {
   signal?: AbortSignal;
 }
 
-/** A typed client: a unary method returns a promise, a server-streaming one an AsyncIterable. */
+/**
+ * A typed client: a unary method returns a promise, a server-streaming one an AsyncIterable, a
+ * bidirectional one takes an AsyncIterable of requests (sent as it yields them) and returns one of
+ * responses.
+ */
 export type RpcClient<D extends AnyDef> = {
-  [K in keyof D]: D[K] extends { responseStream: true }
-    ? (request: ReqOf<D[K]>, options: RpcCallOptions) => AsyncIterable<ResOf<D[K]>>
-    : (request: ReqOf<D[K]>, options: RpcCallOptions) => Promise<ResOf<D[K]>>;
+  [K in keyof D]: D[K] extends { requestStream: true; responseStream: true }
+    ? (requests: AsyncIterable<ReqOf<D[K]>>, options: RpcCallOptions) => AsyncIterable<ResOf<D[K]>>
+    : D[K] extends { responseStream: true }
+      ? (request: ReqOf<D[K]>, options: RpcCallOptions) => AsyncIterable<ResOf<D[K]>>
+      : (request: ReqOf<D[K]>, options: RpcCallOptions) => Promise<ResOf<D[K]>>;
 } & { close(): void };
 
 /**
@@ -316,6 +332,18 @@ export function createRpcClient<D extends AnyDef>(
   const out: Record<string, unknown> = { close: () => channel.close() };
   for (const [name, method] of Object.entries(definition)) {
     const { path, requestSerialize, responseDeserialize } = method;
+    if (method.responseStream && method.requestStream) {
+      out[name] = (requests: AsyncIterable<unknown>, options: RpcCallOptions) => {
+        const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };
+        if (options.requestId) headers[REQUEST_ID_KEY] = options.requestId;
+        const encoded = (async function* () {
+          for await (const r of requests) yield encodeRequest(requestSerialize, r);
+        })();
+        const raw = duplexCall(channel, path, encoded, { headers, deadlineMs: options.deadlineMs, signal: options.signal });
+        return typedStream(raw, responseDeserialize, serviceName);
+      };
+      continue;
+    }
     if (method.responseStream) {
       out[name] = (request: unknown, options: RpcCallOptions) => {
         const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };

@@ -13,6 +13,7 @@ export * from './ids.js';
 export * from './lazy.js';
 export * from './live.js';
 export * from './log.js';
+export * from './message-queue.js';
 export * from './names.js';
 export * from './pinned-fetch.js';
 export * from './principal.js';

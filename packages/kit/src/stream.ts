@@ -62,10 +62,26 @@ export function streamCall(
   return run(channel, path, message, options, context.active());
 }
 
+/**
+ * A bidirectional-streaming call: sends each message `requests` yields as it yields it (waiting for
+ * the connection to take it, so a slow server holds the sender back), ends the request side when
+ * it ends, and yields each response message as streamCall does. The call is sent on the first
+ * read. It is never retried (its messages are the caller's, already taken). Stopping early cancels
+ * the call and stops reading `requests` (its return() runs).
+ */
+export function duplexCall(
+  channel: UnaryChannel,
+  path: string,
+  requests: AsyncIterable<Buffer>,
+  options: StreamCallOptions,
+): AsyncGenerator<Buffer, void, undefined> {
+  return run(channel, path, requests, options, context.active());
+}
+
 async function* run(
   channel: UnaryChannel,
   path: string,
-  message: Buffer,
+  message: Buffer | AsyncIterable<Buffer>,
   options: StreamCallOptions,
   parent: Context,
 ): AsyncGenerator<Buffer, void, undefined> {
@@ -122,11 +138,11 @@ class ResponseReader {
   constructor(
     private readonly channel: UnaryChannel,
     private readonly headers: http2.OutgoingHttpHeaders,
-    private readonly message: Buffer,
+    private readonly message: Buffer | AsyncIterable<Buffer>,
     deadlineMs: number | undefined,
   ) {
     this.decoder = new MessageDecoder(channel.maxReceiveBytes);
-    this.open(true);
+    this.open(Buffer.isBuffer(message));
     if (deadlineMs !== undefined) {
       // (setTimeout takes at most 2^31-1 ms, 24.8 days.)
       const ms = Math.min(deadlineMs, 2 ** 31 - 1);
@@ -213,11 +229,37 @@ class ResponseReader {
     });
     // Errors surface again as 'close' with no status; nothing to add here.
     stream.on('error', () => {});
+    if (!Buffer.isBuffer(this.message)) return void this.pump(stream, this.message);
     const head = Buffer.allocUnsafe(5);
     head[0] = 0;
     head.writeUInt32BE(this.message.length, 1);
     stream.write(head);
     stream.end(this.message);
+  }
+
+  /** Writes a duplex call's messages as they come, then ends the request side; stops when the call ends. */
+  private async pump(stream: http2.ClientHttp2Stream, messages: AsyncIterable<Buffer>): Promise<void> {
+    const it = messages[Symbol.asyncIterator]();
+    const closed = new Promise<'closed'>((resolve) => stream.once('close', () => resolve('closed')));
+    try {
+      for (;;) {
+        const next = await Promise.race([it.next(), closed]);
+        if (next === 'closed' || stream.closed) return void (await it.return?.());
+        if (next.done) return void stream.end();
+        const head = Buffer.allocUnsafe(5);
+        head[0] = 0;
+        head.writeUInt32BE(next.value.length, 1);
+        stream.write(head);
+        if (!stream.write(next.value)) {
+          if ((await Promise.race([new Promise<'drain'>((resolve) => stream.once('drain', () => resolve('drain'))), closed])) === 'closed') {
+            return void (await it.return?.());
+          }
+        }
+      }
+    } catch (err) {
+      // The sender failed: the call is cancelled, and its readers see it end.
+      this.fail(new UnaryCallError(GrpcStatus.CANCELLED, `The request stream failed: ${(err as Error)?.message ?? String(err)}`));
+    }
   }
 
   /** Ends the call with a failure, thrown once the messages before it are read. */

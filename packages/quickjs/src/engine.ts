@@ -13,6 +13,7 @@ import {
 import { type RunLimits, STACK_SIZE_BYTES } from './limits.js';
 import { PRELUDE } from './prelude.js';
 import { LOG_LEVELS, type LogEntry, type LogLevel, type RunError, type RunErrorCode, type RunMode, type RunOutcome } from './protocol.js';
+import { type ToolCallOut, type ToolLimits, ToolSession } from './tool-calls.js';
 
 /**
  * One run's interpreter, inside the child process: a QuickJS WebAssembly instance of its own (its
@@ -31,6 +32,9 @@ export interface Interpreter {
   describe: QuickJSHandle;
   moduleResult: QuickJSHandle;
   setBudget: QuickJSHandle;
+  enableTools: QuickJSHandle;
+  /** The run's tool calls, when it has tools (code mode). */
+  tools?: ToolSession;
   out: Output;
 }
 
@@ -88,8 +92,15 @@ export async function prepare(compiled: WebAssembly.Module, memoryLimitMb: numbe
     if (!LEVELS.has(name)) return;
     collect(out, name as LogLevel, context.getString(text));
   });
+  // Code mode's one way out (tool-calls.ts): a tool call handed to the run's session, if it has one.
+  const toolHost = context.newFunction('toolHost', (name, args, resolve, reject) => {
+    const tools = it.tools;
+    if (!tools || context.typeof(name) !== 'string' || context.typeof(args) !== 'string') return;
+    if (context.typeof(resolve) !== 'function' || context.typeof(reject) !== 'function') return;
+    tools.begin(context.getString(name), context.getString(args), resolve, reject);
+  });
   const fn = context.unwrapResult(context.evalCode(PRELUDE, 'prelude.js'));
-  const helpers = context.unwrapResult(context.callFunction(fn, context.undefined, sink));
+  const helpers = context.unwrapResult(context.callFunction(fn, context.undefined, sink, toolHost));
   const it: Interpreter = {
     memoryLimitMb,
     runtime,
@@ -100,9 +111,10 @@ export async function prepare(compiled: WebAssembly.Module, memoryLimitMb: numbe
     describe: context.getProp(helpers, 1),
     moduleResult: context.getProp(helpers, 2),
     setBudget: context.getProp(helpers, 3),
+    enableTools: context.getProp(helpers, 4),
     out,
   };
-  for (const h of [fn, helpers, sink]) h.dispose();
+  for (const h of [fn, helpers, sink, toolHost]) h.dispose();
   return it;
 }
 
@@ -182,7 +194,6 @@ function unwrap(mode: RunMode, r: ReturnType<QuickJSContext['evalCode']>): Evalu
   return r.error ? { mode, error: r.error } : { mode, value: r.value };
 }
 
-/** Runs one script in a prepared interpreter (used once). Never throws. */
 /**
  * What a run may add: `globalsJson`, a JSON object whose members become globals before the code
  * runs (the caller's inputs); `checkOnly`, compile without running (a syntax check).
@@ -190,9 +201,18 @@ function unwrap(mode: RunMode, r: ReturnType<QuickJSContext['evalCode']>): Evalu
 export interface RunExtras {
   globalsJson?: string;
   checkOnly?: boolean;
+  /**
+   * Code mode: the script gets `svc` and may call these tools; each call goes out through `send`,
+   * and its answer comes back through the session (`it.tools.answer`).
+   */
+  tools?: { limits: ToolLimits; send: (call: ToolCallOut) => void };
 }
 
-export function run(it: Interpreter, code: string, limits: RunLimits, extras: RunExtras = {}): RunOutcome {
+/**
+ * Runs one script in a prepared interpreter (used once). Never rejects. While the script awaits
+ * tool calls (code mode) nothing runs inside; the wait counts against the run's time.
+ */
+export async function run(it: Interpreter, code: string, limits: RunLimits, extras: RunExtras = {}): Promise<RunOutcome> {
   const started = performance.now();
   const { runtime: rt, context: ctx, out } = it;
   out.budget = limits.maxOutputBytes;
@@ -215,9 +235,16 @@ export function run(it: Interpreter, code: string, limits: RunLimits, extras: Ru
     ...(error ? { error } : {}),
     mode,
     durationMs: Math.round((performance.now() - started) * 100) / 100,
+    ...(it.tools ? { toolCalls: it.tools.made } : {}),
   });
   let mode: RunMode = 'script';
   try {
+    if (extras.tools && !extras.checkOnly) {
+      it.tools = new ToolSession(ctx, extras.tools.limits, extras.tools.send);
+      const names = ctx.unwrapResult(ctx.evalCode(JSON.stringify(extras.tools.limits.names), 'tools.js', { type: 'global' }));
+      ctx.callFunction(it.enableTools, ctx.undefined, names).dispose();
+      names.dispose();
+    }
     if (extras.globalsJson) {
       const set = ctx.evalCode(`Object.assign(globalThis, ${extras.globalsJson});`, 'inputs.js', { type: 'global' });
       if (set.error) {
@@ -232,7 +259,13 @@ export function run(it: Interpreter, code: string, limits: RunLimits, extras: Ru
     if (extras.checkOnly && !ev.error) return finish(null, mode);
     let value = ev.value;
     let error = ev.error;
-    if (value) ({ value, error } = settle(it, value, () => Date.now() >= deadline || out.exceeded));
+    if (value)
+      ({ value, error } = await settle(
+        it,
+        value,
+        () => Date.now() >= deadline || out.exceeded,
+        () => deadline,
+      ));
     if (value && error) {
       value.dispose();
       value = undefined;
@@ -283,6 +316,9 @@ export function run(it: Interpreter, code: string, limits: RunLimits, extras: Ru
       return finish(null, mode, { code: 'stack_overflow', message: 'The script recursed too deeply (the interpreter ran out of stack).' });
     }
     return finish(null, mode, { code: 'sandbox_error', message: `The interpreter failed: ${e?.message ?? String(err)}` });
+  } finally {
+    // Calls still unanswered are abandoned: their promises can no longer settle (the parent stops them).
+    it.tools?.dispose();
   }
 }
 
@@ -314,7 +350,12 @@ function primitiveOf(ctx: QuickJSContext, h: QuickJSHandle | undefined): string 
  * running the interpreter's jobs, and runs the jobs the script left queued. There are no timers
  * and no I/O inside, so a promise still pending once no job is left never settles.
  */
-function settle(it: Interpreter, value: QuickJSHandle, stop: () => boolean): { value?: QuickJSHandle; error?: QuickJSHandle } {
+async function settle(
+  it: Interpreter,
+  value: QuickJSHandle,
+  stop: () => boolean,
+  deadline: () => number,
+): Promise<{ value?: QuickJSHandle; error?: QuickJSHandle }> {
   const { context: ctx, runtime: rt } = it;
   for (;;) {
     const state = ctx.getPromiseState(value);
@@ -330,6 +371,11 @@ function settle(it: Interpreter, value: QuickJSHandle, stop: () => boolean): { v
     if (state.type === 'rejected') {
       value.dispose();
       return { error: state.error };
+    }
+    // Code mode: nothing left to run but tool calls out; their answers (or the deadline) come next.
+    if (!rt.hasPendingJob() && !stop() && it.tools && it.tools.outstanding > 0) {
+      await it.tools.wait(deadline());
+      continue;
     }
     if (!rt.hasPendingJob() || stop()) {
       value.dispose();

@@ -18,6 +18,7 @@ export {
   type SandboxEvent,
   type SandboxOptions,
 } from './pool.js';
+export { MAX_TOOL_ANSWER_CHARS, type RunTools } from './pool-tools.js';
 export {
   LOG_LEVELS,
   type LogEntry,
@@ -28,3 +29,4 @@ export {
   type RunMode,
   type RunOutcome,
 } from './protocol.js';
+export { MAX_TOOL_ARGS_CHARS, type ToolLimits } from './tool-calls.js';

@@ -5,7 +5,9 @@ import path from 'node:path';
 
 import { FairQueue } from './fair-queue.js';
 import { checkMaxLimits, DEFAULT_MAX_LIMITS, resolveLimits, type RunLimits } from './limits.js';
+import { type RunTools, takeToolCall, type ToolCalls, toolCount } from './pool-tools.js';
 import type { ChildMessage, ParentMessage, RunError, RunOutcome } from './protocol.js';
+import type { ToolCallOut } from './tool-calls.js';
 
 /** A call to run code: the code and any limits the caller lowers. */
 export interface RunRequest extends Partial<RunLimits> {
@@ -19,6 +21,8 @@ export interface RunRequest extends Partial<RunLimits> {
    * arrival order (FairQueue). Calls without one share the tenant ''.
    */
   tenant?: string;
+  /** Code mode: the script gets `svc` and may call these tools. */
+  tools?: RunTools;
   /**
    * The caller gave up: a call still waiting leaves the queue, a running script's process is
    * killed (SIGKILL) and replaced; the call rejects with SandboxAbortedError either way.
@@ -106,6 +110,8 @@ interface Job {
   /** The caller's signal, and what this pool does when it aborts (removed once the job settles). */
   signal?: AbortSignal;
   onAbort?: () => void;
+  tools?: RunTools;
+  toolCalls?: ToolCalls;
 }
 
 interface Running {
@@ -223,6 +229,7 @@ export class Sandbox {
           reject(e);
         },
         signal: request.signal,
+        tools: request.tools,
       };
       if (request.signal) {
         job.onAbort = () => this.abort(job);
@@ -341,12 +348,13 @@ export class Sandbox {
       this.onReady = undefined;
       return this.next(w);
     }
+    if (msg.type === 'call' && w.running && msg.id === w.running.job.id) return this.toolCall(w, w.running.job, msg);
     if (msg.type !== 'done' || !w.running || msg.id !== w.running.job.id) return;
     const { job, started } = this.finishRun(w);
     w.fresh = false;
     this.counters.runs++;
     w.runs++;
-    job.resolve({ ...msg.outcome, limits: job.limits, queuedMs: ms(started - job.enqueued) });
+    job.resolve({ ...msg.outcome, ...toolCount(job), limits: job.limits, queuedMs: ms(started - job.enqueued) });
     // A process that ran its share, or kept memory it did not have when idle, is replaced.
     if (w.runs >= this.runsPerProcess || msg.rss > w.idleRss + 2 * this.maxLimits.memoryLimitMb * MIB) {
       w.state = 'dead';
@@ -388,6 +396,7 @@ export class Sandbox {
           error,
           mode: 'script',
           durationMs: ms(performance.now() - started),
+          ...toolCount(job),
           limits: job.limits,
           queuedMs: ms(started - job.enqueued),
         });
@@ -452,9 +461,24 @@ export class Sandbox {
       limits: job.limits,
       globalsJson: job.globalsJson,
       checkOnly: job.checkOnly,
+      ...(job.tools ? { tools: { names: job.tools.names, maxCalls: job.tools.maxCalls, maxConcurrent: job.tools.maxConcurrent } } : {}),
     };
     w.child.send(msg, (err) => {
       if (err) this.kill(w);
+    });
+  }
+
+  /**
+   * A tool call of a running script: run through the job's tools (within its bounds, held here
+   * again whatever the child claims), and the answer sent back while the same run is in progress.
+   */
+  private toolCall(w: Worker, job: Job, call: ToolCallOut): void {
+    takeToolCall(job, call, (json, isError) => {
+      if (w.running?.job !== job || w.state === 'dead') return;
+      const m: ParentMessage = { type: 'answer', id: job.id, callId: call.callId, json, isError };
+      w.child.send(m, (err) => {
+        if (err) this.kill(w);
+      });
     });
   }
 
@@ -481,6 +505,8 @@ export class Sandbox {
     }
     clearTimeout(r.wallTimer);
     clearTimeout(r.rssTimer);
+    // Tool calls still in flight are given up: the run no longer waits for them (docs/run-code.md).
+    r.job.toolCalls?.abort.abort();
     return r;
   }
 }

@@ -6,8 +6,14 @@
  * stack and position as primitives), `moduleResult(namespace)` and `setBudget(bytes)` (no text
  * longer than the run's output limit leaves the sandbox, so the host never copies more). It captures the built-ins it uses before the script runs, so a
  * script that replaces them changes only its own output.
+ *
+ * Code mode (docs/run-code.md, "Calling tools"): its second argument, `toolHost(name, argsJson,
+ * resolve, reject)`, hands a tool call to the host (tool-calls.ts), which later calls `resolve` with
+ * the result's JSON text or `reject` with the error body's. `enableTools(names)` (a run with tools)
+ * defines the global `svc`: `svc.call(name, args)` and a helper per tool, `svc.tools.<name>(args)`,
+ * each a promise of the tool's result that rejects with a `ToolError` (`code`, `message`, `details`).
  */
-export const PRELUDE = String.raw`(function (sink) {
+export const PRELUDE = String.raw`(function (sink, toolHost) {
   'use strict';
   var O = Object, str = String, stringify = JSON.stringify, isArray = Array.isArray;
   var call = Function.prototype.call;
@@ -100,6 +106,36 @@ export const PRELUDE = String.raw`(function (sink) {
     return out.length > budget ? out.length : out;
   }
   function setBudget(n) { budget = n; }
+
+  var parse = JSON.parse, PromiseC = Promise, ErrorC = Error, TypeErrorC = TypeError, freeze = O.freeze, defineProperty = O.defineProperty;
+  function toolError(text) {
+    var b = null;
+    try { b = parse(text).error; } catch (x) { b = null; }
+    if (b === null || typeof b !== 'object') b = { code: 'tool_error', message: 'The tool call failed.' };
+    var e = new ErrorC(str(b.message));
+    e.name = 'ToolError';
+    e.code = str(b.code);
+    if (b.details !== undefined) e.details = b.details;
+    if (typeof b.requestId === 'string') e.requestId = b.requestId;
+    return e;
+  }
+  function callTool(name, args) {
+    if (typeof name !== 'string' || name === '') return PromiseC.reject(new TypeErrorC('svc.call: the tool name must be a string.'));
+    if (args !== undefined && args !== null && (typeof args !== 'object' || isArray(args))) {
+      return PromiseC.reject(new TypeErrorC('svc.call: the arguments must be an object.'));
+    }
+    var json = args === undefined || args === null ? '{}' : stringify(args, replacer);
+    return new PromiseC(function (resolve, reject) {
+      toolHost(name, json, function (t) { resolve(parse(t)); }, function (t) { reject(toolError(t)); });
+    });
+  }
+  function helper(name) { return function (args) { return callTool(name, args); }; }
+  function enableTools(names) {
+    var tools = {};
+    for (var i = 0; i < names.length; i++) tools[names[i]] = helper(names[i]);
+    var svc = freeze({ call: callTool, tools: freeze(tools) });
+    defineProperty(globalThis, 'svc', { value: svc, writable: false, configurable: false, enumerable: false });
+  }
   function describe(e) {
     try {
       if (e !== null && typeof e === 'object' && protoChainHas(e, ErrorP)) {
@@ -115,5 +151,5 @@ export const PRELUDE = String.raw`(function (sink) {
     if ('default' in ns) return ns['default'];
     return keys(ns).length ? ns : undefined;
   }
-  return [serialize, describe, moduleResult, setBudget];
+  return [serialize, describe, moduleResult, setBudget, enableTools];
 })`;

@@ -1,4 +1,5 @@
 import type { RunLimits } from './limits.js';
+import type { ToolAnswer, ToolCallOut, ToolLimits } from './tool-calls.js';
 
 /** A console call the script made. */
 export interface LogEntry {
@@ -57,6 +58,8 @@ export interface RunOutcome {
   mode: RunMode;
   /** Time the script ran, from its start to its answer (or its kill), in milliseconds. */
   durationMs: number;
+  /** Tool calls the script made (code mode); absent for a run without tools. */
+  toolCalls?: number;
 }
 
 // Parent <-> child messages over the IPC channel ------------------------------------------------
@@ -69,10 +72,21 @@ export interface RunMessage {
   /** A JSON object whose members become globals; and whether to compile only (engine.ts RunExtras). */
   globalsJson?: string;
   checkOnly?: boolean;
+  /** Code mode: the script gets `svc` and may call tools within these bounds (tool-calls.ts). */
+  tools?: ToolLimits;
 }
 
-export type ParentMessage = RunMessage;
+/** The answer to one of a run's tool calls. */
+export interface AnswerMessage extends ToolAnswer {
+  type: 'answer';
+  id: number;
+}
+
+export type ParentMessage = RunMessage | AnswerMessage;
 
 export type ChildMessage =
   /** The child has a fresh interpreter ready (first when it starts, then after each run); `rss` its resident bytes. */
-  { type: 'ready'; rss: number } | { type: 'done'; id: number; outcome: RunOutcome; rss: number };
+  | { type: 'ready'; rss: number }
+  | { type: 'done'; id: number; outcome: RunOutcome; rss: number }
+  /** A tool call of run `id` (code mode). */
+  | ({ type: 'call'; id: number } & ToolCallOut);

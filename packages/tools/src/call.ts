@@ -1,11 +1,11 @@
-import type { Content } from '@svc/api';
-import type { Answer, Dispatcher, Download, RawInput } from '@svc/dispatch';
+import type { Content, Route } from '@svc/api';
+import type { Answer, Dispatcher, Download, RawInput, ScriptTools } from '@svc/dispatch';
 import { DomainError, type Principal } from '@svc/kit';
 
 import type { ToolBinding, ToolCatalogue } from './catalogue.js';
 import { CALL_TOOL, SEARCH_TOOLS } from './names.js';
 import { searchTools } from './search.js';
-import { allows, type ToolView } from './views.js';
+import { allows, EVERY_TOOL_VIEW, type ToolView, withAllowList } from './views.js';
 
 /** Who calls a tool: the principal as a front verified it (with its signed token), and the request's id. */
 export interface ToolContext {
@@ -17,6 +17,13 @@ export interface ToolContext {
   view?: ToolView;
   /** The caller gives up: passed to the operation (Invocation.signal). */
   signal?: AbortSignal;
+  /**
+   * Admits each tool call a script of this caller makes (code mode): the front's rate limit, the
+   * tokens of the call's operation class, as the same call made directly would take; throws the 429.
+   */
+  admit?: (route: Route) => void | Promise<void>;
+  /** This call comes from a script (code mode): `admit` applies to it. */
+  fromScript?: boolean;
 }
 
 /** A tool's result: the operation's answer, or (isError) the contract's error body `{ error: { code, message, requestId } }`. */
@@ -31,6 +38,41 @@ export const MAX_TOOL_CONTENT_BYTES = 4 * 1024 * 1024;
 const BASE64_RE = /^[A-Za-z0-9+/]*={0,2}$/;
 
 const invalid = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
+
+/** The operations that run a script (run_code and the drive's code tools): their scripts may call tools, but not these. */
+export const SCRIPT_OPERATIONS: ReadonlySet<string> = new Set(['code.run', 'code.runFile', 'code.runWithData']);
+
+/**
+ * The tools a script may call on behalf of `ctx`'s caller (code mode, docs/run-code.md "Calling
+ * tools"): what the caller's view allows (read-only mode, an agent's tool list, a token's
+ * toolsets), less the tools that run scripts (a script does not start another: each would hold a
+ * sandbox process while waiting for the next) and call_tool (svc.call does what it does). Each
+ * call goes through callTool as the caller: the dispatcher's principal, authority and tenancy
+ * rules, the view again, and the front's rate limit (`ctx.admit`).
+ */
+export function scriptTools(dispatcher: Dispatcher, catalogue: ToolCatalogue, ctx: ToolContext): ScriptTools {
+  const view = withAllowList(ctx.view ?? EVERY_TOOL_VIEW, (name) => !scriptRunning(catalogue, name), 'script');
+  return {
+    names: catalogue
+      .list()
+      .filter((t) => t.name !== CALL_TOOL && allows(view, t))
+      .map((t) => t.name),
+    async call(name, args, signal) {
+      const inner = name === CALL_TOOL && isPlainObject(args) ? args.name : name;
+      if (typeof inner === 'string' && scriptRunning(catalogue, inner)) {
+        const refused = new DomainError('forbidden', 'tool_not_allowed', `${inner} runs a script, and a script does not start another.`);
+        return { result: toolError(refused, ctx).structuredContent, isError: true };
+      }
+      const r = await callTool(dispatcher, catalogue, name, args, { ...ctx, view, signal, fromScript: true });
+      return { result: r.structuredContent, isError: r.isError };
+    },
+  };
+}
+
+const scriptRunning = (catalogue: ToolCatalogue, name: string) => {
+  const b = catalogue.binding(name);
+  return b !== undefined && SCRIPT_OPERATIONS.has(b.route.id);
+};
 
 /** A tool the caller's view does not allow: read-only mode (a tool with effects), or an agent's tool list. */
 export function refusedByView(view: ToolView, name: string): DomainError {
@@ -198,7 +240,10 @@ export async function callTool(dispatcher: Dispatcher, catalogue: ToolCatalogue,
     const b = catalogue.binding(name);
     if (!b) throw new DomainError('not_found', 'unknown_tool', `There is no tool ${JSON.stringify(name.slice(0, 200))}; search_tools finds tools.`);
     if (ctx.view && !allows(ctx.view, b.def)) throw refusedByView(ctx.view, name);
-    const answer = await dispatcher.invoke(b.route, rawInputOf(b, given), { requestId: ctx.requestId, auth: ctx.auth, signal: ctx.signal });
+    if (ctx.fromScript && ctx.admit) await ctx.admit(b.route);
+    // A script this tool runs may call tools as this caller (code mode), within this caller's view.
+    const tools = SCRIPT_OPERATIONS.has(b.route.id) && ctx.auth ? scriptTools(dispatcher, catalogue, ctx) : undefined;
+    const answer = await dispatcher.invoke(b.route, rawInputOf(b, given), { requestId: ctx.requestId, auth: ctx.auth, signal: ctx.signal, tools });
     return { structuredContent: await resultOf(b, answer, given), isError: false };
   } catch (err) {
     return toolError(err, ctx);

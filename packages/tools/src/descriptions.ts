@@ -95,8 +95,11 @@ export const WRITTEN: Readonly<Record<string, { title: string; description: stri
     title: 'Run JavaScript',
     description:
       'Run a JavaScript script in a sandbox (QuickJS: no network, no files) and answer the value of its last expression as JSON, ' +
-      'its console output, and an error with its line when it fails. Use it to compute, parse or transform data. ' +
-      'Example: {"code": "[1,2,3].map(x => x * 2)"}.',
+      'its console output, and an error with its line when it fails. Use it to compute, parse or transform data, ' +
+      'or to do the work of many tool calls in one: the script may call these tools as you, `await svc.call("list_drive", {})` ' +
+      "or `await svc.tools.list_drive({})` (search_tools gives each tool's `signature`); a failed call throws a ToolError with `code`. " +
+      'Use `return` for the result of a script that awaits. ' +
+      'Example: {"code": "const r = await svc.tools.list_drive({}); return r.items.map(f => f.name)"}.',
   },
   create_site: {
     title: 'Create a website',

@@ -1,6 +1,7 @@
 export * from './agent-tools.js';
 export * from './call.js';
 export * from './catalogue.js';
+export * from './declarations.js';
 export * from './descriptions.js';
 export * from './endpoint.js';
 export * from './names.js';

@@ -1,6 +1,7 @@
 import { DomainError } from '@svc/kit';
 
 import type { SearchFilters, ToolCatalogue } from './catalogue.js';
+import { signatureOf } from './declarations.js';
 import { allows, type ToolView } from './views.js';
 
 const invalid = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
@@ -43,6 +44,8 @@ export function searchTools(catalogue: ToolCatalogue, args: Record<string, unkno
       area: t.area,
       annotations: t.annotations,
       inputSchema: t.inputSchema,
+      // Its helper in a run_code script (code mode): svc.tools.<signature>.
+      signature: signatureOf(t),
     })),
     total: found.length,
   };

@@ -32,6 +32,9 @@ export interface ToolView {
 
 export const DEFAULT_VIEW: ToolView = Object.freeze({ toolsets: ['default'], readOnly: false, key: 'default' });
 
+/** Every tool, for a caller whose front chooses no view (the API, a thread's run): what the rules allow. */
+export const EVERY_TOOL_VIEW: ToolView = Object.freeze({ toolsets: ['all'], readOnly: false, key: 'all' });
+
 const invalidView = (message: string) => new DomainError('invalid_argument', 'invalid_toolsets', message);
 
 /**

@@ -271,24 +271,24 @@ class CodeCheckMethod(Method):
 
 
 class CodeRunMethod(Method):
-    "POST /code/run (code.run): Run JavaScript in a sandbox (QuickJS in WebAssembly, in a process of its own): no network, no files, no host objects. Answers the result as JSON, the console output and, when the run failed, an error with its code and line."
+    "POST /code/run (code.run): Run JavaScript in a sandbox (QuickJS in WebAssembly, in a process of its own): no network, no files, no host objects. The script may call the platform’s tools as you (code mode: `await svc.call(name, args)` or `svc.tools.<name>(args)`), under the rules of a direct call. Answers the result as JSON, the console output and, when the run failed, an error with its code and line."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, code: str, timeout_ms: int = ..., memory_limit_mb: int = ..., max_output_bytes: int = ...) -> _t.RunCodeResult: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, code: str, timeout_ms: int = ..., memory_limit_mb: int = ..., max_output_bytes: int = ..., max_tool_calls: int = ..., max_concurrent_tool_calls: int = ...) -> _t.RunCodeResult: ...
 
 
 class CodeRunFileMethod(Method):
     "POST /code/run-file (code.runFile): Run a JavaScript file of the drive in the sandbox (as code.run runs code), with optional `input` JSON and drive files as read-only data; the answer is code.run’s."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, file_id: str, input: Any = ..., data_file_ids: List[str] = ..., timeout_ms: int = ..., memory_limit_mb: int = ..., max_output_bytes: int = ...) -> _t.RunCodeResult: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, file_id: str, input: Any = ..., data_file_ids: List[str] = ..., timeout_ms: int = ..., memory_limit_mb: int = ..., max_output_bytes: int = ..., max_tool_calls: int = ..., max_concurrent_tool_calls: int = ...) -> _t.RunCodeResult: ...
 
 
 class CodeRunWithDataMethod(Method):
     "POST /code/run-with-data (code.runWithData): Run JavaScript over data: `input` (any JSON, the global `input`) and drive files read as the caller (the global `files`), to compute over documents without copying them into the code. The answer is code.run’s."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, code: str, input: Any = ..., data_file_ids: List[str] = ..., timeout_ms: int = ..., memory_limit_mb: int = ..., max_output_bytes: int = ...) -> _t.RunCodeResult: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, code: str, input: Any = ..., data_file_ids: List[str] = ..., timeout_ms: int = ..., memory_limit_mb: int = ..., max_output_bytes: int = ..., max_tool_calls: int = ..., max_concurrent_tool_calls: int = ...) -> _t.RunCodeResult: ...
 
 
 class CreditsAlertsCreateMethod(Method):

@@ -2253,6 +2253,8 @@ class RunCodeRequestInput(_RunCodeRequestInputRequired, total=False):
     timeoutMs: int
     memoryLimitMb: int
     maxOutputBytes: int
+    maxToolCalls: int
+    maxConcurrentToolCalls: int
 
 
 class RunCodeResult(TypedDict):
@@ -2264,6 +2266,7 @@ class RunCodeResult(TypedDict):
     durationMs: float
     queuedMs: float
     limits: RunCodeResultLimits
+    toolCalls: int
 
 
 class _RunCodeResultErrorRequired(TypedDict):
@@ -2316,6 +2319,8 @@ class RunFileRequestInput(_RunFileRequestInputRequired, total=False):
     timeoutMs: int
     memoryLimitMb: int
     maxOutputBytes: int
+    maxToolCalls: int
+    maxConcurrentToolCalls: int
 
 
 class RunList(TypedDict):
@@ -2359,6 +2364,8 @@ class RunWithDataRequestInput(_RunWithDataRequestInputRequired, total=False):
     timeoutMs: int
     memoryLimitMb: int
     maxOutputBytes: int
+    maxToolCalls: int
+    maxConcurrentToolCalls: int
 
 
 class Schedule(TypedDict):

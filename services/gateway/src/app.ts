@@ -11,6 +11,7 @@ import { mountApi } from './fronts/api/index.js';
 import { systemOperations } from './fronts/api/system.js';
 import type { RateLimiter } from './rate-limit.js';
 import { sendDomainError, sendError } from './replies.js';
+import { apiScriptTools } from './script-tools.js';
 
 export interface GatewayDeps {
   log: Logger;
@@ -62,7 +63,14 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   });
   deps.mount?.(app);
 
-  const dispatcher = new Dispatcher({ registry: deps.registry, routes, onKeyRevoked: (id) => deps.auth.evict(id), answers: deps.answers });
+  const dispatcher: Dispatcher = new Dispatcher({
+    registry: deps.registry,
+    routes,
+    onKeyRevoked: (id) => deps.auth.evict(id),
+    answers: deps.answers,
+    // Scripts run through the API may call tools as their caller (code mode).
+    scriptTools: apiScriptTools(() => dispatcher, deps.limiter),
+  });
   dispatcher.register({
     ...deps.operations,
     ...systemOperations({ registry: deps.registry, backends: deps.backends, services: deps.services, version: deps.version, routes, log: deps.log }),

@@ -2,7 +2,7 @@ import { toolAllowed } from '@svc/agents';
 import type { Dispatcher } from '@svc/dispatch';
 import type { Principal, PrincipalSigner } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
-import { CALL_TOOL, callTool, type ToolCatalogue, type ToolResult } from '@svc/tools';
+import { CALL_TOOL, callTool, EVERY_TOOL_VIEW, type ToolCatalogue, type ToolResult, withAllowList } from '@svc/tools';
 
 import type { AbortMode } from './control.js';
 
@@ -75,7 +75,14 @@ export class AgentTools {
         };
       }
     }
-    return callTool(this.dispatcher, this.catalogue, name, args, { auth: { principal, token: await this.token(principal) }, requestId, signal });
+    // The agent's list binds what a script it runs may call too (code mode), as it binds the run.
+    const view = withAllowList(EVERY_TOOL_VIEW, (n) => this.allows(patterns, n), 'run');
+    return callTool(this.dispatcher, this.catalogue, name, args, {
+      auth: { principal, token: await this.token(principal) },
+      requestId,
+      signal,
+      view,
+    });
   }
 
   async token(p: Principal): Promise<string> {

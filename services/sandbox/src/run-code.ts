@@ -1,15 +1,18 @@
-import { AccountLimiter, callAborted, type CallContext, DomainError, type Logger, setting } from '@svc/kit';
+import { AccountLimiter, callAborted, type CallContext, DomainError, type Handlers, type Logger, setting } from '@svc/kit';
 import type { mcp, mcp_run_code } from '@svc/proto';
 import {
   LIMIT_BOUNDS,
   LimitError,
   type RunResult,
+  type RunTools,
   Sandbox,
   SandboxAbortedError,
   SandboxBusyError,
   SandboxClosedError,
   type SandboxEvent,
 } from '@svc/quickjs';
+
+import { codeModeHandler } from './code-mode.js';
 
 /**
  * run_code (docs/run-code.md): the mcp service runs JavaScript in @svc/quickjs's pool of QuickJS
@@ -24,7 +27,10 @@ import {
  *   agent may have half of it, rounded up;
  * - SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS, _MAX_MEMORY_MB, _MAX_OUTPUT_BYTES: the most a caller may ask
  *   for (defaults 30000 ms, 256 MiB, 1 MiB); a caller who asks for nothing gets 5000 ms, 64 MiB,
- *   64 KiB (or the maximum, when the operator set it lower).
+ *   64 KiB (or the maximum, when the operator set it lower);
+ * - SVC_MCP_CODE_MODE_MAX_TOOL_CALLS, SVC_MCP_CODE_MODE_MAX_CONCURRENT: code mode's bounds, the most
+ *   tool calls one run makes (default 100) and how many it has in flight at once (default 4); a
+ *   caller may ask for less (code-mode.ts).
  */
 export const runCodeSettings = {
   SVC_MCP_RUN_CODE_POOL_SIZE: setting.int(1, 2, 64),
@@ -34,6 +40,8 @@ export const runCodeSettings = {
   SVC_MCP_RUN_CODE_MAX_TIMEOUT_MS: setting.int(LIMIT_BOUNDS.timeoutMs.min, 30_000, LIMIT_BOUNDS.timeoutMs.max),
   SVC_MCP_RUN_CODE_MAX_MEMORY_MB: setting.int(LIMIT_BOUNDS.memoryLimitMb.min, 256, LIMIT_BOUNDS.memoryLimitMb.max),
   SVC_MCP_RUN_CODE_MAX_OUTPUT_BYTES: setting.int(LIMIT_BOUNDS.maxOutputBytes.min, 1024 * 1024, LIMIT_BOUNDS.maxOutputBytes.max),
+  SVC_MCP_CODE_MODE_MAX_TOOL_CALLS: setting.int(1, 100, 10_000),
+  SVC_MCP_CODE_MODE_MAX_CONCURRENT: setting.int(1, 4, 64),
 };
 
 type Derived = 'SVC_MCP_RUN_CODE_ACCOUNT_SHARE' | 'SVC_MCP_RUN_CODE_MAX_PER_ACCOUNT';
@@ -54,6 +62,8 @@ export function accountShare(env: RunCodeEnv): { processes: number; calls: numbe
 export const MAX_CODE_CHARS = 512 * 1024;
 
 type RunCodeHandler = (req: mcp_run_code.RunCodeRequest, ctx: CallContext) => Promise<mcp_run_code.RunCodeResponse>;
+/** What a run may add to a plain RunCode: tools (code mode) and its own signal. */
+export type RunWith = (req: mcp_run_code.RunCodeRequest, ctx: CallContext, extra?: { tools?: RunTools }) => Promise<mcp_run_code.RunCodeResponse>;
 
 /** The sandbox pool of the mcp service, and its RunCode handler. */
 export function runCode(env: RunCodeEnv, log: Logger, nice = 10) {
@@ -75,7 +85,7 @@ export function runCode(env: RunCodeEnv, log: Logger, nice = 10) {
   });
   // Fair shares (docs/run-code.md): an account's calls in progress here, running and waiting, are capped.
   const perAccount = new AccountLimiter({ name: 'run_code', what: 'code runs', perAccount: share.calls });
-  const handler: RunCodeHandler = async (req, ctx) => {
+  const runWith: RunWith = async (req, ctx, extra = {}) => {
     if (req.code.length > MAX_CODE_CHARS) throw new DomainError('too_large', 'code_too_large', `code may be at most ${MAX_CODE_CHARS} characters.`);
     let r: RunResult;
     let release: (() => void) | undefined;
@@ -90,6 +100,7 @@ export function runCode(env: RunCodeEnv, log: Logger, nice = 10) {
         maxOutputBytes: req.maxOutputBytes,
         globalsJson: req.globalsJson,
         checkOnly: req.checkOnly,
+        tools: extra.tools,
         // The caller gave up (a run's tool call aborted, docs/threads.md): the script's process is killed.
         signal: ctx.signal,
       });
@@ -101,10 +112,15 @@ export function runCode(env: RunCodeEnv, log: Logger, nice = 10) {
     log.debug({ accountId: ctx.principal.accountId, mode: r.mode, error: r.error?.code, durationMs: r.durationMs }, 'code ran');
     return response(r);
   };
+  const handler: RunCodeHandler = (req, ctx) => runWith(req, ctx);
+  const withTools = codeModeHandler(runWith, {
+    maxCalls: env.SVC_MCP_CODE_MODE_MAX_TOOL_CALLS,
+    maxConcurrent: env.SVC_MCP_CODE_MODE_MAX_CONCURRENT,
+  });
   return {
     sandbox,
     perAccount,
-    handlers: { runCode: handler } satisfies Partial<Record<keyof typeof mcp.McpServiceService, RunCodeHandler>>,
+    handlers: { runCode: handler, runCodeWithTools: withTools } satisfies Partial<Handlers<typeof mcp.McpServiceService>>,
     /** Starts the pool in the background: a call that comes before a process is ready waits for it. */
     async start() {
       sandbox.start().catch((err: Error) => log.error({ err: err.message }, 'the code sandbox could not start a process'));
@@ -140,7 +156,7 @@ function domainError(err: unknown): unknown {
   return err;
 }
 
-function response(r: RunResult): mcp_run_code.RunCodeResponse {
+export function response(r: RunResult): mcp_run_code.RunCodeResponse {
   return {
     resultJson: r.resultJson ?? undefined,
     logs: r.logs,
@@ -150,5 +166,6 @@ function response(r: RunResult): mcp_run_code.RunCodeResponse {
     durationMs: r.durationMs,
     queuedMs: r.queuedMs,
     limits: r.limits,
+    toolCalls: r.toolCalls ?? 0,
   };
 }

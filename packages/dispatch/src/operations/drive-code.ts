@@ -5,13 +5,23 @@ import type { mcp_run_code } from '@svc/proto';
 
 import { type ContentDeps, download } from '../content.js';
 import type { OperationContext, OperationHandler } from '../dispatcher.js';
+import { runWithTools } from './code-mode.js';
 
-/** Runs code as the caller: by default a RunCode call to the mcp service; the mcp service itself passes its own handler. */
-export type RunCodeFn = (req: mcp_run_code.RunCodeRequest, op: OperationContext) => Promise<mcp_run_code.RunCodeResponse>;
+/**
+ * Runs code as the caller: by default a RunCode call to the mcp service, or RunCodeWithTools when
+ * the caller brings tools (code mode); a test may pass its own.
+ */
+export type RunCodeFn = (
+  req: mcp_run_code.RunCodeRequest,
+  op: OperationContext,
+  bounds?: { maxToolCalls?: number; maxConcurrentToolCalls?: number },
+) => Promise<mcp_run_code.RunCodeResponse>;
 
 /** The most bytes of drive files one run reads (its code and its data files together). */
 export const RUN_DATA_MAX_BYTES = 8 * 1024 * 1024;
 const RUN_DEADLINE_MS = 140_000;
+/** Code that names the global `svc` (code mode's; docs/run-code.md "Calling tools"). */
+const MENTIONS_SVC = /(^|[^\w$])svc\b/;
 
 interface DataFile {
   id: string;
@@ -67,30 +77,37 @@ async function readFiles(deps: ContentDeps, caller: { token: string; requestId: 
  * read as the caller, so another account's file is not found.
  */
 export function driveCodeOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Record<string, OperationHandler> {
-  const runCode: RunCodeFn =
+  // A script whose caller brings tools runs in code mode (its calls come back here); else RunCode.
+  const runCode =
     deps.runCode ??
-    ((req, op) =>
-      mcpClient(deps.registry).runCode(req, {
+    (async (req: mcp_run_code.RunCodeRequest, op: OperationContext, bounds: { maxToolCalls?: number; maxConcurrentToolCalls?: number } = {}) => {
+      // Only code that names `svc` can call tools: the rest runs as before, without the catalogue's helpers.
+      const tools = MENTIONS_SVC.test(req.code) ? await op.scriptTools() : undefined;
+      if (tools) return runWithTools(deps.registry, req, op, tools, bounds, RUN_DEADLINE_MS);
+      return mcpClient(deps.registry).runCode(req, {
         principalToken: op.auth!.token,
         requestId: op.requestId,
         deadlineMs: RUN_DEADLINE_MS,
         signal: op.signal,
-      }));
+      });
+    });
+  const limitsOf = (input: Record<string, any>) => ({
+    timeoutMs: input.body.timeoutMs,
+    memoryLimitMb: input.body.memoryLimitMb,
+    maxOutputBytes: input.body.maxOutputBytes,
+  });
+  const boundsOf = (input: Record<string, any>) => ({
+    maxToolCalls: input.body.maxToolCalls,
+    maxConcurrentToolCalls: input.body.maxConcurrentToolCalls,
+  });
   const runWith = async (code: string, input: Record<string, any>, data: DataFile[], op: OperationContext) => {
     const globals = JSON.stringify({ input: input.body.input ?? null, files: data });
-    const res = await runCode(
-      {
-        code,
-        timeoutMs: input.body.timeoutMs,
-        memoryLimitMb: input.body.memoryLimitMb,
-        maxOutputBytes: input.body.maxOutputBytes,
-        globalsJson: globals,
-        checkOnly: false,
-      },
-      op,
-    );
+    const res = await runCode({ code, ...limitsOf(input), globalsJson: globals, checkOnly: false }, op, boundsOf(input));
     return runCodeJson(res);
   };
+
+  const run: OperationHandler = async (input, ctx) =>
+    runCodeJson(await runCode({ code: input.body.code, ...limitsOf(input), checkOnly: false }, ctx, boundsOf(input)));
 
   const runFile: OperationHandler = async (input, ctx) => {
     const caller = { token: ctx.auth!.token, requestId: ctx.requestId };
@@ -107,5 +124,5 @@ export function driveCodeOperations(deps: ContentDeps & { runCode?: RunCodeFn })
     return runWith(input.body.code, input, data, ctx);
   };
 
-  return { 'code.runFile': runFile, 'code.runWithData': runWithData };
+  return { 'code.run': run, 'code.runFile': runFile, 'code.runWithData': runWithData };
 }

@@ -4663,7 +4663,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Run JavaScript in a sandbox (QuickJS in WebAssembly, in a process of its own): no network, no files, no host objects. Answers the result as JSON, the console output and, when the run failed, an error with its code and line. */
+        /** Run JavaScript in a sandbox (QuickJS in WebAssembly, in a process of its own): no network, no files, no host objects. The script may call the platform’s tools as you (code mode: `await svc.call(name, args)` or `svc.tools.<name>(args)`), under the rules of a direct call. Answers the result as JSON, the console output and, when the run failed, an error with its code and line. */
         post: operations["code.run"];
         delete?: never;
         options?: never;
@@ -8851,6 +8851,8 @@ export interface components {
                 memoryLimitMb: number;
                 maxOutputBytes: number;
             };
+            /** @description Tool calls the script made (svc.call, code mode). */
+            toolCalls: number;
         };
         RunCodeRequestInput: {
             /** @description JavaScript. The result is the value of the last expression statement; code with `export` runs as a module (the result is `export default`, top-level `await` allowed); code with a top-level `return` runs as the body of an async function. */
@@ -8861,6 +8863,10 @@ export interface components {
             memoryLimitMb?: number;
             /** @description Bytes of console output and result JSON together, each console entry counting its text plus 32 (default 65536; at most the operator's maximum, 1 MiB unless set). */
             maxOutputBytes?: number;
+            /** @description The most tool calls the script may make with svc.call (code mode; default and most the operator's maximum, 100 unless set); past it a call fails with tool_call_limit. */
+            maxToolCalls?: number;
+            /** @description How many of the script's tool calls may be in flight at once; the rest wait their turn (default and most the operator's maximum, 4 unless set). */
+            maxConcurrentToolCalls?: number;
         };
         CheckCodeResult: {
             valid: boolean;
@@ -8903,6 +8909,10 @@ export interface components {
             memoryLimitMb?: number;
             /** @description Bytes of console output and result JSON together, each console entry counting its text plus 32 (default 65536; at most the operator's maximum, 1 MiB unless set). */
             maxOutputBytes?: number;
+            /** @description The most tool calls the script may make with svc.call (code mode; default and most the operator's maximum, 100 unless set); past it a call fails with tool_call_limit. */
+            maxToolCalls?: number;
+            /** @description How many of the script's tool calls may be in flight at once; the rest wait their turn (default and most the operator's maximum, 4 unless set). */
+            maxConcurrentToolCalls?: number;
         };
         RunWithDataRequestInput: {
             /** @description JavaScript. The result is the value of the last expression statement; code with `export` runs as a module (the result is `export default`, top-level `await` allowed); code with a top-level `return` runs as the body of an async function. */
@@ -8917,6 +8927,10 @@ export interface components {
             memoryLimitMb?: number;
             /** @description Bytes of console output and result JSON together, each console entry counting its text plus 32 (default 65536; at most the operator's maximum, 1 MiB unless set). */
             maxOutputBytes?: number;
+            /** @description The most tool calls the script may make with svc.call (code mode; default and most the operator's maximum, 100 unless set); past it a call fails with tool_call_limit. */
+            maxToolCalls?: number;
+            /** @description How many of the script's tool calls may be in flight at once; the rest wait their turn (default and most the operator's maximum, 4 unless set). */
+            maxConcurrentToolCalls?: number;
         };
     };
     responses: never;

@@ -63,6 +63,24 @@ const RunCodeBody = z
       .describe(
         "Bytes of console output and result JSON together, each console entry counting its text plus 32 (default 65536; at most the operator's maximum, 1 MiB unless set).",
       ),
+    maxToolCalls: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .optional()
+      .describe(
+        "The most tool calls the script may make with svc.call (code mode; default and most the operator's maximum, 100 unless set); past it a call fails with tool_call_limit.",
+      ),
+    maxConcurrentToolCalls: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe(
+        "How many of the script's tool calls may be in flight at once; the rest wait their turn (default and most the operator's maximum, 4 unless set).",
+      ),
   })
   .strict()
   .meta({ id: 'RunCodeRequest' });
@@ -90,6 +108,7 @@ const RunCodeResult = z
     durationMs: z.number().describe('How long the script ran.'),
     queuedMs: z.number().describe('How long the call waited for a free sandbox.'),
     limits: RunCodeLimits.describe('The limits the run had.'),
+    toolCalls: z.number().int().describe('Tool calls the script made (svc.call, code mode).'),
   })
   .meta({ id: 'RunCodeResult' });
 
@@ -112,10 +131,17 @@ export const runCodeJson = (r: mcp_run_code.RunCodeResponse) => ({
   durationMs: r.durationMs,
   queuedMs: r.queuedMs,
   limits: { timeoutMs: r.limits?.timeoutMs ?? 0, memoryLimitMb: r.limits?.memoryLimitMb ?? 0, maxOutputBytes: r.limits?.maxOutputBytes ?? 0 },
+  toolCalls: r.toolCalls,
 });
 
 const FileId = z.string().regex(/^file_[0-9a-z]{26}$/, 'must be a file id (file_…)');
-const Limits = RunCodeBody.pick({ timeoutMs: true, memoryLimitMb: true, maxOutputBytes: true }).shape;
+const Limits = RunCodeBody.pick({
+  timeoutMs: true,
+  memoryLimitMb: true,
+  maxOutputBytes: true,
+  maxToolCalls: true,
+  maxConcurrentToolCalls: true,
+}).shape;
 const DataInputs = {
   input: z.unknown().optional().describe('Any JSON: the script reads it as the global `input` (null when absent).'),
   dataFileIds: z
@@ -135,23 +161,15 @@ export const codeRoutes = [
     path: '/code/run',
     summary:
       'Run JavaScript in a sandbox (QuickJS in WebAssembly, in a process of its own): no network, no files, no host objects. ' +
-      'Answers the result as JSON, the console output and, when the run failed, an error with its code and line.',
+      'The script may call the platform’s tools as you (code mode: `await svc.call(name, args)` or `svc.tools.<name>(args)`), ' +
+      'under the rules of a direct call. Answers the result as JSON, the console output and, when the run failed, an error with its code and line.',
     tag: 'code',
     body: RunCodeBody,
     response: RunCodeResult,
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('mcp', 'runCode', {
-      request: (i) => ({
-        code: i.body.code,
-        timeoutMs: i.body.timeoutMs,
-        memoryLimitMb: i.body.memoryLimitMb,
-        maxOutputBytes: i.body.maxOutputBytes,
-      }),
-      response: (res) => runCodeJson(res),
-      deadlineMs: RUN_CODE_DEADLINE_MS,
-    }),
+    handler: { kind: 'local', name: 'code.run' },
   }),
   route({
     id: 'code.check',

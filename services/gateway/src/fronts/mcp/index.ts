@@ -8,8 +8,6 @@
  * operation, as the same call over the API would (run_code and the code operations reach the mcp
  * service's sandbox over gRPC).
  */
-import { createHash } from 'node:crypto';
-
 import express, { type Request, type Response } from 'express';
 
 import { routes } from '@svc/api';
@@ -21,7 +19,6 @@ import {
   McpEndpoint,
   type McpMessage,
   readMcpMessage,
-  toolAllowed,
   ToolCatalogue,
   toolName,
   toolOperations,
@@ -33,6 +30,7 @@ import {
 import { type Authenticator, type OauthAccess, presentedSecret } from '../../auth.js';
 import { admitFront, classOf, type OperationClass, type RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError } from '../../replies.js';
+import { agentBoundView, scriptAdmission } from '../../script-tools.js';
 
 export interface McpFrontDeps extends ContentDeps {
   auth: Authenticator;
@@ -102,18 +100,12 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
 
   /**
    * An agent's key sees and calls only the tools its agent's `tools` names (or, naming none, the
-   * agent default set), as its runs do: the agent is read as the key's own principal on every
-   * exchange, so a change to its list holds from the next request.
+   * agent default set), as its runs do (script-tools.ts).
    */
   const boundByAgent = async (view: ToolView, auth: { principal: Principal; token: string }, requestId: string): Promise<ToolView> => {
-    const agentId = auth.principal.agentId;
-    if (auth.principal.kind !== 'agent' || !agentId) return view;
+    if (auth.principal.kind !== 'agent' || !auth.principal.agentId) return view;
     endpointOf();
-    const answer = await dispatcher!.invoke('agents.get', { params: { id: agentId } }, { requestId, auth });
-    const agent = answer.kind === 'json' ? (answer.body as { tools?: string[] | null }) : undefined;
-    const patterns = agent?.tools ?? null;
-    const listKey = createHash('sha256').update(JSON.stringify(patterns)).digest('base64url').slice(0, 16);
-    return withAllowList(view, (name) => toolAllowed(patterns, name), listKey);
+    return agentBoundView(dispatcher!, view, auth, requestId);
   };
 
   const handle = async (req: Request, res: Response) => {
@@ -168,7 +160,13 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
         : await endpointOf().serve(
             read.message,
             { url: ENDPOINT_URL, headers },
-            { principal: caller.principal, token: caller.token, requestId: req.requestId, view },
+            {
+              principal: caller.principal,
+              token: caller.token,
+              requestId: req.requestId,
+              view,
+              admit: scriptAdmission(deps.limiter, verified.principal),
+            },
           );
     res.statusCode = answer.status;
     for (const [name, value] of Object.entries(answer.headers)) if (!HOP_BY_HOP.has(name)) res.setHeader(name, value);
