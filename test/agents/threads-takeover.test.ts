@@ -40,6 +40,18 @@ maybe('a run taken over after its worker is killed', () => {
     return { port, child };
   }
 
+  /** A JSON call to one process's gateway; an error answer throws. */
+  async function call(port: number, method: string, path: string, key: string, body?: unknown) {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const json = (await res.json()) as any;
+    if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+
   beforeAll(async () => {
     db = await createDatabase(REAL.pg!);
   });
@@ -56,16 +68,6 @@ maybe('a run taken over after its worker is killed', () => {
 
   test('SIGKILL during a tool call: the run resumes elsewhere, the call is not repeated, the run ends once', async () => {
     const a = await start();
-    const call = async (port: number, method: string, path: string, key: string, body?: unknown) => {
-      const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const json = (await res.json()) as any;
-      if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
     const person = await call(a.port, 'POST', '/accounts', bootstrap, { kind: 'user', name: 'Ada' });
     const key = person.key as string;
     const agent = await call(a.port, 'POST', '/agents', key, { name: 'worker' });
@@ -96,6 +98,49 @@ maybe('a run taken over after its worker is killed', () => {
     expect(results[0].data).toMatchObject({ name: 'run_code', isError: true, result: { error: { code: 'tool_interrupted' } } });
     const final = all.filter((e) => e.type === 'message.created' && e.data.role === 'assistant').pop();
     expect(final.data.content).toContain('tool_interrupted');
+    expect((await call(b.port, 'GET', `/threads/${thread.id}`, key)).status).toBe('idle');
+  }, 150_000);
+
+  test('SIGKILL while a run waits for approval: approved through another process, it resumes there and the tool runs once', async () => {
+    const a = await start();
+    const person = await call(a.port, 'POST', '/accounts', bootstrap, { kind: 'user', name: 'Grace' });
+    const key = person.key as string;
+    const agent = await call(a.port, 'POST', '/agents', key, { name: 'careful' });
+    await call(a.port, 'PUT', `/agents/${agent.id}/approval-policy`, key, { tools: ['write_drive_file'] });
+    const write = '/tool write_drive_file {"name":"approved.txt","content":"from the model"}';
+    const thread = await call(a.port, 'POST', '/threads', key, { agentId: agent.id, message: write });
+    const events = async (port: number) => (await call(port, 'GET', `/threads/${thread.id}/events?limit=200`, key)).events as any[];
+    const requested = await waitFor(async () => (await events(a.port)).find((e) => e.type === 'approval.requested'), 20_000, 'the approval request');
+    a.child.kill('SIGKILL');
+    await exitCode(a.child);
+
+    const b = await start();
+    // Nobody takes the paused run up by themselves (no sweep, no redelivery): it waits for the person.
+    await new Promise((r) => setTimeout(r, 4000));
+    expect((await events(b.port)).some((e) => e.type === 'run.resumed')).toBe(false);
+    await call(b.port, 'POST', `/threads/${thread.id}/approvals/${requested.data.approvalId}/approve`, key, {
+      arguments: { name: 'approved.txt', content: 'approved' },
+    });
+    const all = await waitFor(
+      async () => {
+        const evs = await events(b.port);
+        return evs.some((e) => e.type === 'run.completed' || e.type === 'run.failed') ? evs : undefined;
+      },
+      60_000,
+      'the run to finish on the second process',
+    );
+    expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+    expect(all.filter((e) => e.type === 'run.completed')).toHaveLength(1);
+    const resumed = all.filter((e) => e.type === 'run.resumed');
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0].data).toMatchObject({ runId: thread.runId, fromStep: 1 });
+    const results = all.filter((e) => e.type === 'tool.result');
+    expect(results.map((r) => [r.data.name, r.data.isError])).toEqual([['write_drive_file', false]]);
+    // Run with the person's arguments (the file's bytes are in whichever process's blob folder ran it: the size says enough).
+    const calls = (await call(b.port, 'GET', `/threads/${thread.id}/runs/${thread.runId}/tool-calls`, key)).toolCalls as any[];
+    expect(calls.map((c) => [c.name, c.arguments.content, c.isError])).toEqual([['write_drive_file', 'approved', false]]);
+    const items = (await call(b.port, 'GET', '/drive', key)).items as { name: string; size: number }[];
+    expect(items.filter((x) => x.name === 'approved.txt').map((x) => x.size)).toEqual([8]);
     expect((await call(b.port, 'GET', `/threads/${thread.id}`, key)).status).toBe('idle');
   }, 150_000);
 });

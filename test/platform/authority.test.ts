@@ -201,6 +201,9 @@ function idFor(path: string, name: string, who: Tenant, accountId: string, r?: R
       return who.messageId;
     case 'threads:runId':
       return who.runId;
+    // No request waits in the tenants' threads: an approval id of the right shape (the thread decides the answer).
+    case 'threads:approvalId':
+      return 'apr_01aaaaaaaaaaaaaaaaaaaaaaaa';
     case 'threads:seq':
       return '1';
     case 'threads:tag':
@@ -246,6 +249,8 @@ function call(r: Route, path: string, key: string, body: unknown, extra: Record<
 
 const keyed = routes.filter((r) => r.auth === 'key');
 const authority = keyed.filter((r) => r.authority);
+/** A person's own decisions (approving an agent's tool call): no agent key makes them either. */
+const personal = keyed.filter((r) => r.authority || r.personOnly);
 
 describe('authority: agent keys never change authority', () => {
   test('the route table marks every authority-changing operation of the spec', () => {
@@ -266,7 +271,7 @@ describe('authority: agent keys never change authority', () => {
     }
   });
 
-  test.each(authority.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
+  test.each(personal.map((r) => [`${r.method.toUpperCase()} ${r.path}`, r] as const))(
     '%s answers 403 human_principal_required to an agent key, in its own account and acting for an organization',
     async (_name, r) => {
       const cases: Array<[string, Record<string, string>]> = [
@@ -321,6 +326,10 @@ describe('authority: agent keys never change authority', () => {
       ['CreateAccount', (o) => acc.createAccount({ kind: 'organization', name: 'x' }, o)],
       ['UpdateAgent(owner)', (o) => agt.updateAgent({ id: A.agentId, ownerAccountId: A.orgId, clearFields: [], tools: [], hasTools: false }, o)],
       ['UpdateAgent(tools)', (o) => agt.updateAgent({ id: A.agentId, clearFields: [], tools: ['*'], hasTools: true }, o)],
+      ['SetAgentApprovalPolicy', (o) => agt.setAgentApprovalPolicy({ agentId: A.agentId, tools: [] }, o)],
+      ['SetThreadApprovalPolicy', (o) => agt.setThreadApprovalPolicy({ threadId: A.threadId, tools: [], clear: true }, o)],
+      ['ApproveToolCall', (o) => agt.approveToolCall({ threadId: A.threadId, approvalId: 'apr_01aaaaaaaaaaaaaaaaaaaaaaaa' }, o)],
+      ['RejectToolCall', (o) => agt.rejectToolCall({ threadId: A.threadId, approvalId: 'apr_01aaaaaaaaaaaaaaaaaaaaaaaa' }, o)],
       ['UpdateAgent(maxSteps)', (o) => agt.updateAgent({ id: A.agentId, clearFields: [], tools: [], hasTools: false, maxSteps: 1000 }, o)],
     ];
     for (const p of principals) {
@@ -375,7 +384,7 @@ describe('authority: another tenant’s resources answer 404', () => {
     const expected = r.handler.kind === 'unimplemented' ? 501 : 404;
     const accounts = r.path.startsWith('/accounts/:id') ? [B.userId, B.orgId] : [B.userId];
     // A person of tenant A, then A's agent (authority routes already stop agents with 403).
-    const callers = r.authority ? [A.key] : [A.key, A.agentKey];
+    const callers = r.authority || r.personOnly ? [A.key] : [A.key, A.agentKey];
     for (const accountId of accounts) {
       for (const key of callers) {
         const res = await call(r, pathFor(r, B, accountId) + sampleQuery(r, B), key, sampleBody(r, A, B));
@@ -395,7 +404,7 @@ describe('authority: another tenant’s resources answer 404', () => {
     '%s answers a made-up id as it answers a foreign one',
     async (_name, r) => {
       const accountId = B.userId;
-      for (const key of r.authority ? [A.key] : [A.key, A.agentKey]) {
+      for (const key of r.authority || r.personOnly ? [A.key] : [A.key, A.agentKey]) {
         const real = pathFor(r, B, accountId) + sampleQuery(r, B);
         const foreign = await call(r, real, key, sampleBody(r, A, B));
         const invented = await call(r, fake(real), key, sampleBody(r, A, B));

@@ -97,6 +97,36 @@ describe('the svc command', () => {
     expect([rolled.code, JSON.parse(rolled.stdout)]).toEqual([0, expect.objectContaining({ status: 'started', rolledBackRunId: null })]);
   }, 60_000);
 
+  test('threads approve / reject / fork: a paused run approved with edited arguments, another rejected, a fork', async () => {
+    const agent = (await t.ok('POST', '/agents', key, { name: 'cli careful' })).body;
+    await t.ok('PUT', `/agents/${agent.id}/approval-policy`, key, { tools: ['write_drive_file'] });
+    const pausedThread = async (name: string) => {
+      const th = (await t.ok('POST', '/threads', key, { agentId: agent.id, message: `/tool write_drive_file {"name":"${name}","content":"model"}` }))
+        .body;
+      for (let i = 0; i < 300; i++) {
+        if ((await t.ok('GET', `/threads/${th.id}/approvals?status=pending`, key)).body.approvals.length) return th.id as string;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error('no approval request');
+    };
+    const a = await pausedThread('cli-approved.txt');
+    const listed = await svc(['threads', 'approvals', a]);
+    expect(listed.stdout).toMatch(/write_drive_file/);
+    const ok = await svc(['threads', 'approve', a, '--args', '{"name":"cli-approved.txt","content":"person"}']);
+    expect([ok.code, ok.stdout]).toEqual([0, expect.stringMatching(/^Approved apr_\w+ \(write_drive_file, edited arguments\)$/m)]);
+    const tail = await svc(['threads', 'tail', a, '--until-idle']);
+    expect(tail.stdout).toMatch(/^\[\d+\] approval\.approved$/m);
+    expect(tail.stdout).toMatch(/^\[\d+\] run\.completed$/m);
+    const b = await pausedThread('cli-rejected.txt');
+    const no = await svc(['threads', 'reject', b, '--reason', 'not today', '--json']);
+    expect([no.code, JSON.parse(no.stdout)]).toEqual([0, expect.objectContaining({ status: 'rejected', reason: 'not today' })]);
+    // Nothing left to decide: a usage error.
+    expect((await svc(['threads', 'approve', b])).code).toBe(2);
+    const forked = await svc(['threads', 'fork', a, '--at', '2', '--json']);
+    expect([forked.code, JSON.parse(forked.stdout).forkedFrom]).toEqual([0, { threadId: a, seq: 2 }]);
+    expect((await svc(['threads', 'fork', a, '--at', 'x'])).code).toBe(2);
+  }, 60_000);
+
   test('keys, models, trading, profiles; --json; exit codes for usage and a missing key', async () => {
     const created = await svc(['keys', 'create', '--name', 'cli key', '--json']);
     const k = JSON.parse(created.stdout);

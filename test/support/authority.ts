@@ -126,6 +126,8 @@ export function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown 
     'post /tasks/:id/comments': { body: 'x' },
     'patch /tasks/:id/comments/:commentId': { body: 'x' },
     'patch /schedules/:id': { name: 'renamed' },
+    'put /agents/:id/approval-policy': { tools: [] },
+    'put /threads/:id/approval-policy': { tools: null },
   };
   const k = `${r.method} ${r.path}`;
   if (!r.body) return undefined;

@@ -8,6 +8,7 @@ import { tasksRoutes } from './routes/agents/tasks.js';
 import { taskListsRoutes } from './routes/agents/tasks-lists.js';
 import { threadsRoutes } from './routes/agents/threads.js';
 import { threadExtrasRoutes } from './routes/agents/threads-activity.js';
+import { approvalsRoutes } from './routes/agents/threads-approvals.js';
 import { threadOpsRoutes } from './routes/agents/threads-manage.js';
 import { threadMessagesRoutes } from './routes/agents/threads-messages.js';
 import { driveRoutes } from './routes/drive/files.js';
@@ -71,6 +72,7 @@ export const routes: Route[] = [
   ...threadExtrasRoutes,
   ...threadOpsRoutes,
   ...threadMessagesRoutes,
+  ...approvalsRoutes,
   ...keyOpsRoutes,
   ...memoryRoutes,
   ...taskListsRoutes,

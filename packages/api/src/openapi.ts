@@ -141,6 +141,7 @@ function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> 
     responses,
     'x-svc-principals': r.principals,
     'x-svc-authority': r.authority,
+    ...(r.personOnly ? { 'x-svc-person-only': true } : {}),
     // What it does to what is there (route.ts, Route.effect), and whether it may reach outside.
     'x-svc-effect': effectOf(r),
     ...(r.outside ? { 'x-svc-outside': true } : {}),

@@ -153,6 +153,12 @@ export interface Route {
   /** Changes authority (grants, owners, settings, signing keys, hosts): agents get 403. */
   authority: boolean;
   /**
+   * A person's own decision (approving an agent's tool call, docs/threads.md "Approvals"): only a
+   * person through the API makes it; an agent or host key and the MCP channel get 403
+   * `human_principal_required`, and it is no MCP tool. Unlike authority it is in the SDKs.
+   */
+  personOnly?: boolean;
+  /**
    * How it is served: `rpc` maps to one gRPC method of a service; `local` names an operation
    * handler registered with the dispatcher (more than one unary call: content streamed to and from
    * the blob store, the gateway's own answers); `unimplemented` answers 501 until its service lands.

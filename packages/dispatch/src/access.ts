@@ -6,6 +6,8 @@ export interface Access {
   principals: PrincipalKind[];
   /** Changes authority (grants, owners, settings, signing keys, hosts): only a person may call it. */
   authority: boolean;
+  /** A person's decision through the API (Route.personOnly): no agent or host key, no MCP channel. */
+  personOnly?: boolean;
 }
 
 /**
@@ -21,6 +23,13 @@ export function checkPrincipal(principal: Principal, access: Access & { id?: str
       'forbidden',
       'human_principal_required',
       'This operation changes authority and must be made by a person, not an agent or host key.',
+    );
+  }
+  if (access.personOnly && (kind !== 'human' || principal.channel === 'mcp')) {
+    throw new DomainError(
+      'forbidden',
+      'human_principal_required',
+      'A person makes this decision through the API: not an agent or host key, not the MCP channel.',
     );
   }
   if (kind !== 'system' && !access.principals.includes(kind)) {

@@ -18,7 +18,8 @@ const GROUPS: Record<string, string> = {
   drive: `ls [folderId] | put <file> [--name N] [--parent F] [--if-match E] [--force] | get <id> [dest|-] [--force]
            | mv <id> [newName] [--to folderId|root] | rm <id> | mkdir <name> [--parent F]`,
   threads: `new [message] [--agent A] [--title T] [--wait] | say <id> <message> [--wait] [--mode M]
-           | tail <id> [--after N] [--until-idle] | ls`,
+           | tail <id> [--after N] [--until-idle] | ls | approvals [id] | approve <id> [approvalId] [--args JSON]
+           | reject <id> [approvalId] [--reason R] | fork <id> [--at SEQ] [--title T]`,
   models: 'ls',
   profiles: 'log <id> [--branch B] | diff <id> <fromVersion> <toVersion>',
   trading: `venues | order --symbol S --side buy|sell --qty Q|--notional N [--type T] [--price P] [--venue V] [--tif T]
@@ -77,6 +78,9 @@ const FLAGS = [
   'venue',
   'tif',
   'client-order-id',
+  'args',
+  'reason',
+  'at',
   'base-url',
 ];
 const SWITCHES = ['json', 'force', 'wait', 'until-idle', 'follow', 'quiet', 'help', 'version'];

@@ -53,10 +53,17 @@ export interface SearchFilters {
  * Which operations are tools: those a caller with a key uses (not the gateway's keyless health and
  * OpenAPI answers), that a person or an agent may call, that change no authority (grants, members,
  * hosts' pairing, settings, signing keys, provider keys, agents' limits: a person does those
- * through the API, never through a tool), and that are served.
+ * through the API, never through a tool), that are no person's own decision (personOnly: approving
+ * an agent's tool call), and that are served.
  */
 export function isToolOperation(r: Route): boolean {
-  return r.auth === 'key' && !r.authority && (r.principals.includes('human') || r.principals.includes('agent')) && r.handler.kind !== 'unimplemented';
+  return (
+    r.auth === 'key' &&
+    !r.authority &&
+    !r.personOnly &&
+    (r.principals.includes('human') || r.principals.includes('agent')) &&
+    r.handler.kind !== 'unimplemented'
+  );
 }
 
 /** Annotations from the operation's declared effect (route.ts, Route.effect). */

@@ -20,7 +20,8 @@ describe('the catalogue from the route table', () => {
     ).toEqual(['search_tools', 'call_tool']);
     for (const r of routes) {
       const tools = catalogue.list().filter((t) => t.routeId === r.id);
-      if (r.authority || r.auth === 'none') expect(tools).toHaveLength(0);
+      // A person's own decision (approving an agent's tool call) is no tool either.
+      if (r.authority || r.personOnly || r.auth === 'none') expect(tools).toHaveLength(0);
       else expect(tools).toHaveLength(1);
     }
     for (const name of ['grants_create', 'grants_delete', 'accounts_members_add', 'hosts_pair', 'provider_keys_set', 'trading_limits_set']) {

@@ -120,6 +120,20 @@ class AgentKeysUpdateMethod(Method):
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, key_id: str, name: str) -> _t.ApiKeyDetails: ...
 
 
+class AgentsApprovalPolicyGetMethod(Method):
+    "GET /agents/{id}/approval-policy (agents.approvalPolicy.get): The tools whose calls by this agent wait for a person’s approval (empty: none)."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.AgentApprovalPolicy: ...
+
+
+class AgentsApprovalPolicySetMethod(Method):
+    "PUT /agents/{id}/approval-policy (agents.approvalPolicy.set): Set which tools need a person’s approval before this agent’s runs call them (replaces the list; [] for none). A person through the API only."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, tools: List[str]) -> _t.AgentApprovalPolicy: ...
+
+
 class AgentsAskMethod(Method):
     "POST /agents/{id}/ask (agents.ask): Ask the agent something in a new thread and wait (at most timeoutMs) for its answer: delegation in one call."
 
@@ -261,6 +275,13 @@ class ApiKeysRevokeMethod(Method):
 
     if TYPE_CHECKING:
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.ApiKeysRevokeAnswer: ...
+
+
+class ApprovalsListMethod(Method):
+    "GET /me/approvals (approvals.list): The acting account’s requests for a person (tool calls to approve, questions of agents), oldest first; `?status=pending`."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, status: Optional[Literal["pending", "approved", "rejected", "expired", "cancelled", "answered"]] = ..., limit: Optional[int] = ...) -> _t.ApprovalList: ...
 
 
 class CodeCheckMethod(Method):
@@ -1857,6 +1878,48 @@ class TasksUpdateMethod(Method):
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str, title: str = ..., notes: Optional[str] = ..., priority: Literal["low", "normal", "high", "urgent"] = ..., due_at: Optional[str] = ..., labels: List[str] = ...) -> _t.Task: ...
 
 
+class ThreadsApprovalPolicyGetMethod(Method):
+    "GET /threads/{id}/approval-policy (threads.approvalPolicy.get): The tools whose calls in this thread wait for a person: the thread’s own list, or its agent’s."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.ThreadApprovalPolicy: ...
+
+
+class ThreadsApprovalPolicySetMethod(Method):
+    "PUT /threads/{id}/approval-policy (threads.approvalPolicy.set): Override the agent’s approval list for this thread (`tools`), or drop the override (`tools: null`). A person through the API only."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, tools: Optional[List[str]]) -> _t.ThreadApprovalPolicy: ...
+
+
+class ThreadsApprovalsApproveMethod(Method):
+    "POST /threads/{id}/approvals/{approvalId}/approve (threads.approvals.approve): Approve a tool call the paused run waits on, as asked or with edited `arguments`; the run resumes from its checkpoint on any worker. A person through the API only."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, approval_id: str, arguments: Dict[str, Any] = ...) -> _t.Approval: ...
+
+
+class ThreadsApprovalsGetMethod(Method):
+    "GET /threads/{id}/approvals/{approvalId} (threads.approvals.get): One request of the thread (404 approval_not_found)."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, approval_id: str) -> _t.Approval: ...
+
+
+class ThreadsApprovalsListMethod(Method):
+    "GET /threads/{id}/approvals (threads.approvals.list): The thread’s requests for a person, oldest first; `?status=pending` lists what its paused run waits on."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, status: Optional[Literal["pending", "approved", "rejected", "expired", "cancelled", "answered"]] = ..., limit: Optional[int] = ...) -> _t.ThreadApprovalList: ...
+
+
+class ThreadsApprovalsRejectMethod(Method):
+    "POST /threads/{id}/approvals/{approvalId}/reject (threads.approvals.reject): Reject a tool call the paused run waits on: it is not run, and the model sees the `reason` as the call’s error (tool_rejected)."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, approval_id: str, reason: str = ...) -> _t.Approval: ...
+
+
 class ThreadsArchiveMethod(Method):
     "POST /threads/{id}/archive (threads.archive): Archive the thread: it leaves threads.list (archived=true lists it) and stays usable."
 
@@ -2631,6 +2694,8 @@ class AgentKeys(Resource):
 
 class Agents(Resource):
     "svc.agents"
+    approvalPolicy: AgentsApprovalPolicy
+    approval_policy: AgentsApprovalPolicy
     ask: AgentsAskMethod
     cancelRuns: AgentsCancelRunsMethod
     cancel_runs: AgentsCancelRunsMethod
@@ -2652,6 +2717,12 @@ class Agents(Resource):
     usage: AgentsUsageMethod
 
 
+class AgentsApprovalPolicy(Resource):
+    "svc.agents.approvalPolicy"
+    get: AgentsApprovalPolicyGetMethod
+    set: AgentsApprovalPolicySetMethod
+
+
 class AgentsRuns(Resource):
     "svc.agents.runs"
     list: AgentsRunsListMethod
@@ -2667,6 +2738,11 @@ class ApiKeys(Resource):
     create: ApiKeysCreateMethod
     list: ApiKeysListMethod
     revoke: ApiKeysRevokeMethod
+
+
+class Approvals(Resource):
+    "svc.approvals"
+    list: ApprovalsListMethod
 
 
 class Code(Resource):
@@ -3110,6 +3186,9 @@ class TasksLists(Resource):
 
 class Threads(Resource):
     "svc.threads"
+    approvalPolicy: ThreadsApprovalPolicy
+    approval_policy: ThreadsApprovalPolicy
+    approvals: ThreadsApprovals
     archive: ThreadsArchiveMethod
     archiveIdle: ThreadsArchiveIdleMethod
     archive_idle: ThreadsArchiveIdleMethod
@@ -3152,6 +3231,20 @@ class Threads(Resource):
     wait: ThreadsWaitMethod
     waitForEvents: ThreadsWaitForEventsMethod
     wait_for_events: ThreadsWaitForEventsMethod
+
+
+class ThreadsApprovalPolicy(Resource):
+    "svc.threads.approvalPolicy"
+    get: ThreadsApprovalPolicyGetMethod
+    set: ThreadsApprovalPolicySetMethod
+
+
+class ThreadsApprovals(Resource):
+    "svc.threads.approvals"
+    approve: ThreadsApprovalsApproveMethod
+    get: ThreadsApprovalsGetMethod
+    list: ThreadsApprovalsListMethod
+    reject: ThreadsApprovalsRejectMethod
 
 
 class ThreadsMessages(Resource):
@@ -3311,6 +3404,7 @@ class SvcResources:
     agents: Agents
     apiKeys: ApiKeys
     api_keys: ApiKeys
+    approvals: Approvals
     code: Code
     credits: Credits
     defaultAgents: DefaultAgents
@@ -3353,6 +3447,8 @@ METHOD_CLASSES: Dict[str, Type[Method]] = {
     "agentKeys.revoke": AgentKeysRevokeMethod,
     "agentKeys.revokeByQuery": AgentKeysRevokeByQueryMethod,
     "agentKeys.update": AgentKeysUpdateMethod,
+    "agents.approvalPolicy.get": AgentsApprovalPolicyGetMethod,
+    "agents.approvalPolicy.set": AgentsApprovalPolicySetMethod,
     "agents.ask": AgentsAskMethod,
     "agents.cancelRuns": AgentsCancelRunsMethod,
     "agents.clone": AgentsCloneMethod,
@@ -3372,6 +3468,7 @@ METHOD_CLASSES: Dict[str, Type[Method]] = {
     "apiKeys.create": ApiKeysCreateMethod,
     "apiKeys.list": ApiKeysListMethod,
     "apiKeys.revoke": ApiKeysRevokeMethod,
+    "approvals.list": ApprovalsListMethod,
     "code.check": CodeCheckMethod,
     "code.run": CodeRunMethod,
     "code.runFile": CodeRunFileMethod,
@@ -3592,6 +3689,12 @@ METHOD_CLASSES: Dict[str, Type[Method]] = {
     "tasks.move": TasksMoveMethod,
     "tasks.reopen": TasksReopenMethod,
     "tasks.update": TasksUpdateMethod,
+    "threads.approvalPolicy.get": ThreadsApprovalPolicyGetMethod,
+    "threads.approvalPolicy.set": ThreadsApprovalPolicySetMethod,
+    "threads.approvals.approve": ThreadsApprovalsApproveMethod,
+    "threads.approvals.get": ThreadsApprovalsGetMethod,
+    "threads.approvals.list": ThreadsApprovalsListMethod,
+    "threads.approvals.reject": ThreadsApprovalsRejectMethod,
     "threads.archive": ThreadsArchiveMethod,
     "threads.archiveIdle": ThreadsArchiveIdleMethod,
     "threads.ask": ThreadsAskMethod,
@@ -3700,9 +3803,11 @@ GROUP_CLASSES: Dict[str, Type[Resource]] = {
     "accounts.settings": AccountsSettings,
     "agentKeys": AgentKeys,
     "agents": Agents,
+    "agents.approvalPolicy": AgentsApprovalPolicy,
     "agents.runs": AgentsRuns,
     "agents.toolCalls": AgentsToolCalls,
     "apiKeys": ApiKeys,
+    "approvals": Approvals,
     "code": Code,
     "credits": Credits,
     "credits.alerts": CreditsAlerts,
@@ -3745,6 +3850,8 @@ GROUP_CLASSES: Dict[str, Type[Resource]] = {
     "tasks.comments": TasksComments,
     "tasks.lists": TasksLists,
     "threads": Threads,
+    "threads.approvalPolicy": ThreadsApprovalPolicy,
+    "threads.approvals": ThreadsApprovals,
     "threads.messages": ThreadsMessages,
     "threads.metadata": ThreadsMetadata,
     "threads.runs": ThreadsRuns,

@@ -115,6 +115,12 @@ class AgentAnswer(TypedDict):
     reply: Optional[ThreadMessage]
 
 
+class AgentApprovalPolicy(TypedDict):
+    agentId: str
+    tools: List[str]
+    updatedAt: Optional[str]
+
+
 class AgentDefinition(TypedDict):
     definition: AgentDefinitionDefinition
 
@@ -271,6 +277,40 @@ class _AppendTextRequestInputRequired(TypedDict):
 
 class AppendTextRequestInput(_AppendTextRequestInputRequired, total=False):
     newline: bool
+
+
+class Approval(TypedDict):
+    id: str
+    kind: Literal["approval", "question"]
+    threadId: str
+    runId: str
+    agentId: str
+    callId: str
+    step: int
+    tool: str
+    arguments: Any
+    status: Literal["pending", "approved", "rejected", "expired", "cancelled", "answered"]
+    editedArguments: Optional[Dict[str, Any]]
+    reason: Optional[str]
+    answer: Optional[str]
+    answerMessageId: Optional[str]
+    decidedBy: Optional[ApprovalDecidedBy]
+    decidedAt: Optional[str]
+    expiresAt: str
+    createdAt: str
+
+
+class ApprovalDecidedBy(TypedDict):
+    kind: str
+    id: str
+
+
+class ApprovalList(TypedDict):
+    approvals: List[Approval]
+
+
+class ApproveRequestInput(TypedDict, total=False):
+    arguments: Dict[str, Any]
 
 
 class ArchivedThreads(TypedDict):
@@ -1283,7 +1323,7 @@ class IncrementMemoryRequestInput(TypedDict, total=False):
 
 class InjectedMessage(TypedDict):
     messageId: str
-    status: Literal["started", "pending", "queued"]
+    status: Literal["started", "pending", "queued", "answered"]
     runId: Optional[str]
     seq: int
     rolledBackRunId: Optional[str]
@@ -2112,6 +2152,10 @@ class RecommendModelsInput(_RecommendModelsInputRequired, total=False):
     limit: int
 
 
+class RejectRequestInput(TypedDict, total=False):
+    reason: str
+
+
 class RenameHostRequestInput(TypedDict):
     name: str
 
@@ -2412,6 +2456,10 @@ class SchedulePreview(TypedDict):
     times: List[str]
 
 
+class SetAgentApprovalPolicyRequestInput(TypedDict):
+    tools: List[str]
+
+
 class SetDefaultAgentsRequestInput(TypedDict):
     agentIds: List[str]
 
@@ -2458,6 +2506,10 @@ class SetTagsRequestInput(TypedDict):
 
 class SetThreadAgentRequestInput(TypedDict):
     agentId: str
+
+
+class SetThreadApprovalPolicyRequestInput(TypedDict):
+    tools: Optional[List[str]]
 
 
 class Signature(TypedDict):
@@ -2777,9 +2829,20 @@ class Thread(TypedDict):
 class ThreadAnswer(TypedDict):
     messageId: str
     runId: Optional[str]
-    status: Literal["started", "pending", "queued"]
+    status: Literal["started", "pending", "queued", "answered"]
     timedOut: bool
     reply: Optional[ThreadMessage]
+
+
+class ThreadApprovalList(TypedDict):
+    approvals: List[Approval]
+
+
+class ThreadApprovalPolicy(TypedDict):
+    threadId: str
+    tools: List[str]
+    threadTools: Optional[List[str]]
+    agentTools: List[str]
 
 
 class ThreadEvent(TypedDict):

@@ -10,6 +10,7 @@ import { createAreas } from './memory/areas.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { ThreadExtras } from './threads/activity.js';
+import { ApprovalsDomain } from './threads/approvals.js';
 import { LiveEvents } from './threads/live.js';
 import { ThreadOps } from './threads/manage.js';
 import { ThreadsDomain } from './threads/threads.js';
@@ -20,6 +21,8 @@ export { type AgentRow, AgentStore } from './agents/store.js';
 export { SCHEMA } from './agents/store.js';
 export { migrations } from './migrations/index.js';
 export { ScheduleFirer } from './schedules/fire.js';
+export { ApprovalsDomain, ASK_PERSON, needsApproval, newApprovalId, requestEvent } from './threads/approvals.js';
+export { type ApprovalRow, ApprovalStore } from './threads/approvals-store.js';
 export { activeWatchers, LiveEvents } from './threads/live.js';
 export { type ContextMessage, type EventRow, type NewEvent, type Producer, type RunRow, ThreadStore } from './threads/store.js';
 export { RUN_QUEUE, ThreadsDomain } from './threads/threads.js';
@@ -62,6 +65,8 @@ export const agentsService = defineService({
     });
     const live = new LiveEvents(() => ctx.backends.bus());
     const threads = new ThreadsDomain({ sql, agents: domain.store, live, bus: () => ctx.backends.bus() });
+    const approvals = new ApprovalsDomain(threads);
+    threads.waits = approvals;
     const threadOps = new ThreadOps(threads, sql);
     const agentKeys = new AgentKeys(domain, { keysClient: () => keysClient(ctx.registry), systemToken: () => ctx.systemToken() });
     // Every agent's record, once per start: agents from before the records, and any change whose
@@ -88,6 +93,7 @@ export const agentsService = defineService({
         new AgentOps(domain, threads, threadOps),
         new ThreadExtras(threads, threadOps, sql),
         createAreas(sql, threads, () => relay),
+        approvals,
       ),
       async start() {
         void recordAll();

@@ -9,6 +9,8 @@ import { toAgent } from './agents/views.js';
 import { areaHandlers, type Areas } from './memory/areas.js';
 import type { ThreadExtras } from './threads/activity.js';
 import { threadExtrasHandlers } from './threads/activity-server.js';
+import type { ApprovalsDomain } from './threads/approvals.js';
+import { approvalHandlers } from './threads/approvals-server.js';
 import type { LiveEvents } from './threads/live.js';
 import type { ThreadOps } from './threads/manage.js';
 import { threadOpsHandlers } from './threads/manage-server.js';
@@ -29,9 +31,11 @@ export function handlers(
   agentOps: AgentOps,
   extras: ThreadExtras,
   areas: Areas,
+  approvals: ApprovalsDomain,
 ): Handlers<Def> {
   return {
     ...threadHandlers(threads, live),
+    ...approvalHandlers(approvals),
     ...areaHandlers(areas),
     async createAgent(req, { principal }) {
       const { tools, hasTools, ...rest } = req;

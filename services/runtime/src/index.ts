@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 
-import { AgentStore, LiveEvents, RUN_QUEUE, ThreadStore } from '@svc/agents';
+import { AgentStore, ApprovalsDomain, LiveEvents, RUN_QUEUE, ThreadsDomain, ThreadStore } from '@svc/agents';
 import { routes } from '@svc/api';
 import { modelsClient } from '@svc/clients';
 import { Dispatcher, driveOperations, identityOperations, threadOperations, tradingOperations } from '@svc/dispatch';
@@ -75,11 +75,15 @@ export async function startRuntime(deps: {
   const infer: Infer = (req, principal, signal) => abortable(inferCall(registry, tools, req, principal), signal);
   const worker = `${os.hostname()}:${process.pid}:${newId('wrk').slice(-8)}`;
   const threads = new ThreadStore(sql);
+  const agents = new AgentStore(sql);
+  const live = new LiveEvents(async () => bus);
+  const approvals = new ApprovalsDomain(new ThreadsDomain({ sql, agents, live, bus: async () => bus }));
   const executor = new RunExecutor({
     sql,
     threads,
-    agents: new AgentStore(sql),
-    live: new LiveEvents(async () => bus),
+    agents,
+    approvals,
+    live,
     bus,
     infer,
     tools,
@@ -102,11 +106,13 @@ export async function startRuntime(deps: {
   const sweep = setInterval(() => {
     void (async () => {
       const stale = await sql.query<{ id: string }>(
-        `SELECT id FROM agents.runs WHERE status IN ('queued', 'running') AND (lease_until IS NULL OR lease_until < now())
+        `SELECT id FROM agents.runs WHERE status IN ('queued', 'running') AND waiting_for IS NULL AND (lease_until IS NULL OR lease_until < now())
             AND created_at < now() - interval '10 seconds' LIMIT 100`,
       );
       const window = Math.floor(Date.now() / (SWEEP_MS * 2));
       for (const r of stale) await bus.enqueue(RUN_QUEUE, `${r.id}:${window}`, { runId: r.id });
+      // Requests for a person past their expiry count as rejected, and their runs go on (docs/threads.md, "Approvals").
+      await approvals.expireDue();
     })().catch((err) => log.warn({ err: (err as Error).message }, 'run sweep failed'));
   }, SWEEP_MS);
   sweep.unref();

@@ -1,6 +1,7 @@
 import {
   type AgentRow,
   type AgentStore,
+  type ApprovalsDomain,
   type ContextMessage,
   type EventRow,
   type LiveEvents,
@@ -13,9 +14,10 @@ import {
 import { type Bus, DomainError, newId, type Principal, type Queryable, type Sql, type Subscription } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
 
+import { type Gate, gate } from './approval-step.js';
 import { RunControl } from './control.js';
 import type { RuntimeSettings } from './settings.js';
-import { execTool, notBegun, parseArgs, toolMessage, type ToolOutcome, toolResultEvent } from './tool-step.js';
+import { execTool, type ModelToolCall, notBegun, parseArgs, toolMessage, type ToolOutcome, toolResultEvent } from './tool-step.js';
 import type { AgentTools } from './tools.js';
 
 /**
@@ -33,6 +35,7 @@ export interface RunDeps {
   sql: Sql;
   threads: ThreadStore;
   agents: AgentStore;
+  approvals: ApprovalsDomain;
   live: LiveEvents;
   bus: Bus;
   infer: Infer;
@@ -65,6 +68,15 @@ export function unanswered(context: ContextMessage[]): NonNullable<ContextMessag
     }
   }
   return [];
+}
+
+/** The context with a call's arguments as a person edited them: what the model sees it called. */
+function withArguments(context: ContextMessage[], call: ModelToolCall): ContextMessage[] {
+  return context.map((m) =>
+    m.role === 'assistant' && m.toolCalls?.some((c) => c.id === call.id)
+      ? { ...m, toolCalls: m.toolCalls.map((c) => (c.id === call.id ? { ...c, argumentsJson: call.argumentsJson } : c)) }
+      : m,
+  );
 }
 
 export class RunExecutor {
@@ -151,9 +163,16 @@ export class RunExecutor {
       // A step's tool calls (also those of a step a worker that stopped had begun).
       const calls = unanswered(context);
       if (calls.length) {
-        for (const [i, call] of calls.entries()) {
+        const patterns = await d.approvals.patternsFor(agent.id, run.thread_id);
+        for (const [i, asked] of calls.entries()) {
           if (!state.cancel) await this.renew(run);
-          const o = await execTool(d, run, step, principal, agent, call, state);
+          // A call that needs a person waits for one (approval-step.ts): the run pauses, and a worker resumes it.
+          const g = state.stopping ? ({ kind: 'go', call: asked } as const) : await this.gate(run, step, asked, patterns, agent);
+          if (g.kind === 'pause') return;
+          if (g.kind === 'cancelled') state.cancel = true;
+          const call = g.kind === 'go' ? g.call : asked;
+          if (call !== asked) context = withArguments(context, call);
+          const o = g.kind === 'answer' ? g.outcome : await execTool(d, run, step, principal, agent, call, state);
           if (o.aborted === 'cancel' && !o.recorded) {
             // The cancel ends the run with this call and the ones after it, never begun, in one commit.
             return this.cancelAfter(run, step, context, [o, ...calls.slice(i + 1).map((c) => notBegun(d.tools, run, c, 'cancel'))]);
@@ -226,6 +245,20 @@ export class RunExecutor {
         ]);
       });
     }
+  }
+
+  private gate(run: RunRow, step: number, call: ModelToolCall, patterns: string[], agent: AgentRow): Promise<Gate> {
+    const d = this.deps;
+    const deps = { threads: d.threads, approvals: d.approvals.store, worker: d.worker, ttlSeconds: d.settings.SVC_RUN_APPROVAL_TTL_SECONDS };
+    return gate(
+      deps,
+      run,
+      step,
+      call,
+      patterns,
+      (name) => d.tools.allows(agent.tools, name),
+      (fn) => this.tx(run, fn),
+    );
   }
 
   /** One model call, its text streamed live as deltas. */
@@ -457,6 +490,7 @@ export class RunExecutor {
       const events = await before(q);
       const finished = await d.threads.finishRun(q, run.id, status, error);
       if (!finished) return null;
+      events.unshift(...(await d.approvals.close(q, run.id, SYSTEM)));
       const next = await this.nextRun(q, finished);
       if (!next) await d.threads.setThreadRun(q, run.thread_id, null);
       const all = [...events, ...(next ? [{ type: 'run.queued', runId: next, producer: SYSTEM, data: { runId: next, after: run.id } }] : [])];

@@ -1,4 +1,4 @@
-import { toolAllowed } from '@svc/agents';
+import { ASK_PERSON, toolAllowed } from '@svc/agents';
 import type { Dispatcher } from '@svc/dispatch';
 import type { Principal, PrincipalSigner } from '@svc/kit';
 import type { models_infer } from '@svc/proto';
@@ -15,6 +15,22 @@ const STOPPABLE = new Set(['code.run', 'code.check', 'code.runFile', 'code.runWi
 /** Relays to something outside the platform: stopping the call stops the wait, not the far side. */
 const ABANDONED = new Set(['hosts.call']);
 
+/**
+ * The runtime's own tool (docs/threads.md, "Questions to a person"): the agent asks the thread's
+ * person and the run waits for the answer (approval-step.ts); never dispatched as an operation.
+ */
+const ASK_PERSON_TOOL: models_infer.ToolDefinition = {
+  name: ASK_PERSON,
+  description:
+    'Ask the person of this thread a question and wait for the answer (their next message). Use it when you need a decision or a fact only they have.',
+  inputSchemaJson: JSON.stringify({
+    type: 'object',
+    properties: { question: { type: 'string', description: 'The question, as the person will read it.' } },
+    required: ['question'],
+    additionalProperties: false,
+  }),
+};
+
 export class AgentTools {
   private readonly tokens = new Map<string, { token: string; expiresAt: number }>();
 
@@ -29,17 +45,20 @@ export class AgentTools {
     return this.catalogueOf();
   }
 
-  /** Whether an agent with these tool patterns may call `name`. */
+  /** Whether an agent with these tool patterns may call `name` (ask_person: every agent with the default set too). */
   allows(patterns: string[] | null, name: string): boolean {
-    return toolAllowed(patterns, name);
+    return toolAllowed(patterns, name) || (name === ASK_PERSON && patterns === null);
   }
 
   /** The definitions the model is given. */
   definitions(patterns: string[] | null): models_infer.ToolDefinition[] {
-    return this.catalogue
-      .list()
-      .filter((t) => this.allows(patterns, t.name))
-      .map((t) => ({ name: t.name, description: t.description, inputSchemaJson: JSON.stringify(t.inputSchema) }));
+    return [
+      ...this.catalogue
+        .list()
+        .filter((t) => this.allows(patterns, t.name))
+        .map((t) => ({ name: t.name, description: t.description, inputSchemaJson: JSON.stringify(t.inputSchema) })),
+      ...(this.allows(patterns, ASK_PERSON) ? [ASK_PERSON_TOOL] : []),
+    ];
   }
 
   /**

@@ -85,6 +85,31 @@ const threadSteps: Step[] = [
   { tool: 'threads_usage', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
   { tool: 'threads_last_reply', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },
   { tool: 'threads_summary', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: 'thr_x' }) },
+  {
+    tool: 'threads_approvals_list',
+    // A run paused before a tool its agent's approval list names (docs/threads.md, "Approvals"): set through the API (a person's).
+    before: async (s, t, key) => {
+      const agent = (await t.ok('POST', '/agents', key, { name: `careful ${s.run}` })).body;
+      await t.ok('PUT', `/agents/${agent.id}/approval-policy`, key, { tools: ['write_drive_file'] });
+      const message = `/tool write_drive_file {"name":"approval-${s.run}.txt","content":"x"}`;
+      s.aprThreadId = (await t.ok('POST', '/threads', key, { agentId: agent.id, message })).body.id;
+      for (let i = 0; i < 300 && !s.aprId; i++) {
+        s.aprId = (await t.ok('GET', `/threads/${s.aprThreadId}/approvals`, key)).body.approvals[0]?.id;
+        if (!s.aprId) await new Promise((r) => setTimeout(r, 100));
+      }
+      s.aprAgentId = agent.id;
+    },
+    valid: (s) => ({ id: s.aprThreadId, status: 'pending' }),
+    invalid: (s) => ({ id: s.aprThreadId, status: 'waiting' }),
+  },
+  {
+    tool: 'threads_approvals_get',
+    valid: (s) => ({ id: s.aprThreadId, approvalId: s.aprId }),
+    invalid: (s) => ({ id: s.aprThreadId, approvalId: 'apr_x' }),
+  },
+  { tool: 'approvals_list', valid: () => ({ status: 'pending' }), invalid: () => ({ limit: 0 }) },
+  { tool: 'agents_approval_policy_get', valid: (s) => ({ id: s.aprAgentId }), invalid: () => ({ id: 'agt_x' }) },
+  { tool: 'threads_approval_policy_get', valid: (s) => ({ id: s.aprThreadId }), invalid: () => ({ id: 'thr_x' }) },
   { tool: 'threads_ask', valid: (s) => ({ id: s.thrId, content: 'one more', timeoutMs: 15_000 }), invalid: (s) => ({ id: s.thrId, content: '' }) },
   { tool: 'threads_search_messages', valid: (s) => ({ id: s.thrId, q: 'one more' }), invalid: (s) => ({ id: s.thrId, q: '' }) },
   { tool: 'threads_participants', valid: (s) => ({ id: s.thrId }), invalid: () => ({ id: `thr_${Z26}` }) },

@@ -172,8 +172,54 @@ const threads: Record<string, Command> = {
     const res = await svc.threads.list({ limit: 50 });
     print(out, res, () => table(res.threads, ['id', 'status', 'agentId', 'lastActivityAt', 'title']));
   },
+  /** The requests a thread's paused run waits on (all of the account's without a thread). */
+  async approvals(svc, args, _flags, out) {
+    const id = args[0];
+    const res = id ? await svc.threads.approvals.list({ id, status: 'pending' }) : await svc.approvals.list({ status: 'pending' });
+    print(out, res, () => table(res.approvals as Array<Record<string, unknown>>, ['id', 'threadId', 'kind', 'tool', 'arguments', 'expiresAt']));
+  },
+  async approve(svc, args, flags, out) {
+    const id = need(args, 0, 'thread id');
+    const json = str(flags, 'args');
+    let edited: Record<string, unknown> | undefined;
+    if (json !== undefined) {
+      try {
+        edited = JSON.parse(json) as Record<string, unknown>;
+      } catch {
+        throw new UsageError('--args must be a JSON object');
+      }
+      if (!edited || typeof edited !== 'object' || Array.isArray(edited)) throw new UsageError('--args must be a JSON object');
+    }
+    const a = await svc.threads.approvals.approve({ id, approvalId: await pendingId(svc, id, args[1]), ...(edited ? { arguments: edited } : {}) });
+    print(out, a, () => `Approved ${a.id} (${a.tool}${a.editedArguments ? ', edited arguments' : ''})\n`);
+  },
+  async reject(svc, args, flags, out) {
+    const id = need(args, 0, 'thread id');
+    const reason = str(flags, 'reason');
+    const a = await svc.threads.approvals.reject({ id, approvalId: await pendingId(svc, id, args[1]), ...(reason ? { reason } : {}) });
+    print(out, a, () => `Rejected ${a.id} (${a.tool})\n`);
+  },
+  async fork(svc, args, flags, out) {
+    const id = need(args, 0, 'thread id');
+    const at = str(flags, 'at');
+    if (at !== undefined && !/^[1-9]\d{0,14}$/.test(at)) throw new UsageError('--at must be a seq (1, 2, 3…)');
+    const t = await svc.threads.fork({ id, ...(at ? { atSeq: Number(at) } : {}), ...(str(flags, 'title') ? { title: str(flags, 'title') } : {}) });
+    print(out, t, () => `${t.id}\n`);
+  },
 };
 threads.list = threads.ls!;
+
+/** The approval named, or the thread's one pending approval (a usage error when there are none or several). */
+async function pendingId(svc: Svc, threadId: string, given: string | undefined): Promise<string> {
+  if (given) return given;
+  const pending = (await svc.threads.approvals.list({ id: threadId, status: 'pending' })).approvals.filter((a) => a.kind === 'approval');
+  if (pending.length === 1) return pending[0]!.id;
+  throw new UsageError(
+    pending.length
+      ? `the thread has ${pending.length} pending approvals: name one (${pending.map((a) => a.id).join(', ')})`
+      : 'the thread has no pending approval',
+  );
+}
 
 const models: Record<string, Command> = {
   async ls(svc, _args, _flags, out) {

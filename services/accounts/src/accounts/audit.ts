@@ -38,6 +38,11 @@ export class Audit extends AccountsCore {
       'agents.agent.deleted': 'agent.deleted',
       'agents.agent.owner_changed': 'agent.owner_changed',
       'agents.agent.restored': 'agent.restored',
+      // A person's decision on an agent's tool call, an approval expired, a policy set (docs/threads.md, "Approvals").
+      'agents.agent.approval_approved': 'approval.approved',
+      'agents.agent.approval_rejected': 'approval.rejected',
+      'agents.agent.approval_expired': 'approval.expired',
+      'agents.agent.approval_policy_updated': 'approval_policy.updated',
     }[event.type];
     if (!action || !d?.agent?.id || !d.actor) return [];
     const base = {
@@ -49,6 +54,10 @@ export class Audit extends AccountsCore {
     };
     const data: Record<string, unknown> = { agentId: d.agent.id, name: d.agent.name ?? null };
     if (action === 'agent.deleted') data.revokedKeys = d.revokedKeys ?? null;
+    if (action.startsWith('approval')) {
+      const extra = event.data as Record<string, unknown>;
+      for (const k of ['approvalId', 'threadId', 'runId', 'tool', 'edited', 'reason', 'tools']) if (k in extra) data[k] = extra[k];
+    }
     if (action !== 'agent.owner_changed') return [{ ...base, id: event.id, account_id: event.accountId, data }];
     const moved = { ...data, fromAccountId: d.fromAccountId, toAccountId: d.toAccountId };
     const rows: AuditRow[] = [{ ...base, id: event.id, account_id: d.fromAccountId ?? event.accountId, data: moved }];

@@ -265,4 +265,45 @@ export const migrations: Migration[] = [
       CREATE INDEX runs_rolled_back ON agents.runs (thread_id) WHERE rolled_back_seq IS NOT NULL;
       ALTER TABLE agents.tool_calls ADD COLUMN aborted boolean NOT NULL DEFAULT false;`,
   },
+  {
+    // Supervised runs (docs/threads.md, "Approvals", "Questions to a person"): a run paused on a tool
+    // call that needs a person's approval, or on the agent's question (waiting_for: approval |
+    // answer; no worker holds it then), the requests themselves, and the approval policies of
+    // agents and threads (subject: an agent or a thread id).
+    id: '0204_approvals',
+    sql: `
+      ALTER TABLE agents.runs ADD COLUMN waiting_for text;
+      CREATE TABLE agents.approvals (
+        id text PRIMARY KEY,
+        kind text NOT NULL,
+        thread_id text NOT NULL,
+        run_id text NOT NULL,
+        account_id text NOT NULL,
+        agent_id text NOT NULL,
+        call_id text NOT NULL,
+        step integer NOT NULL,
+        tool text NOT NULL,
+        arguments jsonb,
+        status text NOT NULL DEFAULT 'pending',
+        edited_arguments jsonb,
+        reason text,
+        answer text,
+        answer_message_id text,
+        decided_by jsonb,
+        decided_at timestamptz,
+        expires_at timestamptz NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (run_id, call_id)
+      );
+      CREATE INDEX approvals_by_thread ON agents.approvals (thread_id, created_at);
+      CREATE INDEX approvals_by_account_pending ON agents.approvals (account_id, created_at) WHERE status = 'pending';
+      CREATE INDEX approvals_due ON agents.approvals (expires_at) WHERE status = 'pending';
+      CREATE TABLE agents.approval_policies (
+        subject_id text PRIMARY KEY,
+        account_id text NOT NULL,
+        tools text[] NOT NULL,
+        updated_by jsonb NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+      );`,
+  },
 ];

@@ -87,6 +87,8 @@ export interface RunRow {
   error: { code: string; message: string } | null;
   /** The seq of its run.rolled_back event: a message rolled it back (docs/threads.md, "Rollback"). */
   rolled_back_seq: number | null;
+  /** Paused until a person answers (docs/threads.md, "Approvals"): no worker holds it meanwhile. */
+  waiting_for: 'approval' | 'answer' | null;
   worker: string | null;
   lease_until: Date | null;
   created_at: Date;
@@ -296,7 +298,7 @@ export class ThreadStore {
     const rows = await this.sql.query<RunRow>(
       `UPDATE agents.runs SET status = 'running', worker = $2, lease_until = now() + ($3::int * interval '1 millisecond'),
           started_at = COALESCE(started_at, now())
-        WHERE id = $1 AND status IN ('queued', 'running') AND (lease_until IS NULL OR lease_until < now() OR worker = $2)
+        WHERE id = $1 AND status IN ('queued', 'running') AND waiting_for IS NULL AND (lease_until IS NULL OR lease_until < now() OR worker = $2)
         RETURNING *`,
       [id, worker, leaseMs],
     );
@@ -340,7 +342,7 @@ export class ThreadStore {
 
   async finishRun(q: Queryable, id: string, status: 'completed' | 'failed' | 'cancelled', error: { code: string; message: string } | null) {
     const rows = await q.query<RunRow>(
-      `UPDATE agents.runs SET status = $2, error = $3::jsonb, ended_at = now(), lease_until = NULL
+      `UPDATE agents.runs SET status = $2, error = $3::jsonb, ended_at = now(), lease_until = NULL, waiting_for = NULL
         WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
       [id, status, error ? JSON.stringify(error) : null],
     );
@@ -354,7 +356,7 @@ export class ThreadStore {
   async rollBackRun(q: Queryable, id: string, seq: number): Promise<RunRow | null> {
     const rows = await q.query<RunRow>(
       `UPDATE agents.runs SET status = 'cancelled', error = $2::jsonb, ended_at = now(), lease_until = NULL, cancel_requested = true,
-          rolled_back_seq = $3
+          rolled_back_seq = $3, waiting_for = NULL
         WHERE id = $1 AND status IN ('queued', 'running') RETURNING *`,
       [id, JSON.stringify({ code: 'rolled_back', message: 'A new message rolled the run back (mode rollback).' }), seq],
     );

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Principal, type Sql, visibleName } from '@svc/kit';
+import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Principal, type Queryable, type Sql, visibleName } from '@svc/kit';
 
 import type { AgentRow, AgentStore } from '../agents/store.js';
 import type { LiveEvents } from './live.js';
@@ -73,9 +73,19 @@ export interface ThreadsDeps {
   bus: () => Promise<Bus>;
 }
 
+/**
+ * What a paused run waits for (docs/threads.md, "Approvals"), answered by ApprovalsDomain: a
+ * message answers the agent's question; a run that ends otherwise closes its pending requests.
+ */
+export interface RunWaits {
+  answer(q: Queryable, t: ThreadRow, run: RunRow, message: InboxRow): Promise<NewEvent[] | null>;
+  close(q: Queryable, runId: string, producer: Producer): Promise<NewEvent[]>;
+  wake(runId: string): Promise<void>;
+}
+
 export interface InjectResult {
   message: InboxRow;
-  status: 'started' | 'pending' | 'queued';
+  status: 'started' | 'pending' | 'queued' | 'answered';
   runId: string | null;
   seq: number;
   /** Mode rollback: the run it rolled back. */
@@ -84,6 +94,8 @@ export interface InjectResult {
 
 export class ThreadsDomain {
   readonly store: ThreadStore;
+  /** Set by the service once its approvals exist (they build on this domain). */
+  waits?: RunWaits;
 
   constructor(private readonly deps: ThreadsDeps) {
     this.store = new ThreadStore(deps.sql);
@@ -208,6 +220,7 @@ export class ThreadsDomain {
       if (!t) throw threadNotFound();
       const run = await this.store.activeRun(id, q);
       if (run) await this.store.finishRun(q, run.id, 'cancelled', { code: 'thread_deleted', message: 'The thread was deleted.' });
+      if (run) await this.waits?.close(q, run.id, producerOf(p));
       await this.store.markThreadDeleted(q, id);
       return run?.id ?? null;
     });
@@ -257,6 +270,10 @@ export class ThreadsDomain {
         const started = await this.startRun(q, t, p, input.content, clientId, undefined, { mode, rolledBackRunId: run.id });
         return { started: { ...started, events: [...rolled, ...started.events] }, rolledBack: run.id };
       }
+      if (run.waiting_for === 'answer') {
+        const answered = await this.answerQuestion(q, t, run, input.content, clientId, producer);
+        if (answered) return { answered };
+      }
       if (mode === 'reject') {
         throw new DomainError('conflict', 'thread_busy', `The thread's run ${run.id} is still working; the message was not taken (mode reject).`);
       }
@@ -291,6 +308,12 @@ export class ThreadsDomain {
       const seq = s.events.find((e) => e.type === 'message.created')!.seq;
       return { message: s.message, status: 'started', runId: s.runId, seq, ...(rolledBack ? { rolledBackRunId: rolledBack } : {}) };
     }
+    if ('answered' in result && result.answered) {
+      const a = result.answered;
+      await this.after(id, a.events, null);
+      await this.enqueueAgain(a.runId, a.message.id);
+      return { message: a.message, status: 'answered', runId: a.runId, seq: a.events[0]!.seq };
+    }
     const pend = (result as { pending: { message: InboxRow; status: 'pending' | 'queued'; runId: string; events: EventRow[] } }).pending;
     await this.after(id, pend.events, null);
     if (mode === 'interrupt') (await this.deps.bus()).signal(`agents.run.${pend.runId}`, { kind: 'interrupt' });
@@ -306,6 +329,8 @@ export class ThreadsDomain {
     // that missed it (at its next step, or its lease renewal).
     (await this.deps.bus()).signal(`agents.run.${run.id}`, { kind: 'cancel' });
     await this.store.requestCancel(this.deps.sql, run.id);
+    // A run paused for a person has no worker: it is woken, and the worker that takes it ends it.
+    if (run.waiting_for) await this.waits?.wake(run.id);
     return { runId: run.id, status: 'cancelling' };
   }
 
@@ -318,6 +343,8 @@ export class ThreadsDomain {
   private async rollBack(q: Parameters<Parameters<Sql['tx']>[0]>[0], t: ThreadRow, run: RunRow, producer: Producer): Promise<EventRow[]> {
     const span = await this.store.runSpan(q, t.id, run.id);
     const messageIds = await this.store.discardRunMessages(q, t.id, run.id);
+    const closed = (await this.waits?.close(q, run.id, producer)) ?? [];
+    if (closed.length) await this.append(q, t.id, closed);
     const events = await this.append(q, t.id, [
       { type: 'run.cancelled', runId: run.id, producer, data: { runId: run.id, step: run.step, reason: 'rollback' } },
       {
@@ -329,6 +356,36 @@ export class ThreadsDomain {
     ]);
     await this.store.rollBackRun(q, run.id, events[1]!.seq);
     return events;
+  }
+
+  /**
+   * A message to a run paused on its agent's question (ask_person) is the answer: delivered into
+   * that run (its tool call's result) rather than waiting for a boundary; the run is woken.
+   */
+  private async answerQuestion(q: Queryable, t: ThreadRow, run: RunRow, content: string, clientId: string | null, producer: Producer) {
+    const message = (await this.store.insertInbox(q, {
+      id: newId('msg'),
+      thread_id: t.id,
+      client_message_id: clientId,
+      content,
+      mode: 'boundary',
+      status: 'delivered',
+      run_id: run.id,
+      producer,
+    }))!;
+    const answered = await this.waits?.answer(q, t, run, message);
+    if (!answered) return null;
+    await this.store.markInbox(q, [message.id], 'delivered', run.id, run.step);
+    const events = await this.append(q, t.id, [
+      {
+        type: 'message.injected',
+        runId: run.id,
+        producer,
+        data: { messageId: message.id, role: 'user', content, mode: 'answer', status: 'delivered' },
+      },
+      ...answered,
+    ]);
+    return { message, runId: run.id, events };
   }
 
   /**
@@ -375,6 +432,14 @@ export class ThreadsDomain {
 
   append(q: Parameters<Parameters<Sql['tx']>[0]>[0], threadId: string, events: NewEvent[]): Promise<EventRow[]> {
     return this.store.append(q, threadId, events, () => newId('evt'));
+  }
+
+  /**
+   * A paused run woken (docs/threads.md, "Approvals") back on the work queue: a job of its own
+   * (`tag`), since the queue drops a job id it saw in the last two minutes.
+   */
+  async enqueueAgain(runId: string, tag: string): Promise<void> {
+    await (await this.deps.bus()).enqueue(RUN_QUEUE, `${runId}:${tag}`, { runId });
   }
 
   /** After a commit: the events signalled live, a new run put on the work queue. */

@@ -172,7 +172,9 @@ export const threadExtrasRoutes = [
       .object({
         messageId: z.string(),
         runId: Nullable(z.string()),
-        status: z.enum(['started', 'pending', 'queued']),
+        status: z
+          .enum(['started', 'pending', 'queued', 'answered'])
+          .describe('answered: the message answered the question the paused run asked (ask_person).'),
         timedOut: z.boolean().describe('true: still working when the time was up (threads.wait waits more).'),
         reply: Nullable(ThreadMessage).describe('The agent’s latest message after yours.'),
       })
@@ -182,7 +184,7 @@ export const threadExtrasRoutes = [
       response: (res) => ({
         messageId: res.messageId,
         runId: res.runId ?? null,
-        status: res.status as 'started' | 'pending' | 'queued',
+        status: res.status as 'started' | 'pending' | 'queued' | 'answered',
         timedOut: res.timedOut,
         reply: res.reply ? messageJson(res.reply) : null,
       }),

@@ -70,7 +70,7 @@ export const ThreadEvent = z
     type: z
       .string()
       .describe(
-        'thread.created, message.created, message.injected, injection.delivered, run.queued, run.started, run.step, tool.called, tool.result (aborted: true when a cancel, an interrupt or a rollback stopped the call), run.completed, run.failed, run.cancelled, run.rolled_back, thread.updated; message.delta live only.',
+        'thread.created, message.created, message.injected, injection.delivered, run.queued, run.started, run.step, tool.called, tool.result (aborted: true when a cancel, an interrupt or a rollback stopped the call), run.completed, run.failed, run.cancelled, run.rolled_back, thread.updated; approval.requested, approval.approved, approval.rejected, approval.expired, approval.cancelled, question.asked, question.answered, question.expired, question.cancelled, approval_policy.updated; message.delta live only.',
       ),
     createdAt: Timestamp,
     runId: Nullable(z.string()),
@@ -125,8 +125,10 @@ const Injected = z
   .object({
     messageId: z.string(),
     status: z
-      .enum(['started', 'pending', 'queued'])
-      .describe('started: a new run; pending: delivered at the running run’s next step boundary; queued: a run after it.'),
+      .enum(['started', 'pending', 'queued', 'answered'])
+      .describe(
+        'started: a new run; pending: delivered at the running run’s next step boundary; queued: a run after it; answered: the answer to the question the paused run asked (ask_person), which resumes it.',
+      ),
     runId: Nullable(z.string()),
     seq: z.number().int().describe('The seq of the event recording the message (0 for a repeated clientMessageId).'),
     rolledBackRunId: Nullable(z.string()).describe('Mode rollback while a run worked: the run it rolled back; null otherwise.'),
@@ -285,7 +287,7 @@ export const threadsRoutes = [
       request: (i) => ({ threadId: i.params.id, content: i.body.content, mode: i.body.mode, clientMessageId: i.body.clientMessageId }),
       response: (res) => ({
         messageId: res.messageId,
-        status: res.status as 'started' | 'pending' | 'queued',
+        status: res.status as 'started' | 'pending' | 'queued' | 'answered',
         runId: res.runId ?? null,
         seq: Number(res.seq),
         rolledBackRunId: res.rolledBackRunId ?? null,
