@@ -1,7 +1,7 @@
 import { startTestStack, type TestStack } from '../support/stack';
 
-// Linked orders and trailing stops on the paper venue, from outside (docs/trading.md, "Linked
-// orders"). The market maker's reference does not step during the suite, so a book only moves
+// Linked orders, trailing stops and the sessions' auctions on the paper venue, from outside
+// (docs/trading.md, "Linked orders", "Sessions"). The market maker's reference does not step during the suite, so a book only moves
 // with the orders here; each test has a book of its own.
 let t: TestStack;
 let alice: string;
@@ -26,7 +26,13 @@ const cents = (s: string) => Math.round(Number(s) * 100);
 const price = (c: number) => (c / 100).toFixed(2);
 
 beforeAll(async () => {
-  t = await startTestStack({ SVC_TRADING_PAPER_TICK_MS: '3600000', SVC_TRADING_PAPER_CASH: '1000000', SVC_TRADING_ALPACA_URL: 'off' });
+  // A compressed trading day of 4 s (the clock tests drive): opening auctions at 0, 4, 8 s…, closing ones at 2, 6, 10 s….
+  t = await startTestStack({
+    SVC_TRADING_PAPER_TICK_MS: '3600000',
+    SVC_TRADING_PAPER_CASH: '1000000',
+    SVC_TRADING_ALPACA_URL: 'off',
+    SVC_TRADING_PAPER_SESSION_CYCLE_MS: '4000',
+  });
   alice = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Alice' })).body.key;
   bob = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Bob' })).body.key;
   person = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Carol' })).body.key;
@@ -240,4 +246,42 @@ test('the rules of linked orders and trailing stops name the field', async () =>
     const res = await order(alice, { symbol: 'AAPL', side: 'buy', ...extra });
     expect({ status: res.status, message: res.body.error?.message }).toEqual({ status: 400, message: expect.stringMatching(message) });
   }
+});
+
+test("opg and cls orders wait for the session's opening and closing auctions; the clock says when they come", async () => {
+  const clock = (await t.ok('GET', '/trading/clock', alice)).body;
+  expect(clock).toMatchObject({ isOpen: true, session: 'continuous' });
+  const nextOpen = Date.parse(clock.nextOpen);
+  const nextClose = Date.parse(clock.nextClose);
+  expect(Math.abs(nextClose - nextOpen)).toBe(2000);
+  expect((await order(alice, { symbol: 'BTC/USD', side: 'buy', qty: '0.01', timeInForce: 'opg' })).body.error.message).toMatch(
+    /timeInForce: BTC\/USD trades around the clock/,
+  );
+  expect((await order(alice, { symbol: 'SPY', side: 'buy', type: 'stop', stopPrice: '1', qty: '1', timeInForce: 'cls' })).status).toBe(400);
+
+  const from = await lastSeq(alice);
+  const opg = (await t.ok('POST', '/trading/order', alice, { symbol: 'SPY', side: 'buy', qty: '1', timeInForce: 'opg' })).body;
+  expect(opg).toMatchObject({ status: 'new', timeInForce: 'opg', filledQty: '0' });
+  const bid = cents((await book(alice, 'SPY')).bids[0].price);
+  const cls = (
+    await t.ok('POST', '/trading/order', alice, { symbol: 'SPY', side: 'buy', type: 'limit', price: price(bid - 500), qty: '1', timeInForce: 'cls' })
+  ).body;
+  // Nothing trades before its auction, whatever crosses the book meanwhile.
+  expect((await get(alice, opg.id)).status).toBe('new');
+  // Past the next open and the next close, the book's next use runs their auctions, in order.
+  const settle = async (id: string) => {
+    for (let i = 0; i < 100; i++) {
+      await book(alice, 'SPY');
+      const o = await get(alice, id);
+      if (o.status !== 'new') return o;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`${id} still waits`);
+  };
+  expect(await settle(opg.id)).toMatchObject({ status: 'filled', filledQty: '1' });
+  expect(Date.now()).toBeGreaterThanOrEqual(Math.min(nextOpen, nextClose));
+  // The closing auction: a limit far below the book finds nothing and expires.
+  expect(await settle(cls.id)).toMatchObject({ status: 'expired', reason: 'auction_ended', filledQty: '0' });
+  const types = (await events(alice, from)).filter((e: any) => e.order?.id === opg.id).map((e: any) => e.type);
+  expect(types).toEqual(['accepted', ...types.slice(1, -1), 'filled']);
 });

@@ -1725,7 +1725,7 @@ class PlacedTradingOrder(TypedDict):
     symbol: str
     side: Literal["buy", "sell"]
     type: Literal["market", "limit", "stop", "stop_limit", "trailing_stop"]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
     qty: str
     notional: Optional[str]
     price: Optional[str]
@@ -1761,7 +1761,7 @@ class PlaceOrderInput(_PlaceOrderInputRequired, total=False):
     notional: Union[str, float]
     price: Union[str, float]
     stopPrice: Union[str, float]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
     clientOrderId: str
     orderClass: Literal["simple", "bracket", "oco", "oto"]
     takeProfit: PlaceOrderInputTakeProfit
@@ -1804,7 +1804,7 @@ class PreviewOrderInput(_PreviewOrderInputRequired, total=False):
     notional: Union[str, float]
     price: Union[str, float]
     stopPrice: Union[str, float]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
 
 
 PreviewScheduleRequestInput = TypedDict("PreviewScheduleRequestInput", {"cron": "str", "intervalSeconds": "int", "at": "str", "count": "int", "from": "str"}, total=False)
@@ -2202,7 +2202,7 @@ class ReplaceOrderInput(TypedDict, total=False):
     qty: Union[str, float]
     price: Union[str, float]
     stopPrice: Union[str, float]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
     clientOrderId: str
 
 
@@ -3157,6 +3157,9 @@ class TradingClock(TypedDict):
     session: str
     nextDayRollover: str
     timezone: str
+    equitiesOpen: bool
+    nextOpen: str
+    nextClose: str
 
 
 class TradingDayStats(TypedDict):
@@ -3302,7 +3305,7 @@ class TradingOrder(TypedDict):
     symbol: str
     side: Literal["buy", "sell"]
     type: Literal["market", "limit", "stop", "stop_limit", "trailing_stop"]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
     qty: str
     notional: Optional[str]
     price: Optional[str]

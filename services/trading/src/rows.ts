@@ -12,7 +12,7 @@ export interface OrderRow {
   request_hash: string;
   side: 'buy' | 'sell';
   type: 'market' | 'limit' | 'stop' | 'stop_limit' | 'trailing_stop';
-  time_in_force: 'day' | 'gtc' | 'ioc' | 'fok';
+  time_in_force: 'day' | 'gtc' | 'ioc' | 'fok' | 'opg' | 'cls';
   qty: string;
   /** A notional order's amount of the quote asset (its qty is what that bought); null for a quantity order. */
   notional: string | null;

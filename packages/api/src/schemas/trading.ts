@@ -8,7 +8,7 @@ import { z } from 'zod';
 
 export const TRADING_SIDES = ['buy', 'sell'] as const;
 export const TRADING_ORDER_TYPES = ['market', 'limit', 'stop', 'stop_limit', 'trailing_stop'] as const;
-export const TRADING_TIMES_IN_FORCE = ['day', 'gtc', 'ioc', 'fok'] as const;
+export const TRADING_TIMES_IN_FORCE = ['day', 'gtc', 'ioc', 'fok', 'opg', 'cls'] as const;
 export const TRADING_STATUSES = ['new', 'partially_filled', 'filled', 'cancelled', 'rejected', 'expired', 'held'] as const;
 export const TRADING_ORDER_CLASSES = ['simple', 'bracket', 'oco', 'oto'] as const;
 

@@ -7946,7 +7946,7 @@ export interface components {
             /** @enum {string} */
             type: "market" | "limit" | "stop" | "stop_limit" | "trailing_stop";
             /** @enum {string} */
-            timeInForce: "day" | "gtc" | "ioc" | "fok";
+            timeInForce: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
             /** @description A notional order's: the quantity its notional bought. */
             qty: string;
             /** @description The amount of the quote asset a notional order asked for; null for a quantity order. */
@@ -7996,7 +7996,7 @@ export interface components {
             /** @enum {string} */
             type: "market" | "limit" | "stop" | "stop_limit" | "trailing_stop";
             /** @enum {string} */
-            timeInForce: "day" | "gtc" | "ioc" | "fok";
+            timeInForce: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
             /** @description A notional order's: the quantity its notional bought. */
             qty: string;
             /** @description The amount of the quote asset a notional order asked for; null for a quantity order. */
@@ -8056,7 +8056,7 @@ export interface components {
              * @default gtc
              * @enum {string}
              */
-            timeInForce?: "day" | "gtc" | "ioc" | "fok";
+            timeInForce?: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
             /** @description Your id for the order, unique per account and venue: a retry with the same id and order answers the original order; with another order, 409. */
             clientOrderId?: string;
             /**
@@ -8369,11 +8369,17 @@ export interface components {
             venue: string;
             now: string;
             isOpen: boolean;
-            /** @description `continuous`: the paper venue trades around the clock. */
+            /** @description `continuous`: the paper venue trades around the clock (extended hours for equities). */
             session: string;
             /** @description When `day` orders expire next. */
             nextDayRollover: string;
             timezone: string;
+            /** @description Whether the equities' regular session is open now (between its opening and closing auctions). */
+            equitiesOpen: boolean;
+            /** @description The next opening auction, where `opg` orders trade. */
+            nextOpen: string;
+            /** @description The next closing auction, where `cls` orders trade. */
+            nextClose: string;
         };
         TradingFees: {
             venue: string;
@@ -8440,7 +8446,7 @@ export interface components {
              * @default gtc
              * @enum {string}
              */
-            timeInForce?: "day" | "gtc" | "ioc" | "fok";
+            timeInForce?: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
         };
         TradingBuyingPower: {
             venue: string;
@@ -8465,7 +8471,7 @@ export interface components {
             /** @description New stop price. */
             stopPrice?: string | number;
             /** @enum {string} */
-            timeInForce?: "day" | "gtc" | "ioc" | "fok";
+            timeInForce?: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
             /** @description The new order's client order id (default: generated). */
             clientOrderId?: string;
         };

@@ -13,13 +13,19 @@
  * turn comes), so a cancel is O(1) plus the level's bookkeeping.
  */
 
+import { checkShape, trailStop } from './order.js';
+
+export { newBookOrder, trailStop } from './order.js';
+
 export type Side = 'buy' | 'sell';
 export type OrderType = 'market' | 'limit' | 'stop' | 'stop_limit' | 'trailing_stop';
-export type TimeInForce = 'day' | 'gtc' | 'ioc' | 'fok';
+export type TimeInForce = 'day' | 'gtc' | 'ioc' | 'fok' | 'opg' | 'cls';
 export type OrderStatus = 'new' | 'partially_filled' | 'filled' | 'cancelled' | 'rejected' | 'expired' | 'held';
 
 export const ORDER_TYPES: readonly OrderType[] = ['market', 'limit', 'stop', 'stop_limit', 'trailing_stop'];
-export const TIMES_IN_FORCE: readonly TimeInForce[] = ['day', 'gtc', 'ioc', 'fok'];
+export const TIMES_IN_FORCE: readonly TimeInForce[] = ['day', 'gtc', 'ioc', 'fok', 'opg', 'cls'];
+/** Orders for a session's opening (`opg`) or closing (`cls`) auction: they wait outside the book until it. */
+export const isAuction = (o: Pick<BookOrder, 'tif'>) => o.tif === 'opg' || o.tif === 'cls';
 export const OPEN_STATUSES: readonly OrderStatus[] = ['new', 'partially_filled'];
 
 export interface BookOrder {
@@ -60,12 +66,6 @@ export interface BookOrder {
 }
 
 export const isStopType = (o: Pick<BookOrder, 'type'>) => o.type === 'stop' || o.type === 'stop_limit' || o.type === 'trailing_stop';
-
-/** A trailing stop's trigger price from its water mark (the distance rounded up to a whole tick). */
-export function trailStop(o: Pick<BookOrder, 'side' | 'hwm' | 'trailTicks' | 'trailBps'>): number {
-  const d = o.trailTicks ?? Math.max(1, Math.ceil((o.hwm! * o.trailBps!) / 10_000));
-  return o.side === 'sell' ? o.hwm! - d : o.hwm! + d;
-}
 
 export interface Fill {
   /** The book's sequence number of this fill (unique within the book). */
@@ -133,6 +133,8 @@ export class OrderBook {
   private readonly trailing: BookOrder[] = [];
   /** Held legs of open bracket and OTO entries, by id. */
   private readonly held = new Map<string, BookOrder>();
+  /** Orders waiting for the opening or closing auction, in arrival order. */
+  private readonly auctions = new Map<string, BookOrder>();
   /** Orders closed by a link while a sweep ran: taken off their level or stop list after it. */
   private stale: BookOrder[] = [];
   /** Entries with held legs that closed: their legs are activated (or cancelled) next. */
@@ -148,13 +150,31 @@ export class OrderBook {
   }
 
   get(id: string): BookOrder | undefined {
-    return this.live.get(id) ?? this.held.get(id);
+    return this.live.get(id) ?? this.held.get(id) ?? this.auctions.get(id);
   }
 
-  /** Resting orders, untriggered stops and held legs, in no particular order. */
+  /** Resting orders, untriggered stops, held legs and orders waiting for an auction, in no particular order. */
   *openOrders(): IterableIterator<BookOrder> {
     yield* this.live.values();
     yield* this.held.values();
+    yield* this.auctions.values();
+  }
+
+  /**
+   * The session's opening (`opg`) or closing (`cls`) auction: the orders waiting for it trade
+   * against the book in arrival order, each as an immediate-or-cancel order (a market order for
+   * what the book has, a limit order up to its price); what they cannot fill expires
+   * (`auction_ended`). Then the stops their trades reached fire.
+   */
+  auction(tif: 'opg' | 'cls', hooks: MatchHooks = {}): MatchResult {
+    const result: MatchResult = { fills: [], changed: [] };
+    for (const o of [...this.auctions.values()]) {
+      if (o.tif !== tif) continue;
+      this.auctions.delete(o.id);
+      this.execute(o, hooks, result);
+    }
+    this.fireStops(hooks, result);
+    return result;
   }
 
   bestBid(): number | undefined {
@@ -180,6 +200,10 @@ export class OrderBook {
   restore(o: BookOrder): void {
     if (!isOpen(o)) throw new Error(`order ${o.id} is not open`);
     this.holdLegs(o);
+    if (isAuction(o)) {
+      this.auctions.set(o.id, o);
+      return;
+    }
     if (isStopType(o)) {
       if (!o.triggered) {
         this.live.set(o.id, o);
@@ -262,6 +286,11 @@ export class OrderBook {
       checkShape(sibling);
       sibling.seq = ++this.seq;
       this.enter(sibling, hooks, result);
+    }
+    if (isAuction(order)) {
+      this.auctions.set(order.id, order);
+      result.changed.push(order);
+      return result;
     }
     if (isOpen(order)) this.enter(order, hooks, result);
     else result.changed.push(order);
@@ -468,9 +497,9 @@ export class OrderBook {
     if (selfTrade) {
       order.status = 'expired';
       order.reason = 'self_trade_prevented';
-    } else if (limit === undefined || order.tif === 'ioc' || order.tif === 'fok') {
+    } else if (limit === undefined || order.tif === 'ioc' || order.tif === 'fok' || isAuction(order)) {
       order.status = 'expired';
-      order.reason = limit === undefined ? 'no_liquidity' : 'ioc_remainder';
+      order.reason = limit === undefined ? 'no_liquidity' : isAuction(order) ? 'auction_ended' : 'ioc_remainder';
     } else {
       order.seq = ++this.seq;
       this.rest(order);
@@ -549,6 +578,7 @@ export class OrderBook {
   }
 
   private unlink(o: BookOrder): void {
+    if (this.auctions.get(o.id) === o) this.auctions.delete(o.id);
     if (this.live.get(o.id) !== o) return;
     this.live.delete(o.id);
     if (isStopType(o) && !o.triggered) {
@@ -589,43 +619,4 @@ function insertLevel(levels: Level[], level: Level, ascending: boolean): void {
     else hi = mid;
   }
   levels.splice(lo, 0, level);
-}
-
-/** The engine's own guard: the service validates input first, so this only catches a bug. */
-function checkShape(o: BookOrder): void {
-  const posInt = (n: number | undefined) => n !== undefined && Number.isSafeInteger(n) && n > 0;
-  if (!posInt(o.qty)) throw new RangeError(`order ${o.id}: qty must be a positive integer of lots`);
-  if ((o.type === 'limit' || o.type === 'stop_limit') && !posInt(o.price)) throw new RangeError(`order ${o.id}: a limit price is required`);
-  if ((o.type === 'stop' || o.type === 'stop_limit') && !posInt(o.stopPrice)) throw new RangeError(`order ${o.id}: a stop price is required`);
-  if (o.type === 'trailing_stop' && posInt(o.trailTicks) === posInt(o.trailBps))
-    throw new RangeError(`order ${o.id}: a trailing stop needs one of a trail in ticks and in hundredths of a percent`);
-  if (o.type === 'market' && o.price !== undefined) throw new RangeError(`order ${o.id}: a market order has no price`);
-}
-
-/** A fresh order in the shape the book takes (every field set, in one order: one hidden class). */
-export function newBookOrder(
-  o: Omit<BookOrder, 'filled' | 'notional' | 'status' | 'reason' | 'seq' | 'triggered' | 'hwm' | 'sibling' | 'legs' | 'parent'>,
-): BookOrder {
-  return {
-    id: o.id,
-    owner: o.owner,
-    side: o.side,
-    type: o.type,
-    tif: o.tif,
-    qty: o.qty,
-    price: o.price,
-    stopPrice: o.stopPrice,
-    filled: 0,
-    notional: 0,
-    status: 'new',
-    reason: null,
-    seq: 0,
-    triggered: false,
-    trailTicks: o.trailTicks,
-    trailBps: o.trailBps,
-    hwm: undefined,
-    sibling: undefined,
-    legs: undefined,
-    parent: undefined,
-  };
 }

@@ -135,6 +135,10 @@ export class Trading {
     if (!TIMES_IN_FORCE.includes(tif)) throw bad(`timeInForce: must be one of ${TIMES_IN_FORCE.join(', ')}.`);
     const { qty, notional } = sizeOf(req, type, tif);
     const linked = linkedOf(req, type, tif);
+    if (tif === 'opg' || tif === 'cls') {
+      if (type !== 'market' && type !== 'limit') throw bad(`timeInForce: an ${tif} order (for the ${tif === 'opg' ? 'opening' : 'closing'} auction) is market or limit.`);
+      if (notional !== undefined) throw bad(`notional: an ${tif} order is for a quantity (qty).`);
+    }
     const price = decimalInput('price', linkedPrice(linked, req.price));
     const stopPrice = decimalInput('stopPrice', req.stopPrice);
     const hasLimit = type === 'limit' || type === 'stop_limit';
@@ -182,6 +186,8 @@ export class Trading {
     if (venue.id === PAPER) {
       const spec = this.deps.instruments.get(req.symbol);
       if (!spec) throw new DomainError('invalid_argument', 'unknown_symbol', `symbol: "${req.symbol}" is not traded at ${venue.id}.`);
+      if ((tif === 'opg' || tif === 'cls') && spec.symbol.includes('/'))
+        throw bad(`timeInForce: ${spec.symbol} trades around the clock; only equities have an opening and a closing auction.`);
       const lots = qty === undefined ? 0 : toLots(spec, qty);
       if (typeof lots === 'string') throw bad(`qty: ${lots}.`);
       const amount = notional === undefined ? undefined : toNotional(spec, notional);

@@ -31,6 +31,8 @@ export interface BookState {
   maker: Omit<MakerState, 'quotes'> & { quotes: SavedQuote[] };
   /** The UTC day (YYYY-MM-DD) of the book's last write: day orders expire when it changes. */
   day: string;
+  /** When the book last let its sessions pass (ms): the auctions after it run on its next use. */
+  sessionAt?: number;
   /** The lot size the saved quotes count in (absent before lot sizes changed: such quotes are dropped and requoted). */
   lotSize?: string;
 }
@@ -44,6 +46,8 @@ export interface BookEntry {
   /** The book row's creation time: the market maker's steps count from it. */
   createdAt: number;
   day: string;
+  /** When the book last let its sessions pass (ms; paper/sessions.ts). */
+  sessionAt: number;
   /** The hold each open order backs (order id → units). */
   holds: Map<string, bigint>;
   /** Set while a transaction changes it: another one that gets the lock then rebuilds instead. */
@@ -134,6 +138,7 @@ export class Books {
       version: row.version,
       createdAt: row.created_at.getTime(),
       day: state?.day ?? utcDay(Date.now()),
+      sessionAt: state?.sessionAt ?? Date.now(),
       holds: new Map(),
       busy: true,
     };
@@ -181,6 +186,7 @@ export class Books {
       lastPrice: entry.book.lastPrice,
       maker: { step: entry.maker.step, reference: entry.maker.reference, placed: entry.maker.placed, quotes },
       day: entry.day,
+      sessionAt: entry.sessionAt,
       lotSize: entry.spec.lotSize,
     };
   }

@@ -1,6 +1,6 @@
 import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
 
-import { type BookOrder, isStopType, type MatchResult, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
+import { type BookOrder, isAuction, isStopType, type MatchResult, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
 import { type Instruments, notionalToUnits, parseUnits, type Spec } from '../orders/symbols.js';
 import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
@@ -8,6 +8,7 @@ import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
 import { linkLegs, merge } from './links.js';
 import { insufficient, notionalTooSmall, PAPER, type Session, writeSession } from './session.js';
+import { Sessions,type SessionSettings } from './sessions.js';
 import { Timeline } from './timeline.js';
 
 /**
@@ -25,6 +26,8 @@ export interface PaperSettings {
   seed: number;
   /** How often the market maker's reference price takes a step, in ms. */
   tickMs: number;
+  /** The equities' sessions (paper/sessions.ts); absent: no auctions. */
+  sessions?: SessionSettings;
 }
 
 export interface PlaceInput {
@@ -83,6 +86,7 @@ const RETRYABLE = new Set(['40P01', '40001', '23514', '23505']);
 
 export class PaperVenue {
   readonly books: Books;
+  readonly sessions: Sessions | null;
   private readonly queues = new Map<string, Job[]>();
   private readonly draining = new Set<string>();
   /**
@@ -107,6 +111,7 @@ export class PaperVenue {
     },
   ) {
     this.books = new Books(deps.store, PAPER);
+    this.sessions = deps.settings.sessions ? new Sessions(deps.settings.sessions) : null;
   }
 
   private now(): number {
@@ -202,6 +207,16 @@ export class PaperVenue {
       s.timeline.step(r.changed, { activated: r.activated });
       entry.moved = true;
     }
+    // An equity's opens and closes since the book was last used: their auctions, in order, against the book as it now stands.
+    if (this.sessions && !spec.symbol.includes('/')) {
+      for (const b of this.sessions.between(entry.sessionAt, now)) {
+        const a = entry.book.auction(b.kind, ledger);
+        for (const o of a.changed) this.track(s, o);
+        s.timeline.step(a.changed, { activated: a.activated });
+        if (a.changed.length) entry.moved = true;
+      }
+    }
+    entry.sessionAt = Math.max(entry.sessionAt, now);
   }
 
   /** Applies committed balance changes to the cache. */
@@ -393,7 +408,8 @@ export class PaperVenue {
       const legs = linkLegs(o, input);
       // A trailing stop's trigger starts a trail away from the last price: it waits.
       const waits =
-        o.type === 'trailing_stop' || (isStopType(o) && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!));
+        o.type === 'trailing_stop' ||
+        isAuction(o) || (isStopType(o) && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!));
       // An agent's usage is counted in a savepoint: an order refused afterwards counts nothing.
       if (input.limits) await q.query('SAVEPOINT agent_limits');
       try {
