@@ -136,7 +136,8 @@ export class Trading {
     const { qty, notional } = sizeOf(req, type, tif);
     const linked = linkedOf(req, type, tif);
     if (tif === 'opg' || tif === 'cls') {
-      if (type !== 'market' && type !== 'limit') throw bad(`timeInForce: an ${tif} order (for the ${tif === 'opg' ? 'opening' : 'closing'} auction) is market or limit.`);
+      if (type !== 'market' && type !== 'limit')
+        throw bad(`timeInForce: an ${tif} order (for the ${tif === 'opg' ? 'opening' : 'closing'} auction) is market or limit.`);
       if (notional !== undefined) throw bad(`notional: an ${tif} order is for a quantity (qty).`);
     }
     const price = decimalInput('price', linkedPrice(linked, req.price));

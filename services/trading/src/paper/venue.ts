@@ -1,6 +1,15 @@
 import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
 
-import { type BookOrder, isAuction, isStopType, type MatchResult, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
+import {
+  type BookOrder,
+  isAuction,
+  isStopType,
+  type MatchResult,
+  newBookOrder,
+  type OrderType,
+  type Side,
+  type TimeInForce,
+} from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
 import { type Instruments, notionalToUnits, parseUnits, type Spec } from '../orders/symbols.js';
 import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
@@ -8,7 +17,7 @@ import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
 import { linkLegs, merge } from './links.js';
 import { insufficient, notionalTooSmall, PAPER, type Session, writeSession } from './session.js';
-import { Sessions,type SessionSettings } from './sessions.js';
+import { Sessions, type SessionSettings } from './sessions.js';
 import { Timeline } from './timeline.js';
 
 /**
@@ -409,7 +418,8 @@ export class PaperVenue {
       // A trailing stop's trigger starts a trail away from the last price: it waits.
       const waits =
         o.type === 'trailing_stop' ||
-        isAuction(o) || (isStopType(o) && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!));
+        isAuction(o) ||
+        (isStopType(o) && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!));
       // An agent's usage is counted in a savepoint: an order refused afterwards counts nothing.
       if (input.limits) await q.query('SAVEPOINT agent_limits');
       try {
