@@ -1,3 +1,6 @@
+import type { BookOrder } from '../engine/book.js';
+import type { Session } from './session.js';
+
 /**
  * The paper venue's sessions (docs/trading.md, "Sessions"): the equities' trading day has an open
  * and a close, each with an auction where the orders for it (`opg`, `cls`) trade; crypto trades
@@ -62,4 +65,18 @@ export class Sessions {
     const t = now - start;
     return { isOpen: open <= close ? t >= open && t < close : t >= open || t < close, nextOpen: next(open), nextClose: next(close) };
   }
+}
+
+/** An equity's opens and closes since its book was last used: their auctions, in order, against the book as it now stands. */
+export function runAuctions(sessions: Sessions, s: Session, now: number, track: (o: BookOrder) => void): void {
+  const entry = s.entry;
+  if (!entry.spec.symbol.includes('/')) {
+    for (const b of sessions.between(entry.sessionAt, now)) {
+      const a = entry.book.auction(b.kind, s.ledger);
+      for (const o of a.changed) track(o);
+      s.timeline.step(a.changed, { activated: a.activated });
+      if (a.changed.length) entry.moved = true;
+    }
+  }
+  entry.sessionAt = Math.max(entry.sessionAt, now);
 }

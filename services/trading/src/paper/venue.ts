@@ -17,7 +17,7 @@ import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
 import { linkLegs, merge } from './links.js';
 import { insufficient, notionalTooSmall, PAPER, type Session, writeSession } from './session.js';
-import { Sessions, type SessionSettings } from './sessions.js';
+import { runAuctions, Sessions, type SessionSettings } from './sessions.js';
 import { Timeline } from './timeline.js';
 
 /**
@@ -216,16 +216,7 @@ export class PaperVenue {
       s.timeline.step(r.changed, { activated: r.activated });
       entry.moved = true;
     }
-    // An equity's opens and closes since the book was last used: their auctions, in order, against the book as it now stands.
-    if (this.sessions && !spec.symbol.includes('/')) {
-      for (const b of this.sessions.between(entry.sessionAt, now)) {
-        const a = entry.book.auction(b.kind, ledger);
-        for (const o of a.changed) this.track(s, o);
-        s.timeline.step(a.changed, { activated: a.activated });
-        if (a.changed.length) entry.moved = true;
-      }
-    }
-    entry.sessionAt = Math.max(entry.sessionAt, now);
+    if (this.sessions) runAuctions(this.sessions, s, now, (o) => this.track(s, o));
   }
 
   /** Applies committed balance changes to the cache. */
