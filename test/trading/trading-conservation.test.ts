@@ -22,7 +22,7 @@ function rng(seed: number) {
 }
 
 describe('the matching engine alone', () => {
-  test('50,000 random orders: no order overfilled, the book never left crossed, quantities conserved', () => {
+  test('50,000 random orders, linked ones among them: no order overfilled, no OCO with both legs filled, the book never left crossed, quantities conserved', () => {
     const spec = specOf(PAPER_INSTRUMENTS.find((i) => i.symbol === 'ETH/USD')!);
     const book = new OrderBook({ lastPrice: spec.params.startPrice });
     const maker = { step: 0, reference: spec.params.startPrice, quotes: [] as string[], placed: 0 };
@@ -31,6 +31,8 @@ describe('the matching engine alone', () => {
     const bought = new Map<string, number>();
     const orders: BookOrder[] = [];
     const problems: string[] = [];
+    const pairs: Array<[BookOrder, BookOrder]> = [];
+    const entries: Array<[BookOrder, BookOrder[]]> = [];
     const check = (fills: Array<{ taker: BookOrder; maker: BookOrder; qty: number; price: number }>) => {
       for (const f of fills) {
         if (f.qty <= 0) problems.push(`empty fill of ${f.taker.id}`);
@@ -61,9 +63,63 @@ describe('the matching engine alone', () => {
         price: type === 'limit' || type === 'stop_limit' ? Math.max(1, ref + off) : undefined,
         stopPrice: type === 'stop' || type === 'stop_limit' ? Math.max(1, ref + (side === 'buy' ? 1 : -1) * Math.abs(off)) : undefined,
       });
+      // One in eight: a trailing stop, or linked (a bracket, an OTO or an OCO) with exits around the reference.
+      const link = r();
+      if (link < 0.04) {
+        o.type = 'trailing_stop';
+        o.price = o.stopPrice = undefined;
+        o.tif = 'gtc';
+        if (r() < 0.5) o.trailTicks = 1 + Math.floor(r() * ref * 0.003);
+        else o.trailBps = 1 + Math.floor(r() * 50);
+      } else if (link < 0.125) {
+        const oco = link < 0.07;
+        if (oco) Object.assign(o, { type: 'limit', price: undefined, stopPrice: undefined });
+        else if (o.type !== 'market') Object.assign(o, { type: 'limit', stopPrice: undefined, price: o.price ?? Math.max(1, ref + off) });
+        o.tif = 'gtc';
+        // Exits of a long position sell: a buy entry's, or a sell OCO.
+        const exitSide = oco ? o.side : o.side === 'buy' ? 'sell' : 'buy';
+        const up = exitSide === 'sell' ? 1 : -1;
+        const spread = Math.max(2, Math.round(ref * 0.001 * (1 + r() * 3)));
+        const tp = newBookOrder({
+          id: `${o.id}-tp`,
+          owner: o.owner,
+          side: exitSide,
+          type: 'limit',
+          tif: 'gtc',
+          qty: o.qty,
+          price: ref + up * spread,
+        });
+        const sl = newBookOrder({
+          id: `${o.id}-sl`,
+          owner: o.owner,
+          side: exitSide,
+          type: 'stop',
+          tif: 'gtc',
+          qty: o.qty,
+          stopPrice: ref - up * spread,
+        });
+        if (oco) {
+          o.price = tp.price;
+          o.sibling = sl;
+          sl.sibling = o;
+          orders.push(sl);
+          pairs.push([o, sl]);
+        } else {
+          const legs = link < 0.1 ? [tp, sl] : [r() < 0.5 ? tp : sl];
+          for (const l of legs) l.status = 'held';
+          if (legs.length === 2) {
+            tp.sibling = sl;
+            sl.sibling = tp;
+            pairs.push([tp, sl]);
+          }
+          o.legs = legs;
+          orders.push(...legs);
+          entries.push([o, legs]);
+        }
+      }
       orders.push(o);
       check(book.submit(o).fills);
-      if (r() < 0.1 && orders.length) book.cancel(orders[Math.floor(r() * orders.length)]!.id);
+      if (r() < 0.1 && orders.length) check(book.cancel(orders[Math.floor(r() * orders.length)]!.id)?.fills ?? []);
       const bid = book.bestBid();
       const ask = book.bestAsk();
       if (bid !== undefined && ask !== undefined && bid >= ask) problems.push(`crossed after ${o.id}`);
@@ -71,6 +127,16 @@ describe('the matching engine alone', () => {
     for (const o of orders) {
       if (o.filled > o.qty || (o.status === 'filled') !== (o.filled === o.qty)) problems.push(`${o.id} filled ${o.filled} of ${o.qty} (${o.status})`);
     }
+    // Never both legs of an OCO; a bracket's legs never for more than the entry filled, and live only once it closed.
+    for (const [a, b] of pairs) if (a.filled > 0 && b.filled > 0) problems.push(`both legs of ${a.id} / ${b.id} filled`);
+    for (const [e, legs] of entries)
+      for (const l of legs) {
+        if (l.filled > e.filled) problems.push(`${l.id} filled ${l.filled}, its entry ${e.filled}`);
+        const entryOpen = e.status === 'new' || e.status === 'partially_filled';
+        if (entryOpen !== (l.status === 'held')) problems.push(`${l.id} is ${l.status} while its entry is ${e.status}`);
+      }
+    expect(pairs.length).toBeGreaterThan(500);
+    expect(pairs.some(([a, b]) => a.filled > 0 || b.filled > 0)).toBe(true);
     expect(problems).toEqual([]);
     // What the users bought, the market maker sold: quantities sum to zero.
     const total = [...bought.values()].reduce((s, v) => s + v, 0);
@@ -87,7 +153,7 @@ describe('through the API, on real storage', () => {
   }, 60_000);
   afterAll(() => t?.stop());
 
-  test('after 2,000 random orders (notional and fractional among them), cash and positions changed only by fills and fees, holds match open orders, and the order updates account for every fill', async () => {
+  test('after 2,000 random orders (notional, fractional and linked among them), cash and positions changed only by fills and fees, holds match open orders, and the order updates account for every fill', async () => {
     const keys: string[] = [];
     for (let i = 0; i < 4; i++) keys.push((await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `Trader ${i}` })).body.key);
     const r = rng(11);
@@ -123,9 +189,12 @@ describe('through the API, on real storage', () => {
         }
         if (type === 'limit' || type === 'stop_limit') body.price = px(ref[symbol]! + off);
         if (type === 'stop' || type === 'stop_limit') body.stopPrice = px(ref[symbol]! + (side === 'buy' ? 1 : -1) * Math.abs(off));
+        // One in six: a trailing stop, or a linked order (docs/trading.md, "Linked orders") with exits around the reference.
+        const link = r();
+        if (link < 1 / 6) linked(body, link * 6, ref[symbol]!, r, px);
         const res = await t.call('POST', '/trading/order', { key, body });
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        if (res.status === 201) placed.push({ key, id: res.body.id });
+        if (res.status === 201) placed.push({ key, id: res.body.id }, ...res.body.legs.map((l: any) => ({ key, id: l.id })));
         else expect([422]).toContain(res.status);
         if (res.status === 422) expect(['insufficient_balance', 'notional_too_small', 'self_trade_prevented']).toContain(res.body.error.code);
         if (r() < 0.08 && placed.length) {
@@ -139,6 +208,7 @@ describe('through the API, on real storage', () => {
     expect(statuses.get(201)).toBeGreaterThan(1000);
 
     const fees = { taker: 10n, maker: 5n };
+    let linkedSeen = 0;
     for (const key of keys) {
       const fills: any[] = [];
       let cursor: string | null = null;
@@ -191,11 +261,26 @@ describe('through the API, on real storage', () => {
           else expect([o.id, o.status, o.reason]).toEqual([o.id, 'expired', expect.stringMatching(/^(no_liquidity|self_trade_prevented)$/)]);
         }
         if (o.status !== 'new' && o.status !== 'partially_filled') continue;
+        // An OCO's waiting stop leg holds nothing while its other leg is open (that one holds).
+        const partner = o.linkedOrderId && orders.find((x) => x.id === o.linkedOrderId);
+        if (partner && /stop/.test(o.type) && ['new', 'partially_filled'].includes(partner.status)) continue;
         const left = units(o.qty) - units(o.filledQty);
         if (o.side === 'sell') heldBase.set(o.symbol.split('/')[0], (heldBase.get(o.symbol.split('/')[0]) ?? 0n) + left);
         else if (o.price !== null) {
           const cost = (left * units(o.price)) / 10n ** 9n;
           heldUsd += cost + (cost * fees.taker + 9999n) / 10000n;
+        }
+      }
+      // Never both legs of an OCO filled; a leg never for more than its entry filled, held exactly while the entry is open.
+      const byId = new Map(orders.map((o) => [o.id, o]));
+      for (const o of orders) {
+        const partner = o.linkedOrderId ? byId.get(o.linkedOrderId) : undefined;
+        if (partner) expect([o.id, units(o.filledQty) > 0n && units(partner.filledQty) > 0n]).toEqual([o.id, false]);
+        const entry = o.parentOrderId ? byId.get(o.parentOrderId) : undefined;
+        if (entry && entry.orderClass !== 'oco') {
+          linkedSeen++;
+          expect([o.id, units(o.filledQty) <= units(entry.filledQty)]).toEqual([o.id, true]);
+          expect([o.id, o.status === 'held']).toEqual([o.id, ['new', 'partially_filled'].includes(entry.status)]);
         }
       }
       // Holds are exactly what the open orders need.
@@ -246,5 +331,40 @@ describe('through the API, on real storage', () => {
       for (const e of events) for (const b of e.balances) last.set(b.asset, b);
       for (const [asset, b] of last) expect([asset, b.total, b.held]).toEqual([asset, bal(asset).total, bal(asset).held]);
     }
+    expect(linkedSeen).toBeGreaterThan(50);
   }, 180_000);
 });
+
+/**
+ * Makes a random order body a trailing stop or a linked order whose prices fit together: a long
+ * position's exits (a buy entry's legs, a sell OCO) take profit above the reference and stop below it.
+ */
+function linked(body: Record<string, unknown>, u: number, ref: number, r: () => number, px: (x: number) => string): void {
+  const tif = r() < 0.5 ? 'gtc' : 'day';
+  body.timeInForce = tif;
+  if (body.notional !== undefined) {
+    body.qty = '0.01';
+    delete body.notional;
+  }
+  delete body.price;
+  delete body.stopPrice;
+  if (u < 0.25) {
+    body.type = 'trailing_stop';
+    if (r() < 0.5) body.trailPrice = px(ref * (0.0005 + r() * 0.003));
+    else body.trailPercent = (0.05 + r() * 0.4).toFixed(2);
+    return;
+  }
+  const orderClass = u < 0.5 ? 'oco' : u < 0.8 ? 'bracket' : 'oto';
+  body.orderClass = orderClass;
+  const long = orderClass === 'oco' ? body.side === 'sell' : body.side === 'buy';
+  const up = long ? 1 : -1;
+  const spread = ref * (0.001 + r() * 0.003);
+  body.takeProfit = { price: px(ref + up * spread) };
+  body.stopLoss = r() < 0.7 ? { stopPrice: px(ref - up * spread) } : { stopPrice: px(ref - up * spread), price: px(ref - up * spread * 1.5) };
+  if (orderClass === 'oco') body.type = 'limit';
+  else {
+    body.type = r() < 0.5 ? 'market' : 'limit';
+    if (body.type === 'limit') body.price = px(ref + up * spread * (r() - 0.5));
+    if (orderClass === 'oto') delete body[r() < 0.5 ? 'takeProfit' : 'stopLoss'];
+  }
+}

@@ -28,8 +28,8 @@ test('venues are listed with their capabilities and instruments', async () => {
   expect(venues.map((v: any) => v.id)).toEqual(['paper']);
   const paper = venues[0];
   expect(paper.mode).toBe('paper');
-  expect(paper.capabilities.orderTypes).toEqual(['market', 'limit', 'stop', 'stop_limit']);
-  expect(paper.capabilities.timeInForce).toEqual(['day', 'gtc', 'ioc', 'fok']);
+  expect(paper.capabilities.orderTypes).toEqual(['market', 'limit', 'stop', 'stop_limit', 'trailing_stop']);
+  expect(paper.capabilities.timeInForce).toEqual(['day', 'gtc', 'ioc', 'fok', 'opg', 'cls']);
   expect(paper.instruments.find((i: any) => i.symbol === 'BTC/USD')).toEqual({
     symbol: 'BTC/USD',
     base: 'BTC',

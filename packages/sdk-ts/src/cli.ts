@@ -23,6 +23,7 @@ const GROUPS: Record<string, string> = {
   models: 'ls',
   profiles: 'log <id> [--branch B] | diff <id> <fromVersion> <toVersion>',
   trading: `venues | order --symbol S --side buy|sell --qty Q|--notional N [--type T] [--price P] [--venue V] [--tif T]
+             [--stop-price P] [--trail-price D|--trail-percent PCT] [--class bracket|oco|oto --take-profit P --stop-loss P [--stop-loss-limit P]]
            | cancel <orderId> | events [--after N] [--follow]`,
 };
 const ENVIRONMENT = 'Environment: SVC_API_KEY (required), SVC_BASE_URL (default https://api.svc.dev), SVC_HOST_CREDENTIAL(_FILE).\n';
@@ -81,6 +82,13 @@ const FLAGS = [
   'args',
   'reason',
   'at',
+  'stop-price',
+  'trail-price',
+  'trail-percent',
+  'class',
+  'take-profit',
+  'stop-loss',
+  'stop-loss-limit',
   'base-url',
 ];
 const SWITCHES = ['json', 'force', 'wait', 'until-idle', 'follow', 'quiet', 'help', 'version'];

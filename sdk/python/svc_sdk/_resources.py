@@ -2432,10 +2432,10 @@ class TradingLimitsListMethod(Method):
 
 
 class TradingOrderMethod(Method):
-    "POST /trading/order (trading.order): Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original."
+    "POST /trading/order (trading.order): Place an order (market, limit, stop, stop_limit, trailing_stop; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional); or a linked order (orderClass bracket, oco, oto with takeProfit and stopLoss legs). 201 with the order as it stands after matching and its legs; a retry with the same clientOrderId and order answers 200 with the original."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, side: Literal["buy", "sell"], venue: str = ..., type: Literal["market", "limit", "stop", "stop_limit"] = ..., qty: Union[str, float] = ..., notional: Union[str, float] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok"] = ..., client_order_id: str = ...) -> _t.TradingOrder: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, side: Literal["buy", "sell"], venue: str = ..., type: Literal["market", "limit", "stop", "stop_limit", "trailing_stop"] = ..., qty: Union[str, float] = ..., notional: Union[str, float] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok", "opg", "cls"] = ..., client_order_id: str = ..., order_class: Literal["simple", "bracket", "oco", "oto"] = ..., take_profit: _t.TradingOrderTakeProfit = ..., stop_loss: _t.TradingOrderStopLoss = ..., trail_price: Union[str, float] = ..., trail_percent: Union[str, float] = ...) -> _t.PlacedTradingOrder: ...
 
 
 class TradingOrdersByClientIdMethod(Method):
@@ -2463,23 +2463,23 @@ class TradingOrdersListMethod(Method):
     "GET /trading/orders (trading.orders.list): The acting account's orders, newest first, with filters."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ..., symbol: Optional[str] = ..., side: Optional[Literal["buy", "sell"]] = ..., status: Optional[Literal["open", "closed", "new", "partially_filled", "filled", "cancelled", "rejected", "expired"]] = ..., after: Optional[str] = ..., before: Optional[str] = ...) -> _t.TradingOrderList: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ..., symbol: Optional[str] = ..., side: Optional[Literal["buy", "sell"]] = ..., status: Optional[Literal["open", "closed", "new", "partially_filled", "filled", "cancelled", "rejected", "expired", "held"]] = ..., after: Optional[str] = ..., before: Optional[str] = ...) -> _t.TradingOrderList: ...
 
-        def all(self, *, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ..., symbol: Optional[str] = ..., side: Optional[Literal["buy", "sell"]] = ..., status: Optional[Literal["open", "closed", "new", "partially_filled", "filled", "cancelled", "rejected", "expired"]] = ..., after: Optional[str] = ..., before: Optional[str] = ...) -> Iterator[_t.TradingOrder]: ...
+        def all(self, *, limit: Optional[int] = ..., cursor: Optional[str] = ..., venue: Optional[str] = ..., symbol: Optional[str] = ..., side: Optional[Literal["buy", "sell"]] = ..., status: Optional[Literal["open", "closed", "new", "partially_filled", "filled", "cancelled", "rejected", "expired", "held"]] = ..., after: Optional[str] = ..., before: Optional[str] = ...) -> Iterator[_t.TradingOrder]: ...
 
 
 class TradingOrdersPreviewMethod(Method):
     "POST /trading/orders/preview (trading.orders.preview): Preview an order without placing it: what would fill now walking the book, at what average price, the fees, and whether the balance covers it."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, side: Literal["buy", "sell"], venue: str = ..., type: Literal["market", "limit", "stop", "stop_limit"] = ..., qty: Union[str, float] = ..., notional: Union[str, float] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok"] = ...) -> _t.TradingOrderPreview: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, symbol: str, side: Literal["buy", "sell"], venue: str = ..., type: Literal["market", "limit", "stop", "stop_limit", "trailing_stop"] = ..., qty: Union[str, float] = ..., notional: Union[str, float] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok", "opg", "cls"] = ...) -> _t.TradingOrderPreview: ...
 
 
 class TradingOrdersReplaceMethod(Method):
     "POST /trading/orders/{id}/replace (trading.orders.replace): Replace an open paper order with a changed one (quantity, prices, time in force), in one transaction: the old one is cancelled (its fills stay) and the new one placed; if the new one is refused, the old one stays open."
 
     if TYPE_CHECKING:
-        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, qty: Union[str, float] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok"] = ..., client_order_id: str = ...) -> _t.ReplacedOrder: ...
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, qty: Union[str, float] = ..., price: Union[str, float] = ..., stop_price: Union[str, float] = ..., time_in_force: Literal["day", "gtc", "ioc", "fok", "opg", "cls"] = ..., client_order_id: str = ...) -> _t.ReplacedOrder: ...
 
 
 class TradingPerformanceMethod(Method):

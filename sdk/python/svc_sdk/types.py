@@ -1760,6 +1760,37 @@ class Permissions(TypedDict):
     heldGrants: List[StandingGrant]
 
 
+class PlacedTradingOrder(TypedDict):
+    id: str
+    clientOrderId: str
+    venue: str
+    symbol: str
+    side: Literal["buy", "sell"]
+    type: Literal["market", "limit", "stop", "stop_limit", "trailing_stop"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
+    qty: str
+    notional: Optional[str]
+    price: Optional[str]
+    stopPrice: Optional[str]
+    filledQty: str
+    avgFillPrice: Optional[str]
+    filledNotional: str
+    fees: str
+    status: Literal["new", "partially_filled", "filled", "cancelled", "rejected", "expired", "held"]
+    reason: Optional[str]
+    placedBy: TradingActor
+    externalId: Optional[str]
+    createdAt: str
+    updatedAt: str
+    orderClass: Literal["simple", "bracket", "oco", "oto"]
+    parentOrderId: Optional[str]
+    linkedOrderId: Optional[str]
+    trailPrice: Optional[str]
+    trailPercent: Optional[str]
+    hwm: Optional[str]
+    legs: List[TradingOrder]
+
+
 class _PlaceOrderInputRequired(TypedDict):
     symbol: str
     side: Literal["buy", "sell"]
@@ -1767,13 +1798,32 @@ class _PlaceOrderInputRequired(TypedDict):
 
 class PlaceOrderInput(_PlaceOrderInputRequired, total=False):
     venue: str
-    type: Literal["market", "limit", "stop", "stop_limit"]
+    type: Literal["market", "limit", "stop", "stop_limit", "trailing_stop"]
     qty: Union[str, float]
     notional: Union[str, float]
     price: Union[str, float]
     stopPrice: Union[str, float]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
     clientOrderId: str
+    orderClass: Literal["simple", "bracket", "oco", "oto"]
+    takeProfit: PlaceOrderInputTakeProfit
+    stopLoss: PlaceOrderInputStopLoss
+    trailPrice: Union[str, float]
+    trailPercent: Union[str, float]
+
+
+class _PlaceOrderInputStopLossRequired(TypedDict):
+    stopPrice: Union[str, float]
+
+
+class PlaceOrderInputStopLoss(_PlaceOrderInputStopLossRequired, total=False):
+    "The stop-loss leg (bracket, oto, oco)."
+    price: Union[str, float]
+
+
+class PlaceOrderInputTakeProfit(TypedDict):
+    "The take-profit leg (bracket, oto, oco)."
+    price: Union[str, float]
 
 
 PopMemoryRequestInput = TypedDict("PopMemoryRequestInput", {"from": "Literal[\"start\", \"end\"]", "count": "int"}, total=False)
@@ -1791,12 +1841,12 @@ class _PreviewOrderInputRequired(TypedDict):
 
 class PreviewOrderInput(_PreviewOrderInputRequired, total=False):
     venue: str
-    type: Literal["market", "limit", "stop", "stop_limit"]
+    type: Literal["market", "limit", "stop", "stop_limit", "trailing_stop"]
     qty: Union[str, float]
     notional: Union[str, float]
     price: Union[str, float]
     stopPrice: Union[str, float]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
 
 
 PreviewScheduleRequestInput = TypedDict("PreviewScheduleRequestInput", {"cron": "str", "intervalSeconds": "int", "at": "str", "count": "int", "from": "str"}, total=False)
@@ -2199,7 +2249,7 @@ class ReplaceOrderInput(TypedDict, total=False):
     qty: Union[str, float]
     price: Union[str, float]
     stopPrice: Union[str, float]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
     clientOrderId: str
 
 
@@ -3180,6 +3230,9 @@ class TradingClock(TypedDict):
     session: str
     nextDayRollover: str
     timezone: str
+    equitiesOpen: bool
+    nextOpen: str
+    nextClose: str
 
 
 class TradingDayStats(TypedDict):
@@ -3204,7 +3257,7 @@ class TradingEquityPoint(TypedDict):
 class TradingEvent(TypedDict):
     seq: int
     id: str
-    type: Literal["accepted", "partially_filled", "filled", "cancelled", "replaced", "expired", "rejected", "reset"]
+    type: Literal["accepted", "activated", "partially_filled", "filled", "cancelled", "replaced", "expired", "rejected", "reset"]
     venue: str
     symbol: Optional[str]
     createdAt: str
@@ -3324,8 +3377,8 @@ class TradingOrder(TypedDict):
     venue: str
     symbol: str
     side: Literal["buy", "sell"]
-    type: Literal["market", "limit", "stop", "stop_limit"]
-    timeInForce: Literal["day", "gtc", "ioc", "fok"]
+    type: Literal["market", "limit", "stop", "stop_limit", "trailing_stop"]
+    timeInForce: Literal["day", "gtc", "ioc", "fok", "opg", "cls"]
     qty: str
     notional: Optional[str]
     price: Optional[str]
@@ -3334,12 +3387,18 @@ class TradingOrder(TypedDict):
     avgFillPrice: Optional[str]
     filledNotional: str
     fees: str
-    status: Literal["new", "partially_filled", "filled", "cancelled", "rejected", "expired"]
+    status: Literal["new", "partially_filled", "filled", "cancelled", "rejected", "expired", "held"]
     reason: Optional[str]
     placedBy: TradingActor
     externalId: Optional[str]
     createdAt: str
     updatedAt: str
+    orderClass: Literal["simple", "bracket", "oco", "oto"]
+    parentOrderId: Optional[str]
+    linkedOrderId: Optional[str]
+    trailPrice: Optional[str]
+    trailPercent: Optional[str]
+    hwm: Optional[str]
 
 
 class _TradingOrderEventRequired(TypedDict):
@@ -3387,6 +3446,20 @@ class _TradingOrderPreviewRequired(TypedDict):
 class TradingOrderPreview(_TradingOrderPreviewRequired, total=False):
     avgPrice: str
     worstPrice: str
+
+
+class _TradingOrderStopLossRequired(TypedDict):
+    stopPrice: Union[str, float]
+
+
+class TradingOrderStopLoss(_TradingOrderStopLossRequired, total=False):
+    "The stop-loss leg (bracket, oto, oco)."
+    price: Union[str, float]
+
+
+class TradingOrderTakeProfit(TypedDict):
+    "The take-profit leg (bracket, oto, oco)."
+    price: Union[str, float]
 
 
 class _TradingPerformanceRequired(TypedDict):

@@ -16,7 +16,10 @@ export interface GroupWrite {
   inserts: Array<Omit<OrderRow, 'created_at' | 'updated_at'>>;
   /** Changed orders; each gets a `trading.order.<status>` event with `eventId`. */
   updates: Array<
-    Pick<OrderRow, 'id' | 'filled_qty' | 'filled_notional' | 'hold_units' | 'status' | 'reason' | 'triggered' | 'seq'> & {
+    Pick<
+      OrderRow,
+      'id' | 'qty' | 'stop_price' | 'hwm' | 'filled_qty' | 'filled_notional' | 'hold_units' | 'status' | 'reason' | 'triggered' | 'seq'
+    > & {
       feesAdded: string;
       eventId: string;
     }
@@ -101,16 +104,20 @@ export async function writeGroup(
        RETURNING 1),
      o AS (
        INSERT INTO trading.orders (id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty, price,
-         stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id, notional)
+         stop_price, filled_qty, filled_notional, fees, hold_units, status, reason, triggered, seq, placed_by, external_id, notional,
+         order_class, parent_id, sibling_id, trail_price, trail_percent, hwm)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
          $10::numeric[], $11::numeric[], $12::numeric[], $13::numeric[], $14::numeric[], $15::numeric[], $16::numeric[], $17::text[],
-         $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[], $67::numeric[]) WHERE EXISTS (SELECT 1 FROM k)
+         $18::text[], $19::boolean[], $20::bigint[], $21::jsonb[], $22::text[], $67::numeric[], $82::text[], $83::text[], $84::text[],
+         $85::numeric[], $86::numeric[], $87::numeric[]) WHERE EXISTS (SELECT 1 FROM k)
        RETURNING ${ORDER_COLUMNS}),
      u AS (
        UPDATE trading.orders t SET filled_qty = x.u_filled, filled_notional = x.u_notional, hold_units = x.u_hold, status = x.u_status,
-         reason = x.u_reason, triggered = x.u_triggered, seq = x.u_seq, fees = t.fees + x.u_fees, updated_at = now()
+         reason = x.u_reason, triggered = x.u_triggered, seq = x.u_seq, fees = t.fees + x.u_fees, updated_at = now(),
+         qty = x.u_qty, stop_price = x.u_stop, hwm = x.u_hwm
        FROM unnest($23::text[], $24::numeric[], $25::numeric[], $26::numeric[], $27::text[], $28::text[], $29::boolean[], $30::bigint[],
-         $31::numeric[], $32::text[]) AS x(u_id, u_filled, u_notional, u_hold, u_status, u_reason, u_triggered, u_seq, u_fees, u_evt)
+         $31::numeric[], $32::text[], $88::numeric[], $89::numeric[], $90::numeric[])
+         AS x(u_id, u_filled, u_notional, u_hold, u_status, u_reason, u_triggered, u_seq, u_fees, u_evt, u_qty, u_stop, u_hwm)
        WHERE t.id = x.u_id AND EXISTS (SELECT 1 FROM k)
        RETURNING x.u_evt AS evt, ${ORDER_COLUMNS.replace(/(^|,\s*)(\w+)/g, '$1t.$2')}),
      eu AS (
@@ -241,6 +248,15 @@ export async function writeGroup(
       ev.laterQuoteHeld,
       ev.base,
       ev.quote,
+      ins('order_class'),
+      ins('parent_id'),
+      ins('sibling_id'),
+      ins('trail_price'),
+      ins('trail_percent'),
+      ins('hwm'),
+      upd('qty'),
+      upd('stop_price'),
+      upd('hwm'),
     ],
   );
   const r = rows[0]!;

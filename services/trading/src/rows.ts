@@ -11,8 +11,8 @@ export interface OrderRow {
   client_order_id: string;
   request_hash: string;
   side: 'buy' | 'sell';
-  type: 'market' | 'limit' | 'stop' | 'stop_limit';
-  time_in_force: 'day' | 'gtc' | 'ioc' | 'fok';
+  type: 'market' | 'limit' | 'stop' | 'stop_limit' | 'trailing_stop';
+  time_in_force: 'day' | 'gtc' | 'ioc' | 'fok' | 'opg' | 'cls';
   qty: string;
   /** A notional order's amount of the quote asset (its qty is what that bought); null for a quantity order. */
   notional: string | null;
@@ -30,6 +30,16 @@ export interface OrderRow {
   external_id: string | null;
   created_at: Date;
   updated_at: Date;
+  /** `simple`, `bracket`, `oco` or `oto` (docs/trading.md, "Linked orders"). */
+  order_class: string;
+  /** A leg's entry (an OCO's stop leg: its take-profit leg). */
+  parent_id: string | null;
+  /** An OCO leg's other leg. */
+  sibling_id: string | null;
+  /** A trailing stop's distance: a price, or a percent; its high (low) water mark. */
+  trail_price: string | null;
+  trail_percent: string | null;
+  hwm: string | null;
 }
 
 export interface FillRow {
@@ -51,7 +61,7 @@ export interface FillRow {
 
 export const ORDER_COLUMNS = `id, account_id, venue, symbol, client_order_id, request_hash, side, type, time_in_force, qty::text, price::text,
   stop_price::text, filled_qty::text, filled_notional::text, fees::text, hold_units::text, status, reason, triggered, seq, placed_by,
-  external_id, created_at, updated_at, notional::text`;
+  external_id, created_at, updated_at, notional::text, order_class, parent_id, sibling_id, trail_price::text, trail_percent::text, hwm::text`;
 
 export const json = <T>(v: unknown): T => (typeof v === 'string' ? JSON.parse(v) : v) as T;
 export const orderRow = (r: OrderRow): OrderRow => ({

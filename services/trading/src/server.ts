@@ -41,6 +41,12 @@ export function toOrder(r: OrderRow): trading.Order {
     updatedAt: toIso(r.updated_at)!,
     externalId: r.external_id ?? undefined,
     notional: r.notional === null ? undefined : trim(r.notional),
+    orderClass: r.order_class ?? 'simple',
+    parentOrderId: r.parent_id ?? undefined,
+    linkedOrderId: r.sibling_id ?? undefined,
+    trailPrice: r.trail_price == null ? undefined : trim(r.trail_price),
+    trailPercent: r.trail_percent == null ? undefined : trim(r.trail_percent),
+    hwm: r.hwm == null ? undefined : trim(r.hwm),
   };
 }
 
@@ -132,8 +138,15 @@ export function handlers(
       for await (const item of updates.watch(principal, Number(req.after), signal)) if (item.kind === 'event') yield toEvent(item.event);
     },
     async placeOrder(req, { principal }) {
-      const r = await domain.place(principal, req);
-      return { order: toOrder(r.row), replayed: r.replayed };
+      const r = await domain.place(principal, {
+        ...req,
+        takeProfit: req.takeProfitPrice === undefined ? undefined : { price: req.takeProfitPrice },
+        stopLoss:
+          req.stopLossStopPrice === undefined && req.stopLossPrice === undefined
+            ? undefined
+            : { stopPrice: req.stopLossStopPrice, price: req.stopLossPrice },
+      });
+      return { order: toOrder(r.row), replayed: r.replayed, legs: (r.legs ?? []).map(toOrder) };
     },
     async getOrder(req, { principal }) {
       return { order: toOrder(await domain.get(principal, req.id)) };

@@ -140,12 +140,22 @@ export class TradingStore {
     return rows[0] ? orderRow(rows[0]) : null;
   }
 
-  /** The open orders of a book (resting and pending stops), in time priority. */
+  /** The open orders of a book (resting and pending stops) in time priority, then the held legs of its entries. */
   async openOrders(q: Queryable, venue: string, symbol: string): Promise<OrderRow[]> {
     const rows = await q.query<OrderRow>(
-      `SELECT ${ORDER_COLUMNS} FROM trading.orders WHERE venue = $1 AND symbol = $2 AND status IN ('new', 'partially_filled') ORDER BY seq, id`,
+      `(SELECT ${ORDER_COLUMNS} FROM trading.orders WHERE venue = $1 AND symbol = $2 AND status IN ('new', 'partially_filled') ORDER BY seq, id)
+       UNION ALL (SELECT ${ORDER_COLUMNS} FROM trading.orders WHERE venue = $1 AND symbol = $2 AND status = 'held' ORDER BY id)`,
       [venue, symbol],
     );
+    return rows.map(orderRow);
+  }
+
+  /** The legs placed with an order (a bracket's, an OTO's, an OCO's other leg), oldest first. */
+  async legs(q: Queryable, accountId: string, parentId: string): Promise<OrderRow[]> {
+    const rows = await q.query<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM trading.orders WHERE parent_id = $1 AND account_id = $2 ORDER BY id`, [
+      parentId,
+      accountId,
+    ]);
     return rows.map(orderRow);
   }
 
@@ -169,8 +179,8 @@ export class TradingStore {
     if (f.venue) add('venue = ?', f.venue);
     if (f.symbol) add('symbol = ?', f.symbol);
     if (f.side) add('side = ?', f.side);
-    if (f.status === 'open') where.push(`status IN ('new', 'partially_filled')`);
-    else if (f.status === 'closed') where.push(`status NOT IN ('new', 'partially_filled')`);
+    if (f.status === 'open') where.push(`status IN ('new', 'partially_filled', 'held')`);
+    else if (f.status === 'closed') where.push(`status NOT IN ('new', 'partially_filled', 'held')`);
     else if (f.status) add('status = ?', f.status);
     if (f.after) add('created_at >= ?', f.after);
     if (f.before) add('created_at < ?', f.before);

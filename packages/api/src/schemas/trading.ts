@@ -7,9 +7,10 @@ import { z } from 'zod';
  */
 
 export const TRADING_SIDES = ['buy', 'sell'] as const;
-export const TRADING_ORDER_TYPES = ['market', 'limit', 'stop', 'stop_limit'] as const;
-export const TRADING_TIMES_IN_FORCE = ['day', 'gtc', 'ioc', 'fok'] as const;
-export const TRADING_STATUSES = ['new', 'partially_filled', 'filled', 'cancelled', 'rejected', 'expired'] as const;
+export const TRADING_ORDER_TYPES = ['market', 'limit', 'stop', 'stop_limit', 'trailing_stop'] as const;
+export const TRADING_TIMES_IN_FORCE = ['day', 'gtc', 'ioc', 'fok', 'opg', 'cls'] as const;
+export const TRADING_STATUSES = ['new', 'partially_filled', 'filled', 'cancelled', 'rejected', 'expired', 'held'] as const;
+export const TRADING_ORDER_CLASSES = ['simple', 'bracket', 'oco', 'oto'] as const;
 
 /** A positive decimal, as a JSON string ("0.015") or number (0.015). Strings keep every digit. */
 export const DecimalInput = z
@@ -78,7 +79,30 @@ export function oneSize(v: { qty?: string; notional?: string; type?: string; tim
     });
 }
 
-export const PlaceOrderBody = PlaceOrderFields.superRefine(oneSize).meta({ id: 'PlaceOrder' });
+/** Linked orders and trailing stops (docs/trading.md, "Linked orders"); the service checks how they fit together. */
+export const LinkedOrderFields = z.object({
+  orderClass: z
+    .enum(TRADING_ORDER_CLASSES)
+    .default('simple')
+    .describe(
+      '`bracket`: a market or limit entry with takeProfit and stopLoss exits (held until the entry fills, then one cancels the other); `oto`: an entry with one of them; `oco`: a limit take-profit (takeProfit.price) and a stop-loss on the same side, the first to fill or trigger cancels the other.',
+    ),
+  takeProfit: z
+    .object({ price: DecimalInput.describe('The take-profit leg’s limit price.') })
+    .optional()
+    .describe('The take-profit leg (bracket, oto, oco).'),
+  stopLoss: z
+    .object({
+      stopPrice: DecimalInput.describe('The stop-loss leg’s stop price.'),
+      price: DecimalInput.optional().describe('A limit price: the stop-loss leg is then a stop_limit order.'),
+    })
+    .optional()
+    .describe('The stop-loss leg (bracket, oto, oco).'),
+  trailPrice: DecimalInput.optional().describe('A trailing_stop’s distance below (a sell) or above (a buy) the best last price since it was placed.'),
+  trailPercent: DecimalInput.optional().describe('Instead of trailPrice: the distance as a percent of that price (at most 2 decimals).'),
+});
+
+export const PlaceOrderBody = PlaceOrderFields.extend(LinkedOrderFields.shape).superRefine(oneSize).meta({ id: 'PlaceOrder' });
 
 export const TradingActor = z.object({ kind: z.string(), id: z.string() }).meta({ id: 'TradingActor' });
 
@@ -108,8 +132,21 @@ export const TradingOrder = z
     externalId: z.string().nullable().describe("The order's id at an external venue."),
     createdAt: z.string(),
     updatedAt: z.string(),
+    orderClass: z.enum(TRADING_ORDER_CLASSES).describe('`simple`, or the linked order it belongs to (docs/trading.md, "Linked orders").'),
+    parentOrderId: z.string().nullable().describe("A leg's entry (an OCO's stop-loss leg: its take-profit leg)."),
+    linkedOrderId: z.string().nullable().describe("An OCO leg's other leg (a bracket's two exits are one): the first to fill or trigger cancels it."),
+    trailPrice: z.string().nullable(),
+    trailPercent: z.string().nullable(),
+    hwm: z
+      .string()
+      .nullable()
+      .describe("A trailing stop's high water mark (a buy's low): the best last price since it was placed; its stopPrice follows it."),
   })
   .meta({ id: 'TradingOrder' });
+
+export const PlacedTradingOrder = TradingOrder.extend({
+  legs: z.array(TradingOrder).describe("A linked order's legs as they stand after matching (empty for a simple order)."),
+}).meta({ id: 'PlacedTradingOrder' });
 
 export const TradingFill = z
   .object({
@@ -229,7 +266,17 @@ export const VenueCredential = z
   })
   .meta({ id: 'VenueCredential' });
 
-export const TRADING_EVENT_TYPES = ['accepted', 'partially_filled', 'filled', 'cancelled', 'replaced', 'expired', 'rejected', 'reset'] as const;
+export const TRADING_EVENT_TYPES = [
+  'accepted',
+  'activated',
+  'partially_filled',
+  'filled',
+  'cancelled',
+  'replaced',
+  'expired',
+  'rejected',
+  'reset',
+] as const;
 
 /** One of the account's order updates (docs/trading.md, "Order updates"). */
 export const TradingEvent = z

@@ -264,10 +264,18 @@ const trading: Record<string, Command> = {
       type: (str(flags, 'type') ?? (flags.price ? 'limit' : 'market')) as never,
       ...(flags.notional !== undefined ? { notional: str(flags, 'notional') } : { qty: str(flags, 'qty') ?? '' }),
       price: str(flags, 'price'),
+      stopPrice: str(flags, 'stop-price'),
       timeInForce: str(flags, 'tif') as never,
       clientOrderId: str(flags, 'client-order-id'),
+      trailPrice: str(flags, 'trail-price'),
+      trailPercent: str(flags, 'trail-percent'),
+      // A linked order (docs/trading.md): its legs' prices.
+      orderClass: str(flags, 'class') as never,
+      takeProfit: flags['take-profit'] !== undefined ? { price: str(flags, 'take-profit')! } : undefined,
+      stopLoss: flags['stop-loss'] !== undefined ? { stopPrice: str(flags, 'stop-loss')!, price: str(flags, 'stop-loss-limit') } : undefined,
     });
-    print(out, o, () => table([o as Record<string, unknown>], ['id', 'status', 'side', 'type', 'qty', 'price', 'symbol']));
+    const rows = [o, ...((o as { legs?: unknown[] }).legs ?? [])] as Array<Record<string, unknown>>;
+    print(out, o, () => table(rows, ['id', 'status', 'side', 'type', 'qty', 'price', 'stopPrice', 'symbol']));
   },
   /** The account's order updates after --after; with --follow, then the live ones (resumed across drops) until interrupted. */
   async events(svc, _args, flags, out) {

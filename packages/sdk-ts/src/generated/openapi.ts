@@ -3993,7 +3993,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original. */
+        /** Place an order (market, limit, stop, stop_limit, trailing_stop; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional); or a linked order (orderClass bracket, oco, oto with takeProfit and stopLoss legs). 201 with the order as it stands after matching and its legs; a retry with the same clientOrderId and order answers 200 with the original. */
         post: operations["trading.order"];
         delete?: never;
         options?: never;
@@ -8261,7 +8261,7 @@ export interface components {
             tickSize: string;
             lotSize: string;
         };
-        TradingOrder: {
+        PlacedTradingOrder: {
             id: string;
             clientOrderId: string;
             venue: string;
@@ -8269,9 +8269,9 @@ export interface components {
             /** @enum {string} */
             side: "buy" | "sell";
             /** @enum {string} */
-            type: "market" | "limit" | "stop" | "stop_limit";
+            type: "market" | "limit" | "stop" | "stop_limit" | "trailing_stop";
             /** @enum {string} */
-            timeInForce: "day" | "gtc" | "ioc" | "fok";
+            timeInForce: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
             /** @description A notional order's: the quantity its notional bought. */
             qty: string;
             /** @description The amount of the quote asset a notional order asked for; null for a quantity order. */
@@ -8283,7 +8283,7 @@ export interface components {
             filledNotional: string;
             fees: string;
             /** @enum {string} */
-            status: "new" | "partially_filled" | "filled" | "cancelled" | "rejected" | "expired";
+            status: "new" | "partially_filled" | "filled" | "cancelled" | "rejected" | "expired" | "held";
             /** @description Why it was rejected, cancelled or expired (`insufficient_balance`, `ioc_remainder`, `fok_not_filled`, `day_ended`, …). */
             reason: string | null;
             placedBy: components["schemas"]["TradingActor"];
@@ -8291,10 +8291,69 @@ export interface components {
             externalId: string | null;
             createdAt: string;
             updatedAt: string;
+            /**
+             * @description `simple`, or the linked order it belongs to (docs/trading.md, "Linked orders").
+             * @enum {string}
+             */
+            orderClass: "simple" | "bracket" | "oco" | "oto";
+            /** @description A leg's entry (an OCO's stop-loss leg: its take-profit leg). */
+            parentOrderId: string | null;
+            /** @description An OCO leg's other leg (a bracket's two exits are one): the first to fill or trigger cancels it. */
+            linkedOrderId: string | null;
+            trailPrice: string | null;
+            trailPercent: string | null;
+            /** @description A trailing stop's high water mark (a buy's low): the best last price since it was placed; its stopPrice follows it. */
+            hwm: string | null;
+            /** @description A linked order's legs as they stand after matching (empty for a simple order). */
+            legs: components["schemas"]["TradingOrder"][];
         };
         TradingActor: {
             kind: string;
             id: string;
+        };
+        TradingOrder: {
+            id: string;
+            clientOrderId: string;
+            venue: string;
+            symbol: string;
+            /** @enum {string} */
+            side: "buy" | "sell";
+            /** @enum {string} */
+            type: "market" | "limit" | "stop" | "stop_limit" | "trailing_stop";
+            /** @enum {string} */
+            timeInForce: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
+            /** @description A notional order's: the quantity its notional bought. */
+            qty: string;
+            /** @description The amount of the quote asset a notional order asked for; null for a quantity order. */
+            notional: string | null;
+            price: string | null;
+            stopPrice: string | null;
+            filledQty: string;
+            avgFillPrice: string | null;
+            filledNotional: string;
+            fees: string;
+            /** @enum {string} */
+            status: "new" | "partially_filled" | "filled" | "cancelled" | "rejected" | "expired" | "held";
+            /** @description Why it was rejected, cancelled or expired (`insufficient_balance`, `ioc_remainder`, `fok_not_filled`, `day_ended`, …). */
+            reason: string | null;
+            placedBy: components["schemas"]["TradingActor"];
+            /** @description The order's id at an external venue. */
+            externalId: string | null;
+            createdAt: string;
+            updatedAt: string;
+            /**
+             * @description `simple`, or the linked order it belongs to (docs/trading.md, "Linked orders").
+             * @enum {string}
+             */
+            orderClass: "simple" | "bracket" | "oco" | "oto";
+            /** @description A leg's entry (an OCO's stop-loss leg: its take-profit leg). */
+            parentOrderId: string | null;
+            /** @description An OCO leg's other leg (a bracket's two exits are one): the first to fill or trigger cancels it. */
+            linkedOrderId: string | null;
+            trailPrice: string | null;
+            trailPercent: string | null;
+            /** @description A trailing stop's high water mark (a buy's low): the best last price since it was placed; its stopPrice follows it. */
+            hwm: string | null;
         };
         PlaceOrderInput: {
             /**
@@ -8309,7 +8368,7 @@ export interface components {
              * @default market
              * @enum {string}
              */
-            type?: "market" | "limit" | "stop" | "stop_limit";
+            type?: "market" | "limit" | "stop" | "stop_limit" | "trailing_stop";
             /** @description Quantity in the base asset, a multiple of the lot size (0.000001 on the paper venue: fractional shares too). Give exactly one of qty and notional. */
             qty?: string | number;
             /** @description Instead of qty, for a market order: an amount of the quote asset to trade, at most 2 decimals (cents). The quantity is found as it fills, never over this amount; fees come on top. */
@@ -8322,9 +8381,31 @@ export interface components {
              * @default gtc
              * @enum {string}
              */
-            timeInForce?: "day" | "gtc" | "ioc" | "fok";
+            timeInForce?: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
             /** @description Your id for the order, unique per account and venue: a retry with the same id and order answers the original order; with another order, 409. */
             clientOrderId?: string;
+            /**
+             * @description `bracket`: a market or limit entry with takeProfit and stopLoss exits (held until the entry fills, then one cancels the other); `oto`: an entry with one of them; `oco`: a limit take-profit (takeProfit.price) and a stop-loss on the same side, the first to fill or trigger cancels the other.
+             * @default simple
+             * @enum {string}
+             */
+            orderClass?: "simple" | "bracket" | "oco" | "oto";
+            /** @description The take-profit leg (bracket, oto, oco). */
+            takeProfit?: {
+                /** @description The take-profit leg’s limit price. */
+                price: string | number;
+            };
+            /** @description The stop-loss leg (bracket, oto, oco). */
+            stopLoss?: {
+                /** @description The stop-loss leg’s stop price. */
+                stopPrice: string | number;
+                /** @description A limit price: the stop-loss leg is then a stop_limit order. */
+                price?: string | number;
+            };
+            /** @description A trailing_stop’s distance below (a sell) or above (a buy) the best last price since it was placed. */
+            trailPrice?: string | number;
+            /** @description Instead of trailPrice: the distance as a percent of that price (at most 2 decimals). */
+            trailPercent?: string | number;
         };
         TradingAccount: {
             venue: string;
@@ -8375,7 +8456,7 @@ export interface components {
             seq: number;
             id: string;
             /** @enum {string} */
-            type: "accepted" | "partially_filled" | "filled" | "cancelled" | "replaced" | "expired" | "rejected" | "reset";
+            type: "accepted" | "activated" | "partially_filled" | "filled" | "cancelled" | "replaced" | "expired" | "rejected" | "reset";
             venue: string;
             symbol: string | null;
             createdAt: string;
@@ -8614,11 +8695,17 @@ export interface components {
             venue: string;
             now: string;
             isOpen: boolean;
-            /** @description `continuous`: the paper venue trades around the clock. */
+            /** @description `continuous`: the paper venue trades around the clock (extended hours for equities). */
             session: string;
             /** @description When `day` orders expire next. */
             nextDayRollover: string;
             timezone: string;
+            /** @description Whether the equities' regular session is open now (between its opening and closing auctions). */
+            equitiesOpen: boolean;
+            /** @description The next opening auction, where `opg` orders trade. */
+            nextOpen: string;
+            /** @description The next closing auction, where `cls` orders trade. */
+            nextClose: string;
         };
         TradingFees: {
             venue: string;
@@ -8672,7 +8759,7 @@ export interface components {
              * @default market
              * @enum {string}
              */
-            type?: "market" | "limit" | "stop" | "stop_limit";
+            type?: "market" | "limit" | "stop" | "stop_limit" | "trailing_stop";
             /** @description Quantity in the base asset, a multiple of the lot size (0.000001 on the paper venue: fractional shares too). Give exactly one of qty and notional. */
             qty?: string | number;
             /** @description Instead of qty, for a market order: an amount of the quote asset to trade, at most 2 decimals (cents). The quantity is found as it fills, never over this amount; fees come on top. */
@@ -8685,7 +8772,7 @@ export interface components {
              * @default gtc
              * @enum {string}
              */
-            timeInForce?: "day" | "gtc" | "ioc" | "fok";
+            timeInForce?: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
         };
         TradingBuyingPower: {
             venue: string;
@@ -8710,7 +8797,7 @@ export interface components {
             /** @description New stop price. */
             stopPrice?: string | number;
             /** @enum {string} */
-            timeInForce?: "day" | "gtc" | "ioc" | "fok";
+            timeInForce?: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
             /** @description The new order's client order id (default: generated). */
             clientOrderId?: string;
         };
@@ -39837,7 +39924,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TradingOrder"];
+                    "application/json": components["schemas"]["PlacedTradingOrder"];
                 };
             };
             /** @description Success. */
@@ -39846,7 +39933,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TradingOrder"];
+                    "application/json": components["schemas"]["PlacedTradingOrder"];
                 };
             };
             /** @description Invalid input. */
@@ -40216,7 +40303,7 @@ export interface operations {
                 venue?: string;
                 symbol?: string;
                 side?: "buy" | "sell";
-                status?: "open" | "closed" | "new" | "partially_filled" | "filled" | "cancelled" | "rejected" | "expired";
+                status?: "open" | "closed" | "new" | "partially_filled" | "filled" | "cancelled" | "rejected" | "expired" | "held";
                 after?: string;
                 before?: string;
             };

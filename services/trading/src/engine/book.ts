@@ -1,6 +1,9 @@
 /**
  * A limit order book for one symbol and its matching engine: price-time priority, market, limit,
- * stop and stop-limit orders, time in force day/gtc/ioc/fok, partial fills. Pure and in process:
+ * stop, stop-limit and trailing stop orders, time in force day/gtc/ioc/fok, partial fills, and
+ * linked orders (docs/trading.md, "Linked orders"): OCO legs (the first fill of one, its trigger
+ * or its close cancels the other in the same submission) and the held exit legs of a bracket or
+ * OTO entry (activated for what the entry filled when it closes). Pure and in process:
  * no I/O, no clock, no randomness. Prices are integer ticks and quantities integer lots (the
  * service converts decimals); everything here is exact integer arithmetic on numbers.
  *
@@ -10,13 +13,19 @@
  * turn comes), so a cancel is O(1) plus the level's bookkeeping.
  */
 
-export type Side = 'buy' | 'sell';
-export type OrderType = 'market' | 'limit' | 'stop' | 'stop_limit';
-export type TimeInForce = 'day' | 'gtc' | 'ioc' | 'fok';
-export type OrderStatus = 'new' | 'partially_filled' | 'filled' | 'cancelled' | 'rejected' | 'expired';
+import { checkShape, trailStop } from './order.js';
 
-export const ORDER_TYPES: readonly OrderType[] = ['market', 'limit', 'stop', 'stop_limit'];
-export const TIMES_IN_FORCE: readonly TimeInForce[] = ['day', 'gtc', 'ioc', 'fok'];
+export { newBookOrder, trailStop } from './order.js';
+
+export type Side = 'buy' | 'sell';
+export type OrderType = 'market' | 'limit' | 'stop' | 'stop_limit' | 'trailing_stop';
+export type TimeInForce = 'day' | 'gtc' | 'ioc' | 'fok' | 'opg' | 'cls';
+export type OrderStatus = 'new' | 'partially_filled' | 'filled' | 'cancelled' | 'rejected' | 'expired' | 'held';
+
+export const ORDER_TYPES: readonly OrderType[] = ['market', 'limit', 'stop', 'stop_limit', 'trailing_stop'];
+export const TIMES_IN_FORCE: readonly TimeInForce[] = ['day', 'gtc', 'ioc', 'fok', 'opg', 'cls'];
+/** Orders for a session's opening (`opg`) or closing (`cls`) auction: they wait outside the book until it. */
+export const isAuction = (o: Pick<BookOrder, 'tif'>) => o.tif === 'opg' || o.tif === 'cls';
 export const OPEN_STATUSES: readonly OrderStatus[] = ['new', 'partially_filled'];
 
 export interface BookOrder {
@@ -43,7 +52,20 @@ export interface BookOrder {
   seq: number;
   /** A stop order whose trigger was reached (it is then a market or limit order). */
   triggered: boolean;
+  /** A trailing stop's distance: in ticks, or in hundredths of a percent of its high (low) water mark. */
+  trailTicks?: number;
+  trailBps?: number;
+  /** A trailing stop's high water mark (a sell's highest last price since it was placed; a buy's lowest), in ticks. */
+  hwm?: number;
+  /** An OCO leg's other leg: the first fill of either, a trigger of either, or either closing cancels the other. */
+  sibling?: BookOrder;
+  /** A bracket's or OTO's entry: its exit legs, `held` until it closes, then activated for what it filled. */
+  legs?: BookOrder[];
+  /** A held leg's entry. */
+  parent?: BookOrder;
 }
+
+export const isStopType = (o: Pick<BookOrder, 'type'>) => o.type === 'stop' || o.type === 'stop_limit' || o.type === 'trailing_stop';
 
 export interface Fill {
   /** The book's sequence number of this fill (unique within the book). */
@@ -72,12 +94,16 @@ export interface MatchHooks {
   admit?(order: BookOrder, preview: Preview): string | null;
   /** Told of each fill as it happens (the caller's ledger follows along). */
   fill?(fill: Fill): void;
+  /** Told when the engine closes an order itself (a linked order's other leg): its hold can go at once. */
+  closed?(order: BookOrder): void;
 }
 
 /** What one submission (or cancel, or expiry) changed: the fills, and every order whose state changed. */
 export interface MatchResult {
   fills: Fill[];
   changed: BookOrder[];
+  /** Held legs that became live (their entry closed having filled). */
+  activated?: BookOrder[];
 }
 
 interface Level {
@@ -103,6 +129,16 @@ export class OrderBook {
   /** Pending stops, the next to fire last: buy stops by stop price descending, sell stops ascending. */
   private readonly buyStops: BookOrder[] = [];
   private readonly sellStops: BookOrder[] = [];
+  /** Pending trailing stops (their trigger moves with the last price). */
+  private readonly trailing: BookOrder[] = [];
+  /** Held legs of open bracket and OTO entries, by id. */
+  private readonly held = new Map<string, BookOrder>();
+  /** Orders waiting for the opening or closing auction, in arrival order. */
+  private readonly auctions = new Map<string, BookOrder>();
+  /** Orders closed by a link while a sweep ran: taken off their level or stop list after it. */
+  private stale: BookOrder[] = [];
+  /** Entries with held legs that closed: their legs are activated (or cancelled) next. */
+  private closedEntries: BookOrder[] = [];
   /** Sequence numbers for time priority and fills. */
   seq: number;
   /** The last trade price in ticks (stop triggers look at it); the reference price before any trade. */
@@ -114,12 +150,31 @@ export class OrderBook {
   }
 
   get(id: string): BookOrder | undefined {
-    return this.live.get(id);
+    return this.live.get(id) ?? this.held.get(id) ?? this.auctions.get(id);
   }
 
-  /** Resting orders and untriggered stops, in no particular order. */
-  openOrders(): IterableIterator<BookOrder> {
-    return this.live.values();
+  /** Resting orders, untriggered stops, held legs and orders waiting for an auction, in no particular order. */
+  *openOrders(): IterableIterator<BookOrder> {
+    yield* this.live.values();
+    yield* this.held.values();
+    yield* this.auctions.values();
+  }
+
+  /**
+   * The session's opening (`opg`) or closing (`cls`) auction: the orders waiting for it trade
+   * against the book in arrival order, each as an immediate-or-cancel order (a market order for
+   * what the book has, a limit order up to its price); what they cannot fill expires
+   * (`auction_ended`). Then the stops their trades reached fire.
+   */
+  auction(tif: 'opg' | 'cls', hooks: MatchHooks = {}): MatchResult {
+    const result: MatchResult = { fills: [], changed: [] };
+    for (const o of [...this.auctions.values()]) {
+      if (o.tif !== tif) continue;
+      this.auctions.delete(o.id);
+      this.execute(o, hooks, result);
+    }
+    this.fireStops(hooks, result);
+    return result;
   }
 
   bestBid(): number | undefined {
@@ -144,7 +199,12 @@ export class OrderBook {
    */
   restore(o: BookOrder): void {
     if (!isOpen(o)) throw new Error(`order ${o.id} is not open`);
-    if (o.type === 'stop' || o.type === 'stop_limit') {
+    this.holdLegs(o);
+    if (isAuction(o)) {
+      this.auctions.set(o.id, o);
+      return;
+    }
+    if (isStopType(o)) {
       if (!o.triggered) {
         this.live.set(o.id, o);
         this.addStop(o);
@@ -218,32 +278,150 @@ export class OrderBook {
     checkShape(order);
     const result: MatchResult = { fills: [], changed: [] };
     order.seq = ++this.seq;
-    if (order.type === 'stop' || order.type === 'stop_limit') {
-      if (!this.reached(order)) {
-        this.live.set(order.id, order);
-        this.addStop(order);
-        result.changed.push(order);
-        return result;
-      }
-      order.triggered = true;
+    this.holdLegs(order);
+    for (const l of order.legs ?? []) result.changed.push(l);
+    // An OCO: its stop leg goes in first, so that the other leg trading at once finds it to cancel (and a stop already reached cancels it).
+    const sibling = order.sibling;
+    if (sibling && sibling.status === 'new' && !this.live.has(sibling.id)) {
+      checkShape(sibling);
+      sibling.seq = ++this.seq;
+      this.enter(sibling, hooks, result);
     }
-    this.execute(order, hooks, result);
+    if (isAuction(order)) {
+      this.auctions.set(order.id, order);
+      result.changed.push(order);
+      return result;
+    }
+    if (isOpen(order)) this.enter(order, hooks, result);
+    else result.changed.push(order);
     this.fireStops(hooks, result);
     return result;
   }
 
-  /** Cancels an open order (resting or a pending stop); null when it is not open in this book. */
-  cancel(id: string, reason = 'cancelled_by_user', status: 'cancelled' | 'expired' = 'cancelled'): BookOrder | null {
-    const o = this.live.get(id);
-    if (!o) return null;
+  /** An order goes into the book: a stop waits (or fires), anything else matches and may rest. */
+  private enter(order: BookOrder, hooks: MatchHooks, result: MatchResult): void {
+    if (isStopType(order)) {
+      if (order.type === 'trailing_stop') {
+        order.hwm ??= this.lastPrice;
+        order.stopPrice = trailStop(order);
+      }
+      if (!this.reached(order)) {
+        this.live.set(order.id, order);
+        this.addStop(order);
+        result.changed.push(order);
+        return;
+      }
+      order.triggered = true;
+      this.link(order, hooks, result);
+    }
+    this.execute(order, hooks, result);
+  }
+
+  /**
+   * Cancels an open order (resting, a pending stop, or a held leg) with what it is linked to: an
+   * OCO's other leg, a bracket's held legs when the entry filled nothing (they are activated for
+   * what it filled otherwise, and may trade then), and a held leg takes its whole bracket with it.
+   * Null when it is not open in this book.
+   */
+  cancel(id: string, reason = 'cancelled_by_user', status: 'cancelled' | 'expired' = 'cancelled', hooks: MatchHooks = {}): MatchResult | null {
+    let o = this.get(id);
+    if (!o || (!isOpen(o) && o.status !== 'held')) return null;
+    const result: MatchResult = { fills: [], changed: [] };
+    if (o.status === 'held') {
+      o = o.parent!;
+      for (const l of o.legs!) this.closeHeld(l, status, reason, result);
+    }
     this.unlink(o);
     o.status = status;
     o.reason = reason;
-    return o;
+    result.changed.push(o);
+    this.link(o, hooks, result);
+    this.fireStops(hooks, result);
+    return result;
   }
 
   private reached(o: BookOrder): boolean {
     return o.side === 'buy' ? this.lastPrice >= o.stopPrice! : this.lastPrice <= o.stopPrice!;
+  }
+
+  /** Registers an entry's held legs (they live outside the book until it closes). */
+  private holdLegs(o: BookOrder): void {
+    for (const l of o.legs ?? []) {
+      l.parent = o;
+      if (l.status === 'held') this.held.set(l.id, l);
+    }
+  }
+
+  private closeHeld(l: BookOrder, status: 'cancelled' | 'expired', reason: string, result: MatchResult): void {
+    if (l.status !== 'held') return;
+    this.held.delete(l.id);
+    l.status = status;
+    l.reason = reason;
+    result.changed.push(l);
+  }
+
+  /**
+   * What an order's change sets off among the orders linked to it: an OCO leg that filled (even in
+   * part), triggered or closed cancels its other leg at once (lazily: taken off the book after the
+   * running sweep); an entry that closed has its held legs activated next.
+   */
+  private link(o: BookOrder, hooks: MatchHooks, result: MatchResult): void {
+    const s = o.sibling;
+    if (s && (isOpen(s) || s.status === 'held') && (o.filled > 0 || o.triggered || !isOpen(o))) {
+      const closedAlike = !isOpen(o) && o.filled === 0 && (o.reason === 'cancelled_by_user' || o.reason === 'day_ended');
+      s.status = closedAlike && o.status === 'expired' ? 'expired' : 'cancelled';
+      s.reason = o.filled > 0 ? 'linked_order_filled' : o.triggered ? 'linked_order_triggered' : closedAlike ? o.reason! : 'linked_order_closed';
+      if (this.live.get(s.id) === s) this.stale.push(s);
+      this.held.delete(s.id);
+      result.changed.push(s);
+      hooks.closed?.(s);
+    }
+    if (o.legs?.length && !isOpen(o)) this.closedEntries.push(o);
+  }
+
+  /** Takes the orders a link closed off their levels and stop lists. */
+  private flushStale(): void {
+    if (!this.stale.length) return;
+    const stale = this.stale;
+    this.stale = [];
+    for (const s of stale) this.unlink(s);
+  }
+
+  /**
+   * A closed entry's held legs: cancelled when it filled nothing; otherwise live for the quantity
+   * it filled, the stop leg first (a take-profit that trades at once then cancels it).
+   */
+  private activate(entry: BookOrder, hooks: MatchHooks, result: MatchResult): void {
+    const legs = (entry.legs ?? []).filter((l) => l.status === 'held');
+    entry.legs = [];
+    if (entry.filled === 0) {
+      const alike = entry.reason === 'cancelled_by_user' || entry.reason === 'day_ended';
+      for (const l of legs)
+        this.closeHeld(l, alike && entry.status === 'expired' ? 'expired' : 'cancelled', alike ? entry.reason! : 'linked_order_closed', result);
+      return;
+    }
+    legs.sort((a, b) => Number(isStopType(b)) - Number(isStopType(a)));
+    for (const l of legs) {
+      this.held.delete(l.id);
+      l.qty = entry.filled;
+      l.status = 'new';
+      (result.activated ??= []).push(l);
+    }
+    for (const l of legs) {
+      if (!isOpen(l)) {
+        result.changed.push(l);
+        continue;
+      }
+      l.seq = ++this.seq;
+      // A lone sell stop waits holding what it sells: it must be there (the entry bought it; a leg never sells what is gone).
+      if (isStopType(l) && !l.sibling && l.side === 'sell' && hooks.admit?.(l, { qty: 0, notional: 0, worst: this.lastPrice })) {
+        l.status = 'rejected';
+        l.reason = 'insufficient_balance';
+        result.changed.push(l);
+        continue;
+      }
+      this.enter(l, hooks, result);
+    }
   }
 
   private execute(order: BookOrder, hooks: MatchHooks, result: MatchResult): void {
@@ -253,6 +431,7 @@ export class OrderBook {
         order.status = 'rejected';
         order.reason = reason;
         result.changed.push(order);
+        this.link(order, hooks, result);
         return;
       }
     }
@@ -261,6 +440,7 @@ export class OrderBook {
       order.status = 'expired';
       order.reason = 'fok_not_filled';
       result.changed.push(order);
+      this.link(order, hooks, result);
       return;
     }
     const levels = order.side === 'buy' ? this.asks : this.bids;
@@ -296,6 +476,9 @@ export class OrderBook {
         result.fills.push(fill);
         result.changed.push(maker);
         hooks.fill?.(fill);
+        if (maker.sibling || maker.legs?.length) this.link(maker, hooks, result);
+        if (order.sibling && order.filled === qty) this.link(order, hooks, result);
+        if (this.trailing.length) this.follow(result);
       }
       if (level.head >= level.orders.length || level.qty === 0) {
         levels.pop();
@@ -304,41 +487,68 @@ export class OrderBook {
       if (selfTrade) break;
     }
     result.changed.push(order);
+    this.flushStale();
     if (order.filled === order.qty) {
       order.status = 'filled';
+      this.link(order, hooks, result);
       return;
     }
     order.status = order.filled > 0 ? 'partially_filled' : 'new';
     if (selfTrade) {
       order.status = 'expired';
       order.reason = 'self_trade_prevented';
-    } else if (limit === undefined || order.tif === 'ioc' || order.tif === 'fok') {
+    } else if (limit === undefined || order.tif === 'ioc' || order.tif === 'fok' || isAuction(order)) {
       order.status = 'expired';
-      order.reason = limit === undefined ? 'no_liquidity' : 'ioc_remainder';
+      order.reason = limit === undefined ? 'no_liquidity' : isAuction(order) ? 'auction_ended' : 'ioc_remainder';
     } else {
       order.seq = ++this.seq;
       this.rest(order);
+    }
+    if (!isOpen(order)) this.link(order, hooks, result);
+  }
+
+  /** Trailing stops follow the last price: a sell's water mark up, a buy's down, and their triggers with them. */
+  private follow(result: MatchResult): void {
+    for (const t of this.trailing) {
+      if (t.side === 'sell' ? this.lastPrice <= t.hwm! : this.lastPrice >= t.hwm!) continue;
+      t.hwm = this.lastPrice;
+      t.stopPrice = trailStop(t);
+      result.changed.push(t);
     }
   }
 
   /** Fires every pending stop the last price reached, oldest first, until none is left to fire. */
   private fireStops(hooks: MatchHooks, result: MatchResult): void {
     for (;;) {
+      this.flushStale();
+      const entry = this.closedEntries.shift();
+      if (entry) {
+        this.activate(entry, hooks, result);
+        continue;
+      }
       const due: BookOrder[] = [];
       for (const stops of [this.buyStops, this.sellStops]) {
         while (stops.length && this.reached(stops[stops.length - 1]!)) due.push(stops.pop()!);
       }
+      for (let i = this.trailing.length - 1; i >= 0; i--) if (this.reached(this.trailing[i]!)) due.push(...this.trailing.splice(i, 1));
       if (!due.length) return;
       due.sort((a, b) => a.seq - b.seq);
       for (const stop of due) {
+        // Cancelled meanwhile by its OCO leg's fill or trigger.
+        if (!isOpen(stop)) continue;
         this.live.delete(stop.id);
         stop.triggered = true;
+        this.link(stop, hooks, result);
         this.execute(stop, hooks, result);
       }
     }
   }
 
   private addStop(o: BookOrder): void {
+    if (o.type === 'trailing_stop') {
+      this.trailing.push(o);
+      return;
+    }
     const buy = o.side === 'buy';
     const stops = buy ? this.buyStops : this.sellStops;
     // Buy stops fire from the lowest stop price up, sell stops from the highest down: that one last.
@@ -368,9 +578,11 @@ export class OrderBook {
   }
 
   private unlink(o: BookOrder): void {
+    if (this.auctions.get(o.id) === o) this.auctions.delete(o.id);
+    if (this.live.get(o.id) !== o) return;
     this.live.delete(o.id);
-    if ((o.type === 'stop' || o.type === 'stop_limit') && !o.triggered) {
-      const stops = o.side === 'buy' ? this.buyStops : this.sellStops;
+    if (isStopType(o) && !o.triggered) {
+      const stops = o.type === 'trailing_stop' ? this.trailing : o.side === 'buy' ? this.buyStops : this.sellStops;
       const i = stops.indexOf(o);
       if (i >= 0) stops.splice(i, 1);
       return;
@@ -407,33 +619,4 @@ function insertLevel(levels: Level[], level: Level, ascending: boolean): void {
     else hi = mid;
   }
   levels.splice(lo, 0, level);
-}
-
-/** The engine's own guard: the service validates input first, so this only catches a bug. */
-function checkShape(o: BookOrder): void {
-  const posInt = (n: number | undefined) => n !== undefined && Number.isSafeInteger(n) && n > 0;
-  if (!posInt(o.qty)) throw new RangeError(`order ${o.id}: qty must be a positive integer of lots`);
-  if ((o.type === 'limit' || o.type === 'stop_limit') && !posInt(o.price)) throw new RangeError(`order ${o.id}: a limit price is required`);
-  if ((o.type === 'stop' || o.type === 'stop_limit') && !posInt(o.stopPrice)) throw new RangeError(`order ${o.id}: a stop price is required`);
-  if (o.type === 'market' && o.price !== undefined) throw new RangeError(`order ${o.id}: a market order has no price`);
-}
-
-/** A fresh order in the shape the book takes (every field set, in one order: one hidden class). */
-export function newBookOrder(o: Omit<BookOrder, 'filled' | 'notional' | 'status' | 'reason' | 'seq' | 'triggered'>): BookOrder {
-  return {
-    id: o.id,
-    owner: o.owner,
-    side: o.side,
-    type: o.type,
-    tif: o.tif,
-    qty: o.qty,
-    price: o.price,
-    stopPrice: o.stopPrice,
-    filled: 0,
-    notional: 0,
-    status: 'new',
-    reason: null,
-    seq: 0,
-    triggered: false,
-  };
 }

@@ -117,6 +117,7 @@ export function requote(
       const r = book.submit(order, opts.hooks);
       result.fills.push(...r.fills);
       result.changed.push(...r.changed);
+      if (r.activated) (result.activated ??= []).push(...r.activated);
       if (order.status === 'new' || order.status === 'partially_filled') state.quotes.push(order.id);
     }
   }

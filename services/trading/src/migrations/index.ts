@@ -183,4 +183,15 @@ export const migrations: Migration[] = [
         PRIMARY KEY (account_id, seq)
       );`,
   },
+  {
+    // Linked orders and trailing stops (docs/trading.md, "Linked orders"): a leg names its entry
+    // (`parent_id`) and an OCO leg its other leg (`sibling_id`); a bracket's legs wait `held`.
+    id: '0004_linked_orders',
+    sql: `
+      ALTER TABLE trading.orders ADD COLUMN order_class text NOT NULL DEFAULT 'simple',
+        ADD COLUMN parent_id text, ADD COLUMN sibling_id text,
+        ADD COLUMN trail_price numeric, ADD COLUMN trail_percent numeric, ADD COLUMN hwm numeric;
+      CREATE INDEX orders_parent ON trading.orders (parent_id) WHERE parent_id IS NOT NULL;
+      CREATE INDEX orders_held ON trading.orders (venue, symbol) WHERE status = 'held';`,
+  },
 ];

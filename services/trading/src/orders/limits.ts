@@ -125,9 +125,19 @@ export class AgentLimits {
   async check(
     q: Queryable,
     p: Principal,
-    order: { venueMode: 'paper' | 'live'; symbol: string; notionalUnits: bigint; currency: string },
+    order: { venueMode: 'paper' | 'live'; symbol: string; notionalUnits: bigint; currency: string; leg?: string },
   ): Promise<void> {
     if (p.kind !== 'agent' || !p.agentId) return;
+    // A linked order's leg (docs/trading.md, "Linked orders"): checked against the per-order cap, counted with its entry.
+    if (order.leg) {
+      const l = await this.row(q, p.accountId, p.agentId);
+      if (l.max_notional_per_order !== null && order.notionalUnits > parseUnits(l.max_notional_per_order))
+        throw exceeded(
+          'maxNotionalPerOrder',
+          `the ${order.leg} leg's notional ${formatUnits(order.notionalUnits)} ${order.currency} is over ${l.max_notional_per_order} ${order.currency}.`,
+        );
+      return;
+    }
     const l = await this.row(q, p.accountId, p.agentId);
     if (l.paper_only && order.venueMode !== 'paper') throw exceeded('paperOnly', 'this agent may trade on paper venues only.');
     if (l.symbols && !l.symbols.includes(order.symbol))

@@ -7,6 +7,7 @@ import { ORDER_TYPES, type OrderType, type Side, type TimeInForce, TIMES_IN_FORC
 import { PAPER, type PaperVenue, type PlaceInput } from '../paper/venue.js';
 import type { OrderFilter, OrderRow, TradingStore } from '../store.js';
 import type { AgentLimits } from './limits.js';
+import { linkedOf, linkedPrice, type LinkedRequest, paperLinks } from './linked.js';
 import {
   decimalInput,
   formatScaled,
@@ -27,7 +28,7 @@ import {
  * accounts. The venues do the rest: paper/venue.ts and alpaca/venue.ts.
  */
 
-export interface PlaceRequest {
+export interface PlaceRequest extends LinkedRequest {
   venue: string;
   symbol: string;
   side: string;
@@ -96,7 +97,8 @@ export class Trading {
         id: ALPACA,
         name: `Alpaca (${this.deps.alpaca.mode} trading)`,
         mode: this.deps.alpaca.mode,
-        orderTypes: ORDER_TYPES,
+        // Trailing stops (and linked orders) are the paper venue's here.
+        orderTypes: ORDER_TYPES.filter((t) => t !== 'trailing_stop'),
         timeInForce: TIMES_IN_FORCE,
         instruments: [],
         orderBook: false,
@@ -119,7 +121,11 @@ export class Trading {
    * Places an order. With `replacing` (an open paper order of the caller's, checked by the caller),
    * the order replaces it in one transaction (paper/venue.ts replace): `replaced` is the old one.
    */
-  async place(p: Principal, req: PlaceRequest, replacing?: string): Promise<{ row: OrderRow; replayed: boolean; replaced?: OrderRow }> {
+  async place(
+    p: Principal,
+    req: PlaceRequest,
+    replacing?: string,
+  ): Promise<{ row: OrderRow; replayed: boolean; replaced?: OrderRow; legs?: OrderRow[] }> {
     const venue = this.venue(req.venue);
     const side = req.side as Side;
     const type = req.type as OrderType;
@@ -128,7 +134,13 @@ export class Trading {
     const tif = (req.timeInForce ?? 'gtc') as TimeInForce;
     if (!TIMES_IN_FORCE.includes(tif)) throw bad(`timeInForce: must be one of ${TIMES_IN_FORCE.join(', ')}.`);
     const { qty, notional } = sizeOf(req, type, tif);
-    const price = decimalInput('price', req.price);
+    const linked = linkedOf(req, type, tif);
+    if (tif === 'opg' || tif === 'cls') {
+      if (type !== 'market' && type !== 'limit')
+        throw bad(`timeInForce: an ${tif} order (for the ${tif === 'opg' ? 'opening' : 'closing'} auction) is market or limit.`);
+      if (notional !== undefined) throw bad(`notional: an ${tif} order is for a quantity (qty).`);
+    }
+    const price = decimalInput('price', linkedPrice(linked, req.price));
     const stopPrice = decimalInput('stopPrice', req.stopPrice);
     const hasLimit = type === 'limit' || type === 'stop_limit';
     const hasStop = type === 'stop' || type === 'stop_limit';
@@ -152,6 +164,14 @@ export class Trading {
     // A notional order's amount is part of what it is (appended, so that a quantity order's hash is what it always was).
     const hashed: unknown[] = [venue.id, req.symbol, side, type, tif, canon(qty), canon(price), canon(stopPrice)];
     if (notional !== undefined) hashed.push({ notional: canon(notional) });
+    // So are its links and trail (appended likewise).
+    if (linked.orderClass !== 'simple' || type === 'trailing_stop')
+      hashed.push({
+        orderClass: linked.orderClass,
+        takeProfit: canon(linked.takeProfit?.price),
+        stopLoss: [canon(linked.stopLoss?.stopPrice), canon(linked.stopLoss?.price)],
+        trail: [canon(linked.trailPrice), canon(linked.trailPercent)],
+      });
     const requestHash = createHash('sha256').update(JSON.stringify(hashed)).digest('hex');
     const actor = actorOf(p);
     const replay = (r: { row: OrderRow; replayed: boolean }) => {
@@ -167,6 +187,8 @@ export class Trading {
     if (venue.id === PAPER) {
       const spec = this.deps.instruments.get(req.symbol);
       if (!spec) throw new DomainError('invalid_argument', 'unknown_symbol', `symbol: "${req.symbol}" is not traded at ${venue.id}.`);
+      if ((tif === 'opg' || tif === 'cls') && spec.symbol.includes('/'))
+        throw bad(`timeInForce: ${spec.symbol} trades around the clock; only equities have an opening and a closing auction.`);
       const lots = qty === undefined ? 0 : toLots(spec, qty);
       if (typeof lots === 'string') throw bad(`qty: ${lots}.`);
       const amount = notional === undefined ? undefined : toNotional(spec, notional);
@@ -190,15 +212,22 @@ export class Trading {
         notional: amount && { ...amount, text: notional! },
         price: ticks,
         stopPrice: stopTicks,
+        ...paperLinks(spec, linked, side, ticks),
         limits:
           p.kind === 'agent'
-            ? (q, units) => this.deps.limits.check(q, p, { venueMode: 'paper', symbol: spec.symbol, notionalUnits: units, currency: spec.quote })
+            ? (q, units, leg) =>
+                this.deps.limits.check(q, p, { venueMode: 'paper', symbol: spec.symbol, notionalUnits: units, currency: spec.quote, leg })
             : undefined,
       };
       if (replacing) return { ...(await this.deps.paper.replace(spec, p.accountId, replacing, input)), replayed: false };
-      return replay(await this.deps.paper.place(input));
+      const placed = replay(await this.deps.paper.place(input));
+      // A linked order answers its legs as they stand after matching (read after the commit).
+      if (placed.row.order_class === 'simple') return placed;
+      return { ...placed, legs: await this.deps.store.legs(this.deps.sql, p.accountId, placed.row.id) };
     }
     if (replacing) throw replaceNotSupported(venue.id);
+    if (linked.orderClass !== 'simple' || type === 'trailing_stop')
+      throw bad(`${type === 'trailing_stop' ? 'type' : 'orderClass'}: linked orders and trailing stops are placed on the paper venue only here.`);
 
     if (!/^[A-Z][A-Z0-9.]{0,15}(\/[A-Z]{2,6})?$/.test(req.symbol))
       throw new DomainError('invalid_argument', 'unknown_symbol', `symbol: "${req.symbol}" is not a symbol Alpaca lists.`);
@@ -278,7 +307,7 @@ export class Trading {
       : await this.deps.store.orderByClientId(this.deps.sql, p.accountId, this.venue(venueId).id, req.clientOrderId!);
     if (!row) throw notFound('The order');
     const notOpen = () => new DomainError('conflict', 'order_not_open', `The order is ${row.status}; only an open order can be cancelled.`);
-    if (row.status !== 'new' && row.status !== 'partially_filled') throw notOpen();
+    if (row.status !== 'new' && row.status !== 'partially_filled' && row.status !== 'held') throw notOpen();
     if (row.venue === ALPACA) return [await this.alpaca().cancel(row)];
     const spec = this.deps.instruments.get(row.symbol)!;
     const done = await this.deps.paper.cancel(spec, p.accountId, row.id);

@@ -31,6 +31,8 @@ export interface BookState {
   maker: Omit<MakerState, 'quotes'> & { quotes: SavedQuote[] };
   /** The UTC day (YYYY-MM-DD) of the book's last write: day orders expire when it changes. */
   day: string;
+  /** When the book last let its sessions pass (ms): the auctions after it run on its next use. */
+  sessionAt?: number;
   /** The lot size the saved quotes count in (absent before lot sizes changed: such quotes are dropped and requoted). */
   lotSize?: string;
 }
@@ -44,6 +46,8 @@ export interface BookEntry {
   /** The book row's creation time: the market maker's steps count from it. */
   createdAt: number;
   day: string;
+  /** When the book last let its sessions pass (ms; paper/sessions.ts). */
+  sessionAt: number;
   /** The hold each open order backs (order id → units). */
   holds: Map<string, bigint>;
   /** Set while a transaction changes it: another one that gets the lock then rebuilds instead. */
@@ -79,7 +83,25 @@ export function rowToBookOrder(spec: Spec, r: OrderRow): BookOrder {
     reason: r.reason,
     seq: r.seq,
     triggered: r.triggered,
+    trailTicks: r.trail_price === null ? undefined : count(r.trail_price, spec.priceDecimals, spec.tickUnits),
+    trailBps: r.trail_percent === null ? undefined : Number(scaled(r.trail_percent.replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, ''), 2)),
+    hwm: r.hwm === null ? undefined : count(r.hwm, spec.priceDecimals, spec.tickUnits),
+    sibling: undefined,
+    legs: undefined,
+    parent: undefined,
   };
+}
+
+/** Links restored orders as they were: an OCO's legs to each other, a bracket's held legs to their entry. */
+export function relink(rows: OrderRow[], orders: Map<string, BookOrder>): void {
+  for (const r of rows) {
+    const o = orders.get(r.id)!;
+    if (r.sibling_id) o.sibling = orders.get(r.sibling_id);
+    if (r.parent_id && r.status === 'held') {
+      const parent = orders.get(r.parent_id);
+      if (parent) (parent.legs ??= []).push(o);
+    }
+  }
 }
 
 export const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -116,15 +138,22 @@ export class Books {
       version: row.version,
       createdAt: row.created_at.getTime(),
       day: state?.day ?? utcDay(Date.now()),
+      sessionAt: state?.sessionAt ?? Date.now(),
       holds: new Map(),
       busy: true,
     };
     const restored: BookOrder[] = [];
-    for (const r of await this.store.openOrders(q, this.venue, spec.symbol)) {
-      restored.push(rowToBookOrder(spec, r));
+    const rows = await this.store.openOrders(q, this.venue, spec.symbol);
+    const byId = new Map<string, BookOrder>();
+    for (const r of rows) {
+      const o = rowToBookOrder(spec, r);
+      byId.set(o.id, o);
+      // Held legs come back with their entry (book.restore registers them).
+      if (r.status !== 'held') restored.push(o);
       const hold = BigInt(r.hold_units.split('.')[0]!);
       if (hold) entry.holds.set(r.id, hold);
     }
+    relink(rows, byId);
     // The market maker's quotes count in lots: saved under another lot size, they are withdrawn (it requotes at once).
     for (const s of state?.lotSize === spec.lotSize ? state.maker.quotes : []) {
       restored.push({
@@ -157,6 +186,7 @@ export class Books {
       lastPrice: entry.book.lastPrice,
       maker: { step: entry.maker.step, reference: entry.maker.reference, placed: entry.maker.placed, quotes },
       day: entry.day,
+      sessionAt: entry.sessionAt,
       lotSize: entry.spec.lotSize,
     };
   }

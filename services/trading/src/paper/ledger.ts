@@ -1,4 +1,4 @@
-import type { BookOrder, Fill, MatchHooks, Preview } from '../engine/book.js';
+import { type BookOrder, type Fill, isStopType, type MatchHooks, type Preview } from '../engine/book.js';
 import { MARKET_MAKER } from '../engine/market-maker.js';
 import { feeOf, lotsToUnits, notionalToUnits, type Spec } from '../orders/symbols.js';
 
@@ -84,6 +84,9 @@ export class Ledger implements MatchHooks {
   /** What an open order must keep held: a buy its remaining cost at its limit with the larger fee, a sell its remaining quantity. */
   holdFor(o: BookOrder): bigint {
     if (o.status !== 'new' && o.status !== 'partially_filled') return 0n;
+    // An OCO's waiting stop leg holds nothing while its other leg is open and holds: one of them can trade (the engine cancels the other).
+    const s = o.sibling;
+    if (s && isStopType(o) && !o.triggered && (s.status === 'new' || s.status === 'partially_filled')) return 0n;
     const left = o.qty - o.filled;
     if (o.side === 'sell') return lotsToUnits(this.spec, left);
     if (o.price === undefined) return 0n; // a buy stop waits without a hold; it is checked when it fires
@@ -121,10 +124,16 @@ export class Ledger implements MatchHooks {
   admit(o: BookOrder, preview: Preview): string | null {
     if (o.owner === MARKET_MAKER) return null;
     const n = this.need(o, preview);
-    if (n.now + n.rest > this.available(o.owner, n.asset)) return 'insufficient_balance';
+    // A stop that fired already holds for itself (a sell its quantity, a buy stop-limit its cost): that hold is its own to use.
+    if (n.now + n.rest > this.available(o.owner, n.asset) + (this.holds.get(o.id) ?? 0n)) return 'insufficient_balance';
     // Held now, so that a stop firing later in the same cascade sees it; made exact by syncHold.
     this.setHold(o, n.asset, o.side === 'buy' ? n.rest : n.now);
     return null;
+  }
+
+  /** The engine closed an order itself (an OCO's other leg): its hold goes at once, before what triggered it is admitted. */
+  closed(o: BookOrder): void {
+    this.syncHold(o);
   }
 
   /** The engine's fill hook: moves cash and the asset between buyer and seller, charges fees, follows the maker's hold. */

@@ -1,7 +1,7 @@
 import { type Actor, currentTraceHeaders, DomainError, eventRows, newId, type Queryable } from '@svc/kit';
 
 import type { BookOrder } from '../engine/book.js';
-import { formatUnits, lotsToString, notionalToUnits, type Spec, ticksToString } from '../orders/symbols.js';
+import { formatScaled, formatUnits, lotsToString, notionalToUnits, type Spec, ticksToString } from '../orders/symbols.js';
 import type { GroupWrite, OrderRow, TradingStore } from '../store.js';
 import type { BookEntry } from './books.js';
 import type { Ledger } from './ledger.js';
@@ -22,7 +22,19 @@ export interface Session {
   /** The accounts' order updates of this transaction, step by step. */
   timeline: Timeline;
   changed: Set<BookOrder>;
-  inserted: Map<string, { clientOrderId: string; requestHash: string; actor: Actor; headers?: Record<string, string>; notional: string | null }>;
+  inserted: Map<
+    string,
+    {
+      clientOrderId: string;
+      requestHash: string;
+      actor: Actor;
+      headers?: Record<string, string>;
+      notional: string | null;
+      /** Linked orders (docs/trading.md): the class, and a leg's entry. */
+      orderClass?: string;
+      parentId?: string;
+    }
+  >;
   epochs: Map<string, number>;
   /** Orders the group's client order ids already name. */
   existing: OrderRow[];
@@ -42,7 +54,11 @@ export async function writeSession(
   const spec = entry.spec;
   const rows = new Map<string, OrderRow>();
   for (const o of s.changed) ledger.syncHold(o);
+  const price = (ticks: number | undefined) => (ticks === undefined ? null : ticksToString(spec, ticks));
   const fields = (o: BookOrder) => ({
+    qty: lotsToString(spec, o.qty),
+    stop_price: price(o.stopPrice),
+    hwm: price(o.hwm),
     filled_qty: lotsToString(spec, o.filled),
     filled_notional: formatUnits(notionalToUnits(spec, o.notional)),
     hold_units: (ledger.holds.get(o.id) ?? 0n).toString(),
@@ -64,10 +80,13 @@ export async function writeSession(
       side: o.side,
       type: o.type,
       time_in_force: o.tif,
-      qty: lotsToString(spec, o.qty),
       notional: meta.notional,
-      price: o.price === undefined ? null : ticksToString(spec, o.price),
-      stop_price: o.stopPrice === undefined ? null : ticksToString(spec, o.stopPrice),
+      price: price(o.price),
+      order_class: meta.orderClass ?? 'simple',
+      parent_id: meta.parentId ?? null,
+      sibling_id: o.sibling?.id ?? null,
+      trail_price: price(o.trailTicks),
+      trail_percent: o.trailBps === undefined ? null : formatScaled(BigInt(o.trailBps), 2),
       ...fields(o),
       fees: formatUnits(ledger.feesAdded.get(id) ?? 0n),
       placed_by: meta.actor,

@@ -14,7 +14,7 @@ import type { Ledger } from './ledger.js';
  * (store.writeGroup), numbered there in each account's gap-free sequence.
  */
 
-export type TradingEventType = 'accepted' | 'partially_filled' | 'filled' | 'cancelled' | 'replaced' | 'expired' | 'rejected';
+export type TradingEventType = 'accepted' | 'activated' | 'partially_filled' | 'filled' | 'cancelled' | 'replaced' | 'expired' | 'rejected';
 
 /** What an event keeps of its order (the rest is the order's own row) and of its fill. */
 export interface EventData {
@@ -67,11 +67,15 @@ export class Timeline {
   }
 
   /**
-   * Records one step: `accepted` (a new order, as accepted, before it traded), the fills the ledger
-   * saw since the last step (each with its order's state right after it), then the orders of
-   * `changed` that stopped without filling. With `replaced`, that order's stop is `replaced`.
+   * Records one step: `accepted` (a new order, as accepted, before it traded; a bracket's legs after
+   * it, `held`), `activated` (held legs that went live when their entry closed), the fills the
+   * ledger saw since the last step (each with its order's state right after it), then the orders
+   * of `changed` that stopped without filling. With `replaced`, that order's stop is `replaced`.
    */
-  step(changed: Iterable<BookOrder | null>, opts: { accepted?: BookOrder; replaced?: BookOrder } = {}): EventData | undefined {
+  step(
+    changed: Iterable<BookOrder | null>,
+    opts: { accepted?: BookOrder[]; activated?: BookOrder[]; replaced?: BookOrder } = {},
+  ): EventData | undefined {
     const orders = new Set<BookOrder>();
     for (const o of changed) {
       if (!o || o.owner === MARKET_MAKER) continue;
@@ -79,8 +83,8 @@ export class Timeline {
       this.ledger.syncHold(o);
     }
     const pending: Array<Omit<Entry, 'at'>> = [];
-    const a = opts.accepted;
-    if (a) pending.push({ accountId: a.owner, type: 'accepted', orderId: a.id, data: this.state(a, 0, 0, 'new', null) });
+    for (const a of opts.accepted ?? [])
+      pending.push({ accountId: a.owner, type: 'accepted', orderId: a.id, data: this.state(a, 0, 0, a.parent ? 'held' : 'new', null) });
     const fills = this.ledger.fills.slice(this.fillsSeen);
     this.fillsSeen = this.ledger.fills.length;
     // Each order's state after each of its fills: walked back from its state now.
@@ -106,6 +110,17 @@ export class Timeline {
       };
       pending.push({ accountId: f.accountId, type: status, orderId: f.order.id, data });
     });
+    // A held leg went live when its entry closed: after the entry's last fill here (before the leg's own fills).
+    for (const a of opts.activated ?? []) {
+      if (a.owner === MARKET_MAKER) continue;
+      let at = pending.length;
+      for (let i = pending.length - 1; i >= 0; i--)
+        if (pending[i]!.orderId === a.parent?.id && pending[i]!.data.fill) {
+          at = i + 1;
+          break;
+        }
+      pending.splice(at, 0, { accountId: a.owner, type: 'activated', orderId: a.id, data: this.state(a, 0, 0, 'new', null) });
+    }
     let replaced: EventData | undefined;
     for (const o of orders) {
       if (!TERMINAL.has(o.status)) continue;

@@ -1,12 +1,23 @@
 import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
 
-import { type BookOrder, newBookOrder, type OrderType, type Side, type TimeInForce } from '../engine/book.js';
+import {
+  type BookOrder,
+  isAuction,
+  isStopType,
+  type MatchResult,
+  newBookOrder,
+  type OrderType,
+  type Side,
+  type TimeInForce,
+} from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
 import { type Instruments, notionalToUnits, parseUnits, type Spec } from '../orders/symbols.js';
 import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
 import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
+import { linkLegs, merge } from './links.js';
 import { insufficient, notionalTooSmall, PAPER, type Session, writeSession } from './session.js';
+import { runAuctions, Sessions, type SessionSettings } from './sessions.js';
 import { Timeline } from './timeline.js';
 
 /**
@@ -24,6 +35,8 @@ export interface PaperSettings {
   seed: number;
   /** How often the market maker's reference price takes a step, in ms. */
   tickMs: number;
+  /** The equities' sessions (paper/sessions.ts); absent: no auctions. */
+  sessions?: SessionSettings;
 }
 
 export interface PlaceInput {
@@ -41,8 +54,20 @@ export interface PlaceInput {
   notional?: { tickLots: number; units: bigint; text: string };
   price?: number;
   stopPrice?: number;
-  /** Checks an agent's limits for an order of this notional (quote units) inside the transaction. */
-  limits?: (q: Queryable, notionalUnits: bigint) => Promise<void>;
+  /** A trailing stop's distance: ticks, or hundredths of a percent. */
+  trailTicks?: number;
+  trailBps?: number;
+  /**
+   * Linked orders (docs/trading.md, "Linked orders"): a bracket's or OTO's exit legs (held until the
+   * entry fills), or an OCO's stop leg (this order is its take-profit leg).
+   */
+  orderClass?: 'bracket' | 'oco' | 'oto';
+  legs?: Array<{ role: 'takeProfit' | 'stopLoss'; type: OrderType; price?: number; stopPrice?: number }>;
+  /**
+   * Checks an agent's limits for an order (or, with `leg`, one of its legs) of this notional (quote
+   * units) inside the transaction; a leg is checked, not counted into the day's usage.
+   */
+  limits?: (q: Queryable, notionalUnits: bigint, leg?: string) => Promise<void>;
 }
 
 /** An order waiting for its book's next group, with the trace headers of its request (for its events). */
@@ -70,6 +95,7 @@ const RETRYABLE = new Set(['40P01', '40001', '23514', '23505']);
 
 export class PaperVenue {
   readonly books: Books;
+  readonly sessions: Sessions | null;
   private readonly queues = new Map<string, Job[]>();
   private readonly draining = new Set<string>();
   /**
@@ -94,6 +120,7 @@ export class PaperVenue {
     },
   ) {
     this.books = new Books(deps.store, PAPER);
+    this.sessions = deps.settings.sessions ? new Sessions(deps.settings.sessions) : null;
   }
 
   private now(): number {
@@ -172,20 +199,24 @@ export class PaperVenue {
     const now = this.now();
     const today = utcDay(now);
     if (today !== entry.day) {
-      const expired: BookOrder[] = [];
-      for (const o of [...entry.book.openOrders()])
-        if (o.tif === 'day' && o.owner !== MARKET_MAKER) expired.push(entry.book.cancel(o.id, 'day_ended', 'expired')!);
-      for (const o of expired) this.track(s, o);
-      s.timeline.step(expired);
+      const expired: MatchResult = { fills: [], changed: [] };
+      for (const o of [...entry.book.openOrders()]) {
+        if (o.tif !== 'day' || o.owner === MARKET_MAKER) continue;
+        const r = entry.book.cancel(o.id, 'day_ended', 'expired', ledger);
+        if (r) merge(expired, r);
+      }
+      for (const o of expired.changed) this.track(s, o);
+      s.timeline.step(expired.changed, { activated: expired.activated });
       entry.day = today;
     }
     const step = Math.max(0, Math.floor((now - entry.createdAt) / this.deps.settings.tickMs));
     const r = requote(entry.book, entry.maker, { seed: this.deps.settings.seed, symbol: spec.symbol, params: spec.params, step, hooks: ledger });
     for (const o of r?.changed ?? []) this.track(s, o);
     if (r) {
-      s.timeline.step(r.changed);
+      s.timeline.step(r.changed, { activated: r.activated });
       entry.moved = true;
     }
+    if (this.sessions) runAuctions(this.sessions, s, now, (o) => this.track(s, o));
   }
 
   /** Applies committed balance changes to the cache. */
@@ -371,18 +402,26 @@ export class PaperVenue {
         qty,
         price: input.price,
         stopPrice: input.stopPrice,
+        trailTicks: input.trailTicks,
+        trailBps: input.trailBps,
       });
+      const legs = linkLegs(o, input);
+      // A trailing stop's trigger starts a trail away from the last price: it waits.
       const waits =
-        (o.type === 'stop' || o.type === 'stop_limit') && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!);
+        o.type === 'trailing_stop' ||
+        isAuction(o) ||
+        (isStopType(o) && !(o.side === 'buy' ? book.lastPrice >= o.stopPrice! : book.lastPrice <= o.stopPrice!));
       // An agent's usage is counted in a savepoint: an order refused afterwards counts nothing.
       if (input.limits) await q.query('SAVEPOINT agent_limits');
       try {
         if (qty === 0) throw notionalTooSmall(spec, book, input, fillable!.selfTrade);
         const preview = waits ? null : book.preview(o);
         if (input.limits) {
-          // A notional order counts its notional (what it may spend), whatever it fills.
-          const ticks = o.type === 'market' ? preview!.notional : o.qty * (o.price ?? o.stopPrice!);
+          // A notional order counts its notional (what it may spend), whatever it fills; a trailing stop its quantity at the last price.
+          const ticks = o.type === 'market' ? preview!.notional : o.qty * (o.price ?? o.stopPrice ?? book.lastPrice);
           await input.limits(q, input.notional ? input.notional.units : notionalToUnits(spec, ticks));
+          // Every leg is checked against the agent's limits too, at its own price (counted once: the entry's).
+          for (const [j, l] of legs.entries()) await input.limits(q, notionalToUnits(spec, l.qty * (l.price ?? l.stopPrice!)), input.legs![j]!.role);
         }
         if (s.ledger.check(o, preview)) throw insufficient(spec, o, s.ledger);
         const result = book.submit(o, s.ledger);
@@ -393,7 +432,7 @@ export class PaperVenue {
           o.reason = fillable.selfTrade ? 'self_trade_prevented' : 'no_liquidity';
         }
         for (const x of result.changed) this.track(s, x);
-        s.timeline.step(result.changed, { accepted: o });
+        s.timeline.step(result.changed, { accepted: [o, ...legs], activated: result.activated });
         if (input.limits) await q.query('RELEASE SAVEPOINT agent_limits');
       } catch (err) {
         if (!(err instanceof DomainError) || optimistic) throw err;
@@ -407,7 +446,18 @@ export class PaperVenue {
         actor: input.actor,
         headers,
         notional: input.notional?.text ?? null,
+        orderClass: input.orderClass,
       });
+      for (const l of legs)
+        s.inserted.set(l.id, {
+          clientOrderId: l.id,
+          requestHash: input.requestHash,
+          actor: input.actor,
+          headers,
+          notional: null,
+          orderClass: input.orderClass,
+          parentId: o.id,
+        });
       placed.set(i, o.id);
       outcomes.push({ value: null });
     }
@@ -420,11 +470,12 @@ export class PaperVenue {
       this.deps.sql.tx(async (q) => {
         const s = await this.open(q, spec, taken, [accountId]);
         const o = s.entry.book.get(orderId);
-        const cancelled = o && o.owner === accountId ? s.entry.book.cancel(orderId) : null;
-        this.track(s, cancelled);
-        s.timeline.step([cancelled]);
+        // With what it is linked to (an OCO's other leg, a bracket's held legs; a held leg takes its bracket).
+        const r = o && o.owner === accountId ? s.entry.book.cancel(orderId, undefined, undefined, s.ledger) : null;
+        for (const x of r?.changed ?? []) this.track(s, x);
+        s.timeline.step(r?.changed ?? [], { activated: r?.activated });
         const rows = (await this.close(s))!;
-        return cancelled ? rows.get(orderId)! : null;
+        return r ? rows.get(orderId)! : null;
       }),
     );
   }
@@ -440,7 +491,7 @@ export class PaperVenue {
         const keys = [{ accountId, clientOrderId: input.clientOrderId }];
         const s = await this.open(q, spec, taken, [accountId], { lock: [accountId], keys });
         const old = s.entry.book.get(orderId);
-        const cancelled = old && old.owner === accountId ? s.entry.book.cancel(orderId) : null;
+        const cancelled = old && old.owner === accountId ? (s.entry.book.cancel(orderId, undefined, undefined, s.ledger)?.changed[0] ?? null) : null;
         if (!cancelled) throw new DomainError('conflict', 'order_not_open', 'The order is no longer open; only an open order can be replaced.');
         this.track(s, cancelled);
         // Its hold is released now (the step), so that the new order is checked against what the account has without it.
@@ -478,10 +529,14 @@ export class PaperVenue {
   private async cancelIn(spec: Spec, accountId: string, q?: Queryable, taken?: BookEntry[]): Promise<OrderRow[]> {
     const run = async (qq: Queryable, t: BookEntry[]) => {
       const s = await this.open(qq, spec, t, [accountId]);
-      const cancelled: BookOrder[] = [];
-      for (const o of [...s.entry.book.openOrders()]) if (o.owner === accountId) cancelled.push(s.entry.book.cancel(o.id)!);
-      for (const o of cancelled) this.track(s, o);
-      s.timeline.step(cancelled);
+      const cancelled: MatchResult = { fills: [], changed: [] };
+      for (const o of [...s.entry.book.openOrders()]) {
+        if (o.owner !== accountId) continue;
+        const r = s.entry.book.cancel(o.id, undefined, undefined, s.ledger);
+        if (r) merge(cancelled, r);
+      }
+      for (const o of cancelled.changed) this.track(s, o);
+      s.timeline.step(cancelled.changed, { activated: cancelled.activated });
       return [...(await this.close(s))!.values()].filter((r) => r.account_id === accountId && r.status === 'cancelled');
     };
     if (q && taken) return run(q, taken);

@@ -215,7 +215,18 @@ export class Market {
     this.venue(venue);
     const now = new Date();
     const next = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
-    return { venue: PAPER, now: now.toISOString(), isOpen: true, session: 'continuous', nextDayRollover: next.toISOString(), timezone: 'UTC' };
+    const session = this.deps.paper.sessions?.clock(now.getTime());
+    return {
+      venue: PAPER,
+      now: now.toISOString(),
+      isOpen: true,
+      session: 'continuous',
+      nextDayRollover: next.toISOString(),
+      timezone: 'UTC',
+      equitiesOpen: session?.isOpen ?? true,
+      nextOpen: session ? new Date(session.nextOpen).toISOString() : '',
+      nextClose: session ? new Date(session.nextClose).toISOString() : '',
+    };
   }
 
   async fees(accountId: string, venue: string) {

@@ -172,6 +172,12 @@ export class OrderTools {
     if (old.venue !== PAPER) throw replaceNotSupported(old.venue);
     if (old.status !== 'new' && old.status !== 'partially_filled')
       throw new DomainError('conflict', 'order_not_open', `The order is ${old.status}; only an open order can be replaced.`);
+    if (old.order_class !== 'simple' || old.type === 'trailing_stop')
+      throw new DomainError(
+        'invalid_argument',
+        'replace_not_supported',
+        `A ${old.order_class === 'simple' ? 'trailing stop' : `${old.order_class} order or leg`} cannot be replaced; cancel it and place a new one.`,
+      );
     if (req.qty === undefined && req.price === undefined && req.stopPrice === undefined && req.timeInForce === undefined)
       throw invalid('Name at least one of qty, price, stopPrice, timeInForce to change.');
     const spec = this.deps.market.spec(PAPER, old.symbol);

@@ -182,9 +182,12 @@ export const tradingMarketRoutes = [
         venue: z.string(),
         now: z.string(),
         isOpen: z.boolean(),
-        session: z.string().describe('`continuous`: the paper venue trades around the clock.'),
+        session: z.string().describe('`continuous`: the paper venue trades around the clock (extended hours for equities).'),
         nextDayRollover: z.string().describe('When `day` orders expire next.'),
         timezone: z.string(),
+        equitiesOpen: z.boolean().describe("Whether the equities' regular session is open now (between its opening and closing auctions)."),
+        nextOpen: z.string().describe('The next opening auction, where `opg` orders trade.'),
+        nextClose: z.string().describe('The next closing auction, where `cls` orders trade.'),
       })
       .meta({ id: 'TradingClock' }),
     handler: rpc('trading', 'getClock', { request: (i) => ({ venue: i.query.venue }) }),

@@ -6,10 +6,12 @@ import { AgentId, ListQuery, Nullable, prefixedId, reply, route, Success } from 
 import { rpc } from '../../rpc.js';
 import {
   ClientOrderId,
+  PlacedTradingOrder,
   PlaceOrderBody,
   SetTradingLimitsBody,
   SetVenueCredentialsBody,
   type TRADING_EVENT_TYPES,
+  type TRADING_ORDER_CLASSES,
   TRADING_SIDES,
   TRADING_STATUSES,
   TradingAccount,
@@ -54,6 +56,12 @@ export const orderJson = (o: trading.Order) => ({
   externalId: o.externalId ?? null,
   createdAt: o.createdAt,
   updatedAt: o.updatedAt,
+  orderClass: (o.orderClass || 'simple') as (typeof TRADING_ORDER_CLASSES)[number],
+  parentOrderId: o.parentOrderId ?? null,
+  linkedOrderId: o.linkedOrderId ?? null,
+  trailPrice: o.trailPrice ?? null,
+  trailPercent: o.trailPercent ?? null,
+  hwm: o.hwm ?? null,
 });
 
 /** An order update as the API answers it (the list and the stream). */
@@ -138,9 +146,9 @@ export const tradingRoutes = [
     outside: true,
     path: '/trading/order',
     summary:
-      'Place an order (market, limit, stop, stop_limit; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional). 201 with the order as it stands after matching; a retry with the same clientOrderId and order answers 200 with the original.',
+      'Place an order (market, limit, stop, stop_limit, trailing_stop; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional); or a linked order (orderClass bracket, oco, oto with takeProfit and stopLoss legs). 201 with the order as it stands after matching and its legs; a retry with the same clientOrderId and order answers 200 with the original.',
     body: PlaceOrderBody,
-    response: TradingOrder,
+    response: PlacedTradingOrder,
     status: 201,
     handler: rpc('trading', 'placeOrder', {
       request: (i) => ({
@@ -154,8 +162,14 @@ export const tradingRoutes = [
         stopPrice: i.body.stopPrice,
         timeInForce: i.body.timeInForce,
         clientOrderId: i.body.clientOrderId,
+        orderClass: i.body.orderClass,
+        takeProfitPrice: i.body.takeProfit?.price,
+        stopLossStopPrice: i.body.stopLoss?.stopPrice,
+        stopLossPrice: i.body.stopLoss?.price,
+        trailPrice: i.body.trailPrice,
+        trailPercent: i.body.trailPercent,
       }),
-      response: (res) => reply(orderJson(res.order!), { status: res.replayed ? 200 : 201 }),
+      response: (res) => reply({ ...orderJson(res.order!), legs: res.legs.map(orderJson) }, { status: res.replayed ? 200 : 201 }),
     }),
   }),
   route({
