@@ -360,6 +360,31 @@ describe('helm template with --set overrides', () => {
     expect(errorsOf(helmMerge(defaults, { models: { firstParty: { url: 'vllm:8000' } } }))).toMatch(/firstParty\/url/);
   });
 
+  renderIt("gives every models and trading pod the same KEKs: the auth Secret's, or the Secret named in models.kek / trading.kek", () => {
+    const { status, objects } = render();
+    expect(status).toBe(0);
+    const auth = objects.find((o) => o.kind === 'Secret' && o.metadata.name === `${PREFIX}-auth`)!;
+    for (const [service, variable, key] of [
+      ['models', 'SVC_MODELS_KEK', 'models-kek'],
+      ['trading', 'SVC_TRADING_KEK', 'trading-kek'],
+    ]) {
+      expect(envOf(objects, service).get(variable)).toEqual({ secretKeyRef: { name: `${PREFIX}-auth`, key } });
+      expect(Buffer.from(auth.data![key], 'base64').toString('utf8')).toMatch(/^k1:[A-Za-z0-9+/]{43}=$/);
+      expect(envOf(objects, 'gateway').has(variable)).toBe(false);
+    }
+    const own = render(
+      '--set',
+      'auth.existingSecret=platform',
+      '--set',
+      'trading.kek.existingSecret=venues',
+      '--set',
+      'models.kek.existingSecret=providers',
+    );
+    expect(own.status).toBe(0);
+    expect(envOf(own.objects, 'trading').get('SVC_TRADING_KEK')).toEqual({ secretKeyRef: { name: 'venues', key: 'trading-kek' } });
+    expect(envOf(own.objects, 'models').get('SVC_MODELS_KEK')).toEqual({ secretKeyRef: { name: 'providers', key: 'models-kek' } });
+  });
+
   renderIt('fails with a message when a backend is neither bundled nor external', () => {
     const { status, output } = render('--set', 'postgresql.enabled=false');
     expect(status).not.toBe(0);
