@@ -163,7 +163,8 @@ export class Cluster {
     if (startup) {
       const ok = await this.until(pod, startup, check);
       if (!live()) return;
-      if (!ok) return this.restart(pod, 'startup probe failed');
+      if (!ok && !(await this.exited(pod))) return this.restart(pod, 'startup probe failed');
+      if (!ok) return;
     }
     pod.started = true;
     const loops = [];
@@ -180,7 +181,10 @@ export class Cluster {
               if (!pod.ready) pod.readyAt = Date.now();
               pod.ready = true;
             }
-            if (fails >= (readiness.failureThreshold ?? 3)) pod.ready = false;
+            if (fails >= (readiness.failureThreshold ?? 3)) {
+              pod.ready = false;
+              if (await this.exited(pod)) return;
+            }
             await sleep((readiness.periodSeconds ?? 10) * 1000);
           }
         })(),
@@ -194,6 +198,7 @@ export class Cluster {
             await sleep((liveness.periodSeconds ?? 10) * 1000);
             if (!live()) return;
             fails = (await check(liveness)) ? 0 : fails + 1;
+            if (fails > 0 && (await this.exited(pod))) return;
             if (fails >= (liveness.failureThreshold ?? 3)) return this.restart(pod, 'liveness probe failed');
           }
         })(),
@@ -213,12 +218,33 @@ export class Cluster {
     return false;
   }
 
+  /**
+   * Whether the container exited and podman started it again (restartPolicy Always, as kubelet
+   * does); if so the restart is recorded and probing starts anew with the startup probe.
+   */
+  async exited(pod) {
+    const [count, startedAt] = (await podman('inspect', '--format', '{{.RestartCount}} {{.State.StartedAt}}', pod.container).catch(() => '')).split(
+      ' ',
+    );
+    pod.restartCount ??= '0';
+    if (count === pod.restartCount) return false;
+    pod.restartCount = count;
+    const logs = await podman('logs', '--tail', '12', pod.container).catch(() => '');
+    const why = /svc: (failed to start: )?[^\n]*/.exec(logs)?.[0] ?? 'exited';
+    this.restarts.push({ pod: pod.name, why: `the container exited (${why.slice(0, 200)}); restarted by its restartPolicy`, at: Date.now() });
+    this.log(`${pod.name}: the container exited and was restarted (${why.slice(0, 200)}) at ${startedAt}`);
+    pod.ready = false;
+    if (!pod.terminating) pod.prober = this.probe(pod);
+    return true;
+  }
+
   /** A failed startup or liveness probe: the container is restarted (stopped with its grace period). */
   async restart(pod, why) {
     this.restarts.push({ pod: pod.name, why, at: Date.now() });
     this.log(`${pod.name}: ${why}; restarting its container`);
     pod.ready = false;
     await podman('restart', '-t', String(pod.grace), pod.container).catch((err) => this.log(`${pod.name}: restart failed: ${err.message}`));
+    pod.restartCount = (await podman('inspect', '--format', '{{.RestartCount}}', pod.container).catch(() => '')) || pod.restartCount;
     if (!pod.terminating) pod.prober = this.probe(pod);
   }
 
@@ -235,10 +261,8 @@ export class Cluster {
 
   /** Starts every Deployment's replicas (or `replicas` of each) and waits for all to be ready. */
   async scaleAll(timeoutMs) {
-    const started = [];
-    for (const dep of this.deployments) {
-      for (let i = 0; i < (dep.spec.replicas ?? 1); i++) started.push(await this.startPod(dep));
-    }
+    const wanted = this.deployments.flatMap((dep) => Array.from({ length: dep.spec.replicas ?? 1 }, () => dep));
+    const started = await Promise.all(wanted.map((dep) => this.startPod(dep)));
     await this.waitReady(started, timeoutMs);
     return started;
   }

@@ -57,6 +57,16 @@ const ok = (r) => r.status >= 200 && r.status < 300;
  * afterwards (profiles, drive uploads, agents, threads with a message the runtime must answer).
  */
 function operations(call, ctx) {
+  // A write whose acknowledged answer (2xx) is kept: its id, and the bytes sent for a file.
+  const write = (name, weight, kind, send) => ({
+    name,
+    weight,
+    run: async () => {
+      const r = await send();
+      if (ok(r)) ctx.writes.push({ kind, id: r.body.id, bytes: r.sent });
+      return r;
+    },
+  });
   return [
     { name: 'GET /me', weight: 8, run: () => call('GET', '/v1/me') },
     { name: 'GET /accounts', weight: 4, run: () => call('GET', '/v1/accounts') },
@@ -67,43 +77,14 @@ function operations(call, ctx) {
     { name: 'GET /drive', weight: 3, run: () => call('GET', '/v1/drive?limit=5') },
     { name: 'GET /me/threads', weight: 3, run: () => call('GET', '/v1/me/threads?limit=5') },
     { name: 'POST /code/run', weight: 2, run: () => call('POST', '/v1/code/run', { json: { code: '6 * 7' } }) },
-    {
-      name: 'POST /profiles',
-      weight: 3,
-      run: async () => {
-        const r = await call('POST', '/v1/profiles', { json: { name: `load ${ctx.n++}` } });
-        if (ok(r)) ctx.writes.push({ kind: 'profile', id: r.body.id });
-        return r;
-      },
-    },
-    {
-      name: 'POST /drive/upload',
-      weight: 3,
-      run: async () => {
-        const bytes = randomBytes(2048 + Math.floor(Math.random() * 8192));
-        const r = await call('POST', `/v1/drive/upload?name=load-${ctx.n++}-${randomUUID().slice(0, 8)}.bin`, { raw: bytes });
-        if (ok(r)) ctx.writes.push({ kind: 'file', id: r.body.id, bytes });
-        return r;
-      },
-    },
-    {
-      name: 'POST /agents',
-      weight: 2,
-      run: async () => {
-        const r = await call('POST', '/v1/agents', { json: { name: `load ${ctx.n++}` } });
-        if (ok(r)) ctx.writes.push({ kind: 'agent', id: r.body.id });
-        return r;
-      },
-    },
-    {
-      name: 'POST /threads',
-      weight: 2,
-      run: async () => {
-        const r = await call('POST', '/v1/threads', { json: { agentId: ctx.agentId, message: `hello ${ctx.n++}` } });
-        if (ok(r)) ctx.writes.push({ kind: 'thread', id: r.body.id });
-        return r;
-      },
-    },
+    write('POST /profiles', 3, 'profile', () => call('POST', '/v1/profiles', { json: { name: `load ${ctx.n++}` } })),
+    write('POST /drive/upload', 3, 'file', () => {
+      const bytes = randomBytes(2048 + Math.floor(Math.random() * 8192));
+      const name = `load-${ctx.n++}-${randomUUID().slice(0, 8)}.bin`;
+      return call('POST', `/v1/drive/upload?name=${name}`, { raw: bytes }).then((r) => ({ ...r, sent: bytes }));
+    }),
+    write('POST /agents', 2, 'agent', () => call('POST', '/v1/agents', { json: { name: `load ${ctx.n++}` } })),
+    write('POST /threads', 2, 'thread', () => call('POST', '/v1/threads', { json: { agentId: ctx.agentId, message: `hello ${ctx.n++}` } })),
   ];
 }
 
