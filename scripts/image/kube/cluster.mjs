@@ -10,7 +10,7 @@
 //     port, to the ready pods its selector matches (a terminating pod is no endpoint); every pod
 //     gets a read-only /etc/hosts that names the Services.
 // Every pod shares the host's network (hostNetwork) and is given its own loopback address
-// (127.11.x.y) as HOST and GRPC_HOST, so that each listens where the chart says (8080, 50051)
+// (127.b.x.y) as HOST and GRPC_HOST, so that each listens where the chart says (8080, 50051)
 // and nothing listens beyond loopback.
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -47,8 +47,10 @@ export class Cluster {
     this.serial = 0;
     this.deployments = objects.filter((o) => o.kind === 'Deployment');
     this.services = objects.filter((o) => o.kind === 'Service');
-    // Service i listens on 127.10.0.(i+1); the pods of Deployment d on 127.11.(d+1).n.
-    this.serviceIp = new Map(this.services.map((s, i) => [s.metadata.name, `127.10.0.${i + 1}`]));
+    // A /16 of loopback per run (from its id, so that two runs on one machine do not collide):
+    // Service i listens on 127.b.0.(i+1), the pods of Deployment d on 127.b.(d+1).n.
+    this.net = 16 + (parseInt(runId.slice(0, 4), 16) % 224);
+    this.serviceIp = new Map(this.services.map((s, i) => [s.metadata.name, `127.${this.net}.0.${i + 1}`]));
     this.hostsFile = join(dir, 'hosts');
     const lines = ['127.0.0.1\tlocalhost', ...this.services.map((s) => `${this.serviceIp.get(s.metadata.name)}\t${s.metadata.name}`)];
     writeFileSync(this.hostsFile, `${lines.join('\n')}\n`);
@@ -105,7 +107,7 @@ export class Cluster {
   async startPod(dep) {
     const d = this.deployments.indexOf(dep) + 1;
     const n = ++this.serial;
-    const ip = `127.11.${d}.${n}`;
+    const ip = `127.${this.net}.${d}.${n}`;
     const name = `${dep.metadata.name}-${n}`;
     const template = JSON.parse(JSON.stringify(dep.spec.template));
     const spec = template.spec;

@@ -3,8 +3,10 @@
 // checked afterwards.
 //
 // Retried, with the same Idempotency-Key, after Retry-After (at most 2 s, at most 5 tries): 429,
-// 503 with Retry-After, and 409 idempotency_key_in_use. Anything else that is not 2xx, and any
-// transport error (a refused or reset connection), is a failed request.
+// 503 with Retry-After, and 409 idempotency_key_in_use; and, after 100 ms, a request whose
+// connection failed before any answer (refused, reset, closed by a stopping server): every request
+// here is a GET or a POST with an Idempotency-Key, which the contract makes safe to send again.
+// Each such retry is counted (`closed`). Anything else that is not 2xx is a failed request.
 import { randomBytes, randomUUID } from 'node:crypto';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -23,12 +25,19 @@ export function client(base, key) {
       body = raw;
     }
     const t0 = performance.now();
+    let closed = 0;
     for (let tries = 1; ; tries++) {
       let res;
       try {
         res = await fetch(`${base}${path}`, { method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
       } catch (err) {
-        return { status: 0, error: `${err.cause?.code ?? err.name}: ${err.cause?.message ?? err.message}`, ms: performance.now() - t0, tries };
+        const error = `${err.cause?.code ?? err.name}: ${err.cause?.message ?? err.message}`;
+        if (err.name !== 'TimeoutError' && tries < 5) {
+          closed++;
+          await sleep(100);
+          continue;
+        }
+        return { status: 0, error, ms: performance.now() - t0, tries, closed };
       }
       const buf = Buffer.from(await res.arrayBuffer());
       const text = buf.toString('utf8');
@@ -45,7 +54,7 @@ export function client(base, key) {
         await sleep(Math.min(2000, Number(retryAfter ?? 1) * 1000));
         continue;
       }
-      return { status: res.status, body: parsed, bytes: buf, ms: performance.now() - t0, tries, retried: tries > 1 };
+      return { status: res.status, body: parsed, bytes: buf, ms: performance.now() - t0, tries, closed };
     }
   };
 }
@@ -105,7 +114,17 @@ export function startLoad({ call, agentId, workers = 6, pauseMs = 40 }) {
       const op = pick();
       const at = Date.now();
       const r = await op.run();
-      requests.push({ op: op.name, at, end: Date.now(), status: r.status, ms: r.ms, tries: r.tries, error: r.error, code: r.body?.error?.code });
+      requests.push({
+        op: op.name,
+        at,
+        end: Date.now(),
+        status: r.status,
+        ms: r.ms,
+        tries: r.tries,
+        closed: r.closed,
+        error: r.error,
+        code: r.body?.error?.code,
+      });
       await sleep(pauseMs);
     }
   });

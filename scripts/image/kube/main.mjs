@@ -190,6 +190,7 @@ async function rollAll(cluster, call, agentId) {
     phases.push({ name, from, to: Date.now(), stops });
     const during = load.requests.filter((r) => r.at >= from);
     const bad = during.filter(failed);
+    const closed = during.filter((r) => r.closed > 0).length;
     const detail = bad.map((r) => `${r.op} ${r.status} ${r.code ?? r.error ?? ''}`).join('; ');
     const p99 = Math.round(
       percentile(
@@ -197,7 +198,9 @@ async function rollAll(cluster, call, agentId) {
         99,
       ),
     );
-    log(`${name}: rolled in ${secs(from)}: ${during.length} requests, ${bad.length} failed${detail ? ` (${detail})` : ''}, p99 ${p99} ms`);
+    log(
+      `${name}: rolled in ${secs(from)}: ${during.length} requests, ${bad.length} failed${detail ? ` (${detail})` : ''}, ${closed} retried after a closed connection, p99 ${p99} ms`,
+    );
     log(`${name}: ${stops.map((s) => `${s.pod} exit ${s.exitCode}, preStop ${s.preStopMs} ms, stop ${s.stopMs} ms`).join('; ')}`);
     for (const s of stops) if (s.exitCode !== 0) log(`${s.pod} exited ${s.exitCode}; its last lines:\n${s.logs}`);
   }
@@ -211,7 +214,8 @@ async function rollAll(cluster, call, agentId) {
       seconds: Math.round((p.to - p.from) / 1000),
       requests: during.length,
       failed: during.filter(failed).length,
-      retried: during.filter((r) => r.tries > 1).length,
+      retried: during.filter((r) => r.tries > (r.closed ?? 0) + 1).length,
+      closed: during.filter((r) => r.closed > 0).length,
       p99: Math.round(
         percentile(
           during.map((r) => r.ms),
@@ -227,9 +231,9 @@ async function rollAll(cluster, call, agentId) {
 function report({ rows, requests, writes, lost }) {
   const line = (cells) => `| ${cells.join(' | ')} |`;
   const out = [
-    line(['service restarted', 'restart (s)', 'requests', 'failed', 'retried (429/503)', 'p99 (ms)', 'non-zero exits']),
-    line(['---', '---:', '---:', '---:', '---:', '---:', '---:']),
-    ...rows.map((r) => line([r.service, r.seconds, r.requests, r.failed, r.retried, r.p99, r.badExits])),
+    line(['service restarted', 'restart (s)', 'requests', 'failed', 'retried: 429/503', 'retried: connection closed', 'p99 (ms)', 'non-zero exits']),
+    line(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    ...rows.map((r) => line([r.service, r.seconds, r.requests, r.failed, r.retried, r.closed, r.p99, r.badExits])),
   ];
   const fails = requests.filter(failed);
   out.push(
