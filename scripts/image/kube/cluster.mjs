@@ -263,8 +263,12 @@ export class Cluster {
 
   /** Starts every Deployment's replicas (or `replicas` of each) and waits for all to be ready. */
   async scaleAll(timeoutMs) {
-    const wanted = this.deployments.flatMap((dep) => Array.from({ length: dep.spec.replicas ?? 1 }, () => dep));
-    const started = await Promise.all(wanted.map((dep) => this.startPod(dep)));
+    // One `kube play` at a time: podman 4.3 races on the emptyDir volumes of pods played at
+    // once ("volume already exists").
+    const started = [];
+    for (const dep of this.deployments) {
+      for (let i = 0; i < (dep.spec.replicas ?? 1); i++) started.push(await this.startPod(dep));
+    }
     await this.waitReady(started, timeoutMs);
     return started;
   }

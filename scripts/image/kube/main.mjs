@@ -125,20 +125,23 @@ function describeObjects(objects) {
   }
 }
 
-/** The post-install hook Jobs: their pod templates played as Pods; each must exit 0. */
+/** The post-install hook Jobs: their pod templates played as Pods (one `kube play` at a time, see cluster.mjs); each must exit 0. */
 async function runJobs(cluster, jobs) {
+  const played = [];
+  for (const [i, job] of jobs.entries()) {
+    const name = `${job.metadata.name}-${i}`.slice(0, 63);
+    const spec = JSON.parse(JSON.stringify(job.spec.template.spec));
+    spec.hostNetwork = true;
+    spec.volumes = [...(spec.volumes ?? []), { name: 'cluster-dns', hostPath: { path: cluster.hostsFile, type: 'File' } }];
+    for (const c of spec.containers) c.volumeMounts = [...(c.volumeMounts ?? []), { name: 'cluster-dns', mountPath: '/etc/hosts', readOnly: true }];
+    const labels = { ...job.spec.template.metadata.labels, 'svc.dev/kube-run': runId };
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, labels }, spec }));
+    await podman('kube', 'play', '--quiet', file);
+    played.push({ job, name, container: `${name}-${spec.containers[0].name}` });
+  }
   await Promise.all(
-    jobs.map(async (job, i) => {
-      const name = `${job.metadata.name}-${i}`.slice(0, 63);
-      const spec = JSON.parse(JSON.stringify(job.spec.template.spec));
-      spec.hostNetwork = true;
-      spec.volumes = [...(spec.volumes ?? []), { name: 'cluster-dns', hostPath: { path: cluster.hostsFile, type: 'File' } }];
-      for (const c of spec.containers) c.volumeMounts = [...(c.volumeMounts ?? []), { name: 'cluster-dns', mountPath: '/etc/hosts', readOnly: true }];
-      const labels = { ...job.spec.template.metadata.labels, 'svc.dev/kube-run': runId };
-      const file = join(dir, `${name}.json`);
-      writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, labels }, spec }));
-      await podman('kube', 'play', '--quiet', file);
-      const container = `${name}-${spec.containers[0].name}`;
+    played.map(async ({ job, name, container }) => {
       const code = await podman('wait', container);
       if (code !== '0')
         throw new Error(`Job ${job.metadata.name} exited ${code}:\n${await podman('logs', '--tail', '20', container).catch(() => '')}`);
