@@ -2,7 +2,7 @@
 // NODE_PATH=/app/node_modules): creates or drops the smoke test's database, drops its NATS stream.
 //   node backends.cjs create-db <postgres url> <name>
 //   node backends.cjs drop-db <postgres url> <name>
-//   node backends.cjs drop-stream <nats url> <namespace>
+//   node backends.cjs drop-stream <nats url> <namespace>   (its events' and work queues' streams)
 'use strict';
 const [cmd, url, name] = process.argv.slice(2);
 if (!/^[a-z][a-z0-9_]*$/.test(name || '')) throw new Error(`bad name ${name}`);
@@ -23,7 +23,8 @@ async function dropStream() {
   const nc = await connect({ servers: url });
   try {
     const jsm = await nc.jetstreamManager();
-    await jsm.streams.delete(name.toUpperCase()).catch(() => false);
+    // The events' stream and the work queues' (packages/kit/src/storage/bus.ts).
+    for (const stream of [name.toUpperCase(), `${name.toUpperCase()}_WORK`]) await jsm.streams.delete(stream).catch(() => false);
   } finally {
     await nc.close();
   }

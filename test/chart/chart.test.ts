@@ -29,6 +29,8 @@ type Manifest = {
 const ROOT = resolve(__dirname, '../..');
 const CHART = join(ROOT, 'charts/svc');
 const CHECK_CHART = process.env.HELM_RENDER_CHECK_CHART ?? '/work/shared/tools/helm-render/check-chart';
+/** CRDs of the custom resources the chart may render (KEDA's ScaledObject), to validate them by schema. */
+const CRDS = join(__dirname, 'crds');
 const RELEASE = 'demo';
 const NAMESPACE = 'svc-test';
 const PREFIX = `${RELEASE}-svc`; // the chart's full name for a release that doesn't contain "svc"
@@ -159,7 +161,10 @@ function render(...flags: string[]): { status: number | null; output: string; ob
   const dir = mkdtempSync(join(tmpdir(), 'svc-chart-'));
   try {
     const out = join(dir, 'rendered.yaml');
-    const result = spawnSync(CHECK_CHART, ['-o', out, RELEASE, CHART, '-n', NAMESPACE, ...flags], { encoding: 'utf8', timeout: 120_000 });
+    const result = spawnSync(CHECK_CHART, ['-o', out, '--crds', CRDS, RELEASE, CHART, '-n', NAMESPACE, ...flags], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
     const objects = existsSync(out)
       ? parseAllDocuments(readFileSync(out, 'utf8'))
@@ -203,7 +208,12 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))('helm template wi
       });
       expect({ name, pdb: !!find('PodDisruptionBudget', objectName) }).toEqual({ name, pdb: cfg.pdb.enabled });
       const hpa = find('HorizontalPodAutoscaler', objectName);
-      if (cfg.autoscaling.enabled) {
+      const keda = ((values.keda ?? {}) as Values)[name] as { enabled?: boolean } | undefined;
+      if (keda?.enabled) {
+        // KEDA makes its own HPA from the ScaledObject; the chart's would fight it.
+        expect({ name, hpa, replicas: deployment!.spec.replicas }).toEqual({ name, hpa: undefined, replicas: undefined });
+        expect({ name, scaledObject: find('ScaledObject', objectName)?.spec.scaleTargetRef.name }).toEqual({ name, scaledObject: objectName });
+      } else if (cfg.autoscaling.enabled) {
         expect({ name, hpa: hpa?.apiVersion, min: hpa?.spec.minReplicas, max: hpa?.spec.maxReplicas }).toEqual({
           name,
           hpa: 'autoscaling/v2',
@@ -215,6 +225,7 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))('helm template wi
         expect({ name, hpa }).toEqual({ name, hpa: undefined });
         expect({ name, replicas: deployment!.spec.replicas }).toEqual({ name, replicas: cfg.replicas });
       }
+      if (!keda?.enabled) expect({ name, scaledObject: find('ScaledObject', objectName) }).toEqual({ name, scaledObject: undefined });
       const migration = find('Job', `${PREFIX}-${name}-migrate`);
       const wantsMigration = WITH_DATABASE.includes(name) && cfg.migrations.enabled;
       expect({ name, migration: !!migration }).toEqual({ name, migration: wantsMigration });
@@ -262,6 +273,14 @@ describe.each(VALUES_FILES.map((f) => [relative(ROOT, f), f]))('helm template wi
         capabilities: { drop: ['ALL'] },
       });
       expect(container.volumeMounts.map((m: any) => m.mountPath).sort()).toEqual(['/data', '/tmp']);
+      // Rolling restarts (docs/deploy.md#rolling-restarts): a new pod ready before an old one goes;
+      // preStop keeps the old one serving while it leaves its endpoints; SIGTERM's drain
+      // (SVC_SHUTDOWN_GRACE_MS, 10 s, plus 5 s) fits in what is left of the grace period.
+      const cfg = serviceConfig(values, name);
+      expect(deployment.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: cfg.rollingUpdate });
+      expect(pod.terminationGracePeriodSeconds).toBe(cfg.terminationGracePeriodSeconds);
+      expect(container.lifecycle.preStop.exec.command).toEqual(['sleep', String(cfg.preStopSleepSeconds)]);
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(cfg.preStopSleepSeconds + 10 + 5);
       if (HTTP_COMPONENTS.includes(name)) {
         expect(container.livenessProbe.httpGet).toEqual({ path: '/health', port: 'http' });
         expect(container.readinessProbe.httpGet).toEqual({ path: '/ready', port: 'http' });
@@ -341,9 +360,101 @@ describe('helm template with --set overrides', () => {
     expect(errorsOf(helmMerge(defaults, { models: { firstParty: { url: 'vllm:8000' } } }))).toMatch(/firstParty\/url/);
   });
 
+  renderIt("gives every models and trading pod the same KEKs: the auth Secret's, or the Secret named in models.kek / trading.kek", () => {
+    const { status, objects } = render();
+    expect(status).toBe(0);
+    const auth = objects.find((o) => o.kind === 'Secret' && o.metadata.name === `${PREFIX}-auth`)!;
+    for (const [service, variable, key] of [
+      ['models', 'SVC_MODELS_KEK', 'models-kek'],
+      ['trading', 'SVC_TRADING_KEK', 'trading-kek'],
+    ]) {
+      expect(envOf(objects, service).get(variable)).toEqual({ secretKeyRef: { name: `${PREFIX}-auth`, key } });
+      expect(Buffer.from(auth.data![key], 'base64').toString('utf8')).toMatch(/^k1:[A-Za-z0-9+/]{43}=$/);
+      expect(envOf(objects, 'gateway').has(variable)).toBe(false);
+    }
+    const own = render(
+      '--set',
+      'auth.existingSecret=platform',
+      '--set',
+      'trading.kek.existingSecret=venues',
+      '--set',
+      'models.kek.existingSecret=providers',
+    );
+    expect(own.status).toBe(0);
+    expect(envOf(own.objects, 'trading').get('SVC_TRADING_KEK')).toEqual({ secretKeyRef: { name: 'venues', key: 'trading-kek' } });
+    expect(envOf(own.objects, 'models').get('SVC_MODELS_KEK')).toEqual({ secretKeyRef: { name: 'providers', key: 'models-kek' } });
+  });
+
   renderIt('fails with a message when a backend is neither bundled nor external', () => {
     const { status, output } = render('--set', 'postgresql.enabled=false');
     expect(status).not.toBe(0);
     expect(output).toMatch(/postgresql: no backend/);
+  });
+});
+
+/**
+ * KEDA (charts/svc/ci/keda-values.yaml): ScaledObjects for the runtime on its work queue and the
+ * gateway on its request rate, validated by check-chart against test/chart/crds (the ScaledObject
+ * schema); their triggers use only the parameters KEDA's scalers take.
+ */
+describe('KEDA ScaledObjects', () => {
+  const file = join(CHART, 'ci/keda-values.yaml');
+  /** The metadata parameters of KEDA 2.x's nats-jetstream and prometheus scalers. */
+  const SCALER_PARAMETERS: Record<string, string[]> = {
+    'nats-jetstream': ['natsServerMonitoringEndpoint', 'account', 'stream', 'consumer', 'lagThreshold', 'activationLagThreshold', 'useHttps'],
+    prometheus: ['serverAddress', 'query', 'threshold', 'activationThreshold', 'namespace', 'customHeaders', 'ignoreNullValues', 'unsafeSsl'],
+  };
+  const scaledObject = (objects: Manifest[], name: string) =>
+    objects.find((o) => o.kind === 'ScaledObject' && o.metadata.name === `${PREFIX}-${name}`);
+
+  renderIt('are absent unless asked for', () => {
+    expect(render().objects.filter((o) => o.kind === 'ScaledObject')).toEqual([]);
+  });
+
+  renderIt('scale the runtime on the work queue and the gateway on its request rate; the HPA stays for the others', () => {
+    const { status, output, objects } = render('-f', file);
+    expect({ status, output: status === 0 ? '' : output }).toEqual({ status: 0, output: '' });
+    const runtime = scaledObject(objects, 'runtime')!;
+    expect(runtime.apiVersion).toBe('keda.sh/v1alpha1');
+    expect(runtime.spec).toMatchObject({ minReplicaCount: 1, maxReplicaCount: 8 });
+    expect(runtime.spec.triggers).toEqual([
+      {
+        type: 'nats-jetstream',
+        name: 'pending-runs',
+        metadata: {
+          natsServerMonitoringEndpoint: `${PREFIX}-nats.${NAMESPACE}.svc.cluster.local:8222`,
+          account: '$G',
+          stream: 'PROD_WORK', // <SVC_NAMESPACE>_WORK, the work queues' stream (packages/kit/src/storage/bus.ts)
+          consumer: 'work_agents_runs', // the durable consumer of the agents.runs queue
+          lagThreshold: '5',
+          activationLagThreshold: '0',
+        },
+      },
+    ]);
+    const gateway = scaledObject(objects, 'gateway')!;
+    expect(gateway.spec.triggers[0]).toMatchObject({ type: 'prometheus', metadata: { threshold: '100' } });
+    expect(gateway.spec.triggers[0].metadata.query).toBe(`sum(rate(http_server_request_duration_seconds_count{job="${RELEASE}/svc-gateway"}[2m]))`);
+    for (const so of [runtime, gateway]) {
+      for (const trigger of so.spec.triggers) {
+        expect(Object.keys(trigger.metadata).filter((k) => !SCALER_PARAMETERS[trigger.type].includes(k))).toEqual([]);
+      }
+    }
+    expect(objects.filter((o) => o.kind === 'HorizontalPodAutoscaler').map((o) => o.metadata.name)).toEqual([`${PREFIX}-drive`]);
+  });
+
+  renderIt('fails with a message when the gateway has no Prometheus, or the runtime an external NATS without its monitoring endpoint', () => {
+    const gateway = render('--set', 'keda.gateway.enabled=true');
+    expect(gateway.status).not.toBe(0);
+    expect(gateway.output).toMatch(/keda\.gateway\.prometheusServerAddress is required/);
+    const runtime = render('--set', 'keda.runtime.enabled=true', '--set', 'nats.enabled=false', '--set', 'externalNats.url=nats://nats.example:4222');
+    expect(runtime.status).not.toBe(0);
+    expect(runtime.output).toMatch(/keda\.runtime\.natsMonitoringEndpoint is required/);
+  });
+
+  it('rejects unknown keys and bad values in values.schema.json', () => {
+    expect(errorsOf(helmMerge(defaults, { keda: { runtime: { lag: 5 } } }))).toMatch(/additional properties/);
+    expect(errorsOf(helmMerge(defaults, { keda: { models: { enabled: true } } }))).toMatch(/additional properties/);
+    expect(errorsOf(helmMerge(defaults, { keda: { runtime: { natsMonitoringEndpoint: 'http://nats:8222/jsz' } } }))).toMatch(/pattern/);
+    expect(errorsOf(helmMerge(defaults, { keda: { gateway: { threshold: 0 } } }))).toMatch(/threshold/);
   });
 });

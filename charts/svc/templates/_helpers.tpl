@@ -272,6 +272,9 @@ the service's `env` (already merged by svc.serviceConfig). Takes (list $ name cf
 {{- if eq $name "models" -}}
 {{- $env = merge (include "svc.modelsEnv" $root | fromJson) $env -}}
 {{- end -}}
+{{- if eq $name "trading" -}}
+{{- $env = merge (include "svc.tradingEnv" $root | fromJson) $env -}}
+{{- end -}}
 {{- range $k, $v := ($cfg.env | default dict) -}}
 {{- $_ := set $env $k $v -}}
 {{- end -}}
@@ -300,6 +303,21 @@ Secret, the hosts a baseUrl may reach), set only when given.
 {{- end -}}
 {{- if ($.Values.models | default dict).allowedHosts -}}
 {{- $_ := set $env "SVC_MODELS_ALLOWED_HOSTS" $.Values.models.allowedHosts -}}
+{{- end -}}
+{{- toJson $env -}}
+{{- end -}}
+
+{{/*
+The trading service's SVC_TRADING_KEK (the KEKs of venue credentials), from `trading.kek`
+or the release's auth Secret, so that every replica opens what another sealed.
+*/}}
+{{- define "svc.tradingEnv" -}}
+{{- $kek := (($.Values.trading | default dict).kek | default dict) -}}
+{{- $env := dict -}}
+{{- if $kek.existingSecret -}}
+{{- $_ := set $env "SVC_TRADING_KEK" (include "svc.secretRef" (list $kek.existingSecret ($kek.existingSecretKey | default "trading-kek")) | fromJson) -}}
+{{- else if not $.Values.auth.existingSecret -}}
+{{- $_ := set $env "SVC_TRADING_KEK" (include "svc.secretRef" (list (include "svc.authSecretName" $) "trading-kek") | fromJson) -}}
 {{- end -}}
 {{- toJson $env -}}
 {{- end -}}

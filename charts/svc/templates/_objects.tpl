@@ -19,10 +19,17 @@ metadata:
   labels:
     {{- include "svc.labels" (list $root $name (ternary "gateway" "service" $isGateway)) | nindent 4 }}
 spec:
-  {{- if not $cfg.autoscaling.enabled }}
+  {{- if not (or $cfg.autoscaling.enabled (include "svc.kedaScaled" (list $root $name))) }}
   replicas: {{ $cfg.replicas }}
   {{- end }}
   revisionHistoryLimit: 5
+  {{- with $cfg.rollingUpdate }}
+  strategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxSurge: {{ .maxSurge }}
+      maxUnavailable: {{ .maxUnavailable }}
+  {{- end }}
   selector:
     matchLabels:
       {{- include "svc.selectorLabels" (list $root $name) | nindent 6 }}
@@ -41,6 +48,8 @@ spec:
     spec:
       serviceAccountName: {{ include "svc.serviceAccountName" $root }}
       automountServiceAccountToken: false
+      {{- /* SIGTERM comes after preStop; SIGKILL at the end of the grace period (docs/deploy.md#rolling-restarts). */}}
+      terminationGracePeriodSeconds: {{ $cfg.terminationGracePeriodSeconds }}
       {{- with $root.Values.imagePullSecrets }}
       imagePullSecrets:
         {{- toYaml . | nindent 8 }}
@@ -92,6 +101,13 @@ spec:
             grpc:
               port: {{ include "svc.grpcPort" $root }}
             {{- with $probes.readiness }}{{ toYaml . | nindent 12 }}{{ end }}
+          {{- end }}
+          {{- if $cfg.preStopSleepSeconds }}
+          {{- /* The pod keeps serving while its endpoints are removed and callers reconnect elsewhere. */}}
+          lifecycle:
+            preStop:
+              exec:
+                command: ["sleep", {{ $cfg.preStopSleepSeconds | quote }}]
           {{- end }}
           {{- with $cfg.resources }}
           resources:
