@@ -132,6 +132,23 @@ describe('the catalogue from the route table', () => {
     }
   });
 
+  it('describes every argument of every tool, and every tool in a sentence without its HTTP route', () => {
+    const undescribed: string[] = [];
+    const walk = (schema: Record<string, any>, at: string) => {
+      for (const [key, prop] of Object.entries((schema.properties ?? {}) as Record<string, Record<string, any>>)) {
+        if (typeof prop.description !== 'string' || prop.description.trim().length < 8) undescribed.push(`${at}.${key}`);
+        walk(prop, `${at}.${key}`);
+        if (prop.items) walk(prop.items, `${at}.${key}[]`);
+      }
+    };
+    for (const t of catalogue.list()) {
+      walk(t.inputSchema as Record<string, any>, t.name);
+      expect([t.name, t.description.length >= 40]).toEqual([t.name, true]);
+      expect([t.name, t.description]).not.toEqual([t.name, expect.stringMatching(/\((GET|POST|PUT|PATCH|DELETE) \/v1\//)]);
+    }
+    expect(undescribed).toEqual([]);
+  });
+
   it('merges path, query, headers and body into one object of arguments', () => {
     const write = catalogue.get('write_drive_file')!.inputSchema as { properties: Record<string, unknown>; required: string[] };
     expect(Object.keys(write.properties).sort()).toEqual([

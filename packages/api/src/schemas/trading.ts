@@ -27,24 +27,27 @@ export const VenueId = z
   .string()
   .min(1)
   .max(40)
-  .regex(/^[a-z][a-z0-9-]*$/, 'must be a venue id such as "paper"');
+  .regex(/^[a-z][a-z0-9-]*$/, 'must be a venue id such as "paper"')
+  .describe('A venue (GET /trading/venues): `paper`, or an external one the account has credentials for.');
 export const TradingSymbol = z
   .string()
   .min(1)
   .max(20)
-  .regex(/^[A-Za-z0-9./-]+$/, 'must be a symbol such as "BTC/USD" or "AAPL"');
+  .regex(/^[A-Za-z0-9./-]+$/, 'must be a symbol such as "BTC/USD" or "AAPL"')
+  .describe('A symbol of the venue, such as "BTC/USD" or "AAPL".');
 export const ClientOrderId = z
   .string()
   .min(1)
   .max(64)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only');
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'may hold letters, digits and _ . : - only')
+  .describe('Your own id for an order, unique per account and venue.');
 
 /** An order's fields (docs/trading.md): exactly one of qty and notional, checked by `oneSize`. */
 export const PlaceOrderFields = z.object({
   venue: VenueId.default('paper').describe('The venue (GET /trading/venues); `paper` by default.'),
   symbol: TradingSymbol,
-  side: z.enum(TRADING_SIDES),
-  type: z.enum(TRADING_ORDER_TYPES).default('market'),
+  side: z.enum(TRADING_SIDES).describe('buy or sell.'),
+  type: z.enum(TRADING_ORDER_TYPES).default('market').describe('How it trades: market (now, at the book’s prices), limit, stop or stop_limit.'),
   qty: DecimalInput.optional().describe(
     'Quantity in the base asset, a multiple of the lot size (0.000001 on the paper venue: fractional shares too). Give exactly one of qty and notional.',
   ),
@@ -53,7 +56,10 @@ export const PlaceOrderFields = z.object({
   ),
   price: DecimalInput.optional().describe('Limit price (limit and stop_limit), a multiple of the tick size.'),
   stopPrice: DecimalInput.optional().describe('Trigger price (stop and stop_limit).'),
-  timeInForce: z.enum(TRADING_TIMES_IN_FORCE).default('gtc'),
+  timeInForce: z
+    .enum(TRADING_TIMES_IN_FORCE)
+    .default('gtc')
+    .describe('How long it stays: gtc (until cancelled), day, ioc, fok, or opg/cls (the opening or closing auction).'),
   clientOrderId: ClientOrderId.optional().describe(
     'Your id for the order, unique per account and venue: a retry with the same id and order answers the original order; with another order, 409.',
   ),

@@ -8361,10 +8361,15 @@ export interface components {
              * @default paper
              */
             venue?: string;
+            /** @description A symbol of the venue, such as "BTC/USD" or "AAPL". */
             symbol: string;
-            /** @enum {string} */
+            /**
+             * @description buy or sell.
+             * @enum {string}
+             */
             side: "buy" | "sell";
             /**
+             * @description How it trades: market (now, at the book’s prices), limit, stop or stop_limit.
              * @default market
              * @enum {string}
              */
@@ -8378,6 +8383,7 @@ export interface components {
             /** @description Trigger price (stop and stop_limit). */
             stopPrice?: string | number;
             /**
+             * @description How long it stays: gtc (until cancelled), day, ioc, fok, or opg/cls (the opening or closing auction).
              * @default gtc
              * @enum {string}
              */
@@ -8434,11 +8440,16 @@ export interface components {
             orders: components["schemas"]["TradingOrder"][];
         };
         CancelOrdersInput: {
+            /** @description A venue (GET /trading/venues): `paper`, or an external one the account has credentials for. */
             venue?: string;
             /** @description The order’s id. */
             orderId?: string;
+            /** @description Your own id for an order, unique per account and venue. */
             clientOrderId?: string;
-            /** @default false */
+            /**
+             * @description Cancel every open order of the account (at the venue, if named).
+             * @default false
+             */
             all?: boolean;
         };
         TradingOrderList: {
@@ -8752,10 +8763,15 @@ export interface components {
              * @default paper
              */
             venue?: string;
+            /** @description A symbol of the venue, such as "BTC/USD" or "AAPL". */
             symbol: string;
-            /** @enum {string} */
+            /**
+             * @description buy or sell.
+             * @enum {string}
+             */
             side: "buy" | "sell";
             /**
+             * @description How it trades: market (now, at the book’s prices), limit, stop or stop_limit.
              * @default market
              * @enum {string}
              */
@@ -8769,6 +8785,7 @@ export interface components {
             /** @description Trigger price (stop and stop_limit). */
             stopPrice?: string | number;
             /**
+             * @description How long it stays: gtc (until cancelled), day, ioc, fok, or opg/cls (the opening or closing auction).
              * @default gtc
              * @enum {string}
              */
@@ -8796,7 +8813,10 @@ export interface components {
             price?: string | number;
             /** @description New stop price. */
             stopPrice?: string | number;
-            /** @enum {string} */
+            /**
+             * @description A new time in force (default: unchanged).
+             * @enum {string}
+             */
             timeInForce?: "day" | "gtc" | "ioc" | "fok" | "opg" | "cls";
             /** @description The new order's client order id (default: generated). */
             clientOrderId?: string;
@@ -9029,6 +9049,7 @@ export interface components {
              * @default paper
              */
             venue?: string;
+            /** @description A symbol of the venue, such as "BTC/USD" or "AAPL". */
             symbol: string;
             /**
              * @description Trigger when the reference price is at or above, or at or below, the price.
@@ -40056,7 +40077,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @default paper */
+                    /**
+                     * @description A venue (GET /trading/venues): `paper`, or an external one the account has credentials for.
+                     * @default paper
+                     */
                     venue?: string;
                 };
             };

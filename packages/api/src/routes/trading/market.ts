@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { ListQuery, Nullable, route } from '../../route.js';
+import { ListQuery, Nullable, route, StreamHeaders } from '../../route.js';
 import { rpc } from '../../rpc.js';
 import {
   ClientOrderId,
@@ -109,12 +109,7 @@ export const tradingMarketRoutes = [
     query: ListQuery.extend(SymbolQuery.shape).extend({
       after: z.coerce.number().int().min(0).optional().describe('With the stream: the trades with a greater `seq` first (default: only new ones).'),
     }),
-    headers: z.object({
-      'last-event-id': z
-        .string()
-        .regex(/^\d{1,15}$/, 'must be a seq')
-        .optional(),
-    }),
+    headers: StreamHeaders,
     response: z.object({ trades: z.array(TradingTrade), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingTradeList' }),
     events: { schema: TradingTrade, description: 'Each trade as `data` (event `trade`), its `seq` as `id`.' },
     handler: { kind: 'local', name: 'trading.trades' },
@@ -136,7 +131,8 @@ export const tradingMarketRoutes = [
       'last-event-id': z
         .string()
         .regex(/^\d{1,15}$/, 'must be a bar start in milliseconds')
-        .optional(),
+        .optional()
+        .describe('For the live stream: the start (ms) of the last bar you have; the stream resumes after it.'),
     }),
     response: z.object({ symbol: z.string(), interval: z.string(), bars: z.array(TradingCandle) }).meta({ id: 'TradingBars' }),
     events: {
@@ -244,7 +240,7 @@ export const tradingMarketRoutes = [
     path: '/trading/buying-power',
     summary: 'The largest quantity of a symbol the available balance can buy now (walking the asks, or at a price) or sell.',
     query: SymbolQuery.extend({
-      side: z.enum(TRADING_SIDES).default('buy'),
+      side: z.enum(TRADING_SIDES).default('buy').describe('buy (default) or sell.'),
       price: DecimalInput.optional().describe('Price to buy at (default: walk the book as a market order).'),
     }),
     response: z
@@ -277,7 +273,7 @@ export const tradingMarketRoutes = [
         qty: DecimalInput.optional().describe("New quantity (default: the old order's unfilled rest)."),
         price: DecimalInput.optional().describe('New limit price.'),
         stopPrice: DecimalInput.optional().describe('New stop price.'),
-        timeInForce: z.enum(TRADING_TIMES_IN_FORCE).optional(),
+        timeInForce: z.enum(TRADING_TIMES_IN_FORCE).optional().describe('A new time in force (default: unchanged).'),
         clientOrderId: ClientOrderId.optional().describe("The new order's client order id (default: generated)."),
       })
       .meta({ id: 'ReplaceOrder' }),

@@ -101,7 +101,7 @@ export const tradingPortfolioRoutes = [
     path: '/trading/portfolio/history',
     summary: "The paper account's equity (cash plus positions) at each interval since its last reset; at most 1000 points.",
     query: VenueQuery.extend({
-      interval: z.enum(INTERVALS).default('1h'),
+      interval: z.enum(INTERVALS).default('1h').describe('The time between two points of the history (default 1h).'),
       start: Iso.optional().describe('From (ISO 8601); default the last reset.'),
       end: Iso.optional().describe('Until (ISO 8601); default now.'),
     }),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import type { trading } from '@svc/proto';
 
-import { AgentId, ListQuery, Nullable, prefixedId, reply, route, Success } from '../../route.js';
+import { AgentId, ListQuery, Nullable, prefixedId, reply, route, StreamHeaders, Success } from '../../route.js';
 import { rpc } from '../../rpc.js';
 import {
   ClientOrderId,
@@ -200,7 +200,7 @@ export const tradingRoutes = [
         venue: VenueId.optional(),
         orderId: OrderId.optional(),
         clientOrderId: ClientOrderId.optional(),
-        all: z.boolean().default(false),
+        all: z.boolean().default(false).describe('Cancel every open order of the account (at the venue, if named).'),
       })
       .meta({ id: 'CancelOrders' }),
     response: z.object({ orders: z.array(TradingOrder) }).meta({ id: 'CancelledOrders' }),
@@ -218,7 +218,7 @@ export const tradingRoutes = [
     query: ListQuery.extend({
       venue: VenueId.optional(),
       symbol: TradingSymbol.optional(),
-      side: z.enum(TRADING_SIDES).optional(),
+      side: z.enum(TRADING_SIDES).optional().describe('Only buys or only sells.'),
       status: z
         .enum(['open', 'closed', ...TRADING_STATUSES])
         .optional()
@@ -250,14 +250,9 @@ export const tradingRoutes = [
       "The acting account's order updates after `after` (a seq), oldest first: accepted, partially_filled, filled, cancelled, replaced, expired, rejected (and reset), each with the order as it then stood and the balances after it. With Accept: text/event-stream, a live stream: every update after `after` or Last-Event-ID, then new ones as they happen, with no gap and no repeat.",
     query: z.object({
       after: z.coerce.number().int().min(0).default(0).describe('Updates with a greater seq.'),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
+      limit: z.coerce.number().int().min(1).max(200).default(50).describe('How many updates to return at most (1–200; default 50).'),
     }),
-    headers: z.object({
-      'last-event-id': z
-        .string()
-        .regex(/^\d{1,15}$/, 'must be a seq')
-        .optional(),
-    }),
+    headers: StreamHeaders,
     response: z.object({ events: z.array(TradingEvent), nextAfter: Nullable(z.number().int()) }).meta({ id: 'TradingEventList' }),
     events: { schema: TradingEvent, description: 'Each update as `data`, its seq as `id`, its type as `event`.' },
     handler: { kind: 'local', name: 'trading.events' },
@@ -297,7 +292,11 @@ export const tradingRoutes = [
     method: 'get',
     path: '/trading/book',
     summary: "A paper book's best levels: the market maker's quotes and resting orders.",
-    query: z.object({ venue: VenueId.default('paper'), symbol: TradingSymbol, depth: z.coerce.number().int().min(1).max(50).default(10) }),
+    query: z.object({
+      venue: VenueId.default('paper'),
+      symbol: TradingSymbol,
+      depth: z.coerce.number().int().min(1).max(50).default(10).describe('Price levels per side (1–50; default 10).'),
+    }),
     response: TradingBook,
     handler: rpc('trading', 'getBook', {
       request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol, depth: i.query.depth }),
