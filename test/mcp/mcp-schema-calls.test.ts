@@ -17,8 +17,12 @@ import { startTestStack, type TestStack } from '../support/stack';
  * cannot say; each is listed here with its rule, and stays in the tool's description.
  */
 const ACROSS_ARGUMENTS: Array<[tool: RegExp, message: RegExp]> = [
-  // Exactly one of qty and notional; a notional only for a market order (docs/trading.md).
-  [/^(trade_order|trading_orders_preview)$/, /qty|notional|give either|needs a quantity|only a market order/],
+  // Exactly one of qty and notional; a notional only for a market order; a trail only for a
+  // trailing stop; take-profit and stop-loss legs only for their order class (docs/trading.md).
+  [
+    /^(trade_order|trading_orders_preview)$/,
+    /qty|notional|give either|needs a quantity|only a market order|trail|takeProfit|stopLoss|orderClass|leg/,
+  ],
   // A price for limit orders, a stop price for stop orders.
   [/^(trade_order|trading_orders_preview|trading_orders_replace)$/, /price|stopPrice/],
   // A cancel names an order, a client order id, or all.

@@ -63,14 +63,10 @@ export class ToolSession {
   begin(name: string, argsJson: string, resolve: QuickJSHandle, reject: QuickJSHandle): void {
     const waiting = { resolve: resolve.dup(), reject: reject.dup() };
     if (this.made >= this.limits.maxCalls) {
-      return this.settle(waiting, errorJson('tool_call_limit', `A script may make at most ${this.limits.maxCalls} tool calls.`), true);
+      return this.refuse(waiting, errorJson('tool_call_limit', `A script may make at most ${this.limits.maxCalls} tool calls.`));
     }
     if (argsJson.length > MAX_TOOL_ARGS_CHARS) {
-      return this.settle(
-        waiting,
-        errorJson('invalid_request', `A tool call's arguments may be at most ${MAX_TOOL_ARGS_CHARS} characters of JSON.`),
-        true,
-      );
+      return this.refuse(waiting, errorJson('invalid_request', `A tool call's arguments may be at most ${MAX_TOOL_ARGS_CHARS} characters of JSON.`));
     }
     this.made++;
     const call = { callId: this.nextId++, name, argsJson };
@@ -125,6 +121,17 @@ export class ToolSession {
     }
     this.inFlight.clear();
     this.queued.length = 0;
+  }
+
+  /**
+   * A call refused here is answered as the parent's answers are, from the engine's loop: settling
+   * its promise from inside the host function (the interpreter re-entered while it runs the call)
+   * broke the interpreter's memory ("memory access out of bounds") on a script that kept calling.
+   */
+  private refuse(waiting: Waiting, json: string): void {
+    const callId = this.nextId++;
+    this.inFlight.set(callId, waiting);
+    this.answers.push({ callId, json, isError: true });
   }
 
   private dispatch(call: ToolCallOut, waiting: Waiting): void {

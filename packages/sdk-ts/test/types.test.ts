@@ -39,7 +39,7 @@ test('inputs and answers are typed from the OpenAPI document; authority operatio
       const thread = await svc.threads.create({ title: 't', message: 'hello' });
       expectTrue<Equal<typeof thread, components['schemas']['CreatedThread']>>();
       const injected = await svc.threads.inject({ id: thread.id, content: 'more' }); // mode has a default: optional
-      expectTrue<Equal<typeof injected.status, 'started' | 'pending' | 'queued'>>();
+      expectTrue<Equal<typeof injected.status, 'started' | 'pending' | 'queued' | 'answered'>>();
       for await (const item of svc.drive.list.all({ limit: 10 })) expectTrue<Equal<typeof item, components['schemas']['DriveItem']>>();
       for await (const e of svc.threads.events.stream({ id: thread.id })) expectTrue<Equal<typeof e.data, components['schemas']['ThreadEvent']>>();
       const file = await svc.drive.read({ id: 'file_x', ifNoneMatch: '"e"', range: 'bytes=0-9' });

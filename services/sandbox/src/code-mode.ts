@@ -1,8 +1,9 @@
 import { type CallContext, DomainError, MessageQueue } from '@svc/kit';
-import type { mcp_code_mode } from '@svc/proto';
+import type { mcp_code_mode, mcp_run_code } from '@svc/proto';
 import type { RunTools } from '@svc/quickjs';
 
-import type { RunWith } from './run-code.js';
+/** What a run may add to a plain RunCode: tools (code mode) and its own signal (run-code.ts makes one). */
+export type RunWith = (req: mcp_run_code.RunCodeRequest, ctx: CallContext, extra?: { tools?: RunTools }) => Promise<mcp_run_code.RunCodeResponse>;
 
 type ClientMessage = mcp_code_mode.CodeModeClientMessage;
 type ServerMessage = mcp_code_mode.CodeModeServerMessage;

@@ -4,7 +4,6 @@ import {
   LIMIT_BOUNDS,
   LimitError,
   type RunResult,
-  type RunTools,
   Sandbox,
   SandboxAbortedError,
   SandboxBusyError,
@@ -12,7 +11,7 @@ import {
   type SandboxEvent,
 } from '@svc/quickjs';
 
-import { codeModeHandler } from './code-mode.js';
+import { codeModeHandler, type RunWith } from './code-mode.js';
 
 /**
  * run_code (docs/run-code.md): the mcp service runs JavaScript in @svc/quickjs's pool of QuickJS
@@ -62,8 +61,6 @@ export function accountShare(env: RunCodeEnv): { processes: number; calls: numbe
 export const MAX_CODE_CHARS = 512 * 1024;
 
 type RunCodeHandler = (req: mcp_run_code.RunCodeRequest, ctx: CallContext) => Promise<mcp_run_code.RunCodeResponse>;
-/** What a run may add to a plain RunCode: tools (code mode) and its own signal. */
-export type RunWith = (req: mcp_run_code.RunCodeRequest, ctx: CallContext, extra?: { tools?: RunTools }) => Promise<mcp_run_code.RunCodeResponse>;
 
 /** The sandbox pool of the mcp service, and its RunCode handler. */
 export function runCode(env: RunCodeEnv, log: Logger, nice = 10) {

@@ -1,4 +1,4 @@
-import type { BookOrder } from './book.js';
+import type { BookOrder } from './types.js';
 
 /** An order as the engine (book.ts) takes it: its shape, a new one, a trailing stop's trigger. */
 

@@ -1,7 +1,7 @@
 import { newId } from '@svc/kit';
 
 import { type BookOrder, type MatchResult, newBookOrder } from '../engine/book.js';
-import type { PlaceInput } from './venue.js';
+import type { PlaceInput } from './place-input.js';
 
 /** Linked orders on the paper venue (docs/trading.md, "Linked orders"): their legs as the engine takes them. */
 

@@ -1,21 +1,15 @@
 import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
 
-import {
-  type BookOrder,
-  isAuction,
-  isStopType,
-  type MatchResult,
-  newBookOrder,
-  type OrderType,
-  type Side,
-  type TimeInForce,
-} from '../engine/book.js';
+import { type BookOrder, isAuction, isStopType, type MatchResult, newBookOrder } from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
 import { type Instruments, notionalToUnits, parseUnits, type Spec } from '../orders/symbols.js';
 import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
 import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
 import { linkLegs, merge } from './links.js';
+import type { PlaceInput } from './place-input.js';
+
+export type { PlaceInput } from './place-input.js';
 import { insufficient, notionalTooSmall, PAPER, type Session, writeSession } from './session.js';
 import { runAuctions, Sessions, type SessionSettings } from './sessions.js';
 import { Timeline } from './timeline.js';
@@ -37,37 +31,6 @@ export interface PaperSettings {
   tickMs: number;
   /** The equities' sessions (paper/sessions.ts); absent: no auctions. */
   sessions?: SessionSettings;
-}
-
-export interface PlaceInput {
-  accountId: string;
-  actor: Actor;
-  spec: Spec;
-  clientOrderId: string;
-  requestHash: string;
-  side: Side;
-  type: OrderType;
-  tif: TimeInForce;
-  /** Lots; for a notional order, found under the book's lock as the book stands (0 here). */
-  qty: number;
-  /** A notional order's amount (docs/trading.md, "Notional orders"): tick·lots, quote units and as given. */
-  notional?: { tickLots: number; units: bigint; text: string };
-  price?: number;
-  stopPrice?: number;
-  /** A trailing stop's distance: ticks, or hundredths of a percent. */
-  trailTicks?: number;
-  trailBps?: number;
-  /**
-   * Linked orders (docs/trading.md, "Linked orders"): a bracket's or OTO's exit legs (held until the
-   * entry fills), or an OCO's stop leg (this order is its take-profit leg).
-   */
-  orderClass?: 'bracket' | 'oco' | 'oto';
-  legs?: Array<{ role: 'takeProfit' | 'stopLoss'; type: OrderType; price?: number; stopPrice?: number }>;
-  /**
-   * Checks an agent's limits for an order (or, with `leg`, one of its legs) of this notional (quote
-   * units) inside the transaction; a leg is checked, not counted into the day's usage.
-   */
-  limits?: (q: Queryable, notionalUnits: bigint, leg?: string) => Promise<void>;
 }
 
 /** An order waiting for its book's next group, with the trace headers of its request (for its events). */
