@@ -221,8 +221,10 @@ litmus.test(
       execFile(
         'litmus',
         [`${t.url}/dav/`, 'litmus', t.bootstrapKey],
-        { env: { ...process.env, TESTS: 'basic copymove props locks' }, timeout: 60_000, cwd: os.tmpdir() },
-        (_err, stdout, stderr) => resolve(`${stdout}${stderr}`),
+        // About 10 s on a quiet machine; CI's second pass runs it beside other suites on two cores,
+        // where it once needed more than 60 s (the locks group was cut off), so the budget is wide.
+        { env: { ...process.env, TESTS: 'basic copymove props locks' }, timeout: 240_000, cwd: os.tmpdir() },
+        (err, stdout, stderr) => resolve(`${stdout}${stderr}${err?.killed ? `\nlitmus killed by ${err.signal} after 240 s` : ''}`),
       );
     });
     const summaries = [...output.matchAll(/summary for `(\w+)': of (\d+) tests run: (\d+) passed, (\d+) failed/g)].map((m) => ({
@@ -230,10 +232,14 @@ litmus.test(
       run: Number(m[2]),
       failed: Number(m[4]),
     }));
-    expect(summaries.map((s) => s.group)).toEqual(['basic', 'copymove', 'props', 'locks']);
+    // On a mismatch the end of litmus's own report says which check failed or where it stopped.
+    expect({ groups: summaries.map((s) => s.group), tail: summaries.length === 4 ? '' : output.slice(-1500) }).toEqual({
+      groups: ['basic', 'copymove', 'props', 'locks'],
+      tail: '',
+    });
     for (const s of summaries) expect({ group: s.group, failed: s.failed }).toEqual({ group: s.group, failed: 0 });
   },
-  90_000,
+  300_000,
 );
 
 // rclone (a widely used sync client): a tree copied up, listed, compared and copied back byte for
