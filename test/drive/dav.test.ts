@@ -189,6 +189,15 @@ describe('WebDAV', () => {
     expect([...responses(root.text).keys()]).toEqual(['/dav/']);
   });
 
+  test('the drive over S3: a PUT larger than one S3 part (16 MiB) is stored in parts and read back whole', async () => {
+    const big = Buffer.alloc(20 * 1024 * 1024);
+    for (let i = 0; i < big.length; i += 4096) big.writeUInt32BE(i, i);
+    const p = `/dav/big-${Date.now()}.bin`;
+    expect((await dav('PUT', p, { body: big })).status).toBe(201);
+    const back = await dav('GET', p);
+    expect({ status: back.status, size: back.bytes.length, sha: sha(back.bytes) }).toEqual({ status: 200, size: big.length, sha: sha(big) });
+  });
+
   test('the drive over S3: a replaced version, once its kept version is deleted, is collected; the current one stays readable', async () => {
     const p = `/dav/s3gc-${Date.now()}.txt`;
     await dav('PUT', p, { body: 's3 version one' });

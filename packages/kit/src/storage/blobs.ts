@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import type * as Minio from 'minio';
 
 import { CONNECTION_ERRNO, DomainError } from '../errors.js';
+import { putStream, S3_PART_BYTES } from './s3-upload.js';
 
 export interface BlobRange {
   start: number;
@@ -240,8 +241,8 @@ export async function createS3Blobs(options: {
     secretKey: options.secretKey,
     region: options.region,
     pathStyle: true,
-    // The client buffers one part in memory: keep parts small (its default grows to ~550 MiB).
-    partSize: 16 * 1024 * 1024,
+    // Streams are sent by putStream in parts of S3_PART_BYTES; a Buffer goes in one PUT up to this.
+    partSize: S3_PART_BYTES,
   });
   const { bucket } = options;
   if (!(await client.bucketExists(bucket))) {
@@ -257,19 +258,7 @@ export async function createS3Blobs(options: {
         await retried(() => client.putObject(bucket, key, body, size));
         return { size: (await retried(() => client.statObject(bucket, key))).size };
       }
-      // A stream cannot be sent twice. The minio client does not notice a source stream that fails
-      // (a client that went away): stop waiting on it; the unfinished upload never becomes an object.
-      const upload = client.putObject(bucket, key, body, size);
-      upload.catch(() => {});
-      await Promise.race([
-        upload,
-        new Promise((_, reject) => {
-          body.once('error', reject);
-          body.once('close', () => {
-            if (!body.readableEnded) reject(new Error('upload stream closed before its end'));
-          });
-        }),
-      ]);
+      await putStream(client, bucket, key, body, retried);
       const st = await retried(() => client.statObject(bucket, key));
       return { size: st.size };
     },
