@@ -223,6 +223,28 @@ describe('taste profiles as repositories', () => {
     expect(res.status).toBe(404);
     expect(await ok(['ls-remote', remote('profiles', p.id, agentKey), 'refs/heads/main'])).toMatch(/^[0-9a-f]{40}\trefs\/heads\/main$/);
   });
+
+  test('x-svc-account (http.extraHeader) reads an organization’s profile, as on the API; a non-member is refused the same way', async () => {
+    const org = (await t.ok('POST', '/accounts', alice, { kind: 'organization', name: 'Alice Org' })).body.id as string;
+    const headers = { 'x-svc-account': org };
+    const id = (await t.ok('POST', '/profiles', alice, { name: 'Org light' }, headers)).body.id as string;
+    const constraints = [{ id: 'c1', question: 'Shared?', answer: 'yes' }];
+    await t.ok('PATCH', `/profiles/${id}`, alice, { profileData: { workingChanges: { constraints, exemplars: [], comparisons: [] } } }, headers);
+    await t.ok('POST', `/profiles/${id}/commits`, alice, { message: 'first' }, headers);
+    const asOrg = ['-c', `http.extraHeader=x-svc-account: ${org}`];
+    expect(await ok([...asOrg, 'ls-remote', remote('profiles', id, alice), 'refs/heads/main'])).toMatch(/^[0-9a-f]{40}\trefs\/heads\/main$/);
+    // Without the header the key acts in Alice's own account, where the profile is not.
+    const own = await git(['ls-remote', remote('profiles', id, alice)]);
+    expect(own.code).not.toBe(0);
+    expect(own.stderr).toMatch(/not found|404/i);
+    // Bob is no member: the Git front answers what the API answers.
+    const api = await t.call('GET', `/profiles/${id}`, { key: bob, headers });
+    expect(api.status).toBeGreaterThanOrEqual(400);
+    const res = await fetch(`${t.url}/git/profiles/${id}.git/info/refs?service=git-upload-pack`, {
+      headers: { authorization: `Basic ${Buffer.from(`x:${bob}`).toString('base64')}`, ...headers },
+    });
+    expect(res.status).toBe(api.status);
+  });
 });
 
 describe('hosted sites by push', () => {

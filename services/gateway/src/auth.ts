@@ -1,3 +1,5 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
 import { accountsClient, keysClient } from '@svc/clients';
 import {
   API_KEY_RE,
@@ -71,6 +73,16 @@ export function presentedSecret(header: string | undefined, options: { basic: bo
     return colon < 0 ? '' : decoded.slice(colon + 1);
   }
   return '';
+}
+
+/**
+ * The account a request acts in, from its `x-svc-account` header (an organization the caller, or
+ * the agent's owner, belongs to): the same on every front (API, MCP, WebDAV, Git), checked by
+ * `Authenticator.authenticate` with the same membership and project rules.
+ */
+export function actingAccount(headers: IncomingHttpHeaders): string | undefined {
+  const account = headers['x-svc-account'];
+  return typeof account === 'string' && account ? account : undefined;
 }
 
 /** How long a verified key is trusted without asking the keys service (revocation events cut it short). */

@@ -11,7 +11,7 @@ import type { Route } from '@svc/api';
 import type { Answer, Dispatcher, RawInput } from '@svc/dispatch';
 import { DomainError, HOST_CREDENTIAL_RE, type Logger, type Registry, setHttpRoute } from '@svc/kit';
 
-import { type AuthContext, type Authenticator, presentedSecret } from '../../auth.js';
+import { actingAccount, type AuthContext, type Authenticator, presentedSecret } from '../../auth.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';
@@ -82,13 +82,12 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
     const handle = async (req: Request, res: Response) => {
       let auth;
       if (route.auth === 'key') {
-        const account = req.headers['x-svc-account'];
         const secret = presentedSecret(req.headers.authorization, { basic: false });
         // A host credential works only on the operations a host calls (its principals include `host`).
         auth =
           hostCalls && secret && HOST_CREDENTIAL_RE.test(secret)
             ? await deps.auth.authenticateHost(secret, clientAddress(req))
-            : await deps.auth.authenticate(secret, typeof account === 'string' && account ? account : undefined, clientAddress(req), 'api');
+            : await deps.auth.authenticate(secret, actingAccount(req.headers), clientAddress(req), 'api');
       }
       if (deps.limiter && auth) {
         const admitting = admitFront(deps.limiter, route, auth.principal, res);

@@ -15,7 +15,7 @@ import { type Access, checkPrincipal, type ContentDeps } from '@svc/dispatch';
 import { AccountLimiter, DomainError } from '@svc/kit';
 
 import type { AuthContext, Authenticator } from '../../auth.js';
-import { presentedSecret } from '../../auth.js';
+import { actingAccount, presentedSecret } from '../../auth.js';
 import { GitCache } from './cache.js';
 import { ProfileRepos } from './profiles.js';
 import { PushAborted, SiteRepos } from './sites.js';
@@ -119,7 +119,8 @@ export function mountGit(app: express.Express, deps: GitDeps): void {
     const run = async () => {
       const auth = await deps.auth.authenticate(
         presentedSecret(req.headers.authorization, { basic: true }),
-        undefined,
+        // x-svc-account (git -c http.extraHeader=...) acts in an organization, as on the API.
+        actingAccount(req.headers),
         req.ip ?? req.socket.remoteAddress ?? 'unknown',
       );
       checkPrincipal(auth.principal, GIT_ACCESS);

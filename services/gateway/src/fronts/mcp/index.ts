@@ -27,7 +27,7 @@ import {
   withAllowList,
 } from '@svc/tools';
 
-import { type Authenticator, type OauthAccess, presentedSecret } from '../../auth.js';
+import { actingAccount, type Authenticator, type OauthAccess, presentedSecret } from '../../auth.js';
 import { admitFront, classOf, type OperationClass, type RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError } from '../../replies.js';
 import { agentBoundView, scriptAdmission } from '../../script-tools.js';
@@ -131,10 +131,9 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
       res.setHeader('Allow', 'POST');
       return sendError(req, res, 405, 'method_not_allowed', `${req.method} is not allowed on /mcp: the endpoint is stateless (POST only).`);
     }
-    const account = req.headers['x-svc-account'];
     const verified = await deps.auth.authenticate(
       presentedSecret(req.headers.authorization, { basic: false }),
-      typeof account === 'string' && account ? account : undefined,
+      actingAccount(req.headers),
       req.ip ?? req.socket.remoteAddress ?? 'unknown',
       'mcp',
     );

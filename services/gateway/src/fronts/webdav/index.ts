@@ -10,7 +10,7 @@ import type { Request, Response } from 'express';
 import { type Access, checkPrincipal } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 
-import { presentedSecret } from '../../auth.js';
+import { actingAccount, presentedSecret } from '../../auth.js';
 import { admitFront } from '../../rate-limit.js';
 import { sendDavDomainError, sendText } from './answers.js';
 import { lock, unlock } from './locks.js';
@@ -73,10 +73,9 @@ export function mountDav(app: express.Express, deps: DavDeps): void {
       }
       // x-svc-account acts in an organization the caller is a member of, as on the API (the same
       // Authenticator applies the same membership and project rules).
-      const account = req.headers['x-svc-account'];
       const auth = await deps.auth.authenticate(
         presentedSecret(req.headers.authorization, { basic: true }),
-        typeof account === 'string' && account ? account : undefined,
+        actingAccount(req.headers),
         req.ip ?? req.socket.remoteAddress ?? 'unknown',
       );
       checkPrincipal(auth.principal, DAV_ACCESS);
