@@ -38,11 +38,11 @@ type SseEvent = { event?: string; data: any };
  * Opens a stream and reads it; `result(ms)` waits up to `ms` from its call for the stream to end
  * by itself (else the client drops it): whether it ended, and its events.
  */
-async function readToEnd(key: string, threadId: string) {
+async function readToEnd(key: string, threadId: string, headers: Record<string, string> = {}) {
   const ac = new AbortController();
   let timer = setTimeout(() => ac.abort(), 30_000);
   const res = await fetch(`${t.url}/threads/${threadId}/events`, {
-    headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' },
+    headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...headers },
     signal: ac.signal,
   });
   const events: SseEvent[] = [];
@@ -123,6 +123,37 @@ test('a stream of a key below the revoked one ends too', async () => {
   await t.ok('DELETE', `/me/api-keys/${key.id}`, root);
   const { ended, events } = await stream.result();
   expect([ended, events[events.length - 1]!.data.error.code]).toEqual([true, 'key_revoked']);
+});
+
+test('a member removed from an organization: their streams there end within a second; the owner’s and their own stay open', async () => {
+  const owner = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `owner ${++n}` })).body as { key: string };
+  const member = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `member ${++n}` })).body as {
+    key: string;
+    account: { id: string };
+  };
+  const org = (await t.ok('POST', '/accounts', owner.key, { kind: 'organization', name: `org ${++n}` })).body.id as string;
+  await t.ok('POST', `/accounts/${org}/members`, owner.key, { accountId: member.account.id, role: 'member' });
+  const inOrg = { 'x-svc-account': org };
+  const agent = (await t.ok('POST', '/agents', owner.key, { name: `org agent ${++n}` }, inOrg)).body as { id: string };
+  const thread = (await t.ok('POST', '/threads', owner.key, { agentId: agent.id }, inOrg)).body as { id: string };
+  const ownAgent = (await t.ok('POST', '/agents', member.key, { name: `own agent ${++n}` })).body as { id: string };
+  const ownThread = (await t.ok('POST', '/threads', member.key, { agentId: ownAgent.id })).body as { id: string };
+
+  const members = await readToEnd(member.key, thread.id, inOrg);
+  const owners = await readToEnd(owner.key, thread.id, inOrg);
+  const own = await readToEnd(member.key, ownThread.id);
+  expect([members.status, owners.status, own.status]).toEqual([200, 200, 200]);
+  await Promise.all([members.opened, owners.opened, own.opened]);
+  await t.ok('DELETE', `/accounts/${org}/members/${member.account.id}`, owner.key);
+  const ended = await members.result();
+  expect([ended.ended, ended.events.at(-1)?.event, ended.events.at(-1)?.data.error.code]).toEqual([true, 'error', 'membership_changed']);
+  // The others did not end by themselves (each is dropped by the client after a short wait).
+  expect((await owners.result(500)).ended).toBe(false);
+  expect((await own.result(500)).ended).toBe(false);
+  // Opened again, the removed member is refused like any request in that organization (a
+  // non-member is told the organization is not found).
+  expect((await t.call('GET', `/threads/${thread.id}/events`, { key: member.key, headers: inOrg })).status).toBe(404);
+  expect((await t.call('GET', `/threads/${thread.id}`, { key: member.key, headers: inOrg })).status).toBe(404);
 });
 
 /** One raw HTTP/1.1 request for a stream, cut at `stage`. */

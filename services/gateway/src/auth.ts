@@ -15,7 +15,7 @@ import {
 } from '@svc/kit';
 
 import { FailedAuthentications } from './auth-failures.js';
-import { OpenStreams } from './open-streams.js';
+import { type Membership, OpenStreams } from './open-streams.js';
 
 /** A verified key, ready to use: its principal and the signed token that carries it to services. */
 export interface AuthContext {
@@ -26,6 +26,8 @@ export interface AuthContext {
   keyExpiresAt: number | null;
   /** Present when the credential is an OAuth access token (docs/oauth.md), not an API key. */
   oauth?: OauthAccess;
+  /** When acting in an organization: the membership that allows it (what it holds open ends with it). */
+  membership?: Membership;
 }
 
 /** What an OAuth access token allows, as its verification found it. */
@@ -161,7 +163,7 @@ export class Authenticator {
    * key is revoked or expires. Returns the release, for when it ends by itself.
    */
   hold(ctx: AuthContext, end: (why: DomainError) => void): () => void {
-    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end);
+    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end, ctx.membership);
   }
 
   /**
@@ -229,6 +231,15 @@ export class Authenticator {
     if (this.hosts.size > 100_000) this.hosts.clear();
     this.hosts.set(hash, entry);
     return entry;
+  }
+
+  /**
+   * A member removed from an organization, or given another role: its cached principals there go,
+   * and what it holds open there (streams, transfers) ends now, on this replica.
+   */
+  endMembership(accountId: string, memberId: string): void {
+    this.evictAccount(accountId);
+    this.streams.endMembership(accountId, memberId);
   }
 
   /**
@@ -375,6 +386,7 @@ export class Authenticator {
       });
       principal = { ...principal, role };
     }
+    const membership = human && k.accountId !== k.ownerId ? { accountId: k.accountId, memberId: k.ownerId } : undefined;
     const signed = await this.deps.signer.sign(principal);
     const keyExpiresAt = k.expiresAt ? Date.parse(k.expiresAt) : null;
     const entry: Entry = {
@@ -382,6 +394,7 @@ export class Authenticator {
       token: signed.token,
       keyId: k.id,
       keyExpiresAt,
+      ...(membership ? { membership } : {}),
       until: Math.min(Date.now() + VERIFIED_TTL_MS, signed.expiresAt - 30_000, keyExpiresAt ?? Infinity),
     };
     if (this.verified.size > 100_000) this.verified.clear();
@@ -416,6 +429,7 @@ export class Authenticator {
       keyId: base.keyId,
       keyExpiresAt: base.keyExpiresAt,
       ...(base.oauth ? { oauth: base.oauth } : {}),
+      membership: { accountId, memberId: member },
       until: Math.min(now + ACTING_TTL_MS, base.until, signed.expiresAt - 30_000),
     };
     if (this.acting.size > 100_000) this.acting.clear();
@@ -440,6 +454,7 @@ export class Authenticator {
       keyId: ctx.keyId,
       keyExpiresAt: ctx.keyExpiresAt,
       ...(ctx.oauth ? { oauth: ctx.oauth } : {}),
+      ...(ctx.membership ? { membership: ctx.membership } : {}),
       until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000),
     };
     if (this.channels.size > 100_000) this.channels.clear();

@@ -66,9 +66,13 @@ export async function startGateway(deps: {
     const id = (event.data as { id?: string }).id;
     if (id) auth.evict(id);
   });
-  // A member removed or given another role: its cached principals in that organization go.
+  // A member removed or given another role: its cached principals in that organization go, and
+  // what it holds open there (live streams, transfers) ends within the event's delivery.
   const membership = await bus.subscribe('accounts.member.*', async (event) => {
-    auth.evictAccount(event.accountId);
+    const data = event.data as { action?: string; memberId?: unknown };
+    if ((data.action === 'member.removed' || data.action === 'member.role_changed') && typeof data.memberId === 'string') {
+      auth.endMembership(event.accountId, data.memberId);
+    } else auth.evictAccount(event.accountId);
   });
   // An account's provider keys changed (on any replica): its cached model listings go.
   const answers = new AnswerCache();
