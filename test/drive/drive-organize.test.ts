@@ -83,6 +83,12 @@ test('tags: set, add, remove, list with counts, items by tag', async () => {
   const bad = await call('PUT', `/drive/${a.id}/tags`, { tags: ['-bad'] });
   expect(bad.status).toBe(400);
   expect(bad.body.error.code).toBe('invalid_tag');
+  // Stored in NFC, as names are: "Café" decomposed (e + U+0301) is the composed tag, and found by either spelling.
+  expect((await call('PUT', `/drive/${a.id}/tags`, { tags: ['Cafe\u0301'] })).body.tags).toEqual(['caf\u00e9']);
+  expect((await call('GET', `/drive/tags/${encodeURIComponent('cafe\u0301')}/items`)).body.items.map((x: any) => x.path)).toEqual(['tags/a.txt']);
+  expect((await call('DELETE', `/drive/${a.id}/tags/${encodeURIComponent('cafe\u0301')}`)).body.tags).toEqual([]);
+  // Bidirectional controls and other invisible characters are no part of a tag.
+  expect((await call('PUT', `/drive/${a.id}/tags`, { tags: ['in\u202Evoice'] })).body.error.code).toBe('invalid_tag');
   expect((await call('PUT', `/drive/${a.id}/tags`, { tags: [] })).body.tags).toEqual([]);
 });
 

@@ -6,8 +6,11 @@ import { files, type PathItem } from './paths.js';
 
 const TAG = /^[\p{L}\p{N}][\p{L}\p{N} _.:/-]{0,63}$/u;
 
+/** A tag as it is stored and compared: trimmed, Unicode NFC (as names are), lowercase. */
+const tagOf = (t: string) => t.trim().normalize('NFC').toLowerCase();
+
 export function validTags(tags: string[]): string[] {
-  const out = [...new Set(tags.map((t) => t.trim().toLowerCase()))];
+  const out = [...new Set(tags.map(tagOf))];
   for (const t of out) {
     if (!TAG.test(t))
       throw new DomainError(
@@ -42,7 +45,7 @@ export async function setTags(drive: DriveDomain, p: Principal, input: { id: str
 
 export async function removeTags(drive: DriveDomain, p: Principal, input: { id: string; tags: string[] }) {
   writer(p);
-  const tags = input.tags.map((t) => t.trim().toLowerCase());
+  const tags = input.tags.map(tagOf);
   return drive.tx(async (q) => {
     const row = await drive.visible(q, p, input.id, true);
     await files.removeTags(q, row.id, tags);
