@@ -82,10 +82,10 @@ beforeAll(async () => {
     ...(REAL.nats ? { NATS_URL: REAL.nats } : {}),
   });
   base = `http://127.0.0.1:${port}`;
-  await waitFor(async () => ((await fetch(`${base}/health`)).ok ? true : undefined), 40_000, 'the stack').catch((err) => {
+  await waitFor(async () => ((await fetch(`${base}/health`)).ok ? true : undefined), 120_000, 'the stack').catch((err) => {
     throw new Error(`${(err as Error).message}\n${child.output()}`);
   });
-}, 60_000);
+}, 150_000);
 
 afterAll(async () => {
   child?.kill('SIGTERM');
@@ -262,7 +262,7 @@ test('the embedded stack (PGlite) traces its SQL too', async () => {
   });
   try {
     const url = `http://127.0.0.1:${port}`;
-    await waitFor(async () => ((await fetch(`${url}/health`)).ok ? true : undefined), 40_000, 'the embedded stack');
+    await waitFor(async () => ((await fetch(`${url}/health`)).ok ? true : undefined), 120_000, 'the embedded stack');
     const res = await fetch(`${url}/v1/api/api-keys?limit=7`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(res.status).toBe(200);
     const sql = await waitFor(
@@ -280,4 +280,4 @@ test('the embedded stack (PGlite) traces its SQL too', async () => {
     embedded.kill('SIGTERM');
     await exitCode(embedded);
   }
-}, 60_000);
+}, 180_000);
