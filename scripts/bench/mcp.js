@@ -10,6 +10,10 @@
 //    other, against one tools/call run_code whose script makes the same ten calls (one after the
 //    other, and all at once), end to end from the client, interleaved, one caller (BENCH_CODE_MODE
 //    repetitions of each, default 40).
+// 4. search_tools over the search evaluation's requests (packages/tools/test/search-eval.json):
+//    the ranking in process, and tools/call search_tools through the gateway against tools/call
+//    whoami interleaved (the same hop with no work behind it), p50 and p99 (BENCH_SEARCH_REPEAT
+//    passes, default 5).
 //
 //   npm run build && node scripts/bench/mcp.js
 //
@@ -159,6 +163,48 @@ async function listServerTime(pageSize) {
 
 const CODE_MODE_REPEAT = Number(process.env.BENCH_CODE_MODE ?? 40);
 
+/** The search evaluation's requests (packages/tools/test/search-eval.json): what people and models ask search_tools. */
+const SEARCH_QUERIES = JSON.parse(fs.readFileSync(path.join(__dirname, '../../packages/tools/test/search-eval.json'), 'utf8')).cases.map(
+  (c) => c.query,
+);
+const SEARCH_REPEAT = Number(process.env.BENCH_SEARCH_REPEAT ?? 5);
+
+/**
+ * search_tools over the evaluation's requests: the ranking itself in process (ToolCatalogue.search,
+ * no HTTP), and tools/call search_tools end to end through the gateway, interleaved with tools/call
+ * whoami (the same hop with no work behind it: the baseline), one caller.
+ */
+async function search(client) {
+  const { routes } = require('@svc/api');
+  const { ToolCatalogue } = require('@svc/tools');
+  const catalogue = ToolCatalogue.fromRoutes(routes);
+  for (const q of SEARCH_QUERIES) catalogue.search(q); // warm-up
+  const ranking = [];
+  for (let r = 0; r < SEARCH_REPEAT * 4; r++) {
+    for (const q of SEARCH_QUERIES) {
+      const t = performance.now();
+      catalogue.search(q);
+      ranking.push(performance.now() - t);
+    }
+  }
+  const whoami = toolCall(client, 'legacy', 'whoami');
+  const searches = SEARCH_QUERIES.map((query) => toolCall(client, 'legacy', 'search_tools', { query }));
+  for (const f of searches.slice(0, 10)) await f();
+  const viaGateway = [];
+  const baseline = [];
+  for (let r = 0; r < SEARCH_REPEAT; r++) {
+    for (const f of searches) {
+      let t = performance.now();
+      await f();
+      viaGateway.push(performance.now() - t);
+      t = performance.now();
+      await whoami();
+      baseline.push(performance.now() - t);
+    }
+  }
+  return { ranking, viaGateway, baseline };
+}
+
 /**
  * Ten tool calls as ten tools/call round trips, and as one run_code whose script makes them (in
  * sequence, and all at once): milliseconds end to end per ten, interleaved, one caller.
@@ -264,6 +310,14 @@ async function main() {
     console.log(`\ntools/list (${server.tools} tools, pages of 50; catalogue built once per process in ${server.buildMs.toFixed(1)} ms):`);
     console.log(`  server time per call (the endpoint in process): median ${server.median.toFixed(3)} ms, p99 ${server.p99.toFixed(3)} ms`);
     console.log(`  through the gateway (POST /mcp, sequential): median ${pct(listHttp, 50).toFixed(2)} ms, p99 ${pct(listHttp, 99).toFixed(2)} ms`);
+    const found = await search(client);
+    console.log(`\nsearch_tools over the evaluation's ${SEARCH_QUERIES.length} requests (${SEARCH_REPEAT} passes, one caller):`);
+    console.log(`  the ranking in process: median ${pct(found.ranking, 50).toFixed(3)} ms, p99 ${pct(found.ranking, 99).toFixed(3)} ms`);
+    console.log(
+      `  tools/call search_tools through the gateway: median ${pct(found.viaGateway, 50).toFixed(2)} ms, p99 ${pct(found.viaGateway, 99).toFixed(2)} ms; ` +
+        `tools/call whoami interleaved: median ${pct(found.baseline, 50).toFixed(2)} ms, p99 ${pct(found.baseline, 99).toFixed(2)} ms ` +
+        `(search/whoami: median ${(pct(found.viaGateway, 50) / pct(found.baseline, 50)).toFixed(2)}×, p99 ${(pct(found.viaGateway, 99) / pct(found.baseline, 99)).toFixed(2)}×)`,
+    );
     const cm = await codeMode(client);
     const med = (k) => pct(cm[k], 50);
     console.log(`\ncode mode: ten list_drive calls, end to end (ms per ten, ${CODE_MODE_REPEAT} interleaved repetitions, one caller):`);
