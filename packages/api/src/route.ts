@@ -209,8 +209,8 @@ export const Timestamp = z.string().describe('ISO 8601 UTC with milliseconds');
 export const Nullable = <T extends z.ZodType>(t: T) => t.nullable().default(null as never);
 
 export const ListQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (1–200; default 50).'),
-  cursor: z.string().max(200).optional().describe('The previous page’s `nextCursor`; omit for the first.'),
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Items per page.'),
+  cursor: z.string().max(200).optional().describe('The last page’s `nextCursor`.'),
 });
 
 export const Success = z.object({ success: z.literal(true) });
