@@ -8,6 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { legacyClient, rawPost } from '../support/mcp';
 import { authorize, Browser, formOf, MemoryOAuthProvider } from '../support/oauth';
 import { startTestStack, type TestStack } from '../support/stack';
+import { until } from '../support/wait';
 
 /**
  * Sign-in from an MCP client (docs/oauth.md): the official SDK's OAuth client against a running
@@ -206,13 +207,14 @@ async function token(form: Record<string, string>): Promise<{ status: number; bo
 }
 
 /** A code for a fresh client, approved by `key` with `access`. */
-async function codeFor(o: { key?: string; access?: 'read' | 'write'; resource?: string; scope?: string } = {}) {
+async function codeFor(o: { key?: string; access?: 'read' | 'write'; resource?: string; scope?: string; subject?: string } = {}) {
   const clientId = await register();
   const p = pkce();
   const r = await authorize(new Browser(t.url), authUrl({ clientId, challenge: p.challenge, resource: o.resource, scope: o.scope }), {
     key: o.key ?? mia.key,
     redirectUri: REDIRECT,
     access: o.access,
+    subject: o.subject,
   });
   expect(r.code).toBeTruthy();
   return { clientId, code: r.code!, ...p };
@@ -355,6 +357,44 @@ describe('scopes', () => {
       { key: tok.body.access_token },
     );
     expect(JSON.stringify(call.body)).toMatch(/read_only/);
+  });
+
+  test('an agent as the subject, chosen on the consent page: the token acts as that agent, with only its tools; never another’s agent; ends with the agent', async () => {
+    const agent = (await t.ok('POST', '/agents', mia.key, { name: 'Reader', tools: ['list_drive', 'drive_stat'] })).body as { id: string };
+    // The consent page offers the person's own agents.
+    const clientId = await register();
+    const page = await authorize(new Browser(t.url), authUrl({ clientId, challenge: pkce().challenge }), {
+      key: mia.key,
+      redirectUri: REDIRECT,
+      decision: 'deny',
+    });
+    expect(page.pages.some((html) => html.includes(`value="${agent.id}"`) && html.includes('Your agent Reader'))).toBe(true);
+
+    const tok = await exchange(await codeFor({ subject: agent.id }));
+    expect(tok.status).toBe(200);
+    const list = await rawPost(t.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { key: tok.body.access_token, headers: { 'x-mcp-toolsets': 'all' } });
+    const names: string[] = list.body.result.tools.map((x: { name: string }) => x.name).sort();
+    expect(names).toEqual(expect.arrayContaining(['drive_stat', 'list_drive']));
+    expect(names).not.toContain('write_drive_file');
+    expect(names).not.toContain('list_threads');
+    const api = await exchange(await codeFor({ subject: agent.id, resource: `${t.url}/v1`, scope: 'api:read' }), `${t.url}/v1`);
+    const me = await fetch(`${t.url}/v1/me`, { headers: { authorization: `Bearer ${api.body.access_token}` } });
+    expect(await me.json()).toMatchObject({ agentId: agent.id });
+
+    // Another person's agent cannot be chosen: the consent is refused and no code is issued.
+    const other = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Other' })).body as { key: string };
+    const theirs = (await t.ok('POST', '/agents', other.key, { name: 'Theirs' })).body as { id: string };
+    const refused = await authorize(new Browser(t.url), authUrl({ clientId: await register(), challenge: pkce().challenge }), {
+      key: mia.key,
+      redirectUri: REDIRECT,
+      subject: theirs.id,
+    });
+    expect([refused.code, refused.last.status]).toEqual([undefined, 400]);
+
+    // The agent deleted: its tokens act no more (a token already in use, and a new one from the refresh token).
+    expect(await mcpStatus(tok.body.access_token)).toBe(200);
+    await t.ok('DELETE', `/agents/${agent.id}`, mia.key);
+    await until(async () => (await mcpStatus(tok.body.access_token)) === 401, 10_000, { what: 'the deleted agent’s token refused' });
   });
 
   test('a toolset scope limits the tools to its area', async () => {

@@ -71,13 +71,14 @@ const decode = (s: string) => s.replace(/&#(\d+);/g, (_m, n: string) => String.f
 
 /**
  * Drives an authorization from its URL to the code, as a person would: the sign-in page (with
- * `key`), then the consent page (`access`), following each redirect. Answers the code, or the last
+ * `key`), then the consent page (`access`, and `subject`: who the tokens act as, the person by
+ * default or an agent's id), following each redirect. Answers the code, or the last
  * page when it stops elsewhere.
  */
 export async function authorize(
   browser: Browser,
   authorizationUrl: string,
-  o: { key: string; redirectUri: string; access?: 'read' | 'write'; decision?: 'approve' | 'deny' },
+  o: { key: string; redirectUri: string; access?: 'read' | 'write'; decision?: 'approve' | 'deny'; subject?: string },
 ): Promise<{ code?: string; error?: string; pages: string[]; last: { status: number; html: string } }> {
   let next: string | undefined = authorizationUrl;
   const pages: string[] = [];
@@ -96,7 +97,7 @@ export async function authorize(
     const form = formOf(res.html);
     const fields = res.html.includes('name="api_key"')
       ? { ...form.fields, api_key: o.key }
-      : { ...form.fields, decision: o.decision ?? 'approve', access: o.access ?? 'write' };
+      : { ...form.fields, decision: o.decision ?? 'approve', access: o.access ?? 'write', ...(o.subject ? { subject: o.subject } : {}) };
     const posted = await browser.request(form.action, { form: fields });
     if (!posted.location) return { pages, last: posted };
     next = posted.location;

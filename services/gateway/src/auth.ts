@@ -42,8 +42,10 @@ export interface OauthAccess {
 
 /** An access token as the authorization server knows it (fronts/oauth). */
 export interface VerifiedToken extends OauthAccess {
-  /** The person the token acts for. */
+  /** The person who approved the token. */
   userId: string;
+  /** When the person chose so: the agent of theirs the token acts as (docs/oauth.md). */
+  agentId?: string;
   /** When it expires (ms). */
   expiresAt: number;
 }
@@ -150,6 +152,18 @@ export class Authenticator {
     const keyId = Authenticator.grantKeyId(grantId);
     for (const [hash, v] of this.tokens) if (v.keyId === keyId) this.tokens.delete(hash);
     this.evict(keyId);
+  }
+
+  /**
+   * An agent deleted or given to another account: the OAuth tokens that act as it (docs/oauth.md)
+   * are forgotten on this replica and what they hold open ends; verified again, they are refused.
+   */
+  evictAgent(agentId: string): void {
+    for (const [hash, v] of this.tokens) {
+      if (v.principal.agentId !== agentId) continue;
+      this.tokens.delete(hash);
+      this.evict(v.keyId);
+    }
   }
 
   /** Evicts a revoked key everywhere in this replica, and ends what it holds open. */
@@ -307,7 +321,7 @@ export class Authenticator {
 
   /**
    * An OAuth access token (docs/oauth.md): verified by the authorization server, for `resource`
-   * only. Its principal is the person, with the grant as its key id, read-only when its scope
+   * only. Its principal is the person (or the agent of theirs they chose), with the grant as its key id, read-only when its scope
    * says so; cached until it expires or for a minute, whichever is first (a revoked grant is
    * forgotten at once: evictGrant).
    */
@@ -333,8 +347,7 @@ export class Authenticator {
       throw err;
     }
     const principal: Principal = {
-      kind: 'human',
-      userId: t.userId,
+      ...(t.agentId ? { kind: 'agent' as const, agentId: t.agentId } : { kind: 'human' as const, userId: t.userId }),
       accountId: t.userId,
       keyId: Authenticator.grantKeyId(t.grantId),
       channel: resource === 'mcp' ? 'mcp' : 'api',

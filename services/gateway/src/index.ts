@@ -74,6 +74,13 @@ export async function startGateway(deps: {
       auth.endMembership(event.accountId, data.memberId);
     } else auth.evictAccount(event.accountId);
   });
+  // An agent deleted or moved to another account: OAuth tokens acting as it (on any replica) go.
+  const agentsGone = await bus.subscribe('agents.agent.*', async (event) => {
+    const data = event.data as { agent?: { id?: unknown } };
+    if ((event.type === 'agents.agent.deleted' || event.type === 'agents.agent.owner_changed') && typeof data.agent?.id === 'string') {
+      auth.evictAgent(data.agent.id);
+    }
+  });
   // An account's provider keys changed (on any replica): its cached model listings go.
   const answers = new AnswerCache();
   const providerKeys = await bus.subscribe('models.provider_key.*', async (event) => {
@@ -93,6 +100,7 @@ export async function startGateway(deps: {
       ? new OauthServer({
           registry: deps.registry,
           systemToken,
+          signer,
           log,
           secret: deps.config.internalSecret,
           trustProxy: deps.settings.SVC_TRUST_PROXY !== false,
@@ -188,6 +196,7 @@ export async function startGateway(deps: {
       await revoked.unsubscribe();
       await grants.unsubscribe();
       await membership.unsubscribe();
+      await agentsGone.unsubscribe();
       await hostFront.close();
       await providerKeys.unsubscribe();
       await domainChanges.unsubscribe();

@@ -14,6 +14,7 @@ import { appsPage, type AppView, consentPage, ICON, messagePage, signInPage, STY
 import { RegistrationLimit } from './registrations.js';
 import { describeScope, narrowScope, resourceMetadata, WRITE_SCOPE } from './resources.js';
 import type { OauthServer } from './server.js';
+import { actAs, agentOf, agentOfPerson, agentsOfPerson } from './subject.js';
 import { sendPage, WebSecurity } from './web.js';
 
 export { OauthServer } from './server.js';
@@ -180,6 +181,17 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       ));
     }
     const readOnly = req.body?.access === 'read';
+    // Who the tokens act as: the person, or one of their own agents (checked to be theirs).
+    const subject = typeof req.body?.subject === 'string' ? req.body.subject : 'person';
+    let agentId: string | undefined;
+    if (subject !== 'person') {
+      try {
+        agentId = (await agentOfPerson(deps.registry, deps.signer, String(details.session.accountId), subject)).id;
+      } catch (err) {
+        if (err instanceof DomainError && err.kind === 'unauthenticated') return sendPage(res, 400, messagePage('Refused', 'That agent is not one of yours.'));
+        throw err;
+      }
+    }
     const { missingOIDCScope, missingResourceScopes } = details.prompt.details as {
       missingOIDCScope?: string[];
       missingResourceScopes?: Record<string, string[]>;
@@ -197,6 +209,7 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       details.params.scope = narrow(String(details.params.scope ?? '').split(' ')).join(' ');
       await details.save(Math.max(1, (details.exp ?? 0) - Math.floor(Date.now() / 1000)));
     }
+    actAs(grant, agentId);
     const grantId = await grant.save();
     await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
   });
@@ -230,6 +243,7 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       redirectUri: String(details.params.redirect_uri),
       resources,
       principal: await personOf(String(details.session!.accountId)),
+      agents: await agentsOfPerson(deps.registry, deps.signer, String(details.session!.accountId)),
       canNarrow: asked.some((s) => s === WRITE_SCOPE.mcp || s === WRITE_SCOPE.api),
       channel: resources.some((r) => r.id === oauth.resources.mcp.id) ? 'the MCP channel' : 'the API',
     };
@@ -242,13 +256,14 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       { principalToken: await deps.systemToken(), deadlineMs: 5000 },
     );
     const apps: AppView[] = grants.map((g) => {
-      const grant = JSON.parse(g.grantJson) as { clientId?: string; resources?: Record<string, string> };
+      const grant = JSON.parse(g.grantJson) as { clientId?: string; resources?: Record<string, string>; rar?: unknown };
       const client = g.clientJson ? (JSON.parse(g.clientJson) as { client_name?: string }) : undefined;
       return {
         grantId: g.grantId,
         clientId: String(grant.clientId ?? ''),
         clientName: client?.client_name ?? String(grant.clientId ?? 'an app'),
         resources: Object.entries(grant.resources ?? {}).map(([id, scopes]) => ({ id, scopes })),
+        actsAs: agentOf(grant) ?? null,
         createdAt: g.createdAt,
         lastUsedAt: g.lastUsedAt ?? null,
       };

@@ -82,6 +82,8 @@ export interface ConsentView {
   redirectUri: string;
   resources: Array<{ id: string; name: string; scopes: Array<{ scope: string; text: string }> }>;
   principal: { id: string; name: string };
+  /** The person's own agents: the tokens may act as one of them instead (the person chooses). */
+  agents: Array<{ id: string; name: string }>;
   /** Where the token acts: `the MCP channel`, `the API`. */
   channel: string;
   canNarrow: boolean;
@@ -103,7 +105,7 @@ export function consentPage(v: ConsentView): string {
 <dt>Client id</dt><dd><code>${esc(v.client.id)}</code></dd>
 <dt>Known by</dt><dd>${esc(v.client.verified)}</dd>
 <dt>Returns to</dt><dd><code>${esc(v.redirectUri)}</code></dd>
-<dt>Acting as</dt><dd>${esc(v.principal.name)} (<code>${esc(v.principal.id)}</code>), on ${esc(v.channel)}: it can never change who may do what (members, grants, keys)</dd>
+<dt>Acting as</dt><dd>${v.agents.length ? 'You or one of your agents (choose below)' : `${esc(v.principal.name)} (<code>${esc(v.principal.id)}</code>)`}, on ${esc(v.channel)}: it can never change who may do what (members, grants, keys)</dd>
 </dl>
 ${resources}
 <form method="post" action="${esc(v.action)}">
@@ -115,6 +117,14 @@ ${
 <label><input type="radio" name="access" value="read"> Read only: nothing can be changed</label>
 </fieldset>`
     : hidden('access', 'write')
+}
+${
+  v.agents.length
+    ? `<fieldset><legend>Act as</legend>
+<label><input type="radio" name="subject" value="person" checked> You: ${esc(v.principal.name)} (<code>${esc(v.principal.id)}</code>)</label>
+${v.agents.map((a) => `<label><input type="radio" name="subject" value="${esc(a.id)}"> Your agent ${esc(a.name)} (<code>${esc(a.id)}</code>): only its tools, under its limits</label>`).join('\n')}
+</fieldset>`
+    : hidden('subject', 'person')
 }
 <div class="actions">
 <button type="submit" name="decision" value="approve">Allow</button>
@@ -130,6 +140,8 @@ export interface AppView {
   clientName: string;
   clientId: string;
   resources: Array<{ id: string; scopes: string }>;
+  /** The agent its tokens act as; null: the person. */
+  actsAs: string | null;
   createdAt: string;
   lastUsedAt: string | null;
 }
@@ -142,6 +154,7 @@ export function appsPage(o: { csrf: string; person: { id: string; name: string }
 <dl>
 <dt>Client id</dt><dd><code>${esc(a.clientId)}</code></dd>
 ${a.resources.map((r) => `<dt>Access</dt><dd><code>${esc(r.id)}</code>: ${esc(r.scopes || 'nothing')}</dd>`).join('')}
+<dt>Acts as</dt><dd>${a.actsAs ? `your agent <code>${esc(a.actsAs)}</code>` : 'you'}</dd>
 <dt>Connected</dt><dd><time datetime="${esc(a.createdAt)}">${esc(a.createdAt)}</time></dd>
 <dt>Last use</dt><dd>${a.lastUsedAt ? `<time datetime="${esc(a.lastUsedAt)}">${esc(a.lastUsedAt)}</time>` : 'never'}</dd>
 </dl>

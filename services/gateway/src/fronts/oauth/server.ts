@@ -1,13 +1,16 @@
-import { DomainError, type Logger, type Registry } from '@svc/kit';
+import { DomainError, type Logger, type PrincipalSigner, type Registry } from '@svc/kit';
 
 import type { TokenResource, VerifiedToken } from '../../auth.js';
 import type { Provider } from './oidc-types.js';
 import { createProvider, type OauthSettings } from './provider.js';
 import { accessOf, challenge, type ProtectedResource, protectedResources, type ResourceName } from './resources.js';
+import { agentOf, agentOfPerson } from './subject.js';
 
 export interface OauthServerDeps {
   registry: Registry;
   systemToken: () => Promise<string>;
+  /** Signs a person's principal, to ask the agents service which agents are theirs. */
+  signer: PrincipalSigner;
   log: Logger;
   secret: string;
   trustProxy: boolean;
@@ -67,7 +70,7 @@ export class OauthServer {
     return challenge(this.resources[resource], this.issuer, error);
   }
 
-  /** Verifies an access token for a resource: the person, the grant, and what its scope allows. */
+  /** Verifies an access token for a resource: the person (or their agent), the grant, and what its scope allows. */
   async verify(token: string, resource: TokenResource): Promise<VerifiedToken> {
     const provider = await this.provider();
     const at = await provider.AccessToken.find(token);
@@ -86,6 +89,18 @@ export class OauthServer {
         `This access token allows nothing on ${want}: it needs ${this.resources[resource].challengeScope}.`,
       );
     }
-    return { userId: at.accountId, grantId: at.grantId, clientId: String(at.clientId), expiresAt: (at.exp ?? 0) * 1000, ...access };
+    // The grant says whether its tokens act as one of the person's agents; that agent must still be theirs.
+    const grant = await provider.Grant.find(at.grantId);
+    if (!grant) throw invalidToken('The access token is invalid, expired or revoked.');
+    const agentId = agentOf(grant);
+    if (agentId) await agentOfPerson(this.deps.registry, this.deps.signer, at.accountId, agentId);
+    return {
+      userId: at.accountId,
+      ...(agentId ? { agentId } : {}),
+      grantId: at.grantId,
+      clientId: String(at.clientId),
+      expiresAt: (at.exp ?? 0) * 1000,
+      ...access,
+    };
   }
 }
