@@ -1,4 +1,3 @@
-import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 
 import { refreshAuthorization, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -6,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { legacyClient, rawPost } from '../support/mcp';
-import { authorize, Browser, formOf, MemoryOAuthProvider } from '../support/oauth';
+import { authorizationUrl, authorize, Browser, formOf, MemoryOAuthProvider, pkce } from '../support/oauth';
 import { startTestStack, type TestStack } from '../support/stack';
 import { until } from '../support/wait';
 
@@ -166,12 +165,6 @@ describe('the SDK client, end to end', () => {
 
 // By hand: what a client could send that the SDK would not. ---------------------------------------
 
-const b64url = (b: Buffer) => b.toString('base64url');
-const pkce = () => {
-  const verifier = b64url(randomBytes(32));
-  return { verifier, challenge: b64url(createHash('sha256').update(verifier).digest()) };
-};
-
 async function register(redirectUris = [REDIRECT], extra: Record<string, unknown> = {}): Promise<string> {
   const res = await fetch(`${t.url}/oauth/register`, {
     method: 'POST',
@@ -183,19 +176,8 @@ async function register(redirectUris = [REDIRECT], extra: Record<string, unknown
   return body.client_id;
 }
 
-function authUrl(o: { clientId: string; challenge: string; redirectUri?: string; resource?: string; scope?: string }): string {
-  const q = new URLSearchParams({
-    response_type: 'code',
-    client_id: o.clientId,
-    redirect_uri: o.redirectUri ?? REDIRECT,
-    code_challenge: o.challenge,
-    code_challenge_method: 'S256',
-    scope: o.scope ?? 'mcp:write',
-    resource: o.resource ?? `${t.url}/mcp`,
-    state: 'xyz',
-  });
-  return `${t.url}/oauth/authorize?${q}`;
-}
+const authUrl = (o: { clientId: string; challenge: string; redirectUri?: string; resource?: string; scope?: string }) =>
+  authorizationUrl(t.url, { redirectUri: REDIRECT, ...o });
 
 async function token(form: Record<string, string>): Promise<{ status: number; body: any }> {
   const res = await fetch(`${t.url}/oauth/token`, {
@@ -372,7 +354,11 @@ describe('scopes', () => {
 
     const tok = await exchange(await codeFor({ subject: agent.id }));
     expect(tok.status).toBe(200);
-    const list = await rawPost(t.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { key: tok.body.access_token, headers: { 'x-mcp-toolsets': 'all' } });
+    const list = await rawPost(
+      t.url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { key: tok.body.access_token, headers: { 'x-mcp-toolsets': 'all' } },
+    );
     const names: string[] = list.body.result.tools.map((x: { name: string }) => x.name).sort();
     expect(names).toEqual(expect.arrayContaining(['drive_stat', 'list_drive']));
     expect(names).not.toContain('write_drive_file');

@@ -1,3 +1,5 @@
+import { createHash, randomBytes } from 'node:crypto';
+
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 
@@ -153,4 +155,28 @@ export class MemoryOAuthProvider implements OAuthClientProvider {
   codeVerifier() {
     return this.verifier;
   }
+}
+
+/** A PKCE pair (S256): the verifier the client keeps, the challenge it sends. */
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/** An authorization request's URL on the stack at `base` (code flow, PKCE S256, MCP resource and scope by default). */
+export function authorizationUrl(
+  base: string,
+  o: { clientId: string; challenge: string; redirectUri: string; resource?: string; scope?: string },
+): string {
+  const q = new URLSearchParams({
+    response_type: 'code',
+    client_id: o.clientId,
+    redirect_uri: o.redirectUri,
+    code_challenge: o.challenge,
+    code_challenge_method: 'S256',
+    scope: o.scope ?? 'mcp:write',
+    resource: o.resource ?? `${base}/mcp`,
+    state: 'xyz',
+  });
+  return `${base}/oauth/authorize?${q}`;
 }

@@ -188,7 +188,8 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       try {
         agentId = (await agentOfPerson(deps.registry, deps.signer, String(details.session.accountId), subject)).id;
       } catch (err) {
-        if (err instanceof DomainError && err.kind === 'unauthenticated') return sendPage(res, 400, messagePage('Refused', 'That agent is not one of yours.'));
+        if (err instanceof DomainError && err.kind === 'unauthenticated')
+          return sendPage(res, 400, messagePage('Refused', 'That agent is not one of yours.'));
         throw err;
       }
     }
