@@ -404,6 +404,8 @@ describe('scopes', () => {
     );
     expect(JSON.stringify(outside.body)).not.toContain('"threads"');
     expect(outside.body.error ?? outside.body.result?.isError).toBeTruthy();
+    // The refusal names what refuses it: the token's scopes, not an agent's list.
+    expect(JSON.stringify(outside.body)).toContain("This access token's toolset scopes (drive) do not include list_threads.");
   });
 
   test('a token never mints an API key nor changes authority', async () => {

@@ -74,10 +74,10 @@ const scriptRunning = (catalogue: ToolCatalogue, name: string) => {
   return b !== undefined && SCRIPT_OPERATIONS.has(b.route.id);
 };
 
-/** A tool the caller's view does not allow: read-only mode (a tool with effects), or an agent's tool list. */
+/** A tool the caller's view does not allow: read-only mode (a tool with effects), or a list (an agent's, a token's scopes) that leaves it out. */
 export function refusedByView(view: ToolView, name: string): DomainError {
   if (view.allowed && !view.allowed(name)) {
-    return new DomainError('forbidden', 'tool_not_allowed', `This agent's tool list does not include ${name}.`);
+    return new DomainError('forbidden', 'tool_not_allowed', view.refusal?.(name) ?? `This connection's tool list does not include ${name}.`);
   }
   return new DomainError('forbidden', 'read_only_mode', `${name} changes things, and this connection is read-only (readonly=true).`);
 }

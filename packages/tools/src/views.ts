@@ -26,6 +26,8 @@ export interface ToolView {
   readOnly: boolean;
   /** An agent's allow-list (its `tools` patterns): only the tools it names, listed and called. */
   allowed?: (name: string) => boolean;
+  /** Why `allowed` refuses a tool, in a sentence naming the list that does (the agent's, a token's scopes). */
+  refusal?: (name: string) => string;
   /** Identifies the view for caching its pages and binding its cursors (`allowed` adds `agent`). */
   key: string;
 }
@@ -66,9 +68,20 @@ export function viewOf(areas: readonly string[], query: URLSearchParams, header:
  * The view narrowed to an allow-list (an agent's tools, an OAuth token's toolsets): only the tools
  * it names are listed and called. A view already narrowed keeps its list too (both must allow).
  */
-export function withAllowList(view: ToolView, allowed: (name: string) => boolean, listKey: string): ToolView {
+export function withAllowList(
+  view: ToolView,
+  allowed: (name: string) => boolean,
+  listKey: string,
+  refusal: (name: string) => string = (name) => `This agent's tool list does not include ${name}.`,
+): ToolView {
   const before = view.allowed;
-  return { ...view, allowed: before ? (name) => before(name) && allowed(name) : allowed, key: `${view.key}+agent:${listKey}` };
+  const beforeRefusal = view.refusal;
+  return {
+    ...view,
+    allowed: before ? (name) => before(name) && allowed(name) : allowed,
+    refusal: (name) => (before && !before(name) && beforeRefusal ? beforeRefusal(name) : refusal(name)),
+    key: `${view.key}+agent:${listKey}`,
+  };
 }
 
 /**

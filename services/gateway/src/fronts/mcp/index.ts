@@ -86,7 +86,12 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
     let out = oauth.readOnly && !view.readOnly ? { ...view, readOnly: true, key: `${view.key}+ro` } : view;
     if (oauth.toolsets.length) {
       const areas = new Set(oauth.toolsets);
-      out = withAllowList(out, (name) => areas.has(catalogue?.get(name)?.area ?? ''), `scope:${oauth.toolsets.join(',')}`);
+      out = withAllowList(
+        out,
+        (name) => areas.has(catalogue?.get(name)?.area ?? ''),
+        `scope:${oauth.toolsets.join(',')}`,
+        (name) => `This access token's toolset scopes (${oauth.toolsets.join(', ')}) do not include ${name}.`,
+      );
     }
     return out;
   };
