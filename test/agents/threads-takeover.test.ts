@@ -55,16 +55,30 @@ maybe('a run taken over after its worker is killed', () => {
   beforeAll(async () => {
     db = await createDatabase(REAL.pg!);
   });
-  afterAll(async () => {
-    for (const c of children) {
+  // Each test's processes end with it, so that the next starts on a quiet machine and database.
+  afterEach(async () => {
+    for (const c of children.splice(0)) {
       if (c.exitCode === null && c.signalCode === null) {
         c.kill('SIGTERM');
         await exitCode(c);
       }
     }
+  });
+  afterAll(async () => {
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
     await db?.drop();
   });
+
+  /** The thread's events once its run has ended (completed or failed), read from the second process. */
+  const finished = (events: () => Promise<any[]>) =>
+    waitFor(
+      async () => {
+        const evs = await events();
+        return evs.some((e) => e.type === 'run.completed' || e.type === 'run.failed') ? evs : undefined;
+      },
+      60_000,
+      'the run to finish on the second process',
+    );
 
   test('SIGKILL during a tool call: the run resumes elsewhere, the call is not repeated, the run ends once', async () => {
     const a = await start();
@@ -79,14 +93,7 @@ maybe('a run taken over after its worker is killed', () => {
     await exitCode(a.child);
 
     const b = await start();
-    const all = await waitFor(
-      async () => {
-        const evs = await events(b.port);
-        return evs.some((e) => e.type === 'run.completed' || e.type === 'run.failed') ? evs : undefined;
-      },
-      60_000,
-      'the run to finish on the second process',
-    );
+    const all = await finished(() => events(b.port));
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
     expect(all.filter((e) => e.type === 'run.completed')).toHaveLength(1);
     expect(all.filter((e) => e.type === 'run.failed')).toHaveLength(0);
@@ -121,14 +128,7 @@ maybe('a run taken over after its worker is killed', () => {
     await call(b.port, 'POST', `/threads/${thread.id}/approvals/${requested.data.approvalId}/approve`, key, {
       arguments: { name: 'approved.txt', content: 'approved' },
     });
-    const all = await waitFor(
-      async () => {
-        const evs = await events(b.port);
-        return evs.some((e) => e.type === 'run.completed' || e.type === 'run.failed') ? evs : undefined;
-      },
-      60_000,
-      'the run to finish on the second process',
-    );
+    const all = await finished(() => events(b.port));
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
     expect(all.filter((e) => e.type === 'run.completed')).toHaveLength(1);
     const resumed = all.filter((e) => e.type === 'run.resumed');
