@@ -2,28 +2,17 @@ import { z } from 'zod';
 
 import type { drive } from '@svc/proto';
 
-import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Timestamp } from '../../route.js';
+import { ListQuery, Nullable, ProjectId, reply, route, type RouteInput, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
+import { DriveItemId, FolderId, Name } from './ids.js';
+
+export { DriveItemId };
 
 /** The error answers of a write that adds to the drive (docs/drive.md, "Quotas"): a route's `statuses`. */
 export const QUOTA_ERRORS: Record<number, string> = {
   413: 'Over the account’s storage quota: `quota_exceeded`, naming the quota (`bytesLive`), its limit, the bytes used and the bytes the write adds; nothing was written. A content body may also be over the file size limit (`file_too_large`).',
   429: 'Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests.',
 };
-
-export const DriveItemId = z
-  .string()
-  .regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)')
-  .describe('The item’s id: a file (file_…) or a folder (fld_…).');
-const FolderId = prefixedId('fld', 'a folder id');
-/** A name as the drive accepts it (the service checks the UTF-8 length too). */
-const Name = z
-  .string()
-  .min(1, 'name is required')
-  .max(255)
-  .refine((v) => v.trim() !== '' && v !== '.' && v !== '..', 'must not be empty, "." or ".."')
-  .refine((v) => !/[/\u0000-\u001f\u007f]/.test(v), 'must not contain "/" or control characters')
-  .describe('The item’s name: 1–255 characters, no "/" or control characters, not "." or "..".');
 
 const Actor = z
   .object({

@@ -3,24 +3,15 @@ import { z } from 'zod';
 
 import type { drive } from '@svc/proto';
 
-import { Nullable, prefixedId, reply, type Route } from '../../route.js';
+import { Nullable, reply, type Route } from '../../route.js';
 import { DriveItem, driveItem } from './files.js';
+import { FileId, FolderId, ItemId } from './ids.js';
 
-export const ItemId = z.string().regex(/^(file|fld)_[0-9a-z]{26}$/, 'must be a drive item id (file_… or fld_…)');
-export const FileId = prefixedId('file', 'a file id');
-export const FolderId = prefixedId('fld', 'a folder id');
+export { FileId, FolderId, ItemId, Name } from './ids.js';
+
 export const idParams = z.object({ id: ItemId.describe('The item’s id (file_… or fld_…).') });
 export const fileParams = z.object({ id: FileId.describe('The file’s id (file_…).') });
 export const folderParams = z.object({ id: FolderId.describe('The folder’s id (fld_…).') });
-
-/** A name as the drive accepts it. */
-export const Name = z
-  .string()
-  .min(1, 'name is required')
-  .max(255)
-  .refine((v) => v.trim() !== '' && v !== '.' && v !== '..', 'must not be empty, "." or ".."')
-  .refine((v) => !/[/\u0000-\u001f\u007f]/.test(v), 'must not contain "/" or control characters')
-  .describe('The item’s name: 1–255 characters, no "/" or control characters, not "." or "..".');
 
 /** A path from the drive root: slash-separated names. */
 export const DrivePath = z

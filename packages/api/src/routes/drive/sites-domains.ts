@@ -2,8 +2,9 @@ import { z } from 'zod';
 
 import type { drive_sites } from '@svc/proto';
 
-import { Nullable, prefixedId, reply, type Route, route, Success, Timestamp } from '../../route.js';
+import { Nullable, reply, type Route, route, Success, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
+import { SiteId as SiteIdBase } from './ids.js';
 
 /**
  * Custom domains of a site (docs/sites.md, "Custom domains"): a host name added `pending`, proved
@@ -11,7 +12,7 @@ import { rpc } from '../../rpc.js';
  */
 
 const KEY: Pick<Route, 'auth' | 'principals' | 'authority' | 'tag'> = { auth: 'key', principals: ['human', 'agent'], authority: false, tag: 'sites' };
-const SiteId = prefixedId('site', 'a site id').describe('The site’s id (site_…).');
+const SiteId = SiteIdBase.describe('The site’s id (site_…).');
 const DomainName = z
   .string()
   .min(1)

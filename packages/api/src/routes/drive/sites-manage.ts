@@ -2,8 +2,9 @@ import { z } from 'zod';
 
 import type { drive_sites } from '@svc/proto';
 
-import { prefixedId, type Route, route, Success, Timestamp } from '../../route.js';
+import { type Route, route, Success, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
+import { DeploymentId, SiteId } from './ids.js';
 import { Site, siteView, Slug } from './sites.js';
 
 /**
@@ -12,8 +13,6 @@ import { Site, siteView, Slug } from './sites.js';
  */
 
 const KEY: Pick<Route, 'auth' | 'principals' | 'authority' | 'tag'> = { auth: 'key', principals: ['human', 'agent'], authority: false, tag: 'sites' };
-const SiteId = prefixedId('site', 'a site id');
-const DeploymentId = prefixedId('dep', 'a deployment id');
 const params = z.object({ id: SiteId.describe('The site’s id (site_…).') });
 const OptionalDeployment = DeploymentId.optional().describe('The deployment (default: the one the site serves).');
 

@@ -2,8 +2,9 @@ import { z } from 'zod';
 
 import type { drive_sites } from '@svc/proto';
 
-import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, Timestamp } from '../../route.js';
+import { ListQuery, Nullable, ProjectId, reply, route, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
+import { DeploymentId, FolderId, SiteId } from './ids.js';
 
 /**
  * Hosted sites (docs/sites.md), kept by the drive service: a site has a slug (its public URL,
@@ -11,10 +12,6 @@ import { rpc } from '../../rpc.js';
  * stored by SHA-256; deploying switches the site atomically; earlier deployments can be rolled back to.
  * The public pages themselves are served by the gateway's sites front, not by this table.
  */
-
-const SiteId = prefixedId('site', 'a site id');
-const DeploymentId = prefixedId('dep', 'a deployment id');
-const FolderId = prefixedId('fld', 'a folder id');
 
 export const Slug = z
   .string()
