@@ -262,6 +262,18 @@ describe('questions to a person (ask_person)', () => {
     expect(msg.status).toBe('delivered');
   }, 60_000);
 
+  test('an interrupting message to a run waiting on its question is the answer, at once', async () => {
+    const ada = await person();
+    const agent = (await t.ok('POST', '/agents', ada.key, { name: 'asks, interrupted' })).body;
+    const created = (await t.ok('POST', '/threads', ada.key, { agentId: agent.id, message: '/tool ask_person {"question":"Which one?"}' })).body;
+    await eventually(ada.key, created.id, 'question.asked');
+    const sent = await t.ok('POST', `/threads/${created.id}/inject`, ada.key, { content: 'the blue one', mode: 'interrupt' });
+    expect(sent.body).toMatchObject({ status: 'answered', runId: created.runId });
+    const done = await settled(ada.key, created.id);
+    expect(done[done.length - 1]!.type).toBe('run.completed');
+    expect(done.find((e) => e.type === 'tool.result')!.data).toMatchObject({ isError: false, result: { answer: 'the blue one' } });
+  }, 60_000);
+
   test('threads.ask answers the question and waits for the reply', async () => {
     const ada = await person();
     const agent = (await t.ok('POST', '/agents', ada.key, { name: 'asks back' })).body;
