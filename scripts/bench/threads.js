@@ -222,6 +222,8 @@ async function slowRuns(base, key, agentId, gated) {
   const slow = '/tool run_code {"code":"const end = Date.now() + 20000; while (Date.now() < end) {} 1","timeoutMs":25000}';
   const start = [];
   const took = [];
+  // Where an approval's time goes: the POST's round trip, then (by the events' createdAt) the decision's commit → run.resumed → the tool's row.
+  const parts = { post: [], toResumed: [], resumedToTool: [] };
   for (let n = 0; n < CANCELS; n++) {
     let t0 = Date.now();
     const thread = await api(base, key, 'POST', '/threads', { agentId, message: slow });
@@ -230,8 +232,16 @@ async function slowRuns(base, key, agentId, gated) {
       const { approvals } = await api(base, key, 'GET', `/threads/${thread.id}/approvals?status=pending`);
       t0 = Date.now();
       await api(base, key, 'POST', `/threads/${thread.id}/approvals/${approvals[0].id}/approve`, {});
+      parts.post.push(Date.now() - t0);
     }
-    start.push(Math.max(0, (await toolStarted(base, key, thread.id, thread.runId)) - t0));
+    const began = await toolStarted(base, key, thread.id, thread.runId);
+    start.push(Math.max(0, began - t0));
+    if (gated) {
+      const { events } = await api(base, key, 'GET', `/threads/${thread.id}/events?limit=200`);
+      const at = (type) => Date.parse(events.find((e) => e.type === type).createdAt);
+      parts.toResumed.push(at('run.resumed') - at('approval.approved'));
+      parts.resumedToTool.push(began - at('run.resumed'));
+    }
     // The script is under way in the sandbox by now.
     await new Promise((r) => setTimeout(r, 300));
     const t1 = performance.now();
@@ -248,7 +258,7 @@ async function slowRuns(base, key, agentId, gated) {
       throw new Error(`cancel ${n}: the run did not end as an aborted call`);
     if (gated && !events.some((e) => e.type === 'approval.approved')) throw new Error(`run ${n}: no approval`);
   }
-  return { start, took };
+  return { start, took, parts };
 }
 
 async function main() {
@@ -302,6 +312,12 @@ async function main() {
     console.log(
       `approval posted → tool starting (${a.length} runs): p50 ${ms(pct(a, 50))}, p99 ${ms(pct(a, 99))}; targets p50 ≤ 50 ms, p99 ≤ 200 ms ` +
         `(baseline, message posted → tool starting without approval: p50 ${ms(pct(b, 50))}, p99 ${ms(pct(b, 99))})`,
+    );
+    const p50 = (xs) => ms(pct(xs, 50));
+    const { post, toResumed, resumedToTool } = gated.parts;
+    console.log(
+      `  p50 of its parts: the approve POST's round trip ${p50(post)}; approval.approved → run.resumed ${p50(toResumed)}; ` +
+        `run.resumed → the tool's row ${p50(resumedToTool)}`,
     );
     const g = gated.took;
     console.log(`cancel with an approved tool running (${g.length} runs): p50 ${ms(pct(g, 50))}, p99 ${ms(pct(g, 99))}; target p99 ≤ 1 s`);
