@@ -14,12 +14,19 @@
 //      NATS_URL (two processes share them); skipped with the embedded backends.
 //   4. cancel with a tool running: BENCH_CANCELS (20) runs, each busy in a 20 s run_code script;
 //      the time from sending POST /threads/:id/cancel to the thread being idle (the run ended
-//      cancelled, its script's process killed), p50/p99. Target: p99 ≤ 1 s.
+//      cancelled, its script's process killed), p50/p99. Target: p99 ≤ 1 s. The baseline of 5:
+//      the time from the message posted to the tool starting (its tool call's row, written just
+//      before it runs: `createdAt` of GET …/tool-calls, the server's clock on this machine).
+//   5. approval round trip: the same runs with an agent whose run_code calls need approval; the
+//      time from sending POST …/approve to the tool starting (the decision's commit, the run back
+//      on the work queue, a worker's claim and resume from the checkpoint, the call's row), p50/p99,
+//      targets p50 ≤ 50 ms and p99 ≤ 200 ms; then the cancel of the approved script as in 4
+//      (p99 ≤ 1 s), a run a worker resumed after its pause.
 //
 //   npm run build && node scripts/bench/threads.js
 //
 // Options (environment): BENCH_EVENTS (2000), BENCH_RUNS (120 per round), BENCH_CONCURRENCY (16),
-// BENCH_CANCELS (20); BENCH_ONLY=cancel measures the cancels alone.
+// BENCH_CANCELS (20); BENCH_ONLY=cancel measures 4 and 5 alone.
 'use strict';
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -189,33 +196,69 @@ async function runsPerSecond(base, key, agentId) {
   return (done / (performance.now() - t0)) * 1000;
 }
 
-/** Cancels of runs busy in a slow script: the time from the request to the thread being idle. */
-async function cancels(base, key, agentId) {
+const untilEvent = async (base, key, threadId, type) => {
+  for (;;) {
+    const { events } = await api(base, key, 'GET', `/threads/${threadId}/events?limit=200`);
+    if (events.some((e) => e.type === type)) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+/** When the run's first tool call began (its row, written just before the tool runs), by the server's clock. */
+async function toolStarted(base, key, threadId, runId) {
+  for (;;) {
+    const { toolCalls } = await api(base, key, 'GET', `/threads/${threadId}/runs/${runId}/tool-calls`);
+    if (toolCalls.length) return Date.parse(toolCalls[0].createdAt);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * Runs busy in a slow script, then cancelled: the time from the message posted (or, for an agent
+ * whose run_code calls need approval, from the approval posted) to the tool starting, and from the
+ * cancel to the thread being idle.
+ */
+async function slowRuns(base, key, agentId, gated) {
   const slow = '/tool run_code {"code":"const end = Date.now() + 20000; while (Date.now() < end) {} 1","timeoutMs":25000}';
+  const start = [];
   const took = [];
+  // Where an approval's time goes: the POST's round trip, then (by the events' createdAt) the decision's commit → run.resumed → the tool's row.
+  const parts = { post: [], toResumed: [], resumedToTool: [] };
   for (let n = 0; n < CANCELS; n++) {
+    let t0 = Date.now();
     const thread = await api(base, key, 'POST', '/threads', { agentId, message: slow });
-    for (;;) {
+    if (gated) {
+      await untilEvent(base, key, thread.id, 'approval.requested');
+      const { approvals } = await api(base, key, 'GET', `/threads/${thread.id}/approvals?status=pending`);
+      t0 = Date.now();
+      await api(base, key, 'POST', `/threads/${thread.id}/approvals/${approvals[0].id}/approve`, {});
+      parts.post.push(Date.now() - t0);
+    }
+    const began = await toolStarted(base, key, thread.id, thread.runId);
+    start.push(Math.max(0, began - t0));
+    if (gated) {
       const { events } = await api(base, key, 'GET', `/threads/${thread.id}/events?limit=200`);
-      if (events.some((e) => e.type === 'tool.called')) break;
-      await new Promise((r) => setTimeout(r, 20));
+      const at = (type) => Date.parse(events.find((e) => e.type === type).createdAt);
+      parts.toResumed.push(at('run.resumed') - at('approval.approved'));
+      parts.resumedToTool.push(began - at('run.resumed'));
     }
     // The script is under way in the sandbox by now.
     await new Promise((r) => setTimeout(r, 300));
-    const t0 = performance.now();
+    const t1 = performance.now();
     await api(base, key, 'POST', `/threads/${thread.id}/cancel`);
     for (;;) {
       const t = await api(base, key, 'GET', `/threads/${thread.id}`);
       if (t.status === 'idle') break;
       await new Promise((r) => setTimeout(r, 5));
     }
-    took.push(performance.now() - t0);
+    took.push(performance.now() - t1);
     const { events } = await api(base, key, 'GET', `/threads/${thread.id}/events?limit=200`);
     const result = events.find((e) => e.type === 'tool.result');
     if (!result?.data.aborted || events[events.length - 1].type !== 'run.cancelled')
       throw new Error(`cancel ${n}: the run did not end as an aborted call`);
+    if (gated && !events.some((e) => e.type === 'approval.approved')) throw new Error(`run ${n}: no approval`);
   }
-  return took;
+  return { start, took, parts };
 }
 
 async function main() {
@@ -259,8 +302,25 @@ async function main() {
     const backends = db.url ? 'PostgreSQL + NATS' : 'embedded';
     console.log(`threads bench (${backends}; ${os.cpus().length} cores)`);
 
-    const c = await cancels(base, key, agent.id);
+    const plain = await slowRuns(base, key, agent.id, false);
+    const c = plain.took;
     console.log(`cancel with a tool running (${c.length} runs): p50 ${ms(pct(c, 50))}, p99 ${ms(pct(c, 99))}; target p99 ≤ 1 s`);
+    const careful = await api(base, key, 'POST', '/agents', { name: 'bench careful' });
+    await api(base, key, 'PUT', `/agents/${careful.id}/approval-policy`, { tools: ['run_code'] });
+    const gated = await slowRuns(base, key, careful.id, true);
+    const [a, b] = [gated.start, plain.start];
+    console.log(
+      `approval posted → tool starting (${a.length} runs): p50 ${ms(pct(a, 50))}, p99 ${ms(pct(a, 99))}; targets p50 ≤ 50 ms, p99 ≤ 200 ms ` +
+        `(baseline, message posted → tool starting without approval: p50 ${ms(pct(b, 50))}, p99 ${ms(pct(b, 99))})`,
+    );
+    const p50 = (xs) => ms(pct(xs, 50));
+    const { post, toResumed, resumedToTool } = gated.parts;
+    console.log(
+      `  p50 of its parts: the approve POST's round trip ${p50(post)}; approval.approved → run.resumed ${p50(toResumed)}; ` +
+        `run.resumed → the tool's row ${p50(resumedToTool)}`,
+    );
+    const g = gated.took;
+    console.log(`cancel with an approved tool running (${g.length} runs): p50 ${ms(pct(g, 50))}, p99 ${ms(pct(g, 99))}; target p99 ≤ 1 s`);
     if (ONLY === 'cancel') return;
 
     const l = await latency(base, key, agent.id);

@@ -2,6 +2,8 @@ import { routes } from '@svc/api';
 import { ToolCatalogue } from '@svc/tools';
 
 import { startTestStack, type TestStack } from '../support/stack';
+import * as th from '../support/threads';
+import { WRITE } from '../support/threads';
 import { until } from '../support/wait';
 
 // Approvals and questions to a person (docs/threads.md, "Approvals", "Questions to a person"),
@@ -22,52 +24,11 @@ afterAll(async () => {
   await quick?.stop();
 });
 
-const ENDS = ['run.completed', 'run.failed', 'run.cancelled'];
-const WRITE = (name: string, content: string) => `/tool write_drive_file ${JSON.stringify({ name, content })}`;
-
-let n = 0;
-async function person(s: TestStack = t) {
-  const res = await s.ok('POST', '/accounts', s.bootstrapKey, { kind: 'user', name: `person ${++n}` });
-  return { id: res.body.account.id as string, key: res.body.key as string };
-}
-type Ev = { seq: number; type: string; data: any; runId: string | null; producer: any };
-async function events(key: string, threadId: string, s: TestStack = t): Promise<Ev[]> {
-  const out: Ev[] = [];
-  for (let a = 0; ;) {
-    const res = await s.ok('GET', `/threads/${threadId}/events?after=${a}&limit=200`, key);
-    out.push(...res.body.events);
-    if (res.body.nextAfter === null) return out;
-    a = res.body.nextAfter;
-  }
-}
-const eventually = (key: string, id: string, type: string, s: TestStack = t, count = 1) =>
-  until(async () => {
-    const evs = await events(key, id, s);
-    return evs.filter((e) => e.type === type).length >= count && evs;
-  }, 30_000);
-const settled = (key: string, id: string, s: TestStack = t, runs = 1) =>
-  until(async () => {
-    const evs = await events(key, id, s);
-    return evs.filter((e) => ENDS.includes(e.type)).length >= runs && evs;
-  }, 30_000);
-
-/** An agent whose write_drive_file calls need approval, and a thread paused on one. */
-async function paused(key: string, message: string, s: TestStack = t) {
-  const agent = (await s.ok('POST', '/agents', key, { name: `agent ${++n}` })).body as { id: string };
-  await s.ok('PUT', `/agents/${agent.id}/approval-policy`, key, { tools: ['write_drive_*'] });
-  const created = (await s.ok('POST', '/threads', key, { agentId: agent.id, message })).body;
-  const evs = await eventually(key, created.id, 'approval.requested', s);
-  const requested = evs.find((e) => e.type === 'approval.requested')!;
-  return { agentId: agent.id, threadId: created.id as string, runId: created.runId as string, approvalId: requested.data.approvalId as string, evs };
-}
-
-async function driveFile(key: string, name: string, s: TestStack = t): Promise<string | null> {
-  const items = (await s.ok('GET', '/drive', key)).body.items as { id: string; name: string }[];
-  const item = items.find((i) => i.name === name);
-  if (!item) return null;
-  const res = await fetch(`${s.url}/drive/${item.id}/content`, { headers: { authorization: `Bearer ${key}` } });
-  return res.text();
-}
+const person = (s: TestStack = t) => th.person(s);
+const eventually = (key: string, id: string, type: string, s: TestStack = t, count = 1) => th.eventually(s, key, id, type, count);
+const settled = (key: string, id: string, s: TestStack = t, runs = 1) => th.settled(s, key, id, runs);
+const paused = (key: string, message: string, s: TestStack = t) => th.paused(s, key, message);
+const driveFile = (key: string, name: string, s: TestStack = t) => th.driveFile(s, key, name);
 
 describe('approval before a tool', () => {
   test('the run pauses; a person approves with edited arguments; the run resumes and the tool runs with them, once', async () => {
@@ -115,7 +76,7 @@ describe('approval before a tool', () => {
     expect(audit[0]).toMatchObject({
       action: 'approval.approved',
       actor: { kind: 'human' },
-      data: { approvalId, tool: 'write_drive_file', edited: true },
+      data: { approvalId, tool: 'write_drive_file', edited: true, name: expect.stringMatching(/^agent \d+$/) },
     });
   }, 60_000);
 
@@ -195,6 +156,19 @@ describe('approval before a tool', () => {
     expect(await driveFile(ada.key, 'free.txt')).toBe('ok');
     const cleared = await t.ok('PUT', `/threads/${thread.id}/approval-policy`, ada.key, { tools: null });
     expect(cleared.body).toMatchObject({ tools: ['write_drive_file'], threadTools: null });
+    // Each change is audited with the thread's agent, named (the agent's own list's entry as well).
+    const audit = await until(async () => {
+      const r = await t.ok('GET', `/accounts/${ada.id}/audit?action=approval_policy.updated`, ada.key);
+      return r.body.events.length >= 3 && r.body.events;
+    });
+    const byThread = audit.filter((e: any) => e.data.threadId === thread.id).map((e: any) => e.data);
+    expect(byThread).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ agentId: agent.id, name: 'overridden', tools: [] }),
+        expect.objectContaining({ agentId: agent.id, name: 'overridden', tools: null }),
+      ]),
+    );
+    expect(audit.find((e: any) => e.data.threadId === null).data).toMatchObject({ agentId: agent.id, name: 'overridden' });
   }, 60_000);
 
   test('a cancel of a run waiting for approval ends it; the call is never run and the request is closed', async () => {
@@ -209,6 +183,38 @@ describe('approval before a tool', () => {
     expect((await t.ok('GET', `/threads/${threadId}/approvals/${approvalId}`, ada.key)).body.status).toBe('cancelled');
     expect(await driveFile(ada.key, 'never.txt')).toBeNull();
     expect((await t.ok('GET', `/threads/${threadId}`, ada.key)).body.status).toBe('idle');
+  }, 60_000);
+
+  test('an interrupting message withdraws the pending approval at once: the call is not run, the message is delivered', async () => {
+    const ada = await person();
+    const { threadId, runId, approvalId } = await paused(ada.key, WRITE('held.txt', 'x'));
+    // No decision comes (the request would wait a day): the interrupt alone moves the run on.
+    const sent = await t.ok('POST', `/threads/${threadId}/inject`, ada.key, { content: 'stop, write nothing', mode: 'interrupt' });
+    expect(sent.body).toMatchObject({ status: 'pending', runId });
+    const done = await settled(ada.key, threadId);
+    expect(done[done.length - 1]!.type).toBe('run.completed');
+    const withdrawn = done.find((e) => e.type === 'approval.cancelled')!;
+    expect(withdrawn.producer).toMatchObject({ kind: 'human' });
+    expect(withdrawn.data).toMatchObject({ approvalId, reason: expect.stringContaining('interrupted') });
+    // The call is recorded as never begun, stopped by the interrupt; then the message enters the context.
+    expect(done.find((e) => e.type === 'tool.result')!.data).toMatchObject({
+      aborted: true,
+      abortedBy: 'interrupt',
+      result: { error: { code: 'tool_aborted', details: { reason: 'interrupt', started: false } } },
+    });
+    const order = done
+      .map((e) => e.type)
+      .filter((x) =>
+        ['approval.requested', 'message.injected', 'approval.cancelled', 'run.resumed', 'tool.result', 'injection.delivered'].includes(x),
+      );
+    expect(order).toEqual(['approval.requested', 'message.injected', 'approval.cancelled', 'run.resumed', 'tool.result', 'injection.delivered']);
+    expect(done.find((e) => e.type === 'injection.delivered')!.data.messageId).toBe(sent.body.messageId);
+    expect(done.filter((e) => e.type === 'message.created').pop()!.data.content).toContain('stop, write nothing');
+    const request = (await t.ok('GET', `/threads/${threadId}/approvals/${approvalId}`, ada.key)).body;
+    expect(request).toMatchObject({ status: 'cancelled', reason: withdrawn.data.reason, decidedBy: { kind: 'human' } });
+    expect(await driveFile(ada.key, 'held.txt')).toBeNull();
+    const late = await t.call('POST', `/threads/${threadId}/approvals/${approvalId}/approve`, { key: ada.key, body: {} });
+    expect([late.status, late.body.error.code]).toEqual([409, 'approval_not_pending']);
   }, 60_000);
 
   test('an unanswered request expires (setting) and counts as rejected', async () => {
@@ -254,6 +260,18 @@ describe('questions to a person (ask_person)', () => {
     expect(done.filter((e) => e.type === 'message.created').pop()!.data.content).toContain('the plan, please');
     const msg = (await t.ok('GET', `/threads/${created.id}/messages/${sent.body.messageId}`, ada.key)).body;
     expect(msg.status).toBe('delivered');
+  }, 60_000);
+
+  test('an interrupting message to a run waiting on its question is the answer, at once', async () => {
+    const ada = await person();
+    const agent = (await t.ok('POST', '/agents', ada.key, { name: 'asks, interrupted' })).body;
+    const created = (await t.ok('POST', '/threads', ada.key, { agentId: agent.id, message: '/tool ask_person {"question":"Which one?"}' })).body;
+    await eventually(ada.key, created.id, 'question.asked');
+    const sent = await t.ok('POST', `/threads/${created.id}/inject`, ada.key, { content: 'the blue one', mode: 'interrupt' });
+    expect(sent.body).toMatchObject({ status: 'answered', runId: created.runId });
+    const done = await settled(ada.key, created.id);
+    expect(done[done.length - 1]!.type).toBe('run.completed');
+    expect(done.find((e) => e.type === 'tool.result')!.data).toMatchObject({ isError: false, result: { answer: 'the blue one' } });
   }, 60_000);
 
   test('threads.ask answers the question and waits for the reply', async () => {

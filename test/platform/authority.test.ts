@@ -330,6 +330,7 @@ describe('authority: agent keys never change authority', () => {
       ['SetThreadApprovalPolicy', (o) => agt.setThreadApprovalPolicy({ threadId: A.threadId, tools: [], clear: true }, o)],
       ['ApproveToolCall', (o) => agt.approveToolCall({ threadId: A.threadId, approvalId: 'apr_01aaaaaaaaaaaaaaaaaaaaaaaa' }, o)],
       ['RejectToolCall', (o) => agt.rejectToolCall({ threadId: A.threadId, approvalId: 'apr_01aaaaaaaaaaaaaaaaaaaaaaaa' }, o)],
+      ['EditEarlierMessage', (o) => agt.editEarlierMessage({ threadId: A.threadId, messageId: A.messageId, content: 'x' }, o)],
       ['UpdateAgent(maxSteps)', (o) => agt.updateAgent({ id: A.agentId, clearFields: [], tools: [], hasTools: false, maxSteps: 1000 }, o)],
     ];
     for (const p of principals) {

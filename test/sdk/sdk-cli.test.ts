@@ -90,6 +90,13 @@ describe('the svc command', () => {
       .map((l) => JSON.parse(l));
     expect(events[0]).toMatchObject({ seq: 1, type: 'thread.created' });
     expect(events[events.length - 1].type).toBe('run.completed');
+    // Editing the first message: a new thread from just before it and a run on the new text.
+    const first = (await t.ok('GET', `/threads/${id}/messages?role=user&limit=1`, key)).body.messages[0];
+    const edited = await svc(['threads', 'edit', id, first.id, 'hello', 'again', '--wait']);
+    expect(edited.code).toBe(0);
+    expect(edited.stdout).toMatch(/^assistant: .*hello again/m);
+    expect(edited.stdout).not.toContain('hello from the command');
+    expect((await svc(['threads', 'edit', id, first.id])).code).toBe(2);
     const bad = await svc(['threads', 'say', id, 'x', '--mode', 'undo']);
     expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--mode must be boundary, interrupt, enqueue, reject or rollback')]);
     // On an idle thread every mode starts a run: nothing to roll back.

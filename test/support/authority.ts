@@ -91,6 +91,7 @@ export function sampleBody(r: Route, who: Tenant, owner: Tenant = who): unknown 
     'post /threads/:id/wait-events': { after: 0, timeoutMs: 0 },
     'put /threads/:id/agent': { agentId: who.agentId },
     'patch /threads/:id/messages/:messageId': { content: 'edited' },
+    'post /threads/:id/messages/:messageId/edit': { content: 'edited' },
     'patch /hosts/:hostId': { name: 'renamed' },
     'post /agents/:id/ask': { message: 'hello', timeoutMs: 100 },
     'patch /me/api-keys/:keyId': { name: 'renamed' },

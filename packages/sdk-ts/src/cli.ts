@@ -19,7 +19,8 @@ const GROUPS: Record<string, string> = {
            | mv <id> [newName] [--to folderId|root] | rm <id> | mkdir <name> [--parent F]`,
   threads: `new [message] [--agent A] [--title T] [--wait] | say <id> <message> [--wait] [--mode M]
            | tail <id> [--after N] [--until-idle] | ls | approvals [id] | approve <id> [approvalId] [--args JSON]
-           | reject <id> [approvalId] [--reason R] | fork <id> [--at SEQ] [--title T]`,
+           | reject <id> [approvalId] [--reason R] | fork <id> [--at SEQ] [--title T]
+           | edit <id> <messageId> <message> [--title T] [--wait]`,
   models: 'ls',
   profiles: 'log <id> [--branch B] | diff <id> <fromVersion> <toVersion>',
   trading: `venues | order --symbol S --side buy|sell --qty Q|--notional N [--type T] [--price P] [--venue V] [--tif T]

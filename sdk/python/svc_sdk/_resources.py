@@ -2040,6 +2040,13 @@ class ThreadsMessagesClearPendingMethod(Method):
         def __call__(self, _options: Optional[CallOptions] = None, *, id: str) -> _t.ClearedPendingMessages: ...
 
 
+class ThreadsMessagesEditMethod(Method):
+    "POST /threads/{id}/messages/{messageId}/edit (threads.messages.edit): Edit one of your earlier messages: a new thread holding the conversation before it, then the edited message, on which a run starts. This thread is not changed."
+
+    if TYPE_CHECKING:
+        def __call__(self, _options: Optional[CallOptions] = None, *, id: str, message_id: str, content: str, title: str = ...) -> _t.EditedMessageFork: ...
+
+
 class ThreadsMessagesGetMethod(Method):
     "GET /threads/{id}/messages/{messageId} (threads.messages.get): One message of the thread, with its delivery status."
 
@@ -3251,6 +3258,7 @@ class ThreadsMessages(Resource):
     "svc.threads.messages"
     clearPending: ThreadsMessagesClearPendingMethod
     clear_pending: ThreadsMessagesClearPendingMethod
+    edit: ThreadsMessagesEditMethod
     get: ThreadsMessagesGetMethod
     list: ThreadsMessagesListMethod
     pending: ThreadsMessagesPendingMethod
@@ -3711,6 +3719,7 @@ METHOD_CLASSES: Dict[str, Type[Method]] = {
     "threads.list": ThreadsListMethod,
     "threads.listDeleted": ThreadsListDeletedMethod,
     "threads.messages.clearPending": ThreadsMessagesClearPendingMethod,
+    "threads.messages.edit": ThreadsMessagesEditMethod,
     "threads.messages.get": ThreadsMessagesGetMethod,
     "threads.messages.list": ThreadsMessagesListMethod,
     "threads.messages.pending": ThreadsMessagesPendingMethod,

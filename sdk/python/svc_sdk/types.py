@@ -1229,6 +1229,21 @@ class Ed25519Jwk(TypedDict):
     use: Literal["sig"]
 
 
+class _EditEarlierMessageRequestInputRequired(TypedDict):
+    content: str
+
+
+class EditEarlierMessageRequestInput(_EditEarlierMessageRequestInputRequired, total=False):
+    title: str
+
+
+class EditedMessageFork(TypedDict):
+    thread: Thread
+    runId: str
+    messageId: str
+    replacedMessageId: str
+
+
 class EditMessageRequestInput(TypedDict):
     content: str
 

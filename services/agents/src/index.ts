@@ -21,7 +21,7 @@ export { type AgentRow, AgentStore } from './agents/store.js';
 export { SCHEMA } from './agents/store.js';
 export { migrations } from './migrations/index.js';
 export { ScheduleFirer } from './schedules/fire.js';
-export { ApprovalsDomain, ASK_PERSON, needsApproval, newApprovalId, requestEvent } from './threads/approvals.js';
+export { ApprovalsDomain, ASK_PERSON, needsApproval, newApprovalId, requestEvent, WITHDRAWN_BY_INTERRUPT } from './threads/approvals.js';
 export { type ApprovalRow, ApprovalStore } from './threads/approvals-store.js';
 export { activeWatchers, LiveEvents } from './threads/live.js';
 export { type ContextMessage, type EventRow, type NewEvent, type Producer, type RunRow, ThreadStore } from './threads/store.js';

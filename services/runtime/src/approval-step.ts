@@ -9,6 +9,7 @@ import {
   requestEvent,
   type RunRow,
   type ThreadStore,
+  WITHDRAWN_BY_INTERRUPT,
 } from '@svc/agents';
 import type { Queryable } from '@svc/kit';
 
@@ -20,7 +21,8 @@ import { type ModelToolCall, parseArgs, type ToolOutcome } from './tool-step.js'
  * the request is recorded and the run paused in one transaction (`approval.requested` or
  * `question.asked`; the worker lets the run go). Once the person answered and a worker resumed the
  * run from its checkpoint: an approved call runs (with the person's arguments when edited), a
- * rejected or expired one is answered with a tool error the model sees, a question with its answer.
+ * rejected or expired one is answered with a tool error the model sees, a question with its answer;
+ * one an interrupting message withdrew is not begun, as a call after an interrupt.
  */
 
 export type Gate =
@@ -31,7 +33,9 @@ export type Gate =
   /** The run waits for a person: this worker stops working it. */
   | { kind: 'pause' }
   /** A cancel was asked for before the run could pause: the call is not begun. */
-  | { kind: 'cancelled' };
+  | { kind: 'cancelled' }
+  /** An interrupting message withdrew the request: the call and the step's next ones are not begun, then the message is delivered. */
+  | { kind: 'interrupted' };
 
 type Tx = <T>(fn: (q: Queryable, emit: (events: NewEvent[]) => Promise<EventRow[]>) => Promise<T>) => Promise<T>;
 
@@ -95,6 +99,7 @@ function decided(d: GateDeps, run: RunRow, step: number, call: ModelToolCall, a:
     const edited = a.edited_arguments;
     return { kind: 'go', call: edited === null || edited === undefined ? call : { ...call, argumentsJson: JSON.stringify(edited) } };
   }
+  if (a.status === 'cancelled' && a.reason === WITHDRAWN_BY_INTERRUPT) return { kind: 'interrupted' };
   if (a.status === 'answered') return answer(d, run, step, call, { answer: a.answer, messageId: a.answer_message_id }, false);
   const details = { approvalId: a.id, reason: a.reason };
   const error =

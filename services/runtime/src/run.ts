@@ -170,6 +170,8 @@ export class RunExecutor {
           const g = state.stopping ? ({ kind: 'go', call: asked } as const) : await this.gate(run, step, asked, patterns, agent);
           if (g.kind === 'pause') return;
           if (g.kind === 'cancelled') state.cancel = true;
+          // Withdrawn by an interrupting message: this call and the step's next ones are not begun (execTool), then it is delivered.
+          if (g.kind === 'interrupted') state.interrupt = true;
           const call = g.kind === 'go' ? g.call : asked;
           if (call !== asked) context = withArguments(context, call);
           const o = g.kind === 'answer' ? g.outcome : await execTool(d, run, step, principal, agent, call, state);

@@ -206,6 +206,20 @@ const threads: Record<string, Command> = {
     const t = await svc.threads.fork({ id, ...(at ? { atSeq: Number(at) } : {}), ...(str(flags, 'title') ? { title: str(flags, 'title') } : {}) });
     print(out, t, () => `${t.id}\n`);
   },
+  /** Edits an earlier message of the person's: a new thread from just before it, with a run on the new text. */
+  async edit(svc, args, flags, out) {
+    const id = need(args, 0, 'thread id');
+    const messageId = need(args, 1, 'message id');
+    const content = args.slice(2).join(' ');
+    if (!content) throw new UsageError('missing message');
+    const title = str(flags, 'title');
+    const res = await svc.threads.messages.edit({ id, messageId, content, ...(title ? { title } : {}) });
+    if (flags.wait) {
+      process.exitCode = await follow(svc, res.thread.id, 0, true, out);
+      return;
+    }
+    print(out, res, () => `${res.thread.id} ${res.runId}\n`);
+  },
 };
 threads.list = threads.ls!;
 

@@ -156,6 +156,12 @@ export class ApprovalStore {
     return rows.length > 0;
   }
 
+  /** An agent's name (a deleted agent's too), for the audit trail. */
+  static async agentName(q: Queryable, agentId: string): Promise<string | null> {
+    const rows = await q.query<{ name: string }>(`SELECT name FROM agents.agents WHERE id = $1`, [agentId]);
+    return rows[0]?.name ?? null;
+  }
+
   async policy(subjectId: string, q: Queryable = this.sql): Promise<PolicyRow | null> {
     const rows = await q.query<PolicyRow>(`SELECT * FROM agents.approval_policies WHERE subject_id = $1`, [subjectId]);
     return rows[0] ? { ...rows[0], updated_by: json(rows[0].updated_by) } : null;

@@ -26,6 +26,12 @@ const Patterns = z
   .max(200, 'may hold at most 200 names or patterns');
 const Reason = z.string().trim().max(2000, 'must be at most 2000 characters');
 
+/**
+ * The reason of a request withdrawn by an interrupting message (docs/threads.md, "Approvals"): the
+ * runtime records its call as not run (`tool_aborted`, by the interrupt) and delivers the message.
+ */
+export const WITHDRAWN_BY_INTERRUPT = 'Withdrawn: a new message from the person interrupted the run; the call was not run.';
+
 const notFound = () => new DomainError('not_found', 'approval_not_found', 'Approval not found.');
 
 /** Whether a call of `tool` waits for a person's approval under these patterns (ask_person never does). */
@@ -79,7 +85,7 @@ export class ApprovalsDomain {
       if (!(await this.threads.store.thread(threadId, q, true))) throw new DomainError('not_found', 'thread_not_found', 'Thread not found.');
       if (list === null) await this.store.deletePolicy(q, t.id);
       else await this.store.setPolicy(q, { subject_id: t.id, account_id: t.account_id, tools: list, updated_by: actorOf(p) });
-      const agent = { id: t.agent_id, owner_account_id: t.account_id, name: null };
+      const agent = { id: t.agent_id, owner_account_id: t.account_id };
       await audit(q, 'approval_policy_updated', agent, actorOf(p), { tools: list, threadId: t.id });
       return this.threads.append(q, t.id, [{ type: 'approval_policy.updated', producer: producerOf(p), data: { tools: list } }]);
     });
@@ -209,6 +215,20 @@ export class ApprovalsDomain {
     if (woken) await this.threads.enqueueAgain(runId, newId('wake'));
   }
 
+  /**
+   * In an `interrupt` message's transaction (ThreadsDomain.inject) while the run waits for an
+   * approval: the request is withdrawn (`cancelled` with WITHDRAWN_BY_INTERRUPT) and the run woken;
+   * the caller puts it back on the work queue after the commit. No events when it waits for none.
+   */
+  async withdraw(q: Queryable, runId: string, by: Actor, producer: Producer): Promise<NewEvent[]> {
+    const pending = await this.store.pendingOfRun(q, runId);
+    if (!pending || pending.kind !== 'approval') return [];
+    const withdrawn = await this.store.decide(q, pending.id, { status: 'cancelled', by, reason: WITHDRAWN_BY_INTERRUPT });
+    if (!withdrawn) return [];
+    await this.store.wakeRun(q, runId);
+    return [decisionEvent(withdrawn, producer)];
+  }
+
   /** Ends a run's pending requests when the run ends otherwise (cancel, rollback, deletion): their events. */
   async close(q: Queryable, runId: string, producer: Producer): Promise<NewEvent[]> {
     const closed = await this.store.closeForRun(q, runId);
@@ -243,7 +263,10 @@ export function requestEvent(a: ApprovalRow, producer: Producer): NewEvent {
   return { type: 'approval.requested', runId: a.run_id, producer, data: { ...base, arguments: a.arguments } };
 }
 
-/** An audit entry of the agent's account (accounts service, from the outbox: `agents.agent.<what>`). */
+/**
+ * An audit entry of the agent's account (accounts service, from the outbox: `agents.agent.<what>`),
+ * with the agent's name (read in the same transaction when the caller has only its id).
+ */
 async function audit(
   q: Queryable,
   what: string,
@@ -251,10 +274,11 @@ async function audit(
   actor: Actor,
   data: Record<string, unknown>,
 ): Promise<void> {
+  const name = agent.name ?? (await ApprovalStore.agentName(q, agent.id));
   await enqueueEvent(q, SCHEMA, {
     subject: `agents.agent.${what}`,
     accountId: agent.owner_account_id,
-    data: { agent: { id: agent.id, name: agent.name ?? null }, actor, ...data },
+    data: { agent: { id: agent.id, name }, actor, ...data },
   });
 }
 

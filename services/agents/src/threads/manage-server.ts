@@ -21,6 +21,7 @@ type OpsHandlers = Pick<
   | 'getRunContext'
   | 'getToolCallSummary'
   | 'forkThread'
+  | 'editEarlierMessage'
   | 'archiveThread'
   | 'unarchiveThread'
   | 'searchThreads'
@@ -133,6 +134,10 @@ export function threadOpsHandlers(ops: ThreadOps): OpsHandlers {
     },
     async forkThread(req, { principal }) {
       return { thread: toThread(await ops.fork(principal, req.threadId, { atSeq: Number(req.atSeq), title: req.title })) };
+    },
+    async editEarlierMessage(req, { principal }) {
+      const r = await ops.editEarlier(principal, req.threadId, req.messageId, { content: req.content, title: req.title });
+      return { thread: toThread(r.thread), runId: r.runId, messageId: r.messageId, replacedMessageId: r.replacedMessageId };
     },
     async archiveThread(req, { principal }) {
       return { thread: toThread(await ops.setArchived(principal, req.threadId, true)) };

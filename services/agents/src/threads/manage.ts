@@ -1,10 +1,10 @@
 import { z } from 'zod';
 
-import { actorOf, containsText, DomainError, newId, parseInput, type Principal, type Sql, visibleName } from '@svc/kit';
+import { actorOf, containsText, DomainError, newId, parseInput, type Principal, requireAuthority, type Sql, visibleName } from '@svc/kit';
 
 import { ThreadOpsStore } from './manage-store.js';
-import type { ContextMessage, EventRow, InboxRow, RunRow, ThreadRow } from './store.js';
-import { MAX_MESSAGE_CHARS, producerOf, THREAD_ID_RE, type ThreadsDomain } from './threads.js';
+import type { ContextMessage, EventRow, InboxRow, Producer, RunRow, ThreadRow } from './store.js';
+import { checkMessage, producerOf, THREAD_ID_RE, type ThreadsDomain } from './threads.js';
 
 /**
  * Operations on a thread beyond its conversation (docs/threads.md): its messages one by one (a
@@ -61,6 +61,8 @@ function decodeSeq(c: string | undefined): number {
   return n;
 }
 const pageSize = (n: number | undefined, max = 200) => Math.min(Math.max(n || 50, 1), max);
+const forkTitle = (src: ThreadRow, title: string | undefined) =>
+  title === undefined ? (src.title ? `${src.title} (fork)`.slice(0, 200) : null) : parseInput(Title, title, { where: 'title' });
 
 export class ThreadOps {
   readonly store: ThreadOpsStore;
@@ -133,10 +135,7 @@ export class ThreadOps {
   }
 
   async edit(p: Principal, threadId: string, messageId: string, content: string): Promise<MessageView> {
-    if (typeof content !== 'string' || !content.trim()) throw new DomainError('invalid_argument', 'invalid_request', 'content: must not be empty.');
-    if (content.length > MAX_MESSAGE_CHARS) {
-      throw new DomainError('too_large', 'message_too_large', `content: a message holds at most ${MAX_MESSAGE_CHARS} characters.`);
-    }
+    checkMessage(content);
     await this.threads.get(p, threadId);
     const events = await this.sql.tx(async (q) => {
       if (!(await this.threads.store.lockThread(q, threadId))) throw new DomainError('not_found', 'thread_not_found', 'Thread not found.');
@@ -230,19 +229,57 @@ export class ThreadOps {
   /** A new thread holding the conversation up to `atSeq` (the last event when 0): its messages, and their context for its next run. */
   async fork(p: Principal, threadId: string, input: { atSeq?: number; title?: string }): Promise<ThreadRow> {
     const src = await this.threads.get(p, threadId);
-    const title =
-      input.title === undefined ? (src.title ? `${src.title} (fork)`.slice(0, 200) : null) : parseInput(Title, input.title, { where: 'title' });
+    const title = forkTitle(src, input.title);
     const at = Number(input.atSeq || 0) || Number(src.last_seq);
     if (!Number.isSafeInteger(at) || at < 1 || at > Number(src.last_seq)) {
       throw new DomainError('invalid_argument', 'invalid_request', `atSeq: must be a seq of the thread (1 to ${src.last_seq}).`);
     }
+    return (await this.forkAt(p, src, at, title)).thread;
+  }
+
+  /**
+   * Editing a person's earlier message (docs/threads.md, "Editing an earlier message"): a fork
+   * holding the conversation just before it, the edited text as the fork's next message (its event
+   * names the thread and the message it replaces) and a run on it, in one transaction. The thread
+   * itself is never changed. Only the person's own message: an agent's, or another person's, is
+   * 422 message_not_editable.
+   */
+  async editEarlier(p: Principal, threadId: string, messageId: string, input: { content: string; title?: string }) {
+    requireAuthority(p, 'Earlier messages are edited');
+    checkMessage(input.content);
+    const src = await this.threads.get(p, threadId);
+    const title = forkTitle(src, input.title);
+    const e = MSG_ID_RE.test(messageId) ? await this.store.messageEvent(threadId, messageId) : null;
+    if (!e) throw notFound('message');
+    const by = e.producer as Producer;
+    if (e.data.role !== 'user' || by.kind !== 'human' || by.id !== actorOf(p).id) {
+      const whose = e.data.role !== 'user' || by.kind !== 'human' ? 'the agent’s' : 'another person’s';
+      throw new DomainError('unprocessable', 'message_not_editable', `The message is ${whose}: only your own messages can be edited.`, {
+        role: e.data.role === 'assistant' ? 'assistant' : 'user',
+        producer: by.kind,
+      });
+    }
+    const replaced = { threadId, messageId, seq: Number(e.seq) };
+    const { thread, started } = await this.forkAt(p, src, replaced.seq - 1, title, { content: input.content, replaced });
+    return { thread, runId: started!.runId, messageId: started!.message.id, replacedMessageId: messageId };
+  }
+
+  /** The fork of `src` at `at`; with `edit`, its first run on the edited message. */
+  private async forkAt(
+    p: Principal,
+    src: ThreadRow,
+    at: number,
+    title: string | null,
+    edit?: { content: string; replaced: { threadId: string; messageId: string; seq: number } },
+  ) {
     // The conversation as it stood at `at`: without the runs rolled back by then (a later rollback does not reach back).
-    const history = await this.views(threadId, await this.store.eventsUpTo(threadId, at), at);
+    const history = await this.views(src.id, await this.store.eventsUpTo(src.id, at), at);
     const kept = history.filter((m) => m.status !== 'rolled_back' && (m.role === 'assistant' || m.status !== 'retracted'));
     const context: ContextMessage[] = kept.filter((m) => m.content).map((m) => ({ role: m.role, content: m.content }));
     const producer = producerOf(p);
     const id = newId('thr');
-    const events = await this.sql.tx(async (q) => {
+    const forkedFrom = { threadId: src.id, seq: at, ...(edit ? { editedMessageId: edit.replaced.messageId } : {}) };
+    const { events, started } = await this.sql.tx(async (q) => {
       await this.store.insertFork(q, {
         id,
         account_id: src.account_id,
@@ -255,17 +292,21 @@ export class ThreadOps {
         forked_at_seq: at,
         base_context: context,
       });
-      return this.threads.append(q, id, [
-        { type: 'thread.created', producer, data: { agentId: src.agent_id, title, metadata: src.metadata, forkedFrom: { threadId, seq: at } } },
+      const events = await this.threads.append(q, id, [
+        { type: 'thread.created', producer, data: { agentId: src.agent_id, title, metadata: src.metadata, forkedFrom } },
         ...kept.map((m) => ({
           type: 'message.created',
-          producer: m.producer as ReturnType<typeof producerOf>,
+          producer: m.producer as Producer,
           data: { messageId: newId('msg'), role: m.role, content: m.content, forkedFrom: m.id },
         })),
       ]);
+      if (!edit) return { events, started: null };
+      const t = (await this.threads.store.thread(id, q, true))!;
+      const started = await this.threads.startRun(q, t, p, edit.content, null, context, { editedFrom: edit.replaced });
+      return { events: [...events, ...started.events], started };
     });
-    await this.threads.after(id, events, null);
-    return (await this.threads.store.thread(id))!;
+    await this.threads.after(id, events, started?.runId ?? null);
+    return { thread: (await this.threads.store.thread(id))!, started };
   }
 
   async setArchived(p: Principal, threadId: string, archived: boolean): Promise<ThreadRow> {

@@ -80,6 +80,7 @@ export interface ThreadsDeps {
 export interface RunWaits {
   answer(q: Queryable, t: ThreadRow, run: RunRow, message: InboxRow): Promise<NewEvent[] | null>;
   close(q: Queryable, runId: string, producer: Producer): Promise<NewEvent[]>;
+  withdraw(q: Queryable, runId: string, by: Actor, producer: Producer): Promise<NewEvent[]>;
   wake(runId: string): Promise<void>;
 }
 
@@ -288,10 +289,14 @@ export class ThreadsDomain {
         run_id: run.id,
         producer,
       }))!;
+      // An interrupt does not wait for a decision: the run's pending approval is withdrawn and the run woken.
+      const withdrawn =
+        mode === 'interrupt' && run.waiting_for === 'approval' ? ((await this.waits?.withdraw(q, run.id, actorOf(p), producer)) ?? []) : [];
       const events = await this.append(q, id, [
         { type: 'message.injected', runId: run.id, producer, data: { messageId: message.id, role: 'user', content: input.content, mode, status } },
+        ...withdrawn,
       ]);
-      return { pending: { message, status, runId: run.id, events } };
+      return { pending: { message, status, runId: run.id, events, woken: withdrawn.length > 0 } };
     });
     if ('replay' in result && result.replay) {
       const m = result.replay;
@@ -314,9 +319,11 @@ export class ThreadsDomain {
       await this.enqueueAgain(a.runId, a.message.id);
       return { message: a.message, status: 'answered', runId: a.runId, seq: a.events[0]!.seq };
     }
-    const pend = (result as { pending: { message: InboxRow; status: 'pending' | 'queued'; runId: string; events: EventRow[] } }).pending;
+    const pend = (result as { pending: { message: InboxRow; status: 'pending' | 'queued'; runId: string; events: EventRow[]; woken: boolean } })
+      .pending;
     await this.after(id, pend.events, null);
     if (mode === 'interrupt') (await this.deps.bus()).signal(`agents.run.${pend.runId}`, { kind: 'interrupt' });
+    if (pend.woken) await this.enqueueAgain(pend.runId, pend.message.id);
     return { message: pend.message, status: pend.status, runId: pend.runId, seq: pend.events[0]!.seq };
   }
 
@@ -455,7 +462,7 @@ const ClientMessageId = z
   .max(100, 'must be at most 100 characters')
   .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
-function checkMessage(content: string): void {
+export function checkMessage(content: string): void {
   if (typeof content !== 'string' || !content.trim()) throw new DomainError('invalid_argument', 'invalid_request', 'content: must not be empty.');
   if (content.length > MAX_MESSAGE_CHARS) {
     throw new DomainError('too_large', 'message_too_large', `content: a message holds at most ${MAX_MESSAGE_CHARS} characters.`);

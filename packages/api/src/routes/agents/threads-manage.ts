@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AgentId, ListQuery, Nullable, route, type RouteInput, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
 import { Thread, ThreadId, threadJson, ThreadTag } from './threads.js';
-import { messageJson, Run, runJson, ThreadMessage } from './threads-messages.js';
+import { MessageId, messageJson, Run, runJson, ThreadMessage } from './threads-messages.js';
 
 /**
  * Organising threads and working with their outcome (docs/threads.md): fork, archive, tags, search,
@@ -121,6 +121,41 @@ export const threadOpsRoutes = [
     handler: rpc('agents', 'forkThread', {
       request: (i) => ({ threadId: i.params.id, atSeq: i.body.atSeq ?? 0, title: i.body.title }),
       response: one,
+    }),
+  }),
+  route({
+    ...common,
+    personOnly: true,
+    id: 'threads.messages.edit',
+    statuses: {
+      403: 'An agent or host key, or the MCP channel (`human_principal_required`).',
+      422: 'An agent’s or another person’s message (`message_not_editable`).',
+    },
+    method: 'post',
+    effect: 'creates',
+    path: '/threads/:id/messages/:messageId/edit',
+    summary:
+      'Edit one of your earlier messages: a new thread holding the conversation before it, then the edited message, on which a run starts. This thread is not changed.',
+    params: z.object({ id: ThreadId, messageId: MessageId }),
+    body: z
+      .object({
+        content: z.string().min(1, 'must not be empty').describe('The new text (at most 32000 characters).'),
+        title: z.string().max(200).optional().describe('The new thread’s title; this one’s with " (fork)" when absent.'),
+      })
+      .strict()
+      .meta({ id: 'EditEarlierMessageRequest' }),
+    response: z
+      .object({
+        thread: Thread,
+        runId: z.string().describe('The run started on the edited message.'),
+        messageId: z.string().describe('The edited message, in the new thread.'),
+        replacedMessageId: z.string().describe('The message it replaces, in this thread.'),
+      })
+      .meta({ id: 'EditedMessageFork' }),
+    status: 201,
+    handler: rpc('agents', 'editEarlierMessage', {
+      request: (i) => ({ threadId: i.params.id, messageId: i.params.messageId, content: i.body.content, title: i.body.title }),
+      response: (res) => ({ thread: threadJson(res.thread!), runId: res.runId, messageId: res.messageId, replacedMessageId: res.replacedMessageId }),
     }),
   }),
   route({
