@@ -248,5 +248,5 @@ describe('the embedded database has bounds', () => {
     await own.close();
     expect(await held).toBe('database_unavailable');
     expect(((await errorOf(own.query('SELECT 1'))) as DomainError).code).toBe('database_unavailable');
-  });
+  }, 120_000); // a new embedded database is made first (initdb): seconds, far more on a loaded machine
 });

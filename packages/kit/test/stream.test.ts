@@ -162,7 +162,7 @@ test('a slow reader holds the server back (backpressure) instead of buffering th
   let next = 3;
   for (let r = await stream.next(); !r.done; r = await stream.next()) expect(r.value.n).toBe(next++);
   expect(next).toBe(total);
-});
+}, 120_000); // 10,000 messages read one by one: seconds, far more on a loaded machine
 
 test('a reader that breaks out cancels the call: the server generator stops and its finally runs', async () => {
   // A generator that yields as fast as it may...
