@@ -8,6 +8,7 @@ let alice: string;
 let bob: string;
 let person: string;
 let agentKey: string;
+let agentId: string;
 
 const order = (key: string, body: Record<string, unknown>) => t.call('POST', '/trading/order', { key, body });
 const book = async (key: string, symbol: string) => (await t.ok('GET', `/trading/book?symbol=${encodeURIComponent(symbol)}&depth=10`, key)).body;
@@ -36,7 +37,7 @@ beforeAll(async () => {
   alice = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Alice' })).body.key;
   bob = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Bob' })).body.key;
   person = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Carol' })).body.key;
-  const agentId = (await t.ok('POST', '/agents', person, { name: 'bot' })).body.id;
+  agentId = (await t.ok('POST', '/agents', person, { name: 'bot' })).body.id;
   agentKey = (await t.ok('POST', `/agents/${agentId}/keys`, person, { name: 'bot key' })).body.key;
   await t.ok('PUT', `/trading/limits/${agentId}`, person, { maxNotionalPerOrder: '2000', maxNotionalPerDay: null, symbols: null, paperOnly: true });
 }, 60_000);
@@ -224,6 +225,80 @@ test("an agent's bracket is refused at its limit when a leg is over it, and noth
   const ok = await order(agentKey, { ...body, takeProfit: { price: price(ask + 100) } });
   expect(ok.status).toBe(201);
   expect(ok.body.legs).toHaveLength(2);
+});
+
+/** The agent's limits as the person sets them (docs/trading.md, "Agents' limits"). */
+const limit = (body: Record<string, unknown>) =>
+  t.ok('PUT', `/trading/limits/${agentId}`, person, { maxNotionalPerOrder: '2000', maxNotionalPerDay: null, symbols: null, paperOnly: true, ...body });
+
+test("an agent's bracket legs are checked against its limits again when they go live: the leg over a tightened cap is rejected, its partner cancelled, nothing executed", async () => {
+  const b = await book(agentKey, 'BTC/USD');
+  const bid = cents(b.bids[0].price);
+  const ask = cents(b.asks[0].price);
+  expect(ask - bid).toBeGreaterThan(1);
+  // The entry is the best bid (between the market maker's bid and ask); its exits 100 USD either side.
+  const entry = bid + 1;
+  const from = await lastSeq(agentKey);
+  const placed = await order(agentKey, {
+    symbol: 'BTC/USD',
+    side: 'buy',
+    type: 'limit',
+    price: price(entry),
+    qty: '0.02',
+    orderClass: 'bracket',
+    takeProfit: { price: price(entry + 100_00) },
+    stopLoss: { stopPrice: price(entry - 100_00) },
+  });
+  expect(placed.status).toBe(201);
+  expect(placed.body.status).toBe('new');
+  const tp = placed.body.legs.find((l: any) => l.type === 'limit');
+  const sl = placed.body.legs.find((l: any) => l.type === 'stop');
+  // Tightened while the legs wait: 0.02 × the entry's price, under the take-profit's notional, over the stop-loss's.
+  const cap = (Math.round(entry * 0.02) / 100).toFixed(2);
+  await limit({ maxNotionalPerOrder: cap });
+  // Bob sells into the entry: it fills, and its legs go live, each asked the limits as it does.
+  await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
+  const sold = await order(bob, { symbol: 'BTC/USD', side: 'sell', type: 'limit', price: price(entry), qty: '0.02', timeInForce: 'ioc' });
+  expect(sold.body).toMatchObject({ status: 'filled', filledQty: '0.02' });
+  expect(await get(agentKey, placed.body.id)).toMatchObject({ status: 'filled', filledQty: '0.02' });
+  expect(await get(agentKey, tp.id)).toMatchObject({ status: 'rejected', reason: 'trading_limit_exceeded:maxNotionalPerOrder', filledQty: '0' });
+  expect(await get(agentKey, sl.id)).toMatchObject({ status: 'cancelled', reason: 'linked_order_closed', filledQty: '0' });
+  // The account keeps what the entry bought, held by nothing.
+  const btc = (await t.ok('POST', '/trading/account', agentKey, { venue: 'paper' })).body.balances.find((x: any) => x.asset === 'BTC');
+  expect(btc).toMatchObject({ total: '0.02', held: '0' });
+  const evs = (await events(agentKey, from)).filter((e: any) => [tp.id, sl.id].includes(e.order.id) && e.type !== 'accepted');
+  expect(evs.map((e: any) => `${e.type}:${e.order.id === tp.id ? 'tp' : 'sl'}:${e.order.reason ?? ''}`)).toEqual([
+    'activated:tp:',
+    'activated:sl:',
+    'rejected:tp:trading_limit_exceeded:maxNotionalPerOrder',
+    'cancelled:sl:linked_order_closed',
+  ]);
+  await limit({});
+});
+
+test("an agent's trailing stop is checked against its limits again when it triggers: outside them it is rejected, never executed", async () => {
+  // Bob buys (the last price rises to an ask): the stop's high water mark starts there, a cent above its trigger.
+  await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
+  const ts = await t.ok('POST', '/trading/order', agentKey, { symbol: 'BTC/USD', side: 'sell', type: 'trailing_stop', trailPrice: '0.01', qty: '0.02' });
+  expect(ts.body.status).toBe('new');
+  const from = await lastSeq(agentKey);
+  // BTC/USD taken off the agent's symbols while the stop waits.
+  await limit({ symbols: ['AAPL', 'SPY'] });
+  const bid = (await book(bob, 'BTC/USD')).bids[0];
+  expect((await order(bob, { symbol: 'BTC/USD', side: 'sell', type: 'limit', price: bid.price, qty: '0.01', timeInForce: 'ioc' })).status).toBe(201);
+  expect(await get(agentKey, ts.body.id)).toMatchObject({ status: 'rejected', reason: 'trading_limit_exceeded:symbols', filledQty: '0' });
+  const btc = (await t.ok('POST', '/trading/account', agentKey, { venue: 'paper' })).body.balances.find((x: any) => x.asset === 'BTC');
+  expect(btc).toMatchObject({ total: '0.02', held: '0' });
+  expect((await events(agentKey, from)).map((e: any) => [e.type, e.order.id, e.order.reason])).toEqual([
+    ['rejected', ts.body.id, 'trading_limit_exceeded:symbols'],
+  ]);
+  // Within its limits again, the same stop triggers and sells.
+  await limit({});
+  await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
+  const again = await t.ok('POST', '/trading/order', agentKey, { symbol: 'BTC/USD', side: 'sell', type: 'trailing_stop', trailPrice: '0.01', qty: '0.02' });
+  const next = (await book(bob, 'BTC/USD')).bids[0];
+  expect((await order(bob, { symbol: 'BTC/USD', side: 'sell', type: 'limit', price: next.price, qty: '0.01', timeInForce: 'ioc' })).status).toBe(201);
+  expect(await get(agentKey, again.body.id)).toMatchObject({ status: 'filled', filledQty: '0.02' });
 });
 
 test('the rules of linked orders and trailing stops name the field', async () => {

@@ -58,6 +58,13 @@ export interface MatchHooks {
   fill?(fill: Fill): void;
   /** Told when the engine closes an order itself (a linked order's other leg): its hold can go at once. */
   closed?(order: BookOrder): void;
+  /**
+   * Asked when an order that waited goes on — a held leg going live, a stop whose trigger was
+   * reached, an order at its auction — before it touches the book: a reason to reject it (an
+   * agent's limits, checked again), or null. `notional` is what it stands for now, in tick·lots
+   * (its limit price's; without one, what it would fill now when it trades now, else its trigger's).
+   */
+  release?(order: BookOrder, notional: () => number): string | null;
 }
 
 /** What one submission (or cancel, or expiry) changed: the fills, and every order whose state changed. */
@@ -133,7 +140,7 @@ export class OrderBook {
     for (const o of [...this.auctions.values()]) {
       if (o.tif !== tif) continue;
       this.auctions.delete(o.id);
-      this.execute(o, hooks, result);
+      if (this.released(o, hooks, result)) this.execute(o, hooks, result);
     }
     this.fireStops(hooks, result);
     return result;
@@ -369,12 +376,16 @@ export class OrderBook {
       l.status = 'new';
       (result.activated ??= []).push(l);
     }
+    // Each is asked whether it may go on (MatchHooks.release) before either trades: one refused takes its partner with it.
+    for (const l of legs) {
+      l.seq = ++this.seq;
+      if (isOpen(l)) this.released(l, hooks, result);
+    }
     for (const l of legs) {
       if (!isOpen(l)) {
         result.changed.push(l);
         continue;
       }
-      l.seq = ++this.seq;
       // A lone sell stop waits holding what it sells: it must be there (the entry bought it; a leg never sells what is gone).
       if (isStopType(l) && !l.sibling && l.side === 'sell' && hooks.admit?.(l, { qty: 0, notional: 0, worst: this.lastPrice })) {
         l.status = 'rejected';
@@ -384,6 +395,28 @@ export class OrderBook {
       }
       this.enter(l, hooks, result);
     }
+  }
+
+  /**
+   * Whether an order that waited may go on (`release`); refused, it is rejected with the reason, and
+   * what is linked to it follows (an OCO's other leg is cancelled).
+   */
+  private released(o: BookOrder, hooks: MatchHooks, result: MatchResult): boolean {
+    const reason = hooks.release?.(o, () => this.exposure(o));
+    if (!reason) return true;
+    o.status = 'rejected';
+    o.reason = reason;
+    result.changed.push(o);
+    this.link(o, hooks, result);
+    return false;
+  }
+
+  /** What an order stands for now, in tick·lots (MatchHooks.release). */
+  private exposure(o: BookOrder): number {
+    const left = o.qty - o.filled;
+    if (o.price !== undefined) return left * o.price;
+    if (o.type === 'market' || (o.stopPrice !== undefined && this.reached(o))) return this.preview({ ...o, qty: left }).notional;
+    return left * (o.stopPrice ?? this.lastPrice);
   }
 
   private execute(order: BookOrder, hooks: MatchHooks, result: MatchResult): void {
@@ -499,6 +532,7 @@ export class OrderBook {
         // Cancelled meanwhile by its OCO leg's fill or trigger.
         if (!isOpen(stop)) continue;
         this.live.delete(stop.id);
+        if (!this.released(stop, hooks, result)) continue;
         stop.triggered = true;
         this.link(stop, hooks, result);
         this.execute(stop, hooks, result);

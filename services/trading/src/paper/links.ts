@@ -22,6 +22,7 @@ export function linkLegs(o: BookOrder, input: PlaceInput): BookOrder[] {
     newBookOrder({
       id: newId('ord'),
       owner: o.owner,
+      agent: o.agent,
       side: input.orderClass === 'oco' ? o.side : o.side === 'buy' ? 'sell' : 'buy',
       type: l.type,
       tif: o.tif,
