@@ -42,7 +42,8 @@ describe('the matching engine alone', () => {
     let tight = false;
     const cap = 10_000 * spec.params.startPrice;
     const hooks = {
-      release: (o: BookOrder, notional: () => number) => (o.agent === 'bot' && tight && notional() > cap ? 'trading_limit_exceeded:maxNotionalPerOrder' : null),
+      release: (o: BookOrder, notional: () => number) =>
+        o.agent === 'bot' && tight && notional() > cap ? 'trading_limit_exceeded:maxNotionalPerOrder' : null,
     };
     const check = (fills: Array<{ seq: number; taker: BookOrder; maker: BookOrder; qty: number; price: number }>) => {
       for (const f of fills) {
@@ -170,11 +171,13 @@ describe('the matching engine alone', () => {
       if (o.filled > o.qty || (o.status === 'filled') !== (o.filled === o.qty)) problems.push(`${o.id} filled ${o.filled} of ${o.qty} (${o.status})`);
       // No fill lost or doubled: what the order says it filled is what its fills say.
       const seen = filledBy.get(o) ?? { qty: 0, notional: 0 };
-      if (seen.qty !== o.filled || seen.notional !== o.notional) problems.push(`${o.id} filled ${o.filled} (${o.notional}), its fills ${seen.qty} (${seen.notional})`);
+      if (seen.qty !== o.filled || seen.notional !== o.notional)
+        problems.push(`${o.id} filled ${o.filled} (${o.notional}), its fills ${seen.qty} (${seen.notional})`);
       // Refused when it went on: never executed.
       if (o.reason?.startsWith('trading_limit_exceeded')) {
         refused++;
-        if (o.filled > 0 || o.status !== 'rejected' || o.agent !== 'bot') problems.push(`${o.id} refused by the limits, yet ${o.status} with ${o.filled} filled`);
+        if (o.filled > 0 || o.status !== 'rejected' || o.agent !== 'bot')
+          problems.push(`${o.id} refused by the limits, yet ${o.status} with ${o.filled} filled`);
       }
     }
     // Never both legs of an OCO; a bracket's legs never for more than the entry filled, and live only once it closed.
@@ -189,9 +192,13 @@ describe('the matching engine alone', () => {
     // The auctions traded, and the limits refused orders that waited (legs, stops, auction orders) as they went on.
     expect(auctions).toBeGreaterThan(100);
     expect(refused).toBeGreaterThan(50);
-    expect(new Set(orders.filter((o) => o.reason?.startsWith('trading_limit')).map((o) => (o.parent ? 'leg' : o.tif === 'opg' || o.tif === 'cls' ? 'auction' : o.type)))).toEqual(
-      new Set(['leg', 'auction', 'stop', 'stop_limit', 'trailing_stop']),
-    );
+    expect(
+      new Set(
+        orders
+          .filter((o) => o.reason?.startsWith('trading_limit'))
+          .map((o) => (o.parent ? 'leg' : o.tif === 'opg' || o.tif === 'cls' ? 'auction' : o.type)),
+      ),
+    ).toEqual(new Set(['leg', 'auction', 'stop', 'stop_limit', 'trailing_stop']));
     expect(pairs.some(([a, b]) => a.filled > 0 || b.filled > 0)).toBe(true);
     expect(problems).toEqual([]);
     // What the users bought, the market maker sold: quantities sum to zero.

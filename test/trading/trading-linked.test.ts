@@ -227,9 +227,63 @@ test("an agent's bracket is refused at its limit when a leg is over it, and noth
   expect(ok.body.legs).toHaveLength(2);
 });
 
+test('a bracket with a trailing stop-loss: the leg goes live a trail below the last price, follows it up, and fires when it falls back', async () => {
+  const last = cents((await book(alice, 'ETH/USD')).last);
+  const res = await order(alice, {
+    symbol: 'ETH/USD',
+    side: 'buy',
+    type: 'market',
+    qty: '0.5',
+    orderClass: 'bracket',
+    takeProfit: { price: price(last + 50_00) },
+    stopLoss: { trailPrice: '0.01' },
+  });
+  expect(res.status).toBe(201);
+  expect(res.body).toMatchObject({ status: 'filled', filledQty: '0.5' });
+  const tp = res.body.legs.find((l: any) => l.type === 'limit');
+  const sl = res.body.legs.find((l: any) => l.type === 'trailing_stop');
+  const filledAt = cents((await book(alice, 'ETH/USD')).last);
+  expect(sl).toMatchObject({ side: 'sell', status: 'new', qty: '0.5', trailPrice: '0.01', linkedOrderId: tp.id, parentOrderId: res.body.id });
+  expect([cents(sl.hwm), cents(sl.stopPrice)]).toEqual([filledAt, filledAt - 1]);
+  // Bob lifts two ask levels: the leg's water mark and trigger follow the last price up.
+  const asks = (await book(bob, 'ETH/USD')).asks.slice(0, 2);
+  await t.ok('POST', '/trading/order', bob, {
+    symbol: 'ETH/USD',
+    side: 'buy',
+    qty: asks.reduce((n: number, l: any) => n + Number(l.qty), 0).toFixed(6),
+  });
+  const high = cents((await book(bob, 'ETH/USD')).last);
+  expect(high).toBeGreaterThan(filledAt);
+  const moved = await get(alice, sl.id);
+  expect([moved.status, cents(moved.hwm), cents(moved.stopPrice)]).toEqual(['new', high, high - 1]);
+  // A trade at the best bid, below the trigger: the leg fires (a market sell) and the take-profit is cancelled.
+  const bid = (await book(bob, 'ETH/USD')).bids[0];
+  expect(cents(bid.price)).toBeLessThanOrEqual(high - 1);
+  expect((await order(bob, { symbol: 'ETH/USD', side: 'sell', type: 'limit', price: bid.price, qty: '0.01', timeInForce: 'ioc' })).status).toBe(201);
+  expect(await get(alice, sl.id)).toMatchObject({ status: 'filled', filledQty: '0.5' });
+  expect(await get(alice, tp.id)).toMatchObject({ status: 'cancelled', reason: 'linked_order_triggered', filledQty: '0' });
+  // The percent form as an OTO's exit: a trail of 0.5% from the last price when it goes live.
+  const oto = await t.ok('POST', '/trading/order', alice, {
+    symbol: 'ETH/USD',
+    side: 'buy',
+    qty: '0.1',
+    orderClass: 'oto',
+    stopLoss: { trailPercent: '0.5' },
+  });
+  const leg = oto.body.legs[0];
+  expect(leg).toMatchObject({ type: 'trailing_stop', status: 'new', trailPercent: '0.5', trailPrice: null });
+  expect(cents(leg.stopPrice)).toBe(cents(leg.hwm) - Math.ceil(cents(leg.hwm) * 0.005));
+});
+
 /** The agent's limits as the person sets them (docs/trading.md, "Agents' limits"). */
 const limit = (body: Record<string, unknown>) =>
-  t.ok('PUT', `/trading/limits/${agentId}`, person, { maxNotionalPerOrder: '2000', maxNotionalPerDay: null, symbols: null, paperOnly: true, ...body });
+  t.ok('PUT', `/trading/limits/${agentId}`, person, {
+    maxNotionalPerOrder: '2000',
+    maxNotionalPerDay: null,
+    symbols: null,
+    paperOnly: true,
+    ...body,
+  });
 
 test("an agent's bracket legs are checked against its limits again when they go live: the leg over a tightened cap is rejected, its partner cancelled, nothing executed", async () => {
   const b = await book(agentKey, 'BTC/USD');
@@ -279,7 +333,13 @@ test("an agent's bracket legs are checked against its limits again when they go 
 test("an agent's trailing stop is checked against its limits again when it triggers: outside them it is rejected, never executed", async () => {
   // Bob buys (the last price rises to an ask): the stop's high water mark starts there, a cent above its trigger.
   await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
-  const ts = await t.ok('POST', '/trading/order', agentKey, { symbol: 'BTC/USD', side: 'sell', type: 'trailing_stop', trailPrice: '0.01', qty: '0.02' });
+  const ts = await t.ok('POST', '/trading/order', agentKey, {
+    symbol: 'BTC/USD',
+    side: 'sell',
+    type: 'trailing_stop',
+    trailPrice: '0.01',
+    qty: '0.02',
+  });
   expect(ts.body.status).toBe('new');
   const from = await lastSeq(agentKey);
   // BTC/USD taken off the agent's symbols while the stop waits.
@@ -295,7 +355,13 @@ test("an agent's trailing stop is checked against its limits again when it trigg
   // Within its limits again, the same stop triggers and sells.
   await limit({});
   await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
-  const again = await t.ok('POST', '/trading/order', agentKey, { symbol: 'BTC/USD', side: 'sell', type: 'trailing_stop', trailPrice: '0.01', qty: '0.02' });
+  const again = await t.ok('POST', '/trading/order', agentKey, {
+    symbol: 'BTC/USD',
+    side: 'sell',
+    type: 'trailing_stop',
+    trailPrice: '0.01',
+    qty: '0.02',
+  });
   const next = (await book(bob, 'BTC/USD')).bids[0];
   expect((await order(bob, { symbol: 'BTC/USD', side: 'sell', type: 'limit', price: next.price, qty: '0.01', timeInForce: 'ioc' })).status).toBe(201);
   expect(await get(agentKey, again.body.id)).toMatchObject({ status: 'filled', filledQty: '0.02' });
@@ -316,6 +382,27 @@ test('the rules of linked orders and trailing stops name the field', async () =>
     [{ qty: '1', takeProfit: { price: '300' } }, /takeProfit: give orderClass/],
     [{ orderClass: 'oto', notional: '100', stopLoss: { stopPrice: '1' } }, /notional: a oto order is for a quantity/],
     [{ orderClass: 'oto', qty: '1', timeInForce: 'ioc', stopLoss: { stopPrice: '1' } }, /timeInForce: a oto order is day or gtc/],
+    // A trailing stop-loss has the standalone trailing stop's rules.
+    [{ orderClass: 'oto', qty: '1', stopLoss: { price: '90' } }, /stopLoss.stopPrice: a stop-loss leg needs a stop price, or a trail/],
+    [
+      { orderClass: 'oto', qty: '1', stopLoss: { stopPrice: '90', trailPrice: '1' } },
+      /stopLoss.trailPrice: give a stop-loss leg either a stopPrice or a trail/,
+    ],
+    [
+      { orderClass: 'oto', qty: '1', stopLoss: { trailPrice: '1', trailPercent: '1' } },
+      /stopLoss.trailPrice: a trailing stop-loss takes exactly one/,
+    ],
+    [
+      { orderClass: 'bracket', qty: '1', takeProfit: { price: '300' }, stopLoss: { trailPercent: '100' } },
+      /stopLoss.trailPercent: must be a percent below 100/,
+    ],
+    [
+      { orderClass: 'oto', qty: '1', stopLoss: { trailPercent: '0.125' } },
+      /stopLoss.trailPercent: must be a percent below 100 with at most 2 decimals/,
+    ],
+    [{ orderClass: 'oto', qty: '1', stopLoss: { trailPrice: '1', price: '90' } }, /stopLoss.price: a trailing stop-loss has no limit price/],
+    [{ orderClass: 'oto', qty: '1', stopLoss: { trailPrice: '0.001' } }, /stopLoss.trailPrice: /],
+    [{ orderClass: 'oto', qty: '1', stopLoss: { trailPrice: '-1' } }, /stopLoss.trailPrice: must be a positive decimal/],
   ];
   for (const [extra, message] of cases) {
     const res = await order(alice, { symbol: 'AAPL', side: 'buy', ...extra });

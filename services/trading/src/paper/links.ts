@@ -29,6 +29,8 @@ export function linkLegs(o: BookOrder, input: PlaceInput): BookOrder[] {
       qty: o.qty,
       price: l.price,
       stopPrice: l.stopPrice,
+      trailTicks: l.trailTicks,
+      trailBps: l.trailBps,
     }),
   );
   if (input.orderClass === 'oco') {

@@ -393,7 +393,8 @@ export class PaperVenue {
           const ticks = o.type === 'market' ? preview!.notional : o.qty * (o.price ?? o.stopPrice ?? book.lastPrice);
           await input.limits(q, input.notional ? input.notional.units : notionalToUnits(spec, ticks));
           // Every leg is checked against the agent's limits too, at its own price (counted once: the entry's).
-          for (const [j, l] of legs.entries()) await input.limits(q, notionalToUnits(spec, l.qty * (l.price ?? l.stopPrice!)), input.legs![j]!.role);
+          for (const [j, l] of legs.entries())
+            await input.limits(q, notionalToUnits(spec, l.qty * (l.price ?? l.stopPrice ?? book.lastPrice)), input.legs![j]!.role);
         }
         if (s.ledger.check(o, preview)) throw insufficient(spec, o, s.ledger);
         const result = book.submit(o, s.ledger);
