@@ -14,6 +14,7 @@
  */
 
 import { checkShape, trailStop } from './order.js';
+import { TrailingStops } from './trailing.js';
 
 export { newBookOrder, trailStop } from './order.js';
 
@@ -99,7 +100,7 @@ export class OrderBook {
   private readonly buyStops: BookOrder[] = [];
   private readonly sellStops: BookOrder[] = [];
   /** Pending trailing stops (their trigger moves with the last price). */
-  private readonly trailing: BookOrder[] = [];
+  private readonly trailing = new TrailingStops();
   /** Held legs of open bracket and OTO entries, by id. */
   private readonly held = new Map<string, BookOrder>();
   /** Orders waiting for the opening or closing auction, in arrival order. */
@@ -473,7 +474,7 @@ export class OrderBook {
         hooks.fill?.(fill);
         if (maker.sibling || maker.legs?.length) this.link(maker, hooks, result);
         if (order.sibling && order.filled === qty) this.link(order, hooks, result);
-        if (this.trailing.length) this.follow(result);
+        if (this.trailing.length) this.trailing.follow(this.lastPrice);
       }
       if (level.head >= level.orders.length || level.qty === 0) {
         levels.pop();
@@ -502,16 +503,6 @@ export class OrderBook {
     if (!isOpen(order)) this.link(order, hooks, result);
   }
 
-  /** Trailing stops follow the last price: a sell's water mark up, a buy's down, and their triggers with them. */
-  private follow(result: MatchResult): void {
-    for (const t of this.trailing) {
-      if (t.side === 'sell' ? this.lastPrice <= t.hwm! : this.lastPrice >= t.hwm!) continue;
-      t.hwm = this.lastPrice;
-      t.stopPrice = trailStop(t);
-      result.changed.push(t);
-    }
-  }
-
   /** Fires every pending stop the last price reached, oldest first, until none is left to fire. */
   private fireStops(hooks: MatchHooks, result: MatchResult): void {
     for (;;) {
@@ -525,8 +516,12 @@ export class OrderBook {
       for (const stops of [this.buyStops, this.sellStops]) {
         while (stops.length && this.reached(stops[stops.length - 1]!)) due.push(stops.pop()!);
       }
-      for (let i = this.trailing.length - 1; i >= 0; i--) if (this.reached(this.trailing[i]!)) due.push(...this.trailing.splice(i, 1));
-      if (!due.length) return;
+      this.trailing.due(this.lastPrice, due);
+      if (!due.length) {
+        // The trailing stops the running submission moved: changed once each, however many trades moved them.
+        this.trailing.takeMoved(result.changed);
+        return;
+      }
       due.sort((a, b) => a.seq - b.seq);
       for (const stop of due) {
         // Cancelled meanwhile by its OCO leg's fill or trigger.
@@ -542,7 +537,7 @@ export class OrderBook {
 
   private addStop(o: BookOrder): void {
     if (o.type === 'trailing_stop') {
-      this.trailing.push(o);
+      this.trailing.add(o);
       return;
     }
     const buy = o.side === 'buy';
@@ -578,7 +573,8 @@ export class OrderBook {
     if (this.live.get(o.id) !== o) return;
     this.live.delete(o.id);
     if (isStopType(o) && !o.triggered) {
-      const stops = o.type === 'trailing_stop' ? this.trailing : o.side === 'buy' ? this.buyStops : this.sellStops;
+      if (o.type === 'trailing_stop') return this.trailing.remove(o);
+      const stops = o.side === 'buy' ? this.buyStops : this.sellStops;
       const i = stops.indexOf(o);
       if (i >= 0) stops.splice(i, 1);
       return;
