@@ -25,6 +25,17 @@ const lastSeq = async (key: string) => {
 /** Prices in cents, as integers, and back. */
 const cents = (s: string) => Math.round(Number(s) * 100);
 const price = (c: number) => (c / 100).toFixed(2);
+/** A bracket buying at a limit of `entry` cents, its take-profit `up` cents above and its stop-loss `down` cents below. */
+const limitBracket = (symbol: string, entry: number, qty: string, up: number, down: number) => ({
+  symbol,
+  side: 'buy',
+  type: 'limit',
+  price: price(entry),
+  qty,
+  orderClass: 'bracket',
+  takeProfit: { price: price(entry + up) },
+  stopLoss: { stopPrice: price(entry - down) },
+});
 
 beforeAll(async () => {
   // A compressed trading day of 4 s (the clock tests drive): opening auctions at 0, 4, 8 s…, closing ones at 2, 6, 10 s….
@@ -47,17 +58,7 @@ test('a bracket: the entry fills, its legs go live, the take-profit fills and th
   const b = await book(alice, 'ETH/USD');
   const ask = cents(b.asks[0].price);
   const from = await lastSeq(alice);
-  const bracket = {
-    symbol: 'ETH/USD',
-    side: 'buy',
-    type: 'limit',
-    price: price(ask),
-    qty: '0.5',
-    orderClass: 'bracket',
-    takeProfit: { price: price(ask + 500) },
-    stopLoss: { stopPrice: price(ask - 3000) },
-    clientOrderId: 'br-1',
-  };
+  const bracket = { ...limitBracket('ETH/USD', ask, '0.5', 500, 3000), clientOrderId: 'br-1' };
   const res = await order(alice, bracket);
   expect(res.status).toBe(201);
   const entry = res.body;
@@ -293,16 +294,7 @@ test("an agent's bracket legs are checked against its limits again when they go 
   // The entry is the best bid (between the market maker's bid and ask); its exits 100 USD either side.
   const entry = bid + 1;
   const from = await lastSeq(agentKey);
-  const placed = await order(agentKey, {
-    symbol: 'BTC/USD',
-    side: 'buy',
-    type: 'limit',
-    price: price(entry),
-    qty: '0.02',
-    orderClass: 'bracket',
-    takeProfit: { price: price(entry + 100_00) },
-    stopLoss: { stopPrice: price(entry - 100_00) },
-  });
+  const placed = await order(agentKey, limitBracket('BTC/USD', entry, '0.02', 100_00, 100_00));
   expect(placed.status).toBe(201);
   expect(placed.body.status).toBe('new');
   const tp = placed.body.legs.find((l: any) => l.type === 'limit');
@@ -333,13 +325,9 @@ test("an agent's bracket legs are checked against its limits again when they go 
 test("an agent's trailing stop is checked against its limits again when it triggers: outside them it is rejected, never executed", async () => {
   // Bob buys (the last price rises to an ask): the stop's high water mark starts there, a cent above its trigger.
   await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
-  const ts = await t.ok('POST', '/trading/order', agentKey, {
-    symbol: 'BTC/USD',
-    side: 'sell',
-    type: 'trailing_stop',
-    trailPrice: '0.01',
-    qty: '0.02',
-  });
+  // A sell of the 0.02 BTC the agent's bracket bought, a cent below the high water mark.
+  const stop = { symbol: 'BTC/USD', side: 'sell', type: 'trailing_stop', trailPrice: '0.01', qty: '0.02' };
+  const ts = await t.ok('POST', '/trading/order', agentKey, stop);
   expect(ts.body.status).toBe('new');
   const from = await lastSeq(agentKey);
   // BTC/USD taken off the agent's symbols while the stop waits.
@@ -355,13 +343,7 @@ test("an agent's trailing stop is checked against its limits again when it trigg
   // Within its limits again, the same stop triggers and sells.
   await limit({});
   await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
-  const again = await t.ok('POST', '/trading/order', agentKey, {
-    symbol: 'BTC/USD',
-    side: 'sell',
-    type: 'trailing_stop',
-    trailPrice: '0.01',
-    qty: '0.02',
-  });
+  const again = await t.ok('POST', '/trading/order', agentKey, stop);
   const next = (await book(bob, 'BTC/USD')).bids[0];
   expect((await order(bob, { symbol: 'BTC/USD', side: 'sell', type: 'limit', price: next.price, qty: '0.01', timeInForce: 'ioc' })).status).toBe(201);
   expect(await get(agentKey, again.body.id)).toMatchObject({ status: 'filled', filledQty: '0.02' });
