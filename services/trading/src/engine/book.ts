@@ -575,7 +575,7 @@ export class OrderBook {
     if (isStopType(o) && !o.triggered) {
       if (o.type === 'trailing_stop') return this.trailing.remove(o);
       const stops = o.side === 'buy' ? this.buyStops : this.sellStops;
-      const i = stops.indexOf(o);
+      const i = stopIndex(stops, o);
       if (i >= 0) stops.splice(i, 1);
       return;
     }
@@ -598,6 +598,25 @@ export class OrderBook {
   private bestLevel(levels: Level[]): Level | undefined {
     return levels[levels.length - 1];
   }
+}
+
+/**
+ * Where a pending stop stands in its list (addStop: buy stops by stop price descending, sell stops
+ * ascending; a stop's price does not move while it waits), found by its price, or -1: an OCO's
+ * cancelled stop leg is taken out without a walk over every pending stop.
+ */
+function stopIndex(stops: BookOrder[], o: BookOrder): number {
+  const buy = o.side === 'buy';
+  let lo = 0;
+  let hi = stops.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const p = stops[mid]!.stopPrice!;
+    if (buy ? p > o.stopPrice! : p < o.stopPrice!) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let i = lo; i < stops.length && stops[i]!.stopPrice === o.stopPrice; i++) if (stops[i] === o) return i;
+  return -1;
 }
 
 /** Keeps `levels` sorted with the best price last (bids ascending, asks descending). */
