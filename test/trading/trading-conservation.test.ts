@@ -437,7 +437,14 @@ function linked(body: Record<string, unknown>, u: number, ref: number, r: () => 
   const up = long ? 1 : -1;
   const spread = ref * (0.001 + r() * 0.003);
   body.takeProfit = { price: px(ref + up * spread) };
-  body.stopLoss = r() < 0.7 ? { stopPrice: px(ref - up * spread) } : { stopPrice: px(ref - up * spread), price: px(ref - up * spread * 1.5) };
+  // A stop, a stop limit, or a trailing stop-loss (its trail about the spread).
+  const sl = r();
+  body.stopLoss =
+    sl < 0.55
+      ? { stopPrice: px(ref - up * spread) }
+      : sl < 0.8
+        ? { stopPrice: px(ref - up * spread), price: px(ref - up * spread * 1.5) }
+        : { trailPrice: px(spread) };
   if (orderClass === 'oco') body.type = 'limit';
   else {
     body.type = r() < 0.5 ? 'market' : 'limit';
