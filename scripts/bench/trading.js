@@ -3,7 +3,9 @@
 // Trading (docs/trading.md), measured in one run on one machine:
 //   1. the matching engine alone, in this process on one core: orders per second and the p99 time
 //      of one submission, on a book the seeded market maker keeps liquid, with a mix of market,
-//      limit (resting and crossing), ioc/fok and stop orders and cancels;
+//      limit (resting and crossing), ioc/fok and stop orders and cancels; and the same mix with
+//      linked orders (a fifth of the submissions brackets, OCOs and trailing stops, their legs
+//      triggered, activated and cancelled by the engine), interleaved with it, as a ratio to it;
 //   2. order placement through the gateway (POST /trading/order: auth, validation, gRPC, one
 //      PostgreSQL transaction with the book's lock, fills and balances, events in the outbox)
 //      against a bare express app that parses the same JSON body, with p50/p99: the whole platform
@@ -17,11 +19,13 @@
 // TRADING_BENCH_SYMBOLS=all: orders over the paper venue's four symbols (default: all to AAPL).
 // TRADING_BENCH_BASELINE=<another checkout, built> adds that checkout's stack to the same rounds
 // (interleaved), for a before/after on a machine whose load moves.
+// TRADING_BENCH_ENGINE_ONLY=1: the engine's part only.
 const { performance } = require('node:perf_hooks');
 
 const { load, measure, startTarget } = require('./lib.js');
 
-function engine(n) {
+/** `linked`: a fifth of the submissions are brackets (8%), OCOs (8%) and trailing stops (4%). */
+function engine(n, linked = false) {
   const { newBookOrder, OrderBook, PAPER_INSTRUMENTS, requote, specOf } = require('@svc/trading');
   const spec = specOf(PAPER_INSTRUMENTS.find((i) => i.symbol === 'ETH/USD'));
   const book = new OrderBook({ lastPrice: spec.params.startPrice });
@@ -50,8 +54,10 @@ function engine(n) {
       owner: owners[i % owners.length],
       tif: tifs[Math.floor(r() * tifs.length)],
       cancel: r() < 0.1 ? Math.floor(r() * (i + 1)) : -1,
+      link: linked ? r() : 1,
     });
   }
+  let legs = 0;
   const times = new Float64Array(n);
   let fills = 0;
   const t0 = performance.now();
@@ -72,6 +78,7 @@ function engine(n) {
       stopPrice:
         p.type === 'stop' || p.type === 'stop_limit' ? Math.max(1, Math.round(ref * (1 + (p.side === 'buy' ? 1 : -1) * Math.abs(p.off)))) : undefined,
     });
+    if (p.link < 0.2) legs += link(o, p, ref);
     fills += book.submit(o).fills.length;
     if (p.cancel >= 0) book.cancel(`o${p.cancel}`);
     times[i] = performance.now() - s;
@@ -80,12 +87,55 @@ function engine(n) {
   times.sort();
   return {
     orders: n,
+    legs,
     fills,
     perSecond: n / (total / 1000),
     p50us: times[Math.floor(n * 0.5)] * 1000,
     p99us: times[Math.floor(n * 0.99)] * 1000,
     resting: [...book.openOrders()].length,
   };
+}
+
+/**
+ * Makes a prepared order linked (engine/book.ts, docs/trading.md "Linked orders"): a bracket (its
+ * exits held, an OCO once live), an OCO (a take-profit with a stop leg) or a trailing stop; the
+ * exits 0.2% either side of the reference. Answers the number of legs made.
+ */
+function link(o, p, ref) {
+  const { newBookOrder } = require('@svc/trading');
+  o.tif = 'gtc';
+  if (p.link >= 0.16) {
+    Object.assign(o, { type: 'trailing_stop', price: undefined, stopPrice: undefined, trailBps: 20 });
+    return 0;
+  }
+  const oco = p.link < 0.08;
+  if (oco || o.type !== 'market') Object.assign(o, { type: 'limit', stopPrice: undefined, price: o.price ?? Math.round(ref) });
+  // Exits of a long position sell: a buy entry's, or a sell OCO.
+  const exitSide = oco ? o.side : o.side === 'buy' ? 'sell' : 'buy';
+  const up = exitSide === 'sell' ? 1 : -1;
+  const leg = (suffix, type, at) =>
+    newBookOrder({
+      id: `${o.id}-${suffix}`,
+      owner: o.owner,
+      side: exitSide,
+      type,
+      tif: 'gtc',
+      qty: o.qty,
+      [type === 'limit' ? 'price' : 'stopPrice']: at,
+    });
+  const sl = leg('sl', 'stop', Math.round(ref * (1 - up * 0.002)));
+  if (oco) {
+    o.price = Math.round(ref * (1 + up * 0.002));
+    o.sibling = sl;
+    sl.sibling = o;
+    return 1;
+  }
+  const tp = leg('tp', 'limit', Math.round(ref * (1 + up * 0.002)));
+  tp.status = sl.status = 'held';
+  tp.sibling = sl;
+  sl.sibling = tp;
+  o.legs = [tp, sl];
+  return 2;
 }
 
 async function main() {
@@ -98,11 +148,26 @@ async function main() {
     throw new Error('TRADING_BENCH_CONNECTIONS: positive integers, comma-separated');
 
   engine(50_000); // warm-up
-  const runs = [1, 2, 3].map(() => engine(engineOrders));
-  const e = runs.sort((x, y) => x.perSecond - y.perSecond)[1];
+  engine(50_000, true);
+  // Plain and linked interleaved, so that a change in the machine's load falls on both alike.
+  const plain = [];
+  const withLinks = [];
+  for (let i = 0; i < 3; i++) {
+    plain.push(engine(engineOrders));
+    withLinks.push(engine(engineOrders, true));
+  }
+  const mid = (runs) => runs.sort((x, y) => x.perSecond - y.perSecond)[1];
+  const e = mid(plain);
+  const l = mid(withLinks);
   console.log('## Matching engine alone (one core, in process)');
   console.log(`${e.orders} orders, ${e.fills} fills, ${e.resting} resting at the end (median of 3 runs)`);
   console.log(`orders/s: ${e.perSecond.toFixed(0)}   p50: ${e.p50us.toFixed(2)} µs   p99: ${e.p99us.toFixed(2)} µs per order`);
+  console.log(`\n## The same with linked orders (a fifth brackets, OCOs and trailing stops; median of 3 runs, interleaved)`);
+  console.log(`${l.orders} orders with ${l.legs} legs, ${l.fills} fills, ${l.resting} resting at the end`);
+  console.log(
+    `orders/s: ${l.perSecond.toFixed(0)} (${((l.perSecond / e.perSecond) * 100).toFixed(0)}% of the plain mix)   p50: ${l.p50us.toFixed(2)} µs   p99: ${l.p99us.toFixed(2)} µs per order`,
+  );
+  if (process.env.TRADING_BENCH_ENGINE_ONLY) return;
 
   const env = { SVC_TRADING_PAPER_CASH: '100000000000', SVC_TRADING_PAPER_TICK_MS: '100', SVC_TRADING_ALPACA_URL: 'off' };
   const bare = await startTarget('express-json');

@@ -22,7 +22,7 @@ function rng(seed: number) {
 }
 
 describe('the matching engine alone', () => {
-  test('50,000 random orders, linked ones among them: no order overfilled, no OCO with both legs filled, the book never left crossed, quantities conserved', () => {
+  test('50,000 random orders, linked and auction ones among them, through session cycles and limits that tighten: no fill lost or doubled, no OCO with both legs filled, the book never left crossed, quantities and cash conserved', () => {
     const spec = specOf(PAPER_INSTRUMENTS.find((i) => i.symbol === 'ETH/USD')!);
     const book = new OrderBook({ lastPrice: spec.params.startPrice });
     const maker = { step: 0, reference: spec.params.startPrice, quotes: [] as string[], placed: 0 };
@@ -33,8 +33,33 @@ describe('the matching engine alone', () => {
     const problems: string[] = [];
     const pairs: Array<[BookOrder, BookOrder]> = [];
     const entries: Array<[BookOrder, BookOrder[]]> = [];
-    const check = (fills: Array<{ taker: BookOrder; maker: BookOrder; qty: number; price: number }>) => {
+    // Every fill once (by its seq), and each order's fills as the fills report them; cash as the fills move it.
+    const fillSeqs = new Set<number>();
+    const filledBy = new Map<BookOrder, { qty: number; notional: number }>();
+    const cash = new Map<string, number>();
+    let inAuction = false;
+    // An agent ('e' places as 'bot') whose cap is tightened for every other 1,000 orders: what waited and goes on over it is refused (MatchHooks.release).
+    let tight = false;
+    const cap = 10_000 * spec.params.startPrice;
+    const hooks = {
+      release: (o: BookOrder, notional: () => number) =>
+        o.agent === 'bot' && tight && notional() > cap ? 'trading_limit_exceeded:maxNotionalPerOrder' : null,
+    };
+    const check = (fills: Array<{ seq: number; taker: BookOrder; maker: BookOrder; qty: number; price: number }>) => {
       for (const f of fills) {
+        if (fillSeqs.has(f.seq)) problems.push(`fill ${f.seq} reported twice`);
+        fillSeqs.add(f.seq);
+        for (const [o, sign] of [
+          [f.taker, f.taker.side === 'buy' ? -1 : 1],
+          [f.maker, f.maker.side === 'buy' ? -1 : 1],
+        ] as const) {
+          const seen = filledBy.get(o) ?? { qty: 0, notional: 0 };
+          filledBy.set(o, { qty: seen.qty + f.qty, notional: seen.notional + f.qty * f.price });
+          cash.set(o.owner, (cash.get(o.owner) ?? 0) + sign * f.qty * f.price);
+        }
+        // An order for an auction trades at its auction only.
+        if (!inAuction && (f.taker.tif === 'opg' || f.taker.tif === 'cls' || f.maker.tif === 'opg' || f.maker.tif === 'cls'))
+          problems.push(`${f.taker.id} traded with an auction order outside its auction`);
         if (f.qty <= 0) problems.push(`empty fill of ${f.taker.id}`);
         const buyer = f.taker.side === 'buy' ? f.taker : f.maker;
         const seller = f.taker.side === 'buy' ? f.maker : f.taker;
@@ -46,8 +71,20 @@ describe('the matching engine alone', () => {
           problems.push(`${f.taker.id} traded through its limit`);
       }
     };
+    let auctions = 0;
     for (let i = 0; i < 50_000; i++) {
-      if (i % 200 === 0) check(requote(book, maker, { seed: 1, symbol: spec.symbol, params: spec.params, step: i / 200 })?.fills ?? []);
+      tight = Math.floor(i / 1000) % 2 === 1;
+      if (i % 200 === 0) check(requote(book, maker, { seed: 1, symbol: spec.symbol, params: spec.params, step: i / 200, hooks })?.fills ?? []);
+      // A session cycle: an opening auction, then a closing one, each 250 orders after the other; nothing waits for one after it.
+      if (i % 250 === 125) {
+        const kind = Math.floor(i / 250) % 2 === 0 ? 'opg' : 'cls';
+        const a = book.auction(kind, hooks);
+        inAuction = true;
+        check(a.fills);
+        inAuction = false;
+        auctions += a.fills.length;
+        for (const o of book.openOrders()) if (o.tif === kind) problems.push(`${o.id} (${kind}) still open after its auction`);
+      }
       const ref = Math.round(maker.reference);
       const side = r() < 0.5 ? 'buy' : 'sell';
       const kind = r();
@@ -63,6 +100,9 @@ describe('the matching engine alone', () => {
         price: type === 'limit' || type === 'stop_limit' ? Math.max(1, ref + off) : undefined,
         stopPrice: type === 'stop' || type === 'stop_limit' ? Math.max(1, ref + (side === 'buy' ? 1 : -1) * Math.abs(off)) : undefined,
       });
+      if (o.owner === 'e') o.agent = 'bot';
+      // One in twelve of the market and limit orders waits for the next opening or closing auction.
+      if ((type === 'market' || type === 'limit') && r() < 1 / 12) o.tif = r() < 0.5 ? 'opg' : 'cls';
       // One in eight: a trailing stop, or linked (a bracket, an OTO or an OCO) with exits around the reference.
       const link = r();
       if (link < 0.04) {
@@ -83,6 +123,7 @@ describe('the matching engine alone', () => {
         const tp = newBookOrder({
           id: `${o.id}-tp`,
           owner: o.owner,
+          agent: o.agent,
           side: exitSide,
           type: 'limit',
           tif: 'gtc',
@@ -92,6 +133,7 @@ describe('the matching engine alone', () => {
         const sl = newBookOrder({
           id: `${o.id}-sl`,
           owner: o.owner,
+          agent: o.agent,
           side: exitSide,
           type: 'stop',
           tif: 'gtc',
@@ -118,14 +160,25 @@ describe('the matching engine alone', () => {
         }
       }
       orders.push(o);
-      check(book.submit(o).fills);
-      if (r() < 0.1 && orders.length) check(book.cancel(orders[Math.floor(r() * orders.length)]!.id)?.fills ?? []);
+      check(book.submit(o, hooks).fills);
+      if (r() < 0.1 && orders.length) check(book.cancel(orders[Math.floor(r() * orders.length)]!.id, undefined, undefined, hooks)?.fills ?? []);
       const bid = book.bestBid();
       const ask = book.bestAsk();
       if (bid !== undefined && ask !== undefined && bid >= ask) problems.push(`crossed after ${o.id}`);
     }
+    let refused = 0;
     for (const o of orders) {
       if (o.filled > o.qty || (o.status === 'filled') !== (o.filled === o.qty)) problems.push(`${o.id} filled ${o.filled} of ${o.qty} (${o.status})`);
+      // No fill lost or doubled: what the order says it filled is what its fills say.
+      const seen = filledBy.get(o) ?? { qty: 0, notional: 0 };
+      if (seen.qty !== o.filled || seen.notional !== o.notional)
+        problems.push(`${o.id} filled ${o.filled} (${o.notional}), its fills ${seen.qty} (${seen.notional})`);
+      // Refused when it went on: never executed.
+      if (o.reason?.startsWith('trading_limit_exceeded')) {
+        refused++;
+        if (o.filled > 0 || o.status !== 'rejected' || o.agent !== 'bot')
+          problems.push(`${o.id} refused by the limits, yet ${o.status} with ${o.filled} filled`);
+      }
     }
     // Never both legs of an OCO; a bracket's legs never for more than the entry filled, and live only once it closed.
     for (const [a, b] of pairs) if (a.filled > 0 && b.filled > 0) problems.push(`both legs of ${a.id} / ${b.id} filled`);
@@ -136,12 +189,24 @@ describe('the matching engine alone', () => {
         if (entryOpen !== (l.status === 'held')) problems.push(`${l.id} is ${l.status} while its entry is ${e.status}`);
       }
     expect(pairs.length).toBeGreaterThan(500);
+    // The auctions traded, and the limits refused orders that waited (legs, stops, auction orders) as they went on.
+    expect(auctions).toBeGreaterThan(100);
+    expect(refused).toBeGreaterThan(50);
+    expect(
+      new Set(
+        orders
+          .filter((o) => o.reason?.startsWith('trading_limit'))
+          .map((o) => (o.parent ? 'leg' : o.tif === 'opg' || o.tif === 'cls' ? 'auction' : o.type)),
+      ),
+    ).toEqual(new Set(['leg', 'auction', 'stop', 'stop_limit', 'trailing_stop']));
     expect(pairs.some(([a, b]) => a.filled > 0 || b.filled > 0)).toBe(true);
     expect(problems).toEqual([]);
     // What the users bought, the market maker sold: quantities sum to zero.
     const total = [...bought.values()].reduce((s, v) => s + v, 0);
     expect(total).toBe(0);
     expect(bought.get(MARKET_MAKER)).toBeDefined();
+    // What the users paid, the market maker received (tick·lots): cash sums to zero.
+    expect([...cash.values()].reduce((s, v) => s + v, 0)).toBe(0);
   });
 });
 
@@ -149,11 +214,17 @@ describe('through the API, on real storage', () => {
   let t: TestStack;
   beforeAll(async () => {
     // The reference steps every 40 ms, so the market maker requotes through resting orders as well.
-    t = await startTestStack({ SVC_TRADING_PAPER_TICK_MS: '40', SVC_TRADING_PAPER_CASH: '50000', SVC_TRADING_ALPACA_URL: 'off' });
+    // A compressed trading day of 3 s: the equities' opening and closing auctions come every 1.5 s among the orders.
+    t = await startTestStack({
+      SVC_TRADING_PAPER_TICK_MS: '40',
+      SVC_TRADING_PAPER_CASH: '50000',
+      SVC_TRADING_ALPACA_URL: 'off',
+      SVC_TRADING_PAPER_SESSION_CYCLE_MS: '3000',
+    });
   }, 60_000);
   afterAll(() => t?.stop());
 
-  test('after 2,000 random orders (notional, fractional and linked among them), cash and positions changed only by fills and fees, holds match open orders, and the order updates account for every fill', async () => {
+  test('after 2,000 random orders (notional, fractional, linked and auction ones among them), cash and positions changed only by fills and fees, holds match open orders, and the order updates account for every fill', async () => {
     const keys: string[] = [];
     for (let i = 0; i < 4; i++) keys.push((await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: `Trader ${i}` })).body.key);
     const r = rng(11);
@@ -192,6 +263,9 @@ describe('through the API, on real storage', () => {
         // One in six: a trailing stop, or a linked order (docs/trading.md, "Linked orders") with exits around the reference.
         const link = r();
         if (link < 1 / 6) linked(body, link * 6, ref[symbol]!, r, px);
+        // One in ten of the equities' market and limit orders waits for the next opening or closing auction.
+        else if (!symbol.includes('/') && (type === 'market' || type === 'limit') && body.qty !== undefined && r() < 0.1)
+          body.timeInForce = r() < 0.5 ? 'opg' : 'cls';
         const res = await t.call('POST', '/trading/order', { key, body });
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         if (res.status === 201) placed.push({ key, id: res.body.id }, ...res.body.legs.map((l: any) => ({ key, id: l.id })));
@@ -209,6 +283,7 @@ describe('through the API, on real storage', () => {
 
     const fees = { taker: 10n, maker: 5n };
     let linkedSeen = 0;
+    let auctionFilled = 0;
     for (const key of keys) {
       const fills: any[] = [];
       let cursor: string | null = null;
@@ -251,6 +326,7 @@ describe('through the API, on real storage', () => {
       for (const f of fills) if (units(f.price) > (worstPrice.get(f.orderId) ?? 0n)) worstPrice.set(f.orderId, units(f.price));
       for (const o of orders) {
         expect([o.id, units(o.filledQty)]).toEqual([o.id, filledByOrder.get(o.id) ?? 0n]);
+        if ((o.timeInForce === 'opg' || o.timeInForce === 'cls') && units(o.filledQty) > 0n) auctionFilled++;
         expect(units(o.filledQty) <= units(o.qty)).toBe(true);
         if (o.notional !== null) {
           // Never over its notional; filled, what is left would not pay for one more lot (0.000001) at the highest price it paid.
@@ -332,7 +408,8 @@ describe('through the API, on real storage', () => {
       for (const [asset, b] of last) expect([asset, b.total, b.held]).toEqual([asset, bal(asset).total, bal(asset).held]);
     }
     expect(linkedSeen).toBeGreaterThan(50);
-  }, 180_000);
+    expect(auctionFilled).toBeGreaterThan(10);
+  }, 300_000);
 });
 
 /**
@@ -360,7 +437,14 @@ function linked(body: Record<string, unknown>, u: number, ref: number, r: () => 
   const up = long ? 1 : -1;
   const spread = ref * (0.001 + r() * 0.003);
   body.takeProfit = { price: px(ref + up * spread) };
-  body.stopLoss = r() < 0.7 ? { stopPrice: px(ref - up * spread) } : { stopPrice: px(ref - up * spread), price: px(ref - up * spread * 1.5) };
+  // A stop, a stop limit, or a trailing stop-loss (its trail about the spread).
+  const sl = r();
+  body.stopLoss =
+    sl < 0.55
+      ? { stopPrice: px(ref - up * spread) }
+      : sl < 0.8
+        ? { stopPrice: px(ref - up * spread), price: px(ref - up * spread * 1.5) }
+        : { trailPrice: px(spread) };
   if (orderClass === 'oco') body.type = 'limit';
   else {
     body.type = r() < 0.5 ? 'market' : 'limit';

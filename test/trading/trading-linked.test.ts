@@ -8,6 +8,7 @@ let alice: string;
 let bob: string;
 let person: string;
 let agentKey: string;
+let agentId: string;
 
 const order = (key: string, body: Record<string, unknown>) => t.call('POST', '/trading/order', { key, body });
 const book = async (key: string, symbol: string) => (await t.ok('GET', `/trading/book?symbol=${encodeURIComponent(symbol)}&depth=10`, key)).body;
@@ -24,6 +25,17 @@ const lastSeq = async (key: string) => {
 /** Prices in cents, as integers, and back. */
 const cents = (s: string) => Math.round(Number(s) * 100);
 const price = (c: number) => (c / 100).toFixed(2);
+/** A bracket buying at a limit of `entry` cents, its take-profit `up` cents above and its stop-loss `down` cents below. */
+const limitBracket = (symbol: string, entry: number, qty: string, up: number, down: number) => ({
+  symbol,
+  side: 'buy',
+  type: 'limit',
+  price: price(entry),
+  qty,
+  orderClass: 'bracket',
+  takeProfit: { price: price(entry + up) },
+  stopLoss: { stopPrice: price(entry - down) },
+});
 
 beforeAll(async () => {
   // A compressed trading day of 4 s (the clock tests drive): opening auctions at 0, 4, 8 s…, closing ones at 2, 6, 10 s….
@@ -36,7 +48,7 @@ beforeAll(async () => {
   alice = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Alice' })).body.key;
   bob = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Bob' })).body.key;
   person = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Carol' })).body.key;
-  const agentId = (await t.ok('POST', '/agents', person, { name: 'bot' })).body.id;
+  agentId = (await t.ok('POST', '/agents', person, { name: 'bot' })).body.id;
   agentKey = (await t.ok('POST', `/agents/${agentId}/keys`, person, { name: 'bot key' })).body.key;
   await t.ok('PUT', `/trading/limits/${agentId}`, person, { maxNotionalPerOrder: '2000', maxNotionalPerDay: null, symbols: null, paperOnly: true });
 }, 60_000);
@@ -46,17 +58,7 @@ test('a bracket: the entry fills, its legs go live, the take-profit fills and th
   const b = await book(alice, 'ETH/USD');
   const ask = cents(b.asks[0].price);
   const from = await lastSeq(alice);
-  const bracket = {
-    symbol: 'ETH/USD',
-    side: 'buy',
-    type: 'limit',
-    price: price(ask),
-    qty: '0.5',
-    orderClass: 'bracket',
-    takeProfit: { price: price(ask + 500) },
-    stopLoss: { stopPrice: price(ask - 3000) },
-    clientOrderId: 'br-1',
-  };
+  const bracket = { ...limitBracket('ETH/USD', ask, '0.5', 500, 3000), clientOrderId: 'br-1' };
   const res = await order(alice, bracket);
   expect(res.status).toBe(201);
   const entry = res.body;
@@ -226,6 +228,127 @@ test("an agent's bracket is refused at its limit when a leg is over it, and noth
   expect(ok.body.legs).toHaveLength(2);
 });
 
+test('a bracket with a trailing stop-loss: the leg goes live a trail below the last price, follows it up, and fires when it falls back', async () => {
+  const last = cents((await book(alice, 'ETH/USD')).last);
+  const res = await order(alice, {
+    symbol: 'ETH/USD',
+    side: 'buy',
+    type: 'market',
+    qty: '0.5',
+    orderClass: 'bracket',
+    takeProfit: { price: price(last + 50_00) },
+    stopLoss: { trailPrice: '0.01' },
+  });
+  expect(res.status).toBe(201);
+  expect(res.body).toMatchObject({ status: 'filled', filledQty: '0.5' });
+  const tp = res.body.legs.find((l: any) => l.type === 'limit');
+  const sl = res.body.legs.find((l: any) => l.type === 'trailing_stop');
+  const filledAt = cents((await book(alice, 'ETH/USD')).last);
+  expect(sl).toMatchObject({ side: 'sell', status: 'new', qty: '0.5', trailPrice: '0.01', linkedOrderId: tp.id, parentOrderId: res.body.id });
+  expect([cents(sl.hwm), cents(sl.stopPrice)]).toEqual([filledAt, filledAt - 1]);
+  // Bob lifts two ask levels: the leg's water mark and trigger follow the last price up.
+  const asks = (await book(bob, 'ETH/USD')).asks.slice(0, 2);
+  await t.ok('POST', '/trading/order', bob, {
+    symbol: 'ETH/USD',
+    side: 'buy',
+    qty: asks.reduce((n: number, l: any) => n + Number(l.qty), 0).toFixed(6),
+  });
+  const high = cents((await book(bob, 'ETH/USD')).last);
+  expect(high).toBeGreaterThan(filledAt);
+  const moved = await get(alice, sl.id);
+  expect([moved.status, cents(moved.hwm), cents(moved.stopPrice)]).toEqual(['new', high, high - 1]);
+  // A trade at the best bid, below the trigger: the leg fires (a market sell) and the take-profit is cancelled.
+  const bid = (await book(bob, 'ETH/USD')).bids[0];
+  expect(cents(bid.price)).toBeLessThanOrEqual(high - 1);
+  expect((await order(bob, { symbol: 'ETH/USD', side: 'sell', type: 'limit', price: bid.price, qty: '0.01', timeInForce: 'ioc' })).status).toBe(201);
+  expect(await get(alice, sl.id)).toMatchObject({ status: 'filled', filledQty: '0.5' });
+  expect(await get(alice, tp.id)).toMatchObject({ status: 'cancelled', reason: 'linked_order_triggered', filledQty: '0' });
+  // The percent form as an OTO's exit: a trail of 0.5% from the last price when it goes live.
+  const oto = await t.ok('POST', '/trading/order', alice, {
+    symbol: 'ETH/USD',
+    side: 'buy',
+    qty: '0.1',
+    orderClass: 'oto',
+    stopLoss: { trailPercent: '0.5' },
+  });
+  const leg = oto.body.legs[0];
+  expect(leg).toMatchObject({ type: 'trailing_stop', status: 'new', trailPercent: '0.5', trailPrice: null });
+  expect(cents(leg.stopPrice)).toBe(cents(leg.hwm) - Math.ceil(cents(leg.hwm) * 0.005));
+});
+
+/** The agent's limits as the person sets them (docs/trading.md, "Agents' limits"). */
+const limit = (body: Record<string, unknown>) =>
+  t.ok('PUT', `/trading/limits/${agentId}`, person, {
+    maxNotionalPerOrder: '2000',
+    maxNotionalPerDay: null,
+    symbols: null,
+    paperOnly: true,
+    ...body,
+  });
+
+test("an agent's bracket legs are checked against its limits again when they go live: the leg over a tightened cap is rejected, its partner cancelled, nothing executed", async () => {
+  const b = await book(agentKey, 'BTC/USD');
+  const bid = cents(b.bids[0].price);
+  const ask = cents(b.asks[0].price);
+  expect(ask - bid).toBeGreaterThan(1);
+  // The entry is the best bid (between the market maker's bid and ask); its exits 100 USD either side.
+  const entry = bid + 1;
+  const from = await lastSeq(agentKey);
+  const placed = await order(agentKey, limitBracket('BTC/USD', entry, '0.02', 100_00, 100_00));
+  expect(placed.status).toBe(201);
+  expect(placed.body.status).toBe('new');
+  const tp = placed.body.legs.find((l: any) => l.type === 'limit');
+  const sl = placed.body.legs.find((l: any) => l.type === 'stop');
+  // Tightened while the legs wait: 0.02 × the entry's price, under the take-profit's notional, over the stop-loss's.
+  const cap = (Math.round(entry * 0.02) / 100).toFixed(2);
+  await limit({ maxNotionalPerOrder: cap });
+  // Bob sells into the entry: it fills, and its legs go live, each asked the limits as it does.
+  await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
+  const sold = await order(bob, { symbol: 'BTC/USD', side: 'sell', type: 'limit', price: price(entry), qty: '0.02', timeInForce: 'ioc' });
+  expect(sold.body).toMatchObject({ status: 'filled', filledQty: '0.02' });
+  expect(await get(agentKey, placed.body.id)).toMatchObject({ status: 'filled', filledQty: '0.02' });
+  expect(await get(agentKey, tp.id)).toMatchObject({ status: 'rejected', reason: 'trading_limit_exceeded:maxNotionalPerOrder', filledQty: '0' });
+  expect(await get(agentKey, sl.id)).toMatchObject({ status: 'cancelled', reason: 'linked_order_closed', filledQty: '0' });
+  // The account keeps what the entry bought, held by nothing.
+  const btc = (await t.ok('POST', '/trading/account', agentKey, { venue: 'paper' })).body.balances.find((x: any) => x.asset === 'BTC');
+  expect(btc).toMatchObject({ total: '0.02', held: '0' });
+  const evs = (await events(agentKey, from)).filter((e: any) => [tp.id, sl.id].includes(e.order.id) && e.type !== 'accepted');
+  expect(evs.map((e: any) => `${e.type}:${e.order.id === tp.id ? 'tp' : 'sl'}:${e.order.reason ?? ''}`)).toEqual([
+    'activated:tp:',
+    'activated:sl:',
+    'rejected:tp:trading_limit_exceeded:maxNotionalPerOrder',
+    'cancelled:sl:linked_order_closed',
+  ]);
+  await limit({});
+});
+
+test("an agent's trailing stop is checked against its limits again when it triggers: outside them it is rejected, never executed", async () => {
+  // Bob buys (the last price rises to an ask): the stop's high water mark starts there, a cent above its trigger.
+  await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
+  // A sell of the 0.02 BTC the agent's bracket bought, a cent below the high water mark.
+  const stop = { symbol: 'BTC/USD', side: 'sell', type: 'trailing_stop', trailPrice: '0.01', qty: '0.02' };
+  const ts = await t.ok('POST', '/trading/order', agentKey, stop);
+  expect(ts.body.status).toBe('new');
+  const from = await lastSeq(agentKey);
+  // BTC/USD taken off the agent's symbols while the stop waits.
+  await limit({ symbols: ['AAPL', 'SPY'] });
+  const bid = (await book(bob, 'BTC/USD')).bids[0];
+  expect((await order(bob, { symbol: 'BTC/USD', side: 'sell', type: 'limit', price: bid.price, qty: '0.01', timeInForce: 'ioc' })).status).toBe(201);
+  expect(await get(agentKey, ts.body.id)).toMatchObject({ status: 'rejected', reason: 'trading_limit_exceeded:symbols', filledQty: '0' });
+  const btc = (await t.ok('POST', '/trading/account', agentKey, { venue: 'paper' })).body.balances.find((x: any) => x.asset === 'BTC');
+  expect(btc).toMatchObject({ total: '0.02', held: '0' });
+  expect((await events(agentKey, from)).map((e: any) => [e.type, e.order.id, e.order.reason])).toEqual([
+    ['rejected', ts.body.id, 'trading_limit_exceeded:symbols'],
+  ]);
+  // Within its limits again, the same stop triggers and sells.
+  await limit({});
+  await t.ok('POST', '/trading/order', bob, { symbol: 'BTC/USD', side: 'buy', qty: '0.05' });
+  const again = await t.ok('POST', '/trading/order', agentKey, stop);
+  const next = (await book(bob, 'BTC/USD')).bids[0];
+  expect((await order(bob, { symbol: 'BTC/USD', side: 'sell', type: 'limit', price: next.price, qty: '0.01', timeInForce: 'ioc' })).status).toBe(201);
+  expect(await get(agentKey, again.body.id)).toMatchObject({ status: 'filled', filledQty: '0.02' });
+});
+
 test('the rules of linked orders and trailing stops name the field', async () => {
   const cases: Array<[Record<string, unknown>, RegExp]> = [
     [{ type: 'trailing_stop', qty: '1' }, /trailPrice: a trailing_stop order needs exactly one/],
@@ -241,6 +364,27 @@ test('the rules of linked orders and trailing stops name the field', async () =>
     [{ qty: '1', takeProfit: { price: '300' } }, /takeProfit: give orderClass/],
     [{ orderClass: 'oto', notional: '100', stopLoss: { stopPrice: '1' } }, /notional: a oto order is for a quantity/],
     [{ orderClass: 'oto', qty: '1', timeInForce: 'ioc', stopLoss: { stopPrice: '1' } }, /timeInForce: a oto order is day or gtc/],
+    // A trailing stop-loss has the standalone trailing stop's rules.
+    [{ orderClass: 'oto', qty: '1', stopLoss: { price: '90' } }, /stopLoss.stopPrice: a stop-loss leg needs a stop price, or a trail/],
+    [
+      { orderClass: 'oto', qty: '1', stopLoss: { stopPrice: '90', trailPrice: '1' } },
+      /stopLoss.trailPrice: give a stop-loss leg either a stopPrice or a trail/,
+    ],
+    [
+      { orderClass: 'oto', qty: '1', stopLoss: { trailPrice: '1', trailPercent: '1' } },
+      /stopLoss.trailPrice: a trailing stop-loss takes exactly one/,
+    ],
+    [
+      { orderClass: 'bracket', qty: '1', takeProfit: { price: '300' }, stopLoss: { trailPercent: '100' } },
+      /stopLoss.trailPercent: must be a percent below 100/,
+    ],
+    [
+      { orderClass: 'oto', qty: '1', stopLoss: { trailPercent: '0.125' } },
+      /stopLoss.trailPercent: must be a percent below 100 with at most 2 decimals/,
+    ],
+    [{ orderClass: 'oto', qty: '1', stopLoss: { trailPrice: '1', price: '90' } }, /stopLoss.price: a trailing stop-loss has no limit price/],
+    [{ orderClass: 'oto', qty: '1', stopLoss: { trailPrice: '0.001' } }, /stopLoss.trailPrice: /],
+    [{ orderClass: 'oto', qty: '1', stopLoss: { trailPrice: '-1' } }, /stopLoss.trailPrice: must be a positive decimal/],
   ];
   for (const [extra, message] of cases) {
     const res = await order(alice, { symbol: 'AAPL', side: 'buy', ...extra });

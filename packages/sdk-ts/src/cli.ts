@@ -24,7 +24,8 @@ const GROUPS: Record<string, string> = {
   models: 'ls',
   profiles: 'log <id> [--branch B] | diff <id> <fromVersion> <toVersion>',
   trading: `venues | order --symbol S --side buy|sell --qty Q|--notional N [--type T] [--price P] [--venue V] [--tif T]
-             [--stop-price P] [--trail-price D|--trail-percent PCT] [--class bracket|oco|oto --take-profit P --stop-loss P [--stop-loss-limit P]]
+             [--stop-price P] [--trail-price D|--trail-percent PCT] [--class bracket|oco|oto --take-profit P
+             --stop-loss P [--stop-loss-limit P]|--stop-loss-trail D|--stop-loss-trail-percent PCT]
            | cancel <orderId> | events [--after N] [--follow]`,
 };
 const ENVIRONMENT = 'Environment: SVC_API_KEY (required), SVC_BASE_URL (default https://api.svc.dev), SVC_HOST_CREDENTIAL(_FILE).\n';
@@ -90,6 +91,8 @@ const FLAGS = [
   'take-profit',
   'stop-loss',
   'stop-loss-limit',
+  'stop-loss-trail',
+  'stop-loss-trail-percent',
   'base-url',
 ];
 const SWITCHES = ['json', 'force', 'wait', 'until-idle', 'follow', 'quiet', 'help', 'version'];

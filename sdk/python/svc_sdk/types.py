@@ -1827,13 +1827,12 @@ class PlaceOrderInput(_PlaceOrderInputRequired, total=False):
     trailPercent: Union[str, float]
 
 
-class _PlaceOrderInputStopLossRequired(TypedDict):
-    stopPrice: Union[str, float]
-
-
-class PlaceOrderInputStopLoss(_PlaceOrderInputStopLossRequired, total=False):
+class PlaceOrderInputStopLoss(TypedDict, total=False):
     "The stop-loss leg (bracket, oto, oco)."
+    stopPrice: Union[str, float]
     price: Union[str, float]
+    trailPrice: Union[str, float]
+    trailPercent: Union[str, float]
 
 
 class PlaceOrderInputTakeProfit(TypedDict):
@@ -3463,13 +3462,12 @@ class TradingOrderPreview(_TradingOrderPreviewRequired, total=False):
     worstPrice: str
 
 
-class _TradingOrderStopLossRequired(TypedDict):
-    stopPrice: Union[str, float]
-
-
-class TradingOrderStopLoss(_TradingOrderStopLossRequired, total=False):
+class TradingOrderStopLoss(TypedDict, total=False):
     "The stop-loss leg (bracket, oto, oco)."
+    stopPrice: Union[str, float]
     price: Union[str, float]
+    trailPrice: Union[str, float]
+    trailPercent: Union[str, float]
 
 
 class TradingOrderTakeProfit(TypedDict):

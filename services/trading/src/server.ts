@@ -141,10 +141,14 @@ export function handlers(
       const r = await domain.place(principal, {
         ...req,
         takeProfit: req.takeProfitPrice === undefined ? undefined : { price: req.takeProfitPrice },
-        stopLoss:
-          req.stopLossStopPrice === undefined && req.stopLossPrice === undefined
-            ? undefined
-            : { stopPrice: req.stopLossStopPrice, price: req.stopLossPrice },
+        stopLoss: [req.stopLossStopPrice, req.stopLossPrice, req.stopLossTrailPrice, req.stopLossTrailPercent].every((v) => v === undefined)
+          ? undefined
+          : {
+              stopPrice: req.stopLossStopPrice,
+              price: req.stopLossPrice,
+              trailPrice: req.stopLossTrailPrice,
+              trailPercent: req.stopLossTrailPercent,
+            },
       });
       return { order: toOrder(r.row), replayed: r.replayed, legs: (r.legs ?? []).map(toOrder) };
     },

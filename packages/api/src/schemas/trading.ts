@@ -99,8 +99,10 @@ export const LinkedOrderFields = z.object({
     .describe('The take-profit leg (bracket, oto, oco).'),
   stopLoss: z
     .object({
-      stopPrice: DecimalInput.describe('The stop-loss leg’s stop price.'),
+      stopPrice: DecimalInput.optional().describe('The stop-loss leg’s stop price.'),
       price: DecimalInput.optional().describe('A limit price: the stop-loss leg is then a stop_limit order.'),
+      trailPrice: DecimalInput.optional().describe('Instead of stopPrice: a trailing stop-loss, this distance.'),
+      trailPercent: DecimalInput.optional().describe('Or its distance in percent.'),
     })
     .optional()
     .describe('The stop-loss leg (bracket, oto, oco).'),

@@ -286,7 +286,12 @@ const trading: Record<string, Command> = {
       // A linked order (docs/trading.md): its legs' prices.
       orderClass: str(flags, 'class') as never,
       takeProfit: flags['take-profit'] !== undefined ? { price: str(flags, 'take-profit')! } : undefined,
-      stopLoss: flags['stop-loss'] !== undefined ? { stopPrice: str(flags, 'stop-loss')!, price: str(flags, 'stop-loss-limit') } : undefined,
+      stopLoss:
+        flags['stop-loss'] !== undefined
+          ? { stopPrice: str(flags, 'stop-loss')!, price: str(flags, 'stop-loss-limit') }
+          : flags['stop-loss-trail'] !== undefined || flags['stop-loss-trail-percent'] !== undefined
+            ? { trailPrice: str(flags, 'stop-loss-trail'), trailPercent: str(flags, 'stop-loss-trail-percent') }
+            : undefined,
     });
     const rows = [o, ...((o as { legs?: unknown[] }).legs ?? [])] as Array<Record<string, unknown>>;
     print(out, o, () => table(rows, ['id', 'status', 'side', 'type', 'qty', 'price', 'stopPrice', 'symbol']));

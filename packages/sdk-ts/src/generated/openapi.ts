@@ -8436,9 +8436,13 @@ export interface components {
             /** @description The stop-loss leg (bracket, oto, oco). */
             stopLoss?: {
                 /** @description The stop-loss leg’s stop price. */
-                stopPrice: string | number;
+                stopPrice?: string | number;
                 /** @description A limit price: the stop-loss leg is then a stop_limit order. */
                 price?: string | number;
+                /** @description Instead of stopPrice: a trailing stop-loss, this distance. */
+                trailPrice?: string | number;
+                /** @description Or its distance in percent. */
+                trailPercent?: string | number;
             };
             /** @description A trailing_stop’s distance below (a sell) or above (a buy) the best last price since it was placed. */
             trailPrice?: string | number;

@@ -14,6 +14,7 @@
  */
 
 import { checkShape, trailStop } from './order.js';
+import { TrailingStops } from './trailing.js';
 
 export { newBookOrder, trailStop } from './order.js';
 
@@ -58,6 +59,13 @@ export interface MatchHooks {
   fill?(fill: Fill): void;
   /** Told when the engine closes an order itself (a linked order's other leg): its hold can go at once. */
   closed?(order: BookOrder): void;
+  /**
+   * Asked when an order that waited goes on — a held leg going live, a stop whose trigger was
+   * reached, an order at its auction — before it touches the book: a reason to reject it (an
+   * agent's limits, checked again), or null. `notional` is what it stands for now, in tick·lots
+   * (its limit price's; without one, what it would fill now when it trades now, else its trigger's).
+   */
+  release?(order: BookOrder, notional: () => number): string | null;
 }
 
 /** What one submission (or cancel, or expiry) changed: the fills, and every order whose state changed. */
@@ -92,7 +100,7 @@ export class OrderBook {
   private readonly buyStops: BookOrder[] = [];
   private readonly sellStops: BookOrder[] = [];
   /** Pending trailing stops (their trigger moves with the last price). */
-  private readonly trailing: BookOrder[] = [];
+  private readonly trailing = new TrailingStops();
   /** Held legs of open bracket and OTO entries, by id. */
   private readonly held = new Map<string, BookOrder>();
   /** Orders waiting for the opening or closing auction, in arrival order. */
@@ -133,7 +141,7 @@ export class OrderBook {
     for (const o of [...this.auctions.values()]) {
       if (o.tif !== tif) continue;
       this.auctions.delete(o.id);
-      this.execute(o, hooks, result);
+      if (this.released(o, hooks, result)) this.execute(o, hooks, result);
     }
     this.fireStops(hooks, result);
     return result;
@@ -369,12 +377,16 @@ export class OrderBook {
       l.status = 'new';
       (result.activated ??= []).push(l);
     }
+    // Each is asked whether it may go on (MatchHooks.release) before either trades: one refused takes its partner with it.
+    for (const l of legs) {
+      l.seq = ++this.seq;
+      if (isOpen(l)) this.released(l, hooks, result);
+    }
     for (const l of legs) {
       if (!isOpen(l)) {
         result.changed.push(l);
         continue;
       }
-      l.seq = ++this.seq;
       // A lone sell stop waits holding what it sells: it must be there (the entry bought it; a leg never sells what is gone).
       if (isStopType(l) && !l.sibling && l.side === 'sell' && hooks.admit?.(l, { qty: 0, notional: 0, worst: this.lastPrice })) {
         l.status = 'rejected';
@@ -384,6 +396,28 @@ export class OrderBook {
       }
       this.enter(l, hooks, result);
     }
+  }
+
+  /**
+   * Whether an order that waited may go on (`release`); refused, it is rejected with the reason, and
+   * what is linked to it follows (an OCO's other leg is cancelled).
+   */
+  private released(o: BookOrder, hooks: MatchHooks, result: MatchResult): boolean {
+    const reason = hooks.release?.(o, () => this.exposure(o));
+    if (!reason) return true;
+    o.status = 'rejected';
+    o.reason = reason;
+    result.changed.push(o);
+    this.link(o, hooks, result);
+    return false;
+  }
+
+  /** What an order stands for now, in tick·lots (MatchHooks.release). */
+  private exposure(o: BookOrder): number {
+    const left = o.qty - o.filled;
+    if (o.price !== undefined) return left * o.price;
+    if (o.type === 'market' || (o.stopPrice !== undefined && this.reached(o))) return this.preview({ ...o, qty: left }).notional;
+    return left * (o.stopPrice ?? this.lastPrice);
   }
 
   private execute(order: BookOrder, hooks: MatchHooks, result: MatchResult): void {
@@ -440,7 +474,7 @@ export class OrderBook {
         hooks.fill?.(fill);
         if (maker.sibling || maker.legs?.length) this.link(maker, hooks, result);
         if (order.sibling && order.filled === qty) this.link(order, hooks, result);
-        if (this.trailing.length) this.follow(result);
+        if (this.trailing.length) this.trailing.follow(this.lastPrice);
       }
       if (level.head >= level.orders.length || level.qty === 0) {
         levels.pop();
@@ -469,16 +503,6 @@ export class OrderBook {
     if (!isOpen(order)) this.link(order, hooks, result);
   }
 
-  /** Trailing stops follow the last price: a sell's water mark up, a buy's down, and their triggers with them. */
-  private follow(result: MatchResult): void {
-    for (const t of this.trailing) {
-      if (t.side === 'sell' ? this.lastPrice <= t.hwm! : this.lastPrice >= t.hwm!) continue;
-      t.hwm = this.lastPrice;
-      t.stopPrice = trailStop(t);
-      result.changed.push(t);
-    }
-  }
-
   /** Fires every pending stop the last price reached, oldest first, until none is left to fire. */
   private fireStops(hooks: MatchHooks, result: MatchResult): void {
     for (;;) {
@@ -492,13 +516,18 @@ export class OrderBook {
       for (const stops of [this.buyStops, this.sellStops]) {
         while (stops.length && this.reached(stops[stops.length - 1]!)) due.push(stops.pop()!);
       }
-      for (let i = this.trailing.length - 1; i >= 0; i--) if (this.reached(this.trailing[i]!)) due.push(...this.trailing.splice(i, 1));
-      if (!due.length) return;
+      this.trailing.due(this.lastPrice, due);
+      if (!due.length) {
+        // The trailing stops the running submission moved: changed once each, however many trades moved them.
+        this.trailing.takeMoved(result.changed);
+        return;
+      }
       due.sort((a, b) => a.seq - b.seq);
       for (const stop of due) {
         // Cancelled meanwhile by its OCO leg's fill or trigger.
         if (!isOpen(stop)) continue;
         this.live.delete(stop.id);
+        if (!this.released(stop, hooks, result)) continue;
         stop.triggered = true;
         this.link(stop, hooks, result);
         this.execute(stop, hooks, result);
@@ -508,7 +537,7 @@ export class OrderBook {
 
   private addStop(o: BookOrder): void {
     if (o.type === 'trailing_stop') {
-      this.trailing.push(o);
+      this.trailing.add(o);
       return;
     }
     const buy = o.side === 'buy';
@@ -544,8 +573,9 @@ export class OrderBook {
     if (this.live.get(o.id) !== o) return;
     this.live.delete(o.id);
     if (isStopType(o) && !o.triggered) {
-      const stops = o.type === 'trailing_stop' ? this.trailing : o.side === 'buy' ? this.buyStops : this.sellStops;
-      const i = stops.indexOf(o);
+      if (o.type === 'trailing_stop') return this.trailing.remove(o);
+      const stops = o.side === 'buy' ? this.buyStops : this.sellStops;
+      const i = stopIndex(stops, o);
       if (i >= 0) stops.splice(i, 1);
       return;
     }
@@ -568,6 +598,25 @@ export class OrderBook {
   private bestLevel(levels: Level[]): Level | undefined {
     return levels[levels.length - 1];
   }
+}
+
+/**
+ * Where a pending stop stands in its list (addStop: buy stops by stop price descending, sell stops
+ * ascending; a stop's price does not move while it waits), found by its price, or -1: an OCO's
+ * cancelled stop leg is taken out without a walk over every pending stop.
+ */
+function stopIndex(stops: BookOrder[], o: BookOrder): number {
+  const buy = o.side === 'buy';
+  let lo = 0;
+  let hi = stops.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const p = stops[mid]!.stopPrice!;
+    if (buy ? p > o.stopPrice! : p < o.stopPrice!) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let i = lo; i < stops.length && stops[i]!.stopPrice === o.stopPrice; i++) if (stops[i] === o) return i;
+  return -1;
 }
 
 /** Keeps `levels` sorted with the best price last (bids ascending, asks descending). */

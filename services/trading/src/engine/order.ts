@@ -26,6 +26,7 @@ export function newBookOrder(
   return {
     id: o.id,
     owner: o.owner,
+    agent: o.agent,
     side: o.side,
     type: o.type,
     tif: o.tif,

@@ -9,6 +9,8 @@ export interface BookOrder {
   id: string;
   /** Who owns it (an account id; the market maker's own name for its quotes). */
   owner: string;
+  /** The agent that placed it, when one did (its limits are asked again when the order leaves its wait: MatchHooks.release). */
+  agent?: string;
   side: Side;
   type: OrderType;
   tif: TimeInForce;

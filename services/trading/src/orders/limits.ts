@@ -139,15 +139,9 @@ export class AgentLimits {
       return;
     }
     const l = await this.row(q, p.accountId, p.agentId);
-    if (l.paper_only && order.venueMode !== 'paper') throw exceeded('paperOnly', 'this agent may trade on paper venues only.');
-    if (l.symbols && !l.symbols.includes(order.symbol))
-      throw exceeded('symbols', `this agent may trade ${l.symbols.length ? l.symbols.join(', ') : 'no symbol'}, not ${order.symbol}.`);
+    const refused = perOrder(l, order, () => order.notionalUnits);
+    if (refused) throw exceeded(refused.limit, refused.message);
     const notional = formatUnits(order.notionalUnits);
-    if (l.max_notional_per_order !== null && order.notionalUnits > parseUnits(l.max_notional_per_order))
-      throw exceeded(
-        'maxNotionalPerOrder',
-        `the order's notional ${notional} ${order.currency} is over ${l.max_notional_per_order} ${order.currency}.`,
-      );
     const used = await q.query<{ notional: string }>(
       `INSERT INTO trading.agent_usage AS u (account_id, agent_id, day, notional) VALUES ($1, $2, $3::date, $4)
        ON CONFLICT (account_id, agent_id, day) DO UPDATE SET notional = u.notional + EXCLUDED.notional RETURNING notional::text`,
@@ -159,6 +153,59 @@ export class AgentLimits {
         `with this order the agent's notional today would be ${plain(used[0]!.notional)} ${order.currency}, over ${l.max_notional_per_day} ${order.currency}.`,
       );
   }
+}
+
+/** What an order breaks of the limits that bound each order (paperOnly, symbols, maxNotionalPerOrder), or null. */
+function perOrder(
+  l: LimitsRow,
+  order: { venueMode: 'paper' | 'live'; symbol: string; currency: string },
+  notionalUnits: () => bigint,
+): { limit: string; message: string } | null {
+  if (l.paper_only && order.venueMode !== 'paper') return { limit: 'paperOnly', message: 'this agent may trade on paper venues only.' };
+  if (l.symbols && !l.symbols.includes(order.symbol))
+    return { limit: 'symbols', message: `this agent may trade ${l.symbols.length ? l.symbols.join(', ') : 'no symbol'}, not ${order.symbol}.` };
+  if (l.max_notional_per_order === null) return null;
+  const units = notionalUnits();
+  if (units <= parseUnits(l.max_notional_per_order)) return null;
+  return {
+    limit: 'maxNotionalPerOrder',
+    message: `the order's notional ${formatUnits(units)} ${order.currency} is over ${l.max_notional_per_order} ${order.currency}.`,
+  };
+}
+
+/**
+ * The limits of these agents (account and agent id) with their usage today, in one read: what an
+ * agent's orders that waited are checked against when they go on (paper/venue.ts). An agent
+ * without limits set has the defaults.
+ */
+export async function limitsOf(q: Queryable, agents: Array<{ accountId: string; agentId: string }>): Promise<Map<string, LimitsRow>> {
+  const out = new Map<string, LimitsRow>();
+  if (!agents.length) return out;
+  const rows = await q.query<LimitsRow>(
+    `SELECT ${COLUMNS}, coalesce(u.notional::text, '0') AS used_today FROM trading.agent_limits l
+     LEFT JOIN trading.agent_usage u ON u.account_id = l.account_id AND u.agent_id = l.agent_id AND u.day = $3::date
+     WHERE (l.account_id, l.agent_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+    [agents.map((a) => a.accountId), agents.map((a) => a.agentId), today()],
+  );
+  for (const r of rows) out.set(agentKey(r.account_id, r.agent_id), norm(r));
+  for (const a of agents) if (!out.has(agentKey(a.accountId, a.agentId))) out.set(agentKey(a.accountId, a.agentId), defaults(a.accountId, a.agentId));
+  return out;
+}
+
+export const agentKey = (accountId: string, agentId: string) => `${accountId}\u0000${agentId}`;
+
+/**
+ * Why an agent's order that waited (a leg going live, a stop that triggered, an order at its
+ * auction) may not go on now (docs/trading.md, "Agents' limits"): the limits that bound each order,
+ * at what the order stands for now, and a day's usage that is over the day's cap (it was counted
+ * when the order was placed, not again). The reason recorded on the order, `trading_limit_exceeded:<limit>`; null when it may.
+ */
+export function releaseRefusal(l: LimitsRow, order: { symbol: string; currency: string }, notionalUnits: () => bigint): string | null {
+  const refused = perOrder(l, { ...order, venueMode: 'paper' }, notionalUnits);
+  if (refused) return `trading_limit_exceeded:${refused.limit}`;
+  if (l.max_notional_per_day !== null && parseUnits(l.used_today) > parseUnits(l.max_notional_per_day))
+    return 'trading_limit_exceeded:maxNotionalPerDay';
+  return null;
 }
 
 /** numeric's text without trailing zeros ("12.500000000" → "12.5"). */

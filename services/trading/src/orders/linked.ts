@@ -15,7 +15,15 @@ export type OrderClass = (typeof ORDER_CLASSES)[number];
 export interface LinkedRequest {
   orderClass?: string;
   takeProfit?: { price?: string };
-  stopLoss?: { stopPrice?: string; price?: string };
+  stopLoss?: { stopPrice?: string; price?: string; trailPrice?: string; trailPercent?: string };
+  trailPrice?: string;
+  trailPercent?: string;
+}
+
+/** A stop-loss leg: a stop (limit) at `stopPrice`, or a trailing stop (`trailPrice` or `trailPercent`). */
+export interface StopLoss {
+  stopPrice?: string;
+  price?: string;
   trailPrice?: string;
   trailPercent?: string;
 }
@@ -24,7 +32,7 @@ export interface LinkedRequest {
 export interface Linked {
   orderClass: OrderClass;
   takeProfit?: { price: string };
-  stopLoss?: { stopPrice: string; price?: string };
+  stopLoss?: StopLoss;
   trailPrice?: string;
   trailPercent?: string;
 }
@@ -40,6 +48,30 @@ function positive(field: string, v: string | undefined): string | undefined {
   return d;
 }
 
+/** A trail (of the order, or of its stop-loss leg: `prefix` `stopLoss.`): each a positive decimal, a percent below 100 with at most 2 decimals. */
+function trail(prefix: string, v: { trailPrice?: string; trailPercent?: string }): { trailPrice?: string; trailPercent?: string } {
+  const trailPrice = positive(`${prefix}trailPrice`, v.trailPrice);
+  const trailPercent = positive(`${prefix}trailPercent`, v.trailPercent);
+  if (trailPercent !== undefined && (scaled(trailPercent, 2) === null || scaled(trailPercent, 2)! >= 10_000n))
+    throw bad(`${prefix}trailPercent: must be a percent below 100 with at most 2 decimals.`);
+  return { trailPrice, trailPercent };
+}
+
+/** A stop-loss leg: a stop price (and a limit price: a stop limit), or a trail (a trailing stop, with the rules of one). */
+function stopLossOf(req: StopLoss): StopLoss {
+  const stopPrice = positive('stopLoss.stopPrice', req.stopPrice);
+  const price = positive('stopLoss.price', req.price);
+  const { trailPrice, trailPercent } = trail('stopLoss.', req);
+  const trails = [trailPrice, trailPercent].filter((x) => x !== undefined).length;
+  if (stopPrice === undefined && !trails)
+    throw bad('stopLoss.stopPrice: a stop-loss leg needs a stop price, or a trail (trailPrice or trailPercent) for a trailing stop-loss.');
+  if (stopPrice !== undefined && trails) throw bad('stopLoss.trailPrice: give a stop-loss leg either a stopPrice or a trail, not both.');
+  if (trails > 1) throw bad('stopLoss.trailPrice: a trailing stop-loss takes exactly one of trailPrice and trailPercent.');
+  if (trails && price !== undefined) throw bad('stopLoss.price: a trailing stop-loss has no limit price (it trades as a market order).');
+  if (trails) return trailPrice !== undefined ? { trailPrice } : { trailPercent };
+  return { stopPrice, ...(price === undefined ? {} : { price }) };
+}
+
 /**
  * Checks the class and its fields against the order's type, size and time in force. An OCO is its
  * take-profit leg (a limit order at `takeProfit.price`, which is then the order's `price`) with a
@@ -48,23 +80,17 @@ function positive(field: string, v: string | undefined): string | undefined {
 export function linkedOf(req: LinkedRequest & { price?: string; notional?: string }, type: OrderType, tif: TimeInForce): Linked {
   const orderClass = (req.orderClass ?? 'simple') as OrderClass;
   if (!ORDER_CLASSES.includes(orderClass)) throw bad(`orderClass: must be one of ${ORDER_CLASSES.join(', ')}.`);
-  const trailPrice = positive('trailPrice', req.trailPrice);
-  const trailPercent = positive('trailPercent', req.trailPercent);
+  const { trailPrice, trailPercent } = trail('', req);
   if (type === 'trailing_stop') {
     if ((trailPrice === undefined) === (trailPercent === undefined))
       throw bad('trailPrice: a trailing_stop order needs exactly one of trailPrice (a price distance) and trailPercent (a percent).');
-    if (trailPercent !== undefined && (scaled(trailPercent, 2) === null || scaled(trailPercent, 2)! >= 10_000n))
-      throw bad('trailPercent: must be a percent below 100 with at most 2 decimals.');
     if (tif !== 'day' && tif !== 'gtc') throw bad('timeInForce: a trailing_stop order is day or gtc.');
   } else if (trailPrice !== undefined || trailPercent !== undefined)
     throw bad(`${trailPrice !== undefined ? 'trailPrice' : 'trailPercent'}: only a trailing_stop order takes a trail.`);
   const tpPrice = positive('takeProfit.price', req.takeProfit?.price);
-  const slStop = positive('stopLoss.stopPrice', req.stopLoss?.stopPrice);
-  const slPrice = positive('stopLoss.price', req.stopLoss?.price);
   if (req.takeProfit && tpPrice === undefined) throw bad('takeProfit.price: a take-profit leg needs a limit price.');
-  if (req.stopLoss && slStop === undefined) throw bad('stopLoss.stopPrice: a stop-loss leg needs a stop price.');
   const takeProfit = tpPrice === undefined ? undefined : { price: tpPrice };
-  const stopLoss = slStop === undefined ? undefined : { stopPrice: slStop, ...(slPrice === undefined ? {} : { price: slPrice }) };
+  const stopLoss = req.stopLoss && stopLossOf(req.stopLoss);
   if (orderClass === 'simple') {
     if (takeProfit || stopLoss) throw bad(`${takeProfit ? 'takeProfit' : 'stopLoss'}: give orderClass bracket, oto or oco for an order with legs.`);
     return { orderClass, trailPrice, trailPercent };
@@ -110,7 +136,7 @@ export function paperLinks(
   out.orderClass = l.orderClass;
   out.legs = [];
   const tp = l.takeProfit && ticks('takeProfit.price', l.takeProfit.price);
-  const sl = l.stopLoss && ticks('stopLoss.stopPrice', l.stopLoss.stopPrice);
+  const sl = l.stopLoss?.stopPrice === undefined ? undefined : ticks('stopLoss.stopPrice', l.stopLoss.stopPrice);
   const slLimit = l.stopLoss?.price === undefined ? undefined : ticks('stopLoss.price', l.stopLoss.price);
   // Exits of a long position sell: they are the other side of a buy entry, the same side as a sell OCO.
   const long = l.orderClass === 'oco' ? side === 'sell' : side === 'buy';
@@ -126,5 +152,10 @@ export function paperLinks(
   // The OCO's take-profit leg is the order itself.
   if (tp !== undefined && l.orderClass !== 'oco') out.legs.push({ role: 'takeProfit', type: 'limit', price: tp });
   if (sl !== undefined) out.legs.push({ role: 'stopLoss', type: slLimit === undefined ? 'stop' : 'stop_limit', stopPrice: sl, price: slLimit });
+  // A trailing stop-loss: its trigger starts a trail away from the last price when it goes live.
+  const slTrail = l.stopLoss?.trailPrice;
+  if (slTrail !== undefined) out.legs.push({ role: 'stopLoss', type: 'trailing_stop', trailTicks: ticks('stopLoss.trailPrice', slTrail) });
+  if (l.stopLoss?.trailPercent !== undefined)
+    out.legs.push({ role: 'stopLoss', type: 'trailing_stop', trailBps: Number(scaled(l.stopLoss.trailPercent, 2)) });
   return out;
 }

@@ -169,7 +169,14 @@ export class Trading {
       hashed.push({
         orderClass: linked.orderClass,
         takeProfit: canon(linked.takeProfit?.price),
-        stopLoss: [canon(linked.stopLoss?.stopPrice), canon(linked.stopLoss?.price)],
+        stopLoss: [
+          canon(linked.stopLoss?.stopPrice),
+          canon(linked.stopLoss?.price),
+          // A trailing stop-loss's trail (appended, so that other orders' hashes are what they were).
+          ...(linked.stopLoss?.stopPrice === undefined && linked.stopLoss
+            ? [canon(linked.stopLoss.trailPrice), canon(linked.stopLoss.trailPercent)]
+            : []),
+        ],
         trail: [canon(linked.trailPrice), canon(linked.trailPercent)],
       });
     const requestHash = createHash('sha256').update(JSON.stringify(hashed)).digest('hex');

@@ -71,6 +71,7 @@ export function rowToBookOrder(spec: Spec, r: OrderRow): BookOrder {
   return {
     id: r.id,
     owner: r.account_id,
+    agent: r.placed_by?.kind === 'agent' ? r.placed_by.id : undefined,
     side: r.side,
     type: r.type,
     tif: r.time_in_force,
@@ -159,6 +160,7 @@ export class Books {
       restored.push({
         ...s,
         owner: MARKET_MAKER,
+        agent: undefined,
         type: 'limit',
         tif: 'gtc',
         status: s.filled ? 'partially_filled' : 'new',

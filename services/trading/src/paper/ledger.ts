@@ -43,6 +43,8 @@ export class Ledger implements MatchHooks {
   readonly feesAdded = new Map<string, bigint>();
   /** Balance rows written even without a change (their value read afresh by the write). */
   private readonly touched = new Set<string>();
+  /** The engine's `release` hook: agents' limits when an order leaves its wait (paper/releases.ts); unset, every order goes on. */
+  release?: MatchHooks['release'];
 
   constructor(
     private readonly spec: Spec,

@@ -22,12 +22,15 @@ export function linkLegs(o: BookOrder, input: PlaceInput): BookOrder[] {
     newBookOrder({
       id: newId('ord'),
       owner: o.owner,
+      agent: o.agent,
       side: input.orderClass === 'oco' ? o.side : o.side === 'buy' ? 'sell' : 'buy',
       type: l.type,
       tif: o.tif,
       qty: o.qty,
       price: l.price,
       stopPrice: l.stopPrice,
+      trailTicks: l.trailTicks,
+      trailBps: l.trailBps,
     }),
   );
   if (input.orderClass === 'oco') {

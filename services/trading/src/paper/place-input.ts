@@ -28,7 +28,7 @@ export interface PlaceInput {
    * entry fills), or an OCO's stop leg (this order is its take-profit leg).
    */
   orderClass?: 'bracket' | 'oco' | 'oto';
-  legs?: Array<{ role: 'takeProfit' | 'stopLoss'; type: OrderType; price?: number; stopPrice?: number }>;
+  legs?: Array<{ role: 'takeProfit' | 'stopLoss'; type: OrderType; price?: number; stopPrice?: number; trailTicks?: number; trailBps?: number }>;
   /**
    * Checks an agent's limits for an order (or, with `leg`, one of its legs) of this notional (quote
    * units) inside the transaction; a leg is checked, not counted into the day's usage.

@@ -8,6 +8,7 @@ import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
 import { linkLegs, merge } from './links.js';
 import type { PlaceInput } from './place-input.js';
+import { guardReleases } from './releases.js';
 
 export type { PlaceInput } from './place-input.js';
 import { insufficient, notionalTooSmall, PAPER, type Session, writeSession } from './session.js';
@@ -46,6 +47,10 @@ interface Outcome {
   value?: { row: OrderRow; replayed: boolean } | null;
   error?: unknown;
 }
+
+/** The agents placing orders of a group (their legs can go live in it: paper/releases.ts). */
+const placingAgents = (inputs: PlaceInput[]) =>
+  inputs.filter((i) => i.actor.kind === 'agent').map((i) => ({ accountId: i.accountId, agentId: i.actor.id }));
 
 /** At most this many orders in one transaction. */
 const MAX_GROUP = 64;
@@ -133,7 +138,7 @@ export class PaperVenue {
     spec: Spec,
     taken: BookEntry[],
     accounts: string[],
-    group?: { lock: string[]; keys: Array<{ accountId: string; clientOrderId: string }> },
+    group?: { lock: string[]; keys: Array<{ accountId: string; clientOrderId: string }>; inputs: PlaceInput[] },
   ): Promise<Session> {
     const entry = await this.books.take(q, spec, group && { ids: group.lock, cash: this.cash });
     taken.push(entry);
@@ -145,6 +150,7 @@ export class PaperVenue {
     ledger.load(balances);
     for (const [accountId, epoch] of epochs) this.cache.set(accountId, { epoch, rows: new Map() });
     for (const b of balances) this.cache.get(b.account_id)?.rows.set(b.asset, { total: BigInt(b.total), held: BigInt(b.held) });
+    await guardReleases(q, spec, entry.book, ledger, placingAgents(group?.inputs ?? []));
     const s: Session = { q, entry, ledger, timeline: new Timeline(spec, ledger), changed: new Set(), inserted: new Map(), epochs, existing };
     this.passTime(s);
     return s;
@@ -264,7 +270,7 @@ export class PaperVenue {
     const spec = batch[0]!.input.spec;
     const accounts = batch.map((j) => j.input.accountId);
     const keys = batch.map((j) => ({ accountId: j.input.accountId, clientOrderId: j.input.clientOrderId }));
-    const s = await this.open(q, spec, taken, accounts, { lock: accounts, keys });
+    const s = await this.open(q, spec, taken, accounts, { lock: accounts, keys, inputs: batch.map((j) => j.input) });
     const { outcomes, placed } = await this.match(s, batch, false);
     const rows = (await this.close(s))!;
     for (const [i, id] of placed) outcomes[i] = { value: { row: rows.get(id)!, replayed: false } };
@@ -309,6 +315,8 @@ export class PaperVenue {
       existing: [],
     };
     try {
+      // The limits of agents whose orders wait on the book, read as the statement will find them (no agent places in this group).
+      await guardReleases(this.deps.sql, spec, entry.book, ledger, []);
       this.passTime(s);
       const { outcomes, placed } = await this.match(s, batch, true);
       const accounts = [...owners].sort();
@@ -359,6 +367,7 @@ export class PaperVenue {
       const o = newBookOrder({
         id: newId('ord'),
         owner: input.accountId,
+        agent: input.actor.kind === 'agent' ? input.actor.id : undefined,
         side: input.side,
         type: input.type,
         tif: input.tif,
@@ -384,7 +393,8 @@ export class PaperVenue {
           const ticks = o.type === 'market' ? preview!.notional : o.qty * (o.price ?? o.stopPrice ?? book.lastPrice);
           await input.limits(q, input.notional ? input.notional.units : notionalToUnits(spec, ticks));
           // Every leg is checked against the agent's limits too, at its own price (counted once: the entry's).
-          for (const [j, l] of legs.entries()) await input.limits(q, notionalToUnits(spec, l.qty * (l.price ?? l.stopPrice!)), input.legs![j]!.role);
+          for (const [j, l] of legs.entries())
+            await input.limits(q, notionalToUnits(spec, l.qty * (l.price ?? l.stopPrice ?? book.lastPrice)), input.legs![j]!.role);
         }
         if (s.ledger.check(o, preview)) throw insufficient(spec, o, s.ledger);
         const result = book.submit(o, s.ledger);
@@ -452,7 +462,7 @@ export class PaperVenue {
     return this.retrying(async (taken) =>
       this.deps.sql.tx(async (q) => {
         const keys = [{ accountId, clientOrderId: input.clientOrderId }];
-        const s = await this.open(q, spec, taken, [accountId], { lock: [accountId], keys });
+        const s = await this.open(q, spec, taken, [accountId], { lock: [accountId], keys, inputs: [input] });
         const old = s.entry.book.get(orderId);
         const cancelled = old && old.owner === accountId ? (s.entry.book.cancel(orderId, undefined, undefined, s.ledger)?.changed[0] ?? null) : null;
         if (!cancelled) throw new DomainError('conflict', 'order_not_open', 'The order is no longer open; only an open order can be replaced.');

@@ -166,6 +166,8 @@ export const tradingRoutes = [
         takeProfitPrice: i.body.takeProfit?.price,
         stopLossStopPrice: i.body.stopLoss?.stopPrice,
         stopLossPrice: i.body.stopLoss?.price,
+        stopLossTrailPrice: i.body.stopLoss?.trailPrice,
+        stopLossTrailPercent: i.body.stopLoss?.trailPercent,
         trailPrice: i.body.trailPrice,
         trailPercent: i.body.trailPercent,
       }),
