@@ -9293,7 +9293,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9330,7 +9330,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        status: "ready" | "unavailable";
+                        status: "ready" | "unavailable" | "draining";
                         backends: {
                             [key: string]: {
                                 ok: boolean;
@@ -9354,7 +9354,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend or service is down: the same body, saying which. */
+            /** @description A backend or service is down (`unavailable`: the same body, saying which), or the gateway is stopping (`draining`), with `Retry-After`. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9362,7 +9362,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        status: "ready" | "unavailable";
+                        status: "ready" | "unavailable" | "draining";
                         backends: {
                             [key: string]: {
                                 ok: boolean;
@@ -9417,7 +9417,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9500,7 +9500,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9586,7 +9586,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9669,7 +9669,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9754,7 +9754,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9842,7 +9842,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9928,7 +9928,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10013,7 +10013,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10101,7 +10101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10187,7 +10187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10272,7 +10272,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10397,7 +10397,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10522,7 +10522,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10610,7 +10610,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10695,7 +10695,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10802,7 +10802,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10927,7 +10927,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11016,7 +11016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11099,7 +11099,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11185,7 +11185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11271,7 +11271,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11357,7 +11357,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11460,7 +11460,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11545,7 +11545,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11630,7 +11630,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11755,7 +11755,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11840,7 +11840,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11929,7 +11929,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12016,7 +12016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12105,7 +12105,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12190,7 +12190,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12315,7 +12315,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12418,7 +12418,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12505,7 +12505,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12628,7 +12628,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12711,7 +12711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12816,7 +12816,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12901,7 +12901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12986,7 +12986,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13093,7 +13093,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13183,7 +13183,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13306,7 +13306,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13391,7 +13391,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13476,7 +13476,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13583,7 +13583,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13674,7 +13674,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13799,7 +13799,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13902,7 +13902,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13990,7 +13990,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14075,7 +14075,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14198,7 +14198,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14286,7 +14286,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14393,7 +14393,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14478,7 +14478,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14563,7 +14563,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14648,7 +14648,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14773,7 +14773,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14898,7 +14898,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14984,7 +14984,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15071,7 +15071,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15157,7 +15157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15240,7 +15240,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15326,7 +15326,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15412,7 +15412,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15537,7 +15537,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15640,7 +15640,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15743,7 +15743,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15846,7 +15846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15953,7 +15953,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16040,7 +16040,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16125,7 +16125,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16250,7 +16250,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16335,7 +16335,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16438,7 +16438,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16523,7 +16523,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16612,7 +16612,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16698,7 +16698,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16793,7 +16793,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16910,7 +16910,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16996,7 +16996,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17084,7 +17084,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17170,7 +17170,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17256,7 +17256,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17342,7 +17342,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17427,7 +17427,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17513,7 +17513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17601,7 +17601,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17687,7 +17687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17813,7 +17813,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17939,7 +17939,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18024,7 +18024,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18131,7 +18131,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18216,7 +18216,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18323,7 +18323,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18406,7 +18406,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18493,7 +18493,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18578,7 +18578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18666,7 +18666,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18782,7 +18782,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18885,7 +18885,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18971,7 +18971,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19060,7 +19060,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19177,7 +19177,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19263,7 +19263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19350,7 +19350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19435,7 +19435,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19560,7 +19560,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19649,7 +19649,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19774,7 +19774,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19899,7 +19899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20027,7 +20027,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20113,7 +20113,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20230,7 +20230,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20330,7 +20330,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20456,7 +20456,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20582,7 +20582,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20708,7 +20708,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20834,7 +20834,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20960,7 +20960,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21086,7 +21086,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21174,7 +21174,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21300,7 +21300,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21386,7 +21386,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21509,7 +21509,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21594,7 +21594,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21679,7 +21679,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21786,7 +21786,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21889,7 +21889,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22005,7 +22005,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22090,7 +22090,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22215,7 +22215,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22307,7 +22307,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22430,7 +22430,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22555,7 +22555,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22640,7 +22640,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22725,7 +22725,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22832,7 +22832,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22935,7 +22935,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23038,7 +23038,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23145,7 +23145,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23270,7 +23270,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23365,7 +23365,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23451,7 +23451,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23539,7 +23539,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23627,7 +23627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23752,7 +23752,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23838,7 +23838,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23946,7 +23946,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24033,7 +24033,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24156,7 +24156,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24279,7 +24279,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24364,7 +24364,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24449,7 +24449,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24556,7 +24556,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24659,7 +24659,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24762,7 +24762,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24865,7 +24865,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24968,7 +24968,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25056,7 +25056,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25143,7 +25143,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25266,7 +25266,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25354,7 +25354,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25441,7 +25441,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25564,7 +25564,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25652,7 +25652,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25741,7 +25741,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25866,7 +25866,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25956,7 +25956,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26042,7 +26042,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26130,7 +26130,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26219,7 +26219,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26306,7 +26306,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26391,7 +26391,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26478,7 +26478,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26563,7 +26563,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26648,7 +26648,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26748,7 +26748,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26835,7 +26835,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26961,7 +26961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27049,7 +27049,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27185,7 +27185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27312,7 +27312,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27397,7 +27397,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27487,7 +27487,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27623,7 +27623,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27759,7 +27759,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27895,7 +27895,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27991,7 +27991,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28118,7 +28118,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28234,7 +28234,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28361,7 +28361,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28493,7 +28493,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28616,7 +28616,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28739,7 +28739,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28862,7 +28862,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28985,7 +28985,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29070,7 +29070,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29159,7 +29159,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29302,7 +29302,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29390,7 +29390,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29476,7 +29476,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29565,7 +29565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29702,7 +29702,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29787,7 +29787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29894,7 +29894,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30019,7 +30019,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30105,7 +30105,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30239,7 +30239,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30364,7 +30364,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30489,7 +30489,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30575,7 +30575,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30660,7 +30660,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30759,7 +30759,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30844,7 +30844,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30951,7 +30951,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31039,7 +31039,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31127,7 +31127,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31280,7 +31280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31403,7 +31403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31488,7 +31488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31600,7 +31600,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31727,7 +31727,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31859,7 +31859,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31988,7 +31988,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32074,7 +32074,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32197,7 +32197,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32282,7 +32282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32370,7 +32370,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32486,7 +32486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32574,7 +32574,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32699,7 +32699,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32785,7 +32785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32883,7 +32883,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33008,7 +33008,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33096,7 +33096,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33184,7 +33184,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33271,7 +33271,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33356,7 +33356,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33463,7 +33463,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33588,7 +33588,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33675,7 +33675,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33760,7 +33760,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33894,7 +33894,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33998,7 +33998,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34087,7 +34087,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34174,7 +34174,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34297,7 +34297,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34384,7 +34384,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34483,7 +34483,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34612,7 +34612,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34748,7 +34748,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34833,7 +34833,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34969,7 +34969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35055,7 +35055,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35164,7 +35164,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35301,7 +35301,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35439,7 +35439,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35575,7 +35575,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35711,7 +35711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35800,7 +35800,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35934,7 +35934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36020,7 +36020,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36157,7 +36157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36253,7 +36253,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36390,7 +36390,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36488,7 +36488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36581,7 +36581,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36671,7 +36671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36756,7 +36756,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36881,7 +36881,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37017,7 +37017,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37153,7 +37153,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37238,7 +37238,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37374,7 +37374,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37471,7 +37471,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37558,7 +37558,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37641,7 +37641,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37724,7 +37724,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37807,7 +37807,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37892,7 +37892,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38015,7 +38015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38138,7 +38138,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38261,7 +38261,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38348,7 +38348,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38471,7 +38471,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38561,7 +38561,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38648,7 +38648,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38733,7 +38733,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38816,7 +38816,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38901,7 +38901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38987,7 +38987,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39077,7 +39077,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39162,7 +39162,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39248,7 +39248,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39333,7 +39333,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39420,7 +39420,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39543,7 +39543,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39628,7 +39628,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39716,7 +39716,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39823,7 +39823,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39906,7 +39906,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40047,7 +40047,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40176,7 +40176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40299,7 +40299,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40391,7 +40391,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40480,7 +40480,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40565,7 +40565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40654,7 +40654,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40741,7 +40741,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40824,7 +40824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40907,7 +40907,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40994,7 +40994,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41081,7 +41081,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41167,7 +41167,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41252,7 +41252,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41339,7 +41339,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41431,7 +41431,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41524,7 +41524,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41614,7 +41614,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41699,7 +41699,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41784,7 +41784,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41907,7 +41907,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41995,7 +41995,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42120,7 +42120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42205,7 +42205,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42292,7 +42292,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42377,7 +42377,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42464,7 +42464,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42589,7 +42589,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42712,7 +42712,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42798,7 +42798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42886,7 +42886,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42974,7 +42974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43061,7 +43061,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43146,7 +43146,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43231,7 +43231,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43316,7 +43316,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43402,7 +43402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43525,7 +43525,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43610,7 +43610,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43698,7 +43698,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43814,7 +43814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43939,7 +43939,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44025,7 +44025,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44110,7 +44110,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44198,7 +44198,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44321,7 +44321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44406,7 +44406,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44494,7 +44494,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44601,7 +44601,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44690,7 +44690,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44813,7 +44813,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44896,7 +44896,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44981,7 +44981,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45069,7 +45069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45176,7 +45176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45299,7 +45299,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45422,7 +45422,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45545,7 +45545,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45668,7 +45668,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
