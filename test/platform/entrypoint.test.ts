@@ -56,7 +56,8 @@ test('each service starts alone from SVC_SERVICE, serves gRPC health, and drains
     ['accounts', 'drive', 'agents', 'models', 'trading', 'profiles', 'mcp'].map((s) => start(s, { SVC_KEYS_ADDR: keys.address })),
   );
   for (const s of others) {
-    await waitFor(async () => ((await health(s.address)) === 'SERVING' ? true : undefined), 90_000, s.address).catch((err) => {
+    // Seven embedded databases start at once: 53-64 s at load 13-17 on two cores, over 90 s at 20-28.
+    await waitFor(async () => ((await health(s.address)) === 'SERVING' ? true : undefined), 180_000, s.address).catch((err) => {
       throw new Error(`${(err as Error).message}\n${s.child.output()}`);
     });
   }
@@ -76,7 +77,7 @@ test('each service starts alone from SVC_SERVICE, serves gRPC health, and drains
     c.kill('SIGTERM');
     expect(await exitCode(c)).toBe(0);
   }
-}, 240_000);
+}, 360_000);
 
 test('a service whose dependency is not up waits for it; SIGTERM during the start ends the process cleanly', async () => {
   // accounts imports the operator's key through keys at start; nothing listens at this address.
