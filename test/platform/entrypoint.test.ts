@@ -56,7 +56,8 @@ test('each service starts alone from SVC_SERVICE, serves gRPC health, and drains
     ['accounts', 'drive', 'agents', 'models', 'trading', 'profiles', 'mcp'].map((s) => start(s, { SVC_KEYS_ADDR: keys.address })),
   );
   for (const s of others) {
-    await waitFor(async () => ((await health(s.address)) === 'SERVING' ? true : undefined), 90_000, s.address).catch((err) => {
+    // Seven embedded databases start at once: 53-64 s at load 13-17 on two cores, over 90 s at 20-28.
+    await waitFor(async () => ((await health(s.address)) === 'SERVING' ? true : undefined), 180_000, s.address).catch((err) => {
       throw new Error(`${(err as Error).message}\n${s.child.output()}`);
     });
   }
@@ -76,7 +77,31 @@ test('each service starts alone from SVC_SERVICE, serves gRPC health, and drains
     c.kill('SIGTERM');
     expect(await exitCode(c)).toBe(0);
   }
-}, 240_000);
+}, 360_000);
+
+test('a service whose dependency is not up waits for it; SIGTERM during the start ends the process cleanly', async () => {
+  // accounts imports the operator's key through keys at start; nothing listens at this address.
+  // A database of its own (the other tests' accounts has already bootstrapped in the shared one).
+  const own = REAL.pg ? await createDatabase(REAL.pg) : undefined;
+  const fresh: Record<string, string> = own ? { DATABASE_URL: own.url } : {};
+  const nowhere = `127.0.0.1:${await freePort()}`;
+  const waiting = await start('accounts', { ...fresh, SVC_KEYS_ADDR: nowhere, LOG_LEVEL: 'info' });
+  await waitFor(async () => (waiting.child.output().includes('waiting for the keys service to start') ? true : undefined), 90_000, 'the wait').catch(
+    (err) => {
+      throw new Error(`${(err as Error).message}\n${waiting.child.output()}`);
+    },
+  );
+  waiting.child.kill('SIGTERM');
+  expect(await exitCode(waiting.child)).toBe(0);
+  expect(waiting.child.output()).toContain('stopped while starting');
+
+  // Past SVC_START_WAIT_SECONDS it gives up, saying what it waited for.
+  const bounded = await start('accounts', { ...fresh, SVC_KEYS_ADDR: nowhere, SVC_START_WAIT_SECONDS: '1' });
+  expect(await exitCode(bounded.child, 90_000)).toBe(1);
+  expect(bounded.child.output()).toContain('waiting for the keys service to start');
+  expect(bounded.child.output()).toMatch(/svc: failed to start: Error: the keys service did not start within 1000 ms \(SVC_START_WAIT_SECONDS\)/);
+  await own?.drop();
+}, 200_000);
 
 test('SVC_MIGRATE_ONLY runs the migrations and exits', async () => {
   const { child } = await start('keys', { SVC_MIGRATE_ONLY: 'true' });

@@ -121,6 +121,8 @@ export interface Observed {
   path: string;
   status: number;
   contentType: string;
+  /** The answer's Retry-After (null: none); checked when given (undefined: not seen). */
+  retryAfter?: string | null;
   /** The body's text when it is JSON (undefined: not read, e.g. a stream or bytes). */
   text?: string;
 }
@@ -134,6 +136,8 @@ export function contractProblem(a: Observed): string | null {
   if (!op.responses[status]) {
     return `${where} answered ${status}, which the operation does not declare (declared: ${Object.keys(op.responses).join(', ')})${a.text ? `: ${a.text.slice(0, 300)}` : ''}`;
   }
+  // Every 503 says when to retry (docs/reliability.md, "Retries").
+  if (a.status === 503 && a.retryAfter === null) return `${where} answered 503 without Retry-After${a.text ? `: ${a.text.slice(0, 300)}` : ''}`;
   if (a.text === undefined || a.method.toUpperCase() === 'HEAD' || !/^application\/json\b/i.test(a.contentType)) return null;
   const v = validator(op, status);
   if (!v) return null;
@@ -171,7 +175,14 @@ export function watchStack(url: string): void {
     const contentType = res.headers.get('content-type') ?? '';
     const json = /^application\/json\b/i.test(contentType);
     const text = json && method.toUpperCase() !== 'HEAD' ? await res.clone().text() : undefined;
-    const problem = contractProblem({ method, path: url.pathname, status: res.status, contentType, text });
+    const problem = contractProblem({
+      method,
+      path: url.pathname,
+      status: res.status,
+      contentType,
+      text,
+      retryAfter: res.headers.get('retry-after'),
+    });
     if (problem) note(problem);
     return res;
   } as typeof fetch;

@@ -19,6 +19,7 @@ import {
   type RunningService,
   runService,
   type ServiceModule,
+  StartAborted,
 } from '@svc/kit';
 import { modelsService } from '@svc/models';
 import { profilesService } from '@svc/profiles';
@@ -64,7 +65,11 @@ export interface Stack {
  */
 export async function startStack(
   env: NodeJS.ProcessEnv = process.env,
-  options: { logDestination?: { write(line: string): void } } = {},
+  options: {
+    logDestination?: { write(line: string): void };
+    /** SIGTERM during the start: what is started so far is stopped and the start throws StartAborted. */
+    signal?: AbortSignal;
+  } = {},
 ): Promise<Stack> {
   const config = loadConfig(env);
   // Each service's own settings (a module's `settings`), every module's, so that a bad value stops
@@ -110,6 +115,10 @@ export async function startStack(
     if (socketDir) fs.rmSync(socketDir, { recursive: true, force: true });
   };
 
+  // Between two parts of the start (and within a wait for another service: startSignal).
+  const notStopped = () => {
+    if (options.signal?.aborted) throw new StartAborted();
+  };
   try {
     if (config.SVC_MIGRATE_ONLY) {
       for (const m of selected) log.info({ service: m.name, applied: await runMigrations(m, backends) }, 'migrations done');
@@ -117,6 +126,7 @@ export async function startStack(
       return { config, log, backends, registry, services, stop: async () => {} };
     }
     for (const m of selected) {
+      notStopped();
       services.push(
         await runService(m, {
           config,
@@ -126,9 +136,11 @@ export async function startStack(
           settings: settings[m.name],
           host: config.GRPC_HOST ?? (all ? `unix:${path.join(socketDir!, `${m.name}.sock`)}` : '0.0.0.0'),
           port: all ? 0 : (config.GRPC_PORT ?? 50051),
+          startSignal: options.signal,
         }),
       );
     }
+    notStopped();
     if (all || config.SVC_SERVICE === 'runtime') {
       runtime = await startRuntime({
         config,
@@ -141,6 +153,7 @@ export async function startStack(
         ...(config.SVC_SERVICE === 'runtime' ? { health: { host: config.HOST, port: config.PORT } } : {}),
       });
     }
+    notStopped();
     if (all || config.SVC_SERVICE === 'gateway') {
       gateway = await startGateway({
         config,
@@ -153,7 +166,9 @@ export async function startStack(
         settings: settings.gateway as GatewaySettings,
       });
     }
+    notStopped();
   } catch (err) {
+    if (err instanceof StartAborted) log.info({}, 'stopped while starting: what had started is stopped');
     await stop().catch(() => {});
     throw err;
   }

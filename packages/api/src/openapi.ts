@@ -14,7 +14,8 @@ const ERROR_STATUSES: Record<string, string> = {
 };
 
 /** What any operation may answer when a backend it needs is down or busy. */
-const UNAVAILABLE = 'A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later.';
+const UNAVAILABLE =
+  'A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds).';
 
 const pick = (codes: string[]) => Object.fromEntries(codes.map((c) => [c, ERROR_STATUSES[c]!]));
 

@@ -37,6 +37,8 @@ const EnvSchema = z
     SVC_MIGRATE_ONLY: bool,
     SVC_GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
     SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+    // How long a start waits for a service it needs (accounts for keys) before it gives up and exits.
+    SVC_START_WAIT_SECONDS: z.coerce.number().int().min(0).default(120),
     // The embedded database's bounds (packages/kit/src/storage/pglite.ts): a transaction open longer
     // is rolled back; a statement waiting longer for its one connection fails with database_busy.
     SVC_SQL_TX_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),

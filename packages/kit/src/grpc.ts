@@ -250,7 +250,9 @@ export async function startGrpcServer(options: {
       health.setStatus(options.serviceName, status);
     },
     shutdown(graceMs) {
+      // Readiness (the probe's `grpc.health.v1` check, of either name) fails at once.
       health.setStatus('', 'NOT_SERVING');
+      health.setStatus(options.serviceName, 'NOT_SERVING');
       return new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();

@@ -20,6 +20,7 @@ export * from './principal.js';
 export * from './ranges.js';
 export * from './scopes.js';
 export * from './service.js';
+export * from './start-wait.js';
 export * from './storage/blobs.js';
 export * from './storage/bus.js';
 export * from './storage/cache.js';

@@ -83,6 +83,8 @@ export interface ServiceContext<S = unknown> {
   settings: S;
   /** A token for calls the service makes on its own behalf (bootstrap, background work). */
   systemToken(): Promise<string>;
+  /** Aborted when the process is told to stop (SIGTERM) before its start is done: a wait at start ends. */
+  startSignal?: AbortSignal;
 }
 
 export interface ServiceInstance<D extends Record<string, any>> {
@@ -155,6 +157,8 @@ export async function runService(
     port: number;
     /** The module's settings, already read (the stack reads every module's at once); else read from process.env. */
     settings?: unknown;
+    /** Aborted by SIGTERM during the start (ServiceContext.startSignal). */
+    startSignal?: AbortSignal;
   },
 ): Promise<RunningService> {
   const log = deps.log.child({ component: module.name });
@@ -168,6 +172,7 @@ export async function runService(
     registry: deps.registry.for(module.name),
     settings: deps.settings ?? (module.settings ? loadSettings({ [module.name]: module.settings })[module.name] : {}),
     systemToken: createSystemTokenSource(signer),
+    startSignal: deps.startSignal,
   };
   const applied = await runMigrations(module, deps.backends);
   if (applied.length) log.info({ applied }, 'migrations applied');

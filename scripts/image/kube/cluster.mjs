@@ -367,7 +367,7 @@ function tcpOpen(host, port, timeout) {
 
 let grpc;
 /** grpc.health.v1.Health/Check, as kubelet's grpc probe: passes when the answer is SERVING (1). */
-async function grpcServing(host, port, service, timeout) {
+export async function grpcServing(host, port, service, timeout) {
   grpc ??= (await import('@grpc/grpc-js')).default;
   const client = new grpc.Client(`${host}:${port}`, grpc.credentials.createInsecure());
   try {

@@ -170,3 +170,21 @@ export function percentile(xs, p) {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 }
+
+/** The requests made from `from` to `to` (ms): how many, the failed ones, how many were retried and why, p99. */
+export function summarize(requests, from, to) {
+  const during = requests.filter((r) => r.at >= from && r.at <= to);
+  return {
+    seconds: Math.round((to - from) / 1000),
+    requests: during.length,
+    failed: during.filter(failed),
+    retried: during.filter((r) => r.tries > (r.closed ?? 0) + 1).length,
+    closed: during.filter((r) => r.closed > 0).length,
+    p99: Math.round(
+      percentile(
+        during.map((r) => r.ms),
+        99,
+      ),
+    ),
+  };
+}

@@ -13,8 +13,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { adminSql, dropStreams } from './admin.mjs';
 import { Cluster, podman } from './cluster.mjs';
-import { client, failed, percentile, startLoad, verifyWrites } from './load.mjs';
+import { client, failed, percentile, startLoad, summarize, verifyWrites } from './load.mjs';
 
 const require = createRequire(import.meta.url);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -51,28 +52,6 @@ function freePort() {
       server.close(() => resolve(port));
     });
   });
-}
-
-async function sql(statement) {
-  const { Client } = require('pg');
-  const c = new Client({ connectionString: adminUrl });
-  await c.connect();
-  try {
-    await c.query(statement);
-  } finally {
-    await c.end();
-  }
-}
-
-async function dropStreams() {
-  const { connect } = require('nats');
-  const nc = await connect({ servers: natsUrl });
-  try {
-    const jsm = await nc.jetstreamManager();
-    for (const s of [release.toUpperCase(), `${release.toUpperCase()}_WORK`]) await jsm.streams.delete(s).catch(() => false);
-  } finally {
-    await nc.close();
-  }
 }
 
 /** Renders the chart for this machine and validates every object by schema (check-chart). */
@@ -211,22 +190,8 @@ async function rollAll(cluster, call, agentId) {
   const { requests, writes } = await load.stop();
   const lost = await verifyWrites(call, writes);
   const rows = phases.map((p) => {
-    const during = requests.filter((r) => r.at >= p.from && r.at <= p.to);
-    return {
-      service: p.name,
-      seconds: Math.round((p.to - p.from) / 1000),
-      requests: during.length,
-      failed: during.filter(failed).length,
-      retried: during.filter((r) => r.tries > (r.closed ?? 0) + 1).length,
-      closed: during.filter((r) => r.closed > 0).length,
-      p99: Math.round(
-        percentile(
-          during.map((r) => r.ms),
-          99,
-        ),
-      ),
-      badExits: p.stops.filter((s) => s.exitCode !== 0).length,
-    };
+    const s = summarize(requests, p.from, p.to);
+    return { ...s, service: p.name, failed: s.failed.length, badExits: p.stops.filter((x) => x.exitCode !== 0).length };
   });
   return { rows, requests, writes, lost };
 }
@@ -262,7 +227,7 @@ async function steps(state) {
   const s3Port = await freePort();
   state.s3 = fork(join(ROOT, 'scripts/faults/s3.js'), [join(dir, 's3'), String(s3Port)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   await new Promise((resolve, reject) => state.s3.once('message', resolve).once('exit', (code) => reject(new Error(`s3rver exited ${code}`))));
-  await sql(`CREATE DATABASE "${database}"`);
+  await adminSql(adminUrl, `CREATE DATABASE "${database}"`);
   state.dbCreated = true;
   const { objects, bootstrapKey } = render(`http://127.0.0.1:${s3Port}`);
   describeObjects(objects);
@@ -303,8 +268,9 @@ async function teardown({ cluster, s3, dbCreated }, failedRun) {
   }
   if (cluster) await cluster.teardown().catch((err) => log(`teardown: ${err.message}`));
   s3?.kill();
-  if (dbCreated) await sql(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch((err) => log(`could not drop ${database}: ${err.message}`));
-  await dropStreams().catch((err) => log(`could not drop the NATS streams of ${release}: ${err.message}`));
+  if (dbCreated)
+    await adminSql(adminUrl, `DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`).catch((err) => log(`could not drop ${database}: ${err.message}`));
+  await dropStreams(natsUrl, release).catch((err) => log(`could not drop the NATS streams of ${release}: ${err.message}`));
   rmSync(dir, { recursive: true, force: true });
 }
 

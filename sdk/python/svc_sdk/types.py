@@ -2782,7 +2782,7 @@ class SystemHealthAnswer(TypedDict):
 
 
 class SystemReadyAnswer(TypedDict):
-    status: Literal["ready", "unavailable"]
+    status: Literal["ready", "unavailable", "draining"]
     backends: Dict[str, SystemReadyAnswerBackendsValue]
     services: Dict[str, SystemReadyAnswerServicesValue]
 

@@ -4,8 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 
 import { keysClient } from '@svc/clients';
-import { API_KEY_RE, defineSettings, generateApiKey, hashSecret, keyPrefix, newId, type ServiceContext } from '@svc/kit';
-import type { keys } from '@svc/proto';
+import { API_KEY_RE, defineSettings, generateApiKey, hashSecret, keyPrefix, newId, type ServiceContext, waitForDependency } from '@svc/kit';
 
 import type { AccountStore } from './store.js';
 
@@ -44,10 +43,11 @@ export async function bootstrap(ctx: AccountsContext, store: AccountStore): Prom
   const { key, file } = bootstrapKey(ctx);
   const client = keysClient(ctx.registry);
   const operatorId = newId('acct');
-  let imported: keys.ImportKeyResponse | undefined;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      imported = await client.importKey(
+  // The keys service may not be up yet (its pod starts beside this one): wait for it, within SVC_START_WAIT_SECONDS.
+  const imported = await waitForDependency(
+    'the keys service',
+    async () =>
+      client.importKey(
         {
           keyHash: hashSecret(key),
           prefix: keyPrefix(key),
@@ -57,14 +57,9 @@ export async function bootstrap(ctx: AccountsContext, store: AccountStore): Prom
           ownerId: operatorId,
         },
         { principalToken: await ctx.systemToken() },
-      );
-      break;
-    } catch (err) {
-      if (attempt >= 30) throw err;
-      ctx.log.info({ err: (err as Error).message }, 'waiting for the keys service to bootstrap the operator');
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
+      ),
+    { log: ctx.log, maxMs: ctx.config.SVC_START_WAIT_SECONDS * 1000, signal: ctx.startSignal },
+  );
   // A key imported by an earlier, interrupted bootstrap keeps its account id: adopt it.
   const accountId = imported.key!.accountId;
   await store.insertOperatorIfEmpty(accountId);

@@ -32,6 +32,8 @@ export interface GatewayDeps {
   limiter?: RateLimiter;
   /** Protocol fronts outside the route table (WebDAV at /dav; Git, SSE to come), each on its own path. */
   mount?: (app: express.Express) => void;
+  /** True once the gateway is stopping (SIGTERM): readiness fails at once. */
+  draining?: () => boolean;
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -73,7 +75,15 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   });
   dispatcher.register({
     ...deps.operations,
-    ...systemOperations({ registry: deps.registry, backends: deps.backends, services: deps.services, version: deps.version, routes, log: deps.log }),
+    ...systemOperations({
+      registry: deps.registry,
+      backends: deps.backends,
+      services: deps.services,
+      version: deps.version,
+      routes,
+      log: deps.log,
+      draining: deps.draining,
+    }),
   });
   mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit, registry: deps.registry, log: deps.log, limiter: deps.limiter });
 

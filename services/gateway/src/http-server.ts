@@ -70,3 +70,25 @@ export function answerClientErrors(server: http.Server, nextRequestId: () => str
     socket.destroy();
   });
 }
+
+/** The wait a 503 asks for when its cause named none (an unavailable service, a draining gateway). */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * Rules every answer of the app obeys, applied where node writes the status line (the app's
+ * response prototype, so that no front can miss them and no request allocates for them):
+ * - a 503 carries `Retry-After` (the contract's retry rule: docs/reliability.md), the error's own
+ *   wait when it gave one, else UNAVAILABLE_RETRY_AFTER_SECONDS;
+ * - once `draining()` (SIGTERM came), every answer says `Connection: close`, so that a client
+ *   sends its next request on a new connection (to a replica that is not stopping) instead of
+ *   reusing one this process is about to close. Node then closes the connection after the answer.
+ */
+export function applyAnswerRules(app: express.Express, draining: () => boolean): void {
+  const response = app.response as unknown as http.ServerResponse;
+  const writeHead = http.ServerResponse.prototype.writeHead;
+  response.writeHead = function (this: http.ServerResponse, status: number, ...rest: unknown[]) {
+    if (status === 503 && !this.hasHeader('retry-after')) this.setHeader('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+    if (draining()) this.setHeader('Connection', 'close');
+    return (writeHead as (...a: unknown[]) => http.ServerResponse).call(this, status, ...rest);
+  } as typeof response.writeHead;
+}

@@ -24,7 +24,7 @@ import { mountProtocols } from './fronts/index.js';
 import { mountOauth, OauthServer } from './fronts/oauth/index.js';
 import { SiteDomainCache } from './fronts/sites/domains.js';
 import { closeHealthClients } from './health-client.js';
-import { answerClientErrors, expressServerOptions } from './http-server.js';
+import { answerClientErrors, applyAnswerRules, expressServerOptions } from './http-server.js';
 import { RateLimiter } from './rate-limit.js';
 import type { GatewaySettings } from './settings.js';
 
@@ -156,6 +156,8 @@ export async function startGateway(deps: {
       : undefined;
 
   const services = [...GRPC_SERVICE_NAMES];
+  // Set by stop() (SIGTERM): /ready answers 503 at once and every answer says `Connection: close`.
+  let draining = false;
   // One count of live event streams per key, whichever operation serves them (threads, trading).
   const streams = new LiveStreams(deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY);
   const app = createApp({
@@ -170,11 +172,13 @@ export async function startGateway(deps: {
     operations: { ...driveOperations(local), ...threadOperations({ ...local, streams }), ...tradingOperations({ ...local, streams }) },
     answers,
     limiter,
+    draining: () => draining,
     mount: (app) => {
       if (oauth) mountOauth(app, { auth, oauth, registry: deps.registry, signer, systemToken, log, secret: deps.config.internalSecret });
       mountProtocols(app, { ...local, limiter });
     },
   });
+  applyAnswerRules(app, () => draining);
   const server = http.createServer(expressServerOptions(app), app);
   answerClientErrors(server, nextRequestId);
   const hostFront = await attachHostFront(server, { auth, bus, log });
@@ -190,7 +194,27 @@ export async function startGateway(deps: {
   return {
     port,
     server,
+    // Drains: stops accepting, answers what is in flight (each answer with `Connection: close`),
+    // closes each keep-alive connection as soon as it is idle, and cuts what is left at graceMs.
     async stop(graceMs) {
+      draining = true;
+      const drained = new Promise<void>((resolve) => {
+        const done = () => {
+          clearInterval(idle);
+          clearTimeout(timer);
+          resolve();
+        };
+        // A connection whose answer began before SIGTERM (no `Connection: close` on it) goes idle later.
+        const idle = setInterval(() => server.closeIdleConnections(), 200);
+        const timer = setTimeout(() => {
+          server.closeAllConnections();
+          done();
+        }, graceMs);
+        idle.unref();
+        timer.unref();
+        server.close(done);
+        server.closeIdleConnections();
+      });
       clearInterval(usageTimer);
       limiter?.close();
       await revoked.unsubscribe();
@@ -200,18 +224,7 @@ export async function startGateway(deps: {
       await hostFront.close();
       await providerKeys.unsubscribe();
       await domainChanges.unsubscribe();
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.closeAllConnections();
-          resolve();
-        }, graceMs);
-        timer.unref();
-        server.close(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-        server.closeIdleConnections();
-      });
+      await drained;
       await auth.flushUsage(cache).catch(() => {});
       await hashes.close();
       await git.close();

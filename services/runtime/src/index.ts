@@ -164,7 +164,8 @@ async function* abortable<T>(source: AsyncIterable<T>, signal: AbortSignal): Asy
 async function serveHealth(at: { host: string; port: number }, ready: () => Promise<unknown>) {
   const server = http.createServer((req, res) => {
     const send = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      // A 503 says when to retry, as every 503 of the platform does.
+      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...(status === 503 ? { 'retry-after': '1' } : {}) });
       res.end(JSON.stringify(body));
     };
     const path = (req.url ?? '/').split('?')[0];

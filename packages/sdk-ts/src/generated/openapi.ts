@@ -9329,7 +9329,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9366,7 +9366,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        status: "ready" | "unavailable";
+                        status: "ready" | "unavailable" | "draining";
                         backends: {
                             [key: string]: {
                                 ok: boolean;
@@ -9390,7 +9390,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend or service is down: the same body, saying which. */
+            /** @description A backend or service is down (`unavailable`: the same body, saying which), or the gateway is stopping (`draining`), with `Retry-After`. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9398,7 +9398,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        status: "ready" | "unavailable";
+                        status: "ready" | "unavailable" | "draining";
                         backends: {
                             [key: string]: {
                                 ok: boolean;
@@ -9453,7 +9453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9536,7 +9536,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9622,7 +9622,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9705,7 +9705,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9790,7 +9790,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9878,7 +9878,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9964,7 +9964,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10049,7 +10049,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10137,7 +10137,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10223,7 +10223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10308,7 +10308,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10433,7 +10433,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10558,7 +10558,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10646,7 +10646,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10731,7 +10731,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10838,7 +10838,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10963,7 +10963,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11052,7 +11052,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11135,7 +11135,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11221,7 +11221,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11307,7 +11307,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11393,7 +11393,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11496,7 +11496,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11581,7 +11581,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11666,7 +11666,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11791,7 +11791,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11876,7 +11876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11965,7 +11965,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12052,7 +12052,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12141,7 +12141,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12226,7 +12226,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12351,7 +12351,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12454,7 +12454,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12541,7 +12541,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12664,7 +12664,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12747,7 +12747,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12852,7 +12852,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12937,7 +12937,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13022,7 +13022,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13129,7 +13129,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13219,7 +13219,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13342,7 +13342,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13427,7 +13427,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13512,7 +13512,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13619,7 +13619,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13710,7 +13710,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13835,7 +13835,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13938,7 +13938,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14026,7 +14026,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14111,7 +14111,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14234,7 +14234,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14322,7 +14322,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14429,7 +14429,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14514,7 +14514,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14599,7 +14599,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14684,7 +14684,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14809,7 +14809,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14934,7 +14934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15020,7 +15020,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15107,7 +15107,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15193,7 +15193,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15276,7 +15276,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15362,7 +15362,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15448,7 +15448,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15573,7 +15573,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15802,7 +15802,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15905,7 +15905,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16008,7 +16008,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16115,7 +16115,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16202,7 +16202,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16287,7 +16287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16412,7 +16412,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16497,7 +16497,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16600,7 +16600,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16685,7 +16685,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16774,7 +16774,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16860,7 +16860,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16955,7 +16955,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17072,7 +17072,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17158,7 +17158,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17246,7 +17246,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17332,7 +17332,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17418,7 +17418,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17504,7 +17504,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17589,7 +17589,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17675,7 +17675,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17763,7 +17763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17849,7 +17849,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17975,7 +17975,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18101,7 +18101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18186,7 +18186,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18293,7 +18293,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18378,7 +18378,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18485,7 +18485,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18568,7 +18568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18655,7 +18655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18740,7 +18740,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18828,7 +18828,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18944,7 +18944,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19047,7 +19047,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19133,7 +19133,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19222,7 +19222,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19339,7 +19339,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19425,7 +19425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19512,7 +19512,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19597,7 +19597,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19722,7 +19722,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19811,7 +19811,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19936,7 +19936,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20061,7 +20061,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20189,7 +20189,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20275,7 +20275,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20392,7 +20392,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20492,7 +20492,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20618,7 +20618,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20744,7 +20744,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20870,7 +20870,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20996,7 +20996,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21122,7 +21122,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21248,7 +21248,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21336,7 +21336,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21462,7 +21462,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21548,7 +21548,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21671,7 +21671,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21756,7 +21756,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21841,7 +21841,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21948,7 +21948,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22051,7 +22051,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22167,7 +22167,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22252,7 +22252,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22377,7 +22377,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22469,7 +22469,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22592,7 +22592,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22717,7 +22717,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22802,7 +22802,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22887,7 +22887,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22994,7 +22994,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23097,7 +23097,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23200,7 +23200,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23307,7 +23307,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23432,7 +23432,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23527,7 +23527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23613,7 +23613,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23701,7 +23701,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23789,7 +23789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23914,7 +23914,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24000,7 +24000,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24108,7 +24108,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24195,7 +24195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24318,7 +24318,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24441,7 +24441,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24526,7 +24526,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24611,7 +24611,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24718,7 +24718,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24821,7 +24821,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -24924,7 +24924,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25027,7 +25027,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25130,7 +25130,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25218,7 +25218,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25305,7 +25305,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25428,7 +25428,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25516,7 +25516,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25603,7 +25603,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25726,7 +25726,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25814,7 +25814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -25903,7 +25903,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26028,7 +26028,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26118,7 +26118,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26204,7 +26204,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26292,7 +26292,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26381,7 +26381,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26468,7 +26468,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26553,7 +26553,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26640,7 +26640,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26725,7 +26725,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26810,7 +26810,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26910,7 +26910,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -26997,7 +26997,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27123,7 +27123,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27211,7 +27211,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27347,7 +27347,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27474,7 +27474,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27559,7 +27559,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27649,7 +27649,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27785,7 +27785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -27921,7 +27921,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28057,7 +28057,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28153,7 +28153,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28280,7 +28280,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28396,7 +28396,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28523,7 +28523,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28655,7 +28655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28778,7 +28778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -28901,7 +28901,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29024,7 +29024,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29147,7 +29147,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29232,7 +29232,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29321,7 +29321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29464,7 +29464,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29552,7 +29552,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29638,7 +29638,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29727,7 +29727,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29864,7 +29864,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -29949,7 +29949,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30056,7 +30056,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30181,7 +30181,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30267,7 +30267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30401,7 +30401,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30526,7 +30526,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30651,7 +30651,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30737,7 +30737,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30822,7 +30822,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -30921,7 +30921,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31006,7 +31006,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31113,7 +31113,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31201,7 +31201,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31289,7 +31289,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31442,7 +31442,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31565,7 +31565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31650,7 +31650,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31762,7 +31762,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -31889,7 +31889,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32021,7 +32021,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32150,7 +32150,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32236,7 +32236,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32359,7 +32359,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32444,7 +32444,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32532,7 +32532,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32648,7 +32648,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32736,7 +32736,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32861,7 +32861,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -32947,7 +32947,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33045,7 +33045,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33170,7 +33170,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33258,7 +33258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33346,7 +33346,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33433,7 +33433,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33518,7 +33518,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33625,7 +33625,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33750,7 +33750,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33837,7 +33837,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -33922,7 +33922,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34056,7 +34056,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34160,7 +34160,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34249,7 +34249,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34336,7 +34336,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34459,7 +34459,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34546,7 +34546,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34645,7 +34645,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34774,7 +34774,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34910,7 +34910,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -34995,7 +34995,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35131,7 +35131,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35217,7 +35217,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35326,7 +35326,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35463,7 +35463,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35601,7 +35601,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35737,7 +35737,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35873,7 +35873,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -35962,7 +35962,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36096,7 +36096,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36182,7 +36182,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36319,7 +36319,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36415,7 +36415,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36552,7 +36552,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36650,7 +36650,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36743,7 +36743,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36833,7 +36833,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -36918,7 +36918,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37043,7 +37043,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37179,7 +37179,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37315,7 +37315,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37400,7 +37400,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37536,7 +37536,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37633,7 +37633,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37720,7 +37720,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37803,7 +37803,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37886,7 +37886,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -37969,7 +37969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38054,7 +38054,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38177,7 +38177,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38300,7 +38300,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38423,7 +38423,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38510,7 +38510,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38633,7 +38633,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38723,7 +38723,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38810,7 +38810,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38895,7 +38895,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -38978,7 +38978,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39063,7 +39063,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39149,7 +39149,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39239,7 +39239,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39324,7 +39324,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39410,7 +39410,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39495,7 +39495,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39582,7 +39582,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39705,7 +39705,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39790,7 +39790,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39878,7 +39878,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -39985,7 +39985,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40068,7 +40068,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40209,7 +40209,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40338,7 +40338,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40461,7 +40461,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40553,7 +40553,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40642,7 +40642,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40727,7 +40727,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40816,7 +40816,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40903,7 +40903,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -40986,7 +40986,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41069,7 +41069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41156,7 +41156,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41243,7 +41243,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41329,7 +41329,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41414,7 +41414,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41501,7 +41501,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41593,7 +41593,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41686,7 +41686,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41776,7 +41776,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41861,7 +41861,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -41946,7 +41946,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42069,7 +42069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42157,7 +42157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42282,7 +42282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42367,7 +42367,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42454,7 +42454,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42539,7 +42539,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42626,7 +42626,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42751,7 +42751,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42874,7 +42874,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -42960,7 +42960,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43048,7 +43048,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43136,7 +43136,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43223,7 +43223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43308,7 +43308,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43393,7 +43393,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43478,7 +43478,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43564,7 +43564,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43687,7 +43687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43772,7 +43772,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43860,7 +43860,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -43976,7 +43976,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44101,7 +44101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44187,7 +44187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44272,7 +44272,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44360,7 +44360,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44483,7 +44483,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44568,7 +44568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44656,7 +44656,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44763,7 +44763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44852,7 +44852,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -44975,7 +44975,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45058,7 +45058,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45143,7 +45143,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45231,7 +45231,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45338,7 +45338,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45461,7 +45461,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45584,7 +45584,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45707,7 +45707,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -45830,7 +45830,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;

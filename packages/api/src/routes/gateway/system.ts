@@ -17,7 +17,13 @@ export const systemRoutes = [
   }),
   route({
     id: 'system.ready',
-    statuses: { 503: { description: 'A backend or service is down: the same body, saying which.', body: 'response' } },
+    statuses: {
+      503: {
+        description:
+          'A backend or service is down (`unavailable`: the same body, saying which), or the gateway is stopping (`draining`), with `Retry-After`.',
+        body: 'response',
+      },
+    },
     method: 'get',
     path: '/ready',
     summary:
@@ -25,7 +31,7 @@ export const systemRoutes = [
       'why not when a backend said so in words meant for callers (`cause`, e.g. `database_busy: ...`): addresses and errors go to the gateway log.',
     tag: 'system',
     response: z.object({
-      status: z.enum(['ready', 'unavailable']),
+      status: z.enum(['ready', 'unavailable', 'draining']),
       backends: z.record(z.string(), z.object({ ok: z.boolean(), cause: z.string().optional() })),
       services: z.record(z.string(), z.object({ ok: z.boolean() })),
     }),

@@ -13,6 +13,8 @@ export interface SystemDeps {
   routes: Route[];
   /** Where readiness failures are written with their details (addresses, errors). */
   log: Logger;
+  /** True once the gateway is stopping: not ready, whatever the backends say. */
+  draining?: () => boolean;
 }
 
 /** The gateway's own operations: liveness, readiness, the OpenAPI document, the caller's identity. */
@@ -24,6 +26,9 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
       return { status: 'ok' };
     },
     async ready() {
+      // Stopping (SIGTERM): out of the Service's endpoints at once; the answer's Retry-After and
+      // `Connection: close` send the caller elsewhere (http-server.ts, applyAnswerRules).
+      if (deps.draining?.()) return reply({ status: 'draining', backends: {}, services: {} }, { status: 503 });
       // The database too when this process opened it (all services in one process): the embedded
       // one is the process's own, and a wedged one is why every service is down.
       const backends = await deps.backends.check(deps.backends.isOpen('sql') ? ['cache', 'bus', 'sql'] : ['cache', 'bus']);

@@ -22,6 +22,7 @@ import { type Bus, DomainError, type Logger, type Subscription } from '@svc/kit'
 
 import { nextRequestId } from '../../app.js';
 import { type Authenticator, presentedSecret } from '../../auth.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../http-server.js';
 
 export const CONNECT_PATH_RE = /^\/(?:v1\/)?hosts\/connect\/?(?:\?.*)?$/i;
 /** Close codes the host acts on. */
@@ -57,7 +58,8 @@ function refuseUpgrade(socket: Duplex, status: number, code: string, message: st
   const body = JSON.stringify({ error: { code, message, requestId: nextRequestId() } });
   socket.end(
     `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 429 ? 'Too Many Requests' : 'Error'}\r\n` +
-      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `${status === 503 ? `Retry-After: ${UNAVAILABLE_RETRY_AFTER_SECONDS}\r\n` : ''}Connection: close\r\n\r\n${body}`,
   );
 }
 
