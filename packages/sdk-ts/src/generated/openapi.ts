@@ -15699,7 +15699,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`); retry later. */
+            /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
                     [name: string]: unknown;
