@@ -1,0 +1,87 @@
+/**
+ * The regression guard's verdict (scripts/bench/verdict.js, used by `npm run bench:check`): a
+ * change fails only when its median per-round change is worse than both the minimum and the noise
+ * the rounds themselves show. Plain numbers in, so no machine's noise decides these.
+ */
+interface Side {
+  rps: number;
+  cpuPerRequestUs: number;
+}
+interface Judged {
+  change: number;
+  noise: number;
+  threshold: number;
+  verdict: 'regression' | 'improvement' | 'same';
+  rounds: number[];
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { judge, judgeMetric } = require('../../scripts/bench/verdict.js') as {
+  judge: (
+    rounds: Array<{ a: Side; b: Side }>,
+    options?: { minChange?: number; k?: number },
+  ) => { verdict: string; metrics: Record<'cpu' | 'rps', Judged> };
+  judgeMetric: (worse: number[], options?: { minChange?: number; k?: number }) => Omit<Judged, 'rounds'>;
+};
+
+/** Rounds whose A is steady and whose B has the given CPU and throughput factors round by round. */
+const rounds = (cpu: number[], rps: number[]) =>
+  cpu.map((c, i) => ({ a: { rps: 1000, cpuPerRequestUs: 100 }, b: { rps: 1000 * (rps[i] ?? 1), cpuPerRequestUs: 100 * c } }));
+
+describe('bench:check verdict', () => {
+  it('passes an A/A whose rounds scatter around no change', () => {
+    const v = judge(rounds([1.03, 0.97, 1.01, 0.99, 1.02], [0.98, 1.02, 1.0, 1.03, 0.97]));
+    expect(v.verdict).toBe('same');
+    expect(Math.abs(v.metrics.cpu.change)).toBeLessThan(0.02);
+  });
+
+  it('fails a consistent CPU regression beyond the minimum and the noise, and names the metric', () => {
+    const v = judge(rounds([1.4, 1.38, 1.45, 1.41, 1.39], [0.99, 1.01, 1.0, 0.98, 1.02]));
+    expect(v.verdict).toBe('regression');
+    expect(v.metrics.cpu.verdict).toBe('regression');
+    expect(v.metrics.rps.verdict).toBe('same');
+    expect(v.metrics.cpu.change).toBeCloseTo(0.4, 5);
+    expect(v.metrics.cpu.rounds.map((x) => Number(x.toFixed(2)))).toEqual([0.4, 0.38, 0.45, 0.41, 0.39]);
+  });
+
+  it('fails a throughput drop (fewer requests per second is worse)', () => {
+    const v = judge(rounds([1, 1, 1, 1, 1], [0.8, 0.82, 0.79, 0.81, 0.8]));
+    expect(v.metrics.rps.verdict).toBe('regression');
+    expect(v.metrics.rps.change).toBeCloseTo(1 / 0.8 - 1, 5);
+    expect(v.verdict).toBe('regression');
+  });
+
+  it('does not fail a change smaller than the minimum, however quiet the rounds', () => {
+    const v = judge(rounds([1.03, 1.03, 1.03, 1.03, 1.03], [1, 1, 1, 1, 1]), { minChange: 0.05 });
+    expect(v.metrics.cpu.noise).toBe(0);
+    expect(v.metrics.cpu.verdict).toBe('same');
+    expect(judge(rounds([1.03, 1.03, 1.03, 1.03, 1.03], [1, 1, 1, 1, 1]), { minChange: 0.02 }).verdict).toBe('regression');
+  });
+
+  it('does not fail a median above the minimum when the rounds scatter more than it', () => {
+    // Median +10%, but the rounds range from -20% to +40%: within the noise they show.
+    const noisy = rounds([0.8, 1.4, 1.1, 0.9, 1.3], [1, 1, 1, 1, 1]);
+    const v = judge(noisy);
+    expect(v.metrics.cpu.change).toBeCloseTo(0.1, 5);
+    expect(v.metrics.cpu.threshold).toBeGreaterThan(0.1);
+    expect(v.verdict).toBe('same');
+    // The same median with tight rounds fails.
+    expect(judge(rounds([1.09, 1.1, 1.1, 1.11, 1.1], [1, 1, 1, 1, 1])).verdict).toBe('regression');
+  });
+
+  it('calls a change the other way an improvement, not a regression', () => {
+    const v = judge(rounds([0.7, 0.72, 0.69, 0.71, 0.7], [1.3, 1.28, 1.33, 1.3, 1.31]));
+    expect(v.verdict).toBe('improvement');
+    expect(v.metrics.cpu.verdict).toBe('improvement');
+  });
+
+  it('is robust to one wild round', () => {
+    // One round hit by a burst of other work on the machine: the median and the MAD ignore it.
+    expect(judge(rounds([1.0, 0.99, 3.0, 1.01, 1.0], [1, 1, 0.3, 1, 1])).verdict).toBe('same');
+    expect(judge(rounds([1.5, 1.52, 0.5, 1.49, 1.51], [1, 1, 1, 1, 1])).verdict).toBe('regression');
+  });
+
+  it('refuses too few rounds or ratios that are not numbers', () => {
+    expect(() => judgeMetric([0.1, 0.2])).toThrow(/at least 3/);
+    expect(() => judgeMetric([0.1, NaN, 0.2])).toThrow(/finite/);
+  });
+});
