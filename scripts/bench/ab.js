@@ -31,13 +31,14 @@ function pinForAB(targets) {
 
 /**
  * Interleaved measurements: `entries` are [{ name, seconds?, sides: [{ label, target, runner }] }]
- * (runner: { run(seconds), reset?() }, as scripts/bench/ops.js makes them). Every side is warmed
- * up first; then, in each round, each entry's sides are measured one after the other (lib.measureRun),
- * in reverse order on odd rounds, so that neither side always follows the other. A failed request
- * stops the run. Returns { [name]: { [label]: [measurement, one per round] } }; `onRound(round,
- * name, measurements)` sees each round as it ends.
+ * (runner: { run(seconds), reset?() }, as scripts/bench/ops.js makes them; a side may repeat
+ * another's runner under a label of its own, to measure it twice in a round). Every runner is warmed
+ * up first; then, in each round, each entry's sides are measured one after the other
+ * (lib.measureRun), with `alternate` in reverse order on odd rounds, so that neither side always
+ * follows the other. A failed request stops the run. Returns { [name]: { [label]: [measurement,
+ * one per round] } }; `onRound(round, name, measurements)` sees each round as it ends.
  */
-async function interleaved(entries, { rounds, seconds, warmup = 2, onRound = () => {} }) {
+async function interleaved(entries, { rounds, seconds, warmup = 2, alternate = true, onRound = () => {} }) {
   const out = Object.fromEntries(entries.map((e) => [e.name, Object.fromEntries(e.sides.map((s) => [s.label, []]))]));
   const once = async (entry, side, secs) => {
     await side.runner.reset?.();
@@ -45,10 +46,15 @@ async function interleaved(entries, { rounds, seconds, warmup = 2, onRound = () 
     if (r.errors) throw new Error(`${entry.name} (${side.label}): ${r.errors} failed (statuses ${r.statuses})`);
     return r;
   };
-  for (const entry of entries) for (const side of entry.sides) await once(entry, side, warmup);
+  const warm = new Set();
+  for (const entry of entries)
+    for (const side of entry.sides) {
+      if (!warm.has(side.runner)) await once(entry, side, warmup);
+      warm.add(side.runner);
+    }
   for (let round = 0; round < rounds; round++) {
     for (const entry of entries) {
-      const sides = round % 2 ? [...entry.sides].reverse() : entry.sides;
+      const sides = alternate && round % 2 ? [...entry.sides].reverse() : entry.sides;
       const got = {};
       for (const side of sides) got[side.label] = await once(entry, side, entry.seconds ?? seconds);
       for (const side of entry.sides) out[entry.name][side.label].push(got[side.label]);

@@ -145,13 +145,15 @@ async function main() {
       ],
       seconds,
     );
+    // Each round measures A, B, then A again (A2): B against the two A's around it, and the two A's
+    // against each other (the noise an A/A shows now).
+    for (const e of entries) e.sides.push({ ...e.sides[0], label: 'A2' });
+    const line = (m) => `${m.rps.toFixed(1)}/s ${m.cpuPerRequestUs.toFixed(0)} µs`;
     results = await interleaved(entries, {
       rounds,
       seconds,
-      onRound: (round, name, got) =>
-        console.log(
-          `  round ${round + 1} ${name}: A ${got.A.rps.toFixed(1)}/s ${got.A.cpuPerRequestUs.toFixed(0)} µs, B ${got.B.rps.toFixed(1)}/s ${got.B.cpuPerRequestUs.toFixed(0)} µs`,
-        ),
+      alternate: false,
+      onRound: (round, name, got) => console.log(`  round ${round + 1} ${name}: A ${line(got.A)}, B ${line(got.B)}, A2 ${line(got.A2)}`),
     });
   } finally {
     await a.stop();
@@ -159,23 +161,23 @@ async function main() {
   }
 
   const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-  console.log(`\n| operation | A ops/s | B ops/s | throughput B/A | A CPU µs/op | B CPU µs/op | CPU B/A | verdict |`);
+  console.log(`\n| operation | A ops/s | B ops/s | throughput B/A | A CPU µs/op | B CPU µs/op | CPU per op B/A | verdict |`);
   console.log('|---|---:|---:|---|---:|---:|---|---|');
   let regressions = 0;
   for (const op of ops) {
-    const { A, B } = results[op.name];
+    const { A, B, A2 } = results[op.name];
     const v = judge(
-      A.map((x, i) => ({ a: x, b: B[i] })),
+      A.map((a, i) => ({ a, b: B[i], a2: A2[i] })),
       options,
     );
     if (v.verdict === 'regression') regressions++;
-    // Worse is positive in the verdict; shown as the ratio's own direction (throughput down is negative).
-    const cell = (m, sign) =>
-      `${pct(sign * m.change)} (noise ±${(m.noise * 100).toFixed(1)}%, limit ${(m.threshold * 100).toFixed(1)}%; rounds ${m.rounds.map((x) => pct(sign * x)).join(' ')})`;
-    const mark = (m) => (m.verdict === 'regression' ? ' **worse**' : m.verdict === 'improvement' ? ' better' : '');
+    const cell = (m) =>
+      `${pct(m.change)}${m.verdict === 'regression' ? ' **worse**' : m.verdict === 'improvement' ? ' better' : ''} ` +
+      `(limit ${(m.threshold * 100).toFixed(1)}%, noise ±${(m.roundNoise * 100).toFixed(1)}% a round; rounds ${m.rounds.map(pct).join(' ')}; A/A ${m.aa.map(pct).join(' ')})`;
+    const both = (f) => median([...A, ...A2].map(f));
     console.log(
-      `| ${op.name} | ${median(A.map((x) => x.rps)).toFixed(1)} | ${median(B.map((x) => x.rps)).toFixed(1)} | ${cell(v.metrics.rps, -1)}${mark(v.metrics.rps)} | ` +
-        `${median(A.map((x) => x.cpuPerRequestUs)).toFixed(0)} | ${median(B.map((x) => x.cpuPerRequestUs)).toFixed(0)} | ${cell(v.metrics.cpu, 1)}${mark(v.metrics.cpu)} | ${v.verdict.toUpperCase()} |`,
+      `| ${op.name} | ${both((x) => x.rps).toFixed(1)} | ${median(B.map((x) => x.rps)).toFixed(1)} | ${cell(v.metrics.rps)} | ` +
+        `${both((x) => x.cpuPerRequestUs).toFixed(0)} | ${median(B.map((x) => x.cpuPerRequestUs)).toFixed(0)} | ${cell(v.metrics.cpu)} | ${v.verdict.toUpperCase()} |`,
     );
   }
   console.log(

@@ -2,17 +2,21 @@
 // The regression guard's verdict (scripts/bench/check.js): plain functions over the paired rounds
 // of an interleaved A/B, so that the rule can be tested without a machine's noise.
 //
-// Each round measured the base (A) and the change (B) seconds apart, so each round gives one ratio
-// per metric. The verdict is on the median of those ratios; the noise is their spread, measured in
-// the same run: the robust standard deviation (1.4826 × the median absolute deviation) of the
-// per-round log ratios, and from it the standard error of their median (× 1.2533 / √n). A metric
-// regressed when its median moved the wrong way by more than both `minChange` and `k` standard
-// errors, so a quiet machine catches small regressions and a noisy one does not cry wolf.
+// Each round measured the base (A), the change (B) and the base again (A2), seconds apart; B is
+// compared with the geometric mean of the two A's (which cancels a load that drifts through the
+// round), so each round gives one ratio per metric, and the two A's give an A/A ratio: how much two
+// measurements of the same code differ on this machine now. The verdict is on the median of the
+// per-round ratios; the noise is measured in the same run: a robust standard deviation (1.4826 ×
+// the median absolute deviation) pooled over the per-round ratios' deviations from their median
+// and the A/A ratios (scaled to the variance of B against two A's: × √0.75), and from it the
+// standard error of the median (× 1.2533 / √rounds). A metric regressed when its median moved the
+// wrong way by more than both `minChange` and `k` standard errors: a quiet machine catches small
+// regressions, a loaded one only large ones, and neither cries wolf.
 
-/** How each metric of a round ({ rps, cpuPerRequestUs }) gets worse: down for throughput, up for CPU. */
+/** The metrics of a measurement ({ rps, cpuPerRequestUs }) and which way is worse: up for CPU, down for throughput. */
 const METRICS = {
-  cpu: { label: 'CPU per request', worse: (a, b) => Math.log(b.cpuPerRequestUs / a.cpuPerRequestUs) },
-  rps: { label: 'throughput', worse: (a, b) => Math.log(a.rps / b.rps) },
+  cpu: { label: 'CPU per request', of: (m) => m.cpuPerRequestUs, worse: 1 },
+  rps: { label: 'throughput', of: (m) => m.rps, worse: -1 },
 };
 
 const median = (xs) => {
@@ -22,30 +26,42 @@ const median = (xs) => {
 };
 
 /**
- * One metric over paired rounds. `worse` holds each round's log ratio, positive when B is worse.
- * Returns the median change (B against A, as a fraction: 0.1 = 10% worse), the noise of one round
- * and of the median (fractions), the threshold the median had to pass, and the verdict:
+ * One metric. `worse`: each round's log ratio of B to A, signed so that positive is worse; `aa`: each
+ * round's log ratio of the two A's (none without an A2). Returns the noise of one round and of the
+ * median, the threshold the median had to pass (all as fractions: 0.1 = 10%) and the verdict:
  * 'regression', 'improvement' (the same rule the other way) or 'same'.
  */
-function judgeMetric(worse, { minChange = 0.05, k = 3 } = {}) {
-  if (worse.length < 3 || worse.some((x) => !Number.isFinite(x))) throw new Error('judgeMetric: at least 3 finite round ratios');
+function judgeMetric(worse, aa = [], { minChange = 0.05, k = 3 } = {}) {
+  if (worse.length < 3 || [...worse, ...aa].some((x) => !Number.isFinite(x))) throw new Error('judgeMetric: at least 3 finite round ratios');
   const m = median(worse);
-  const sigma = 1.4826 * median(worse.map((x) => Math.abs(x - m)));
+  const sigma = 1.4826 * median([...worse.map((x) => Math.abs(x - m)), ...aa.map((x) => Math.sqrt(0.75) * Math.abs(x))]);
   const se = (1.2533 * sigma) / Math.sqrt(worse.length);
   const threshold = Math.max(Math.log1p(minChange), k * se);
   const verdict = m > threshold ? 'regression' : m < -threshold ? 'improvement' : 'same';
-  return { change: Math.expm1(m), roundNoise: Math.expm1(sigma), noise: Math.expm1(se), threshold: Math.expm1(threshold), verdict };
+  return { roundNoise: Math.expm1(sigma), noise: Math.expm1(se), threshold: Math.expm1(threshold), verdict };
 }
 
 /**
- * An operation's verdict from its rounds ([{ a, b }], each side { rps, cpuPerRequestUs }): each
- * metric's judgement, the per-round changes, and 'regression' when any metric regressed.
+ * An operation's verdict from its rounds ([{ a, b, a2? }], each a measurement { rps, cpuPerRequestUs }):
+ * per metric, B's change against A (median; positive = more CPU or more throughput) and each round's,
+ * with the judgement; the operation's verdict is 'regression' when any metric regressed.
  */
 function judge(rounds, options = {}) {
   const metrics = {};
-  for (const [name, { label, worse }] of Object.entries(METRICS)) {
-    const xs = rounds.map(({ a, b }) => worse(a, b));
-    metrics[name] = { label, rounds: xs.map(Math.expm1), ...judgeMetric(xs, options) };
+  for (const [name, { label, of, worse }] of Object.entries(METRICS)) {
+    const ratios = rounds.map(({ a, b, a2 }) => Math.log(of(b)) - (a2 ? (Math.log(of(a)) + Math.log(of(a2))) / 2 : Math.log(of(a))));
+    const aa = rounds.filter((r) => r.a2).map(({ a, a2 }) => Math.log(of(a2) / of(a)));
+    metrics[name] = {
+      label,
+      change: Math.expm1(median(ratios)),
+      rounds: ratios.map(Math.expm1),
+      aa: aa.map(Math.expm1),
+      ...judgeMetric(
+        ratios.map((x) => worse * x),
+        aa,
+        options,
+      ),
+    };
   }
   const verdicts = Object.values(metrics).map((x) => x.verdict);
   const verdict = verdicts.includes('regression') ? 'regression' : verdicts.includes('improvement') ? 'improvement' : 'same';

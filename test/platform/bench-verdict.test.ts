@@ -10,9 +10,11 @@ interface Side {
 interface Judged {
   change: number;
   noise: number;
+  roundNoise: number;
   threshold: number;
   verdict: 'regression' | 'improvement' | 'same';
   rounds: number[];
+  aa: number[];
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { judge, judgeMetric } = require('../../scripts/bench/verdict.js') as {
@@ -46,7 +48,7 @@ describe('bench:check verdict', () => {
   it('fails a throughput drop (fewer requests per second is worse)', () => {
     const v = judge(rounds([1, 1, 1, 1, 1], [0.8, 0.82, 0.79, 0.81, 0.8]));
     expect(v.metrics.rps.verdict).toBe('regression');
-    expect(v.metrics.rps.change).toBeCloseTo(1 / 0.8 - 1, 5);
+    expect(v.metrics.rps.change).toBeCloseTo(-0.2, 5);
     expect(v.verdict).toBe('regression');
   });
 
@@ -78,6 +80,33 @@ describe('bench:check verdict', () => {
     // One round hit by a burst of other work on the machine: the median and the MAD ignore it.
     expect(judge(rounds([1.0, 0.99, 3.0, 1.01, 1.0], [1, 1, 0.3, 1, 1])).verdict).toBe('same');
     expect(judge(rounds([1.5, 1.52, 0.5, 1.49, 1.51], [1, 1, 1, 1, 1])).verdict).toBe('regression');
+  });
+
+  it('takes the noise an A/A shows into account: B against both As of a round, the As against each other', () => {
+    // B 15% over A every round; the two A's of each round agree within 1%: a regression.
+    const quiet = [1, 1.01, 0.99, 1, 1.01].map((x) => ({
+      a: { rps: 1000, cpuPerRequestUs: 100 },
+      b: { rps: 1000, cpuPerRequestUs: 115 },
+      a2: { rps: 1000, cpuPerRequestUs: 100 * x },
+    }));
+    const q = judge(quiet);
+    expect(q.metrics.cpu.verdict).toBe('regression');
+    expect(q.metrics.cpu.aa.map((x) => Number(x.toFixed(2)))).toEqual([0, 0.01, -0.01, 0, 0.01]);
+    // B compared with the geometric mean of A and A2: 115 against √(100 × 121) = 110.
+    expect(
+      judge([1, 1, 1].map(() => ({ a: { rps: 1, cpuPerRequestUs: 100 }, b: { rps: 1, cpuPerRequestUs: 115 }, a2: { rps: 1, cpuPerRequestUs: 121 } })))
+        .metrics.cpu.change,
+    ).toBeCloseTo(115 / 110 - 1, 6);
+    // The same B, but the two A's of a round differ by 30–50% (a loaded machine): within the noise.
+    const loud = [1.3, 0.7, 1.5, 0.65, 1.4].map((x) => ({
+      a: { rps: 1000, cpuPerRequestUs: 100 },
+      b: { rps: 1000, cpuPerRequestUs: 115 * Math.sqrt(x) },
+      a2: { rps: 1000, cpuPerRequestUs: 100 * x },
+    }));
+    const l = judge(loud);
+    expect(l.metrics.cpu.change).toBeCloseTo(0.15, 5);
+    expect(l.metrics.cpu.threshold).toBeGreaterThan(0.15);
+    expect(l.verdict).toBe('same');
   });
 
   it('refuses too few rounds or ratios that are not numbers', () => {
