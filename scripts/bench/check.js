@@ -4,9 +4,10 @@
 // base commit, interleaved A/B on this machine, over the core operations (scripts/bench/ops.js).
 // The base is checked out as a git worktree in a cache folder and installed and built once (reused
 // while the commit is the same). Both stacks run at once, pinned to core 1 with the load generator
-// on core 0 (ab.js); each round measures every operation on both, and each operation's throughput
-// and CPU per operation (the target process's own, all its threads) are judged on the median of
-// the per-round ratios against the noise those ratios show (verdict.js). Exits 1 on a regression.
+// on core 0 (ab.js); each round measures every operation on A, B and A again, and each operation's
+// throughput and CPU per operation (the stack process's own, all its threads) are judged on the
+// median of the per-round ratios against the noise measured in the same run: the spread of those
+// ratios and of the A/A ratios (verdict.js). Exits 1 on a regression (2 when it could not run).
 //
 // Usage: npm run bench:check [-- --base <commit-ish>] [--only me,list-keys] [--rounds 5]
 //        [--seconds 2] [--min 5] [--k 3]
