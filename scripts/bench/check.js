@@ -174,7 +174,7 @@ async function main() {
     if (v.verdict === 'regression') regressions++;
     const cell = (m) =>
       `${pct(m.change)}${m.verdict === 'regression' ? ' **worse**' : m.verdict === 'improvement' ? ' better' : ''} ` +
-      `(limit ${(m.threshold * 100).toFixed(1)}%, noise ±${(m.roundNoise * 100).toFixed(1)}% a round; rounds ${m.rounds.map(pct).join(' ')}; A/A ${m.aa.map(pct).join(' ')})`;
+      `(limit ${pct(m.limit)}, noise ±${(m.roundNoise * 100).toFixed(1)}% a round; rounds ${m.rounds.map(pct).join(' ')}; A/A ${m.aa.map(pct).join(' ')})`;
     const both = (f) => median([...A, ...A2].map(f));
     console.log(
       `| ${op.name} | ${both((x) => x.rps).toFixed(1)} | ${median(B.map((x) => x.rps)).toFixed(1)} | ${cell(v.metrics.rps)} | ` +
@@ -183,7 +183,7 @@ async function main() {
   }
   console.log(
     `\n${((Date.now() - started) / 1000).toFixed(0)} s. ${regressions ? `FAIL: ${regressions} operation(s) regressed beyond the noise` : 'PASS: no regression beyond the noise'} ` +
-      `(a metric fails when its median per-round change is worse than both ${values.min}% and ${values.k} standard errors of that median).`,
+      `(a metric fails when its median per-round change is worse than both ${values.min}% and ${values.k} standard errors of that median, the noise measured in this run).`,
   );
   process.exitCode = regressions ? 1 : 0;
 }

@@ -6,12 +6,13 @@
 // compared with the geometric mean of the two A's (which cancels a load that drifts through the
 // round), so each round gives one ratio per metric, and the two A's give an A/A ratio: how much two
 // measurements of the same code differ on this machine now. The verdict is on the median of the
-// per-round ratios; the noise is measured in the same run: a robust standard deviation (1.4826 ×
-// the median absolute deviation) pooled over the per-round ratios' deviations from their median
-// and the A/A ratios (scaled to the variance of B against two A's: × √0.75), and from it the
-// standard error of the median (× 1.2533 / √rounds). A metric regressed when its median moved the
-// wrong way by more than both `minChange` and `k` standard errors: a quiet machine catches small
-// regressions, a loaded one only large ones, and neither cries wolf.
+// per-round (log) ratios. The noise is measured in the same run: a standard deviation pooled over
+// the per-round ratios (around their mean) and the A/A ratios (around none; scaled by √0.75, as B
+// is compared with two A's), and from it the standard error of the median (× 1.2533 / √rounds). A
+// metric regressed when its median moved the wrong way by more than both `minChange` and `k`
+// standard errors: a quiet machine catches small regressions, a loaded one only large ones. The
+// standard deviation, not a robust spread: on a shared machine a few rounds may agree by chance
+// while the others scatter, and the guard had better miss a small regression than cry wolf.
 
 /** The metrics of a measurement ({ rps, cpuPerRequestUs }) and which way is worse: up for CPU, down for throughput. */
 const METRICS = {
@@ -34,7 +35,9 @@ const median = (xs) => {
 function judgeMetric(worse, aa = [], { minChange = 0.05, k = 3 } = {}) {
   if (worse.length < 3 || [...worse, ...aa].some((x) => !Number.isFinite(x))) throw new Error('judgeMetric: at least 3 finite round ratios');
   const m = median(worse);
-  const sigma = 1.4826 * median([...worse.map((x) => Math.abs(x - m)), ...aa.map((x) => Math.sqrt(0.75) * Math.abs(x))]);
+  const mean = worse.reduce((x, y) => x + y, 0) / worse.length;
+  const squares = worse.reduce((sum, x) => sum + (x - mean) ** 2, 0) + aa.reduce((sum, x) => sum + 0.75 * x * x, 0);
+  const sigma = Math.sqrt(squares / (worse.length - 1 + aa.length));
   const se = (1.2533 * sigma) / Math.sqrt(worse.length);
   const threshold = Math.max(Math.log1p(minChange), k * se);
   const verdict = m > threshold ? 'regression' : m < -threshold ? 'improvement' : 'same';
@@ -62,6 +65,8 @@ function judge(rounds, options = {}) {
         options,
       ),
     };
+    // The threshold in the metric's own direction: +10% CPU, or -9.1% throughput.
+    metrics[name].limit = worse > 0 ? metrics[name].threshold : 1 / (1 + metrics[name].threshold) - 1;
   }
   const verdicts = Object.values(metrics).map((x) => x.verdict);
   const verdict = verdicts.includes('regression') ? 'regression' : verdicts.includes('improvement') ? 'improvement' : 'same';
