@@ -12,6 +12,7 @@ const { parseArgs } = require('node:util');
 const { entriesFor, interleaved } = require('./ab.js');
 const { load, startTarget } = require('./lib.js');
 const { selectOps, STACK_ENV } = require('./ops.js');
+const { median } = require('./verdict.js');
 
 async function main() {
   const { values } = parseArgs({
@@ -40,10 +41,6 @@ async function main() {
     await stack.stop();
     await bare.stop();
   }
-  const median = (xs) => {
-    const s = [...xs].sort((x, y) => x - y);
-    return s[Math.floor(s.length / 2)];
-  };
   const pct = (x) => `${(x * 100).toFixed(x < 0.1 ? 2 : 0)}%`;
   console.log(
     `\nnode ${process.version}, ${os.cpus().length} cores, backends: ${JSON.stringify(stack.backends)}; median of ${rounds} round(s) of ${seconds} s ` +
