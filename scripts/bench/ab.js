@@ -34,11 +34,15 @@ function pinForAB(targets) {
  * (runner: { run(seconds), reset?() }, as scripts/bench/ops.js makes them; a side may repeat
  * another's runner under a label of its own, to measure it twice in a round). Every runner is warmed
  * up first; then, in each round, each entry's sides are measured one after the other
- * (lib.measureRun), with `alternate` in reverse order on odd rounds, so that neither side always
- * follows the other. A failed request stops the run. Returns { [name]: { [label]: [measurement,
- * one per round] } }; `onRound(round, name, measurements)` sees each round as it ends.
+ * (lib.measureRun) in the order `order(round, sides)` gives (by default reversed on odd rounds, so
+ * that neither side always follows the other; it may leave sides out). A failed request stops the
+ * run. Returns { [name]: { [label]: [measurement, one per round; undefined where left out] } };
+ * `onRound(round, name, measurements)` sees each round as it ends.
  */
-async function interleaved(entries, { rounds, seconds, warmup = 2, alternate = true, onRound = () => {} }) {
+async function interleaved(
+  entries,
+  { rounds, seconds, warmup = 2, order = (round, sides) => (round % 2 ? [...sides].reverse() : sides), onRound = () => {} },
+) {
   const out = Object.fromEntries(entries.map((e) => [e.name, Object.fromEntries(e.sides.map((s) => [s.label, []]))]));
   const once = async (entry, side, secs) => {
     await side.runner.reset?.();
@@ -54,7 +58,7 @@ async function interleaved(entries, { rounds, seconds, warmup = 2, alternate = t
     }
   for (let round = 0; round < rounds; round++) {
     for (const entry of entries) {
-      const sides = alternate && round % 2 ? [...entry.sides].reverse() : entry.sides;
+      const sides = order(round, entry.sides);
       const got = {};
       for (const side of sides) got[side.label] = await once(entry, side, entry.seconds ?? seconds);
       for (const side of entry.sides) out[entry.name][side.label].push(got[side.label]);

@@ -4,17 +4,19 @@
 // base commit, interleaved A/B on this machine, over the core operations (scripts/bench/ops.js).
 // The base is checked out as a git worktree in a cache folder and installed and built once (reused
 // while the commit is the same). Both stacks run at once, pinned to core 1 with the load generator
-// on core 0 (ab.js); each round measures every operation on A, B and A again, and each operation's
+// on core 0 (ab.js); each round measures every operation on A, B and A again, or B, A and B again
+// (alternately), and each operation's
 // throughput and CPU per operation (the stack process's own, all its threads) are judged on the
 // median of the per-round ratios against the noise measured in the same run: the spread of those
 // ratios and of the A/A ratios (verdict.js). Exits 1 on a regression (2 when it could not run).
 //
-// Usage: npm run bench:check [-- --base <commit-ish>] [--only me,list-keys] [--rounds 5]
+// Usage: npm run bench:check [-- --base <commit-ish>] [--only me,list-keys] [--rounds 6]
 //        [--seconds 2] [--min 5] [--k 3]
 //   --base     the commit to compare with (default: the merge-base with main, or HEAD~1 on main)
 //   --only     operations, comma-separated (default all: me, list-keys, drive-1m, drive-64m,
 //              thread-ask, paper-order, mcp-call)
-//   --rounds   paired rounds (at least 3); --seconds: each measurement (drive-64m takes 4)
+//   --rounds   rounds (at least 3; even: as many A, B, A as B, A, B); --seconds: each measurement
+//              (drive-64m takes 4)
 //   --min      the smallest change (%) that counts as a regression, however quiet the machine
 //   --k        how many standard errors of the median a regression must exceed
 // Backends follow the environment (DATABASE_URL etc.), embedded otherwise; CPU is the stack
@@ -29,7 +31,7 @@ const { parseArgs } = require('node:util');
 const { entriesFor, interleaved, pinForAB } = require('./ab.js');
 const { startTarget } = require('./lib.js');
 const { selectOps, STACK_ENV } = require('./ops.js');
-const { judge } = require('./verdict.js');
+const { judge, median } = require('./verdict.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const CACHE = process.env.SVC_BENCH_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'svc-bench');
@@ -109,7 +111,7 @@ async function main() {
     options: {
       base: { type: 'string' },
       only: { type: 'string' },
-      rounds: { type: 'string', default: '5' },
+      rounds: { type: 'string', default: '6' },
       seconds: { type: 'string', default: '2' },
       min: { type: 'string', default: '5' },
       k: { type: 'string', default: '3' },
@@ -146,39 +148,46 @@ async function main() {
       ],
       seconds,
     );
-    // Each round measures A, B, then A again (A2): B against the two A's around it, and the two A's
-    // against each other (the noise an A/A shows now).
-    for (const e of entries) e.sides.push({ ...e.sides[0], label: 'A2' });
+    // Rounds alternate A, B, A again (A2) and B, A, B again (B2): each side is compared with the two
+    // measurements of the other around it, the repeated side's two measurements with each other
+    // (the noise an A/A shows now), and neither side is always the one measured first or between.
+    for (const e of entries) e.sides.push({ ...e.sides[0], label: 'A2' }, { ...e.sides[1], label: 'B2' });
     const line = (m) => `${m.rps.toFixed(1)}/s ${m.cpuPerRequestUs.toFixed(0)} µs`;
     results = await interleaved(entries, {
       rounds,
       seconds,
-      alternate: false,
-      onRound: (round, name, got) => console.log(`  round ${round + 1} ${name}: A ${line(got.A)}, B ${line(got.B)}, A2 ${line(got.A2)}`),
+      order: (round, [A, B, A2, B2]) => (round % 2 ? [B, A, B2] : [A, B, A2]),
+      onRound: (round, name, got) =>
+        console.log(
+          `  round ${round + 1} ${name}: ${Object.entries(got)
+            .map(([label, m]) => `${label} ${line(m)}`)
+            .join(', ')}`,
+        ),
     });
   } finally {
     await a.stop();
     await b.stop();
   }
 
-  const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
   console.log(`\n| operation | A ops/s | B ops/s | throughput B/A | A CPU µs/op | B CPU µs/op | CPU per op B/A | verdict |`);
   console.log('|---|---:|---:|---|---:|---:|---|---|');
   let regressions = 0;
   for (const op of ops) {
-    const { A, B, A2 } = results[op.name];
+    const { A, B, A2, B2 } = results[op.name];
     const v = judge(
-      A.map((a, i) => ({ a, b: B[i], a2: A2[i] })),
+      A.map((a, i) => ({ a, b: B[i], a2: A2[i], b2: B2[i] })),
       options,
     );
     if (v.verdict === 'regression') regressions++;
     const cell = (m) =>
       `${pct(m.change)}${m.verdict === 'regression' ? ' **worse**' : m.verdict === 'improvement' ? ' better' : ''} ` +
-      `(limit ${pct(m.limit)}, noise ±${(m.roundNoise * 100).toFixed(1)}% a round; rounds ${m.rounds.map(pct).join(' ')}; A/A ${m.aa.map(pct).join(' ')})`;
-    const both = (f) => median([...A, ...A2].map(f));
+      `(limit ${pct(m.limit)}, noise ±${(m.roundNoise * 100).toFixed(1)}% a round; rounds ${m.rounds.map(pct).join(' ')}; repeats ${m.aa.map(pct).join(' ')})`;
+    const of = (xs, f) => median(xs.filter(Boolean).map(f));
+    const rps = (x) => x.rps;
+    const cpu = (x) => x.cpuPerRequestUs;
     console.log(
-      `| ${op.name} | ${both((x) => x.rps).toFixed(1)} | ${median(B.map((x) => x.rps)).toFixed(1)} | ${cell(v.metrics.rps)} | ` +
-        `${both((x) => x.cpuPerRequestUs).toFixed(0)} | ${median(B.map((x) => x.cpuPerRequestUs)).toFixed(0)} | ${cell(v.metrics.cpu)} | ${v.verdict.toUpperCase()} |`,
+      `| ${op.name} | ${of([...A, ...A2], rps).toFixed(1)} | ${of([...B, ...B2], rps).toFixed(1)} | ${cell(v.metrics.rps)} | ` +
+        `${of([...A, ...A2], cpu).toFixed(0)} | ${of([...B, ...B2], cpu).toFixed(0)} | ${cell(v.metrics.cpu)} | ${v.verdict.toUpperCase()} |`,
     );
   }
   console.log(

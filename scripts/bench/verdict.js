@@ -2,16 +2,17 @@
 // The regression guard's verdict (scripts/bench/check.js): plain functions over the paired rounds
 // of an interleaved A/B, so that the rule can be tested without a machine's noise.
 //
-// Each round measured the base (A), the change (B) and the base again (A2), seconds apart; B is
-// compared with the geometric mean of the two A's (which cancels a load that drifts through the
-// round), so each round gives one ratio per metric, and the two A's give an A/A ratio: how much two
-// measurements of the same code differ on this machine now. The verdict is on the median of the
-// per-round (log) ratios. The noise is measured in the same run: a standard deviation pooled over
-// the per-round ratios (around their mean) and the A/A ratios (around none; scaled by √0.75, as B
-// is compared with two A's), and from it the standard error of the median (× 1.2533 / √rounds). A
-// metric regressed when its median moved the wrong way by more than both `minChange` and `k`
-// standard errors: a quiet machine catches small regressions, a loaded one only large ones. The
-// standard deviation, not a robust spread: on a shared machine a few rounds may agree by chance
+// Each round measured the base (A) and the change (B), one of them twice around the other (A, B,
+// A again or B, A, B again, alternately, so that neither is always measured first or between).
+// The round's ratio is the geometric mean of its B's over that of its A's (which cancels a load
+// that drifts through the round), and the repeated side's two measurements give an A/A ratio: how
+// much two measurements of the same code differ on this machine now. The verdict is on the median
+// of the per-round (log) ratios. The noise is measured in the same run: a standard deviation pooled
+// over the per-round ratios (around their mean) and the A/A ratios (around none; scaled by √0.75,
+// as one measurement is compared with two), and from it the standard error of the median
+// (× 1.2533 / √rounds). A metric regressed when its median moved the wrong way by more than both
+// `minChange` and `k` standard errors: a quiet machine catches small regressions, a loaded one only
+// large ones. The standard deviation, not a robust spread: on a shared machine a few rounds may agree by chance
 // while the others scatter, and the guard had better miss a small regression than cry wolf.
 
 /** The metrics of a measurement ({ rps, cpuPerRequestUs }) and which way is worse: up for CPU, down for throughput. */
@@ -45,15 +46,16 @@ function judgeMetric(worse, aa = [], { minChange = 0.05, k = 3 } = {}) {
 }
 
 /**
- * An operation's verdict from its rounds ([{ a, b, a2? }], each a measurement { rps, cpuPerRequestUs }):
+ * An operation's verdict from its rounds ([{ a, b, a2?, b2? }], each a measurement { rps, cpuPerRequestUs }):
  * per metric, B's change against A (median; positive = more CPU or more throughput) and each round's,
  * with the judgement; the operation's verdict is 'regression' when any metric regressed.
  */
 function judge(rounds, options = {}) {
   const metrics = {};
   for (const [name, { label, of, worse }] of Object.entries(METRICS)) {
-    const ratios = rounds.map(({ a, b, a2 }) => Math.log(of(b)) - (a2 ? (Math.log(of(a)) + Math.log(of(a2))) / 2 : Math.log(of(a))));
-    const aa = rounds.filter((r) => r.a2).map(({ a, a2 }) => Math.log(of(a2) / of(a)));
+    const logMean = (...xs) => xs.filter(Boolean).reduce((sum, x, _, all) => sum + Math.log(of(x)) / all.length, 0);
+    const ratios = rounds.map(({ a, b, a2, b2 }) => logMean(b, b2) - logMean(a, a2));
+    const aa = rounds.filter((r) => r.a2 || r.b2).map(({ a, b, a2, b2 }) => (a2 ? Math.log(of(a2) / of(a)) : Math.log(of(b2) / of(b))));
     metrics[name] = {
       label,
       change: Math.expm1(median(ratios)),

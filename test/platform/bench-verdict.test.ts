@@ -103,6 +103,12 @@ describe('bench:check verdict', () => {
       judge([1, 1, 1].map(() => ({ a: { rps: 1, cpuPerRequestUs: 100 }, b: { rps: 1, cpuPerRequestUs: 115 }, a2: { rps: 1, cpuPerRequestUs: 121 } })))
         .metrics.cpu.change,
     ).toBeCloseTo(115 / 110 - 1, 6);
+    // A round of B, A, B again: A against the two B's, the B's against each other.
+    const bab = judge(
+      [1, 1, 1].map(() => ({ a: { rps: 1, cpuPerRequestUs: 100 }, b: { rps: 1, cpuPerRequestUs: 100 }, b2: { rps: 1, cpuPerRequestUs: 144 } })),
+    );
+    expect(bab.metrics.cpu.change).toBeCloseTo(0.2, 6);
+    expect(bab.metrics.cpu.aa.map((x) => Number(x.toFixed(2)))).toEqual([0.44, 0.44, 0.44]);
     // The same B, but the two A's of a round differ by 30–50% (a loaded machine): within the noise.
     const loud = [1.3, 0.7, 1.5, 0.65, 1.4].map((x) => ({
       a: { rps: 1000, cpuPerRequestUs: 100 },
