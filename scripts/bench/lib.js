@@ -9,11 +9,23 @@ const { freePort } = require('../faults/backends.js');
 
 const UNREACHED_LIMITS = 'read=1000000000/1,write=1000000000/1,compute=1000000000/1';
 
-/** Starts `target.js <kind>` and waits for it to listen; returns { port, cpu(), stop() }. */
-function startTarget(kind, env = {}, execArgv = []) {
+/**
+ * Starts `target.js <kind>` and waits for it to listen; returns { port, pid, cpu(), stop() }. With
+ * `root` (another checkout of svc, built), a stack target runs that checkout's code (its
+ * `@svc/stack`, in its folder) under this checkout's target.js: an A/B differs in the product only.
+ */
+function startTarget(kind, env = {}, execArgv = [], root = undefined) {
   const child = fork(require.resolve('./target.js'), [kind], {
     // Rate limits high enough never to answer 429 (their cost is measured, not their refusals), unless set.
-    env: { SVC_RATE_LIMITS: UNREACHED_LIMITS, SVC_RATE_LIMITS_ACCOUNT: UNREACHED_LIMITS, ...process.env, LOG_LEVEL: 'silent', ...env },
+    env: {
+      SVC_RATE_LIMITS: UNREACHED_LIMITS,
+      SVC_RATE_LIMITS_ACCOUNT: UNREACHED_LIMITS,
+      ...process.env,
+      LOG_LEVEL: 'silent',
+      ...(root ? { BENCH_ROOT: root } : {}),
+      ...env,
+    },
+    ...(root ? { cwd: root } : {}),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     execArgv,
   });
@@ -41,6 +53,7 @@ function startTarget(kind, env = {}, execArgv = []) {
         child.removeAllListeners('exit');
         resolve({
           ...m,
+          pid: child.pid,
           cpu: async () => (await ask({ cpu: true })).cpu,
           stop: () =>
             new Promise((r) => {
@@ -56,7 +69,8 @@ function startTarget(kind, env = {}, execArgv = []) {
 
 /**
  * Sends requests on `connections` keep-alive connections for `seconds`, one in flight per
- * connection; returns throughput, latencies and statuses. A small HTTP/1.1 client on raw sockets
+ * connection; returns throughput, latencies and statuses. `path` and `body` may be arrays:
+ * connection i sends the (i mod n)th. A small HTTP/1.1 client on raw sockets
  * (like wrk): on two cores the load generator shares the CPU with the servers it measures, and
  * node:http's client costs 45–55 µs of CPU per request here and this one 20–28, so more of the machine
  * goes to the servers under test. Every response is read whole (Content-Length or chunked).
@@ -64,19 +78,22 @@ function startTarget(kind, env = {}, execArgv = []) {
 async function load({ port, path, headers = {}, connections = 32, seconds = 5, method = 'GET', body, okStatus = 200 }) {
   const net = require('node:net');
   // Host: 127.0.0.1 unless the headers name another (a site's custom domain).
-  const head = [
-    `${method} ${path} HTTP/1.1`,
+  const headOf = (p) => [
+    `${method} ${p} HTTP/1.1`,
     ...(Object.keys(headers).some((k) => k.toLowerCase() === 'host') ? [] : ['Host: 127.0.0.1']),
     'Connection: keep-alive',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
   ];
-  for (const [k, v] of Object.entries(headers)) head.push(`${k}: ${v}`);
-  // `body` may be an array of bodies: connection i sends the (i mod n)th.
-  const requestOf = (b) => {
+  const requestOf = (p, b) => {
     const payload = b === undefined ? '' : JSON.stringify(b);
-    const lines = b === undefined ? head : [...head, 'Content-Type: application/json', `Content-Length: ${Buffer.byteLength(payload)}`];
+    const lines = b === undefined ? headOf(p) : [...headOf(p), 'Content-Type: application/json', `Content-Length: ${Buffer.byteLength(payload)}`];
     return Buffer.from(`${lines.join('\r\n')}\r\n\r\n${payload}`);
   };
-  const requests = Array.isArray(body) ? body.map(requestOf) : [requestOf(body)];
+  const paths = Array.isArray(path) ? path : [path];
+  const bodies = Array.isArray(body) ? body : [body];
+  const requests = Array.from({ length: Math.max(paths.length, bodies.length) }, (_, i) =>
+    requestOf(paths[i % paths.length], bodies[i % bodies.length]),
+  );
   const latencies = [];
   let errors = 0;
   const statusSeen = new Set();
@@ -194,6 +211,35 @@ function machineTicks() {
   }
 }
 
+/** The share (%) of the machine's CPU time the hypervisor gave to other guests since `ticks` (machineTicks()). */
+function stolenSince(ticks) {
+  const now = machineTicks();
+  return ticks && now ? (100 * (now.steal - ticks.steal)) / Math.max(1, now.total - ticks.total) : undefined;
+}
+
+/**
+ * One run of `run(seconds)`, which keeps the target busy and resolves with { requests, errors,
+ * statuses } (requests: operations completed, of one request or several): the rate over the time it
+ * really took (the last operations finish after `seconds`) and the target's CPU per operation.
+ */
+async function measureRun(target, run, seconds) {
+  const before = await target.cpu();
+  const ticks = machineTicks();
+  const started = process.hrtime.bigint();
+  const r = await run(seconds);
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  const stealPct = stolenSince(ticks);
+  const after = await target.cpu();
+  const n = Math.max(1, r.requests);
+  return {
+    ...r,
+    seconds: elapsed,
+    rps: r.requests / elapsed,
+    cpuPerRequestUs: (after.user + after.system - before.user - before.system) / n,
+    stealPct,
+  };
+}
+
 /**
  * Warms up, then measures throughput, latency and the target's CPU per request (and, with
  * `extra.backends`, the CPU per request of the machine's PostgreSQL, NATS and Redis processes).
@@ -207,9 +253,7 @@ async function measure(target, path, headers, seconds, { backends = false, ...ex
   const r = await load({ port: target.port, path, headers, seconds, ...extra });
   const loadCpu = process.cpuUsage(mine);
   const serversAfter = backends ? backendCpu() : undefined;
-  const ticksAfter = machineTicks();
-  // The share of the machine's CPU time the hypervisor gave to other guests during the run.
-  const stealPct = ticks && ticksAfter ? (100 * (ticksAfter.steal - ticks.steal)) / Math.max(1, ticksAfter.total - ticks.total) : undefined;
+  const stealPct = stolenSince(ticks);
   const after = await target.cpu();
   const cpuUs = after.user + after.system - before.user - before.system;
   const n = Math.max(1, r.requests);
@@ -249,4 +293,4 @@ async function freshDatabase(base = process.env.DATABASE_URL) {
   return { url: u.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-module.exports = { startTarget, load, measure, freshDatabase, dropStream, freePort, procStat, UNREACHED_LIMITS };
+module.exports = { startTarget, load, measure, measureRun, freshDatabase, dropStream, freePort, procStat, UNREACHED_LIMITS };

@@ -52,7 +52,8 @@ async function main(kind) {
     const fs = require('node:fs');
     const os = require('node:os');
     const path = require('node:path');
-    const { startStack } = require('@svc/stack');
+    // BENCH_ROOT: another checkout's stack (an A/B against a base commit, lib.startTarget's `root`).
+    const { startStack } = require(process.env.BENCH_ROOT ? require.resolve('@svc/stack', { paths: [process.env.BENCH_ROOT] }) : '@svc/stack');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
     const key = `svc_${require('node:crypto').randomBytes(32).toString('hex')}`;
     // A fresh database per run on a real server, so the bootstrap key is this run's.
