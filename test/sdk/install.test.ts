@@ -39,9 +39,14 @@ const shell = (node: string): Record<string, string> => ({
 });
 
 function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}, timeout = 240_000, node = NODE) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+  return new Promise<{ code: number; stdout: string; stderr: string; killed?: string }>((resolve) => {
     execFile(cmd, args, { cwd, env: { ...shell(node), ...env }, timeout, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      resolve({
+        code: err ? ((err as { code?: number }).code ?? 1) : 0,
+        stdout,
+        stderr,
+        ...(err?.killed ? { killed: `killed by ${err.signal} after ${timeout / 1000} s` } : {}),
+      }),
     );
   });
 }
@@ -53,7 +58,7 @@ async function install(tarball: string): Promise<string> {
   if (r.code !== 0) {
     throw new Error(
       `npm install ${path.basename(tarball)} failed (exit ${r.code}); its dependencies come from the npm cache, else the registry ` +
-        `(run npm ci here once with network to fill the cache):\n${r.stderr}`,
+        `(run npm ci here once with network to fill the cache)${r.killed ? `; ${r.killed}` : ''}:\n${r.stderr}\n${r.stdout.slice(-2000)}`,
     );
   }
   return dir;
