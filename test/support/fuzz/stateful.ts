@@ -159,20 +159,24 @@ export async function runStateful(base: string, routes: Route[], a: Tenant, b: T
       ]),
       ['/ready', undefined, (x) => x.status === 200 && JSON.parse(x.text).status === 'ready'],
     ];
+    const holds = (answer: HttpAnswer, good: (a: HttpAnswer) => boolean) => {
+      try {
+        return answer.status !== 0 && good(answer);
+      } catch {
+        return false;
+      }
+    };
     for (const [path, key, good] of checks) {
-      // Within a second: a wedged service never answers; a busy machine answers the next time.
+      // Within a second: a wedged service never answers; a busy machine answers the next time. The
+      // same for /ready: its check of each service has a deadline of its own (1.5 s), which a
+      // machine loaded by other work can miss once; a wedged service misses it every time.
       let last: HttpAnswer | undefined;
       for (let attempt = 0; attempt < 3; attempt++) {
         last = await send(base, { method: 'GET', path, headers: key ? { authorization: `Bearer ${key}` } : {} }, 1000);
-        if (last.status !== 0) break;
+        if (last.status !== 0 && (path !== '/ready' || holds(last, good))) break;
       }
       worst = Math.max(worst, last!.ms);
-      let ok = false;
-      try {
-        ok = last!.status !== 0 && good(last!);
-      } catch {
-        ok = false;
-      }
+      const ok = holds(last!, good);
       if (!ok) {
         report.failures.push({
           phase: `canary after ${phase}`,
