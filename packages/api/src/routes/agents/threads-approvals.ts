@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import type { agents_approvals } from '@svc/proto';
 
-import { AgentId, Nullable, prefixedId, route, type RouteInput, Timestamp } from '../../route.js';
+import { AgentId, ListQuery, Nullable, prefixedId, route, type RouteInput, Timestamp } from '../../route.js';
 import { rpc } from '../../rpc.js';
 import { ThreadId } from './threads.js';
 
@@ -87,7 +87,7 @@ const person = { ...common, personOnly: true };
 const refParams = z.object({ id: ThreadId, approvalId: ApprovalId });
 const ref = (i: RouteInput) => ({ threadId: i.params.id as string, approvalId: i.params.approvalId as string });
 const Status = z.enum(STATUS).optional().describe('Only requests in this state (default: all).');
-const limit = z.coerce.number().int().min(1).max(200).default(50).describe('Items per page.');
+const limit = ListQuery.shape.limit;
 const one = (res: agents_approvals.ApprovalResponse) => approvalJson(res.approval!);
 const NOT_PENDING = {
   409: 'The request is no longer pending (`approval_not_pending`, its `status` in details) or it expired (`approval_expired`).',
