@@ -82,6 +82,12 @@ const titleOf = (name: string) => {
   return words.charAt(0).toUpperCase() + words.slice(1);
 };
 
+/**
+ * A route's summary as a tool's description: without the sentence on `Accept: text/event-stream`,
+ * which a tool call cannot send (it answers the list; the live stream is the HTTP API's).
+ */
+export const toolSummary = (summary: string): string => summary.replace(/ With Accept: text\/event-stream, [^.]*\./, '');
+
 function bindingOf(r: Route): ToolBinding {
   const name = toolName(r);
   const input = inputSchemaOf(r);
@@ -91,7 +97,7 @@ function bindingOf(r: Route): ToolBinding {
     name,
     title: written?.title ?? titleOf(name),
     // The route's summary (a test holds every one to a sentence a model can act on; the route is in routeId).
-    description: written?.description ?? r.summary,
+    description: written?.description ?? toolSummary(r.summary),
     routeId: r.id,
     area: r.tag,
     // In the spelling narrower clients accept (no type arrays): the same values (portable.ts).

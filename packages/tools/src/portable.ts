@@ -8,7 +8,8 @@ import type { JsonSchema } from './schemas.js';
  * `true`, which means the same (as `items` the inspector refuses a bare `true`, so `{}` stays
  * there, as it does for a value that may be any JSON). A timestamp's pattern is left out for its
  * size (zod spells RFC 3339 out in 330 characters, and the catalogue is listed whole to clients):
- * `format: date-time` says the same, and the server checks it. Nothing else changes.
+ * `format: date-time` says the same, and the server checks it; `propertyNames: {type: "string"}`
+ * is left out, as every JSON key is a string. Nothing else changes.
  */
 export function portableSchema(s: JsonSchema): JsonSchema {
   return walk(s) as JsonSchema;
@@ -43,8 +44,13 @@ function walk(v: unknown): unknown {
   // A timestamp's pattern (zod spells RFC 3339 out as a 330-character expression) says what
   // `format: date-time` says: the format stays, the server checks the value either way.
   if (out.format === 'date-time' && typeof out.pattern === 'string') delete out.pattern;
+  // Every key of a JSON object is a string: `propertyNames: {type: "string"}` (zod's record) says nothing.
+  if (isStringOnly(out.propertyNames)) delete out.propertyNames;
   return Array.isArray(out.type) ? splitTypes(out) : out;
 }
+
+const isStringOnly = (v: unknown) =>
+  typeof v === 'object' && v !== null && Object.keys(v).length === 1 && (v as { type?: unknown }).type === 'string';
 
 const mapValues = (o: unknown, f: (x: unknown) => unknown) =>
   typeof o === 'object' && o !== null ? Object.fromEntries(Object.entries(o).map(([k, x]) => [k, f(x)])) : o;

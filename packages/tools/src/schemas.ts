@@ -99,6 +99,9 @@ function described(prop: JsonSchema): JsonSchema {
 const requiredOf = (s: JsonSchema) => new Set((s.required ?? []) as string[]);
 const isObjectSchema = (s: JsonSchema) => s.type === 'object' && typeof s.properties === 'object';
 
+/** Headers that only a live stream reads (a tool call answers the list, which `after` pages). */
+const STREAM_ONLY_HEADERS = new Set(['last-event-id']);
+
 /** The one input schema of an operation: path parameters, query, headers and body as one object of arguments. */
 export function inputSchemaOf(route: Route): { schema: JsonSchema; map: ArgumentMap } {
   const map: ArgumentMap = {
@@ -120,6 +123,7 @@ export function inputSchemaOf(route: Route): { schema: JsonSchema; map: Argument
     Object.assign(defs, c.defs);
     const req = requiredOf(c.root);
     for (const [key, prop] of Object.entries(propertiesOf(c.root))) {
+      if (into === map.headers && STREAM_ONLY_HEADERS.has(key)) continue;
       let arg = rename(key);
       if (arg in properties) {
         if (!prefix) continue;

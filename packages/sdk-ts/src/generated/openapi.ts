@@ -6205,7 +6205,7 @@ export interface components {
         SetManyMemoryRequestInput: {
             /** @description 1–100 entries to write, each a key, a JSON value and an optional time to live. */
             entries: {
-                /** @description A key: 1–200 of A-Z a-z 0-9 . _ : @ -. */
+                /** @description The memory’s key, such as "theme". */
                 key: string;
                 /** @description Any JSON value (at most 64 KiB as JSON). */
                 value: unknown;
@@ -6271,7 +6271,7 @@ export interface components {
             ttlSeconds: number | null;
         };
         RenameMemoryRequestInput: {
-            /** @description A key: 1–200 of A-Z a-z 0-9 . _ : @ -. */
+            /** @description The memory’s key, such as "theme". */
             newKey: string;
             /**
              * @description Replace a value the new key holds.
@@ -8897,7 +8897,7 @@ export interface components {
         };
         ClosePositionInput: {
             /**
-             * @description The venue; `paper` by default (portfolio views exist for the paper venue).
+             * @description The venue (default `paper`, the one with portfolio views).
              * @default paper
              */
             venue?: string;
@@ -8914,7 +8914,7 @@ export interface components {
         };
         CloseAllPositionsInput: {
             /**
-             * @description The venue; `paper` by default (portfolio views exist for the paper venue).
+             * @description The venue (default `paper`, the one with portfolio views).
              * @default paper
              */
             venue?: string;

@@ -13,11 +13,11 @@ import { rpc } from '../../rpc.js';
 export const MemoryNamespace = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'must be 1–64 of a-z 0-9 . _ - (starting with a letter or digit)')
-  .describe('A namespace: 1–64 of a-z 0-9 . _ - (e.g. "user-prefs", an agent id).');
+  .describe('A namespace, such as "user-prefs" or an agent id.');
 export const MemoryKey = z
   .string()
   .regex(/^[A-Za-z0-9._:@-]{1,200}$/, 'must be 1–200 of A-Z a-z 0-9 . _ : @ -')
-  .describe('A key: 1–200 of A-Z a-z 0-9 . _ : @ -.');
+  .describe('The memory’s key, such as "theme".');
 const Ttl = z
   .number()
   .int()

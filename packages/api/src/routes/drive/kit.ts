@@ -30,7 +30,7 @@ export const QueryBool = z
   .describe('true or false (also 1 or 0); default false.');
 
 export const IfMatch = z.object({
-  'if-match': z.string().max(2000).optional().describe('`"<etag>"` of the version read: the write fails with 412 if the file changed since.'),
+  'if-match': z.string().max(2000).optional().describe('The ETag read (`"<etag>"`); 412 if the file changed since.'),
 });
 
 export const PathItem = z

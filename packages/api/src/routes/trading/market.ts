@@ -24,7 +24,7 @@ import { OrderId, orderJson } from './trading.js';
  */
 
 const common = { tag: 'trading', auth: 'key' as const, principals: ['human', 'agent'] as Array<'human' | 'agent'>, authority: false };
-const Venue = VenueId.default('paper').describe('The venue; `paper` by default (market data exists for the paper venue).');
+const Venue = VenueId.default('paper').describe('The venue (default `paper`, the one with market data).');
 const SymbolQuery = z.object({ venue: Venue, symbol: TradingSymbol.describe('The symbol, e.g. `BTC/USD` or `AAPL`.') });
 const Iso = z.iso.datetime();
 

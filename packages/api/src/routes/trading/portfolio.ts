@@ -14,7 +14,7 @@ const FillId = prefixedId('fill', 'a fill id');
  */
 
 const common = { tag: 'trading', auth: 'key' as const, principals: ['human', 'agent'] as Array<'human' | 'agent'>, authority: false };
-const Venue = VenueId.default('paper').describe('The venue; `paper` by default (portfolio views exist for the paper venue).');
+const Venue = VenueId.default('paper').describe('The venue (default `paper`, the one with portfolio views).');
 const VenueQuery = z.object({ venue: Venue });
 const SymbolParam = z.object({ symbol: TradingSymbol.describe('The symbol (URL-encode a slash: `BTC%2FUSD`).') });
 const Iso = z.iso.datetime();
