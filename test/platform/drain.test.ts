@@ -162,3 +162,60 @@ test('SIGTERM to one of two gateways under keep-alive load: no failed request, i
   for (const agent of [slowAgent, ...replicas.map((r) => r.agent)]) agent.destroy();
   process.stdout.write(`drain: ${answers.length} requests, ${retried} retried, ${afterSigterm.length} answered by the stopping gateway\n`);
 }, 120_000);
+
+/** A live event stream read as text: `done` settles when it ends by itself (true) or breaks (false). */
+function openStream(port: number, path: string, lastEventId?: string) {
+  let text = '';
+  let res!: http.IncomingMessage;
+  const done = new Promise<boolean>((resolve) => {
+    const req = http.get(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        headers: { authorization: `Bearer ${t.bootstrapKey}`, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+      },
+      (r) => {
+        res = r;
+        r.setEncoding('utf8');
+        r.on('data', (d) => (text += d));
+        r.on('end', () => resolve(true));
+        r.on('error', () => resolve(false));
+        r.on('aborted', () => resolve(false));
+      },
+    );
+    req.on('error', () => resolve(false));
+  });
+  const ids = () => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  return { done, text: () => text, ids, close: () => res?.destroy() };
+}
+
+test('SIGTERM ends a gateway’s live event streams at once, with a retry and no error; the client resumes on the other replica with nothing lost', async () => {
+  const [g1, g2] = [await startGateway(), await startGateway()];
+  const agent = (await t.ok('POST', '/agents', t.bootstrapKey, { name: 'drain stream agent' })).body as { id: string };
+  const thread = (await t.ok('POST', '/threads', t.bootstrapKey, { agentId: agent.id })).body as { id: string };
+  const path = `/v1/threads/${thread.id}/events`;
+  const stream = openStream(g1.port, path);
+  await t.ok('POST', `/threads/${thread.id}/inject`, t.bootstrapKey, { content: 'before the restart' });
+  await until(async () => (stream.ids().length >= 1 ? true : undefined), 30_000, { what: 'events on the first stream' });
+
+  const exited = new Promise<void>((resolve) => g1.child.once('exit', () => resolve()));
+  g1.child.kill('SIGTERM');
+  // Ended by the gateway, not cut when its grace ran out: a retry field, no error event.
+  expect(await stream.done).toBe(true);
+  expect(stream.text()).toMatch(/^retry: \d+$/m);
+  expect(stream.text()).not.toContain('event: error');
+  await exited;
+
+  // The client resumes on the other replica after its last event: the rest arrive, none twice.
+  const last = Math.max(...stream.ids());
+  await t.ok('POST', `/threads/${thread.id}/inject`, t.bootstrapKey, { content: 'after the restart' });
+  const resumed = openStream(g2.port, path, String(last));
+  const all = (await t.ok('GET', `/threads/${thread.id}/events?limit=200`, t.bootstrapKey)).body.events as Array<{ seq: number }>;
+  const want = all.map((e) => e.seq).filter((s) => s > last);
+  await until(async () => (want.every((s) => resumed.ids().includes(s)) ? true : undefined), 30_000, { what: 'the resumed stream' });
+  resumed.close();
+  expect(want.length).toBeGreaterThan(0);
+  expect(resumed.ids().slice(0, want.length)).toEqual(want);
+  expect(new Set([...stream.ids(), ...resumed.ids()]).size).toBe(stream.ids().length + resumed.ids().length);
+}, 120_000);

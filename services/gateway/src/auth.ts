@@ -174,10 +174,11 @@ export class Authenticator {
 
   /**
    * Registers something `ctx`'s key holds open past its authentication: `end` is called when the
-   * key is revoked or expires. Returns the release, for when it ends by itself.
+   * key is revoked or expires (and, for a `live` event stream, when this replica drains). Returns
+   * the release, for when it ends by itself.
    */
-  hold(ctx: AuthContext, end: (why: DomainError) => void): () => void {
-    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end, ctx.membership);
+  hold(ctx: AuthContext, end: (why: DomainError) => void, live = false): () => void {
+    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end, ctx.membership, live);
   }
 
   /**

@@ -198,6 +198,8 @@ export async function startGateway(deps: {
     // closes each keep-alive connection as soon as it is idle, and cuts what is left at graceMs.
     async stop(graceMs) {
       draining = true;
+      // Live event streams end now (their clients resume on another replica), not at the grace's end.
+      auth.streams.drain();
       const drained = new Promise<void>((resolve) => {
         const done = () => {
           clearInterval(idle);

@@ -12,6 +12,9 @@ export const membershipChanged = () =>
     'Your membership of this organization was removed or changed: this stream has ended (open it again to be checked anew).',
   );
 
+export const draining = () =>
+  new DomainError('unavailable', 'draining', 'This gateway replica is stopping: the stream resumes on another one (Last-Event-ID).');
+
 /** The membership an organization's stream rests on: `memberId`'s in `accountId`. */
 export interface Membership {
   accountId: string;
@@ -34,23 +37,28 @@ export class OpenStreams {
   private readonly byKey = new Map<string, Set<Held>>();
   /** Streams acting in an organization, by `accountId|memberId`: ended when that membership is removed or changed. */
   private readonly byMembership = new Map<string, Set<Held>>();
+  /** Live event streams (SSE), which a draining replica ends at once: their clients resume on another one. */
+  private readonly live = new Set<Held>();
+  private isDraining = false;
 
   /**
    * Registers one open stream of `keyId`: `end` is called once, with why, when the key is revoked,
    * reaches `expiresAt` (ms, null: never), or (for a stream acting in an organization) when
    * `membership` is removed or changed. Returns the release to call when the stream ends on its own
-   * (idempotent).
+   * (idempotent). A `live` stream (an event stream a client resumes by itself) also ends when the
+   * replica drains (`drain`), at once, or just after `hold` returns once it is draining.
    */
-  hold(keyId: string, expiresAt: number | null, end: (why: DomainError) => void, membership?: Membership): () => void {
+  hold(keyId: string, expiresAt: number | null, end: (why: DomainError) => void, membership?: Membership, live = false): () => void {
     const sets = [add(this.byKey, keyId)];
     if (membership) sets.push(add(this.byMembership, `${membership.accountId}|${membership.memberId}`));
+    if (live) sets.push([undefined, '', this.live]);
     const held: Held = {
       end,
       release: () => {
         if (held.timer) clearTimeout(held.timer);
         for (const [map, key, set] of sets) {
           set.delete(held);
-          if (!set.size && map.get(key) === set) map.delete(key);
+          if (map && !set.size && map.get(key) === set) map.delete(key);
         }
       },
     };
@@ -65,7 +73,23 @@ export class OpenStreams {
       };
       held.timer = setTimeout(arm, Math.max(0, Math.min(expiresAt - Date.now(), MAX_TIMER_MS))).unref();
     }
+    if (live && this.isDraining) {
+      setImmediate(() => {
+        if (this.live.has(held)) endAll(new Set([held]), draining);
+      });
+    }
     return held.release;
+  }
+
+  /**
+   * The replica is stopping (SIGTERM): ends every live event stream now, and each one opened from
+   * now on as soon as it starts, rather than holding them until the grace period cuts them; their
+   * clients reconnect (to another replica: this one no longer accepts) and resume after their last
+   * event. Returns how many it ended.
+   */
+  drain(): number {
+    this.isDraining = true;
+    return endAll(new Set(this.live), draining);
   }
 
   /** Ends every open stream of a revoked key; returns how many there were. */
@@ -86,7 +110,7 @@ export class OpenStreams {
   }
 }
 
-function add(map: Map<string, Set<Held>>, key: string): [Map<string, Set<Held>>, string, Set<Held>] {
+function add(map: Map<string, Set<Held>>, key: string): [Map<string, Set<Held>> | undefined, string, Set<Held>] {
   let set = map.get(key);
   if (!set) map.set(key, (set = new Set()));
   return [map, key, set];

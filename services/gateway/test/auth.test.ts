@@ -81,4 +81,19 @@ describe('OpenStreams', () => {
     expect(ended.sort()).toEqual(['key_expired', 'past key_expired']);
     expect(s.size).toBe(0);
   });
+
+  test('draining ends the live streams only, at once, and each live one opened after it just after hold returns', async () => {
+    const s = new OpenStreams();
+    const ended: string[] = [];
+    s.hold('key_f', null, (why) => ended.push(`live ${why.code}`), undefined, true);
+    s.hold('key_f', null, () => ended.push('transfer'));
+    expect(s.drain()).toBe(1);
+    expect(ended).toEqual(['live draining']);
+    s.hold('key_g', null, (why) => ended.push(`late ${why.code}`), undefined, true);
+    expect(ended).toEqual(['live draining']);
+    await new Promise((r) => setImmediate(r));
+    expect(ended).toEqual(['live draining', 'late draining']);
+    expect(s.size).toBe(1);
+    expect(s.end('key_f')).toBe(1);
+  });
 });

@@ -24,14 +24,18 @@ export type HoldStream = (end: (why: DomainError) => void) => () => void;
 
 const STOPPED = Symbol('stopped');
 
+/** The reconnection delay a draining replica's streams ask their clients for (the SSE `retry` field). */
+const DRAIN_RETRY_MS = 500;
+
 /**
  * Writes a stream of events as server-sent events (text/event-stream), with backpressure and a
  * heartbeat comment while it is quiet. The source is stopped (`return()`, which releases whatever
  * it holds) on every way the stream can end: the source ends or fails (an `error` event with the
  * contract's error body, then the end), the client leaves (before the head was written too: a
  * client that closed right after sending its request), or `hold`'s `end` is called (the key was
- * revoked or expired: an `error` event saying so, then the end). It never waits on the source once
- * the stream is over.
+ * revoked or expired: an `error` event saying so, then the end; the replica draining: a `retry`
+ * field and the end, with no error, as the client is to resume elsewhere). It never waits on the
+ * source once the stream is over.
  */
 export async function sendEvents(req: Request, res: Response, events: AsyncIterable<StreamEvent>, hold?: HoldStream): Promise<void> {
   const it = events[Symbol.asyncIterator]();
@@ -78,7 +82,9 @@ export async function sendEvents(req: Request, res: Response, events: AsyncItera
     release?.();
     res.off('close', leave);
     if (stopped instanceof DomainError && res.headersSent && !res.destroyed) {
-      res.write(formatEvent({ event: 'error', data: { error: { code: stopped.code, message: stopped.message, requestId: req.requestId } } }));
+      // A draining replica's stream ends with no error: the client reconnects after `retry` and resumes.
+      if (stopped.code === 'draining') res.write(`: ${stopped.message}\nretry: ${DRAIN_RETRY_MS}\n\n`);
+      else res.write(formatEvent({ event: 'error', data: { error: { code: stopped.code, message: stopped.message, requestId: req.requestId } } }));
     }
     if (stopped !== 'gone') res.end();
   }

@@ -39,7 +39,7 @@ export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddres
 /** Writes an operation's answer; a live stream ends when its key is revoked or expires. */
 function write(req: Request, res: Response, answer: Answer, auth: Authenticator, ctx: AuthContext | undefined): Promise<void> | void {
   if (answer.kind === 'content') return sendContent(req, res, answer.download, { head: req.method === 'HEAD' });
-  if (answer.kind === 'events') return sendEvents(req, res, answer.events, ctx && ((end) => auth.hold(ctx, end)));
+  if (answer.kind === 'events') return sendEvents(req, res, answer.events, ctx && ((end) => auth.hold(ctx, end, true)));
   if (answer.text === undefined) return sendReply(res, answer.status, answer.headers, answer.body);
   for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
   writeJson(res, answer.status, answer.text);
