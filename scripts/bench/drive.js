@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // Drive throughput: uploads and downloads of 1 MiB and 64 MiB files through the gateway
 // (HTTP → gateway → SHA-256 → blob store, the drive service deciding and committing over gRPC;
-// and back), against two plain writes of the same bytes to the same disk, in the same run: a page-cache write
-// (`fs.promises.writeFile`: a copy into memory) and a durable write (open, write, fsync, close:
-// what the blob store does before a file counts as stored). Then a 1 GiB upload and download with
+// and back), against, in the same run: a bare server (scripts/bench/drive-bare.js, its own
+// process: node:http hashing with SHA-256 while it writes, fsync, rename, fsync of the folder; and
+// reading and sending a file), the figure the targets are set against; and two plain writes of the
+// same bytes to the same disk: a page-cache write (`fs.promises.writeFile`: a copy into memory) and
+// a durable write (open, write, fsync, close: what the blob store does before a file counts as
+// stored). The bare server and the stack take turns, which goes first alternating by run. Then a 1 GiB upload and download with
 // the stack's resident memory sampled, to show that content is streamed in bounded memory.
 //
 //   npm run build && node scripts/bench/drive.js          # embedded backends (PGlite, filesystem)
@@ -79,6 +82,30 @@ async function startStack(dataDir) {
   };
 }
 
+/** The bare server (drive-bare.js) in its own process, storing in `dir`. */
+async function startBare(dir) {
+  const child = spawn(process.execPath, [path.join(__dirname, 'drive-bare.js'), dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /port (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`the bare server exited with ${code}`)));
+  });
+  return {
+    port,
+    pid: child.pid,
+    bare: true,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', resolve);
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
 /** CPU time (ms) of each thread of a process, from /proc (Linux); null elsewhere. */
 function threadCpu(pid) {
   const dir = `/proc/${pid}/task`;
@@ -113,15 +140,19 @@ function cpuSince(pid, before) {
 
 const rss = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
 
-/** Sends `total` bytes (`block` repeated) as a raw upload; resolves with the created item. */
+/** Sends `total` bytes (`block` repeated) as a raw upload to the stack or the bare server; resolves with the created item (`{sha256, size}` from the bare one). */
 function upload(stack, name, block, total) {
   return new Promise((resolve, reject) => {
     const req = http.request({
       host: '127.0.0.1',
       port: stack.port,
-      path: `/v1/drive/upload?name=${encodeURIComponent(name)}`,
+      path: stack.bare ? '/upload' : `/v1/drive/upload?name=${encodeURIComponent(name)}`,
       method: 'POST',
-      headers: { authorization: `Bearer ${stack.key}`, 'content-type': 'application/octet-stream', 'content-length': String(total) },
+      headers: {
+        ...(stack.bare ? {} : { authorization: `Bearer ${stack.key}` }),
+        'content-type': 'application/octet-stream',
+        'content-length': String(total),
+      },
     });
     req.on('response', (res) => {
       let text = '';
@@ -143,11 +174,12 @@ function upload(stack, name, block, total) {
   });
 }
 
-/** Reads a file's content; resolves with its length and SHA-256. */
+/** Reads a file's content (by its id, or by its digest from the bare server); resolves with its length and SHA-256. */
 function download(stack, id, hash) {
   return new Promise((resolve, reject) => {
+    const where = stack.bare ? { path: `/blob/${id}` } : { path: `/v1/drive/${id}/content`, headers: { authorization: `Bearer ${stack.key}` } };
     http
-      .get({ host: '127.0.0.1', port: stack.port, path: `/v1/drive/${id}/content`, headers: { authorization: `Bearer ${stack.key}` } }, (res) => {
+      .get({ host: '127.0.0.1', port: stack.port, ...where }, (res) => {
         const h = hash ? createHash('sha256') : null;
         let n = 0;
         res.on('data', (d) => {
@@ -215,11 +247,13 @@ async function main() {
       .join(' ')}`,
   );
   const stack = await startStack(dataDir);
+  const bare = await startBare(path.join(dataDir, 'bare'));
   const results = [];
   try {
     // Warm-up: code paths, connections, caches.
     const warm = randomBytes(4 * MiB);
     for (let i = 0; i < 3; i++) await download(stack, (await upload(stack, `warm-${i}`, warm, warm.length)).id);
+    for (let i = 0; i < 3; i++) await download(bare, (await upload(bare, `warm-${i}`, warm, warm.length)).sha256);
 
     for (const [mib, runs] of [
       [1, RUNS_1M],
@@ -230,6 +264,8 @@ async function main() {
       const durable = [];
       const up = [];
       const down = [];
+      const bareUp = [];
+      const bareDown = [];
       const mainCpu = [];
       const otherCpu = [];
       // Round -1 warms this size up (not counted).
@@ -248,21 +284,34 @@ async function main() {
           du.push(mib / (await seconds(() => durableWrite(file, [bytes]))).s);
           fs.rmSync(file);
         }
-        settle();
-        const cpu0 = threadCpu(stack.pid);
-        const u = await seconds(() => upload(stack, `bench-${mib}-${i}`, bytes, bytes.length));
-        const cpu = cpuSince(stack.pid, cpu0);
-        let d = null;
-        if (!NO_DOWNLOAD) {
-          d = await seconds(() => download(stack, u.out.id, false));
-          if (d.out.size !== bytes.length) throw new Error('short download');
-        }
-        await remove(stack, dataDir, u.out);
+        // The bare server and the stack, each from a flushed disk; which goes first alternates.
+        const bareRound = async () => {
+          settle();
+          const u = await seconds(() => upload(bare, '', bytes, bytes.length));
+          const d = NO_DOWNLOAD ? null : await seconds(() => download(bare, u.out.sha256, false));
+          if (d && d.out.size !== bytes.length) throw new Error('short download (bare)');
+          await fetch(`http://127.0.0.1:${bare.port}/blob/${u.out.sha256}`, { method: 'DELETE' });
+          return { u, d };
+        };
+        let cpu = null;
+        const stackRound = async () => {
+          settle();
+          const cpu0 = threadCpu(stack.pid);
+          const u = await seconds(() => upload(stack, `bench-${mib}-${i}`, bytes, bytes.length));
+          cpu = cpuSince(stack.pid, cpu0);
+          const d = NO_DOWNLOAD ? null : await seconds(() => download(stack, u.out.id, false));
+          if (d && d.out.size !== bytes.length) throw new Error('short download');
+          await remove(stack, dataDir, u.out);
+          return { u, d };
+        };
+        const [b, { u, d }] = i % 2 ? [await bareRound(), await stackRound()] : (([x, y]) => [y, x])([await stackRound(), await bareRound()]);
         if (i < 0) continue;
         cached.push(...pc);
         durable.push(...du);
         up.push(mib / u.s);
+        bareUp.push(mib / b.u.s);
         if (d) down.push(mib / d.s);
+        if (b.d) bareDown.push(mib / b.d.s);
         if (cpu) {
           mainCpu.push(cpu.main);
           otherCpu.push(cpu.other);
@@ -276,6 +325,11 @@ async function main() {
         durableMiBs: median(durable),
         uploadMiBs: median(up),
         downloadMiBs: NO_DOWNLOAD ? null : median(down),
+        bareUploadMiBs: median(bareUp),
+        bareDownloadMiBs: NO_DOWNLOAD ? null : median(bareDown),
+        // Run by run (the stack's over the bare server's in the same round), then the median.
+        uploadVsBare: median(up.map((x, k) => x / bareUp[k])),
+        downloadVsBare: NO_DOWNLOAD ? null : median(down.map((x, k) => x / bareDown[k])),
       };
       r.uploadVsDurable = r.uploadMiBs / r.durableMiBs;
       r.uploadVsPageCache = r.uploadMiBs / r.pageCacheMiBs;
@@ -290,7 +344,10 @@ async function main() {
       }
       if (process.env.BENCH_VERBOSE) {
         const list = (xs) => xs.map((x) => x.toFixed(0)).join(' ');
-        console.log(`  ${r.size}: page cache ${list(cached)}\n    durable ${list(durable)}\n    upload ${list(up)}\n    download ${list(down)}`);
+        console.log(
+          `  ${r.size}: page cache ${list(cached)}\n    durable ${list(durable)}\n    upload ${list(up)}\n    download ${list(down)}\n` +
+            `    bare upload ${list(bareUp)}\n    bare download ${list(bareDown)}`,
+        );
         if (mainCpu.length) console.log(`    stack CPU per upload, ms: main thread ${list(mainCpu)} | other threads ${list(otherCpu)}`);
       }
       results.push(r);
@@ -302,6 +359,13 @@ async function main() {
       console.log(
         `  ${r.size.padEnd(7)} ${String(r.runs).padStart(5)}  ${fmt(r.pageCacheMiBs)}      ${fmt(r.durableMiBs)}   ${fmt(r.uploadMiBs)}  ${r.downloadMiBs === null ? '     -' : fmt(r.downloadMiBs)}   ` +
           `${pct(r.uploadVsDurable)}             ${pct(r.uploadVsPageCache)}                ${pct(r.downloadVsDurable)}`,
+      );
+    }
+    console.log('\n  against the bare server (same run; per round, median):');
+    for (const r of results) {
+      console.log(
+        `  ${r.size.padEnd(7)} upload ${fmt(r.uploadMiBs)} vs ${fmt(r.bareUploadMiBs)} MiB/s: ${pct(r.uploadVsBare)}` +
+          (NO_DOWNLOAD ? '' : `;  download ${fmt(r.downloadMiBs)} vs ${fmt(r.bareDownloadMiBs)} MiB/s: ${pct(r.downloadVsBare)}`),
       );
     }
     for (const r of results) {
@@ -358,6 +422,7 @@ async function main() {
     }
     console.log(`\n${JSON.stringify({ bench: 'drive', results })}`);
   } finally {
+    await bare.stop();
     await stack.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
