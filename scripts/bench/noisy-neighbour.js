@@ -11,7 +11,8 @@
 // of a small file and a message posted to a thread (rotating); the heavy tenant runs
 // BENCH_HEAVY_WORKERS (8) loops of: drive grep with the pattern ^(a+)+$ in regex mode over a file
 // of a's, run_code of a 1 s busy loop, an 8 MiB upload (each connection replacing a file of its
-// own), and a diff of two profile versions of 2,000 items each. Phases: quiet (the light mix alone), flood (both), each BENCH_SECONDS (20). The figure
+// own), and a diff of two profile versions of 2,000 items each (BENCH_FLOOD_OPS: some of
+// grep,code,upload,diff, to flood with those alone). Phases: quiet (the light mix alone), flood (both), each BENCH_SECONDS (20). The figure
 // is the light tenant's p99 under the flood over its quiet p99 (target: at most 2), with p50 beside
 // it, and how the heavy tenant's requests were answered (statuses: refusals such as 429 are the
 // platform protecting the other tenant, and are counted, not hidden).
@@ -27,6 +28,8 @@ const { freePort, freshDatabase } = require('./lib.js');
 const ROOT = path.resolve(__dirname, '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const HEAVY_WORKERS = Number(process.env.BENCH_HEAVY_WORKERS ?? 8);
+/** The heavy operations the flood rotates through (to see which one costs the light tenant what). */
+const FLOOD_OPS = (process.env.BENCH_FLOOD_OPS ?? 'grep,code,upload,diff').split(',').map((s) => s.trim());
 const MiB = 1024 * 1024;
 
 async function startStack(env) {
@@ -139,12 +142,16 @@ function heavyOps({ url, key, grepFolder, diffPath }) {
     if (res.status < 300) made.add(w);
     return res;
   };
-  return [
-    () => heavy('GET', `/v1/drive/grep?pattern=${encodeURIComponent('^(a+)+$')}&regex=true${grepFolder}`),
-    () => heavy('POST', '/v1/code/run', { code: 'const s = Date.now(); while (Date.now() - s < 1000) {} 1', timeoutMs: 5000 }),
+  const ops = {
+    grep: () => heavy('GET', `/v1/drive/grep?pattern=${encodeURIComponent('^(a+)+$')}&regex=true${grepFolder}`),
+    code: () => heavy('POST', '/v1/code/run', { code: 'const s = Date.now(); while (Date.now() - s < 1000) {} 1', timeoutMs: 5000 }),
     upload,
-    () => heavy('GET', diffPath),
-  ];
+    diff: () => heavy('GET', diffPath),
+  };
+  return FLOOD_OPS.map((name) => {
+    if (!ops[name]) throw new Error(`BENCH_FLOOD_OPS: no operation ${name} (${Object.keys(ops).join(', ')})`);
+    return ops[name];
+  });
 }
 
 /** The flood's process: HEAVY_WORKERS loops until the parent says stop, then the statuses it saw. */

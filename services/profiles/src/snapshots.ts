@@ -299,10 +299,36 @@ export function checkDepth(value: unknown): void {
   }
 }
 
-export function deepEqual(a: unknown, b: unknown): boolean {
+/**
+ * Whether two JSON values are equal as `canonical` sees them (key order ignored, a key whose value
+ * is undefined absent, undefined and non-finite numbers as null), compared in place: building both
+ * canonical strings cost a diff of 2,000 changed items ~5 ms. Bounded by MAX_DEPTH as canonical is.
+ */
+export function deepEqual(a: unknown, b: unknown, depth = 0): boolean {
   if (a === b) return true;
-  return canonical(a) === canonical(b);
+  const aObj = typeof a === 'object' && a !== null;
+  const bObj = typeof b === 'object' && b !== null;
+  if (!aObj || !bObj) return !aObj && !bObj && jsonScalar(a) === jsonScalar(b);
+  if (depth >= MAX_DEPTH) throw tooDeep();
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i], depth + 1)) return false;
+    return true;
+  }
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  let count = 0;
+  for (const k in ra) {
+    if (!Object.hasOwn(ra, k) || ra[k] === undefined) continue;
+    count++;
+    if (!Object.hasOwn(rb, k) || rb[k] === undefined || !deepEqual(ra[k], rb[k], depth + 1)) return false;
+  }
+  for (const k in rb) if (Object.hasOwn(rb, k) && rb[k] !== undefined) count--;
+  return count === 0;
 }
+
+/** A scalar as JSON writes it: undefined, NaN and ±Infinity are null; -0 is 0. */
+const jsonScalar = (v: unknown) => (v === undefined || (typeof v === 'number' && !Number.isFinite(v)) ? null : v === 0 ? 0 : v);
 
 /** An item's identity: its `id` (string or number) or, without one, its content. */
 export function itemKey(item: unknown): string {

@@ -10,7 +10,7 @@ import {
   ProfileRefId as RefId,
   ProfileWorkingChanges as WorkingChanges,
 } from '../../schemas/profiles.js';
-import { common, doc, IdParams, IfMatch, ifMatchOf, json, Profile, ProfileBranch, ProfileVersion } from './profiles.js';
+import { common, doc, IdParams, IfMatch, ifMatchOf, json, jsonText, Profile, ProfileBranch, ProfileVersion } from './profiles.js';
 
 /**
  * More taste-profile operations (docs/profiles.md): branches as resources (list, read, rename,
@@ -46,7 +46,7 @@ const ProfileTag = z
   .meta({ id: 'ProfileTag' });
 const BranchParams = IdParams.extend({ branchId: RefId.describe('The branch’s id.') });
 const body = (i: RouteInput) => JSON.stringify(i.body ?? {});
-const read = (res: profiles.JsonReply) => JSON.parse(res.json) as unknown;
+const read = (res: profiles.JsonReply) => jsonText(res.json);
 
 export const profilesOpsRoutes = [
   route({
