@@ -10,7 +10,7 @@ import { until } from '../support/wait';
  * "Audit and events"): its streams are held by the key id `oauth:<grant>`, and the gateway that
  * revokes a grant forgets its tokens and ends those streams before it answers; every other gateway
  * does on the accounts service's event, published right after the revocation's commit. A stream
- * still open a second after the revocation fails these tests.
+ * still open a second after the revocation fails these tests; one ended by a refresh fails too.
  */
 
 let t: TestStack;
@@ -103,4 +103,23 @@ test('a grant revoked on another gateway (only the accounts service’s event re
   expect(ended).toBe(true);
   expect(text).toContain('event: error');
   expect((await t.call('GET', '/me', { key: s.tokens.access_token })).status).toBe(401);
+});
+
+test('a refresh of the grant ends none of its open streams', async () => {
+  const s = await grantStream();
+  const refreshed = await fetch(`${t.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: s.tokens.refresh_token, client_id: s.clientId }),
+  });
+  expect(refreshed.status).toBe(200);
+  // The refresh is audited and published (accounts.oauth.refreshed) like a revocation; it must not act like one.
+  const published = async () =>
+    ((await t.ok('GET', `/accounts/${mia.id}/audit?limit=200`, mia.key)).body.events as Array<{ action: string; data: any }>).some(
+      (e) => e.action === 'oauth.refreshed' && e.data.clientId === s.clientId,
+    );
+  await until(published, 10_000, { what: 'the refresh audited' });
+  const { ended } = await s.ended(1000);
+  expect(ended).toBe(false);
+  expect((await t.call('GET', '/me', { key: s.tokens.access_token })).status).toBe(200);
 });

@@ -470,13 +470,32 @@ describe('connected apps', () => {
     expect(other.html).toContain('was not connected');
   });
 
-  test('pages: no script, framing refused, HttpOnly SameSite cookies, labelled fields', async () => {
+  test('pages: script files of this origin only where passkeys are offered (none inline, no eval), framing refused, HttpOnly SameSite cookies, labelled fields', async () => {
     const browser = new Browser(t.url);
     const res = await browser.request('/oauth/apps');
-    expect(res.headers.get('content-security-policy')).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
-    expect(res.headers.get('content-security-policy')).not.toMatch(/script-src/);
+    const csp = res.headers.get('content-security-policy')!;
+    expect(csp).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
+    expect(csp).toMatch(/script-src 'self'(;|$)/);
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|nonce-|sha256-/);
+    const scripts = [...res.html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/gi)].map((m) => [/src="([^"]+)"/.exec(m[1]!)?.[1], m[2]]);
+    expect(scripts).toEqual([
+      ['/oauth/static/webauthn.js', ''],
+      ['/oauth/static/passkeys.js', ''],
+    ]);
+    for (const [src] of scripts) {
+      const js = await fetch(`${t.url}${src}`);
+      expect([js.status, js.headers.get('content-type'), js.headers.get('x-content-type-options')]).toEqual([
+        200,
+        'text/javascript; charset=utf-8',
+        'nosniff',
+      ]);
+    }
+    // A page that offers no passkey allows no script at all.
+    const refused = await browser.request('/oauth/signin', { form: { api_key: 'x' } });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('content-security-policy')).not.toMatch(/script-src/);
+    expect(refused.html).not.toMatch(/<script/i);
     expect(res.headers.get('x-frame-options')).toBe('DENY');
-    expect(res.html).not.toMatch(/<script/i);
     expect(res.html).toMatch(/<label for="api-key">/);
     const cookie = res.headers.getSetCookie().join('\n');
     expect(cookie).toMatch(/HttpOnly/);

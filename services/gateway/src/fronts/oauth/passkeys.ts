@@ -124,7 +124,7 @@ export function mountPasskeys(pages: Router, deps: PasskeyFrontDeps): void {
           deps.log.warn({ err, requestId: req.requestId }, 'passkey ceremony failed');
           return sendJson(res, 500, { error: { code: 'internal_error', message: 'Something went wrong. Try again.', requestId: req.requestId } });
         }
-        if (e.kind === 'rate_limited') res.setHeader('Retry-After', '60');
+        if (e.kind === 'rate_limited') res.setHeader('Retry-After', String(e.details?.retryAfterSeconds ?? 60));
         sendJson(res, e.httpStatus, { error: { code: e.code, message: e.message, requestId: req.requestId } });
       }
     });
@@ -162,7 +162,11 @@ export function mountPasskeys(pages: Router, deps: PasskeyFrontDeps): void {
 
   ceremony('/oauth/passkeys/authentication/options', 'passkey', async (req, res) => {
     const wait = begun.take(req.ip ?? 'unknown');
-    if (wait) throw new DomainError('rate_limited', 'too_many_requests', 'Too many passkey sign-ins from this address: try again later.');
+    if (wait) {
+      throw new DomainError('rate_limited', 'too_many_passkey_sign_ins', 'Too many passkey sign-ins from this address: try again later.', {
+        retryAfterSeconds: wait,
+      });
+    }
     const { optionsJson } = await accounts().beginPasskeyCeremony(
       { ceremony: 'authentication', userId: '', party: party(), binding: deps.web().binding(req, res) },
       await opts(),
