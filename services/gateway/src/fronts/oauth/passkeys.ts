@@ -46,7 +46,7 @@ export function mountPasskeys(pages: Router, deps: PasskeyFrontDeps): void {
   const json = express.json({ limit: '48kb', strict: true });
   const read = (parser: express.RequestHandler) => (req: Request, res: Response) =>
     new Promise<void>((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
-  // Sign-in ceremonies may be begun by anyone: each address begins so many in a window (each keeps a challenge).
+  // Sign-in ceremonies may be begun by anyone, and each keeps a challenge: counted per address.
   const begun = new RegistrationLimit();
 
   const showPasskeys = async (req: Request, res: Response, userId: string, notice?: string) => {
@@ -141,8 +141,19 @@ export function mountPasskeys(pages: Router, deps: PasskeyFrontDeps): void {
     return JSON.stringify(r);
   };
 
+  /** Each ceremony begun keeps a challenge: an address begins so many in a window. */
+  const begin = (req: Request) => {
+    const wait = begun.take(req.ip ?? 'unknown');
+    if (wait) {
+      throw new DomainError('rate_limited', 'too_many_passkey_ceremonies', 'Too many passkey requests from this address: try again later.', {
+        retryAfterSeconds: wait,
+      });
+    }
+  };
+
   ceremony('/oauth/passkeys/registration/options', 'passkeys', async (req, res) => {
     const userId = signedIn(req);
+    begin(req);
     const { optionsJson } = await accounts().beginPasskeyCeremony(
       { ceremony: 'registration', userId, party: party(), binding: deps.web().binding(req, res) },
       await opts(),
@@ -161,12 +172,7 @@ export function mountPasskeys(pages: Router, deps: PasskeyFrontDeps): void {
   });
 
   ceremony('/oauth/passkeys/authentication/options', 'passkey', async (req, res) => {
-    const wait = begun.take(req.ip ?? 'unknown');
-    if (wait) {
-      throw new DomainError('rate_limited', 'too_many_passkey_sign_ins', 'Too many passkey sign-ins from this address: try again later.', {
-        retryAfterSeconds: wait,
-      });
-    }
+    begin(req);
     const { optionsJson } = await accounts().beginPasskeyCeremony(
       { ceremony: 'authentication', userId: '', party: party(), binding: deps.web().binding(req, res) },
       await opts(),
