@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 
 import type { Browser } from 'playwright-core';
 
-import { chromiumTest, launchChromium, phone, screenshots, tabTo, watchProblems } from '../support/chromium';
+import { allowByKeyboard, chromiumTest, launchChromium, phone, screenshots, tabTo, watchProblems } from '../support/chromium';
 import { authorizationUrl, exchangeCode, pkce, registerClient } from '../support/oauth';
 import { startTestStack, type TestStack } from '../support/stack';
 
@@ -74,9 +74,7 @@ browserTest(
     expect(consent).toContain('Mia Rossi');
     await shot(page, '2-consent');
     // Tab reaches the access choice (the checked radio), then Allow; Enter presses it.
-    expect(await tabTo(page, 'Allow')).toBe('Allow');
-    await page.keyboard.press('Enter');
-    await page.waitForURL((u) => u.href.startsWith(redirectUri));
+    await allowByKeyboard(page, redirectUri);
     expect(codes).toHaveLength(1);
     const tok = await exchangeCode(t.url, { code: codes[0]!, verifier, clientId, redirectUri });
     expect(tok.status).toBe(200);

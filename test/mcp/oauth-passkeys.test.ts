@@ -3,7 +3,7 @@ import net, { type AddressInfo } from 'node:net';
 
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 
-import { chromiumTest, launchChromium, phone, screenshots, tabTo, watchProblems } from '../support/chromium';
+import { allowByKeyboard, chromiumTest, launchChromium, phone, screenshots, tabTo, watchProblems } from '../support/chromium';
 import { authorizationUrl, exchangeCode, pkce, registerClient } from '../support/oauth';
 import { startTestStack, type TestStack } from '../support/stack';
 
@@ -158,9 +158,7 @@ test('a passkey added while signed in by key signs the person in alone, for an a
     throw new Error(`${String(err)}\n${await text(page)}`);
   });
   expect(await text(page)).toContain('Mia Rossi');
-  expect(await tabTo(page, 'Allow')).toBe('Allow');
-  await page.keyboard.press('Enter');
-  await page.waitForURL((u) => u.href.startsWith(redirectUri));
+  await allowByKeyboard(page, redirectUri);
   expect(codes).toHaveLength(1);
   const tok = await exchangeCode(t.url, { code: codes[0]!, verifier, clientId, redirectUri });
   expect(tok.status).toBe(200);

@@ -62,3 +62,10 @@ export async function tabTo(page: Page, text: string, tries = 12): Promise<strin
   }
   return focused;
 }
+
+/** On a consent page: Tab to Allow and Enter; then the browser reaches the client's `redirectUri`. */
+export async function allowByKeyboard(page: Page, redirectUri: string): Promise<void> {
+  expect(await tabTo(page, 'Allow')).toBe('Allow');
+  await page.keyboard.press('Enter');
+  await page.waitForURL((u) => u.href.startsWith(redirectUri));
+}
