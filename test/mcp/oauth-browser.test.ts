@@ -1,29 +1,22 @@
-import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 
+import { allowByKeyboard, chromiumTest, launchChromium, phone, screenshots, tabTo, watchProblems } from '../support/chromium';
+import { authorizationUrl, exchangeCode, pkce, registerClient } from '../support/oauth';
 import { startTestStack, type TestStack } from '../support/stack';
-import { withTools } from '../support/tools';
 
 /**
  * The OAuth pages in a real browser (docs/oauth.md, "Pages"): Debian's Chromium, driven by
  * playwright-core (no browser download), at a phone's size, by keyboard only: sign-in, consent,
  * the code delivered to the client's redirect URI, connected apps, revoke. A screenshot of each
- * page is kept in test-artifacts/oauth/ for review. A page that runs any script, or is framed by
- * another site, fails.
+ * page is kept in test-artifacts/oauth/ for review. A console error, a failed load, or a page
+ * framed by another site fails it.
  */
 
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const { test: browserTest } = withTools('the OAuth pages in Chromium', {
-  name: 'chromium',
-  install: 'apt-get install -y chromium',
-  missing: () => (fs.existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is not there`),
-});
-const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts/oauth');
+const browserTest = chromiumTest('the OAuth pages in Chromium');
+const shot = screenshots('oauth');
 
 let t: TestStack;
 let key: string;
@@ -44,7 +37,6 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => callback.listen(0, '127.0.0.1', resolve));
   redirectUri = `http://127.0.0.1:${(callback.address() as AddressInfo).port}/callback`;
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -52,45 +44,19 @@ afterAll(async () => {
   await t?.stop();
 });
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
-
 browserTest(
   'sign-in, consent, connected apps and revoke, by keyboard only, at a phone’s size',
   async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1, isMobile: true, hasTouch: true });
+    browser = await launchChromium();
+    const context = await phone(browser);
     const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(m.text());
-    });
-    page.on('pageerror', (e) => problems.push(String(e)));
-    page.on('response', (r) => {
-      if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
-    });
+    const problems = watchProblems(page);
 
-    const reg = await fetch(`${t.url}/oauth/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'Desk Assistant', redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }),
-    });
-    const clientId = (await reg.json()).client_id as string;
-    const verifier = randomBytes(32).toString('base64url');
-    const q = new URLSearchParams({
-      response_type: 'code',
-      client_id: clientId,
-      redirect_uri: redirectUri,
-      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-      code_challenge_method: 'S256',
-      scope: 'mcp:write',
-      resource: `${t.url}/mcp`,
-      state: 's1',
-    });
+    const clientId = await registerClient(t.url, 'Desk Assistant', redirectUri);
+    const { verifier, challenge } = pkce();
 
     // Sign-in: the key field has the focus; typing and Enter submit the form.
-    await page.goto(`${t.url}/oauth/authorize?${q}`);
+    await page.goto(authorizationUrl(t.url, { clientId, challenge, redirectUri, scope: 'mcp:write' }));
     await page.waitForSelector('#api-key');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('api-key');
     expect(await page.getAttribute('label[for="api-key"]', 'for')).toBe('api-key');
@@ -108,26 +74,9 @@ browserTest(
     expect(consent).toContain('Mia Rossi');
     await shot(page, '2-consent');
     // Tab reaches the access choice (the checked radio), then Allow; Enter presses it.
-    let focused = '';
-    for (let i = 0; i < 12 && focused !== 'Allow'; i++) {
-      await page.keyboard.press('Tab');
-      focused = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText ?? '');
-    }
-    expect(focused).toBe('Allow');
-    await page.keyboard.press('Enter');
-    await page.waitForURL((u) => u.href.startsWith(redirectUri));
+    await allowByKeyboard(page, redirectUri);
     expect(codes).toHaveLength(1);
-    const tok = await fetch(`${t.url}/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'authorization_code',
-        code: codes[0]!,
-        code_verifier: verifier,
-        client_id: clientId,
-        redirect_uri: redirectUri,
-      }),
-    });
+    const tok = await exchangeCode(t.url, { code: codes[0]!, verifier, clientId, redirectUri });
     expect(tok.status).toBe(200);
 
     // Connected apps: the person is still signed in to the pages; Revoke by keyboard.
@@ -135,12 +84,7 @@ browserTest(
     await page.waitForSelector('text=Desk Assistant');
     expect(await page.textContent('body')).toContain('Last use');
     await shot(page, '3-connected-apps');
-    focused = '';
-    for (let i = 0; i < 12 && !focused.startsWith('Revoke'); i++) {
-      await page.keyboard.press('Tab');
-      focused = await page.evaluate(() => (document.activeElement as HTMLElement | null)?.innerText ?? '');
-    }
-    expect(focused).toBe('Revoke');
+    expect(await tabTo(page, 'Revoke')).toBe('Revoke');
     await page.keyboard.press('Enter');
     await page.waitForSelector('text=disconnected');
     await shot(page, '4-revoked');

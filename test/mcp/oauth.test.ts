@@ -470,13 +470,32 @@ describe('connected apps', () => {
     expect(other.html).toContain('was not connected');
   });
 
-  test('pages: no script, framing refused, HttpOnly SameSite cookies, labelled fields', async () => {
+  test('pages: script files of this origin only where passkeys are offered (none inline, no eval), framing refused, HttpOnly SameSite cookies, labelled fields', async () => {
     const browser = new Browser(t.url);
     const res = await browser.request('/oauth/apps');
-    expect(res.headers.get('content-security-policy')).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
-    expect(res.headers.get('content-security-policy')).not.toMatch(/script-src/);
+    const csp = res.headers.get('content-security-policy')!;
+    expect(csp).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
+    expect(csp).toMatch(/script-src 'self'(;|$)/);
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|nonce-|sha256-/);
+    const scripts = [...res.html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/gi)].map((m) => [/src="([^"]+)"/.exec(m[1]!)?.[1], m[2]]);
+    expect(scripts).toEqual([
+      ['/oauth/static/webauthn.js', ''],
+      ['/oauth/static/passkeys.js', ''],
+    ]);
+    for (const [src] of scripts) {
+      const js = await fetch(`${t.url}${src}`);
+      expect([js.status, js.headers.get('content-type'), js.headers.get('x-content-type-options')]).toEqual([
+        200,
+        'text/javascript; charset=utf-8',
+        'nosniff',
+      ]);
+    }
+    // A page that offers no passkey allows no script at all.
+    const refused = await browser.request('/oauth/signin', { form: { api_key: 'x' } });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('content-security-policy')).not.toMatch(/script-src/);
+    expect(refused.html).not.toMatch(/<script/i);
     expect(res.headers.get('x-frame-options')).toBe('DENY');
-    expect(res.html).not.toMatch(/<script/i);
     expect(res.html).toMatch(/<label for="api-key">/);
     const cookie = res.headers.getSetCookie().join('\n');
     expect(cookie).toMatch(/HttpOnly/);
@@ -489,37 +508,15 @@ describe('connected apps', () => {
 });
 
 describe('audit and events', () => {
-  test('authorizations, refreshes, reuse and revocations are audited in the person’s account; a revoked grant ends its open streams', async () => {
-    const agent = (await t.ok('POST', '/agents', mia.key, { name: 'streamer' })).body as { id: string };
-    const thread = (await t.ok('POST', '/threads', mia.key, { agentId: agent.id })).body as { id: string };
+  test('authorizations, refreshes, reuse and revocations are audited in the person’s account', async () => {
     const c = await codeFor({ resource: `${t.url}/v1`, scope: 'api:read' });
     const tok = await exchange(c, `${t.url}/v1`);
-    const ac = new AbortController();
-    const res = await fetch(`${t.url}/v1/threads/${thread.id}/events`, {
-      headers: { authorization: `Bearer ${tok.body.access_token}`, accept: 'text/event-stream' },
-      signal: ac.signal,
-    });
-    expect(res.status).toBe(200);
-    let ended = false;
-    const reading = (async () => {
-      try {
-        for await (const _chunk of res.body as unknown as AsyncIterable<Uint8Array>) void _chunk;
-        ended = true;
-      } catch {
-        // aborted below: it did not end by itself
-      }
-    })();
-    // The client revokes its refresh token: the grant ends, and with it the stream.
     const revoked = await fetch(`${t.url}/oauth/revoke`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ token: tok.body.refresh_token, client_id: c.clientId }),
     });
     expect(revoked.status).toBe(200);
-    const timer = setTimeout(() => ac.abort(), 5000);
-    await reading;
-    clearTimeout(timer);
-    expect(ended).toBe(true);
 
     const audit = (await t.ok('GET', `/accounts/${mia.id}/audit?limit=200`, mia.key)).body.events as Array<{ action: string; data: any }>;
     const mine = audit.filter((e) => e.data?.clientId === c.clientId);

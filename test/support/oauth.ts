@@ -180,3 +180,29 @@ export function authorizationUrl(
   });
   return `${base}/oauth/authorize?${q}`;
 }
+
+/** Registers a public client (RFC 7591) at the stack `base`, coming back to `redirectUri`: its client id. */
+export async function registerClient(base: string, name: string, redirectUri: string): Promise<string> {
+  const res = await fetch(`${base}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: name, redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }),
+  });
+  if (res.status !== 201) throw new Error(`registration: ${res.status} ${await res.text()}`);
+  return (await res.json()).client_id as string;
+}
+
+/** Exchanges a code (with its PKCE verifier) at the token endpoint of the stack `base`. */
+export function exchangeCode(base: string, o: { code: string; verifier: string; clientId: string; redirectUri: string }): Promise<Response> {
+  return fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: o.code,
+      code_verifier: o.verifier,
+      client_id: o.clientId,
+      redirect_uri: o.redirectUri,
+    }),
+  });
+}

@@ -9,6 +9,9 @@ import { migrations } from './migrations/index.js';
 import { OauthRecords } from './oauth/oauth.js';
 import { oauthHandlers } from './oauth/server.js';
 import { OauthStore } from './oauth/store.js';
+import { Passkeys } from './passkeys/passkeys.js';
+import { passkeyHandlers } from './passkeys/server.js';
+import { PasskeyStore } from './passkeys/store.js';
 import { handlers } from './server.js';
 import { KeyVault, vaultSecret } from './signing.js';
 import { AccountStore, SCHEMA } from './store.js';
@@ -50,9 +53,11 @@ export const accountsService = defineService({
     const domain = new AccountsDomain(deps);
     // The OAuth authorization server's records (docs/oauth.md); expired ones are swept on a timer.
     const oauth = new OauthRecords({ ...deps, oauth: new OauthStore(sql) });
+    // Passkeys, the people's sign-in to the gateway's pages; their spent challenges go on the same timer.
+    const passkeys = new Passkeys({ ...deps, passkeys: new PasskeyStore(sql) });
     let sweeper: NodeJS.Timeout | undefined;
     return {
-      handlers: { ...handlers(domain, store), ...oauthHandlers(oauth) },
+      handlers: { ...handlers(domain, store), ...oauthHandlers(oauth), ...passkeyHandlers(passkeys) },
       async start() {
         await bootstrap(ctx, store);
         const bus = await ctx.backends.bus();
@@ -75,6 +80,7 @@ export const accountsService = defineService({
         );
         sweeper = setInterval(() => {
           oauth.sweep().catch((err: unknown) => ctx.log.warn({ err }, 'oauth sweep failed'));
+          passkeys.sweep().catch((err: unknown) => ctx.log.warn({ err }, 'passkey challenge sweep failed'));
         }, OAUTH_SWEEP_MS);
         sweeper.unref();
       },

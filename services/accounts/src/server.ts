@@ -3,11 +3,12 @@ import type { accounts } from '@svc/proto';
 
 import type { AccountsDomain, PublicKeyView } from './accounts/index.js';
 import type { oauthHandlers } from './oauth/server.js';
+import type { passkeyHandlers } from './passkeys/server.js';
 import type { AccountRow, AccountStore, Actor, AuditRow, GrantRow, HostRow, MemberRow } from './store.js';
 
 type Def = typeof accounts.AccountsServiceService;
-/** Served by oauth/server.ts. */
-type OauthMethods = keyof ReturnType<typeof oauthHandlers>;
+/** Served by oauth/server.ts and passkeys/server.ts. */
+type OauthMethods = keyof ReturnType<typeof oauthHandlers> | keyof ReturnType<typeof passkeyHandlers>;
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : undefined);
 

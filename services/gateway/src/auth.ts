@@ -28,6 +28,11 @@ export interface AuthContext {
   oauth?: OauthAccess;
   /** When acting in an organization: the membership that allows it (what it holds open ends with it). */
   membership?: Membership;
+  /**
+   * When the credential's verification began (ms): what the request holds open ends at once if the
+   * key (or grant) was revoked since, though the revocation came before the hold (`hold`).
+   */
+  authenticatedAt?: number;
 }
 
 /** What an OAuth access token allows, as its verification found it. */
@@ -178,7 +183,7 @@ export class Authenticator {
    * the release, for when it ends by itself.
    */
   hold(ctx: AuthContext, end: (why: DomainError) => void, live = false): () => void {
-    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end, ctx.membership, live);
+    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end, ctx.membership, live, ctx.authenticatedAt);
   }
 
   /**
@@ -223,6 +228,7 @@ export class Authenticator {
     const known = this.failures.knownBad(client, prefix, hash);
     if (known) throw known;
     let host;
+    const authenticatedAt = Date.now();
     try {
       const accounts = accountsClient(this.deps.registry);
       ({ host } = await accounts.verifyHostCredential({ credentialHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 }));
@@ -241,6 +247,7 @@ export class Authenticator {
       keyId: host!.id,
       hostId: host!.id,
       keyExpiresAt: null,
+      authenticatedAt,
       until: Math.min(Date.now() + VERIFIED_TTL_MS, signed.expiresAt - 30_000),
     };
     if (this.hosts.size > 100_000) this.hosts.clear();
@@ -347,6 +354,10 @@ export class Authenticator {
       }
       throw err;
     }
+    // Its grant revoked while it was being verified: refused, as it will be from now on.
+    if (this.streams.revokedSince(Authenticator.grantKeyId(t.grantId), now)) {
+      throw this.failures.fail(client, undefined, unauthenticated('invalid_token', 'The access token is invalid, expired or revoked.'));
+    }
     const principal: Principal = {
       ...(t.agentId ? { kind: 'agent' as const, agentId: t.agentId } : { kind: 'human' as const, userId: t.userId }),
       accountId: t.userId,
@@ -361,6 +372,7 @@ export class Authenticator {
       token: signed.token,
       keyId: principal.keyId!,
       keyExpiresAt: t.expiresAt,
+      authenticatedAt: now,
       oauth: { grantId: t.grantId, clientId: t.clientId, readOnly: t.readOnly, toolsets: t.toolsets },
       resource,
       until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000, t.expiresAt),
@@ -372,6 +384,7 @@ export class Authenticator {
   }
 
   private async verify(hash: string): Promise<Entry> {
+    const authenticatedAt = Date.now();
     const client = keysClient(this.deps.registry);
     const { key } = await client
       .verifyKey({ keyHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 })
@@ -381,6 +394,8 @@ export class Authenticator {
         throw err;
       });
     const k = key!;
+    // Revoked while it was being verified: refused, as it will be from now on.
+    if (this.streams.revokedSince(k.id, authenticatedAt)) throw unauthenticated('invalid_api_key', 'The API key is invalid, expired or revoked.');
     const human = k.ownerKind === 'human';
     let principal: Principal = {
       kind: human ? 'human' : 'agent',
@@ -408,6 +423,7 @@ export class Authenticator {
       token: signed.token,
       keyId: k.id,
       keyExpiresAt,
+      authenticatedAt,
       ...(membership ? { membership } : {}),
       until: Math.min(Date.now() + VERIFIED_TTL_MS, signed.expiresAt - 30_000, keyExpiresAt ?? Infinity),
     };
@@ -442,6 +458,7 @@ export class Authenticator {
       token: signed.token,
       keyId: base.keyId,
       keyExpiresAt: base.keyExpiresAt,
+      authenticatedAt: base.authenticatedAt,
       ...(base.oauth ? { oauth: base.oauth } : {}),
       membership: { accountId, memberId: member },
       until: Math.min(now + ACTING_TTL_MS, base.until, signed.expiresAt - 30_000),
@@ -467,6 +484,7 @@ export class Authenticator {
       token: signed.token,
       keyId: ctx.keyId,
       keyExpiresAt: ctx.keyExpiresAt,
+      authenticatedAt: ctx.authenticatedAt,
       ...(ctx.oauth ? { oauth: ctx.oauth } : {}),
       ...(ctx.membership ? { membership: ctx.membership } : {}),
       until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000),

@@ -115,8 +115,9 @@ export async function startGateway(deps: {
       : undefined;
   if (oauth) auth.useOauth((token, resource) => oauth.verify(token, resource));
   const grants = await bus.subscribe('accounts.oauth.*', async (event) => {
-    const grantId = (event.data as { grantId?: unknown }).grantId;
-    if (typeof grantId === 'string') auth.evictGrant(grantId);
+    // Revocations only: a new grant or a refresh (accounts.oauth.authorized, .refreshed) ends nothing.
+    const { grantId, action } = event.data as { grantId?: unknown; action?: unknown };
+    if (typeof grantId === 'string' && (action === 'oauth.grant_revoked' || action === 'oauth.tokens_revoked')) auth.evictGrant(grantId);
   });
   const usageTimer = setInterval(() => {
     auth.flushUsage(cache).catch((err) => log.warn({ err }, 'usage flush failed'));

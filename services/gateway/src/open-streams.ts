@@ -2,6 +2,12 @@ import { DomainError } from '@svc/kit';
 
 /** The longest delay setTimeout takes (about 24.8 days); a later expiry is reached in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How long a revocation is remembered: longer than any request takes between its authentication
+ * and the hold of what it opens (the services' deadlines are seconds), and than a verification.
+ */
+export const REVOCATION_MEMORY_MS = 10 * 60_000;
+const MAX_REMEMBERED = 100_000;
 
 export const keyRevoked = () => new DomainError('unauthenticated', 'key_revoked', 'The API key was revoked: this stream has ended.');
 export const keyExpired = () => new DomainError('unauthenticated', 'key_expired', 'The API key has expired: this stream has ended.');
@@ -40,15 +46,30 @@ export class OpenStreams {
   /** Live event streams (SSE), which a draining replica ends at once: their clients resume on another one. */
   private readonly live = new Set<Held>();
   private isDraining = false;
+  /**
+   * Keys revoked lately, with when (ms), oldest first: a stream of one whose request was
+   * authenticated before that is ended as soon as it is held, though its revocation came while
+   * the request was under way (between the authentication and the hold, nothing was held to end).
+   */
+  private readonly revoked = new Map<string, number>();
 
   /**
    * Registers one open stream of `keyId`: `end` is called once, with why, when the key is revoked,
    * reaches `expiresAt` (ms, null: never), or (for a stream acting in an organization) when
-   * `membership` is removed or changed. Returns the release to call when the stream ends on its own
-   * (idempotent). A `live` stream (an event stream a client resumes by itself) also ends when the
-   * replica drains (`drain`), at once, or just after `hold` returns once it is draining.
+   * `membership` is removed or changed; at once when the key was revoked at or after
+   * `authenticatedAt` (ms, when its request's credential was verified). Returns the release to call
+   * when the stream ends on its own (idempotent). A `live` stream (an event stream a client resumes
+   * by itself) also ends when the replica drains (`drain`), at once, or just after `hold` returns
+   * once it is draining.
    */
-  hold(keyId: string, expiresAt: number | null, end: (why: DomainError) => void, membership?: Membership, live = false): () => void {
+  hold(
+    keyId: string,
+    expiresAt: number | null,
+    end: (why: DomainError) => void,
+    membership?: Membership,
+    live = false,
+    authenticatedAt?: number,
+  ): () => void {
     const sets = [add(this.byKey, keyId)];
     if (membership) sets.push(add(this.byMembership, `${membership.accountId}|${membership.memberId}`));
     if (live) sets.push([undefined, '', this.live]);
@@ -63,7 +84,13 @@ export class OpenStreams {
       },
     };
     for (const [, , set] of sets) set.add(held);
-    if (expiresAt !== null) {
+    if (authenticatedAt !== undefined && this.revokedSince(keyId, authenticatedAt)) {
+      // Revoked while its request was under way: ended at once (on a timer: never before `hold` returns).
+      held.timer = setTimeout(() => {
+        held.release();
+        end(keyRevoked());
+      }, 0).unref();
+    } else if (expiresAt !== null) {
       // Always on a timer, even when already expired (a race with the cache): `end` never runs before `hold` returns.
       const arm = () => {
         const left = expiresAt - Date.now();
@@ -92,9 +119,21 @@ export class OpenStreams {
     return endAll(new Set(this.live), draining);
   }
 
-  /** Ends every open stream of a revoked key; returns how many there were. */
-  end(keyId: string): number {
+  /** Ends every open stream of a revoked key, and remembers the revocation a while; returns how many there were. */
+  end(keyId: string, now = Date.now()): number {
+    this.revoked.delete(keyId);
+    this.revoked.set(keyId, now);
+    for (const [k, at] of this.revoked) {
+      if (at > now - REVOCATION_MEMORY_MS && this.revoked.size <= MAX_REMEMBERED) break;
+      this.revoked.delete(k);
+    }
     return endAll(this.byKey.get(keyId), keyRevoked);
+  }
+
+  /** Whether `keyId` was revoked at or after `at` (ms), as far as this replica remembers (REVOCATION_MEMORY_MS). */
+  revokedSince(keyId: string, at: number): boolean {
+    const when = this.revoked.get(keyId);
+    return when !== undefined && when >= at;
   }
 
   /** Ends every open stream acting in `accountId` on `memberId`'s membership (removed or changed); returns how many. */

@@ -2,7 +2,7 @@ import { presentedSecret } from '@svc/gateway';
 import { DomainError } from '@svc/kit';
 
 import { AUTH_FAILURE_LIMIT, FailedAuthentications } from '../dist/auth-failures.js';
-import { OpenStreams } from '../dist/open-streams.js';
+import { OpenStreams, REVOCATION_MEMORY_MS } from '../dist/open-streams.js';
 
 const KEY = `svc_${'ab'.repeat(32)}`;
 const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
@@ -95,5 +95,30 @@ describe('OpenStreams', () => {
     expect(ended).toEqual(['live draining', 'late draining']);
     expect(s.size).toBe(1);
     expect(s.end('key_f')).toBe(1);
+  });
+
+  test('a stream held after its key was revoked, for a request authenticated before, ends at once (never before hold returns)', async () => {
+    const s = new OpenStreams();
+    const ended: string[] = [];
+    const before = Date.now() - 10;
+    s.end('key_f');
+    s.hold('key_f', null, (why) => ended.push(`before ${why.code}`), undefined, false, before);
+    expect(ended).toEqual([]);
+    s.hold('key_f', null, () => ended.push('authenticated after'), undefined, false, Date.now() + 1);
+    s.hold('key_g', null, () => ended.push('another key'), undefined, false, before);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(ended).toEqual(['before key_revoked']);
+    expect(s.size).toBe(2);
+  });
+
+  test('a revocation is remembered for REVOCATION_MEMORY_MS', () => {
+    const s = new OpenStreams();
+    const now = Date.now();
+    s.end('key_h', now - REVOCATION_MEMORY_MS - 1);
+    expect(s.revokedSince('key_h', now - REVOCATION_MEMORY_MS - 1)).toBe(true);
+    s.end('key_i', now);
+    expect(s.revokedSince('key_h', 0)).toBe(false);
+    expect(s.revokedSince('key_i', now)).toBe(true);
+    expect(s.revokedSince('key_i', now + 1)).toBe(false);
   });
 });

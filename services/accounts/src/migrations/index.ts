@@ -141,4 +141,36 @@ export const migrations: Migration[] = [
         retired_at timestamptz
       );`,
   },
+  {
+    id: '0004_passkeys',
+    sql: `
+      -- A person's passkeys (WebAuthn credentials): the public key only, never a secret.
+      CREATE TABLE accounts.passkeys (
+        -- The credential id (base64url), as the authenticator made it.
+        id text PRIMARY KEY,
+        user_id text NOT NULL REFERENCES accounts.accounts (id) ON DELETE CASCADE,
+        name text NOT NULL,
+        -- The COSE public key, base64url.
+        public_key text NOT NULL,
+        counter bigint NOT NULL DEFAULT 0,
+        transports text[] NOT NULL DEFAULT '{}',
+        device_type text NOT NULL,
+        backed_up boolean NOT NULL,
+        aaguid text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        last_used_at timestamptz
+      );
+      CREATE INDEX passkeys_by_user ON accounts.passkeys (user_id, created_at);
+
+      -- Challenges of ceremonies in progress: taken once, short-lived.
+      CREATE TABLE accounts.passkey_challenges (
+        -- SHA-256 of the challenge (base64url).
+        id text PRIMARY KEY,
+        ceremony text NOT NULL CHECK (ceremony IN ('registration', 'authentication')),
+        user_id text,
+        binding text NOT NULL,
+        expires_at timestamptz NOT NULL
+      );
+      CREATE INDEX passkey_challenges_expiry ON accounts.passkey_challenges (expires_at);`,
+  },
 ];

@@ -201,4 +201,5 @@ export class OauthRecords extends AccountsCore {
   }
 }
 
-const personActor = (userId: string): Actor => ({ kind: 'human', id: userId, keyId: null, channel: 'api', accountId: userId });
+/** A person acting for themselves on the gateway's pages (the actor of their OAuth and passkey events). */
+export const personActor = (userId: string): Actor => ({ kind: 'human', id: userId, keyId: null, channel: 'api', accountId: userId });

@@ -1,7 +1,8 @@
 /**
  * The OAuth front (docs/oauth.md): protected resource metadata (RFC 9728), the authorization
  * server's own endpoints (oidc-provider under /oauth, its metadata at the RFC 8414 and OpenID
- * well-known paths), and the pages a person uses: sign-in, consent, connected apps.
+ * well-known paths), and the pages a person uses: sign-in (by API key or passkey), consent,
+ * connected apps, passkeys.
  */
 import express, { type Request, type Response } from 'express';
 
@@ -11,8 +12,10 @@ import { DomainError, type Logger, type PrincipalSigner, type Registry, setHttpR
 import type { Authenticator } from '../../auth.js';
 import type { ChallengeOf } from '../../replies.js';
 import { appsPage, type AppView, consentPage, ICON, messagePage, signInPage, STYLE } from './pages.js';
+import { mountPasskeys, passkeySignIn } from './passkeys.js';
 import { RegistrationLimit } from './registrations.js';
 import { describeScope, narrowScope, resourceMetadata, WRITE_SCOPE } from './resources.js';
+import { PASSKEYS_SCRIPT, webauthnBundle } from './script.js';
 import type { OauthServer } from './server.js';
 import { actAs, agentOf, agentOfPerson, agentsOfPerson } from './subject.js';
 import { sendPage, WebSecurity } from './web.js';
@@ -31,7 +34,9 @@ export interface OauthFrontDeps {
 
 /** Paths oidc-provider answers (the rest of /oauth is the pages'). */
 const PROVIDER_PATH = /^\/(oauth\/(authorize|token|register|revoke|jwks)(\/|$)|\.well-known\/openid-configuration$)/;
-const PAGES = /^\/oauth\/(interaction|apps|signin|signout|static)(\/|$)/;
+const PAGES = /^\/oauth\/(interaction|apps|passkeys|signin|signout|static)(\/|$)/;
+/** Where the API-key sign-in of the pages may return to. */
+const RETURNS = new Set(['/oauth/apps', '/oauth/passkeys']);
 
 export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
   const { oauth, auth } = deps;
@@ -95,6 +100,19 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     res.end(STYLE);
   });
 
+  // The pages' only scripts (passkeys): same-origin files, as the pages' CSP requires.
+  for (const [file, body] of [
+    ['webauthn.js', webauthnBundle],
+    ['passkeys.js', () => PASSKEYS_SCRIPT],
+  ] as const) {
+    pages.get(`/oauth/static/${file}`, (_req, res) => {
+      res.setHeader('Content-Type', 'text/javascript; charset=utf-8');
+      res.setHeader('Cache-Control', 'public, max-age=3600');
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.end(body());
+    });
+  }
+
   pages.get('/oauth/static/icon.svg', (_req, res) => {
     res.setHeader('Content-Type', 'image/svg+xml');
     res.setHeader('Cache-Control', 'public, max-age=86400');
@@ -137,7 +155,8 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       const person = webOf().person(req);
       if (person) return void (await provider.interactionFinished(req, res, { login: { accountId: person } }, { mergeWithLastSubmission: false }));
       const csrf = webOf().csrfToken(req, res, `login|${details.uid}`);
-      return sendPage(res, 200, signInPage({ action: `/oauth/interaction/${details.uid}/login`, csrf, clientName }));
+      const passkey = passkeySignIn(webOf(), req, res, `/oauth/interaction/${details.uid}`);
+      return sendPage(res, 200, signInPage({ action: `/oauth/interaction/${details.uid}/login`, csrf, clientName, passkey }));
     }
     const view = await consentView(provider, details, client);
     const csrf = webOf().csrfToken(req, res, `consent|${details.uid}`);
@@ -157,7 +176,8 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     } catch (err) {
       const error = failedSignIn(err);
       const csrf = webOf().csrfToken(req, res, `login|${details.uid}`);
-      return sendPage(res, 401, signInPage({ action: `/oauth/interaction/${details.uid}/login`, csrf, error }));
+      const passkey = passkeySignIn(webOf(), req, res, `/oauth/interaction/${details.uid}`);
+      return sendPage(res, 401, signInPage({ action: `/oauth/interaction/${details.uid}/login`, csrf, error, passkey }));
     }
     webOf().signIn(req, res, userId);
     await provider.interactionFinished(req, res, { login: { accountId: userId } }, { mergeWithLastSubmission: false });
@@ -278,7 +298,7 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     const userId = webOf().person(req);
     if (!userId) {
       const csrf = webOf().csrfToken(req, res, 'signin');
-      return sendPage(res, 200, signInPage({ action: '/oauth/signin', csrf }));
+      return sendPage(res, 200, signInPage({ action: '/oauth/signin', csrf, passkey: passkeySignIn(webOf(), req, res, '/oauth/apps') }));
     }
     await showApps(req, res, userId);
   });
@@ -288,13 +308,15 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     await readForm(req, res);
     const refused = webOf().checkForm(req, 'signin');
     if (refused) return sendPage(res, 403, messagePage('Refused', refused));
+    const returnTo = typeof req.body?.return === 'string' && RETURNS.has(req.body.return) ? String(req.body.return) : '/oauth/apps';
     try {
       webOf().signIn(req, res, await signInWithKey(req));
     } catch (err) {
       const error = failedSignIn(err);
-      return sendPage(res, 401, signInPage({ action: '/oauth/signin', csrf: webOf().csrfToken(req, res, 'signin'), error }));
+      const csrf = webOf().csrfToken(req, res, 'signin');
+      return sendPage(res, 401, signInPage({ action: '/oauth/signin', csrf, error, returnTo, passkey: passkeySignIn(webOf(), req, res, returnTo) }));
     }
-    res.redirect(303, '/oauth/apps');
+    res.redirect(303, returnTo);
   });
 
   pages.post('/oauth/apps/revoke', async (req, res) => {
@@ -321,6 +343,15 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     if (refused) return sendPage(res, 403, messagePage('Refused', refused));
     webOf().signOut(req, res);
     res.redirect(303, '/oauth/apps');
+  });
+
+  mountPasskeys(pages, {
+    registry: deps.registry,
+    systemToken: deps.systemToken,
+    log: deps.log,
+    web: webOf,
+    issuer: () => oauth.issuer,
+    personOf,
   });
 
   app.use((req, res, next) => {

@@ -1,7 +1,9 @@
 /**
- * The pages of sign-in, consent and connected apps (docs/oauth.md): plain HTML rendered on the
- * server, no script at all, one style sheet (`/oauth/static/oauth.css`), every field labelled,
- * readable on a phone. Every value shown is escaped.
+ * The pages of sign-in, consent, connected apps and passkeys (docs/oauth.md): plain HTML rendered
+ * on the server, one style sheet (`/oauth/static/oauth.css`), every field labelled, readable on a
+ * phone. Every value shown is escaped. No inline script anywhere: the sign-in and passkeys pages
+ * load two same-origin script files (the WebAuthn browser library and `passkeys.js`), which only
+ * add passkeys to pages that work without them (the API-key sign-in is a plain form).
  */
 
 export const esc = (s: unknown) => String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -34,10 +36,19 @@ button.danger { background: #fff; color: var(--bad); border-color: var(--bad); }
 ul.apps { list-style: none; padding: 0; }
 ul.apps > li { border: 1px solid var(--line); border-radius: 4px; padding: 1rem; margin: 0 0 1rem; }
 ul.apps h2 { margin-top: 0; }
+.passkey { border: 1px solid var(--line); border-radius: 4px; padding: .5rem 1rem 1rem; margin: 1rem 0; }
+.or { text-align: center; color: var(--muted); margin: 1rem 0 0; }
+nav { display: flex; flex-wrap: wrap; gap: 1rem; margin: 1.5rem 0 0; }
+a { color: var(--accent); }
+[hidden] { display: none !important; }
 code { font-family: ui-monospace, monospace; font-size: .95em; overflow-wrap: anywhere; }
 `;
 
-function layout(title: string, body: string): string {
+/** The scripts of a page that offers passkeys (same-origin files: the CSP allows no other). */
+const SCRIPTS = `<script src="/oauth/static/webauthn.js" defer></script>
+<script src="/oauth/static/passkeys.js" defer></script>`;
+
+function layout(title: string, body: string, scripts = false): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -47,6 +58,7 @@ function layout(title: string, body: string): string {
 <title>${esc(title)} · svc</title>
 <link rel="stylesheet" href="/oauth/static/oauth.css">
 <link rel="icon" href="/oauth/static/icon.svg" type="image/svg+xml">
+${scripts ? SCRIPTS : ''}
 </head>
 <body>
 <main>
@@ -58,13 +70,43 @@ ${body}
 
 const hidden = (name: string, value: string) => `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`;
 
-/** Sign-in with an API key: for an authorization in progress (`action` its login URL), or for the connected apps page. */
-export function signInPage(o: { action: string; csrf: string; clientName?: string; error?: string; returnTo?: string }): string {
+/** Where a passkey ceremony's script posts, with its CSRF token, and where it goes once done. */
+export interface PasskeySignIn {
+  csrf: string;
+  /** Where the browser goes once signed in (the interaction, or a page of the person's). */
+  next: string;
+}
+
+const data = (o: Record<string, string>) =>
+  Object.entries(o)
+    .map(([k, v]) => ` data-${k}="${esc(v)}"`)
+    .join('');
+
+/**
+ * Sign-in: with a passkey (offered by the script where the browser has WebAuthn; hidden
+ * otherwise) or with an API key (a plain form, no script needed): for an authorization in
+ * progress (`action` its login URL), or for the connected apps and passkeys pages.
+ */
+export function signInPage(o: {
+  action: string;
+  csrf: string;
+  passkey: PasskeySignIn;
+  clientName?: string;
+  error?: string;
+  returnTo?: string;
+}): string {
   return layout(
     'Sign in',
     `<h1>Sign in to svc</h1>
-${o.clientName ? `<p><strong>${esc(o.clientName)}</strong> asks to connect to your svc account. Sign in first; you will then see what it asks for.</p>` : '<p>Sign in to see and revoke the apps connected to your account.</p>'}
+${o.clientName ? `<p><strong>${esc(o.clientName)}</strong> asks to connect to your svc account. Sign in first; you will then see what it asks for.</p>` : '<p>Sign in to see your connected apps and passkeys.</p>'}
 ${o.error ? `<p class="error" role="alert" id="signin-error">${esc(o.error)}</p>` : ''}
+<section class="passkey" id="passkey-signin" hidden${data({ ceremony: 'authentication', csrf: o.passkey.csrf, next: o.passkey.next })}>
+<h2>With a passkey</h2>
+<p class="muted">Your device asks you to confirm it is you (fingerprint, face or screen lock).</p>
+<p class="error" role="alert" id="passkey-error" hidden></p>
+<div class="actions"><button type="button" id="passkey-button">Sign in with a passkey</button></div>
+<p class="or">or</p>
+</section>
 <form method="post" action="${esc(o.action)}">
 ${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return', o.returnTo) : ''}
 <label for="api-key">Your API key</label>
@@ -72,6 +114,64 @@ ${hidden('csrf', o.csrf)}${o.returnTo ? hidden('return', o.returnTo) : ''}
 <p class="muted">A key of yours (svc_…), not limited to a project. It is used to sign you in only: it is not given to the app.</p>
 <div class="actions"><button type="submit">Sign in</button></div>
 </form>`,
+    true,
+  );
+}
+
+/** One passkey as its page lists it. */
+export interface PasskeyView {
+  id: string;
+  name: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  /** Synced to the person's other devices (a multi-device credential, backed up). */
+  synced: boolean;
+}
+
+const when = (iso: string | null, none: string) => (iso ? `<time datetime="${esc(iso)}">${esc(iso)}</time>` : none);
+
+/** A person's passkeys: each with a Remove button (a plain form), and the adding of one (by the script). */
+export function passkeysPage(o: {
+  csrf: string;
+  signOutCsrf: string;
+  person: { id: string; name: string };
+  passkeys: PasskeyView[];
+  notice?: string;
+}): string {
+  const items = o.passkeys
+    .map(
+      (k) => `<li>
+<h2>${esc(k.name)}</h2>
+<dl>
+<dt>Added</dt><dd>${when(k.createdAt, '')}</dd>
+<dt>Last use</dt><dd>${when(k.lastUsedAt, 'never')}</dd>
+<dt>Synced</dt><dd>${k.synced ? 'yes: on your other devices too' : 'no: on this device or key only'}</dd>
+</dl>
+<form method="post" action="/oauth/passkeys/delete">
+${hidden('csrf', o.csrf)}${hidden('passkey', k.id)}
+<button type="submit" class="danger" aria-label="Remove passkey ${esc(k.name)}">Remove</button>
+</form>
+</li>`,
+    )
+    .join('\n');
+  return layout(
+    'Passkeys',
+    `<h1>Passkeys</h1>
+<p>Signed in as ${esc(o.person.name)} (<code>${esc(o.person.id)}</code>). A passkey signs you in to these pages without your API key.</p>
+${o.notice ? `<p role="status">${esc(o.notice)}</p>` : ''}
+${o.passkeys.length ? `<ul class="apps">${items}</ul>` : '<p>You have no passkey yet.</p>'}
+<section class="passkey" id="passkey-add" hidden${data({ ceremony: 'registration', csrf: o.csrf, next: '/oauth/passkeys' })}>
+<h2>Add a passkey</h2>
+<label for="passkey-name">Its name</label>
+<input id="passkey-name" type="text" maxlength="100" autocomplete="off" aria-describedby="passkey-name-help">
+<p class="muted" id="passkey-name-help">To tell your passkeys apart, such as “Work laptop”. Your device then asks you to confirm it is you.</p>
+<p class="error" role="alert" id="passkey-error" hidden></p>
+<div class="actions"><button type="button" id="passkey-button">Add a passkey</button></div>
+</section>
+<p class="muted" id="passkey-unsupported">Adding a passkey needs a browser with JavaScript and passkeys (WebAuthn).</p>
+<nav><a href="/oauth/apps">Connected apps</a></nav>
+<form method="post" action="/oauth/signout">${hidden('csrf', o.signOutCsrf)}<div class="actions"><button type="submit" class="secondary">Sign out</button></div></form>`,
+    true,
   );
 }
 
@@ -171,6 +271,7 @@ ${hidden('csrf', o.csrf)}${hidden('grant', a.grantId)}
 <p>Signed in as ${esc(o.person.name)} (<code>${esc(o.person.id)}</code>).</p>
 ${o.notice ? `<p role="status">${esc(o.notice)}</p>` : ''}
 ${o.apps.length ? `<ul class="apps">${items}</ul>` : '<p>No app is connected to your account.</p>'}
+<nav><a href="/oauth/passkeys">Passkeys</a></nav>
 <form method="post" action="/oauth/signout">${hidden('csrf', o.csrf)}<div class="actions"><button type="submit" class="secondary">Sign out</button></div></form>`,
   );
 }

@@ -1,7 +1,8 @@
 /**
  * Dynamic client registration is open to anyone (as the MCP specification expects), so each
  * address may register only so many clients in a window on this replica: a flood of registrations
- * cannot fill the accounts service's database.
+ * cannot fill the accounts service's database. Passkey sign-ins (each keeps a challenge) are
+ * counted the same way, in a limit of their own.
  */
 export const REGISTRATIONS_PER_ADDRESS = 100;
 export const REGISTRATION_WINDOW_MS = 10 * 60_000;

@@ -5,7 +5,8 @@ import type { Request, Response } from 'express';
 /**
  * What the pages need of the web (docs/oauth.md, "Pages"): cookies (HttpOnly, SameSite=Lax,
  * Secure except on loopback), a CSRF token on every form, a signed sign-in cookie, and the headers
- * of every page (a CSP without any script, framing refused, nothing cached).
+ * of every page (a CSP without any script, or with same-origin script files only on the pages that
+ * offer passkeys; framing refused, nothing cached).
  */
 
 const CSRF_COOKIE = 'svc_csrf';
@@ -13,10 +14,15 @@ const SESSION_COOKIE = 'svc_web';
 /** How long the pages' own sign-in lasts. */
 const SESSION_SECONDS = 30 * 60;
 
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/i;
+/** Loopback hosts: localhost and the names below it (RFC 6761), 127/8, ::1. */
+const LOOPBACK = /^((?:[a-z0-9-]+\.)*localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$/i;
+
+const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'";
+/** The pages that offer passkeys: their two script files, and their calls to this origin; no inline script, no eval. */
+const CSP_WITH_SCRIPTS = `${CSP}; script-src 'self'; connect-src 'self'`;
 
 export const PAGE_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'Content-Security-Policy': CSP,
   'X-Frame-Options': 'DENY',
   'X-Content-Type-Options': 'nosniff',
   // same-origin, not no-referrer: with no-referrer a browser posts forms with `Origin: null`.
@@ -71,6 +77,15 @@ export class WebSecurity {
   }
 
   /**
+   * What ties a passkey ceremony to this browser: a MAC of its CSRF cookie (set when missing). The
+   * accounts service keeps it with the challenge and takes the challenge back only with it.
+   */
+  binding(req: Request, res: Response): string {
+    this.csrfToken(req, res, 'binding');
+    return this.mac(`binding|${this.cookie(req, CSRF_COOKIE)}`);
+  }
+
+  /**
    * Whether a form post is this server's own: posted from its origin (or a browser that says
    * nothing of it), with the token of its form for this browser.
    */
@@ -115,9 +130,19 @@ export class WebSecurity {
   }
 }
 
+/** Sends a page; one that loads the pages' script files (pages.ts) is the only kind allowed to run them. */
 export function sendPage(res: Response, status: number, html: string): void {
   res.statusCode = status;
   for (const [k, v] of Object.entries(PAGE_HEADERS)) res.setHeader(k, v);
+  if (html.includes('<script src="/oauth/static/')) res.setHeader('Content-Security-Policy', CSP_WITH_SCRIPTS);
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.end(html);
+}
+
+/** A JSON answer of the pages' own calls (the passkey ceremonies): never cached, never framed. */
+export function sendJson(res: Response, status: number, body: unknown): void {
+  res.statusCode = status;
+  for (const [k, v] of Object.entries(PAGE_HEADERS)) res.setHeader(k, v);
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
 }
