@@ -14,6 +14,7 @@
  */
 
 import { checkShape, trailStop } from './order.js';
+import { StopHeap } from './stops.js';
 import { TrailingStops } from './trailing.js';
 
 export { newBookOrder, trailStop } from './order.js';
@@ -78,10 +79,13 @@ export interface MatchResult {
 
 interface Level {
   price: number;
-  orders: BookOrder[];
+  /** Its orders in time priority from `head` on (those before it are gone: undefined). */
+  orders: Array<BookOrder | undefined>;
   head: number;
   /** Live (unfilled, uncancelled) lots resting at this price. */
   qty: number;
+  /** Orders cancelled off it since its list was last compacted (still in the list until their turn, or the next compaction). */
+  dead: number;
 }
 
 const isOpen = (o: BookOrder) => o.status === 'new' || o.status === 'partially_filled';
@@ -96,9 +100,9 @@ export class OrderBook {
   private readonly askLevels = new Map<number, Level>();
   /** Resting orders and pending stops, by id. */
   private readonly live = new Map<string, BookOrder>();
-  /** Pending stops, the next to fire last: buy stops by stop price descending, sell stops ascending. */
-  private readonly buyStops: BookOrder[] = [];
-  private readonly sellStops: BookOrder[] = [];
+  /** Pending stops and stop-limits, the next to fire on top: buy stops from the lowest stop price up, sell stops from the highest down. */
+  private readonly buyStops = new StopHeap(true);
+  private readonly sellStops = new StopHeap(false);
   /** Pending trailing stops (their trigger moves with the last price). */
   private readonly trailing = new TrailingStops();
   /** Held legs of open bracket and OTO entries, by id. */
@@ -120,7 +124,8 @@ export class OrderBook {
   }
 
   get(id: string): BookOrder | undefined {
-    return this.live.get(id) ?? this.held.get(id) ?? this.auctions.get(id);
+    // Most books hold no held legs or auction orders: an id that is not live is not looked up again.
+    return this.live.get(id) ?? (this.held.size ? this.held.get(id) : undefined) ?? (this.auctions.size ? this.auctions.get(id) : undefined);
   }
 
   /** Resting orders, untriggered stops, held legs and orders waiting for an auction, in no particular order. */
@@ -249,7 +254,7 @@ export class OrderBook {
     const result: MatchResult = { fills: [], changed: [] };
     order.seq = ++this.seq;
     this.holdLegs(order);
-    for (const l of order.legs ?? []) result.changed.push(l);
+    if (order.legs) for (const l of order.legs) result.changed.push(l);
     // An OCO: its stop leg goes in first, so that the other leg trading at once finds it to cancel (and a stop already reached cancels it).
     const sibling = order.sibling;
     if (sibling && sibling.status === 'new' && !this.live.has(sibling.id)) {
@@ -316,7 +321,8 @@ export class OrderBook {
 
   /** Registers an entry's held legs (they live outside the book until it closes). */
   private holdLegs(o: BookOrder): void {
-    for (const l of o.legs ?? []) {
+    if (!o.legs) return;
+    for (const l of o.legs) {
       l.parent = o;
       if (l.status === 'held') this.held.set(l.id, l);
     }
@@ -362,15 +368,18 @@ export class OrderBook {
    * it filled, the stop leg first (a take-profit that trades at once then cancels it).
    */
   private activate(entry: BookOrder, hooks: MatchHooks, result: MatchResult): void {
-    const legs = (entry.legs ?? []).filter((l) => l.status === 'held');
+    const all = entry.legs ?? [];
     entry.legs = [];
     if (entry.filled === 0) {
       const alike = entry.reason === 'cancelled_by_user' || entry.reason === 'day_ended';
-      for (const l of legs)
+      for (const l of all)
         this.closeHeld(l, alike && entry.status === 'expired' ? 'expired' : 'cancelled', alike ? entry.reason! : 'linked_order_closed', result);
       return;
     }
-    legs.sort((a, b) => Number(isStopType(b)) - Number(isStopType(a)));
+    // The held ones, stop legs first (each kind in its order).
+    const legs: BookOrder[] = [];
+    for (const l of all) if (l.status === 'held' && isStopType(l)) legs.push(l);
+    for (const l of all) if (l.status === 'held' && !isStopType(l)) legs.push(l);
     for (const l of legs) {
       this.held.delete(l.id);
       l.qty = entry.filled;
@@ -449,7 +458,8 @@ export class OrderBook {
       while (level.head < level.orders.length && order.filled < order.qty) {
         const maker = level.orders[level.head]!;
         if (!isOpen(maker)) {
-          level.head++;
+          // Passed: let it go (the level keeps no order it no longer holds).
+          level.orders[level.head++] = undefined;
           continue;
         }
         if (maker.owner === order.owner) {
@@ -466,7 +476,7 @@ export class OrderBook {
         if (maker.filled === maker.qty) {
           maker.status = 'filled';
           this.live.delete(maker.id);
-          level.head++;
+          level.orders[level.head++] = undefined;
         } else maker.status = 'partially_filled';
         this.lastPrice = level.price;
         result.fills.push(fill);
@@ -507,22 +517,21 @@ export class OrderBook {
   private fireStops(hooks: MatchHooks, result: MatchResult): void {
     for (;;) {
       this.flushStale();
-      const entry = this.closedEntries.shift();
-      if (entry) {
-        this.activate(entry, hooks, result);
+      if (this.closedEntries.length) {
+        this.activate(this.closedEntries.shift()!, hooks, result);
         continue;
       }
-      const due: BookOrder[] = [];
-      for (const stops of [this.buyStops, this.sellStops]) {
-        while (stops.length && this.reached(stops[stops.length - 1]!)) due.push(stops.pop()!);
-      }
-      this.trailing.due(this.lastPrice, due);
-      if (!due.length) {
+      const p = this.lastPrice;
+      if (!this.buyStops.reached(p) && !this.sellStops.reached(p) && !this.trailing.reached(p)) {
         // The trailing stops the running submission moved: changed once each, however many trades moved them.
         this.trailing.takeMoved(result.changed);
         return;
       }
-      due.sort((a, b) => a.seq - b.seq);
+      const due: BookOrder[] = [];
+      this.buyStops.due(p, due);
+      this.sellStops.due(p, due);
+      this.trailing.due(p, due);
+      if (due.length > 1) due.sort((a, b) => a.seq - b.seq);
       for (const stop of due) {
         // Cancelled meanwhile by its OCO leg's fill or trigger.
         if (!isOpen(stop)) continue;
@@ -540,18 +549,7 @@ export class OrderBook {
       this.trailing.add(o);
       return;
     }
-    const buy = o.side === 'buy';
-    const stops = buy ? this.buyStops : this.sellStops;
-    // Buy stops fire from the lowest stop price up, sell stops from the highest down: that one last.
-    let lo = 0;
-    let hi = stops.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      const p = stops[mid]!.stopPrice!;
-      if (buy ? p >= o.stopPrice! : p <= o.stopPrice!) lo = mid + 1;
-      else hi = mid;
-    }
-    stops.splice(lo, 0, o);
+    (o.side === 'buy' ? this.buyStops : this.sellStops).add(o);
   }
 
   private rest(o: BookOrder): void {
@@ -559,7 +557,7 @@ export class OrderBook {
     const index = buy ? this.bidLevels : this.askLevels;
     let level = index.get(o.price!);
     if (!level) {
-      level = { price: o.price!, orders: [], head: 0, qty: 0 };
+      level = { price: o.price!, orders: [], head: 0, qty: 0, dead: 0 };
       index.set(o.price!, level);
       insertLevel(buy ? this.bids : this.asks, level, buy);
     }
@@ -569,15 +567,12 @@ export class OrderBook {
   }
 
   private unlink(o: BookOrder): void {
-    if (this.auctions.get(o.id) === o) this.auctions.delete(o.id);
+    if (isAuction(o) && this.auctions.get(o.id) === o) this.auctions.delete(o.id);
     if (this.live.get(o.id) !== o) return;
     this.live.delete(o.id);
     if (isStopType(o) && !o.triggered) {
       if (o.type === 'trailing_stop') return this.trailing.remove(o);
-      const stops = o.side === 'buy' ? this.buyStops : this.sellStops;
-      const i = stopIndex(stops, o);
-      if (i >= 0) stops.splice(i, 1);
-      return;
+      return (o.side === 'buy' ? this.buyStops : this.sellStops).remove();
     }
     const buy = o.side === 'buy';
     const index = buy ? this.bidLevels : this.askLevels;
@@ -589,6 +584,11 @@ export class OrderBook {
       const i = levels.indexOf(level);
       if (i >= 0) levels.splice(i, 1);
       index.delete(level.price);
+    } else if (++level.dead > 16 && level.dead * 2 > level.orders.length - level.head) {
+      // Mostly cancelled orders (a level far from the trades keeps them otherwise, and what they link to): only the open ones stay.
+      level.orders = level.orders.filter((m, i) => i >= level.head && m !== o && isOpen(m!));
+      level.head = 0;
+      level.dead = 0;
     } else if (level.head > 32 && level.head * 2 > level.orders.length) {
       level.orders = level.orders.slice(level.head);
       level.head = 0;
@@ -598,25 +598,6 @@ export class OrderBook {
   private bestLevel(levels: Level[]): Level | undefined {
     return levels[levels.length - 1];
   }
-}
-
-/**
- * Where a pending stop stands in its list (addStop: buy stops by stop price descending, sell stops
- * ascending; a stop's price does not move while it waits), found by its price, or -1: an OCO's
- * cancelled stop leg is taken out without a walk over every pending stop.
- */
-function stopIndex(stops: BookOrder[], o: BookOrder): number {
-  const buy = o.side === 'buy';
-  let lo = 0;
-  let hi = stops.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const p = stops[mid]!.stopPrice!;
-    if (buy ? p > o.stopPrice! : p < o.stopPrice!) lo = mid + 1;
-    else hi = mid;
-  }
-  for (let i = lo; i < stops.length && stops[i]!.stopPrice === o.stopPrice; i++) if (stops[i] === o) return i;
-  return -1;
 }
 
 /** Keeps `levels` sorted with the best price last (bids ascending, asks descending). */
