@@ -15,6 +15,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
+const { TextDecoder } = require('node:util');
 
 const { freePort, freshDatabase } = require('./lib.js');
 
