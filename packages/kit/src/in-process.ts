@@ -108,6 +108,9 @@ function localMethodOf(def: UnaryDef, impl: Impl): LocalMethod {
         signal?.removeEventListener('abort', abort);
         if (failed) reject(failed);
         else resolve(bytes!);
+        // grpc-js marks a call cancelled when its stream closes, after an answer too (a handler's
+        // signal aborts then): the same here, once the answer is handed over.
+        process.nextTick(() => call.cancel());
       };
       // The caller gives up (its signal, or the deadline): the handler sees its call cancelled.
       const giveUp = (f: LocalFailure) => {

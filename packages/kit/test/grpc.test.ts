@@ -27,6 +27,10 @@ const handlers = {
     if (req.keyHash === 'missing') throw new DomainError('not_found', 'key_not_found', 'API key not found.');
     if (req.keyHash === 'limited') throw new DomainError('rate_limited', 'too_many', 'Slow down.', { retryAfterSeconds: 3, bucket: 'b' });
     if (req.keyHash === 'store') return { key: { ...blank, id: String(store.getStore() ?? 'none') } };
+    if (req.keyHash === 'keep-signal') {
+      kept.push(ctx.signal);
+      return { key: blank };
+    }
     if (req.keyHash === 'crash') throw new Error('database password is hunter2');
     if (req.keyHash.startsWith('slow')) await sleep(Number(req.keyHash.slice(4)));
     if (req.keyHash === 'wait-for-abort') {
@@ -45,6 +49,7 @@ const blank = { id: '', name: '', prefix: '', usageCount: 0, createdAt: '', acco
 /** Something a caller holds in AsyncLocalStorage (as sql-guard.ts holds an open transaction): never seen by the service it calls. */
 const store = new AsyncLocalStorage<string>();
 const aborted: Array<{ here: boolean; below: boolean }> = [];
+const kept: AbortSignal[] = [];
 
 /** A server of the test handlers; `inProcess`: offered to callers of this process too, as runService does. */
 async function serve(inProcess: boolean) {
@@ -136,6 +141,13 @@ describe.each([
     await expect(inFlight).resolves.toMatchObject({ key: { id: 'acct_me' } });
     await stopped;
     c.close();
+  });
+
+  test('a handler sees its call end once it has answered, as grpc-js reports a closed stream', async () => {
+    kept.length = 0;
+    await client.verifyKey({ keyHash: 'keep-signal' }, { principalToken: token });
+    for (let i = 0; i < 50 && !kept[0]?.aborted; i++) await sleep(10);
+    expect(kept[0]?.aborted).toBe(true);
   });
 
   test("the service runs outside its caller's async context", async () => {
