@@ -16,7 +16,12 @@ export const freePort: () => Promise<number> = require('../../scripts/faults/bac
 export function spawnSvc(env: Record<string, string>): ChildProcess & { output: () => string } {
   const child = spawn(process.execPath, ['--require', './packages/kit/dist/tracing/register.js', './apps/stack/dist/main.js'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: 'warn',
+      ...(process.env.SVC_GRPC_TRANSPORT ? { SVC_GRPC_TRANSPORT: process.env.SVC_GRPC_TRANSPORT } : {}),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

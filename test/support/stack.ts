@@ -72,6 +72,8 @@ export async function startTestStack(
     ...(db ? { DATABASE_URL: db.url } : {}),
     ...(real.redis ? { REDIS_URL: real.redis } : {}),
     ...(real.nats ? { NATS_URL: real.nats } : {}),
+    // CI's first pass runs the services' calls over HTTP/2 (SVC_GRPC_TRANSPORT=wire), its second in process.
+    ...(process.env.SVC_GRPC_TRANSPORT ? { SVC_GRPC_TRANSPORT: process.env.SVC_GRPC_TRANSPORT } : {}),
     ...extraEnv,
     ...(s3 ? { S3_ENDPOINT: s3.endpoint, S3_ACCESS_KEY: s3.accessKey, S3_SECRET_KEY: s3.secretKey, S3_BUCKET: namespace } : {}),
   };

@@ -36,6 +36,8 @@ const EnvSchema = z
     SVC_INTERNAL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
     SVC_MIGRATE_ONLY: bool,
     SVC_GRPC_DEADLINE_MS: z.coerce.number().int().min(100).default(10_000),
+    // How services of one process call each other: in process (in-process.ts) or over HTTP/2 like services apart.
+    SVC_GRPC_TRANSPORT: z.enum(['in-process', 'wire']).default('in-process'),
     SVC_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
     // How long a start waits for a service it needs (accounts for keys) before it gives up and exits.
     SVC_START_WAIT_SECONDS: z.coerce.number().int().min(0).default(120),

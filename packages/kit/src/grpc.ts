@@ -4,6 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 
 import { DomainError, ERROR_KINDS, isErrorKind } from './errors.js';
+import { MAX_REQUEST_BYTES } from './in-process.js';
 import type { Logger } from './log.js';
 import { type Principal, PRINCIPAL_METADATA_KEY, type PrincipalSigner } from './principal.js';
 import { duplexCall, streamCall } from './stream.js';
@@ -222,7 +223,7 @@ export async function startGrpcServer(options: {
 }): Promise<GrpcServerHandle> {
   const server = new grpc.Server({
     ...GRPC_OPTIONS,
-    'grpc.max_receive_message_length': 16 * 1024 * 1024,
+    'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
     // Clients reconnect every few minutes, so new replicas behind a Kubernetes Service get
     // traffic after a scale-up (connections are long-lived and balanced per connection).
     'grpc.max_connection_age_ms': 5 * 60_000,

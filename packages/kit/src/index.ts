@@ -10,6 +10,7 @@ export * from './etags.js';
 export * from './grpc.js';
 export * from './hashing.js';
 export * from './ids.js';
+export * from './in-process.js';
 export * from './lazy.js';
 export * from './live.js';
 export * from './log.js';

@@ -5,10 +5,12 @@ import type { BackendName, Backends } from './backends.js';
 import { CATALOGUE, mayCall, type ServiceName } from './catalogue.js';
 import { type Config, loadSettings } from './config.js';
 import { bindService, createRpcClient, type GrpcServerHandle, type Handlers, type RpcClient, startGrpcServer } from './grpc.js';
+import { offerInProcess } from './in-process.js';
 import type { Logger } from './log.js';
 import { type Principal, PrincipalSigner } from './principal.js';
 import type { Migration } from './storage/sql.js';
 import { migrate } from './storage/sql.js';
+import { tracingConfigured } from './tracing/enabled.js';
 
 /**
  * Where each service's gRPC server is; filled from config or as services start in-process. A
@@ -177,17 +179,19 @@ export async function runService(
   const applied = await runMigrations(module, deps.backends);
   if (applied.length) log.info({ applied }, 'migrations applied');
   const instance = await module.create(ctx);
+  const implementation = bindService(module.definition, instance.handlers, { signer, log });
   const handle = await startGrpcServer({
     host: deps.host,
     port: deps.port,
     serviceName: module.grpcServiceName,
-    services: [
-      {
-        definition: module.definition as unknown as grpc.ServiceDefinition,
-        implementation: bindService(module.definition, instance.handlers, { signer, log }),
-      },
-    ],
+    services: [{ definition: module.definition as unknown as grpc.ServiceDefinition, implementation }],
   });
+  // Callers in this process reach the same implementation without HTTP/2 (in-process.ts), unless
+  // SVC_GRPC_TRANSPORT=wire or tracing is on (grpc-js's instrumentation makes the server spans).
+  const withdraw =
+    deps.config.SVC_GRPC_TRANSPORT === 'in-process' && !tracingConfigured(process.env)
+      ? offerInProcess(handle.address, module.definition, implementation)
+      : undefined;
   deps.registry.set(module.name, handle.address);
   await instance.start?.();
 
@@ -209,6 +213,8 @@ export async function runService(
     grpc: handle,
     async stop(graceMs) {
       clearInterval(timer);
+      // New calls go over the wire, to a server that refuses them; calls running finish.
+      withdraw?.();
       await handle.shutdown(graceMs);
       await instance.stop?.();
     },

@@ -21,6 +21,8 @@ import net from 'node:net';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
+import { type LocalFailure, type LocalMethod, localMethod } from './in-process.js';
+
 /** The outcome of a failed call: status, message and the server's trailing metadata. */
 export class UnaryCallError extends Error {
   constructor(
@@ -91,7 +93,7 @@ export class UnaryChannel {
   private inFlight = 0;
 
   constructor(
-    address: string,
+    private readonly address: string,
     readonly maxReceiveBytes = 16 * 1024 * 1024,
   ) {
     this.target = parseTarget(address);
@@ -106,18 +108,29 @@ export class UnaryChannel {
       kind: SpanKind.CLIENT,
       attributes: { 'rpc.system': 'grpc', 'rpc.service': path.slice(1, path.lastIndexOf('/')), 'rpc.method': path.slice(path.lastIndexOf('/') + 1) },
     });
-    const headers: http2.OutgoingHttpHeaders = {
-      [HTTP2_HEADER_METHOD]: 'POST',
-      [HTTP2_HEADER_PATH]: path,
-      [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
-      [HTTP2_HEADER_TE]: 'trailers',
-      'grpc-timeout': `${Math.max(1, Math.ceil(options.deadlineMs))}m`,
-      ...options.headers,
-    };
-    propagation.inject(trace.setSpan(context.active(), span), headers);
-    const body = frame(message);
+    const metadata: Record<string, string> = { ...options.headers };
+    propagation.inject(trace.setSpan(context.active(), span), metadata);
     const deadline = Date.now() + options.deadlineMs;
-    return this.attempt(path, body, headers, deadline, REFUSED_RETRIES, options.signal).then(
+    // A server of this process that takes calls in process (in-process.ts) is called without HTTP/2.
+    const local = localMethod(this.address, path);
+    const sent = local
+      ? this.callLocal(local, message, metadata, deadline, options.signal)
+      : this.attempt(
+          path,
+          frame(message),
+          {
+            [HTTP2_HEADER_METHOD]: 'POST',
+            [HTTP2_HEADER_PATH]: path,
+            [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
+            [HTTP2_HEADER_TE]: 'trailers',
+            'grpc-timeout': `${Math.max(1, Math.ceil(options.deadlineMs))}m`,
+            ...metadata,
+          },
+          deadline,
+          REFUSED_RETRIES,
+          options.signal,
+        );
+    return sent.then(
       (res) => {
         span.setAttribute('rpc.grpc.status_code', GrpcStatus.OK);
         span.end();
@@ -130,6 +143,31 @@ export class UnaryChannel {
         throw err;
       },
     );
+  }
+
+  /** A call to a server of this process (in-process.ts), with the checks and failures of `attempt`. */
+  private async callLocal(
+    method: LocalMethod,
+    message: Buffer,
+    metadata: Record<string, string>,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<Buffer> {
+    if (this.closed) throw new UnaryCallError(GrpcStatus.UNAVAILABLE, 'The channel is closed.');
+    if (signal?.aborted) throw new UnaryCallError(GrpcStatus.CANCELLED, 'The call was cancelled by its caller.');
+    if (deadline - Date.now() <= 0) throw new UnaryCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded.');
+    let res: Buffer;
+    try {
+      res = await method(message, metadata, deadline, signal);
+    } catch (err) {
+      const f = err as LocalFailure;
+      if (typeof f?.code !== 'number') throw err;
+      throw new UnaryCallError(f.code, f.details, f.metadata);
+    }
+    if (res.length > this.maxReceiveBytes) {
+      throw new UnaryCallError(GrpcStatus.RESOURCE_EXHAUSTED, `The response is larger than ${this.maxReceiveBytes} bytes.`);
+    }
+    return res;
   }
 
   /**

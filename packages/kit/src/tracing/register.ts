@@ -5,13 +5,12 @@
  * otherwise: the SDK (sdk.ts) is not even loaded. Context crosses NATS through message headers
  * (see storage/bus.ts).
  */
+import { tracingConfigured } from './enabled.js';
 import type * as Sdk from './sdk.js';
 
 const env = process.env;
-const enabled =
-  env.OTEL_SDK_DISABLED !== 'true' && Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_TRACES_EXPORTER);
 
-if (enabled) {
+if (tracingConfigured(env)) {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   (require('./sdk.js') as typeof Sdk).startTracing(env);
 }
