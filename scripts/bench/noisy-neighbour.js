@@ -8,12 +8,15 @@
 //
 // The stack runs as its own process (the image's entrypoint), so neither tenant's client shares
 // its event loop. The light tenant runs, one request at a time, GET /v1/me, GET /v1/drive, a read
-// of a small file and a message posted to a thread (rotating); the heavy tenant runs
+// of a small file and a message posted to a thread (rotating), pausing BENCH_LIGHT_PAUSE_MS (20)
+// between requests, a light user within its rate limits; the heavy tenant runs
 // BENCH_HEAVY_WORKERS (8) loops of: drive grep with the pattern ^(a+)+$ in regex mode over a file
 // of a's, run_code of a 1 s busy loop, an 8 MiB upload (each connection replacing a file of its
 // own), and a diff of two profile versions of 2,000 items each (BENCH_FLOOD_OPS: some of
 // grep,code,upload,diff, to flood with those alone). Phases: quiet (the light mix alone), flood (both), each BENCH_SECONDS (20). The figure
-// is the light tenant's p99 under the flood over its quiet p99 (target: at most 2), with p50 beside
+// is the light tenant's p99 under the flood over its quiet p99 (target: at most 2), over the answers
+// that did the work (below 400: its own rate limit's 429s are instant and say nothing of the
+// flood; the ratio over every answer is printed beside it), with p50 beside
 // it, and how the heavy tenant's requests were answered (statuses: refusals such as 429 are the
 // platform protecting the other tenant, and are counted, not hidden).
 'use strict';
@@ -29,6 +32,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const HEAVY_WORKERS = Number(process.env.BENCH_HEAVY_WORKERS ?? 8);
 /** The heavy operations the flood rotates through (to see which one costs the light tenant what). */
+/** The light tenant's pause between its requests (ms): a light user, within its rate limits (0: as fast as it can). */
+const LIGHT_PAUSE_MS = Number(process.env.BENCH_LIGHT_PAUSE_MS ?? 20);
 const FLOOD_OPS = (process.env.BENCH_FLOOD_OPS ?? 'grep,code,upload,diff').split(',').map((s) => s.trim());
 const MiB = 1024 * 1024;
 
@@ -185,6 +190,9 @@ const statusKey = (res) => (res.status >= 400 && res.body?.error?.code ? `${res.
 async function runLight(lightMix, seconds) {
   const ops = Object.entries(lightMix);
   const latencies = [];
+  // The answers that did the operation's work (below 400): the light tenant's own rate limit
+  // answers 429 at once, and the faster the stack, the more of its loop those refusals are.
+  const served = [];
   const byOp = Object.fromEntries(ops.map(([name]) => [name, []]));
   const statuses = {};
   const end = Date.now() + seconds * 1000;
@@ -194,11 +202,15 @@ async function runLight(lightMix, seconds) {
     const res = await run();
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
     latencies.push(ms);
-    byOp[name].push(ms);
+    if (res.status < 400) {
+      served.push(ms);
+      byOp[name].push(ms);
+    }
     const k = statusKey(res);
     statuses[k] = (statuses[k] ?? 0) + 1;
+    if (LIGHT_PAUSE_MS > 0) await new Promise((r) => setTimeout(r, LIGHT_PAUSE_MS));
   }
-  return { latencies, byOp, statuses };
+  return { latencies, served, byOp, statuses };
 }
 
 async function main() {
@@ -230,7 +242,8 @@ async function main() {
     flooder.kill();
 
     const row = (name, r) =>
-      `${name.padEnd(6)} requests ${String(r.latencies.length).padStart(5)}  p50 ${percentile(r.latencies, 50).toFixed(1).padStart(7)} ms  p99 ${percentile(r.latencies, 99).toFixed(1).padStart(7)} ms  statuses ${JSON.stringify(r.statuses)}`;
+      `${name.padEnd(6)} requests ${String(r.latencies.length).padStart(5)}  p50 ${percentile(r.latencies, 50).toFixed(1).padStart(7)} ms  p99 ${percentile(r.latencies, 99).toFixed(1).padStart(7)} ms  ` +
+      `(served, below 400: ${r.served.length}, p50 ${percentile(r.served, 50).toFixed(1)} ms, p99 ${percentile(r.served, 99).toFixed(1)} ms)  statuses ${JSON.stringify(r.statuses)}`;
     console.log(
       `backends: ${db ? 'real PostgreSQL' : 'embedded PGlite'}${process.env.REDIS_URL ? ', Redis' : ''}${process.env.NATS_URL ? ', NATS' : ''}; ${HEAVY_WORKERS} heavy workers, ${SECONDS} s a phase`,
     );
@@ -240,11 +253,13 @@ async function main() {
     const each = Object.keys(quiet.byOp).map(
       (op) => `${op} ${percentile(quiet.byOp[op], 99).toFixed(1)} -> ${percentile(flooded.byOp[op], 99).toFixed(1)}`,
     );
-    console.log(`light p99 by operation, ms (quiet -> flood): ${each.join(', ')}`);
+    console.log(`light p99 by operation, served answers, ms (quiet -> flood): ${each.join(', ')}`);
     console.log(`heavy tenant's answers: ${JSON.stringify(heavyStatuses)}`);
-    const ratio99 = percentile(flooded.latencies, 99) / percentile(quiet.latencies, 99);
-    const ratio50 = percentile(flooded.latencies, 50) / percentile(quiet.latencies, 50);
-    console.log(`light tenant under the flood: p99 ${ratio99.toFixed(2)}x its quiet p99 (target <= 2), p50 ${ratio50.toFixed(2)}x`);
+    const ratio = (k, p) => percentile(flooded[k], p) / percentile(quiet[k], p);
+    console.log(
+      `light tenant under the flood, served answers: p99 ${ratio('served', 99).toFixed(2)}x its quiet p99 (target <= 2), p50 ${ratio('served', 50).toFixed(2)}x; ` +
+        `every answer (its own 429s included): p99 ${ratio('latencies', 99).toFixed(2)}x, p50 ${ratio('latencies', 50).toFixed(2)}x`,
+    );
   } finally {
     await stack.stop();
     await db?.drop();
