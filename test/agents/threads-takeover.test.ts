@@ -85,7 +85,8 @@ maybe('a run taken over after its worker is killed', () => {
     const person = await call(a.port, 'POST', '/accounts', bootstrap, { kind: 'user', name: 'Ada' });
     const key = person.key as string;
     const agent = await call(a.port, 'POST', '/agents', key, { name: 'worker' });
-    const slow = '/tool run_code {"code":"const end = Date.now() + 6000; while (Date.now() < end) {} \\"finished\\""}';
+    // Long enough (and its time limit above it) that the kill below comes during the call even on a loaded machine.
+    const slow = '/tool run_code {"code":"const end = Date.now() + 12000; while (Date.now() < end) {} \\"finished\\"","timeoutMs":20000}';
     const thread = await call(a.port, 'POST', '/threads', key, { agentId: agent.id, message: slow });
     const events = async (port: number) => (await call(port, 'GET', `/threads/${thread.id}/events?limit=200`, key)).events as any[];
     await waitFor(async () => ((await events(a.port)).some((e) => e.type === 'tool.called') ? true : undefined), 20_000, 'the tool call');
