@@ -293,4 +293,37 @@ async function freshDatabase(base = process.env.DATABASE_URL) {
   return { url: u.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
-module.exports = { startTarget, load, measure, measureRun, freshDatabase, dropStream, freePort, procStat, UNREACHED_LIMITS };
+/**
+ * Reads a text/event-stream response (fetch's) and calls `onData` with each event's data, parsed;
+ * `stop()` ends the reading (and cancels the body).
+ */
+function readEvents(res, onData) {
+  const { TextDecoder } = require('node:util');
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  let stopped = false;
+  const reading = (async () => {
+    while (!stopped) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true });
+      let i;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const data = block.split('\n').find((l) => l.startsWith('data: '));
+        if (data) onData(JSON.parse(data.slice(6)));
+      }
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await reader.cancel().catch(() => {});
+      await reading.catch(() => {});
+    },
+  };
+}
+
+module.exports = { readEvents, startTarget, load, measure, measureRun, freshDatabase, dropStream, freePort, procStat, UNREACHED_LIMITS };

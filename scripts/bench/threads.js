@@ -33,9 +33,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
-const { TextDecoder } = require('node:util');
 
-const { dropStream, freePort, freshDatabase } = require('./lib.js');
+const { dropStream, freePort, freshDatabase, readEvents } = require('./lib.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
@@ -87,27 +86,10 @@ async function api(base, key, method, p, body) {
 async function latency(base, key, agentId) {
   const thread = await api(base, key, 'POST', '/threads', { agentId });
   const res = await fetch(`${base}/threads/${thread.id}/events`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } });
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
   const arrived = new Map();
-  let buf = '';
-  let stop = false;
-  const reading = (async () => {
-    while (!stop) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buf += decoder.decode(value, { stream: true });
-      let i;
-      while ((i = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const data = block.split('\n').find((l) => l.startsWith('data: '));
-        if (!data) continue;
-        const e = JSON.parse(data.slice(6));
-        if (e.type === 'thread.updated') arrived.set(e.data.title, performance.now());
-      }
-    }
-  })();
+  const stream = readEvents(res, (e) => {
+    if (e.type === 'thread.updated') arrived.set(e.data.title, performance.now());
+  });
   const sent = [];
   const roundTrips = [];
   for (let n = 0; n < EVENTS; n++) {
@@ -119,9 +101,7 @@ async function latency(base, key, agentId) {
   }
   const deadline = Date.now() + 10_000;
   while (arrived.size < EVENTS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  stop = true;
-  await reader.cancel().catch(() => {});
-  await reading.catch(() => {});
+  await stream.stop();
   const lat = sent.filter(([t]) => arrived.has(t)).map(([t, t0]) => arrived.get(t) - t0);
   return { received: lat.length, lat, roundTrips };
 }

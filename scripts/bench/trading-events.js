@@ -16,9 +16,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
-const { TextDecoder } = require('node:util');
 
-const { freePort, freshDatabase } = require('./lib.js');
+const { freePort, freshDatabase, readEvents } = require('./lib.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 300);
@@ -80,28 +79,12 @@ async function main() {
     const price = (Number(book.bids[0].price) * 0.5).toFixed(2);
 
     const res = await fetch(`${base}/trading/events`, { headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' } });
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
     const arrived = new Map();
-    let buf = '';
-    let stop = false;
-    const reading = (async () => {
-      while (!stop) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buf += decoder.decode(value, { stream: true });
-        let i;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const data = block.split('\n').find((l) => l.startsWith('data: '));
-          if (!data) continue;
-          const e = JSON.parse(data.slice(6));
-          if (e.type === 'accepted' && e.order)
-            arrived.set(e.order.id, { at: performance.now(), wall: performance.timeOrigin + performance.now(), createdAt: Date.parse(e.createdAt) });
-        }
+    const stream = readEvents(res, (e) => {
+      if (e.type === 'accepted' && e.order) {
+        arrived.set(e.order.id, { at: performance.now(), wall: performance.timeOrigin + performance.now(), createdAt: Date.parse(e.createdAt) });
       }
-    })();
+    });
     // Warm-up (not counted).
     for (let n = 0; n < 20; n++)
       await api(base, key, 'POST', '/trading/order', { symbol: 'ETH/USD', side: 'buy', type: 'limit', qty: '0.01', price });
@@ -113,9 +96,7 @@ async function main() {
     }
     const deadline = Date.now() + 10_000;
     while (placed.some((p) => !arrived.has(p.id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    stop = true;
-    await reader.cancel().catch(() => {});
-    await reading.catch(() => {});
+    await stream.stop();
     const got = placed.filter((p) => arrived.has(p.id));
     const afterAnswer = got.map((p) => arrived.get(p.id).at - p.t1);
     const afterRequest = got.map((p) => arrived.get(p.id).at - p.t0);
