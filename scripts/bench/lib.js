@@ -326,4 +326,16 @@ function readEvents(res, onData) {
   };
 }
 
-module.exports = { readEvents, startTarget, load, measure, measureRun, freshDatabase, dropStream, freePort, procStat, UNREACHED_LIMITS };
+/** A JSON request with a key; the parsed answer, or an Error naming the status and body. */
+async function api(base, key, method, p, body) {
+  const res = await fetch(`${base}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${p} -> ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+module.exports = { api, readEvents, startTarget, load, measure, measureRun, freshDatabase, dropStream, freePort, procStat, UNREACHED_LIMITS };

@@ -34,7 +34,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 
-const { dropStream, freePort, freshDatabase, readEvents } = require('./lib.js');
+const { api, dropStream, freePort, freshDatabase, readEvents } = require('./lib.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
@@ -71,17 +71,6 @@ const pct = (xs, p) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 const ms = (x) => `${x.toFixed(2)} ms`;
-
-async function api(base, key, method, p, body) {
-  const res = await fetch(`${base}${p}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${p} -> ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 async function latency(base, key, agentId) {
   const thread = await api(base, key, 'POST', '/threads', { agentId });

@@ -17,7 +17,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 
-const { freePort, freshDatabase, readEvents } = require('./lib.js');
+const { api, freePort, freshDatabase, readEvents } = require('./lib.js');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const ORDERS = Number(process.env.BENCH_ORDERS ?? 300);
@@ -26,17 +26,6 @@ const pct = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
-
-async function api(base, key, method, p, body) {
-  const res = await fetch(`${base}${p}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${p} -> ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 async function main() {
   const port = await freePort();

@@ -183,7 +183,7 @@ export class Authenticator {
    * the release, for when it ends by itself.
    */
   hold(ctx: AuthContext, end: (why: DomainError) => void, live = false): () => void {
-    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end, ctx.membership, live, ctx.authenticatedAt);
+    return this.streams.hold(ctx.keyId, ctx.keyExpiresAt, end, { membership: ctx.membership, live, authenticatedAt: ctx.authenticatedAt });
   }
 
   /**

@@ -30,7 +30,18 @@ export interface Membership {
 interface Held {
   end: (why: DomainError) => void;
   timer?: NodeJS.Timeout;
+  released?: boolean;
   release: () => void;
+}
+
+/** What else a held stream rests on (OpenStreams.hold). */
+export interface HoldOptions {
+  /** A stream acting in an organization: ended when this membership is removed or changed. */
+  membership?: Membership;
+  /** An event stream its client resumes by itself: ended when the replica drains. */
+  live?: boolean;
+  /** When its request's credential was verified (ms): a revocation since then ends it at once. */
+  authenticatedAt?: number;
 }
 
 /**
@@ -62,20 +73,14 @@ export class OpenStreams {
    * by itself) also ends when the replica drains (`drain`), at once, or just after `hold` returns
    * once it is draining.
    */
-  hold(
-    keyId: string,
-    expiresAt: number | null,
-    end: (why: DomainError) => void,
-    membership?: Membership,
-    live = false,
-    authenticatedAt?: number,
-  ): () => void {
+  hold(keyId: string, expiresAt: number | null, end: (why: DomainError) => void, opts: HoldOptions = {}): () => void {
     const sets = [add(this.byKey, keyId)];
-    if (membership) sets.push(add(this.byMembership, `${membership.accountId}|${membership.memberId}`));
-    if (live) sets.push([undefined, '', this.live]);
+    if (opts.membership) sets.push(add(this.byMembership, `${opts.membership.accountId}|${opts.membership.memberId}`));
+    if (opts.live) sets.push([undefined, '', this.live]);
     const held: Held = {
       end,
       release: () => {
+        held.released = true;
         if (held.timer) clearTimeout(held.timer);
         for (const [map, key, set] of sets) {
           set.delete(held);
@@ -84,12 +89,20 @@ export class OpenStreams {
       },
     };
     for (const [, , set] of sets) set.add(held);
-    if (authenticatedAt !== undefined && this.revokedSince(keyId, authenticatedAt)) {
-      // Revoked while its request was under way: ended at once (on a timer: never before `hold` returns).
-      held.timer = setTimeout(() => {
+    // Revoked while its request was under way, or a live stream opened on a draining replica: it
+    // ends just after `hold` returns (never before), unless released first.
+    const now =
+      opts.authenticatedAt !== undefined && this.revokedSince(keyId, opts.authenticatedAt)
+        ? keyRevoked
+        : opts.live && this.isDraining
+          ? draining
+          : undefined;
+    if (now) {
+      setImmediate(() => {
+        if (held.released) return;
         held.release();
-        end(keyRevoked());
-      }, 0).unref();
+        end(now());
+      });
     } else if (expiresAt !== null) {
       // Always on a timer, even when already expired (a race with the cache): `end` never runs before `hold` returns.
       const arm = () => {
@@ -99,11 +112,6 @@ export class OpenStreams {
         end(keyExpired());
       };
       held.timer = setTimeout(arm, Math.max(0, Math.min(expiresAt - Date.now(), MAX_TIMER_MS))).unref();
-    }
-    if (live && this.isDraining) {
-      setImmediate(() => {
-        if (this.live.has(held)) endAll(new Set([held]), draining);
-      });
     }
     return held.release;
   }

@@ -85,11 +85,11 @@ describe('OpenStreams', () => {
   test('draining ends the live streams only, at once, and each live one opened after it just after hold returns', async () => {
     const s = new OpenStreams();
     const ended: string[] = [];
-    s.hold('key_f', null, (why) => ended.push(`live ${why.code}`), undefined, true);
+    s.hold('key_f', null, (why) => ended.push(`live ${why.code}`), { live: true });
     s.hold('key_f', null, () => ended.push('transfer'));
     expect(s.drain()).toBe(1);
     expect(ended).toEqual(['live draining']);
-    s.hold('key_g', null, (why) => ended.push(`late ${why.code}`), undefined, true);
+    s.hold('key_g', null, (why) => ended.push(`late ${why.code}`), { live: true });
     expect(ended).toEqual(['live draining']);
     await new Promise((r) => setImmediate(r));
     expect(ended).toEqual(['live draining', 'late draining']);
@@ -102,10 +102,10 @@ describe('OpenStreams', () => {
     const ended: string[] = [];
     const before = Date.now() - 10;
     s.end('key_f');
-    s.hold('key_f', null, (why) => ended.push(`before ${why.code}`), undefined, false, before);
+    s.hold('key_f', null, (why) => ended.push(`before ${why.code}`), { authenticatedAt: before });
     expect(ended).toEqual([]);
-    s.hold('key_f', null, () => ended.push('authenticated after'), undefined, false, Date.now() + 1);
-    s.hold('key_g', null, () => ended.push('another key'), undefined, false, before);
+    s.hold('key_f', null, () => ended.push('authenticated after'), { authenticatedAt: Date.now() + 1 });
+    s.hold('key_g', null, () => ended.push('another key'), { authenticatedAt: before });
     await new Promise((r) => setTimeout(r, 20));
     expect(ended).toEqual(['before key_revoked']);
     expect(s.size).toBe(2);
