@@ -1,43 +1,46 @@
+import type { GrpcServiceName } from '@svc/kit';
 import type * as proto from '@svc/proto';
 
-import type { RouteInput, RpcHandler } from './route.js';
+/**
+ * Each gRPC service's generated definition, from the catalogue's names (`svc.<name>.v1`'s
+ * `<Name>Service`, generated as `proto.<name>.<Name>ServiceService`): where the request and
+ * response types of an operation come from. A catalogue service without its definition is `never`
+ * here, and test/platform/catalogue.test.ts names it.
+ */
+type Definitions = { [S in GrpcServiceName]: ProtoDefinition<S> };
+type ProtoDefinition<S extends GrpcServiceName> = `${Capitalize<S>}ServiceService` extends infer D extends keyof (typeof proto)[S]
+  ? (typeof proto)[S][D]
+  : never;
 
-/** Each service's generated definition: where the request and response types of an operation come from. */
-interface Definitions {
-  keys: typeof proto.keys.KeysServiceService;
-  accounts: typeof proto.accounts.AccountsServiceService;
-  drive: typeof proto.drive.DriveServiceService;
-  agents: typeof proto.agents.AgentsServiceService;
-  models: typeof proto.models.ModelsServiceService;
-  trading: typeof proto.trading.TradingServiceService;
-  profiles: typeof proto.profiles.ProfilesServiceService;
-  mcp: typeof proto.mcp.McpServiceService;
-}
-
-type RpcService = keyof Definitions;
-type MethodOf<S extends RpcService> = Extract<keyof Definitions[S], string>;
-type RequestOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { requestSerialize: (value: infer R) => Buffer } ? R : never;
-type ResponseOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { responseDeserialize: (value: Buffer) => infer R }
+export type RpcService = GrpcServiceName;
+export type MethodOf<S extends RpcService> = Extract<keyof Definitions[S], string>;
+export type RequestOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { requestSerialize: (value: infer R) => Buffer }
+  ? R
+  : never;
+export type ResponseOf<S extends RpcService, M extends MethodOf<S>> = Definitions[S][M] extends { responseDeserialize: (value: Buffer) => infer R }
   ? R
   : never;
 
 /**
- * Declares that an operation is one call of `service.method`, with the request and response types
- * of the generated proto code: a mapping that builds a wrong request or reads a field the response
- * does not have fails to compile.
+ * How a route's operation is one call of `service.method` (`{ rpc: 'drive.getItem', ... }`), with
+ * the request and response types of the generated proto code and the input and answer types of
+ * the route (I, O: `route()` infers them from its schemas): a mapping that builds a wrong request,
+ * reads a field the input or the response does not have, or answers what the response schema does
+ * not describe fails to compile.
  */
-export function rpc<S extends RpcService, M extends MethodOf<S>, Q extends Partial<RequestOf<S, M>> = Partial<RequestOf<S, M>>>(
-  service: S,
-  method: M,
-  map: {
-    /** A field the request does not have is a compile error (`never`), not silently dropped. */
-    request?: (input: RouteInput) => Q & Record<Exclude<keyof Q, keyof RequestOf<S, M>>, never>;
-    response?: (res: ResponseOf<S, M>, input: RouteInput) => unknown;
-    revokesKey?: (input: RouteInput, res: ResponseOf<S, M>) => string | string[];
-    deadlineMs?: number;
-    cache?: { tag: string; ttlMs: number };
-    invalidates?: string[];
-  } = {},
-): RpcHandler {
-  return { kind: 'rpc', service, method, ...map } as RpcHandler;
+export type RpcDeclaration<I, O, Rq> = {
+  [S in RpcService]: { [M in MethodOf<S>]: RpcMapping<S, M, I, O, Rq> }[MethodOf<S>];
+}[RpcService];
+
+interface RpcMapping<S extends RpcService, M extends MethodOf<S>, I, O, Rq> {
+  rpc: `${S}.${M}`;
+  /** Builds the gRPC request (default: params, query and body merged). A field the request does not have is a compile error (`never`), not silently dropped. */
+  request?: (input: I) => Rq & Partial<RequestOf<S, M>> & Record<Exclude<keyof Rq, keyof RequestOf<S, M>>, never>;
+  /** Builds the answer from the gRPC response (default: the response as is). */
+  response?: (res: ResponseOf<S, M>, input: I) => O;
+  /** The ids of the API keys this operation revokes (see RpcHandler.revokesKey). */
+  revokesKey?: (input: I, res: ResponseOf<S, M>) => string | string[];
+  deadlineMs?: number;
+  cache?: { tag: string; ttlMs: number };
+  invalidates?: string[];
 }
