@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { type GrpcServiceName, scopeIdProblem, type ServiceName, visibleName } from '@svc/kit';
 
-import type { RpcDeclaration } from './rpc.js';
+import type { RpcDeclaration, RpcTarget } from './rpc.js';
 
 export type { ServiceName };
 export { visibleName };
@@ -205,18 +205,18 @@ type Typed = 'params' | 'query' | 'body' | 'headers' | 'response' | 'handler';
 
 /**
  * A route as declared: `Route` with its schemas' types kept (P, Q, B, H: params, query, body,
- * headers; R: response), so that its handler's mappers are typed by them: an rpc handler's
- * `request` gets `InputOf` the schemas, its `response` must return the response schema's input
- * (z.input: a field with a default may be left out), directly or in a `reply()`. `G`: the fields a
- * helper gives (`routeWith`).
+ * headers; R: response) and its rpc handler's target (T, `service.method`), so that the handler's
+ * mappers are typed by them: `request` gets `InputOf` the schemas and builds the method's request,
+ * `response` reads the method's response and returns an `Answer` of the response schema. `G`: the
+ * fields a helper gives (`routeWith`).
  */
-export type RouteDeclaration<P, Q, B, H, R extends z.ZodType, Rq, G extends keyof Route = never> = Omit<Route, Typed | G> & {
+export type RouteDeclaration<P, Q, B, H, R extends z.ZodType, T extends RpcTarget, Rq, G extends keyof Route = never> = Omit<Route, Typed | G> & {
   params?: P;
   query?: Q;
   body?: B;
   headers?: H;
   response: R;
-  handler: RpcDeclaration<InputOf<P, Q, B, H>, Answer<R>, Rq> | LocalHandler | UnimplementedHandler;
+  handler: RpcDeclaration<T, InputOf<P, Q, B, H>, Answer<R>, Rq> | LocalHandler | UnimplementedHandler;
 };
 
 /**
@@ -243,9 +243,10 @@ export type RouteDeclarer<G extends keyof Route = never> = <
   B extends z.ZodType | undefined = undefined,
   H extends ObjectSchema = undefined,
   R extends z.ZodType = z.ZodType,
+  T extends RpcTarget = never,
   Rq = unknown,
 >(
-  r: RouteDeclaration<P, Q, B, H, R, Rq, G>,
+  r: RouteDeclaration<P, Q, B, H, R, T, Rq, G>,
 ) => Route;
 
 /** Declares one operation, typed by its schemas, in the erased form the route table holds. */

@@ -21,25 +21,26 @@ export type ResponseOf<S extends RpcService, M extends MethodOf<S>> = Definition
   ? R
   : never;
 
+/** Every method of every gRPC service, as `service.method` (`drive.getItem`). */
+export type RpcTarget = { [S in RpcService]: `${S}.${MethodOf<S>}` }[RpcService];
+type RequestAt<T> = T extends `${infer S extends RpcService}.${infer M}` ? (M extends MethodOf<S> ? RequestOf<S, M> : never) : never;
+type ResponseAt<T> = T extends `${infer S extends RpcService}.${infer M}` ? (M extends MethodOf<S> ? ResponseOf<S, M> : never) : never;
+
 /**
  * How a route's operation is one call of `service.method` (`{ rpc: 'drive.getItem', ... }`), with
  * the request and response types of the generated proto code and the input and answer types of
- * the route (I, O: `route()` infers them from its schemas): a mapping that builds a wrong request,
- * reads a field the input or the response does not have, or answers what the response schema does
- * not describe fails to compile.
+ * the route (T, I, O: `route()` infers them from the declaration and its schemas): a mapping that
+ * builds a wrong request, reads a field the input or the response does not have, or answers what
+ * the response schema does not describe fails to compile.
  */
-export type RpcDeclaration<I, O, Rq> = {
-  [S in RpcService]: { [M in MethodOf<S>]: RpcMapping<S, M, I, O, Rq> }[MethodOf<S>];
-}[RpcService];
-
-interface RpcMapping<S extends RpcService, M extends MethodOf<S>, I, O, Rq> {
-  rpc: `${S}.${M}`;
+export interface RpcDeclaration<T extends RpcTarget, I, O, Rq> {
+  rpc: T;
   /** Builds the gRPC request (default: params, query and body merged). A field the request does not have is a compile error (`never`), not silently dropped. */
-  request?: (input: I) => Rq & Partial<RequestOf<S, M>> & Record<Exclude<keyof Rq, keyof RequestOf<S, M>>, never>;
+  request?: (input: I) => Rq & Partial<RequestAt<T>> & Record<Exclude<keyof Rq, keyof RequestAt<T>>, never>;
   /** Builds the answer from the gRPC response (default: the response as is). */
-  response?: (res: ResponseOf<S, M>, input: I) => O;
+  response?: (res: ResponseAt<T>, input: I) => O;
   /** The ids of the API keys this operation revokes (see RpcHandler.revokesKey). */
-  revokesKey?: (input: I, res: ResponseOf<S, M>) => string | string[];
+  revokesKey?: (input: I, res: ResponseAt<T>) => string | string[];
   deadlineMs?: number;
   cache?: { tag: string; ttlMs: number };
   invalidates?: string[];

@@ -10,7 +10,7 @@ import { messageJson, Run, runJson, ThreadMessage } from './threads-messages.js'
  */
 
 const params = z.object({ id: AgentId });
-const ref = (i: RouteInput) => ({ agentId: i.params.id as string });
+const ref = (i: RouteInput<{ id: string }>) => ({ agentId: i.params.id });
 const common = { tag: 'agents', auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
 const Usage = z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cost: z.string().describe('Decimal, in credits.') });
 

@@ -85,7 +85,7 @@ const UpdateAgentBody = z
   .meta({ id: 'UpdateAgentRequest' });
 
 const params = z.object({ id: AgentId });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 
 function updateReq(i: RouteInput<{ id: string }, unknown, z.output<typeof UpdateAgentBody>>) {
   const b = i.body;

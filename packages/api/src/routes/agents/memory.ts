@@ -58,7 +58,7 @@ const Deleted = z.object({ deleted: z.number().int().describe('How many entries 
 
 const nsParams = z.object({ namespace: MemoryNamespace });
 const keyParams = z.object({ namespace: MemoryNamespace, key: MemoryKey });
-const nk = (i: RouteInput) => ({ namespace: i.params.namespace as string, key: i.params.key as string });
+const nk = (i: RouteInput<{ namespace: string; key: string }>) => ({ namespace: i.params.namespace, key: i.params.key });
 const one = (res: agents_memory.MemoryEntryResponse) => memoryEntryJson(res.entry!);
 
 const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {

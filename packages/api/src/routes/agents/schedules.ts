@@ -97,7 +97,7 @@ const firingJson = (f: agents_memory.ScheduleFiring) => ({
 });
 
 const params = z.object({ id: ScheduleId });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 const one = (res: agents_memory.ScheduleResponse) => scheduleJson(res.schedule!);
 
 const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {

@@ -6,7 +6,7 @@ import { Deleted, listJson, listParams, oneList, Task, TaskId, taskJson, TaskLis
 /** Task lists (docs/memory.md): create, read, rename, delete, clear, order, the next ready task, duplicate. */
 
 const TaskListList = z.object({ lists: z.array(TaskList), nextCursor: Nullable(z.string()) }).meta({ id: 'TaskListList' });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 
 export const taskListsRoutes: Route[] = [
   taskRoute({

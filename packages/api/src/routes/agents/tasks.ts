@@ -97,7 +97,7 @@ export const Deleted = (what: string) => z.object({ deleted: z.number().int().de
 export const listParams = z.object({ id: TaskListId });
 const taskParams = z.object({ id: TaskId });
 const commentParams = z.object({ id: TaskId, commentId: CommentId });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 export const oneList = (res: agents_memory.TaskListResponse) => listJson(res.list!);
 const oneTask = (res: agents_memory.TaskResponse) => taskJson(res.task!);
 

@@ -11,7 +11,7 @@ import { messageJson, Run, runJson, ThreadMessage } from './threads-messages.js'
  */
 
 const params = z.object({ id: ThreadId });
-const ref = (i: RouteInput) => ({ threadId: i.params.id as string });
+const ref = (i: RouteInput<{ id: string }>) => ({ threadId: i.params.id });
 const common = { tag: 'threads', auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
 const Usage = z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cost: z.string().describe('Decimal, in credits.') });
 const usageJson = (u: { inputTokens: number; outputTokens: number; cost: string } | undefined) => ({

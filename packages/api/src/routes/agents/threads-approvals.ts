@@ -84,7 +84,7 @@ const common = { tag: 'threads', auth: 'key' as const, principals: ['human', 'ag
 /** A person's decision through the API: an agent key or the MCP channel gets 403 human_principal_required; no MCP tool. */
 const person = { ...common, personOnly: true };
 const refParams = z.object({ id: ThreadId, approvalId: ApprovalId });
-const ref = (i: RouteInput) => ({ threadId: i.params.id as string, approvalId: i.params.approvalId as string });
+const ref = (i: RouteInput<{ id: string; approvalId: string }>) => ({ threadId: i.params.id, approvalId: i.params.approvalId });
 const Status = z.enum(STATUS).optional().describe('Only requests in this state (default: all).');
 const limit = ListQuery.shape.limit;
 const one = (res: agents_approvals.ApprovalResponse) => approvalJson(res.approval!);

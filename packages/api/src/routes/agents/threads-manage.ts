@@ -10,7 +10,7 @@ import { MessageId, messageJson, Run, runJson, ThreadMessage } from './threads-m
  */
 
 const params = z.object({ id: ThreadId });
-const ref = (i: RouteInput) => ({ threadId: i.params.id as string });
+const ref = (i: RouteInput<{ id: string }>) => ({ threadId: i.params.id });
 const tagParams = z.object({ id: ThreadId, tag: ThreadTag });
 const common = { tag: 'threads', auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
 const one = (res: { thread?: Parameters<typeof threadJson>[0] }) => threadJson(res.thread!);

@@ -105,9 +105,9 @@ const ToolCall = z
 const params = z.object({ id: ThreadId });
 const msgParams = z.object({ id: ThreadId, messageId: MessageId });
 const runParams = z.object({ id: ThreadId, runId: RunId });
-const ref = (i: RouteInput) => ({ threadId: i.params.id as string });
-const runRef = (i: RouteInput) => ({ threadId: i.params.id as string, runId: i.params.runId as string });
-const msgRef = (i: RouteInput) => ({ threadId: i.params.id as string, messageId: i.params.messageId as string });
+const ref = (i: RouteInput<{ id: string }>) => ({ threadId: i.params.id });
+const runRef = (i: RouteInput<{ id: string; runId: string }>) => ({ threadId: i.params.id, runId: i.params.runId });
+const msgRef = (i: RouteInput<{ id: string; messageId: string }>) => ({ threadId: i.params.id, messageId: i.params.messageId });
 const common = { tag: 'threads', auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
 
 export const threadMessagesRoutes = [

@@ -135,7 +135,7 @@ const Injected = z
   .meta({ id: 'InjectedMessage' });
 
 const params = z.object({ id: ThreadId });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 
 export const threadsRoutes = [
   route({

@@ -78,7 +78,7 @@ const Booleanish = z
   .optional()
   .transform((v) => v === 'true' || v === '1');
 
-const ifMatchOf = (i: RouteInput) => (i.headers['if-match'] as string | undefined) ?? undefined;
+const ifMatchOf = (i: RouteInput<unknown, unknown, unknown, { 'if-match'?: string }>) => i.headers['if-match'] ?? undefined;
 
 export const driveRoutes = [
   route({

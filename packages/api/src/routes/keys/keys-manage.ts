@@ -52,7 +52,7 @@ const RenameBody = z
   .strict()
   .meta({ id: 'RenameKeyRequest' });
 const common = { auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
-const agentKey = (i: RouteInput) => ({ agentId: i.params.id as string, id: i.params.keyId as string });
+const agentKey = (i: RouteInput<{ id: string; keyId: string }>) => ({ agentId: i.params.id, id: i.params.keyId });
 
 export const keyOpsRoutes = [
   route({

@@ -126,8 +126,9 @@ const SnapshotsQuery = z.object({
 });
 export const IdParams = z.object({ id: ProfileId });
 
-const snapshotsOf = (i: RouteInput) => (i.query.snapshots === undefined ? undefined : i.query.snapshots === 'true');
-export const ifMatchOf = (i: RouteInput) => i.headers['if-match'] as string | undefined;
+const snapshotsOf = (i: RouteInput<unknown, { snapshots?: 'true' | 'false' }>) =>
+  i.query.snapshots === undefined ? undefined : i.query.snapshots === 'true';
+export const ifMatchOf = (i: RouteInput<unknown, unknown, unknown, { 'if-match'?: string }>) => i.headers['if-match'];
 export const etagged = (body: unknown, etag: string, status?: number) => reply(body, { status, headers: etag ? { ETag: etag } : {} });
 /**
  * The service's JSON text as the answer, as it is: the front sends it without parsing it and
