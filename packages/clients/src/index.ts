@@ -1,13 +1,5 @@
-import { GRPC_SERVICE_NAMES, type GrpcServiceName, grpcServiceName } from '@svc/kit';
-
-import { accountsDefinition } from './accounts.js';
-import { agentsDefinition } from './agents.js';
-import { driveDefinition } from './drive.js';
-import { keysDefinition } from './keys.js';
-import { mcpDefinition } from './mcp.js';
-import { modelsDefinition } from './models.js';
-import { profilesDefinition } from './profiles.js';
-import { tradingDefinition } from './trading.js';
+import { GRPC_SERVICE_NAMES, type GrpcServiceName, grpcServiceName, type ServiceDefinition } from '@svc/kit';
+import * as proto from '@svc/proto';
 
 export * from './accounts.js';
 export * from './agents.js';
@@ -18,20 +10,20 @@ export * from './models.js';
 export * from './profiles.js';
 export * from './trading.js';
 
-/** The proto definition of each gRPC service of the catalogue: a service missing here does not compile. */
-const PROTO_DEFINITIONS: Record<GrpcServiceName, Record<string, any>> = {
-  keys: keysDefinition,
-  accounts: accountsDefinition,
-  drive: driveDefinition,
-  agents: agentsDefinition,
-  models: modelsDefinition,
-  trading: tradingDefinition,
-  profiles: profilesDefinition,
-  mcp: mcpDefinition,
-};
+/**
+ * Each gRPC service's proto definition, found by the catalogue's name (`svc.<name>.v1`'s
+ * `<Name>Service`, generated as `proto.<name>.<Name>ServiceService`); test/platform/catalogue.test.ts
+ * holds each to the catalogue's gRPC name.
+ */
+function protoDefinition(name: GrpcServiceName): ServiceDefinition {
+  const generated: Record<string, Record<string, unknown> | undefined> = proto;
+  const definition = generated[name]?.[`${name[0]!.toUpperCase()}${name.slice(1)}ServiceService`] as ServiceDefinition | undefined;
+  if (!definition) throw new Error(`@svc/proto has no ${name} service definition`);
+  return definition;
+}
 
 /** Each gRPC service's proto definition and full service name (what `Registry.client` takes), from the catalogue. */
-export const DEFINITIONS = Object.fromEntries(GRPC_SERVICE_NAMES.map((name) => [name, [PROTO_DEFINITIONS[name], grpcServiceName(name)]])) as Record<
+export const DEFINITIONS = Object.fromEntries(GRPC_SERVICE_NAMES.map((name) => [name, [protoDefinition(name), grpcServiceName(name)]])) as Record<
   GrpcServiceName,
-  [Record<string, any>, string]
+  [ServiceDefinition, string]
 >;
