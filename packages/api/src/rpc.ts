@@ -7,7 +7,12 @@ interface Definitions {
   keys: typeof proto.keys.KeysServiceService;
   accounts: typeof proto.accounts.AccountsServiceService;
   drive: typeof proto.drive.DriveServiceService;
-  agents: typeof proto.agents.AgentsServiceService;
+  agents: typeof proto.agents.AgentsServiceService &
+    typeof proto.agents_threads.ThreadsServiceService &
+    typeof proto.agents_approvals.ApprovalsServiceService &
+    typeof proto.agents_memory.MemoryServiceService &
+    typeof proto.agents_tasks.TasksServiceService &
+    typeof proto.agents_schedules.SchedulesServiceService;
   models: typeof proto.models.ModelsServiceService;
   trading: typeof proto.trading.TradingServiceService;
   profiles: typeof proto.profiles.ProfilesServiceService;
