@@ -1,6 +1,7 @@
 import { type Route, routes } from '@svc/api';
+import { agentsDefinition } from '@svc/clients';
 import { DomainError, type Principal, PrincipalSigner } from '@svc/kit';
-import { accounts, agents, models } from '@svc/proto';
+import { accounts, models } from '@svc/proto';
 
 import { sampleBody, sampleQuery, type Tenant } from '../support/authority';
 import { startTestStack, type TestStack } from '../support/stack';
@@ -307,7 +308,7 @@ describe('authority: agent keys never change authority', () => {
   test('the services refuse authority changes to an agent principal and to the MCP channel on their own', async () => {
     const signer = new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!);
     const acc = t.stack.registry.client('accounts', accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService');
-    const agt = t.stack.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService');
+    const agt = t.stack.registry.client('agents', agentsDefinition, 'svc.agents.v1.AgentsService');
     const principals: Principal[] = [
       { kind: 'agent', agentId: A.agentId, accountId: A.userId, keyId: A.agentKeyId, channel: 'api' },
       { kind: 'agent', agentId: A.agentId, accountId: A.orgId, keyId: A.agentKeyId, channel: 'api', role: 'owner' },

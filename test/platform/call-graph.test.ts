@@ -1,5 +1,6 @@
-import { DomainError, newId, type Principal, PrincipalSigner } from '@svc/kit';
-import { accounts, agents, keys } from '@svc/proto';
+import { agentsDefinition } from '@svc/clients';
+import { createRpcClient, DomainError, formerPaths, newId, type Principal, PrincipalSigner, startGrpcServer } from '@svc/kit';
+import { accounts, keys } from '@svc/proto';
 
 import { startTestStack, type TestStack } from '../support/stack';
 
@@ -26,7 +27,7 @@ const codeOf = (p: Promise<unknown>) =>
 const clients = () => ({
   keys: t.stack.registry.client('keys', keys.KeysServiceService, 'svc.keys.v1.KeysService'),
   accounts: t.stack.registry.client('accounts', accounts.AccountsServiceService, 'svc.accounts.v1.AccountsService'),
-  agents: t.stack.registry.client('agents', agents.AgentsServiceService, 'svc.agents.v1.AgentsService'),
+  agents: t.stack.registry.client('agents', agentsDefinition, 'svc.agents.v1.AgentsService'),
 });
 const token = async (p: Principal) => ({ principalToken: (await new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!).sign(p)).token });
 const system = () => token({ kind: 'system', accountId: 'system', channel: 'internal' });
@@ -135,5 +136,68 @@ describe('agents in accounts: records the agents service writes', () => {
       data: { agent: { id: a.id, name: 'From the event', ownerAccountId: ada.id, projectId: null, model: null, version: 50 }, changed: ['name'] },
     });
     await waitFor(async () => (await chainName(key)) === 'From the event');
+  });
+});
+
+describe('the agents service split into one gRPC service per area', () => {
+  test('each method is on its area service, and a caller of the release before the split still reaches it under AgentsService', async () => {
+    const paths = Object.values(agentsDefinition).map((m) => m.path);
+    expect(paths).toEqual(expect.arrayContaining(['/svc.agents.v1.ThreadsService/CreateThread', '/svc.agents.v1.MemoryService/SetMemory']));
+    expect(new Set(paths.map((p) => p.split('/')[1]))).toEqual(
+      new Set(['Agents', 'Threads', 'Approvals', 'Memory', 'Tasks', 'Schedules'].map((s) => `svc.agents.v1.${s}Service`)),
+    );
+    const ada = await person();
+    const keyId = (await ok('GET', '/me', ada.key)).body.keyId as string;
+    const human: Principal = { kind: 'human', userId: ada.id, accountId: ada.id, keyId, channel: 'api' };
+    // Every method of the release before, on its old path: over HTTP/2 (the old path is not offered in process).
+    const former = Object.fromEntries(
+      Object.entries(formerPaths(agentsDefinition, 'svc.agents.v1.AgentsService')).map(([name, m]) => [name, { ...m, originalName: name }]),
+    ) as unknown as typeof agentsDefinition;
+    expect(Object.keys(former)).toContain('setMemory');
+    expect(Object.keys(former)).not.toContain('createAgent'); // still AgentsService's own
+    const old = createRpcClient(former, 'svc.agents.v1.AgentsService', t.stack.registry.address('agents')!, { deadlineMs: 5000 });
+    try {
+      const set = await old.setMemory({ namespace: 'split', key: 'k', valueJson: '{"v":1}' }, await token(human));
+      expect(set.entry).toMatchObject({ namespace: 'split', key: 'k', version: 1 });
+      const now = await clients().agents.getMemory({ namespace: 'split', key: 'k' }, await token(human));
+      expect(JSON.parse(now.entry!.valueJson)).toEqual({ v: 1 });
+      const thread = await old.createThread({ agentId: (await agentOf(ada.key)).id }, await token(human));
+      expect((await old.listThreads({ limit: 10 }, await token(human))).threads.map((x) => x.id)).toContain(thread.thread!.id);
+      expect(await codeOf(old.getMemory({ namespace: 'split', key: 'none' }, await token(human)))).toBe('memory_not_found');
+    } finally {
+      old.close();
+    }
+  });
+
+  test('a caller of this release reaches a replica of the release before under AgentsService when the area service is unknown there', async () => {
+    // A server of the release before: every method under AgentsService only (a stand-in answers GetMemory).
+    const answered: string[] = [];
+    const old = await startGrpcServer({
+      host: '127.0.0.1',
+      port: 0,
+      serviceName: 'svc.agents.v1.AgentsService',
+      services: [
+        {
+          definition: formerPaths({ getMemory: agentsDefinition.getMemory }, 'svc.agents.v1.AgentsService'),
+          implementation: {
+            getMemory: (call: { request: { key: string } }, done: (err: null, res: unknown) => void) => {
+              answered.push(call.request.key);
+              done(null, { entry: { namespace: 'n', key: call.request.key, valueJson: '1', version: 1 } });
+            },
+          },
+        },
+      ],
+    });
+    const client = createRpcClient(agentsDefinition, 'svc.agents.v1.AgentsService', old.address, { deadlineMs: 5000 });
+    try {
+      const res = await client.getMemory({ namespace: 'n', key: 'k' }, { principalToken: 'x' });
+      expect(res.entry?.key).toBe('k');
+      expect(answered).toEqual(['k']);
+      // A method the old server does not have at all stays unknown (UNIMPLEMENTED, once per path).
+      expect(await codeOf(client.setMemory({ namespace: 'n', key: 'k', valueJson: '1' }, { principalToken: 'x' }))).not.toBe('ok');
+    } finally {
+      client.close();
+      await old.shutdown(0);
+    }
   });
 });

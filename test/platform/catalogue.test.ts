@@ -147,7 +147,7 @@ describe('the image smoke test', () => {
 });
 
 describe('protos and clients', () => {
-  test('each gRPC service has its proto package, and its definition serves the catalogue’s name', () => {
+  test('each gRPC service has its proto package, and its definition serves the catalogue’s name and its areas’ services', () => {
     for (const name of GRPC_SERVICE_NAMES) {
       const grpc = CATALOGUE[name].grpc;
       const proto = read(`proto/svc/${name}/v1/${name}.proto`);
@@ -156,7 +156,17 @@ describe('protos and clients', () => {
       expect(proto).toMatch(new RegExp(`^service ${service} \\{`, 'm'));
       const [definition, grpcName] = clients.DEFINITIONS[name];
       expect(grpcName).toBe(grpc);
-      for (const method of Object.values(definition)) expect((method as { path: string }).path.startsWith(`/${grpc}/`)).toBe(true);
+      // Every method is of a service of the component's proto package, declared in one of its proto files
+      // (one gRPC service per area: the agents service's ThreadsService in proto/svc/agents/v1/threads.proto).
+      const protos = fs
+        .readdirSync(path.join(ROOT, `proto/svc/${name}/v1`))
+        .map((f) => read(`proto/svc/${name}/v1/${f}`))
+        .join('\n');
+      for (const method of Object.values(definition)) {
+        const [, svc, rpc] = (method as { path: string }).path.split('/');
+        expect(svc!.startsWith(`${pkg}.`)).toBe(true);
+        expect(protos).toMatch(new RegExp(`^service ${svc!.slice(pkg.length + 1)} \\{[^}]*\\brpc ${rpc}\\(`, 'm'));
+      }
     }
   });
 

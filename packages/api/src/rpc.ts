@@ -1,16 +1,12 @@
+import type { ProtoDefinitions } from '@svc/clients';
 import type { GrpcServiceName } from '@svc/kit';
-import type * as proto from '@svc/proto';
 
 /**
- * Each gRPC service's generated definition, from the catalogue's names (`svc.<name>.v1`'s
- * `<Name>Service`, generated as `proto.<name>.<Name>ServiceService`): where the request and
- * response types of an operation come from. A catalogue service without its definition is `never`
- * here, and test/platform/catalogue.test.ts names it.
+ * Each gRPC service's generated definition (the union of its areas' services for the agents
+ * service), as @svc/clients types it from the catalogue's names: where the request and response
+ * types of an operation come from.
  */
-type Definitions = { [S in GrpcServiceName]: ProtoDefinition<S> };
-type ProtoDefinition<S extends GrpcServiceName> = `${Capitalize<S>}ServiceService` extends infer D extends keyof (typeof proto)[S]
-  ? (typeof proto)[S][D]
-  : never;
+type Definitions = ProtoDefinitions;
 
 export type RpcService = GrpcServiceName;
 export type MethodOf<S extends RpcService> = Extract<keyof Definitions[S], string>;

@@ -27,7 +27,12 @@ export const CATALOGUE = {
   keys: { grpc: 'svc.keys.v1.KeysService', calls: [], summary: 'API keys and their verification' },
   accounts: { grpc: 'svc.accounts.v1.AccountsService', calls: ['keys'], summary: 'accounts, organizations, grants, signing keys, hosts, audit' },
   drive: { grpc: 'svc.drive.v1.DriveService', calls: [], summary: 'the file drive' },
-  agents: { grpc: 'svc.agents.v1.AgentsService', calls: ['accounts', 'keys'], summary: 'agents, their keys, default agents' },
+  // One gRPC service per area (Agents, Threads, Approvals, Memory, Tasks, Schedules) of svc.agents.v1 on one server; AgentsService names it.
+  agents: {
+    grpc: 'svc.agents.v1.AgentsService',
+    calls: ['accounts', 'keys'],
+    summary: 'agents and their keys, threads and runs, approvals, memory, tasks, schedules',
+  },
   models: { grpc: 'svc.models.v1.ModelsService', calls: ['accounts'], summary: 'the model catalogue, provider keys, credits, inference' },
   trading: { grpc: 'svc.trading.v1.TradingService', calls: ['agents'], summary: "venues, orders, fills, paper books, agents' trading limits" },
   profiles: { grpc: 'svc.profiles.v1.ProfilesService', calls: [], summary: 'taste profiles' },

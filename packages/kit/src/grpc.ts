@@ -362,16 +362,18 @@ export function createRpcClient<D extends AnyDef>(
       };
       continue;
     }
+    // A method of an area service split out of the component's one service (ServiceModule.formerly):
+    // a replica of the release before the split knows it only under that service's path.
+    const [, service, rpc] = path.split('/');
+    const former = service !== serviceName ? `/${serviceName}/${rpc}` : undefined;
     out[name] = async (request: unknown, options: RpcCallOptions) => {
       const headers: Record<string, string> = { [PRINCIPAL_METADATA_KEY]: options.principalToken };
       if (options.requestId) headers[REQUEST_ID_KEY] = options.requestId;
+      const message = encodeRequest(requestSerialize, request);
+      const call = (at: string) =>
+        channel.call(at, message, { headers, deadlineMs: options.deadlineMs ?? defaults.deadlineMs, signal: options.signal });
       try {
-        const res = await channel.call(path, encodeRequest(requestSerialize, request), {
-          headers,
-          deadlineMs: options.deadlineMs ?? defaults.deadlineMs,
-          signal: options.signal,
-        });
-        return responseDeserialize(res);
+        return responseDeserialize(await call(path).catch((err: unknown) => (former && unknownMethod(err) ? call(former) : Promise.reject(err))));
       } catch (err) {
         if (options.signal?.aborted) throw callAborted(err);
         if (err instanceof UnaryCallError) throw fromStatus(err.code, err.details, (k) => err.get(k), serviceName, err);
@@ -381,6 +383,10 @@ export function createRpcClient<D extends AnyDef>(
   }
   return out as RpcClient<D>;
 }
+
+/** The server does not know the method (UNIMPLEMENTED from grpc-js itself, not a service's `not_implemented`): nothing ran. */
+const unknownMethod = (err: unknown): boolean =>
+  err instanceof UnaryCallError && err.code === grpc.status.UNIMPLEMENTED && err.get(ERROR_KIND_KEY) === undefined;
 
 /** A stream's messages decoded, and its failure as the DomainError a unary call would throw. */
 async function* typedStream<Res>(

@@ -108,7 +108,18 @@ export interface ServiceModule<D extends ServiceDefinition = ServiceDefinition, 
   name: ServiceName;
   /** Full gRPC service name, also the health-check service name (the catalogue's). */
   grpcServiceName: string;
+  /**
+   * Its methods: one gRPC service's, or the union of the services of its areas (the agents
+   * service's AgentsService, ThreadsService, MemoryService, ...: one proto package, one server).
+   */
   definition: D;
+  /**
+   * The gRPC service that held all of its methods in an earlier release: each method is answered
+   * under that service's path too (`/svc.agents.v1.AgentsService/SetMemory` as well as
+   * `/svc.agents.v1.MemoryService/SetMemory`), so that callers of that release keep working while
+   * a rolling upgrade mixes replicas. Remove it one release after the split.
+   */
+  formerly?: string;
   /** Backends whose failure makes the service NOT_SERVING. */
   needs: BackendName[];
   /** The schema this service owns, and its migrations. */
@@ -192,7 +203,10 @@ export async function runService(
     host: deps.host,
     port: deps.port,
     serviceName: module.grpcServiceName,
-    services: [{ definition: module.definition as unknown as grpc.ServiceDefinition, implementation }],
+    services: [
+      { definition: module.definition as unknown as grpc.ServiceDefinition, implementation },
+      ...(module.formerly ? [{ definition: formerPaths(module.definition, module.formerly), implementation }] : []),
+    ],
   });
   // Callers in this process reach the same implementation without HTTP/2 (in-process.ts), unless
   // SVC_GRPC_TRANSPORT=wire or tracing is on (grpc-js's instrumentation makes the server spans).
@@ -227,4 +241,18 @@ export async function runService(
       await instance.stop?.();
     },
   };
+}
+
+/**
+ * The methods of a split service under the path of the one service that held them before
+ * (`ServiceModule.formerly`); the methods still in that service are left out (they are served
+ * already).
+ */
+export function formerPaths(definition: Record<string, { path: string }>, formerly: string): grpc.ServiceDefinition {
+  const out: Record<string, unknown> = {};
+  for (const [name, method] of Object.entries(definition)) {
+    const [, service, rpc] = method.path.split('/');
+    if (service !== formerly) out[name] = { ...method, path: `/${formerly}/${rpc}` };
+  }
+  return out as unknown as grpc.ServiceDefinition;
 }

@@ -1,6 +1,5 @@
-import { accountsClient, keysClient } from '@svc/clients';
+import { accountsClient, agentsDefinition, keysClient } from '@svc/clients';
 import { defineService, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
-import { agents } from '@svc/proto';
 
 import { type AgentRecords, AgentsDomain } from './agents/agents.js';
 import { AgentKeys } from './agents/keys.js';
@@ -34,7 +33,10 @@ export { DEFAULT_TOOLS, toolAllowed } from '@svc/tools';
  */
 export const agentsService = defineService({
   name: 'agents',
-  definition: agents.AgentsServiceService,
+  // One gRPC service per area (proto/svc/agents/v1/<area>.proto), on one server.
+  definition: agentsDefinition,
+  // Until the release after the split, each method is answered under AgentsService's path too.
+  formerly: 'svc.agents.v1.AgentsService',
   // Not 'bus': events wait in the outbox through a NATS outage.
   needs: ['sql'],
   schema: SCHEMA,

@@ -1,5 +1,5 @@
+import type { agentsDefinition } from '@svc/clients';
 import type { Handlers } from '@svc/kit';
-import type { agents } from '@svc/proto';
 
 import type { AgentsDomain } from './agents/agents.js';
 import type { AgentKeys } from './agents/keys.js';
@@ -17,7 +17,8 @@ import { threadOpsHandlers } from './threads/manage-server.js';
 import { threadHandlers } from './threads/server.js';
 import type { ThreadsDomain } from './threads/threads.js';
 
-type Def = typeof agents.AgentsServiceService;
+/** Every method of the agents service's areas (AgentsService, ThreadsService, MemoryService, ...). */
+type Def = typeof agentsDefinition;
 
 export { toAgent };
 

@@ -8,7 +8,7 @@ import { LiveStreams } from './live-streams.js';
 
 /**
  * GET /threads/:id/events: a page of the event list, or (asked for a stream) every event after
- * `after` / Last-Event-ID and then the live ones, from AgentsService.WatchThreadEvents.
+ * `after` / Last-Event-ID and then the live ones, from ThreadsService.WatchThreadEvents.
  */
 export function threadOperations(deps: { registry: Registry; maxStreamsPerKey?: number; streams?: LiveStreams }): Record<string, OperationHandler> {
   const streams = deps.streams ?? new LiveStreams(deps.maxStreamsPerKey ?? 20);

@@ -1,10 +1,10 @@
 import type { Handlers } from '@svc/kit';
-import type { agents, agents_memory } from '@svc/proto';
+import type { agents_memory } from '@svc/proto';
 
 import type { MemoryDomain } from './memory.js';
 import type { MemoryRow } from './store.js';
 
-type Def = typeof agents.AgentsServiceService;
+type Def = typeof agents_memory.MemoryServiceService;
 type MemoryHandlers = Pick<
   Handlers<Def>,
   | 'listMemoryNamespaces'

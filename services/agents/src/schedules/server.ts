@@ -1,10 +1,10 @@
 import type { Handlers } from '@svc/kit';
-import type { agents, agents_memory } from '@svc/proto';
+import type { agents_schedules } from '@svc/proto';
 
 import type { SchedulesDomain, TimingInput } from './schedules.js';
 import type { FiringRow, ScheduleRow } from './store.js';
 
-type Def = typeof agents.AgentsServiceService;
+type Def = typeof agents_schedules.SchedulesServiceService;
 type ScheduleHandlers = Pick<
   Handlers<Def>,
   | 'listSchedules'
@@ -20,7 +20,7 @@ type ScheduleHandlers = Pick<
   | 'listScheduleFirings'
 >;
 
-export function toSchedule(s: ScheduleRow): agents_memory.Schedule {
+export function toSchedule(s: ScheduleRow): agents_schedules.Schedule {
   return {
     id: s.id,
     name: s.name,
@@ -40,7 +40,7 @@ export function toSchedule(s: ScheduleRow): agents_memory.Schedule {
   };
 }
 
-const toFiring = (f: FiringRow): agents_memory.ScheduleFiring => ({
+const toFiring = (f: FiringRow): agents_schedules.ScheduleFiring => ({
   id: f.id,
   scheduleId: f.schedule_id,
   scheduledFor: f.scheduled_for?.toISOString(),
@@ -52,7 +52,7 @@ const toFiring = (f: FiringRow): agents_memory.ScheduleFiring => ({
   error: f.error ?? undefined,
 });
 
-const timing = (t: agents_memory.ScheduleTiming | undefined): TimingInput | undefined =>
+const timing = (t: agents_schedules.ScheduleTiming | undefined): TimingInput | undefined =>
   t && { cron: t.cron, intervalSeconds: t.intervalSeconds, at: t.at };
 
 /** gRPC handlers of schedules: translate messages, let the domain decide. */

@@ -1,12 +1,12 @@
 import type { Handlers } from '@svc/kit';
-import type { agents, agents_memory } from '@svc/proto';
+import type { agents_tasks } from '@svc/proto';
 
 import { TaskComments } from './comments.js';
 import { TaskLists } from './lists.js';
 import type { CommentRow, TaskListRow, TaskRow } from './store.js';
 import type { TasksDomain } from './tasks.js';
 
-type Def = typeof agents.AgentsServiceService;
+type Def = typeof agents_tasks.TasksServiceService;
 type TaskHandlers = Pick<
   Handlers<Def>,
   | 'listTaskLists'
@@ -37,7 +37,7 @@ type TaskHandlers = Pick<
   | 'duplicateTaskList'
 >;
 
-export function toList(l: TaskListRow): agents_memory.TaskList {
+export function toList(l: TaskListRow): agents_tasks.TaskList {
   return {
     id: l.id,
     name: l.name,
@@ -49,7 +49,7 @@ export function toList(l: TaskListRow): agents_memory.TaskList {
   };
 }
 
-export function toTask(t: TaskRow): agents_memory.Task {
+export function toTask(t: TaskRow): agents_tasks.Task {
   return {
     id: t.id,
     listId: t.list_id,
@@ -70,7 +70,7 @@ export function toTask(t: TaskRow): agents_memory.Task {
   };
 }
 
-const toComment = (c: CommentRow): agents_memory.TaskComment => ({
+const toComment = (c: CommentRow): agents_tasks.TaskComment => ({
   id: c.id,
   taskId: c.task_id,
   body: c.body,

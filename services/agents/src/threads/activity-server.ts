@@ -1,11 +1,11 @@
 import type { Handlers } from '@svc/kit';
-import type { agents } from '@svc/proto';
+import type { agents_threads } from '@svc/proto';
 
 import type { ThreadExtras } from './activity.js';
 import { toMessage, toRun } from './manage-server.js';
 import { toEvent, toThread } from './server.js';
 
-type Def = typeof agents.AgentsServiceService;
+type Def = typeof agents_threads.ThreadsServiceService;
 type ExtrasHandlers = Pick<
   Handlers<Def>,
   | 'searchThreadMessages'

@@ -1,10 +1,10 @@
 import { DomainError, type Handlers } from '@svc/kit';
-import type { agents, agents_approvals } from '@svc/proto';
+import type { agents_approvals } from '@svc/proto';
 
 import type { ApprovalsDomain } from './approvals.js';
 import type { ApprovalRow } from './approvals-store.js';
 
-type Def = typeof agents.AgentsServiceService;
+type Def = typeof agents_approvals.ApprovalsServiceService;
 type ApprovalHandlers = Pick<
   Handlers<Def>,
   | 'listApprovals'

@@ -1,12 +1,12 @@
 import type { Handlers } from '@svc/kit';
-import type { agents, agents_thread_ops } from '@svc/proto';
+import type { agents_threads } from '@svc/proto';
 
 import type { MessageView, ThreadOps } from './manage.js';
 import type { ToolCallFullRow } from './manage-store.js';
 import { toEvent, toThread } from './server.js';
 import type { RunRow } from './store.js';
 
-type Def = typeof agents.AgentsServiceService;
+type Def = typeof agents_threads.ThreadsServiceService;
 type OpsHandlers = Pick<
   Handlers<Def>,
   | 'listThreadMessages'
@@ -39,7 +39,7 @@ type OpsHandlers = Pick<
   | 'getThreadSummary'
 >;
 
-export function toMessage(m: MessageView): agents_thread_ops.ThreadMessage {
+export function toMessage(m: MessageView): agents_threads.ThreadMessage {
   return {
     id: m.id,
     seq: m.seq,
@@ -54,7 +54,7 @@ export function toMessage(m: MessageView): agents_thread_ops.ThreadMessage {
   };
 }
 
-export function toRun(r: RunRow & { tool_calls: number }): agents_thread_ops.Run {
+export function toRun(r: RunRow & { tool_calls: number }): agents_threads.Run {
   return {
     id: r.id,
     threadId: r.thread_id,
@@ -73,7 +73,7 @@ export function toRun(r: RunRow & { tool_calls: number }): agents_thread_ops.Run
   };
 }
 
-export const toToolCall = (c: ToolCallFullRow): agents_thread_ops.ToolCall => ({
+export const toToolCall = (c: ToolCallFullRow): agents_threads.ToolCall => ({
   runId: c.run_id,
   callId: c.call_id,
   step: c.step,

@@ -1,11 +1,11 @@
 import type { Handlers } from '@svc/kit';
-import type { agents, agents_threads } from '@svc/proto';
+import type { agents_threads } from '@svc/proto';
 
 import { type LiveEvents, watchEvents, type WireEvent } from './live.js';
 import type { EventRow, ThreadRow } from './store.js';
 import type { ThreadsDomain } from './threads.js';
 
-type Def = typeof agents.AgentsServiceService;
+type Def = typeof agents_threads.ThreadsServiceService;
 type ThreadHandlers = Pick<
   Handlers<Def>,
   | 'createThread'

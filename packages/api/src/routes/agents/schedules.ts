@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import type { agents_memory } from '@svc/proto';
+import type { agents_schedules } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, type Route, type RouteInput, routeWith, Timestamp } from '../../route.js';
 import { ThreadId } from './threads.js';
@@ -67,7 +67,7 @@ const ScheduleFiring = z
   })
   .meta({ id: 'ScheduleFiring' });
 
-export const scheduleJson = (s: agents_memory.Schedule) => ({
+export const scheduleJson = (s: agents_schedules.Schedule) => ({
   id: s.id,
   name: s.name,
   message: s.message,
@@ -84,7 +84,7 @@ export const scheduleJson = (s: agents_memory.Schedule) => ({
   createdAt: s.createdAt,
   updatedAt: s.updatedAt,
 });
-const firingJson = (f: agents_memory.ScheduleFiring) => ({
+const firingJson = (f: agents_schedules.ScheduleFiring) => ({
   id: f.id,
   scheduleId: f.scheduleId,
   scheduledFor: f.scheduledFor ?? null,
@@ -98,7 +98,7 @@ const firingJson = (f: agents_memory.ScheduleFiring) => ({
 
 const params = z.object({ id: ScheduleId });
 const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
-const one = (res: agents_memory.ScheduleResponse) => scheduleJson(res.schedule!);
+const one = (res: agents_schedules.ScheduleResponse) => scheduleJson(res.schedule!);
 
 const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {
   tag: 'schedules',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import type { agents_memory } from '@svc/proto';
+import type { agents_tasks } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, type Route, type RouteInput, routeWith, Timestamp } from '../../route.js';
 
@@ -63,8 +63,8 @@ const TaskComment = z
   })
   .meta({ id: 'TaskComment' });
 
-export const listJson = (l: agents_memory.TaskList) => ({ ...l, description: l.description ?? null });
-export const taskJson = (t: agents_memory.Task) => ({
+export const listJson = (l: agents_tasks.TaskList) => ({ ...l, description: l.description ?? null });
+export const taskJson = (t: agents_tasks.Task) => ({
   id: t.id,
   listId: t.listId,
   title: t.title,
@@ -82,7 +82,7 @@ export const taskJson = (t: agents_memory.Task) => ({
   createdAt: t.createdAt,
   updatedAt: t.updatedAt,
 });
-const commentJson = (c: agents_memory.TaskComment) => ({
+const commentJson = (c: agents_tasks.TaskComment) => ({
   id: c.id,
   taskId: c.taskId,
   body: c.body,
@@ -98,8 +98,8 @@ export const listParams = z.object({ id: TaskListId });
 const taskParams = z.object({ id: TaskId });
 const commentParams = z.object({ id: TaskId, commentId: CommentId });
 const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
-export const oneList = (res: agents_memory.TaskListResponse) => listJson(res.list!);
-const oneTask = (res: agents_memory.TaskResponse) => taskJson(res.task!);
+export const oneList = (res: agents_tasks.TaskListResponse) => listJson(res.list!);
+const oneTask = (res: agents_tasks.TaskResponse) => taskJson(res.task!);
 
 const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {
   tag: 'tasks',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import type { agents_thread_ops } from '@svc/proto';
+import type { agents_threads } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, route, type RouteInput, Timestamp } from '../../route.js';
 import { ThreadEvent, threadEventJson, ThreadId } from './threads.js';
@@ -33,7 +33,7 @@ export const ThreadMessage = z
   })
   .meta({ id: 'ThreadMessage' });
 
-export const messageJson = (m: agents_thread_ops.ThreadMessage) => ({
+export const messageJson = (m: agents_threads.ThreadMessage) => ({
   id: m.id,
   seq: Number(m.seq),
   role: m.role as 'user' | 'assistant',
@@ -67,7 +67,7 @@ export const Run = z
   })
   .meta({ id: 'Run' });
 
-export const runJson = (r: agents_thread_ops.Run) => ({
+export const runJson = (r: agents_threads.Run) => ({
   id: r.id,
   threadId: r.threadId,
   agentId: r.agentId,
