@@ -3,8 +3,8 @@ import type { GrpcServiceName } from '@svc/kit';
 
 /**
  * Each gRPC service's generated definition (the union of its areas' services for the agents
- * service), as @svc/clients types it from the catalogue's names: where the request and response
- * types of an operation come from.
+ * service), as @svc/clients types it (its map is held to the catalogue's gRPC services by the
+ * compiler): where the request and response types of an operation come from.
  */
 type Definitions = ProtoDefinitions;
 
