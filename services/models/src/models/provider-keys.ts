@@ -15,8 +15,8 @@ import {
   type Sql,
 } from '@svc/kit';
 
-import { type ProviderKeyRow, ProviderKeyStore, SCHEMA } from '../store.js';
 import { type Catalogue, FIRST_PARTY_PROVIDER } from './catalogue.js';
+import { type ProviderKeyRow, ProviderKeyStore, SCHEMA } from './store.js';
 
 /**
  * Provider keys (docs/models.md): an account's (or an organization's) own keys for the model

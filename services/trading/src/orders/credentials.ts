@@ -15,7 +15,7 @@ import {
   type Sql,
 } from '@svc/kit';
 
-import { SCHEMA } from '../store.js';
+import { SCHEMA } from './store.js';
 
 /**
  * Credentials an account keeps for an external venue (an Alpaca key id and secret): sealed with the
