@@ -1,4 +1,5 @@
-import { COMPUTE_TOOLS, FILE_TOOLS, OUTREACH_TOOLS, PLATFORM_TOOLS, PROJECT_TOOLS, WORKBENCH_TOOLS } from './project/specs.js';
+import { COMPUTE_TOOLS, FILE_TOOLS, PLATFORM_TOOLS, PROJECT_TOOLS } from './project/specs.js';
+import { OUTREACH_TOOLS, WORKBENCH_TOOLS } from './project/specs-outreach.js';
 import type { ToolSpec } from './tool-spec.js';
 
 export type { ToolSpec } from './tool-spec.js';

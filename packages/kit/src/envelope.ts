@@ -1,4 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 
 import { DomainError } from './errors.js';
 
@@ -67,6 +69,33 @@ export function parseKeks(value: string): Kek[] {
 
 /** A new KEK in the form `parseKeks` reads (`<id>:<base64>`). */
 export const generateKek = (id: string) => `${id}:${randomBytes(KEY_BYTES).toString('base64')}`;
+
+/**
+ * A service's KEKs: the configured ones (its `SVC_<NAME>_KEK`), else one kept in a file of the data
+ * folder (mode 0600), generated at the first start, so that the one-process stack seals without
+ * configuration. Two processes of one data folder starting together keep the first one's.
+ */
+export function localKeks(configured: Kek[] | undefined, dataDir: string, fileName: string, owner: string): { keks: Kek[]; file?: string } {
+  if (configured) return { keks: configured };
+  const file = path.resolve(dataDir, fileName);
+  const read = () => parseKeks(fs.readFileSync(file, 'utf8').trim());
+  try {
+    return { keks: read(), file };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`${owner}'s KEK file ${file} is unreadable: ${(err as Error).message}`);
+  }
+  const kek = generateKek('local');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  try {
+    fs.writeFileSync(file, kek + '\n', { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    // Another process of the same data folder wrote it first: use theirs.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { keks: read(), file };
+    throw err;
+  }
+  fs.chmodSync(file, 0o600); // whatever the umask
+  return { keks: parseKeks(kek), file };
+}
 
 export class Envelope {
   private readonly byId: Map<string, Buffer>;

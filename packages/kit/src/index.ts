@@ -24,6 +24,8 @@ export * from './service.js';
 export * from './start-wait.js';
 export * from './storage/blobs.js';
 export * from './storage/bus.js';
+export * from './storage/bus-memory.js';
+export * from './storage/bus-nats.js';
 export * from './storage/cache.js';
 export * from './storage/content.js';
 export * from './storage/outbox.js';

@@ -1,4 +1,8 @@
-import { Envelope, generateKek, parseKeks } from '@svc/kit';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { Envelope, generateKek, localKeks, parseKeks } from '@svc/kit';
 
 // Envelope encryption of secrets at rest: AES-256-GCM data keys wrapped with a KEK.
 
@@ -50,4 +54,26 @@ test('KEKs as the operator gives them', () => {
   expect(() => parseKeks(`:${Buffer.alloc(32).toString('base64')}`)).toThrow(/<id>:<base64 key>/);
   expect(() => parseKeks(`a:${Buffer.alloc(32).toString('base64')},a:${Buffer.alloc(32).toString('base64')}`)).toThrow(/differ/);
   expect(() => parseKeks('')).toThrow(/at least one/);
+});
+
+test('a local KEK: the configured ones win; else one generated once into the data folder (0600), then read back', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-kek-'));
+  try {
+    const configured = parseKeks(generateKek('op'));
+    expect(localKeks(configured, dir, 'x-kek', 'x')).toEqual({ keks: configured });
+    expect(fs.existsSync(path.join(dir, 'x-kek'))).toBe(false);
+    const first = localKeks(undefined, dir, 'x-kek', 'x');
+    expect(first.file).toBe(path.join(dir, 'x-kek'));
+    expect(first.keks).toHaveLength(1);
+    expect(fs.statSync(first.file!).mode & 0o777).toBe(0o600);
+    // The next start (or another process of the same folder) opens with the same key.
+    const again = localKeks(undefined, dir, 'x-kek', 'x');
+    const sealed = new Envelope(first.keks).seal('secret', 'aad');
+    expect(new Envelope(again.keks).open(sealed, 'aad')).toBe('secret');
+    // A file that is there but cannot be read is an error naming it, never a new key.
+    fs.writeFileSync(path.join(dir, 'bad-kek'), 'not a kek');
+    expect(() => localKeks(undefined, dir, 'bad-kek', 'the y service')).toThrow(/the y service.*bad-kek/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -8,17 +8,17 @@ export {
   type RunLimits,
   STACK_SIZE_BYTES,
 } from './limits.js';
+export { Sandbox } from './pool.js';
+export { MAX_TOOL_ANSWER_CHARS, type RunTools } from './pool-tools.js';
 export {
   type RunRequest,
   type RunResult,
-  Sandbox,
   SandboxAbortedError,
   SandboxBusyError,
   SandboxClosedError,
   type SandboxEvent,
   type SandboxOptions,
-} from './pool.js';
-export { MAX_TOOL_ANSWER_CHARS, type RunTools } from './pool-tools.js';
+} from './pool-types.js';
 export {
   LOG_LEVELS,
   type LogEntry,

@@ -1,95 +1,13 @@
 import { type ChildProcess, fork } from 'node:child_process';
-import { closeSync, existsSync, openSync, readSync } from 'node:fs';
-import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 
 import { FairQueue } from './fair-queue.js';
 import { checkMaxLimits, DEFAULT_MAX_LIMITS, resolveLimits, type RunLimits } from './limits.js';
+import { closeStatus, lowerPriority, permissionArgs, residentBytes } from './pool-process.js';
 import { type RunTools, takeToolCall, type ToolCalls, toolCount } from './pool-tools.js';
-import type { ChildMessage, ParentMessage, RunError, RunOutcome } from './protocol.js';
+import { type RunRequest, type RunResult, SandboxAbortedError, SandboxBusyError, SandboxClosedError, type SandboxOptions } from './pool-types.js';
+import type { ChildMessage, ParentMessage, RunError } from './protocol.js';
 import type { ToolCallOut } from './tool-calls.js';
-
-/** A call to run code: the code and any limits the caller lowers. */
-export interface RunRequest extends Partial<RunLimits> {
-  code: string;
-  /** A JSON object whose members become globals before the code runs (its inputs). */
-  globalsJson?: string;
-  /** Compile only: a syntax check (the result is null; a syntax error is the run's error). */
-  checkOnly?: boolean;
-  /**
-   * Whose run it is (an account): waiting calls are served in turns between tenants, not in
-   * arrival order (FairQueue). Calls without one share the tenant ''.
-   */
-  tenant?: string;
-  /** Code mode: the script gets `svc` and may call these tools. */
-  tools?: RunTools;
-  /**
-   * The caller gave up: a call still waiting leaves the queue, a running script's process is
-   * killed (SIGKILL) and replaced; the call rejects with SandboxAbortedError either way.
-   */
-  signal?: AbortSignal;
-}
-
-/** A run's outcome with the limits it ran under and how long it waited for a process. */
-export interface RunResult extends RunOutcome {
-  limits: RunLimits;
-  queuedMs: number;
-}
-
-export interface SandboxOptions {
-  /** Warm child processes kept ready, each running one script at a time (default 2). */
-  poolSize?: number;
-  /** The operator's maxima; callers may ask for any limit up to them (default DEFAULT_MAX_LIMITS). */
-  maxLimits?: Partial<RunLimits>;
-  /** Calls that may wait for a free process; past it a call is refused as busy (default 32). */
-  maxQueue?: number;
-  /**
-   * Processes one tenant's runs may hold at once (default: all of them). A tenant's call past it
-   * waits even while a process is idle, so that the others always find one.
-   */
-  tenantShare?: number;
-  /** How long a call may wait for a free process (default 10 s). */
-  queueTimeoutMs?: number;
-  /** Time past a run's own time limit before its process is killed (default 500 ms). */
-  killGraceMs?: number;
-  /**
-   * Resident memory a busy process may add to its idle size, past twice the run's memory limit,
-   * before it is killed (default 64 MiB).
-   */
-  rssHeadroomMb?: number;
-  /** Runs after which a process is replaced by a fresh one (default 1000). */
-  runsPerProcess?: number;
-  /**
-   * How much nicer than the service a child process runs (0–19, default 10): a run's CPU yields to
-   * the requests the service's own thread serves, so one tenant's scripts cannot slow everyone's calls.
-   */
-  nice?: number;
-  /** Told of processes that died on their own or failed to start. */
-  onEvent?: (event: SandboxEvent) => void;
-}
-
-export type SandboxEvent =
-  | { type: 'killed'; reason: 'timeout' | 'memory_limit'; pid: number }
-  | { type: 'crashed'; pid: number; code: number | null; signal: string | null; stderr: string }
-  | { type: 'spawn_failed'; error: string };
-
-/** Every process is busy and the queue is full, or a call waited too long. */
-export class SandboxBusyError extends Error {
-  override name = 'SandboxBusyError';
-  readonly code = 'sandbox_busy';
-}
-
-/** The caller aborted the run (RunRequest.signal): it was taken off the queue, or its process was killed. */
-export class SandboxAbortedError extends Error {
-  override name = 'SandboxAbortedError';
-  readonly code = 'sandbox_aborted';
-}
-
-/** The pool is closed. */
-export class SandboxClosedError extends Error {
-  override name = 'SandboxClosedError';
-  readonly code = 'sandbox_closed';
-}
 
 const MIB = 1024 * 1024;
 const RSS_POLL_MS = 20;
@@ -137,9 +55,6 @@ class Worker {
 
 /** Where the child's code is: beside this file, in the build output. */
 const CHILD = path.join(__dirname, 'child.js');
-
-/** Node's flag for its permission model (named `--permission` from Node 22.13). */
-const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
 
 /**
  * A pool of warm child processes that run JavaScript in QuickJS (WebAssembly), one script per
@@ -512,90 +427,3 @@ export class Sandbox {
 }
 
 const ms = (x: number) => Math.round(x * 100) / 100;
-
-/** A process's resident set size in bytes, from /proc (Linux). */
-const statusBuf = Buffer.alloc(4096);
-
-/**
- * A child's resident memory, from /proc/<pid>/status through a descriptor kept open: one read of
- * procfs (microseconds, no disk), where reading the file anew through the thread pool cost the
- * service's thread about 5 ms of CPU at each of a busy run's 50 polls a second.
- */
-function residentBytes(w: Worker, pid: number): number | undefined {
-  try {
-    w.statusFd ??= openSync(`/proc/${pid}/status`, 'r');
-    const n = readSync(w.statusFd, statusBuf, 0, statusBuf.length, 0);
-    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(statusBuf.toString('latin1', 0, n));
-    return m ? Number(m[1]) * 1024 : undefined;
-  } catch {
-    return undefined; // the process is gone
-  }
-}
-
-function closeStatus(w: Worker): void {
-  if (w.statusFd === undefined) return;
-  try {
-    closeSync(w.statusFd);
-  } catch {
-    // already closed
-  }
-  w.statusFd = undefined;
-}
-
-/**
- * Node's permission model for the child, as a second wall behind WebAssembly: it may read only its
- * own code and QuickJS's packages, write nothing, start no process and no worker thread.
- */
-function permissionArgs(): string[] {
-  return [PERMISSION_FLAG, ...readable().map((dir) => `--allow-fs-read=${dir}`)];
-}
-
-let readableDirs: string[] | undefined;
-
-function readable(): string[] {
-  if (readableDirs) return readableDirs;
-  const umbrella = packageRoot('quickjs-emscripten', __dirname);
-  const core = packageRoot('quickjs-emscripten-core', umbrella);
-  const variants = ['release-sync', 'release-asyncify', 'debug-sync', 'debug-asyncify'].map((v) =>
-    packageRoot(`@jitl/quickjs-wasmfile-${v}`, umbrella),
-  );
-  readableDirs = [__dirname, umbrella, core, packageRoot('@jitl/quickjs-ffi-types', core), ...variants, ...searchedBefore(umbrella)];
-  return readableDirs;
-}
-
-/**
- * The node_modules folders Node looks in, from this package up, before the one that holds
- * QuickJS. Under the permission model a folder there that exists but may not be read stops the
- * lookup (Node 22): so it is when this package is bundled inside another one (svc-host's install:
- * node_modules/@svc/host/node_modules/@svc/quickjs). They hold packages (code) only.
- */
-function searchedBefore(umbrella: string): string[] {
-  const holder = path.dirname(umbrella);
-  const out: string[] = [];
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    const folder = path.join(dir, 'node_modules');
-    if (folder === holder) break;
-    if (path.basename(dir) !== 'node_modules' && existsSync(folder)) out.push(folder);
-    if (path.dirname(dir) === dir) break;
-  }
-  return out;
-}
-
-/** The folder of an installed package, as `require` finds it from `from`. */
-function packageRoot(name: string, from: string): string {
-  const main = require.resolve(name, { paths: [from] });
-  const marker = path.join('node_modules', name);
-  const at = main.lastIndexOf(marker);
-  if (at < 0) throw new Error(`cannot locate the package ${name}`);
-  return main.slice(0, at + marker.length);
-}
-
-/** Makes a child process nicer (never less nice than it is); best effort: a platform may refuse. */
-function lowerPriority(pid: number | undefined, nice: number): void {
-  if (!pid || nice <= 0) return;
-  try {
-    setPriority(pid, Math.max(getPriority(pid), Math.min(19, nice)));
-  } catch {
-    // Not permitted here, or the process is already gone: it runs at the service's priority.
-  }
-}

@@ -2,9 +2,11 @@ import { keysClient } from '@svc/clients';
 import { defineService, handleOnce, type OutboxRelay, startOutboxRelay, type Subscription } from '@svc/kit';
 import { accounts } from '@svc/proto';
 
+import { accountsSettingsSchema, bootstrap } from './accounts/bootstrap.js';
+import { AgentDirectory } from './accounts/directory.js';
 import { AccountsDomain } from './accounts/index.js';
-import { accountsSettingsSchema, bootstrap } from './bootstrap.js';
-import { AgentDirectory } from './directory.js';
+import { KeyVault, vaultSecret } from './accounts/signing-keys.js';
+import { AccountStore, SCHEMA } from './accounts/store.js';
 import { migrations } from './migrations/index.js';
 import { OauthRecords } from './oauth/oauth.js';
 import { oauthHandlers } from './oauth/server.js';
@@ -13,16 +15,14 @@ import { Passkeys } from './passkeys/passkeys.js';
 import { passkeyHandlers } from './passkeys/server.js';
 import { PasskeyStore } from './passkeys/store.js';
 import { handlers } from './server.js';
-import { KeyVault, vaultSecret } from './signing.js';
-import { AccountStore, SCHEMA } from './store.js';
 
-export { scopeWithin, verbCovers } from './access.js';
+export { scopeWithin, verbCovers } from './accounts/access.js';
+export { accountsSettingsSchema } from './accounts/bootstrap.js';
 export { type AccountsDeps, AccountsDomain } from './accounts/index.js';
-export { accountsSettingsSchema } from './bootstrap.js';
+export { generateSigningKey, KeyVault, privateKeyFrom, signCompact, vaultSecret, verifyCompact } from './accounts/signing-keys.js';
+export { AccountStore, SCHEMA } from './accounts/store.js';
 export { migrations } from './migrations/index.js';
 export { checkIfMatch, DEFAULT_SETTINGS, mergePatch, settingsEtag, SettingsSchema, validateSettings } from './settings.js';
-export { generateSigningKey, KeyVault, privateKeyFrom, signCompact, vaultSecret, verifyCompact } from './signing.js';
-export { AccountStore, SCHEMA } from './store.js';
 
 /** How often expired OAuth records are deleted. */
 const OAUTH_SWEEP_MS = 5 * 60_000;

@@ -2,9 +2,9 @@ import { DomainError, type Handlers } from '@svc/kit';
 import type { accounts } from '@svc/proto';
 
 import type { AccountsDomain, PublicKeyView } from './accounts/index.js';
+import type { AccountRow, AccountStore, Actor, AuditRow, GrantRow, HostRow, MemberRow } from './accounts/store.js';
 import type { oauthHandlers } from './oauth/server.js';
 import type { passkeyHandlers } from './passkeys/server.js';
-import type { AccountRow, AccountStore, Actor, AuditRow, GrantRow, HostRow, MemberRow } from './store.js';
 
 type Def = typeof accounts.AccountsServiceService;
 /** Served by oauth/server.ts and passkeys/server.ts. */

@@ -1,7 +1,8 @@
 import { defineService, type OutboxRelay, startOutboxRelay } from '@svc/kit';
 import { drive } from '@svc/proto';
 
-import { DriveDomain } from './domain.js';
+import { DriveDomain } from './items/domain.js';
+import { SCHEMA } from './items/store.js';
 import { migrations } from './migrations/index.js';
 import { handlers } from './server.js';
 import { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
@@ -9,12 +10,11 @@ import { txtLookup } from './sites/dns.js';
 import { startDomainChecks } from './sites/domain-checks.js';
 import { Domains } from './sites/domains.js';
 import { Sites } from './sites/sites.js';
-import { SCHEMA } from './store.js';
 
-export { DriveDomain } from './domain.js';
-export { etagOf, validName } from './rules.js';
+export { DriveDomain } from './items/domain.js';
+export { etagOf, validName } from './items/rules.js';
+export type { DriveSettings } from './items/types.js';
 export { domainSettings, driveSettings, driveSettingsSchema } from './settings.js';
-export type { DriveSettings } from './types.js';
 
 export const driveService = defineService({
   name: 'drive',

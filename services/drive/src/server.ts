@@ -1,20 +1,20 @@
 import { DomainError, type Handlers } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
-import { type DriveDomain, systemOnly } from './domain.js';
-import { openContent } from './download.js';
 import { fileHandlers } from './files/server.js';
-import { lockItem, setProperties, unlockItem } from './properties-locks.js';
-import { getItem, listItems, resolvePath } from './reads.js';
+import { type DriveDomain, systemOnly } from './items/domain.js';
+import { openContent } from './items/download.js';
+import { lockItem, setProperties, unlockItem } from './items/properties-locks.js';
+import { getItem, listItems, resolvePath } from './items/reads.js';
+import { copyItem, createFolder, deleteItem, updateItem } from './items/tree.js';
+import type { UploadHeader } from './items/types.js';
+import { abortUpload, beginUpload, commitUpload } from './items/uploads.js';
+import { toItem, toLock } from './items/views.js';
 import type { Domains } from './sites/domains.js';
 import { siteHandlers } from './sites/server.js';
 import type { Sites } from './sites/sites.js';
-import { copyItem, createFolder, deleteItem, updateItem } from './tree.js';
-import type { UploadHeader } from './types.js';
-import { abortUpload, beginUpload, commitUpload } from './uploads.js';
-import { toItem, toLock } from './views.js';
 
-export { toItem, toLock } from './views.js';
+export { toItem, toLock } from './items/views.js';
 
 function uploadHeader(h: drive.UploadHeader | undefined): UploadHeader {
   if (!h) throw new DomainError('invalid_argument', 'invalid_upload', 'An upload names its header.');

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { defineSettings, setting } from '@svc/kit';
 
-import type { DriveSettings } from './types.js';
+import type { DriveSettings } from './items/types.js';
 
 const HOUR = 3_600_000;
 const YEAR = 365 * 24 * HOUR;

@@ -12,9 +12,9 @@ import { migrations } from './migrations/index.js';
 import { loadCatalogue } from './models/catalogue.js';
 import { ModelsDomain } from './models/models.js';
 import { keyProviders, providerKeyKeks, ProviderKeys } from './models/provider-keys.js';
+import { SCHEMA } from './models/store.js';
 import { handlers, toCreditEntry, toModel } from './server.js';
 import { modelsSettings, modelsSettingsSchema } from './settings.js';
-import { SCHEMA } from './store.js';
 import { Advisor } from './usage/advisor.js';
 import { viewHandlers } from './usage/server.js';
 import { UsageStore } from './usage/store.js';
@@ -38,8 +38,8 @@ export {
 } from './models/catalogue.js';
 export { type ModelFilter, ModelsDomain, type ModelView, type Unavailable } from './models/models.js';
 export { KEK_FILE, keyProviders, OPENAI_COMPATIBLE, providerKeyKeks, ProviderKeys, sealAad } from './models/provider-keys.js';
+export { SCHEMA } from './models/store.js';
 export { type ModelsSettings, modelsSettings, modelsSettingsSchema } from './settings.js';
-export { SCHEMA } from './store.js';
 export { pinnedFetch } from '@svc/kit';
 
 /**

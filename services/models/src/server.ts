@@ -2,11 +2,12 @@ import type { Handlers } from '@svc/kit';
 import type { models } from '@svc/proto';
 
 import { type Credits, decimal } from './credits/credits.js';
+import type { CreditEntryRow } from './credits/store.js';
 import type { Inference } from './inference/infer.js';
 import type { CatalogueFamily } from './models/catalogue.js';
 import type { ModelsDomain, ModelView } from './models/models.js';
 import type { ProviderKeys } from './models/provider-keys.js';
-import type { CreditEntryRow, ProviderKeyRow } from './store.js';
+import type { ProviderKeyRow } from './models/store.js';
 import type { ViewHandlers } from './usage/server.js';
 
 type Def = typeof models.ModelsServiceService;

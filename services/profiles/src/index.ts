@@ -3,16 +3,16 @@ import { profiles } from '@svc/proto';
 
 import { migrations } from './migrations/index.js';
 import { ProfilesDomain } from './profiles/index.js';
+import { SCHEMA } from './profiles/store.js';
 import { handlers } from './server.js';
 import { profilesSettingsSchema } from './settings.js';
-import { SCHEMA } from './store.js';
 
-export { parseJson } from './input.js';
 export { migrations } from './migrations/index.js';
 export { buildCommitSnapshot, etagOf, ProfilesDomain } from './profiles/index.js';
+export { parseJson } from './profiles/input.js';
+export { canonical, chunkItems, deepEqual, MAX_DEPTH, nextManifest, snapshotParts, toManifest } from './profiles/snapshots.js';
+export { SCHEMA } from './profiles/store.js';
 export { profilesSettingsSchema } from './settings.js';
-export { canonical, chunkItems, deepEqual, MAX_DEPTH, nextManifest, snapshotParts, toManifest } from './snapshots.js';
-export { SCHEMA } from './store.js';
 
 /** The profiles service: taste profiles with immutable versions, branches and merges. */
 export const profilesService = defineService({

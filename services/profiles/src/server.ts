@@ -1,8 +1,8 @@
 import { AccountLimiter, type Handlers } from '@svc/kit';
 import type { profiles } from '@svc/proto';
 
-import { parseJson } from './input.js';
 import type { ProfilesDomain } from './profiles/index.js';
+import { parseJson } from './profiles/input.js';
 
 type Def = typeof profiles.ProfilesServiceService;
 

@@ -18,6 +18,9 @@ export type AbortMode =
   /** Left to answer (a change that commits as one transaction): the stop takes effect right after. */
   | 'finish';
 
+/** The run is no longer this worker's to write (ended, taken over, deleted): its work stops quietly. */
+export class RunEnded extends Error {}
+
 export class RunControl {
   cancel: boolean;
   interrupt = false;

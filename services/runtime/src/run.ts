@@ -12,10 +12,10 @@ import {
   type ThreadStore,
 } from '@svc/agents';
 import { type Bus, DomainError, newId, type Principal, type Queryable, type Sql, type Subscription } from '@svc/kit';
-import type { models_infer } from '@svc/proto';
 
 import { type Gate, gate } from './approval-step.js';
-import { RunControl } from './control.js';
+import { RunControl, RunEnded } from './control.js';
+import { type Infer, modelTurn } from './model-step.js';
 import type { RuntimeSettings } from './settings.js';
 import { execTool, type ModelToolCall, notBegun, parseArgs, toolMessage, type ToolOutcome, toolResultEvent } from './tool-step.js';
 import type { AgentTools } from './tools.js';
@@ -29,7 +29,7 @@ import type { AgentTools } from './tools.js';
  * progress at once (RunControl), as the tool's abort mode allows.
  */
 
-export type Infer = (req: models_infer.InferRequest, principal: Principal, signal: AbortSignal) => AsyncIterable<models_infer.InferEvent>;
+export type { Infer } from './model-step.js';
 
 export interface RunDeps {
   sql: Sql;
@@ -45,18 +45,7 @@ export interface RunDeps {
   log: { warn(obj: unknown, msg: string): void; error(obj: unknown, msg: string): void };
 }
 
-interface Turn {
-  text: string;
-  toolCalls: { id: string; name: string; argumentsJson: string }[];
-  usage: models_infer.Usage | undefined;
-  interrupted: boolean;
-}
-
-class RunEnded extends Error {}
-
 const SYSTEM: Producer = { kind: 'system', id: 'runtime', keyId: null };
-/** Waits before asking a turn of a restarting models service again (ms): about a minute in all. */
-const INFER_RETRIES = [500, 1000, 2000, 4000, 8000, 8000, 8000, 8000, 8000, 8000, 8000];
 
 /** Tool calls of the last assistant message that have no result in the context yet. */
 export function unanswered(context: ContextMessage[]): NonNullable<ContextMessage['toolCalls']> {
@@ -200,7 +189,7 @@ export class RunExecutor {
       if (step >= maxSteps) throw new DomainError('unprocessable', 'max_steps', `The run reached its limit of ${maxSteps} steps.`);
       if (tokens >= maxTokens) throw new DomainError('unprocessable', 'max_tokens', `The run reached its limit of ${maxTokens} tokens.`);
       step++;
-      const turn = await this.modelTurn(run, step, model, agent, context, principal, state);
+      const turn = await modelTurn(this.deps, run, step, model, agent, context, principal, state);
       if (turn.interrupted) {
         // Cut short by an injection or a cancel: the partial answer is dropped; the step is taken again.
         step--;
@@ -261,89 +250,6 @@ export class RunExecutor {
       (name) => d.tools.allows(agent.tools, name),
       (fn) => this.tx(run, fn),
     );
-  }
-
-  /** One model call, its text streamed live as deltas. */
-  private async modelTurn(
-    run: RunRow,
-    step: number,
-    model: string,
-    agent: AgentRow,
-    context: ContextMessage[],
-    principal: Principal,
-    state: RunControl,
-  ): Promise<Turn> {
-    const d = this.deps;
-    const thread = await d.threads.thread(run.thread_id);
-    if (!thread) throw new RunEnded();
-    const afterSeq = Number(thread.last_seq);
-    const abort = state.startTurn();
-    const messages: models_infer.ChatMessage[] = [
-      ...(agent.instructions ? [{ role: 'system', content: agent.instructions, toolCalls: [], toolCallId: '', name: '' }] : []),
-      ...context.map((m) => ({ role: m.role, content: m.content, toolCalls: m.toolCalls ?? [], toolCallId: m.toolCallId ?? '', name: m.name ?? '' })),
-    ];
-    const turn: Turn = { text: '', toolCalls: [], usage: undefined, interrupted: false };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.inferInto(turn, run, step, model, agent, messages, principal, afterSeq, abort);
-        break;
-      } catch (err) {
-        if (abort.signal.aborted) break;
-        // The models service restarting (a pod replaced, a process killed) is not the model
-        // failing: the turn is asked again, a few times over about a minute, as long as
-        // nothing of it has streamed yet. The charge key makes a repeated call charge once.
-        const restarting = err instanceof DomainError && err.code === 'service_unavailable' && !turn.text && !turn.toolCalls.length;
-        if (!restarting || attempt >= INFER_RETRIES.length || state.stopping) {
-          state.endTurn();
-          throw err;
-        }
-        await new Promise((r) => setTimeout(r, INFER_RETRIES[attempt]));
-      }
-    }
-    state.endTurn();
-    if (state.ended) throw new RunEnded();
-    if (abort.signal.aborted || state.stopping) turn.interrupted = true;
-    return turn;
-  }
-
-  /** One Infer call of a turn, its deltas, tool calls and usage collected into `turn`. */
-  private async inferInto(
-    turn: Turn,
-    run: RunRow,
-    step: number,
-    model: string,
-    agent: AgentRow,
-    messages: models_infer.ChatMessage[],
-    principal: Principal,
-    afterSeq: number,
-    abort: AbortController,
-  ): Promise<void> {
-    const d = this.deps;
-    try {
-      const stream = d.infer(
-        {
-          model,
-          messages,
-          tools: d.tools.definitions(agent.tools),
-          chargeKey: `${run.id}:${step}`,
-          maxOutputTokens: undefined,
-          temperature: undefined,
-        },
-        principal,
-        abort.signal,
-      );
-      for await (const e of stream) {
-        if (e.delta) {
-          turn.text += e.delta;
-          void d.live.signal(run.thread_id, { kind: 'delta', runId: run.id, step, afterSeq, text: e.delta });
-        } else if (e.toolCall)
-          turn.toolCalls.push({ id: e.toolCall.id || newId('call'), name: e.toolCall.name, argumentsJson: e.toolCall.argumentsJson || '{}' });
-        else if (e.usage) turn.usage = e.usage;
-        if (abort.signal.aborted) break;
-      }
-    } catch (err) {
-      if (!abort.signal.aborted) throw err;
-    }
   }
 
   /**

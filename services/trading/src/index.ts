@@ -12,12 +12,12 @@ import { migrations } from './migrations/index.js';
 import { credentialKeks, VenueCredentials } from './orders/credentials.js';
 import { OrderUpdates } from './orders/events.js';
 import { AgentLimits } from './orders/limits.js';
+import { SCHEMA, TradingStore } from './orders/store.js';
 import { Instruments, PAPER_INSTRUMENTS } from './orders/symbols.js';
 import { Trading } from './orders/trading.js';
 import { PaperVenue } from './paper/venue.js';
 import { handlers, toOrder } from './server.js';
 import { tradingSettings, tradingSettingsSchema } from './settings.js';
-import { SCHEMA, TradingStore } from './store.js';
 import { MarketFeed } from './views/feed.js';
 import { Market } from './views/market.js';
 import { OrderTools } from './views/orders.js';
@@ -29,9 +29,9 @@ import { ViewsStore } from './views/store.js';
 export * from './engine/book.js';
 export * from './engine/market-maker.js';
 export { migrations } from './migrations/index.js';
+export { SCHEMA } from './orders/store.js';
 export { Instruments, PAPER_INSTRUMENTS, specOf } from './orders/symbols.js';
 export { type TradingSettings, tradingSettings, tradingSettingsSchema } from './settings.js';
-export { SCHEMA } from './store.js';
 
 /**
  * The trading service (docs/trading.md): the paper venue (a limit order book per symbol, its

@@ -4,10 +4,10 @@ import type { trading } from '@svc/proto';
 import type { VenueCredentials } from './orders/credentials.js';
 import type { OrderUpdates } from './orders/events.js';
 import type { AgentLimits, LimitsRow } from './orders/limits.js';
+import type { EventRow, OrderRow } from './orders/store.js';
 import { formatUnits, scaled } from './orders/symbols.js';
 import { cursorId, type Trading } from './orders/trading.js';
 import type { EventData } from './paper/timeline.js';
-import type { EventRow, OrderRow } from './store.js';
 import type { ViewHandlers } from './views/server.js';
 
 type Def = typeof trading.TradingServiceService;

@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { Email } from '@svc/api';
 import { DomainError, generateApiKey, hashSecret, keyPrefix, newId, type Principal } from '@svc/kit';
 
-import { ACCOUNT_ID_RE, actorOf, canChangeAuthority, requireAccountWide, requireAuthority, type Standing } from '../access.js';
-import type { AccountRow, Role } from '../store.js';
+import { ACCOUNT_ID_RE, actorOf, canChangeAuthority, requireAccountWide, requireAuthority, type Standing } from './access.js';
 import { AccountsCore, decodeCursor, encodeCursor, isUniqueViolation, limitOf, Name, type Page, parse } from './core.js';
+import type { AccountRow, Role } from './store.js';
 
 const CreateAccountInput = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('organization'), name: Name, email: z.undefined({ error: 'an organization has no email' }).optional() }),

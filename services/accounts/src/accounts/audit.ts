@@ -1,8 +1,8 @@
 import { DomainError, newId, type Principal } from '@svc/kit';
 
-import { requireManager } from '../access.js';
-import type { Actor, AuditRow } from '../store.js';
+import { requireManager } from './access.js';
 import { AccountsCore, decodeCursor, limitOf, type Page, paged } from './core.js';
+import type { Actor, AuditRow } from './store.js';
 
 /** The audit trail: read by an account's managers; agent events become entries of the accounts they touch. */
 export class Audit extends AccountsCore {

@@ -4,11 +4,11 @@ import { DisplayName } from '@svc/api';
 import type { KeysClient } from '@svc/clients';
 import { type Bus, DomainError, enqueueEvent, type OutboxRelay, parseInput, type Principal, type Queryable } from '@svc/kit';
 
-import { ACCOUNT_ID_RE, accountNotFound, type Standing } from '../access.js';
-import { AgentDirectory } from '../directory.js';
 import { DEFAULT_SETTINGS, type Settings, validateSettings } from '../settings.js';
-import type { KeyVault } from '../signing.js';
-import { type AccountRow, type AccountStore, type Actor, type Role, SCHEMA } from '../store.js';
+import { ACCOUNT_ID_RE, accountNotFound, type Standing } from './access.js';
+import { AgentDirectory } from './directory.js';
+import type { KeyVault } from './signing-keys.js';
+import { type AccountRow, type AccountStore, type Actor, type Role, SCHEMA } from './store.js';
 
 /**
  * What every part of the accounts rules shares: the store, the caller's standing in an account,

@@ -14,9 +14,9 @@ import {
   requireManager,
   scopeWithin,
   SYSTEM_ACTOR,
-} from '../access.js';
-import type { GrantRow } from '../store.js';
+} from './access.js';
 import { AccountsCore, decodeCursor, isUniqueViolation, limitOf, type Page, paged, parse } from './core.js';
+import type { GrantRow } from './store.js';
 
 export const Scope = GrantScope;
 const GrantInput = z.object({

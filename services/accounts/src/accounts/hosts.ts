@@ -2,9 +2,9 @@ import { z } from 'zod';
 
 import { BusRequestError, callAborted, DomainError, generateHostCredential, hashSecret, newId, type Principal } from '@svc/kit';
 
-import { actorOf, HOST_ID_RE, requireAccountWide, requireAuthority, requireManager, scopeWithin, verbCovers } from '../access.js';
-import type { HostRow } from '../store.js';
+import { actorOf, HOST_ID_RE, requireAccountWide, requireAuthority, requireManager, scopeWithin, verbCovers } from './access.js';
 import { AccountsCore, decodeCursor, limitOf, Name, type Page, paged, parse, parseJson } from './core.js';
+import type { HostRow } from './store.js';
 
 /** Longest a host call may wait: below the gateway's gRPC deadline (10 s by default). */
 export const MAX_HOST_CALL_MS = 8000;

@@ -1,6 +1,6 @@
 import type { Principal } from '@svc/kit';
 
-import type { Standing } from '../access.js';
+import type { Standing } from './access.js';
 import { AccountOps } from './accounts.js';
 import { Audit } from './audit.js';
 import { AccountsCore, type AccountsDeps } from './core.js';

@@ -2,9 +2,9 @@ import { z } from 'zod';
 
 import { DomainError, type Principal } from '@svc/kit';
 
-import { ACCOUNT_ID_RE, actorOf, canChangeAuthority, HOST_ID_RE, requireManager, type Standing } from '../access.js';
-import type { AuditRow, GrantRow, HostRow, MemberRow } from '../store.js';
+import { ACCOUNT_ID_RE, actorOf, canChangeAuthority, HOST_ID_RE, requireManager, type Standing } from './access.js';
 import { AccountsCore, Name, parse } from './core.js';
+import type { AuditRow, GrantRow, HostRow, MemberRow } from './store.js';
 
 const hostNotFound = () => new DomainError('not_found', 'host_not_found', 'Host not found.');
 const HostName = z.object({ name: Name });

@@ -2,9 +2,9 @@ import { z } from 'zod';
 
 import { DomainError, type Principal } from '@svc/kit';
 
-import { ACCOUNT_ID_RE, actorOf, requireAccountWide, requireAuthority, requireManager } from '../access.js';
-import type { MemberRow } from '../store.js';
+import { ACCOUNT_ID_RE, actorOf, requireAccountWide, requireAuthority, requireManager } from './access.js';
 import { AccountsCore, decodeCursor, limitOf, type Page, paged, parse } from './core.js';
+import type { MemberRow } from './store.js';
 
 const RoleInput = z.enum(['owner', 'admin', 'member'], { error: 'must be owner, admin or member' });
 

@@ -1,7 +1,7 @@
 import { DomainError, type Principal } from '@svc/kit';
 
-import { actorOf, requireAccountWide, requireAuthority, requireManager } from '../access.js';
 import { canonicalJson, checkIfMatch, mergePatch, type Settings, settingsEtag, validateSettings } from '../settings.js';
+import { actorOf, requireAccountWide, requireAuthority, requireManager } from './access.js';
 import { AccountsCore, parseJson } from './core.js';
 
 /** An account's settings document: read, replaced or merge-patched under If-Match. */

@@ -2,10 +2,10 @@ import type { JWK } from 'jose';
 
 import { DomainError, newId, type Principal } from '@svc/kit';
 
-import { actorOf, requireAccountWide, requireAuthority, requireManager, SYSTEM_ACTOR } from '../access.js';
-import { generateSigningKey, kidOf, privateKeyFrom, sealAad, signCompact, verifyCompact } from '../signing.js';
-import type { Actor, SigningKeyRow } from '../store.js';
+import { actorOf, requireAccountWide, requireAuthority, requireManager, SYSTEM_ACTOR } from './access.js';
 import { AccountsCore, parseJson } from './core.js';
+import { generateSigningKey, kidOf, privateKeyFrom, sealAad, signCompact, verifyCompact } from './signing-keys.js';
+import type { Actor, SigningKeyRow } from './store.js';
 
 /** Largest payload a signature covers. */
 export const MAX_SIGN_BYTES = 64 * 1024;

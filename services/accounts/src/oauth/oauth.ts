@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 
 import { type Actor, DomainError, newId, type Principal } from '@svc/kit';
 
-import { SYSTEM_ACTOR } from '../access.js';
+import { SYSTEM_ACTOR } from '../accounts/access.js';
 import { AccountsCore, type AccountsDeps, parseJson } from '../accounts/core.js';
 import type { OauthRecordRow, OauthStore } from './store.js';
 

@@ -11,7 +11,7 @@ import {
 
 import { DomainError, type Principal } from '@svc/kit';
 
-import { ACCOUNT_ID_RE } from '../access.js';
+import { ACCOUNT_ID_RE } from '../accounts/access.js';
 import { AccountsCore, type AccountsDeps, Name, parse, parseJson } from '../accounts/core.js';
 import { personActor } from '../oauth/oauth.js';
 import type { Ceremony, PasskeyRow, PasskeyStore } from './store.js';

@@ -5,11 +5,11 @@ import { strToU8, unzipSync, zipSync } from 'fflate';
 
 import { DomainError, type Principal } from '@svc/kit';
 
-import { type DriveDomain, writer } from '../domain.js';
+import { type DriveDomain, writer } from '../items/domain.js';
+import { validName } from '../items/rules.js';
+import type { ItemRow } from '../items/store.js';
+import { createFolder } from '../items/tree.js';
 import { charge, precheck } from '../quotas/quotas.js';
-import { validName } from '../rules.js';
-import type { ItemRow } from '../store.js';
-import { createFolder } from '../tree.js';
 import { notAFolder, readBytes, TOOL_MAX_BYTES, writeBytes } from './io.js';
 import { files } from './paths.js';
 

@@ -1,8 +1,8 @@
 /** Batches: many items deleted or moved in one call, each on its own (one failing does not stop the others). */
 import { DomainError, type Principal } from '@svc/kit';
 
-import type { DriveDomain } from '../domain.js';
-import { deleteItem, updateItem } from '../tree.js';
+import type { DriveDomain } from '../items/domain.js';
+import { deleteItem, updateItem } from '../items/tree.js';
 import { isText, readBytes } from './io.js';
 import { removeTags, setTags, validTags } from './tags.js';
 

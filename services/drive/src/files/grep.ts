@@ -9,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 
 import { callAborted, DomainError, type Principal } from '@svc/kit';
 
-import type { DriveDomain } from '../domain.js';
+import type { DriveDomain } from '../items/domain.js';
 import type { GrepAnswer, GrepRequest } from './grep-worker.js';
 import { readBytes, TOOL_MAX_BYTES } from './io.js';
 import { files, likeOf, start } from './paths.js';

@@ -3,11 +3,11 @@ import { createHash } from 'node:crypto';
 
 import { contentTooLarge, DomainError, type Principal } from '@svc/kit';
 
-import { contentKey } from '../content.js';
-import type { DriveDomain } from '../domain.js';
-import type { ItemRow } from '../store.js';
-import type { UploadHeader } from '../types.js';
-import { commitUpload } from '../uploads.js';
+import { contentKey } from '../items/content.js';
+import type { DriveDomain } from '../items/domain.js';
+import type { ItemRow } from '../items/store.js';
+import type { UploadHeader } from '../items/types.js';
+import { commitUpload } from '../items/uploads.js';
 import { isText } from './search-text.js';
 
 /** The most bytes a file tool reads or writes in one call. */

@@ -1,7 +1,7 @@
 /** JSON files: a value at a JSON Pointer (RFC 6901), setting one, and merge patches (RFC 7396). */
 import { DomainError, type Principal } from '@svc/kit';
 
-import type { DriveDomain } from '../domain.js';
+import type { DriveDomain } from '../items/domain.js';
 import { readText, rewriteText } from './io.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

@@ -1,11 +1,11 @@
 /** Finding things: a path's item, an item's ancestors, a folder's tree, names, recent files, sizes, duplicates. */
 import { DomainError, type Principal } from '@svc/kit';
 
-import { type DriveDomain, writer } from '../domain.js';
+import { type DriveDomain, writer } from '../items/domain.js';
+import { resolvePath } from '../items/reads.js';
+import type { ItemRow, Place } from '../items/store.js';
+import { createFolder } from '../items/tree.js';
 import { quotaOf } from '../quotas/quotas.js';
-import { resolvePath } from '../reads.js';
-import type { ItemRow, Place } from '../store.js';
-import { createFolder } from '../tree.js';
 import { notAFolder, segments } from './io.js';
 import { FilesStore, type PathRow, type Start } from './store.js';
 

@@ -2,8 +2,8 @@
 import { AccountLimiter, type CallContext } from '@svc/kit';
 import type { drive, drive_files } from '@svc/proto';
 
-import type { DriveDomain } from '../domain.js';
-import { toItem } from '../views.js';
+import type { DriveDomain } from '../items/domain.js';
+import { toItem } from '../items/views.js';
 import { extractArchive, zipFolder } from './archives.js';
 import { batchDelete, batchMove, batchTag, readMany } from './batch.js';
 import { grep } from './grep.js';

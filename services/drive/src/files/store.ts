@@ -1,7 +1,7 @@
 /** SQL of the file tools: subtrees with paths, recent files, sizes, versions and tags. */
 import type { Queryable } from '@svc/kit';
 
-import type { Actor, ItemRow } from '../store.js';
+import type { Actor, ItemRow } from '../items/store.js';
 
 const COLUMNS = `id, account_id, project_id, parent_id, name, kind, size, content_type, sha256, version,
   created_at, updated_at, created_by, updated_by`;

@@ -1,7 +1,7 @@
 /** Tags: short labels on files and folders, to organise and find them. */
 import { DomainError, type Principal } from '@svc/kit';
 
-import { type DriveDomain, writer } from '../domain.js';
+import { type DriveDomain, writer } from '../items/domain.js';
 import { files, type PathItem } from './paths.js';
 
 const TAG = /^[\p{L}\p{N}][\p{L}\p{N} _.:/-]{0,63}$/u;

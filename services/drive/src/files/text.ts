@@ -1,9 +1,9 @@
 /** Text files: lines, counts, search, differences, CSV, and edits written back as new versions. */
 import { DomainError, type Principal } from '@svc/kit';
 
-import type { DriveDomain } from '../domain.js';
-import { contentTypeFor } from '../rules.js';
-import type { ItemRow } from '../store.js';
+import type { DriveDomain } from '../items/domain.js';
+import { contentTypeFor } from '../items/rules.js';
+import type { ItemRow } from '../items/store.js';
 import { unifiedDiff } from './diff.js';
 import { readText, rewriteText, segments, writeBytes } from './io.js';
 import { occurrences, replaceAt } from './occurrences.js';

@@ -1,9 +1,9 @@
 /** A file's earlier contents: listed, read, restored (as a new version) and deleted. */
 import { DomainError, ifMatchPasses, type Principal } from '@svc/kit';
 
-import type { DriveDomain } from '../domain.js';
-import { stale } from '../errors.js';
-import { etagOf } from '../rules.js';
+import type { DriveDomain } from '../items/domain.js';
+import { stale } from '../items/errors.js';
+import { etagOf } from '../items/rules.js';
 import { unifiedDiff } from './diff.js';
 import { isText, notAFile, readBlob, readText, TOOL_MAX_BYTES, writeBytes } from './io.js';
 import { files } from './paths.js';

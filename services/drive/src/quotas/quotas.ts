@@ -5,7 +5,7 @@
  */
 import { DomainError, type Queryable } from '@svc/kit';
 
-import type { QuotaLimits } from '../types.js';
+import type { QuotaLimits } from '../items/types.js';
 import { QuotaStore } from './store.js';
 
 const store = new QuotaStore();

@@ -9,10 +9,10 @@ import { createHash } from 'node:crypto';
 
 import { DomainError, newId, type Principal, type Queryable } from '@svc/kit';
 
-import { contentKey } from '../content.js';
-import { actorOf, writer } from '../domain.js';
-import { folderNotFound } from '../errors.js';
-import { resolvePath } from '../reads.js';
+import { contentKey } from '../items/content.js';
+import { actorOf, writer } from '../items/domain.js';
+import { folderNotFound } from '../items/errors.js';
+import { resolvePath } from '../items/reads.js';
 import { untarFiles, unzipFiles } from './archive.js';
 import { byPath, decodeIdCursor, encodeIdCursor, manifestDigest, normalizeSitePath, siteContentType, tooLarge } from './rules.js';
 import type { Sites } from './sites.js';

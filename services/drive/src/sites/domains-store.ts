@@ -4,7 +4,7 @@
  */
 import type { Queryable } from '@svc/kit';
 
-import type { Actor } from '../store.js';
+import type { Actor } from '../items/store.js';
 
 export interface DomainRow {
   domain: string;

@@ -9,7 +9,7 @@
  */
 import { DomainError, type Principal } from '@svc/kit';
 
-import { actorOf, writer } from '../domain.js';
+import { actorOf, writer } from '../items/domain.js';
 import type { DomainSettings } from '../settings.js';
 import type { TxtLookup } from './dns.js';
 import { challengeOf, lapsedError, newDomainToken, readChallenge, recheckVerdict, validDomain } from './domain-rules.js';

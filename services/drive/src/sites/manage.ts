@@ -5,9 +5,9 @@
  */
 import { DomainError, type Principal } from '@svc/kit';
 
-import { writer } from '../domain.js';
 import { readBlob } from '../files/io.js';
 import { isText } from '../files/io.js';
+import { writer } from '../items/domain.js';
 import { ManageStore } from './manage-store.js';
 import { normalizeSitePath, validSlug, validTitle } from './rules.js';
 import type { Sites } from './sites.js';

@@ -5,7 +5,7 @@
  */
 import { ifNoneMatchPasses } from '@svc/kit';
 
-import { contentKey } from '../content.js';
+import { contentKey } from '../items/content.js';
 import { normalizeSitePath } from './rules.js';
 import type { Sites } from './sites.js';
 import type { SiteFileRow } from './store.js';

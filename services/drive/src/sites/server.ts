@@ -2,9 +2,9 @@
 import type { CallContext } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
-import { contentKey } from '../content.js';
-import { systemOnly } from '../domain.js';
-import type { Actor } from '../store.js';
+import { contentKey } from '../items/content.js';
+import { systemOnly } from '../items/domain.js';
+import type { Actor } from '../items/store.js';
 import { type DeploymentView, deploySite, getDeployment, listDeployments, rollbackSite } from './deploy.js';
 import { addDomain, type Domains, domainServed, domainView, listDomains, removeDomain, verifyDomain } from './domains.js';
 import { checkLinks, deleteDeployment, deleteRedirect, diffDeployments, listRedirects, readSiteFile, setRedirects, updateSite } from './manage.js';

@@ -5,8 +5,8 @@
  */
 import { DomainError, enqueueEvent, newId, type Principal, type Queryable } from '@svc/kit';
 
-import { actorOf, type DriveDomain, writer } from '../domain.js';
-import { SCHEMA } from '../store.js';
+import { actorOf, type DriveDomain, writer } from '../items/domain.js';
+import { SCHEMA } from '../items/store.js';
 import { DomainsStore } from './domains-store.js';
 import { decodeIdCursor, encodeIdCursor, validSlug, validTitle } from './rules.js';
 import { type SiteRow, SitesStore } from './store.js';

@@ -1,7 +1,7 @@
 /** SQL for sites, their deployments and their manifests. Rules live in sites.ts and deploy.ts. */
 import type { Queryable } from '@svc/kit';
 
-import type { Actor } from '../store.js';
+import type { Actor } from '../items/store.js';
 
 export interface SiteRow {
   id: string;

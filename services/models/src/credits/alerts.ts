@@ -1,7 +1,7 @@
 import { actorOf, enqueueEvent, invalid, newId, notFound, type Principal, type Sql } from '@svc/kit';
 
 import { fromUnits, SCALE, toUnits } from '../inference/cost.js';
-import { SCHEMA } from '../store.js';
+import { SCHEMA } from '../models/store.js';
 import { cursorOf, page } from '../usage/usage.js';
 import type { CreditAlertRow, CreditAlertStore } from './alerts-store.js';
 import { CURRENCY, decimal } from './credits.js';

@@ -2,7 +2,8 @@ import { actorOf, DomainError, enqueueEvent, invalid, newId, type Principal, req
 
 import { fromUnits, SCALE, toUnits } from '../inference/cost.js';
 import type { Charging } from '../inference/infer.js';
-import { type CreditEntryRow, CreditStore, SCHEMA } from '../store.js';
+import { SCHEMA } from '../models/store.js';
+import { type CreditEntryRow, CreditStore } from './store.js';
 
 /**
  * Credits (docs/models.md, "Credits"): each account's balance, kept as a ledger in PostgreSQL. The

@@ -1,10 +1,10 @@
 import { invalid, notFound, type Principal } from '@svc/kit';
 
 import { fromUnits, toUnits } from '../inference/cost.js';
-import type { CreditStore } from '../store.js';
 import type { UsageStore } from '../usage/store.js';
 import { cursorOf, page, range } from '../usage/usage.js';
 import { CURRENCY, decimal } from './credits.js';
+import type { CreditStore } from './store.js';
 
 /**
  * Views of the credit ledger (docs/models.md, "Credits"): entries filtered, one entry, a summary by

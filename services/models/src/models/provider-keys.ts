@@ -1,22 +1,18 @@
-import fs from 'node:fs';
-import path from 'node:path';
-
 import {
   actorOf,
   checkOutboundUrl,
   DomainError,
   enqueueEvent,
   type Envelope,
-  generateKek,
   type Kek,
-  parseKeks,
+  localKeks,
   type Principal,
   requireAuthority,
   type Sql,
 } from '@svc/kit';
 
-import { type ProviderKeyRow, ProviderKeyStore, SCHEMA } from '../store.js';
 import { type Catalogue, FIRST_PARTY_PROVIDER } from './catalogue.js';
+import { type ProviderKeyRow, ProviderKeyStore, SCHEMA } from './store.js';
 
 /**
  * Provider keys (docs/models.md): an account's (or an organization's) own keys for the model
@@ -64,25 +60,8 @@ function requireManage(p: Principal): void {
 
 const invalid = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
 
-/**
- * The KEKs provider keys are sealed under: SVC_MODELS_KEK, or (the embedded stack) one generated
- * once into <SVC_DATA_DIR>/models-kek (0600). `file` names where it came from, never its value.
- */
-export function providerKeyKeks(configured: Kek[] | undefined, dataDir: string): { keks: Kek[]; file?: string } {
-  if (configured) return { keks: configured };
-  const file = path.resolve(dataDir, KEK_FILE);
-  try {
-    return { keks: parseKeks(fs.readFileSync(file, 'utf8').trim()), file };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-      throw new Error(`the models service's KEK file ${file} is unreadable: ${(err as Error).message}`);
-  }
-  const kek = generateKek('local');
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, kek + '\n', { mode: 0o600, flag: 'wx' });
-  fs.chmodSync(file, 0o600);
-  return { keks: parseKeks(kek), file };
-}
+/** SVC_MODELS_KEK, or one generated once into <SVC_DATA_DIR>/models-kek (0600). */
+export const providerKeyKeks = (configured: Kek[] | undefined, dataDir: string) => localKeks(configured, dataDir, KEK_FILE, 'the models service');
 
 export class ProviderKeys {
   readonly store: ProviderKeyStore;

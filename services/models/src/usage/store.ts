@@ -1,6 +1,6 @@
 import type { Actor, Queryable, Sql } from '@svc/kit';
 
-import type { CreditEntryRow } from '../store.js';
+import type { CreditEntryRow } from '../credits/store.js';
 
 /** SQL of usage records, providers' last errors and the credit ledger's views (docs/models.md). */
 

@@ -1,8 +1,8 @@
 import { PROFILE_LIMITS } from '@svc/api';
 import { DomainError, nameProblem, normalizeName, type Principal } from '@svc/kit';
 
-import { type BranchState, chain, type Change, MAIN, unprocessable } from '../history.js';
 import { type Loaded, type ProfileCore, scopeOf, versionNotFound } from './core.js';
+import { type BranchState, chain, type Change, MAIN, unprocessable } from './history.js';
 import { persist } from './persist.js';
 import { branchView, versionView } from './views.js';
 

@@ -1,8 +1,8 @@
 import { PROFILE_LIMITS } from '@svc/api';
 import { DomainError, nameProblem, newId, normalizeName, type Principal } from '@svc/kit';
 
-import { type BranchState, type Change, MAIN, unprocessable } from '../history.js';
 import type { ProfileCore } from './core.js';
+import { type BranchState, type Change, MAIN, unprocessable } from './history.js';
 import { persist } from './persist.js';
 import { branchView, type ProfileDoc } from './views.js';
 

@@ -1,8 +1,10 @@
 import { ProfileMessage } from '@svc/api';
 import { newId, type Principal } from '@svc/kit';
 
-import { chain, type Change, unprocessable, type VersionMeta } from '../history.js';
-import { parse } from '../input.js';
+import { EMPTY_WORKING, type ProfileCore, versionNotFound } from './core.js';
+import { chain, type Change, unprocessable, type VersionMeta } from './history.js';
+import { parse } from './input.js';
+import { type Addition, persist } from './persist.js';
 import {
   applyItemsAt,
   computeDerived,
@@ -13,9 +15,7 @@ import {
   nextManifest,
   type Snapshot,
   snapshotParts,
-} from '../snapshots.js';
-import { EMPTY_WORKING, type ProfileCore, versionNotFound } from './core.js';
-import { type Addition, persist } from './persist.js';
+} from './snapshots.js';
 import { versionView } from './views.js';
 
 /** New versions on a branch head: committing the working changes, and rolling back to an earlier state. */

@@ -1,8 +1,8 @@
 import { DomainError, enqueueEvent, ifMatchPasses, type OutboxRelay, type Principal, type Queryable, type Sql } from '@svc/kit';
 
-import type { BranchState, History } from '../history.js';
-import { ChunkCache, EMPTY_MANIFEST, type Manifest, manifestHashes, ParsedCache, type Snapshot, snapshotObject, snapshotText } from '../snapshots.js';
-import { type BranchRow, type ProfileRow, ProfileStore, SCHEMA, type Scope, type VersionRow } from '../store.js';
+import type { BranchState, History } from './history.js';
+import { ChunkCache, EMPTY_MANIFEST, type Manifest, manifestHashes, ParsedCache, type Snapshot, snapshotObject, snapshotText } from './snapshots.js';
+import { type BranchRow, type ProfileRow, ProfileStore, SCHEMA, type Scope, type VersionRow } from './store.js';
 import { branchView, etagOf, type ProfileDoc, toBranch, toMeta, versionJson } from './views.js';
 
 /**

@@ -1,12 +1,12 @@
 import { CreateProfileBody, PatchProfileBody, PROFILE_LIMITS, type ProfileDataInput, ProjectId } from '@svc/api';
 import { DomainError, enqueueEvent, newId, type Principal, type Queryable } from '@svc/kit';
 
-import { checkHistory, patchToChange, unprocessable } from '../history.js';
-import { parse } from '../input.js';
-import { deepEqual, duplicateItemId, ITEM_KINDS, type Manifest, snapshotObject, toManifest } from '../snapshots.js';
-import { SCHEMA } from '../store.js';
 import { EMPTY_WORKING, type Loaded, type ProfileCore, profileNotFound, scopeOf } from './core.js';
+import { checkHistory, patchToChange, unprocessable } from './history.js';
+import { parse } from './input.js';
 import { type Addition, persist, sameBranches } from './persist.js';
+import { deepEqual, duplicateItemId, ITEM_KINDS, type Manifest, snapshotObject, toManifest } from './snapshots.js';
+import { SCHEMA } from './store.js';
 import { decodeCursor, encodeCursor, type ProfileDoc, summaryView } from './views.js';
 
 /** Profiles as documents: create (or import), list, get, PATCH (history kept true) and delete. */

@@ -1,6 +1,5 @@
 import type { OutboxRelay, Principal, Sql } from '@svc/kit';
 
-import type { ProfileStore } from '../store.js';
 import { getBranch, listBranches, resetBranch, updateBranch } from './branch-ops.js';
 import { checkout, createBranch, deleteBranch } from './branches.js';
 import { commit, rollback } from './commits.js';
@@ -9,6 +8,7 @@ import { createProfile, getProfile, listProfiles, removeProfile, updateProfile }
 import { applyVersion, duplicateProfile, findVersions, profileStats, searchItems } from './insights.js';
 import { merge } from './merging.js';
 import { diff, exportHistory, log, version } from './reads.js';
+import type { ProfileStore } from './store.js';
 import { createTag, deleteTag, listTags } from './tags.js';
 import { discardWorking, stageItem, unstageItem } from './working.js';
 

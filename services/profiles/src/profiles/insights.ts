@@ -1,12 +1,12 @@
 import { PROFILE_LIMITS, ProfileBranchName, ProfileMessage } from '@svc/api';
 import { DomainError, newId, type Principal } from '@svc/kit';
 
-import { chain, type Change, unprocessable, type VersionMeta } from '../history.js';
-import { parse } from '../input.js';
-import { diffSnapshots, type SnapshotDiff } from '../merge.js';
-import { canonical, computeDerived, deepEqual, ITEM_KINDS, itemKey, type Snapshot } from '../snapshots.js';
 import { type ProfileCore, scopeOf, versionNotFound } from './core.js';
+import { chain, type Change, unprocessable, type VersionMeta } from './history.js';
+import { parse } from './input.js';
+import { diffSnapshots, type SnapshotDiff } from './merge.js';
 import { persist } from './persist.js';
+import { canonical, computeDerived, deepEqual, ITEM_KINDS, itemKey, type Snapshot } from './snapshots.js';
 import { versionView } from './views.js';
 
 /** Reading a profile's content (search, statistics), copying a profile, and reverting one version. */

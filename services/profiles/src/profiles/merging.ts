@@ -1,10 +1,10 @@
 import { MergeProfileBody } from '@svc/api';
 import { DomainError, newId, type Principal } from '@svc/kit';
 
-import { ancestors, type Change, mergeBase, unprocessable, type VersionMeta } from '../history.js';
-import { parse } from '../input.js';
-import { type Conflict, diffSnapshots, mergeSnapshots, type Resolutions, type Side, type SnapshotDiff } from '../merge.js';
 import type { ProfileCore } from './core.js';
+import { ancestors, type Change, mergeBase, unprocessable, type VersionMeta } from './history.js';
+import { parse } from './input.js';
+import { type Conflict, diffSnapshots, mergeSnapshots, type Resolutions, type Side, type SnapshotDiff } from './merge.js';
 import { persist } from './persist.js';
 import { type VersionView, versionView } from './views.js';
 

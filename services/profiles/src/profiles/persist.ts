@@ -1,9 +1,9 @@
 import type { Principal, Queryable } from '@svc/kit';
 
-import { type BranchState, type Change, checkHistory, type VersionMeta } from '../history.js';
-import { type Chunk, type Manifest, manifestHashes, type Snapshot, toManifest } from '../snapshots.js';
-import type { NewVersion, ProfileRow, VersionAuthor } from '../store.js';
 import type { Event, Loaded, ProfileCore } from './core.js';
+import { type BranchState, type Change, checkHistory, type VersionMeta } from './history.js';
+import { type Chunk, type Manifest, manifestHashes, type Snapshot, toManifest } from './snapshots.js';
+import type { NewVersion, ProfileRow, VersionAuthor } from './store.js';
 import { etagOf } from './views.js';
 
 /** Who makes a version: the principal's kind, its own id (a person's user id, an agent's id) and the key used. */

@@ -1,9 +1,9 @@
 import { DomainError, type Principal } from '@svc/kit';
 
-import { chain } from '../history.js';
-import { diffSnapshots } from '../merge.js';
-import { snapshotText } from '../snapshots.js';
 import { type ProfileCore, profileNotFound, scopeOf, versionNotFound } from './core.js';
+import { chain } from './history.js';
+import { diffSnapshots } from './merge.js';
+import { snapshotText } from './snapshots.js';
 import { decodeCursor, encodeCursor, versionJson, versionView } from './views.js';
 
 /** Reads of history: a branch's log, one version with its snapshot, and the diff between two states. */

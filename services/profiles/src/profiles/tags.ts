@@ -1,9 +1,9 @@
 import { PROFILE_LIMITS } from '@svc/api';
 import { DomainError, type Principal } from '@svc/kit';
 
-import type { TagRow } from '../store.js';
 import { type ProfileCore, scopeOf, versionNotFound } from './core.js';
 import { authorOf } from './persist.js';
+import type { TagRow } from './store.js';
 import { etagOf } from './views.js';
 
 /** Tags: stable names for versions (a release, a milestone), like Git's; unique per profile. */

@@ -3,9 +3,9 @@ import { createHash } from 'node:crypto';
 import { ProfileRefId } from '@svc/api';
 import { DomainError } from '@svc/kit';
 
-import type { BranchState, VersionMeta } from '../history.js';
-import type { Snapshot } from '../snapshots.js';
-import type { BranchRow, SummaryRow, VersionRow } from '../store.js';
+import type { BranchState, VersionMeta } from './history.js';
+import type { Snapshot } from './snapshots.js';
+import type { BranchRow, SummaryRow, VersionRow } from './store.js';
 
 /** What the API shows of a profile, its versions and branches, and the rows' in-memory forms. */
 

@@ -1,9 +1,9 @@
 import { DomainError, type Principal } from '@svc/kit';
 
-import type { Change } from '../history.js';
-import { canonical, checkDepth, ITEM_KINDS, type ItemKind } from '../snapshots.js';
 import { EMPTY_WORKING, type Loaded, type ProfileCore } from './core.js';
+import type { Change } from './history.js';
 import { persist } from './persist.js';
+import { canonical, checkDepth, ITEM_KINDS, type ItemKind } from './snapshots.js';
 
 /**
  * Granular edits of the working changes (the uncommitted changes the next commit applies): stage

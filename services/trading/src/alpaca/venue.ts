@@ -1,8 +1,8 @@
 import { type Actor, DomainError, enqueueEvent, newId, type Queryable, type Sql } from '@svc/kit';
 
 import type { VenueCredentials } from '../orders/credentials.js';
+import { type OrderRow, SCHEMA, type TradingStore } from '../orders/store.js';
 import { formatUnits, scaled } from '../orders/symbols.js';
-import { type OrderRow, SCHEMA, type TradingStore } from '../store.js';
 import type { AlpacaClient, AlpacaCredentials, AlpacaOrder } from './client.js';
 
 /**

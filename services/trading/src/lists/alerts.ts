@@ -1,7 +1,7 @@
 import { actorOf, enqueueEvent, invalid, newId, notFound, type Principal, type Sql } from '@svc/kit';
 
+import { SCHEMA } from '../orders/store.js';
 import { decimalInput, toTicks } from '../orders/symbols.js';
-import { SCHEMA } from '../store.js';
 import type { Market } from '../views/market.js';
 import type { AlertRow, ListsStore } from './store.js';
 

@@ -1,6 +1,6 @@
 import { actorOf, enqueueEvent, invalid, newId, notFound, type Principal, type Sql } from '@svc/kit';
 
-import { SCHEMA, type TradingStore } from '../store.js';
+import { SCHEMA, type TradingStore } from '../orders/store.js';
 import type { JournalRow, ListsStore } from './store.js';
 
 /**

@@ -1,7 +1,7 @@
 import { actorOf, DomainError, enqueueEvent, invalid, newId, notFound, type Principal, type Sql } from '@svc/kit';
 
+import { SCHEMA } from '../orders/store.js';
 import type { Instruments } from '../orders/symbols.js';
-import { SCHEMA } from '../store.js';
 import type { Market, QuoteView } from '../views/market.js';
 import type { ListsStore, WatchlistRow } from './store.js';
 

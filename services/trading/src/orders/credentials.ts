@@ -1,21 +1,17 @@
-import fs from 'node:fs';
-import path from 'node:path';
-
 import {
   type Actor,
   actorOf,
   DomainError,
   enqueueEvent,
   type Envelope,
-  generateKek,
   type Kek,
-  parseKeks,
+  localKeks,
   type Principal,
   requireAuthority,
   type Sql,
 } from '@svc/kit';
 
-import { SCHEMA } from '../store.js';
+import { SCHEMA } from './store.js';
 
 /**
  * Credentials an account keeps for an external venue (an Alpaca key id and secret): sealed with the
@@ -44,26 +40,7 @@ const aad = (accountId: string, venue: string) => `${accountId}/${venue}`;
 const mask = (s: string) => `…${s.slice(-4)}`;
 
 /** SVC_TRADING_KEK, or one generated once into <SVC_DATA_DIR>/trading-kek (0600). */
-export function credentialKeks(configured: Kek[] | undefined, dataDir: string): { keks: Kek[]; file?: string } {
-  if (configured) return { keks: configured };
-  const file = path.resolve(dataDir, KEK_FILE);
-  try {
-    return { keks: parseKeks(fs.readFileSync(file, 'utf8').trim()), file };
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-      throw new Error(`the trading service's KEK file ${file} is unreadable: ${(err as Error).message}`);
-  }
-  const kek = generateKek('local');
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  try {
-    fs.writeFileSync(file, kek + '\n', { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    // Another process of the same data folder wrote it first: use theirs.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { keks: parseKeks(fs.readFileSync(file, 'utf8').trim()), file };
-    throw err;
-  }
-  return { keks: parseKeks(kek), file };
-}
+export const credentialKeks = (configured: Kek[] | undefined, dataDir: string) => localKeks(configured, dataDir, KEK_FILE, 'the trading service');
 
 export class VenueCredentials {
   constructor(

@@ -1,6 +1,6 @@
 import { type Bus, follow, LiveSignals, type Principal, type Sql } from '@svc/kit';
 
-import type { EventRow, TradingStore } from '../store.js';
+import type { EventRow, TradingStore } from './store.js';
 
 /**
  * The account's order updates (docs/trading.md, "Order updates"): written by the venues with the

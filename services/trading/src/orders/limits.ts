@@ -1,6 +1,6 @@
 import { type Actor, actorOf, DomainError, enqueueEvent, type Principal, type Queryable, requireAuthority, type Sql } from '@svc/kit';
 
-import { SCHEMA } from '../store.js';
+import { SCHEMA } from './store.js';
 import { formatUnits, parseUnits, scaled } from './symbols.js';
 
 /**

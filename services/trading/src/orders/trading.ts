@@ -5,9 +5,9 @@ import { actorOf, DomainError, invalid, notFound, type Principal, randomHex, req
 import { ALPACA, type AlpacaVenue, notionalUnits } from '../alpaca/venue.js';
 import { ORDER_TYPES, type OrderType, type Side, type TimeInForce, TIMES_IN_FORCE } from '../engine/book.js';
 import { PAPER, type PaperVenue, type PlaceInput } from '../paper/venue.js';
-import type { OrderFilter, OrderRow, TradingStore } from '../store.js';
 import type { AgentLimits } from './limits.js';
 import { linkedOf, linkedPrice, type LinkedRequest, paperLinks } from './linked.js';
+import type { OrderFilter, OrderRow, TradingStore } from './store.js';
 import {
   decimalInput,
   formatScaled,

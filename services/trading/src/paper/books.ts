@@ -2,8 +2,8 @@ import type { Queryable } from '@svc/kit';
 
 import { type BookOrder, OrderBook } from '../engine/book.js';
 import { initialMakerState, type MakerState, MARKET_MAKER } from '../engine/market-maker.js';
+import type { OrderRow, TradingStore } from '../orders/store.js';
 import { parseUnits, scaled, type Spec } from '../orders/symbols.js';
-import type { OrderRow, TradingStore } from '../store.js';
 
 /**
  * The paper venue's books in memory, one per symbol, each a cache of what PostgreSQL holds. A

@@ -1,8 +1,8 @@
 import { type Actor, currentTraceHeaders, DomainError, eventRows, newId, type Queryable } from '@svc/kit';
 
 import type { BookOrder } from '../engine/book.js';
+import type { GroupWrite, OrderRow, TradingStore } from '../orders/store.js';
 import { formatScaled, formatUnits, lotsToString, notionalToUnits, type Spec, ticksToString } from '../orders/symbols.js';
-import type { GroupWrite, OrderRow, TradingStore } from '../store.js';
 import type { BookEntry } from './books.js';
 import type { Ledger } from './ledger.js';
 import type { Timeline } from './timeline.js';

@@ -1,7 +1,7 @@
 import type { BookOrder } from '../engine/book.js';
 import { MARKET_MAKER } from '../engine/market-maker.js';
+import type { GroupWrite } from '../orders/store.js';
 import { formatUnits, lotsToString, notionalToUnits, type Spec, ticksToString } from '../orders/symbols.js';
-import type { GroupWrite } from '../store.js';
 import type { Ledger } from './ledger.js';
 
 /**

@@ -2,8 +2,8 @@ import { type Actor, currentTraceHeaders, DomainError, enqueueEvent, newId, type
 
 import { type BookOrder, isAuction, isStopType, type MatchResult, newBookOrder } from '../engine/book.js';
 import { MARKET_MAKER, requote } from '../engine/market-maker.js';
+import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../orders/store.js';
 import { type Instruments, notionalToUnits, parseUnits, type Spec } from '../orders/symbols.js';
-import { type GroupWrite, type OrderRow, SCHEMA, type TradingStore } from '../store.js';
 import { type BookEntry, Books, utcDay } from './books.js';
 import { type Fees, Ledger } from './ledger.js';
 import { linkLegs, merge } from './links.js';

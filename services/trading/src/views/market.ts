@@ -1,10 +1,10 @@
 import { DomainError, invalid, type Sql, toIso } from '@svc/kit';
 
 import { walk } from '../engine/market-maker.js';
+import type { TradingStore } from '../orders/store.js';
 import { type Instruments, lotsToString, type Spec, ticksToString } from '../orders/symbols.js';
 import type { BookState } from '../paper/books.js';
 import { PAPER, type PaperSettings, type PaperVenue } from '../paper/venue.js';
-import type { TradingStore } from '../store.js';
 import { dec, money, mul, ratio, str } from './decimal.js';
 import type { ViewsStore } from './store.js';
 

@@ -1,6 +1,7 @@
 import { DomainError, invalid, notFound, type Principal, type Sql } from '@svc/kit';
 
 import { ORDER_TYPES, type OrderType } from '../engine/book.js';
+import type { OrderRow, TradingStore } from '../orders/store.js';
 import {
   decimalInput,
   feeOf,
@@ -16,7 +17,6 @@ import {
 } from '../orders/symbols.js';
 import { type PlaceRequest, replaceNotSupported, type Trading } from '../orders/trading.js';
 import { PAPER, type PaperSettings, type PaperVenue } from '../paper/venue.js';
-import type { OrderRow, TradingStore } from '../store.js';
 import type { Market } from './market.js';
 
 /**

@@ -1,6 +1,6 @@
 import { notFound, type Principal, type Sql } from '@svc/kit';
 
-import type { FillRow } from '../store.js';
+import type { FillRow } from '../orders/store.js';
 import { dec, money, mul, ratio } from './decimal.js';
 import type { Market } from './market.js';
 import { applyFill, type Portfolio } from './portfolio.js';

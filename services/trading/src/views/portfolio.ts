@@ -1,9 +1,9 @@
 import { DomainError, invalid, type Principal, type Sql, toIso } from '@svc/kit';
 
+import type { FillRow, OrderRow } from '../orders/store.js';
 import { formatUnits, type Instruments, lotsToString, ticksToString } from '../orders/symbols.js';
 import type { Trading } from '../orders/trading.js';
 import { PAPER, type PaperSettings, type PaperVenue } from '../paper/venue.js';
-import type { FillRow, OrderRow } from '../store.js';
 import { dec, money, mul, ratio, str } from './decimal.js';
 import { INTERVALS, type Market, plain } from './market.js';
 import type { ViewsStore } from './store.js';

@@ -1,6 +1,6 @@
 import type { Queryable } from '@svc/kit';
 
-import type { FillRow } from '../store.js';
+import type { FillRow } from '../orders/store.js';
 
 /** SQL of the market data and portfolio views (docs/trading.md): reads only. */
 

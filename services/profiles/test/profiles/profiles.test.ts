@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createPgliteSql, createPgSql, DomainError, migrate, type Principal, type Sql } from '@svc/kit';
 import { buildCommitSnapshot, chunkItems, migrations, nextManifest, ProfilesDomain, SCHEMA, snapshotParts, toManifest } from '@svc/profiles';
 
-import { createDatabase } from '../../../test/support/backends';
+import { createDatabase } from '../../../../test/support/backends';
 
 /**
  * The domain against a real SQL backend: PostgreSQL when DATABASE_URL is set (a fresh database),

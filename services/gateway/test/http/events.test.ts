@@ -10,8 +10,8 @@ import { route } from '@svc/api';
 import { eventsAnswer, type StreamEvent } from '@svc/dispatch';
 import { Backends, createLogger, DomainError, loadConfig, PrincipalSigner, Registry } from '@svc/kit';
 
-import { sendEvents } from '../dist/http/events.js';
-import { Authenticator, createApp } from '../dist/index.js';
+import { sendEvents } from '../../dist/http/events.js';
+import { Authenticator, createApp } from '../../dist/index.js';
 
 // Operations that declare `events` answer `Accept: text/event-stream` with a live stream of
 // server-sent events, and JSON otherwise; the gateway writes them (http/events.ts).

@@ -35,7 +35,7 @@ import {
   type Sql,
 } from '@svc/kit';
 
-import { createDatabase } from '../../../test/support/backends';
+import { createDatabase } from '../../../../test/support/backends';
 
 /** The accounts rules on their own: settings, sealing, signing, request/reply, and the domain on SQL. */
 

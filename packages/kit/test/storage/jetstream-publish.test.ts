@@ -1,7 +1,7 @@
 import * as nats from 'nats';
 
-import { randomName, REAL } from '../../../test/support/backends';
-import { createJetStreamPublisher } from '../src/storage/jetstream-publish';
+import { randomName, REAL } from '../../../../test/support/backends';
+import { createJetStreamPublisher } from '../../src/storage/jetstream-publish';
 
 // The bus's JetStream publish, against the real server: stored once per message id, refused when
 // no stream takes the subject, rejected when nothing acknowledges it in time.

@@ -1,4 +1,4 @@
-import { readChallenge, recheckVerdict } from '../dist/sites/domain-rules.js';
+import { readChallenge, recheckVerdict } from '../../dist/sites/domain-rules.js';
 
 const challenge = { name: '_svc-challenge.www.example.com', value: `svc-verify=${'a'.repeat(32)}` };
 

@@ -1,9 +1,9 @@
 /** The tree: folders, renames and moves, deletes, copies. */
 import { DomainError, ifMatchPasses, newId, type Principal, type Queryable } from '@svc/kit';
 
+import { charge } from '../quotas/quotas.js';
 import { actorOf, type DriveDomain, writer } from './domain.js';
 import { nameTaken, stale } from './errors.js';
-import { charge } from './quotas/quotas.js';
 import { etagOf, validName } from './rules.js';
 import type { ItemRow, Place } from './store.js';
 

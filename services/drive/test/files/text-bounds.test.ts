@@ -1,5 +1,5 @@
-import { jsonDepth, MAX_JSON_DEPTH } from '../dist/files/json.js';
-import { occurrences, replaceAt } from '../dist/files/occurrences.js';
+import { jsonDepth, MAX_JSON_DEPTH } from '../../dist/files/json.js';
+import { occurrences, replaceAt } from '../../dist/files/occurrences.js';
 
 describe('finding text: where String#split cuts, without its quadratic cases', () => {
   test('the same occurrences as split, short needles and long', () => {

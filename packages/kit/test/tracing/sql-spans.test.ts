@@ -1,4 +1,4 @@
-import { sqlSpanName } from '../src/tracing/sql-spans';
+import { sqlSpanName } from '../../src/tracing/sql-spans';
 
 test('a SQL span is named by its operation and the table it names', () => {
   const cases: Array<[string, string]> = [

@@ -1,11 +1,11 @@
 /** Content writes: an upload begins (checked before any byte), then commits or aborts. */
 import { contentTooLarge, DomainError, ifMatchPasses, ifNoneMatchPasses, newId, type Principal, type Queryable } from '@svc/kit';
 
+import { FilesStore } from '../files/store.js';
+import { charge, precheck, trimVersions } from '../quotas/quotas.js';
 import type { Received } from './content.js';
 import { actorOf, type DriveDomain, writer } from './domain.js';
 import { currentVersion, folderNotFound, nameTaken, stale } from './errors.js';
-import { FilesStore } from './files/store.js';
-import { charge, precheck, trimVersions } from './quotas/quotas.js';
 import { contentTypeFor, etagOf, validName } from './rules.js';
 import type { ItemRow, Place } from './store.js';
 import type { UploadCommit, UploadHeader } from './types.js';

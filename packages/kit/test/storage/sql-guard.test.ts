@@ -1,6 +1,6 @@
 import { createMemoryBus, createPgliteSql, createPgSql, type DomainError, newId, pgGuardMode, type Sql, TransactionEscapeError } from '@svc/kit';
 
-import { createDatabase, randomName, REAL, tempDir } from '../../../test/support/backends';
+import { createDatabase, randomName, REAL, tempDir } from '../../../../test/support/backends';
 
 /**
  * The transaction guard (packages/kit/src/storage/sql-guard.ts): while a transaction of an Sql is

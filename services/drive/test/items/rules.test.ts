@@ -1,4 +1,4 @@
-import { contentTypeFor, decodeCursor, encodeCursor, etagOf, validName } from '../dist/rules.js';
+import { contentTypeFor, decodeCursor, encodeCursor, etagOf, validName } from '../../dist/items/rules.js';
 
 const SHA = 'a'.repeat(64);
 const file = { id: 'file_01m7zzzzzzzzzzzzzzzzzzzzzz', kind: 'file' as const, sha256: SHA, version: 3 };

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { type AgentRecord, type AgentRecords, AgentsDomain, migrations, SCHEMA } from '@svc/agents';
 import { createPgliteSql, createPgSql, DomainError, migrate, newId, type Principal, type Sql } from '@svc/kit';
 
-import { createDatabase } from '../../../test/support/backends';
+import { createDatabase } from '../../../../test/support/backends';
 
 /**
  * The records of agents the agents service writes in the accounts service (faked here): written

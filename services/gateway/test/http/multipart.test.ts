@@ -5,7 +5,7 @@ import express from 'express';
 
 import { DomainError } from '@svc/kit';
 
-import { readContent } from '../dist/http/multipart.js';
+import { readContent } from '../../dist/http/multipart.js';
 
 // Multipart forms as the upload operation reads them (busboy at the edge): the fields before the
 // first file part, then that part's bytes, streamed; a malformed form fails with invalid_multipart.

@@ -1,9 +1,9 @@
-import { parseIfHeader } from '../dist/fronts/webdav/if-header.js';
-import { hrefOf } from '../dist/fronts/webdav/paths.js';
-import { escapeXml, parseXml, serializeElement } from '../dist/fronts/webdav/xml.js';
+import { parseIfHeader } from '../../../dist/fronts/webdav/if-header.js';
+import { hrefOf } from '../../../dist/fronts/webdav/paths.js';
+import { escapeXml, parseXml, serializeElement } from '../../../dist/fronts/webdav/xml.js';
 
 // The protocol pieces of the WebDAV front, without a stack (multipart forms:
-// services/gateway/test/multipart.test.ts; ranges: services/drive/test/ranges.test.ts).
+// services/gateway/test/http/multipart.test.ts; ranges: packages/kit/test/ranges.test.ts).
 
 describe('XML', () => {
   test('namespaces: prefixes, the default namespace, and scoping', () => {

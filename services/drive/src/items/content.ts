@@ -1,6 +1,6 @@
 import { type Blobs, DomainError, type Logger, newId, type Queryable } from '@svc/kit';
 
-import { QuotaStore } from './quotas/store.js';
+import { QuotaStore } from '../quotas/store.js';
 import type { DriveStore } from './store.js';
 
 /** SHA-256 of no bytes: the content of an empty file (locking a new name makes one). */

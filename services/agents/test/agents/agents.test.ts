@@ -5,7 +5,7 @@ import path from 'node:path';
 import { AgentsDomain, migrations, SCHEMA } from '@svc/agents';
 import { createPgliteSql, createPgSql, DomainError, migrate, newId, type Principal, type Sql } from '@svc/kit';
 
-import { createDatabase } from '../../../test/support/backends';
+import { createDatabase } from '../../../../test/support/backends';
 
 /**
  * The agents rules against SQL (PostgreSQL when DATABASE_URL is set, PGlite otherwise), with the

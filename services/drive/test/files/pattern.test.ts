@@ -1,6 +1,6 @@
-import { grepWorkers } from '../dist/files/grep.js';
-import { compilePattern, MAX_PROGRAM_SIZE, PatternError } from '../dist/files/pattern.js';
-import { searchText } from '../dist/files/search-text.js';
+import { grepWorkers } from '../../dist/files/grep.js';
+import { compilePattern, MAX_PROGRAM_SIZE, PatternError } from '../../dist/files/pattern.js';
+import { searchText } from '../../dist/files/search-text.js';
 
 const re = (pattern: string, ignoreCase = false) => compilePattern(pattern, { regex: true, ignoreCase });
 const refused = (pattern: string) => {

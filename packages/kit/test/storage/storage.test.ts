@@ -23,7 +23,7 @@ import {
   startOutboxRelay,
 } from '@svc/kit';
 
-import { createDatabase, dropNatsNamespace, randomName, REAL, startS3, tempDir } from '../../../test/support/backends';
+import { createDatabase, dropNatsNamespace, randomName, REAL, startS3, tempDir } from '../../../../test/support/backends';
 
 const log = createLogger({ level: 'silent', service: 'test' });
 const until = async (cond: () => boolean, ms = 3000) => {
