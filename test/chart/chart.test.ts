@@ -15,6 +15,9 @@ import { join, relative, resolve } from 'node:path';
 import Ajv from 'ajv';
 import { parse, parseAllDocuments } from 'yaml';
 
+import { GRPC_SERVICE_NAMES, SERVICE_NAMES } from '@svc/kit';
+import { MODULES } from '@svc/stack';
+
 import { withTools } from '../support/tools';
 
 type Values = Record<string, unknown>;
@@ -35,11 +38,13 @@ const RELEASE = 'demo';
 const NAMESPACE = 'svc-test';
 const PREFIX = `${RELEASE}-svc`; // the chart's full name for a release that doesn't contain "svc"
 
-const SERVICES = ['gateway', 'keys', 'accounts', 'drive', 'agents', 'models', 'trading', 'profiles', 'mcp', 'runtime'];
+/** The chart's components: the service catalogue's (packages/kit/src/catalogue.ts). */
+const SERVICES: string[] = SERVICE_NAMES;
 /** The gateway and the runtime (run workers) serve HTTP for their probes; the others gRPC. */
-const HTTP_COMPONENTS = ['gateway', 'runtime'];
-const GRPC_SERVICES = SERVICES.filter((s) => !HTTP_COMPONENTS.includes(s));
-const WITH_DATABASE = ['keys', 'accounts', 'drive', 'agents', 'models', 'trading', 'profiles'];
+const HTTP_COMPONENTS = SERVICES.filter((s) => !(GRPC_SERVICE_NAMES as string[]).includes(s));
+const GRPC_SERVICES: string[] = GRPC_SERVICE_NAMES;
+/** The services with a schema of their own (their modules say so) migrate a database. */
+const WITH_DATABASE: string[] = MODULES.filter((m) => m.schema).map((m) => m.name);
 
 /** The example values files: charts/svc/ci/*.yaml and the collector example in deploy/. */
 const VALUES_FILES = [

@@ -21,8 +21,8 @@ import { MODULES } from '@svc/stack';
 /**
  * The service catalogue (packages/kit/src/catalogue.ts) is the one list of services. What cannot
  * derive from it is held to it here: the stack's MODULES, the workspaces' tsconfig references and
- * dependencies, the chart's component lists, the protos, the typed clients and the README's
- * settings table.
+ * dependencies, the chart's component lists, the image smoke test's container lists, the protos,
+ * the typed clients and the README's settings table.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -128,6 +128,21 @@ describe('the chart', () => {
         .split(' ')
         .map((s) => s.replace(/"/g, '')),
     ).toEqual(GRPC_SERVICE_NAMES);
+  });
+});
+
+describe('the image smoke test', () => {
+  test('starts a container per catalogue component, the gateway last, with SVC_<NAME>_ADDR for each gRPC service', () => {
+    const smoke = read('scripts/image/smoke.sh');
+    const list = (name: string) => {
+      const m = new RegExp(`^${name}=\\(([a-z ]+)\\)$`, 'm').exec(smoke);
+      expect([name, m !== null]).toEqual([name, true]);
+      return m![1]!.trim().split(/\s+/);
+    };
+    expect(list('grpc')).toEqual(GRPC_SERVICE_NAMES);
+    const services = list('services');
+    expect([...services].sort()).toEqual([...SERVICE_NAMES].sort());
+    expect(services.at(-1)).toBe('gateway');
   });
 });
 

@@ -1,6 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 
+import { GRPC_SERVICE_NAMES } from '@svc/kit';
+
 import { createDatabase, REAL, tempDir } from '../support/backends';
 import { exitCode, freePort, spawnSvc, waitFor } from '../support/process';
 
@@ -52,9 +54,7 @@ test('each service starts alone from SVC_SERVICE, serves gRPC health, and drains
   const keys = await start('keys');
   await waitFor(async () => ((await health(keys.address)) === 'SERVING' ? true : undefined), 90_000, 'keys');
   // accounts bootstraps the operator through keys, found by SVC_KEYS_ADDR.
-  const others = await Promise.all(
-    ['accounts', 'drive', 'agents', 'models', 'trading', 'profiles', 'mcp'].map((s) => start(s, { SVC_KEYS_ADDR: keys.address })),
-  );
+  const others = await Promise.all(GRPC_SERVICE_NAMES.filter((s) => s !== 'keys').map((s) => start(s, { SVC_KEYS_ADDR: keys.address })));
   for (const s of others) {
     // Seven embedded databases start at once: 53-64 s at load 13-17 on two cores, over 90 s at 20-28.
     await waitFor(async () => ((await health(s.address)) === 'SERVING' ? true : undefined), 180_000, s.address).catch((err) => {

@@ -51,7 +51,13 @@ function endpointPort(o: RelayOptions): number {
 }
 
 /** One call to the local endpoint, over loopback, with the credential. */
-function post(port: number, credential: string, tool: string, args: unknown): Promise<{ status: number; body: any }> {
+/** What the local endpoint answers: the tool's result, or the error. */
+interface ControlAnswer {
+  result?: unknown;
+  error?: { code: string; message: string };
+}
+
+function post(port: number, credential: string, tool: string, args: unknown): Promise<{ status: number; body: ControlAnswer }> {
   const body = JSON.stringify(args ?? {});
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -73,7 +79,7 @@ function post(port: number, credential: string, tool: string, args: unknown): Pr
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           try {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as ControlAnswer });
           } catch (err) {
             reject(err as Error);
           }

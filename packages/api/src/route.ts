@@ -2,21 +2,34 @@ import { z } from 'zod';
 
 import { type GrpcServiceName, scopeIdProblem, type ServiceName, visibleName } from '@svc/kit';
 
+import type { RpcDeclaration, RpcTarget } from './rpc.js';
+
 export type { ServiceName };
 export { visibleName };
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type PrincipalKind = 'human' | 'agent' | 'host';
 
-/** The validated input of an operation: path params, query and body, each parsed by its schema. */
-export interface RouteInput {
-  params: Record<string, any>;
-  query: Record<string, any>;
-  body: any;
+/**
+ * The validated input of an operation: path params, query and body, each parsed by its schema. A
+ * route's mappers get it typed by the route's schemas (`InputOf`); code that serves any operation
+ * (the dispatcher, local handlers) sees it erased, as this default.
+ */
+export interface RouteInput<P = Record<string, unknown>, Q = Record<string, unknown>, B = unknown, H = Record<string, unknown>> {
+  params: P;
+  query: Q;
+  body: B;
   /** The headers the route declares (lowercase names), parsed by its `headers` schema. */
-  headers: Record<string, any>;
+  headers: H;
   /** The bytes of a route that takes content (`content`), as the front received them. */
   content?: Content;
 }
+
+/** What a part of the input is without a schema: `{}` (params, query, headers) or `undefined` (body). */
+type NoFields = Record<never, never>;
+type Parsed<S, Absent> = S extends z.ZodType ? z.output<S> : Absent;
+
+/** The input a route's mappers get: each part as its schema parses it (z.output: defaults filled in). */
+export type InputOf<P, Q, B, H> = RouteInput<Parsed<P, NoFields>, Parsed<Q, NoFields>, Parsed<B, undefined>, Parsed<H, NoFields>>;
 
 /**
  * A request body that is not JSON, as a front hands it over: the bytes of a raw body, or of the
@@ -48,16 +61,21 @@ export interface ContentBody {
  * What a response mapper returns when it needs more than a JSON body: a status, headers
  * (ETag, Location, ...). Build it with `reply()`.
  */
-export interface HttpReply {
+export interface HttpReply<B = unknown> {
   readonly $reply: true;
   status?: number;
   headers?: Record<string, string>;
-  body: unknown;
+  body: B;
   /** The body already serialized as JSON (a cached answer): sent as is. */
   json?: string;
 }
 
-export function reply(body: unknown, opts: { status?: number; headers?: Record<string, string>; json?: string } = {}): HttpReply {
+/** A reply of JSON text already made (a service's): sent as is; its shape is the service's, not checked here. */
+export type JsonTextReply = HttpReply<undefined> & { json: string };
+
+export function reply(body: undefined, opts: { status?: number; headers?: Record<string, string>; json: string }): JsonTextReply;
+export function reply<B>(body: B, opts?: { status?: number; headers?: Record<string, string>; json?: string }): HttpReply<B>;
+export function reply<B>(body: B, opts: { status?: number; headers?: Record<string, string>; json?: string } = {}): HttpReply<B> {
   return { $reply: true, body, ...opts };
 }
 
@@ -65,20 +83,24 @@ export function isReply(v: unknown): v is HttpReply {
   return typeof v === 'object' && v !== null && (v as { $reply?: unknown }).$reply === true;
 }
 
-/** How an operation maps to one gRPC method of a service (built with `rpc(...)`, which types it from the proto). */
+/**
+ * How an operation maps to one gRPC method of a service, erased (the route table's form; a route
+ * declares it as `{ rpc: 'service.method', ... }`, typed from the proto and the route's schemas,
+ * see rpc.ts). The mappers are methods so that a typed one is one of these.
+ */
 export interface RpcHandler {
   kind: 'rpc';
   service: GrpcServiceName;
   method: string;
   /** Builds the gRPC request (default: params, query and body merged). */
-  request?: (input: RouteInput) => unknown;
+  request?(input: RouteInput): unknown;
   /** Builds the answer from the gRPC response (default: the response as is). */
-  response?: (res: any, input: RouteInput) => unknown;
+  response?(res: unknown, input: RouteInput): unknown;
   /**
    * The ids of the API keys this operation revokes (the one named, and those revoked with it down
    * its lineage, from the service's answer): the front forgets them before answering.
    */
-  revokesKey?: (input: RouteInput, res: any) => string | string[];
+  revokesKey?(input: RouteInput, res: unknown): string | string[];
   /** The call's deadline when the operation may take longer than SVC_GRPC_DEADLINE_MS (running code). */
   deadlineMs?: number;
   /**
@@ -90,6 +112,18 @@ export interface RpcHandler {
   cache?: { tag: string; ttlMs: number };
   /** Tags of cached answers (`cache`) this operation changes for the acting account. */
   invalidates?: string[];
+}
+
+/** An operation served by a handler registered with the dispatcher. */
+export interface LocalHandler {
+  kind: 'local';
+  name: string;
+}
+
+/** An operation whose service has not landed: 501. */
+export interface UnimplementedHandler {
+  kind: 'unimplemented';
+  service: ServiceName;
 }
 
 /**
@@ -163,11 +197,73 @@ export interface Route {
    * handler registered with the dispatcher (more than one unary call: content streamed to and from
    * the blob store, the gateway's own answers); `unimplemented` answers 501 until its service lands.
    */
-  handler: RpcHandler | { kind: 'local'; name: string } | { kind: 'unimplemented'; service: ServiceName };
+  handler: RpcHandler | LocalHandler | UnimplementedHandler;
 }
 
-export function route(r: Route): Route {
-  return r;
+/** The parts of a route its schemas type (the rest of `Route` is the same declared as erased). */
+type Typed = 'params' | 'query' | 'body' | 'headers' | 'response' | 'handler';
+
+/**
+ * A route as declared: `Route` with its schemas' types kept (P, Q, B, H: params, query, body,
+ * headers; R: response) and its rpc handler's target (T, `service.method`), so that the handler's
+ * mappers are typed by them: `request` gets `InputOf` the schemas and builds the method's request,
+ * `response` reads the method's response and returns an `Answer` of the response schema. `G`: the
+ * fields a helper gives (`routeWith`).
+ */
+export type RouteDeclaration<P, Q, B, H, R extends z.ZodType, T extends RpcTarget, Rq, G extends keyof Route = never> = Omit<Route, Typed | G> & {
+  params?: P;
+  query?: Q;
+  body?: B;
+  headers?: H;
+  response: R;
+  handler: RpcDeclaration<T, InputOf<P, Q, B, H>, Answer<R>, Rq> | LocalHandler | UnimplementedHandler;
+};
+
+/**
+ * What a response mapper may return: the response schema's input (z.input: a field with a default
+ * may be left out), directly or in a `reply()`, or JSON text a service made (`JsonTextReply`). Its
+ * string enums are widened to `string`: the proto carries them as strings, and the schema states
+ * which values the service sends.
+ */
+export type Answer<R extends z.ZodType> = Widened<z.input<R>> | HttpReply<Widened<z.input<R>>> | JsonTextReply;
+type Widened<T> = T extends string
+  ? string
+  : T extends readonly (infer E)[]
+    ? Widened<E>[]
+    : T extends Record<string, unknown>
+      ? { [K in keyof T]: Widened<T[K]> }
+      : T;
+
+type ObjectSchema = z.ZodObject | undefined;
+
+/** A function that declares an operation (`G`: the fields it is given), typed by its schemas (see `RouteDeclaration`). */
+export type RouteDeclarer<G extends keyof Route = never> = <
+  P extends ObjectSchema = undefined,
+  Q extends ObjectSchema = undefined,
+  B extends z.ZodType | undefined = undefined,
+  H extends ObjectSchema = undefined,
+  R extends z.ZodType = z.ZodType,
+  T extends RpcTarget = never,
+  Rq = unknown,
+>(
+  r: RouteDeclaration<P, Q, B, H, R, T, Rq, G>,
+) => Route;
+
+/** Declares one operation, typed by its schemas, in the erased form the route table holds. */
+export const route: RouteDeclarer = (r) => ({ ...r, handler: erased(r.handler) }) as Route;
+
+/** The route table's form of a declared handler: `rpc: 'service.method'` split (once, as the module loads). */
+function erased(h: { rpc: string } | LocalHandler | UnimplementedHandler): Route['handler'] {
+  if (!('rpc' in h)) return h;
+  const { rpc, ...map } = h;
+  const dot = rpc.indexOf('.');
+  return { kind: 'rpc', service: rpc.slice(0, dot) as GrpcServiceName, method: rpc.slice(dot + 1), ...map };
+}
+
+/** A `route` with some fields given (a group's tag and authority): the declarations say the rest. */
+export function routeWith<G extends keyof Route>(given: Pick<Route, G>): RouteDeclarer<G> {
+  // The given fields and the declaration's make a whole route, which TypeScript cannot see for a generic G.
+  return (r) => route({ ...given, ...r } as unknown as Parameters<RouteDeclarer>[0]);
 }
 
 /** What an operation does to what is there (Route.effect). */

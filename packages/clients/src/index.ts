@@ -1,4 +1,4 @@
-import { GRPC_SERVICE_NAMES, type GrpcServiceName, grpcServiceName } from '@svc/kit';
+import { GRPC_SERVICE_NAMES, type GrpcServiceName, grpcServiceName, type ServiceDefinition } from '@svc/kit';
 
 import { accountsDefinition } from './accounts.js';
 import { agentsDefinition } from './agents.js';
@@ -18,8 +18,11 @@ export * from './models.js';
 export * from './profiles.js';
 export * from './trading.js';
 
-/** The proto definition of each gRPC service of the catalogue: a service missing here does not compile. */
-const PROTO_DEFINITIONS: Record<GrpcServiceName, Record<string, any>> = {
+/**
+ * The proto definition of each gRPC service of the catalogue (the union of its areas' services for
+ * the agents service): a service missing here, or one the catalogue does not name, does not compile.
+ */
+const PROTO_DEFINITIONS = {
   keys: keysDefinition,
   accounts: accountsDefinition,
   drive: driveDefinition,
@@ -28,10 +31,14 @@ const PROTO_DEFINITIONS: Record<GrpcServiceName, Record<string, any>> = {
   trading: tradingDefinition,
   profiles: profilesDefinition,
   mcp: mcpDefinition,
-};
+} satisfies Record<GrpcServiceName, ServiceDefinition>;
+
+/** Each gRPC service's proto definition, typed (@svc/api's rpc types come from it). */
+export type ProtoDefinitions = typeof PROTO_DEFINITIONS;
 
 /** Each gRPC service's proto definition and full service name (what `Registry.client` takes), from the catalogue. */
-export const DEFINITIONS = Object.fromEntries(GRPC_SERVICE_NAMES.map((name) => [name, [PROTO_DEFINITIONS[name], grpcServiceName(name)]])) as Record<
+const ERASED: Record<GrpcServiceName, ServiceDefinition> = PROTO_DEFINITIONS;
+export const DEFINITIONS = Object.fromEntries(GRPC_SERVICE_NAMES.map((name) => [name, [ERASED[name], grpcServiceName(name)]])) as Record<
   GrpcServiceName,
-  [Record<string, any>, string]
+  [ServiceDefinition, string]
 >;

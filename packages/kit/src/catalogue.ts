@@ -1,9 +1,9 @@
 /**
  * The service catalogue: every component of the platform, once. What can derive from it does
  * (SERVICE_NAMES and ServiceName, SVC_SERVICE's values, the SVC_<NAME>_ADDR variables, the
- * gateway's readiness list, the typed clients of @svc/clients, the call check of the Registry);
- * what cannot (the stack's MODULES, tsconfig references, the chart's component lists) is held to
- * it by test/platform/catalogue.test.ts.
+ * gateway's readiness list, the typed clients of @svc/clients, @svc/api's rpc types, the call
+ * check of the Registry); what cannot (the stack's MODULES, tsconfig references, the chart's
+ * component lists, the image smoke script's lists) is held to it by test/platform/catalogue.test.ts.
  *
  * `calls` declares the service call graph: the services a service may call over gRPC. It is a
  * DAG — services call "down" (agents → accounts → keys); the edge components (the gateway, mcp)

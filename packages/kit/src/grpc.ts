@@ -23,9 +23,11 @@ interface MethodDef<Req, Res> {
   responseSerialize(value: Res): Buffer;
   responseDeserialize(value: Buffer): Res;
 }
-type AnyDef = Record<string, MethodDef<any, any>>;
-type ReqOf<M> = M extends MethodDef<infer Req, any> ? Req : never;
-type ResOf<M> = M extends MethodDef<any, infer Res> ? Res : never;
+/** A service's generated definition, its methods' request and response types erased (what every definition is). */
+export type ServiceDefinition = Record<string, MethodDef<unknown, unknown>>;
+type AnyDef = ServiceDefinition;
+type ReqOf<M> = M extends MethodDef<infer Req, unknown> ? Req : never;
+type ResOf<M> = M extends MethodDef<unknown, infer Res> ? Res : never;
 
 export interface CallContext {
   principal: Principal;

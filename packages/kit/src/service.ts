@@ -4,7 +4,15 @@ import type { z } from 'zod';
 import type { BackendName, Backends } from './backends.js';
 import { CATALOGUE, mayCall, type ServiceName } from './catalogue.js';
 import { type Config, loadSettings } from './config.js';
-import { bindService, createRpcClient, type GrpcServerHandle, type Handlers, type RpcClient, startGrpcServer } from './grpc.js';
+import {
+  bindService,
+  createRpcClient,
+  type GrpcServerHandle,
+  type Handlers,
+  type RpcClient,
+  type ServiceDefinition,
+  startGrpcServer,
+} from './grpc.js';
 import { offerInProcess } from './in-process.js';
 import type { Logger } from './log.js';
 import { type Principal, PrincipalSigner } from './principal.js';
@@ -48,7 +56,7 @@ export class Registry {
   }
 
   /** A typed client, created on first use. Throws when the caller has not declared `name` as a downstream. */
-  client<D extends Record<string, any>>(name: ServiceName, definition: D, grpcServiceName: string): RpcClient<D> {
+  client<D extends ServiceDefinition>(name: ServiceName, definition: D, grpcServiceName: string): RpcClient<D> {
     if (this.caller && !mayCall(this.caller, name)) {
       throw new Error(
         `the ${this.caller} service calls ${name}, which the service catalogue does not declare as its downstream (packages/kit/src/catalogue.ts)`,
@@ -89,14 +97,14 @@ export interface ServiceContext<S = unknown> {
   startSignal?: AbortSignal;
 }
 
-export interface ServiceInstance<D extends Record<string, any>> {
+export interface ServiceInstance<D extends ServiceDefinition> {
   handlers: Handlers<D>;
   /** Background work that starts once the server serves (relays, consumers, timers). */
   start?(): Promise<void>;
   stop?(): Promise<void>;
 }
 
-export interface ServiceModule<D extends Record<string, any> = Record<string, any>, S extends SettingsSchema = NoSettings> {
+export interface ServiceModule<D extends ServiceDefinition = ServiceDefinition, S extends SettingsSchema = SettingsSchema> {
   name: ServiceName;
   /** Full gRPC service name, also the health-check service name (the catalogue's). */
   grpcServiceName: string;
@@ -133,7 +141,7 @@ export interface RunningService {
  * Declares a service module. Its gRPC service name comes from the catalogue; a module that states
  * one must agree with it.
  */
-export function defineService<D extends Record<string, any>, S extends SettingsSchema = NoSettings>(
+export function defineService<D extends ServiceDefinition, S extends SettingsSchema = NoSettings>(
   m: Omit<ServiceModule<D, S>, 'grpcServiceName'> & { grpcServiceName?: string },
 ): ServiceModule<D, S> {
   const declared = CATALOGUE[m.name].grpc;
@@ -177,13 +185,13 @@ export async function runService(
   const log = deps.log.child({ component: module.name });
   const signer = new PrincipalSigner(deps.config.internalSecret);
   // The module's settings schema parsed them (deps.settings, or here): the types agree.
-  const ctx: ServiceContext<any> = {
+  const ctx: ServiceContext<z.output<SettingsSchema>> = {
     config: deps.config,
     log,
     backends: deps.backends,
     signer,
     registry: deps.registry.for(module.name),
-    settings: deps.settings ?? (module.settings ? loadSettings({ [module.name]: module.settings })[module.name] : {}),
+    settings: (deps.settings ?? (module.settings ? loadSettings({ [module.name]: module.settings })[module.name] : {})) as z.output<SettingsSchema>,
     systemToken: createSystemTokenSource(signer),
     startSignal: deps.startSignal,
   };

@@ -18,10 +18,10 @@ type Defs = Record<string, JsonSchema>;
 /** A JSON Schema as a TypeScript type, `depth` levels of objects deep; `$ref`s into `defs` (the root's `$defs`) inlined. */
 export function typeOf(schema: JsonSchema | undefined, depth: number, defs: Defs = {}): string {
   if (!schema || typeof schema !== 'object') return 'unknown';
-  let s = schema as Record<string, any>;
+  let s: JsonSchema = schema;
   if (typeof s.$ref === 'string') {
     const def = /^#\/\$defs\/(.+)$/.exec(s.$ref);
-    s = (def && (defs[def[1]!] as Record<string, any>)) || {};
+    s = (def && defs[def[1]!]) || {};
   }
   if (Array.isArray(s.enum)) return s.enum.map((v: unknown) => JSON.stringify(v)).join(' | ');
   if (s.const !== undefined) return JSON.stringify(s.const);
@@ -40,7 +40,7 @@ export function typeOf(schema: JsonSchema | undefined, depth: number, defs: Defs
     case 'null':
       return 'null';
     case 'array': {
-      const item = typeOf(s.items, depth, defs);
+      const item = typeOf(s.items as JsonSchema | undefined, depth, defs);
       return /^[\w.]+$/.test(item) ? `${item}[]` : `Array<${item}>`;
     }
     case 'object':
@@ -49,7 +49,7 @@ export function typeOf(schema: JsonSchema | undefined, depth: number, defs: Defs
   return s.properties ? objectType(s, depth, defs) : 'unknown';
 }
 
-function objectType(s: Record<string, any>, depth: number, defs: Defs): string {
+function objectType(s: JsonSchema, depth: number, defs: Defs): string {
   const props = Object.entries((s.properties ?? {}) as Record<string, JsonSchema>);
   if (!props.length) return s.additionalProperties === false ? '{}' : 'Record<string, unknown>';
   if (depth <= 0) return '{...}';

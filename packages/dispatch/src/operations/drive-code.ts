@@ -1,4 +1,4 @@
-import { runCodeJson } from '@svc/api';
+import { type RouteInput, runCodeJson } from '@svc/api';
 import { mcpClient } from '@svc/clients';
 import { DomainError } from '@svc/kit';
 import type { mcp_run_code } from '@svc/proto';
@@ -76,6 +76,20 @@ async function readFiles(deps: ContentDeps, caller: { token: string; requestId: 
  * read-only data (the global `files`: id, name, contentType, size, text or base64). The files are
  * read as the caller, so another account's file is not found.
  */
+/** The body of code.run, code.runFile and code.runWithData as their schemas parse it (@svc/api, routes/mcp/run-code.ts). */
+interface CodeBody {
+  code: string;
+  fileId: string;
+  dataFileIds?: string[];
+  input?: unknown;
+  timeoutMs?: number;
+  memoryLimitMb?: number;
+  maxOutputBytes?: number;
+  maxToolCalls?: number;
+  maxConcurrentToolCalls?: number;
+}
+const bodyOf = (input: RouteInput) => input.body as CodeBody;
+
 export function driveCodeOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Record<string, OperationHandler> {
   // A script whose caller brings tools runs in code mode (its calls come back here); else RunCode.
   const runCode =
@@ -91,37 +105,37 @@ export function driveCodeOperations(deps: ContentDeps & { runCode?: RunCodeFn })
         signal: op.signal,
       });
     });
-  const limitsOf = (input: Record<string, any>) => ({
-    timeoutMs: input.body.timeoutMs,
-    memoryLimitMb: input.body.memoryLimitMb,
-    maxOutputBytes: input.body.maxOutputBytes,
+  const limitsOf = (input: RouteInput) => ({
+    timeoutMs: bodyOf(input).timeoutMs,
+    memoryLimitMb: bodyOf(input).memoryLimitMb,
+    maxOutputBytes: bodyOf(input).maxOutputBytes,
   });
-  const boundsOf = (input: Record<string, any>) => ({
-    maxToolCalls: input.body.maxToolCalls,
-    maxConcurrentToolCalls: input.body.maxConcurrentToolCalls,
+  const boundsOf = (input: RouteInput) => ({
+    maxToolCalls: bodyOf(input).maxToolCalls,
+    maxConcurrentToolCalls: bodyOf(input).maxConcurrentToolCalls,
   });
-  const runWith = async (code: string, input: Record<string, any>, data: DataFile[], op: OperationContext) => {
-    const globals = JSON.stringify({ input: input.body.input ?? null, files: data });
+  const runWith = async (code: string, input: RouteInput, data: DataFile[], op: OperationContext) => {
+    const globals = JSON.stringify({ input: bodyOf(input).input ?? null, files: data });
     const res = await runCode({ code, ...limitsOf(input), globalsJson: globals, checkOnly: false }, op, boundsOf(input));
     return runCodeJson(res);
   };
 
   const run: OperationHandler = async (input, ctx) =>
-    runCodeJson(await runCode({ code: input.body.code, ...limitsOf(input), checkOnly: false }, ctx, boundsOf(input)));
+    runCodeJson(await runCode({ code: bodyOf(input).code, ...limitsOf(input), checkOnly: false }, ctx, boundsOf(input)));
 
   const runFile: OperationHandler = async (input, ctx) => {
     const caller = { token: ctx.auth!.token, requestId: ctx.requestId };
-    const [script] = await readFiles(deps, caller, [input.body.fileId]);
+    const [script] = await readFiles(deps, caller, [bodyOf(input).fileId]);
     if (script!.text === null) throw new DomainError('invalid_argument', 'not_text', 'The file is not UTF-8 text.');
     if (script!.text.length > 512 * 1024) throw new DomainError('too_large', 'code_too_large', 'The file holds more than 512 KiB of code.');
-    const data = await readFiles(deps, caller, input.body.dataFileIds ?? []);
+    const data = await readFiles(deps, caller, bodyOf(input).dataFileIds ?? []);
     return runWith(script!.text, input, data, ctx);
   };
 
   const runWithData: OperationHandler = async (input, ctx) => {
     const caller = { token: ctx.auth!.token, requestId: ctx.requestId };
-    const data = await readFiles(deps, caller, input.body.dataFileIds ?? []);
-    return runWith(input.body.code, input, data, ctx);
+    const data = await readFiles(deps, caller, bodyOf(input).dataFileIds ?? []);
+    return runWith(bodyOf(input).code, input, data, ctx);
   };
 
   return { 'code.run': run, 'code.runFile': runFile, 'code.runWithData': runWithData };

@@ -19,6 +19,8 @@ const preconditions = (input: RouteInput) => ({
   ifMatch: input.headers['if-match'] as string | undefined,
   ifNoneMatch: input.headers['if-none-match'] as string | undefined,
 });
+/** The parts of the drive's content operations' input their schemas parse as text (a query's names, a path's id, a read's headers). */
+const text = (part: Record<string, unknown>, name: string) => part[name] as string | undefined;
 
 const callerOf = (ctx: OperationContext) => ({ token: ctx.auth!.token, requestId: ctx.requestId, principal: ctx.auth!.principal });
 
@@ -28,9 +30,9 @@ export function driveOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Re
   const uploadFile: OperationHandler = async (input, ctx) => {
     const content = input.content!;
     const header: drive.UploadHeader = {
-      parentId: input.query.parentId,
-      name: input.query.name,
-      projectId: input.query.projectId,
+      parentId: text(input.query, 'parentId'),
+      name: text(input.query, 'name'),
+      projectId: text(input.query, 'projectId'),
       ...preconditions(input),
       requirePrecondition: false,
       overwrite: false,
@@ -39,9 +41,9 @@ export function driveOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Re
     };
     if (content.filename !== undefined) {
       const fields = content.fields;
-      header.name = input.query.name ?? fields.name ?? content.filename;
-      header.parentId = input.query.parentId ?? (fields.parentId || undefined);
-      header.projectId = input.query.projectId ?? (fields.projectId || undefined);
+      header.name = text(input.query, 'name') ?? fields.name ?? content.filename;
+      header.parentId = text(input.query, 'parentId') ?? (fields.parentId || undefined);
+      header.projectId = text(input.query, 'projectId') ?? (fields.projectId || undefined);
       if (header.parentId !== undefined && !FOLDER_ID_RE.test(header.parentId)) {
         throw new DomainError('invalid_argument', 'invalid_request', 'parentId: must be a folder id (fld_…)');
       }
@@ -60,7 +62,7 @@ export function driveOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Re
       deps,
       callerOf(ctx),
       {
-        itemId: input.params.id,
+        itemId: text(input.params, 'id'),
         contentType: content.type,
         declaredSize: content.length,
         ...preconditions(input),
@@ -76,10 +78,10 @@ export function driveOperations(deps: ContentDeps & { runCode?: RunCodeFn }): Re
   /** GET /drive/:id/content: the bytes (a range of them), or 304/416 as the headers ask. */
   const readFile: OperationHandler = async (input, ctx) => {
     const d = await download(deps, callerOf(ctx), {
-      id: input.params.id,
-      range: input.headers.range,
-      ifNoneMatch: input.headers['if-none-match'],
-      ifRange: input.headers['if-range'],
+      id: text(input.params, 'id')!,
+      range: text(input.headers, 'range'),
+      ifNoneMatch: text(input.headers, 'if-none-match'),
+      ifRange: text(input.headers, 'if-range'),
       headOnly: ctx.head ?? false,
     });
     return contentAnswer(d);

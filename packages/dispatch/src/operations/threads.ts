@@ -17,7 +17,7 @@ export function threadOperations(deps: { registry: Registry; maxStreamsPerKey?: 
     const opts = { principalToken: ctx.auth!.token, requestId: ctx.requestId };
     const threadId = input.params.id as string;
     if (!ctx.stream) {
-      const res = await client.listThreadEvents({ threadId, after: input.query.after, limit: input.query.limit }, opts);
+      const res = await client.listThreadEvents({ threadId, after: input.query.after as number, limit: input.query.limit as number }, opts);
       return { events: res.events.map(threadEventJson), nextAfter: res.nextAfter === undefined ? null : Number(res.nextAfter) };
     }
     const lastEventId = input.headers['last-event-id'] as string | undefined;

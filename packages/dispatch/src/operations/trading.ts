@@ -20,7 +20,7 @@ export function tradingOperations(deps: { registry: Registry; maxStreamsPerKey?:
     const client = tradingClient(deps.registry);
     const opts = { principalToken: ctx.auth!.token, requestId: ctx.requestId };
     if (!ctx.stream) {
-      const res = await client.listEvents({ after: input.query.after, limit: input.query.limit }, opts);
+      const res = await client.listEvents({ after: input.query.after as number, limit: input.query.limit as number }, opts);
       return { events: res.events.map(tradingEventJson), nextAfter: res.nextAfter === undefined ? null : Number(res.nextAfter) };
     }
     const lastEventId = input.headers['last-event-id'] as string | undefined;
@@ -57,7 +57,10 @@ export function tradingOperations(deps: { registry: Registry; maxStreamsPerKey?:
     const opts = { principalToken: ctx.auth!.token, requestId: ctx.requestId };
     const venue = input.query.venue as string;
     const symbol = input.query.symbol as string;
-    const res = await client.listTrades({ venue, symbol, limit: input.query.limit, cursor: input.query.cursor }, opts);
+    const res = await client.listTrades(
+      { venue, symbol, limit: input.query.limit as number, cursor: input.query.cursor as string | undefined },
+      opts,
+    );
     if (!ctx.stream) return { trades: res.trades.map(tradeJson), nextCursor: res.nextCursor ?? null };
     const lastEventId = input.headers['last-event-id'] as string | undefined;
     const after = lastEventId !== undefined ? Number(lastEventId) : (input.query.after as number | undefined);

@@ -121,7 +121,7 @@ async function follow(svc: Svc, id: string, after: number, untilIdle: boolean, o
     } else {
       if (midLine) out.stdout('\n');
       midLine = false;
-      const d = ev.data as Record<string, any>;
+      const d = ev.data as { role?: string; content?: string; name?: string; arguments?: unknown; args?: unknown };
       if (ev.type === 'message.created' && d.role === 'assistant') out.stdout(`assistant: ${d.content}\n`);
       else if (ev.type === 'message.created' || ev.type === 'message.injected') out.stdout(`${d.role ?? 'user'}: ${d.content}\n`);
       else if (ev.type === 'tool.called') out.stdout(`[${ev.seq}] tool.called ${d.name} ${JSON.stringify(d.arguments ?? d.args ?? {})}\n`);

@@ -124,7 +124,7 @@ export class PaperVenue {
         }
         this.cache.clear();
         const code = (err as { code?: string }).code;
-        if (process.env.TRADING_DEBUG) console.error('retrying', code, (err as Error).message, (err as any).constraint);
+        if (process.env.TRADING_DEBUG) console.error('retrying', code, (err as Error).message, (err as { constraint?: string }).constraint);
         if (code && RETRYABLE.has(code) && attempt < 5) continue;
         if (code === '23514') throw new DomainError('unprocessable', 'insufficient_balance', 'The balance does not cover this order.');
         throw err;

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { accounts } from '@svc/proto';
 
 import { ListQuery, Nullable, route, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { Email } from '../../schemas/accounts.js';
 import { AccountParams, list, Name, page, WARNING } from './shared.js';
 
@@ -73,13 +72,14 @@ export const accountRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'listAccounts', {
+    handler: {
+      rpc: 'accounts.listAccounts',
       request: page,
       response: (res) => ({
         accounts: res.accounts.map(account),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     id: 'accounts.create',
@@ -94,10 +94,11 @@ export const accountRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'createAccount', {
+    handler: {
+      rpc: 'accounts.createAccount',
       request: (i) => i.body,
-      response: (res) => (res.key ? { account: account(res.account!), key: res.key, keyId: res.keyId, warning: WARNING } : account(res.account!)),
-    }),
+      response: (res) => (res.key ? { account: account(res.account!), key: res.key, keyId: res.keyId!, warning: WARNING } : account(res.account!)),
+    },
   }),
   route({
     id: 'accounts.chain',
@@ -109,7 +110,8 @@ export const accountRoutes = [
     auth: 'key',
     principals: ['human', 'agent', 'host'],
     authority: false,
-    handler: rpc('accounts', 'getChain', {
+    handler: {
+      rpc: 'accounts.getChain',
       request: () => ({}),
       response: (res) => ({
         chain: res.chain.map((l) => ({ kind: l.kind, id: l.id, name: l.name, relation: l.relation, role: l.role ?? null })),
@@ -117,7 +119,7 @@ export const accountRoutes = [
         principal: { kind: res.principalKind, channel: res.channel, projectId: res.projectId ?? null },
         canChangeAuthority: res.canChangeAuthority,
       }),
-    }),
+    },
   }),
   route({
     id: 'accounts.get',
@@ -130,9 +132,10 @@ export const accountRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'getAccount', {
+    handler: {
+      rpc: 'accounts.getAccount',
       request: (i) => ({ id: i.params.id }),
       response: (res) => account(res.account!),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { accounts } from '@svc/proto';
 
 import { ListQuery, route, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { AccountParams, list, page, PrincipalRef, principalRef } from './shared.js';
 
 /** The account's audit trail: every authority change and who made it. */
@@ -50,9 +49,10 @@ export const auditRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'listAudit', {
+    handler: {
+      rpc: 'accounts.listAudit',
       request: (i) => ({ accountId: i.params.id, ...page(i), action: i.query.action }),
       response: (res) => ({ events: res.events.map(auditJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { accounts } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, reply, route, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { GrantScope, GrantVerb } from '../../schemas/accounts.js';
 import { AccountParams, Iso, list, page, PrincipalRef, principalRef, success } from './shared.js';
 
@@ -67,10 +66,11 @@ export const grantRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'listGrants', {
+    handler: {
+      rpc: 'accounts.listGrants',
       request: (i) => ({ accountId: i.params.id, ...page(i) }),
       response: (res) => ({ grants: res.grants.map(grantJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     id: 'grants.create',
@@ -87,10 +87,11 @@ export const grantRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'createGrant', {
+    handler: {
+      rpc: 'accounts.createGrant',
       request: (i) => ({ accountId: i.params.id, ...i.body }),
       response: (res) => reply(grantJson(res.grant!), { status: res.outcome === 'created' ? 201 : 200 }),
-    }),
+    },
   }),
   route({
     id: 'grants.held',
@@ -103,10 +104,11 @@ export const grantRoutes = [
     auth: 'key',
     principals: ['human', 'agent', 'host'],
     authority: false,
-    handler: rpc('accounts', 'listHeldGrants', {
+    handler: {
+      rpc: 'accounts.listHeldGrants',
       request: page,
       response: (res) => ({ grants: res.grants.map(grantJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     id: 'grants.delete',
@@ -119,6 +121,6 @@ export const grantRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'deleteGrant', { request: (i) => ({ id: i.params.id }), response: success }),
+    handler: { rpc: 'accounts.deleteGrant', request: (i) => ({ id: i.params.id }), response: success },
   }),
 ];

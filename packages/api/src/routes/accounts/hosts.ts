@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { accounts } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, route, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { AccountParams, JsonObject, list, Name, page, PrincipalRef, principalRef, success, WARNING } from './shared.js';
 
 /** Hosts (machines) paired to an account: list, pair, unpair, and relaying a tool call to one. */
@@ -45,10 +44,11 @@ export const hostRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'listHosts', {
+    handler: {
+      rpc: 'accounts.listHosts',
       request: (i) => ({ accountId: i.params.id, ...page(i) }),
       response: (res) => ({ hosts: res.hosts.map(hostJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     id: 'hosts.pair',
@@ -64,10 +64,11 @@ export const hostRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'pairHost', {
+    handler: {
+      rpc: 'accounts.pairHost',
       request: (i) => ({ accountId: i.params.id, name: i.body.name }),
       response: (res) => ({ host: hostJson(res.host!), credential: res.credential, warning: WARNING }),
-    }),
+    },
   }),
   route({
     id: 'hosts.unpair',
@@ -80,7 +81,7 @@ export const hostRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'unpairHost', { request: (i) => ({ hostId: i.params.hostId }), response: success }),
+    handler: { rpc: 'accounts.unpairHost', request: (i) => ({ hostId: i.params.hostId }), response: success },
   }),
   route({
     id: 'hosts.call',
@@ -110,7 +111,8 @@ export const hostRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'callHost', {
+    handler: {
+      rpc: 'accounts.callHost',
       request: (i) => ({
         hostId: i.params.hostId,
         tool: i.body.tool,
@@ -124,6 +126,6 @@ export const hostRoutes = [
         result: JSON.parse(res.resultJson),
         durationMs: res.durationMs,
       }),
-    }),
+    },
   }),
 ];

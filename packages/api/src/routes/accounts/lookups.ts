@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 import { AccountId, Nullable, prefixedId, route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { AuditEvent, auditJson } from './audit.js';
 import { Grant, grantJson } from './grants.js';
 import { Host, hostJson } from './hosts.js';
@@ -36,7 +35,8 @@ export const lookupRoutes = [
         heldGrants: z.array(Grant).describe('Standing grants held (the first 100).'),
       })
       .meta({ id: 'Permissions' }),
-    handler: rpc('accounts', 'getPermissions', {
+    handler: {
+      rpc: 'accounts.getPermissions',
       request: () => ({}),
       response: (res) => ({
         kind: res.kind as 'human' | 'agent' | 'host',
@@ -48,7 +48,7 @@ export const lookupRoutes = [
         canManage: res.canManage,
         heldGrants: res.heldGrants.map(grantJson),
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -58,10 +58,11 @@ export const lookupRoutes = [
     summary: 'One member of the account and its role (404 member_not_found for anyone else).',
     params: z.object({ id: AccountId, memberId: AccountId }),
     response: Member,
-    handler: rpc('accounts', 'getMember', {
+    handler: {
+      rpc: 'accounts.getMember',
       request: (i) => ({ accountId: i.params.id, memberId: i.params.memberId }),
       response: (res) => memberJson(res.member!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -71,10 +72,11 @@ export const lookupRoutes = [
     summary: 'One event of the account’s audit trail (owners and admins).',
     params: z.object({ id: AccountId, eventId: prefixedId('evt', 'an event id') }),
     response: AuditEvent,
-    handler: rpc('accounts', 'getAuditEvent', {
+    handler: {
+      rpc: 'accounts.getAuditEvent',
       request: (i) => ({ accountId: i.params.id, eventId: i.params.eventId }),
       response: (res) => auditJson(res.event!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -84,7 +86,7 @@ export const lookupRoutes = [
     summary: 'One paired host: its name, credential prefix, who paired it, when it was last seen.',
     params: z.object({ hostId: HostId }),
     response: Host,
-    handler: rpc('accounts', 'getHost', { request: (i) => ({ hostId: i.params.hostId }), response: (res) => hostJson(res.host!) }),
+    handler: { rpc: 'accounts.getHost', request: (i) => ({ hostId: i.params.hostId }), response: (res) => hostJson(res.host!) },
   }),
   route({
     ...common,
@@ -96,9 +98,10 @@ export const lookupRoutes = [
     params: z.object({ hostId: HostId }),
     body: z.object({ name: Name }).strict().meta({ id: 'RenameHostRequest' }),
     response: Host,
-    handler: rpc('accounts', 'renameHost', {
+    handler: {
+      rpc: 'accounts.renameHost',
       request: (i) => ({ hostId: i.params.hostId, name: i.body.name }),
       response: (res) => hostJson(res.host!),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { accounts } from '@svc/proto';
 
 import { AccountId, ListQuery, Nullable, reply, route, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { AccountParams, list, page, Role, success } from './shared.js';
 
 /** An organization's members and their roles. */
@@ -34,10 +33,11 @@ export const memberRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'listMembers', {
+    handler: {
+      rpc: 'accounts.listMembers',
       request: (i) => ({ accountId: i.params.id, ...page(i) }),
       response: (res) => ({ members: res.members.map(memberJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     id: 'accounts.members.add',
@@ -54,10 +54,11 @@ export const memberRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'addMember', {
+    handler: {
+      rpc: 'accounts.addMember',
       request: (i) => ({ accountId: i.params.id, memberId: i.body.accountId, role: i.body.role }),
       response: (res) => reply(memberJson(res.member!), { status: res.created ? 201 : 200 }),
-    }),
+    },
   }),
   route({
     id: 'accounts.members.remove',
@@ -71,9 +72,10 @@ export const memberRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'removeMember', {
+    handler: {
+      rpc: 'accounts.removeMember',
       request: (i) => ({ accountId: i.params.id, memberId: i.params.memberId }),
       response: success,
-    }),
+    },
   }),
 ];

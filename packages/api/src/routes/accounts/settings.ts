@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { accounts } from '@svc/proto';
 
 import { reply, route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { AccountParams, JsonObject } from './shared.js';
 
 /** An account's settings document: get, replace and merge-patch, guarded by If-Match. */
@@ -37,10 +36,11 @@ export const settingsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'getSettings', {
+    handler: {
+      rpc: 'accounts.getSettings',
       request: (i) => ({ accountId: i.params.id }),
       response: settingsReply,
-    }),
+    },
   }),
   route({
     id: 'accounts.settings.replace',
@@ -56,10 +56,11 @@ export const settingsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'replaceSettings', {
+    handler: {
+      rpc: 'accounts.replaceSettings',
       request: (i) => ({ accountId: i.params.id, documentJson: JSON.stringify(i.body), ifMatch: i.headers['if-match'] }),
       response: settingsReply,
-    }),
+    },
   }),
   route({
     id: 'accounts.settings.patch',
@@ -75,9 +76,10 @@ export const settingsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'patchSettings', {
+    handler: {
+      rpc: 'accounts.patchSettings',
       request: (i) => ({ accountId: i.params.id, patchJson: JSON.stringify(i.body), ifMatch: i.headers['if-match'] }),
       response: settingsReply,
-    }),
+    },
   }),
 ];

@@ -33,7 +33,7 @@ export const principalRef = (p: accounts.Principal | undefined) => ({
 });
 
 export const success = () => ({ success: true as const });
-export const page = (i: RouteInput) => ({ limit: i.query.limit, cursor: i.query.cursor });
+export const page = (i: RouteInput<unknown, { limit: number; cursor?: string }>) => ({ limit: i.query.limit, cursor: i.query.cursor });
 export const WARNING = 'This secret is displayed only once. Store it securely: it cannot be shown again.';
 
 export const list = <T extends z.ZodType>(name: string, item: T, id: string) =>

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { accounts } from '@svc/proto';
 
 import { Nullable, route, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { AccountParams } from './shared.js';
 
 /** The account's Ed25519 signing key: get, rotate, sign a JSON payload, verify a signature. */
@@ -67,10 +66,11 @@ export const signingRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'getSigningKey', {
+    handler: {
+      rpc: 'accounts.getSigningKey',
       request: (i) => ({ accountId: i.params.id }),
       response: signingKeyJson,
-    }),
+    },
   }),
   route({
     id: 'signingKey.rotate',
@@ -93,10 +93,11 @@ export const signingRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('accounts', 'rotateSigningKey', {
+    handler: {
+      rpc: 'accounts.rotateSigningKey',
       request: (i) => ({ accountId: i.params.id, gracePeriodHours: i.query.gracePeriodHours }),
       response: signingKeyJson,
-    }),
+    },
   }),
   route({
     id: 'signatures.sign',
@@ -111,10 +112,11 @@ export const signingRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'sign', {
+    handler: {
+      rpc: 'accounts.sign',
       request: (i) => ({ accountId: i.params.id, payloadJson: JSON.stringify(i.body.payload) }),
       response: (res) => ({ signature: res.jws, keyId: res.keyId, algorithm: 'EdDSA' as const }),
-    }),
+    },
   }),
   route({
     id: 'signatures.verify',
@@ -139,7 +141,8 @@ export const signingRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('accounts', 'verifySignature', {
+    handler: {
+      rpc: 'accounts.verifySignature',
       request: (i) => ({ accountId: i.params.id, jws: i.body.signature }),
       response: (res) => {
         let payload: unknown = null;
@@ -150,6 +153,6 @@ export const signingRoutes = [
         }
         return { valid: res.valid, keyId: res.keyId ?? null, payload, reason: res.reason ?? null };
       },
-    }),
+    },
   }),
 ];

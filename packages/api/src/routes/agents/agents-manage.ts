@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 import { AgentId, ListQuery, Nullable, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { Agent, agentJson, DefaultAgents, defaults } from './agents.js';
 import { messageJson, Run, runJson, ThreadMessage } from './threads-messages.js';
 
@@ -11,7 +10,7 @@ import { messageJson, Run, runJson, ThreadMessage } from './threads-messages.js'
  */
 
 const params = z.object({ id: AgentId });
-const ref = (i: RouteInput) => ({ agentId: i.params.id as string });
+const ref = (i: RouteInput<{ id: string }>) => ({ agentId: i.params.id });
 const common = { tag: 'agents', auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
 const Usage = z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cost: z.string().describe('Decimal, in credits.') });
 
@@ -27,10 +26,11 @@ export const agentOpsRoutes = [
       limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many agents to return at most (1–100; default 20).'),
     }),
     response: z.object({ agents: z.array(Agent) }).meta({ id: 'AgentSearchResult' }),
-    handler: rpc('agents', 'searchAgents', {
+    handler: {
+      rpc: 'agents.searchAgents',
       request: (i) => ({ query: i.query.q, limit: i.query.limit }),
       response: (res) => ({ agents: res.agents.map(agentJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -40,10 +40,11 @@ export const agentOpsRoutes = [
     summary: 'Agents of the acting account deleted in the last 30 days, which agents.restore brings back; most recently deleted first.',
     query: ListQuery,
     response: z.object({ agents: z.array(Agent), nextCursor: Nullable(z.string()) }).meta({ id: 'DeletedAgentList' }),
-    handler: rpc('agents', 'listDeletedAgents', {
+    handler: {
+      rpc: 'agents.listDeletedAgents',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ agents: res.agents.map(agentJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -55,7 +56,7 @@ export const agentOpsRoutes = [
       'Undo the deletion of an agent deleted in the last 30 days: its definition and threads come back, its keys stay revoked (a live agent: no change).',
     params,
     response: Agent,
-    handler: rpc('agents', 'restoreAgent', { request: (i) => ({ id: i.params.id }), response: (res) => agentJson(res.agent!) }),
+    handler: { rpc: 'agents.restoreAgent', request: (i) => ({ id: i.params.id }), response: (res) => agentJson(res.agent!) },
   }),
   route({
     ...common,
@@ -66,7 +67,7 @@ export const agentOpsRoutes = [
     summary: 'Add an agent of the account at the end of its default agents (already there: no change; at most 20).',
     params: z.object({ agentId: AgentId }),
     response: DefaultAgents,
-    handler: rpc('agents', 'addDefaultAgent', { request: (i) => ({ agentId: i.params.agentId }), response: defaults }),
+    handler: { rpc: 'agents.addDefaultAgent', request: (i) => ({ agentId: i.params.agentId }), response: defaults },
   }),
   route({
     ...common,
@@ -76,7 +77,7 @@ export const agentOpsRoutes = [
     summary: 'Take an agent out of the account’s default agents (not there: no change).',
     params: z.object({ agentId: AgentId }),
     response: DefaultAgents,
-    handler: rpc('agents', 'removeDefaultAgent', { request: (i) => ({ agentId: i.params.agentId }), response: defaults }),
+    handler: { rpc: 'agents.removeDefaultAgent', request: (i) => ({ agentId: i.params.agentId }), response: defaults },
   }),
   route({
     ...common,
@@ -97,10 +98,11 @@ export const agentOpsRoutes = [
       })
       .meta({ id: 'ClonedAgent' }),
     status: 201,
-    handler: rpc('agents', 'cloneAgent', {
+    handler: {
+      rpc: 'agents.cloneAgent',
       request: (i) => ({ agentId: i.params.id, name: i.body.name }),
       response: (res) => ({ agent: agentJson(res.agent!), runtimeCopied: res.runtimeCopied }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -124,10 +126,11 @@ export const agentOpsRoutes = [
           .describe('Fields left unset on the agent are absent.'),
       })
       .meta({ id: 'AgentDefinition' }),
-    handler: rpc('agents', 'exportAgent', {
+    handler: {
+      rpc: 'agents.exportAgent',
       request: ref,
       response: (res) => ({ definition: JSON.parse(res.definitionJson) as { name: string } }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -140,10 +143,11 @@ export const agentOpsRoutes = [
       status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']).optional().describe('Only runs in this state.'),
     }),
     response: z.object({ runs: z.array(Run), nextCursor: Nullable(z.string()) }).meta({ id: 'AgentRunList' }),
-    handler: rpc('agents', 'listAgentRuns', {
+    handler: {
+      rpc: 'agents.listAgentRuns',
       request: (i) => ({ agentId: i.params.id, limit: i.query.limit, cursor: i.query.cursor, status: i.query.status }),
       response: (res) => ({ runs: res.runs.map(runJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -167,7 +171,8 @@ export const agentOpsRoutes = [
         lastRunAt: Nullable(Timestamp),
       })
       .meta({ id: 'AgentUsage' }),
-    handler: rpc('agents', 'getAgentUsage', {
+    handler: {
+      rpc: 'agents.getAgentUsage',
       request: (i) => ({ agentId: i.params.id, since: i.query.since }),
       response: (res) => ({
         runs: res.runs,
@@ -181,7 +186,7 @@ export const agentOpsRoutes = [
         toolErrors: res.toolErrors,
         lastRunAt: res.lastRunAt ?? null,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -215,7 +220,8 @@ export const agentOpsRoutes = [
         nextCursor: Nullable(z.string()),
       })
       .meta({ id: 'AgentToolCallList' }),
-    handler: rpc('agents', 'listAgentToolCalls', {
+    handler: {
+      rpc: 'agents.listAgentToolCalls',
       request: (i) => ({ agentId: i.params.id, limit: i.query.limit, cursor: i.query.cursor, name: i.query.name }),
       response: (res) => ({
         toolCalls: res.toolCalls.map((c) => ({
@@ -231,7 +237,7 @@ export const agentOpsRoutes = [
         })),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -247,10 +253,11 @@ export const agentOpsRoutes = [
         tools: z.array(z.object({ name: z.string(), description: z.string() })),
       })
       .meta({ id: 'AgentTools' }),
-    handler: rpc('agents', 'getAgentTools', {
+    handler: {
+      rpc: 'agents.getAgentTools',
       request: ref,
       response: (res) => ({ patterns: res.patterns, usesDefault: res.usesDefault, tools: res.tools }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -277,7 +284,8 @@ export const agentOpsRoutes = [
         reply: Nullable(ThreadMessage).describe('The agent’s last message.'),
       })
       .meta({ id: 'AgentAnswer' }),
-    handler: rpc('agents', 'askAgent', {
+    handler: {
+      rpc: 'agents.askAgent',
       request: (i) => ({ agentId: i.params.id, message: i.body.message, title: i.body.title, timeoutMs: i.body.timeoutMs }),
       response: (res) => ({
         threadId: res.threadId,
@@ -287,7 +295,7 @@ export const agentOpsRoutes = [
         reply: res.reply ? messageJson(res.reply) : null,
       }),
       deadlineMs: 40_000,
-    }),
+    },
   }),
   route({
     ...common,
@@ -299,6 +307,6 @@ export const agentOpsRoutes = [
     params,
     response: z.object({ runIds: z.array(z.string()).describe('The runs asked to stop.') }).meta({ id: 'CancelledAgentRuns' }),
     status: 202,
-    handler: rpc('agents', 'cancelAgentRuns', { request: ref, response: (res) => ({ runIds: res.runIds }) }),
+    handler: { rpc: 'agents.cancelAgentRuns', request: ref, response: (res) => ({ runIds: res.runIds }) },
   }),
 ];

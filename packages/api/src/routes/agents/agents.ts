@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { agents } from '@svc/proto';
 
 import { AccountId, AgentId, ListQuery, Nullable, ProjectId, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { AgentDescription, AgentInstructions, AgentModel, AgentName } from '../../schemas/agents.js';
 
 /**
@@ -86,10 +85,10 @@ const UpdateAgentBody = z
   .meta({ id: 'UpdateAgentRequest' });
 
 const params = z.object({ id: AgentId });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 
-function updateReq(i: RouteInput) {
-  const b = i.body as Record<string, unknown>;
+function updateReq(i: RouteInput<{ id: string }, unknown, z.output<typeof UpdateAgentBody>>) {
+  const b = i.body;
   const clearFields = (['description', 'model', 'instructions', 'tools', 'maxSteps', 'maxTokensPerRun'] as const).filter((f) => b[f] === null);
   const set = Object.fromEntries(Object.entries(b).filter(([, v]) => v !== null));
   return { id: i.params.id, ...set, hasTools: Array.isArray(b.tools), tools: Array.isArray(b.tools) ? b.tools : [], clearFields };
@@ -115,10 +114,11 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'listAgents', {
+    handler: {
+      rpc: 'agents.listAgents',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor, projectId: i.query.projectId }),
       response: (res) => ({ agents: res.agents.map(agentJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     id: 'agents.create',
@@ -133,10 +133,11 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'createAgent', {
+    handler: {
+      rpc: 'agents.createAgent',
       request: (i) => ({ ...i.body, hasTools: Array.isArray(i.body.tools), tools: i.body.tools ?? [] }),
       response: (res) => agentJson(res.agent!),
-    }),
+    },
   }),
   route({
     id: 'defaultAgents.get',
@@ -148,7 +149,7 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'getDefaultAgents', { request: () => ({}), response: defaults }),
+    handler: { rpc: 'agents.getDefaultAgents', request: () => ({}), response: defaults },
   }),
   route({
     id: 'defaultAgents.set',
@@ -167,10 +168,11 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'setDefaultAgents', {
+    handler: {
+      rpc: 'agents.setDefaultAgents',
       request: (i) => ({ agentIds: i.body.agentIds }),
       response: defaults,
-    }),
+    },
   }),
   route({
     id: 'agents.get',
@@ -183,7 +185,7 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'getAgent', { request: byId, response: (res) => agentJson(res.agent!) }),
+    handler: { rpc: 'agents.getAgent', request: byId, response: (res) => agentJson(res.agent!) },
   }),
   route({
     id: 'agents.update',
@@ -198,10 +200,11 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'updateAgent', {
+    handler: {
+      rpc: 'agents.updateAgent',
       request: updateReq,
       response: (res) => agentJson(res.agent!),
-    }),
+    },
   }),
   route({
     id: 'agents.delete',
@@ -214,9 +217,10 @@ export const agentsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'deleteAgent', {
+    handler: {
+      rpc: 'agents.deleteAgent',
       request: byId,
       response: (res) => ({ success: true as const, revokedKeys: res.revokedKeys }),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { agents_approvals } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { ThreadId } from './threads.js';
 
 /**
@@ -85,7 +84,7 @@ const common = { tag: 'threads', auth: 'key' as const, principals: ['human', 'ag
 /** A person's decision through the API: an agent key or the MCP channel gets 403 human_principal_required; no MCP tool. */
 const person = { ...common, personOnly: true };
 const refParams = z.object({ id: ThreadId, approvalId: ApprovalId });
-const ref = (i: RouteInput) => ({ threadId: i.params.id as string, approvalId: i.params.approvalId as string });
+const ref = (i: RouteInput<{ id: string; approvalId: string }>) => ({ threadId: i.params.id, approvalId: i.params.approvalId });
 const Status = z.enum(STATUS).optional().describe('Only requests in this state (default: all).');
 const limit = ListQuery.shape.limit;
 const one = (res: agents_approvals.ApprovalResponse) => approvalJson(res.approval!);
@@ -102,10 +101,11 @@ export const approvalsRoutes = [
     summary: 'The acting account’s requests for a person (tool calls to approve, questions of agents), oldest first; `?status=pending`.',
     query: z.object({ status: Status, limit }),
     response: z.object({ approvals: z.array(Approval) }).meta({ id: 'ApprovalList' }),
-    handler: rpc('agents', 'listApprovals', {
+    handler: {
+      rpc: 'agents.listApprovals',
       request: (i) => ({ status: i.query.status, limit: i.query.limit }),
       response: (res) => ({ approvals: res.approvals.map(approvalJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -116,10 +116,11 @@ export const approvalsRoutes = [
     params: z.object({ id: ThreadId }),
     query: z.object({ status: Status, limit }),
     response: z.object({ approvals: z.array(Approval) }).meta({ id: 'ThreadApprovalList' }),
-    handler: rpc('agents', 'listApprovals', {
+    handler: {
+      rpc: 'agents.listApprovals',
       request: (i) => ({ threadId: i.params.id, status: i.query.status, limit: i.query.limit }),
       response: (res) => ({ approvals: res.approvals.map(approvalJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -129,7 +130,7 @@ export const approvalsRoutes = [
     summary: 'One request of the thread (404 approval_not_found).',
     params: refParams,
     response: Approval,
-    handler: rpc('agents', 'getApproval', { request: ref, response: one }),
+    handler: { rpc: 'agents.getApproval', request: ref, response: one },
   }),
   route({
     ...person,
@@ -146,10 +147,11 @@ export const approvalsRoutes = [
       .strict()
       .meta({ id: 'ApproveRequest' }),
     response: Approval,
-    handler: rpc('agents', 'approveToolCall', {
+    handler: {
+      rpc: 'agents.approveToolCall',
       request: (i) => ({ ...ref(i), argumentsJson: i.body.arguments === undefined ? undefined : JSON.stringify(i.body.arguments) }),
       response: one,
-    }),
+    },
   }),
   route({
     ...person,
@@ -165,7 +167,7 @@ export const approvalsRoutes = [
       .strict()
       .meta({ id: 'RejectRequest' }),
     response: Approval,
-    handler: rpc('agents', 'rejectToolCall', { request: (i) => ({ ...ref(i), reason: i.body.reason }), response: one }),
+    handler: { rpc: 'agents.rejectToolCall', request: (i) => ({ ...ref(i), reason: i.body.reason }), response: one },
   }),
   route({
     ...common,
@@ -176,10 +178,11 @@ export const approvalsRoutes = [
     summary: 'The tools whose calls by this agent wait for a person’s approval (empty: none).',
     params: z.object({ id: AgentId }),
     response: AgentPolicy,
-    handler: rpc('agents', 'getAgentApprovalPolicy', {
+    handler: {
+      rpc: 'agents.getAgentApprovalPolicy',
       request: (i) => ({ agentId: i.params.id }),
       response: (res) => ({ agentId: res.agentId, tools: res.tools, updatedAt: res.updatedAt ?? null }),
-    }),
+    },
   }),
   route({
     ...person,
@@ -193,10 +196,11 @@ export const approvalsRoutes = [
     params: z.object({ id: AgentId }),
     body: z.object({ tools: Patterns }).strict().meta({ id: 'SetAgentApprovalPolicyRequest' }),
     response: AgentPolicy,
-    handler: rpc('agents', 'setAgentApprovalPolicy', {
+    handler: {
+      rpc: 'agents.setAgentApprovalPolicy',
       request: (i) => ({ agentId: i.params.id, tools: i.body.tools }),
       response: (res) => ({ agentId: res.agentId, tools: res.tools, updatedAt: res.updatedAt ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -206,7 +210,7 @@ export const approvalsRoutes = [
     summary: 'The tools whose calls in this thread wait for a person: the thread’s own list, or its agent’s.',
     params: z.object({ id: ThreadId }),
     response: ThreadPolicy,
-    handler: rpc('agents', 'getThreadApprovalPolicy', { request: (i) => ({ threadId: i.params.id }), response: threadPolicyJson }),
+    handler: { rpc: 'agents.getThreadApprovalPolicy', request: (i) => ({ threadId: i.params.id }), response: threadPolicyJson },
   }),
   route({
     ...person,
@@ -218,9 +222,10 @@ export const approvalsRoutes = [
     params: z.object({ id: ThreadId }),
     body: z.object({ tools: Patterns.nullable() }).strict().meta({ id: 'SetThreadApprovalPolicyRequest' }),
     response: ThreadPolicy,
-    handler: rpc('agents', 'setThreadApprovalPolicy', {
+    handler: {
+      rpc: 'agents.setThreadApprovalPolicy',
       request: (i) => ({ threadId: i.params.id, tools: i.body.tools ?? [], clear: i.body.tools === null }),
       response: threadPolicyJson,
-    }),
+    },
   }),
 ];

@@ -2,8 +2,7 @@ import { z } from 'zod';
 
 import type { agents_memory } from '@svc/proto';
 
-import { ListQuery, Nullable, type Route, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
+import { ListQuery, Nullable, type Route, type RouteInput, routeWith, Timestamp } from '../../route.js';
 
 /**
  * Agent memory (docs/memory.md): durable JSON values the acting account's people and agents keep
@@ -59,7 +58,7 @@ const Deleted = z.object({ deleted: z.number().int().describe('How many entries 
 
 const nsParams = z.object({ namespace: MemoryNamespace });
 const keyParams = z.object({ namespace: MemoryNamespace, key: MemoryKey });
-const nk = (i: RouteInput) => ({ namespace: i.params.namespace as string, key: i.params.key as string });
+const nk = (i: RouteInput<{ namespace: string; key: string }>) => ({ namespace: i.params.namespace, key: i.params.key });
 const one = (res: agents_memory.MemoryEntryResponse) => memoryEntryJson(res.entry!);
 
 const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {
@@ -68,7 +67,7 @@ const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {
   principals: ['human', 'agent'],
   authority: false,
 };
-const memRoute = (r: Omit<Route, keyof typeof base>): Route => route({ ...base, ...r });
+const memRoute = routeWith(base);
 
 export const memoryRoutes: Route[] = [
   memRoute({
@@ -90,10 +89,11 @@ export const memoryRoutes: Route[] = [
         nextCursor: Nullable(z.string()),
       })
       .meta({ id: 'MemoryNamespaceList' }),
-    handler: rpc('agents', 'listMemoryNamespaces', {
+    handler: {
+      rpc: 'agents.listMemoryNamespaces',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ namespaces: res.namespaces.map((n) => ({ ...n, bytes: Number(n.bytes) })), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   memRoute({
     id: 'memory.search',
@@ -106,10 +106,11 @@ export const memoryRoutes: Route[] = [
       limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many entries to return at most (1–100; default 20).'),
     }),
     response: EntryList,
-    handler: rpc('agents', 'searchMemory', {
+    handler: {
+      rpc: 'agents.searchMemory',
       request: (i) => ({ query: i.query.q, namespace: i.query.namespace, limit: i.query.limit }),
       response: (res) => ({ entries: res.entries.map(memoryEntryJson), nextCursor: null }),
-    }),
+    },
   }),
   memRoute({
     id: 'memory.namespaces.delete',
@@ -118,7 +119,7 @@ export const memoryRoutes: Route[] = [
     summary: 'Clear a namespace: every entry and its history.',
     params: nsParams,
     response: Deleted.meta({ id: 'MemoryDeleted' }),
-    handler: rpc('agents', 'deleteMemoryNamespace', { request: (i) => ({ namespace: i.params.namespace }) }),
+    handler: { rpc: 'agents.deleteMemoryNamespace', request: (i) => ({ namespace: i.params.namespace }) },
   }),
   memRoute({
     id: 'memory.namespaces.copy',
@@ -137,9 +138,10 @@ export const memoryRoutes: Route[] = [
     response: z
       .object({ copied: z.number().int(), skipped: z.number().int().describe('Keys the target held and kept.') })
       .meta({ id: 'CopiedMemoryNamespace' }),
-    handler: rpc('agents', 'copyMemoryNamespace', {
+    handler: {
+      rpc: 'agents.copyMemoryNamespace',
       request: (i) => ({ namespace: i.params.namespace, to: i.body.to, overwrite: i.body.overwrite }),
-    }),
+    },
   }),
   memRoute({
     id: 'memory.list',
@@ -149,10 +151,11 @@ export const memoryRoutes: Route[] = [
     params: nsParams,
     query: ListQuery.extend({ prefix: z.string().max(200).default('').describe('Only keys starting with it.') }),
     response: EntryList,
-    handler: rpc('agents', 'listMemory', {
+    handler: {
+      rpc: 'agents.listMemory',
       request: (i) => ({ namespace: i.params.namespace, prefix: i.query.prefix, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ entries: res.entries.map(memoryEntryJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   memRoute({
     id: 'memory.getMany',
@@ -166,10 +169,11 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'MemoryKeysRequest' }),
     response: z.object({ entries: z.array(MemoryEntry), missing: z.array(z.string()) }).meta({ id: 'MemoryEntriesFound' }),
-    handler: rpc('agents', 'getManyMemory', {
+    handler: {
+      rpc: 'agents.getManyMemory',
       request: (i) => ({ namespace: i.params.namespace, keys: i.body.keys }),
       response: (res) => ({ entries: res.entries.map(memoryEntryJson), missing: res.missing }),
-    }),
+    },
   }),
   memRoute({
     id: 'memory.setMany',
@@ -189,7 +193,8 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'SetManyMemoryRequest' }),
     response: z.object({ entries: z.array(MemoryEntry) }).meta({ id: 'MemoryEntriesWritten' }),
-    handler: rpc('agents', 'setManyMemory', {
+    handler: {
+      rpc: 'agents.setManyMemory',
       request: (i) => ({
         namespace: i.params.namespace,
         items: (i.body.entries as { key: string; value: unknown; ttlSeconds?: number }[]).map((e) => ({
@@ -199,7 +204,7 @@ export const memoryRoutes: Route[] = [
         })),
       }),
       response: (res) => ({ entries: res.entries.map(memoryEntryJson) }),
-    }),
+    },
   }),
   memRoute({
     id: 'memory.deleteMany',
@@ -213,7 +218,7 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'DeleteManyMemoryRequest' }),
     response: Deleted,
-    handler: rpc('agents', 'deleteManyMemory', { request: (i) => ({ namespace: i.params.namespace, keys: i.body.keys }) }),
+    handler: { rpc: 'agents.deleteManyMemory', request: (i) => ({ namespace: i.params.namespace, keys: i.body.keys }) },
   }),
   memRoute({
     id: 'memory.get',
@@ -222,7 +227,7 @@ export const memoryRoutes: Route[] = [
     summary: 'One entry: its value, version and expiry.',
     params: keyParams,
     response: MemoryEntry,
-    handler: rpc('agents', 'getMemory', { request: nk, response: one }),
+    handler: { rpc: 'agents.getMemory', request: nk, response: one },
   }),
   memRoute({
     id: 'memory.set',
@@ -241,10 +246,11 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'SetMemoryRequest' }),
     response: MemoryEntry,
-    handler: rpc('agents', 'setMemory', {
+    handler: {
+      rpc: 'agents.setMemory',
       request: (i) => ({ ...nk(i), valueJson: JSON.stringify(i.body.value), ttlSeconds: i.body.ttlSeconds, ifVersion: i.body.ifVersion }),
       response: one,
-    }),
+    },
   }),
   memRoute({
     id: 'memory.merge',
@@ -265,10 +271,11 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'MergeMemoryRequest' }),
     response: MemoryEntry,
-    handler: rpc('agents', 'mergeMemory', {
+    handler: {
+      rpc: 'agents.mergeMemory',
       request: (i) => ({ ...nk(i), patchJson: JSON.stringify(i.body.patch), ifVersion: i.body.ifVersion }),
       response: one,
-    }),
+    },
   }),
   memRoute({
     id: 'memory.delete',
@@ -279,7 +286,7 @@ export const memoryRoutes: Route[] = [
     params: keyParams,
     query: z.object({ ifVersion: z.coerce.number().int().min(1).optional().describe('Only if the entry is at this version; else 409.') }),
     response: Deleted,
-    handler: rpc('agents', 'deleteMemory', { request: (i) => ({ ...nk(i), ifVersion: i.query.ifVersion }) }),
+    handler: { rpc: 'agents.deleteMemory', request: (i) => ({ ...nk(i), ifVersion: i.query.ifVersion }) },
   }),
   memRoute({
     id: 'memory.increment',
@@ -296,7 +303,7 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'IncrementMemoryRequest' }),
     response: MemoryEntry,
-    handler: rpc('agents', 'incrementMemory', { request: (i) => ({ ...nk(i), by: i.body.by, ttlSeconds: i.body.ttlSeconds }), response: one }),
+    handler: { rpc: 'agents.incrementMemory', request: (i) => ({ ...nk(i), by: i.body.by, ttlSeconds: i.body.ttlSeconds }), response: one },
   }),
   memRoute({
     id: 'memory.append',
@@ -313,10 +320,11 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'AppendMemoryRequest' }),
     response: MemoryEntry,
-    handler: rpc('agents', 'appendMemory', {
+    handler: {
+      rpc: 'agents.appendMemory',
       request: (i) => ({ ...nk(i), valuesJson: (i.body.values as unknown[]).map((v) => JSON.stringify(v)), maxLength: i.body.maxLength }),
       response: one,
-    }),
+    },
   }),
   memRoute({
     id: 'memory.pop',
@@ -335,10 +343,11 @@ export const memoryRoutes: Route[] = [
     response: z
       .object({ values: z.array(z.unknown()).describe('The items taken, in the order taken.'), entry: MemoryEntry })
       .meta({ id: 'PoppedMemory' }),
-    handler: rpc('agents', 'popMemory', {
+    handler: {
+      rpc: 'agents.popMemory',
       request: (i) => ({ ...nk(i), from: i.body.from, count: i.body.count }),
       response: (res) => ({ values: res.valuesJson.map((v) => JSON.parse(v) as unknown), entry: memoryEntryJson(res.entry!) }),
-    }),
+    },
   }),
   memRoute({
     id: 'memory.expire',
@@ -352,7 +361,7 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'ExpireMemoryRequest' }),
     response: MemoryEntry,
-    handler: rpc('agents', 'expireMemory', { request: (i) => ({ ...nk(i), ttlSeconds: i.body.ttlSeconds ?? undefined }), response: one }),
+    handler: { rpc: 'agents.expireMemory', request: (i) => ({ ...nk(i), ttlSeconds: i.body.ttlSeconds ?? undefined }), response: one },
   }),
   memRoute({
     id: 'memory.rename',
@@ -366,10 +375,11 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'RenameMemoryRequest' }),
     response: MemoryEntry,
-    handler: rpc('agents', 'renameMemory', {
+    handler: {
+      rpc: 'agents.renameMemory',
       request: (i) => ({ ...nk(i), newKey: i.body.newKey, overwrite: i.body.overwrite }),
       response: one,
-    }),
+    },
   }),
   memRoute({
     id: 'memory.history',
@@ -393,7 +403,8 @@ export const memoryRoutes: Route[] = [
         ),
       })
       .meta({ id: 'MemoryHistory' }),
-    handler: rpc('agents', 'memoryHistory', {
+    handler: {
+      rpc: 'agents.memoryHistory',
       request: (i) => ({ ...nk(i), limit: i.query.limit }),
       response: (res) => ({
         versions: res.versions.map((v) => ({
@@ -404,7 +415,7 @@ export const memoryRoutes: Route[] = [
           by: JSON.parse(v.byJson || '{}') as Record<string, unknown>,
         })),
       }),
-    }),
+    },
   }),
   memRoute({
     id: 'memory.restore',
@@ -418,6 +429,6 @@ export const memoryRoutes: Route[] = [
       .strict()
       .meta({ id: 'RestoreMemoryRequest' }),
     response: MemoryEntry,
-    handler: rpc('agents', 'restoreMemory', { request: (i) => ({ ...nk(i), version: i.body.version }), response: one }),
+    handler: { rpc: 'agents.restoreMemory', request: (i) => ({ ...nk(i), version: i.body.version }), response: one },
   }),
 ];

@@ -2,8 +2,7 @@ import { z } from 'zod';
 
 import type { agents_schedules } from '@svc/proto';
 
-import { AgentId, ListQuery, Nullable, prefixedId, type Route, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
+import { AgentId, ListQuery, Nullable, prefixedId, type Route, type RouteInput, routeWith, Timestamp } from '../../route.js';
 import { ThreadId } from './threads.js';
 
 /**
@@ -98,7 +97,7 @@ const firingJson = (f: agents_schedules.ScheduleFiring) => ({
 });
 
 const params = z.object({ id: ScheduleId });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 const one = (res: agents_schedules.ScheduleResponse) => scheduleJson(res.schedule!);
 
 const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {
@@ -107,7 +106,7 @@ const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {
   principals: ['human', 'agent'],
   authority: false,
 };
-const scheduleRoute = (r: Omit<Route, keyof typeof base>): Route => route({ ...base, ...r });
+const scheduleRoute = routeWith(base);
 
 export const schedulesRoutes: Route[] = [
   scheduleRoute({
@@ -117,10 +116,11 @@ export const schedulesRoutes: Route[] = [
     summary: 'The account’s schedules, oldest first, optionally by status.',
     query: ListQuery.extend({ status: z.enum(['active', 'paused', 'completed']).optional().describe('Only schedules in this state.') }),
     response: z.object({ schedules: z.array(Schedule), nextCursor: Nullable(z.string()) }).meta({ id: 'ScheduleList' }),
-    handler: rpc('agents', 'listSchedules', {
+    handler: {
+      rpc: 'agents.listSchedules',
       request: (i) => ({ status: i.query.status, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ schedules: res.schedules.map(scheduleJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   scheduleRoute({
     id: 'schedules.create',
@@ -143,7 +143,8 @@ export const schedulesRoutes: Route[] = [
       .meta({ id: 'CreateScheduleRequest' }),
     response: Schedule,
     status: 201,
-    handler: rpc('agents', 'createSchedule', {
+    handler: {
+      rpc: 'agents.createSchedule',
       request: (i) => ({
         name: i.body.name,
         message: i.body.message,
@@ -153,7 +154,7 @@ export const schedulesRoutes: Route[] = [
         endsAt: i.body.endsAt,
       }),
       response: one,
-    }),
+    },
   }),
   scheduleRoute({
     id: 'schedules.preview',
@@ -171,7 +172,7 @@ export const schedulesRoutes: Route[] = [
       .refine(oneTiming, 'give exactly one of cron, intervalSeconds and at')
       .meta({ id: 'PreviewScheduleRequest' }),
     response: z.object({ times: z.array(Timestamp) }).meta({ id: 'SchedulePreview' }),
-    handler: rpc('agents', 'previewSchedule', { request: (i) => ({ timing: timingOf(i.body), count: i.body.count, from: i.body.from }) }),
+    handler: { rpc: 'agents.previewSchedule', request: (i) => ({ timing: timingOf(i.body), count: i.body.count, from: i.body.from }) },
   }),
   scheduleRoute({
     id: 'schedules.get',
@@ -180,7 +181,7 @@ export const schedulesRoutes: Route[] = [
     summary: 'A schedule with its status, next firing time and firing count.',
     params,
     response: Schedule,
-    handler: rpc('agents', 'getSchedule', { request: byId, response: one }),
+    handler: { rpc: 'agents.getSchedule', request: byId, response: one },
   }),
   scheduleRoute({
     id: 'schedules.update',
@@ -201,7 +202,8 @@ export const schedulesRoutes: Route[] = [
       .refine((b) => [b.cron, b.intervalSeconds, b.at].filter((x) => x !== undefined).length <= 1, 'give at most one of cron, intervalSeconds and at')
       .meta({ id: 'UpdateScheduleRequest' }),
     response: Schedule,
-    handler: rpc('agents', 'updateSchedule', {
+    handler: {
+      rpc: 'agents.updateSchedule',
       request: (i) => ({
         id: i.params.id,
         name: i.body.name,
@@ -211,7 +213,7 @@ export const schedulesRoutes: Route[] = [
         clearEndsAt: i.body.endsAt === null,
       }),
       response: one,
-    }),
+    },
   }),
   scheduleRoute({
     id: 'schedules.delete',
@@ -220,7 +222,7 @@ export const schedulesRoutes: Route[] = [
     summary: 'Delete a schedule and its firing history (idempotent).',
     params,
     response: z.object({ deleted: z.number().int() }).meta({ id: 'DeletedSchedule' }),
-    handler: rpc('agents', 'deleteSchedule', { request: byId }),
+    handler: { rpc: 'agents.deleteSchedule', request: byId },
   }),
   scheduleRoute({
     id: 'schedules.pause',
@@ -230,7 +232,7 @@ export const schedulesRoutes: Route[] = [
     summary: 'Pause a schedule: it does not fire until resumed.',
     params,
     response: Schedule,
-    handler: rpc('agents', 'pauseSchedule', { request: byId, response: one }),
+    handler: { rpc: 'agents.pauseSchedule', request: byId, response: one },
   }),
   scheduleRoute({
     id: 'schedules.resume',
@@ -240,7 +242,7 @@ export const schedulesRoutes: Route[] = [
     summary: 'Resume a paused schedule from now (missed times are not fired).',
     params,
     response: Schedule,
-    handler: rpc('agents', 'resumeSchedule', { request: byId, response: one }),
+    handler: { rpc: 'agents.resumeSchedule', request: byId, response: one },
   }),
   scheduleRoute({
     id: 'schedules.skip',
@@ -250,7 +252,7 @@ export const schedulesRoutes: Route[] = [
     summary: 'Skip the next firing of an active schedule: it moves on to the time after.',
     params,
     response: Schedule,
-    handler: rpc('agents', 'skipSchedule', { request: byId, response: one }),
+    handler: { rpc: 'agents.skipSchedule', request: byId, response: one },
   }),
   scheduleRoute({
     id: 'schedules.trigger',
@@ -260,7 +262,7 @@ export const schedulesRoutes: Route[] = [
     summary: 'Fire a schedule now, outside its timetable (which is unchanged); answers the firing.',
     params,
     response: ScheduleFiring,
-    handler: rpc('agents', 'triggerSchedule', { request: byId, response: (res) => firingJson(res.firing!) }),
+    handler: { rpc: 'agents.triggerSchedule', request: byId, response: (res) => firingJson(res.firing!) },
   }),
   scheduleRoute({
     id: 'schedules.firings.list',
@@ -270,9 +272,10 @@ export const schedulesRoutes: Route[] = [
     params,
     query: ListQuery,
     response: z.object({ firings: z.array(ScheduleFiring), nextCursor: Nullable(z.string()) }).meta({ id: 'ScheduleFiringList' }),
-    handler: rpc('agents', 'listScheduleFirings', {
+    handler: {
+      rpc: 'agents.listScheduleFirings',
       request: (i) => ({ id: i.params.id, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ firings: res.firings.map(firingJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
 ];

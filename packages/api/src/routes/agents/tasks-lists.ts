@@ -1,13 +1,12 @@
 import { z } from 'zod';
 
 import { ListQuery, Nullable, type Route, type RouteInput } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { Deleted, listJson, listParams, oneList, Task, TaskId, taskJson, TaskList, taskRoute } from './tasks.js';
 
 /** Task lists (docs/memory.md): create, read, rename, delete, clear, order, the next ready task, duplicate. */
 
 const TaskListList = z.object({ lists: z.array(TaskList), nextCursor: Nullable(z.string()) }).meta({ id: 'TaskListList' });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 
 export const taskListsRoutes: Route[] = [
   taskRoute({
@@ -17,10 +16,11 @@ export const taskListsRoutes: Route[] = [
     summary: 'The account’s task lists, oldest first, with their open and done counts.',
     query: ListQuery,
     response: TaskListList,
-    handler: rpc('agents', 'listTaskLists', {
+    handler: {
+      rpc: 'agents.listTaskLists',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ lists: res.lists.map(listJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.lists.create',
@@ -37,7 +37,7 @@ export const taskListsRoutes: Route[] = [
       .meta({ id: 'CreateTaskListRequest' }),
     response: TaskList,
     status: 201,
-    handler: rpc('agents', 'createTaskList', { request: (i) => ({ name: i.body.name, description: i.body.description }), response: oneList }),
+    handler: { rpc: 'agents.createTaskList', request: (i) => ({ name: i.body.name, description: i.body.description }), response: oneList },
   }),
   taskRoute({
     id: 'tasks.lists.get',
@@ -46,7 +46,7 @@ export const taskListsRoutes: Route[] = [
     summary: 'A task list with its open and done counts.',
     params: listParams,
     response: TaskList,
-    handler: rpc('agents', 'getTaskList', { request: byId, response: oneList }),
+    handler: { rpc: 'agents.getTaskList', request: byId, response: oneList },
   }),
   taskRoute({
     id: 'tasks.lists.update',
@@ -64,7 +64,8 @@ export const taskListsRoutes: Route[] = [
       .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
       .meta({ id: 'UpdateTaskListRequest' }),
     response: TaskList,
-    handler: rpc('agents', 'updateTaskList', {
+    handler: {
+      rpc: 'agents.updateTaskList',
       request: (i) => ({
         id: i.params.id,
         name: i.body.name,
@@ -72,7 +73,7 @@ export const taskListsRoutes: Route[] = [
         clearDescription: i.body.description === null,
       }),
       response: oneList,
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.lists.delete',
@@ -81,7 +82,7 @@ export const taskListsRoutes: Route[] = [
     summary: 'Delete a task list together with all its tasks and their comments; this cannot be undone.',
     params: listParams,
     response: Deleted('tasks').meta({ id: 'DeletedTaskList' }),
-    handler: rpc('agents', 'deleteTaskList', { request: byId, response: (res) => ({ deleted: res.count }) }),
+    handler: { rpc: 'agents.deleteTaskList', request: byId, response: (res) => ({ deleted: res.count }) },
   }),
   taskRoute({
     id: 'tasks.lists.clearCompleted',
@@ -91,7 +92,7 @@ export const taskListsRoutes: Route[] = [
     summary: 'Delete the done tasks of a list (the open ones stay).',
     params: listParams,
     response: Deleted('done tasks').meta({ id: 'ClearedTasks' }),
-    handler: rpc('agents', 'clearCompletedTasks', { request: byId, response: (res) => ({ deleted: res.count }) }),
+    handler: { rpc: 'agents.clearCompletedTasks', request: byId, response: (res) => ({ deleted: res.count }) },
   }),
   taskRoute({
     id: 'tasks.lists.reorder',
@@ -106,10 +107,11 @@ export const taskListsRoutes: Route[] = [
       .strict()
       .meta({ id: 'ReorderTaskListRequest' }),
     response: z.object({ tasks: z.array(Task) }).meta({ id: 'ReorderedTasks' }),
-    handler: rpc('agents', 'reorderTaskList', {
+    handler: {
+      rpc: 'agents.reorderTaskList',
       request: (i) => ({ id: i.params.id, taskIds: i.body.taskIds }),
       response: (res) => ({ tasks: res.tasks.map(taskJson) }),
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.lists.next',
@@ -118,7 +120,7 @@ export const taskListsRoutes: Route[] = [
     summary: 'The task to work on next: open, not waiting for an open task; most urgent, then soonest due, then first in the list.',
     params: listParams,
     response: z.object({ task: Nullable(Task).describe('null when nothing is ready.') }).meta({ id: 'NextTask' }),
-    handler: rpc('agents', 'nextTask', { request: byId, response: (res) => ({ task: res.task ? taskJson(res.task) : null }) }),
+    handler: { rpc: 'agents.nextTask', request: byId, response: (res) => ({ task: res.task ? taskJson(res.task) : null }) },
   }),
   taskRoute({
     id: 'tasks.lists.duplicate',
@@ -136,9 +138,10 @@ export const taskListsRoutes: Route[] = [
       .meta({ id: 'DuplicateTaskListRequest' }),
     response: TaskList,
     status: 201,
-    handler: rpc('agents', 'duplicateTaskList', {
+    handler: {
+      rpc: 'agents.duplicateTaskList',
       request: (i) => ({ id: i.params.id, name: i.body.name, includeDone: i.body.includeDone }),
       response: oneList,
-    }),
+    },
   }),
 ];

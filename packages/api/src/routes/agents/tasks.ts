@@ -2,8 +2,7 @@ import { z } from 'zod';
 
 import type { agents_tasks } from '@svc/proto';
 
-import { AgentId, ListQuery, Nullable, prefixedId, type Route, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
+import { AgentId, ListQuery, Nullable, prefixedId, type Route, type RouteInput, routeWith, Timestamp } from '../../route.js';
 
 /**
  * Tasks (docs/memory.md): to-do lists the acting account's people and agents share: tasks with
@@ -98,7 +97,7 @@ export const Deleted = (what: string) => z.object({ deleted: z.number().int().de
 export const listParams = z.object({ id: TaskListId });
 const taskParams = z.object({ id: TaskId });
 const commentParams = z.object({ id: TaskId, commentId: CommentId });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 export const oneList = (res: agents_tasks.TaskListResponse) => listJson(res.list!);
 const oneTask = (res: agents_tasks.TaskResponse) => taskJson(res.task!);
 
@@ -108,7 +107,7 @@ const base: Pick<Route, 'tag' | 'auth' | 'principals' | 'authority'> = {
   principals: ['human', 'agent'],
   authority: false,
 };
-export const taskRoute = (r: Omit<Route, keyof typeof base>): Route => route({ ...base, ...r });
+export const taskRoute = routeWith(base);
 
 export const tasksRoutes: Route[] = [
   taskRoute({
@@ -125,7 +124,8 @@ export const tasksRoutes: Route[] = [
       dueBefore: z.iso.datetime({ offset: true }).optional().describe('Only tasks due before this time.'),
     }),
     response: TaskPage,
-    handler: rpc('agents', 'listTasks', {
+    handler: {
+      rpc: 'agents.listTasks',
       request: (i) => ({
         listId: i.query.listId,
         status: i.query.status,
@@ -137,7 +137,7 @@ export const tasksRoutes: Route[] = [
         cursor: i.query.cursor,
       }),
       response: (res) => ({ tasks: res.tasks.map(taskJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.create',
@@ -159,7 +159,8 @@ export const tasksRoutes: Route[] = [
       .meta({ id: 'CreateTaskRequest' }),
     response: Task,
     status: 201,
-    handler: rpc('agents', 'createTask', {
+    handler: {
+      rpc: 'agents.createTask',
       request: (i) => ({
         listId: i.body.listId,
         title: i.body.title,
@@ -170,7 +171,7 @@ export const tasksRoutes: Route[] = [
         labels: i.body.labels ?? [],
       }),
       response: oneTask,
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.duplicate',
@@ -189,10 +190,11 @@ export const tasksRoutes: Route[] = [
       .meta({ id: 'DuplicateTaskRequest' }),
     response: Task,
     status: 201,
-    handler: rpc('agents', 'duplicateTask', {
+    handler: {
+      rpc: 'agents.duplicateTask',
       request: (i) => ({ id: i.params.id, listId: i.body.listId, title: i.body.title }),
       response: oneTask,
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.get',
@@ -201,7 +203,7 @@ export const tasksRoutes: Route[] = [
     summary: 'A task with its blockers and comment count.',
     params: taskParams,
     response: Task,
-    handler: rpc('agents', 'getTask', { request: byId, response: oneTask }),
+    handler: { rpc: 'agents.getTask', request: byId, response: oneTask },
   }),
   taskRoute({
     id: 'tasks.update',
@@ -222,7 +224,8 @@ export const tasksRoutes: Route[] = [
       .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
       .meta({ id: 'UpdateTaskRequest' }),
     response: Task,
-    handler: rpc('agents', 'updateTask', {
+    handler: {
+      rpc: 'agents.updateTask',
       request: (i) => ({
         id: i.params.id,
         title: i.body.title,
@@ -235,7 +238,7 @@ export const tasksRoutes: Route[] = [
         hasLabels: i.body.labels !== undefined,
       }),
       response: oneTask,
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.delete',
@@ -244,7 +247,7 @@ export const tasksRoutes: Route[] = [
     summary: 'Delete a task (idempotent); tasks waiting for it no longer do.',
     params: taskParams,
     response: Deleted('tasks').meta({ id: 'DeletedTask' }),
-    handler: rpc('agents', 'deleteTask', { request: byId, response: (res) => ({ deleted: res.count }) }),
+    handler: { rpc: 'agents.deleteTask', request: byId, response: (res) => ({ deleted: res.count }) },
   }),
   taskRoute({
     id: 'tasks.complete',
@@ -254,7 +257,7 @@ export const tasksRoutes: Route[] = [
     summary: 'Mark a task done (409 task_blocked while a task it waits for is open; done already: unchanged).',
     params: taskParams,
     response: Task,
-    handler: rpc('agents', 'completeTask', { request: byId, response: oneTask }),
+    handler: { rpc: 'agents.completeTask', request: byId, response: oneTask },
   }),
   taskRoute({
     id: 'tasks.reopen',
@@ -264,7 +267,7 @@ export const tasksRoutes: Route[] = [
     summary: 'Mark a done task open again (the opposite of completing it). Returns the task.',
     params: taskParams,
     response: Task,
-    handler: rpc('agents', 'reopenTask', { request: byId, response: oneTask }),
+    handler: { rpc: 'agents.reopenTask', request: byId, response: oneTask },
   }),
   taskRoute({
     id: 'tasks.assign',
@@ -278,7 +281,7 @@ export const tasksRoutes: Route[] = [
       .strict()
       .meta({ id: 'AssignTaskRequest' }),
     response: Task,
-    handler: rpc('agents', 'assignTask', { request: (i) => ({ id: i.params.id, agentId: i.body.agentId ?? undefined }), response: oneTask }),
+    handler: { rpc: 'agents.assignTask', request: (i) => ({ id: i.params.id, agentId: i.body.agentId ?? undefined }), response: oneTask },
   }),
   taskRoute({
     id: 'tasks.move',
@@ -296,10 +299,11 @@ export const tasksRoutes: Route[] = [
       .refine((b) => Object.keys(b).length > 0, 'must give listId or beforeTaskId')
       .meta({ id: 'MoveTaskRequest' }),
     response: Task,
-    handler: rpc('agents', 'moveTask', {
+    handler: {
+      rpc: 'agents.moveTask',
       request: (i) => ({ id: i.params.id, listId: i.body.listId, beforeTaskId: i.body.beforeTaskId }),
       response: oneTask,
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.blockers.add',
@@ -310,7 +314,7 @@ export const tasksRoutes: Route[] = [
     summary: 'Make a task wait for another one (it cannot be completed before); 409 dependency_cycle for a loop.',
     params: z.object({ id: TaskId, blockerId: TaskId.describe('The task to wait for.') }),
     response: Task,
-    handler: rpc('agents', 'addTaskBlocker', { request: (i) => ({ id: i.params.id, blockerId: i.params.blockerId }), response: oneTask }),
+    handler: { rpc: 'agents.addTaskBlocker', request: (i) => ({ id: i.params.id, blockerId: i.params.blockerId }), response: oneTask },
   }),
   taskRoute({
     id: 'tasks.blockers.remove',
@@ -319,7 +323,7 @@ export const tasksRoutes: Route[] = [
     summary: 'Stop a task waiting for another one (idempotent).',
     params: z.object({ id: TaskId, blockerId: TaskId }),
     response: Task,
-    handler: rpc('agents', 'removeTaskBlocker', { request: (i) => ({ id: i.params.id, blockerId: i.params.blockerId }), response: oneTask }),
+    handler: { rpc: 'agents.removeTaskBlocker', request: (i) => ({ id: i.params.id, blockerId: i.params.blockerId }), response: oneTask },
   }),
   taskRoute({
     id: 'tasks.activity',
@@ -336,7 +340,8 @@ export const tasksRoutes: Route[] = [
         nextCursor: Nullable(z.string()),
       })
       .meta({ id: 'TaskActivity' }),
-    handler: rpc('agents', 'taskActivityLog', {
+    handler: {
+      rpc: 'agents.taskActivityLog',
       request: (i) => ({ taskId: i.params.id, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({
         activity: res.activity.map((a) => ({
@@ -347,7 +352,7 @@ export const tasksRoutes: Route[] = [
         })),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.comments.list',
@@ -357,10 +362,11 @@ export const tasksRoutes: Route[] = [
     params: taskParams,
     query: ListQuery,
     response: z.object({ comments: z.array(TaskComment), nextCursor: Nullable(z.string()) }).meta({ id: 'TaskCommentList' }),
-    handler: rpc('agents', 'listTaskComments', {
+    handler: {
+      rpc: 'agents.listTaskComments',
       request: (i) => ({ taskId: i.params.id, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ comments: res.comments.map(commentJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.comments.create',
@@ -372,10 +378,11 @@ export const tasksRoutes: Route[] = [
     body: z.object({ body: CommentBody }).strict().meta({ id: 'CreateTaskCommentRequest' }),
     response: TaskComment,
     status: 201,
-    handler: rpc('agents', 'createTaskComment', {
+    handler: {
+      rpc: 'agents.createTaskComment',
       request: (i) => ({ taskId: i.params.id, body: i.body.body }),
       response: (res) => commentJson(res.comment!),
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.comments.update',
@@ -386,10 +393,11 @@ export const tasksRoutes: Route[] = [
     params: commentParams,
     body: z.object({ body: CommentBody }).strict().meta({ id: 'UpdateTaskCommentRequest' }),
     response: TaskComment,
-    handler: rpc('agents', 'updateTaskComment', {
+    handler: {
+      rpc: 'agents.updateTaskComment',
       request: (i) => ({ taskId: i.params.id, commentId: i.params.commentId, body: i.body.body }),
       response: (res) => commentJson(res.comment!),
-    }),
+    },
   }),
   taskRoute({
     id: 'tasks.comments.delete',
@@ -398,9 +406,10 @@ export const tasksRoutes: Route[] = [
     summary: 'Delete a comment you wrote (idempotent).',
     params: commentParams,
     response: Deleted('comments').meta({ id: 'DeletedTaskComment' }),
-    handler: rpc('agents', 'deleteTaskComment', {
+    handler: {
+      rpc: 'agents.deleteTaskComment',
       request: (i) => ({ taskId: i.params.id, commentId: i.params.commentId }),
       response: (res) => ({ deleted: res.count }),
-    }),
+    },
   }),
 ];

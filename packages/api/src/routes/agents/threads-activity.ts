@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 import { AgentId, ListQuery, Nullable, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { Thread, ThreadEvent, threadEventJson, ThreadId, threadJson } from './threads.js';
 import { messageJson, Run, runJson, ThreadMessage } from './threads-messages.js';
 
@@ -12,7 +11,7 @@ import { messageJson, Run, runJson, ThreadMessage } from './threads-messages.js'
  */
 
 const params = z.object({ id: ThreadId });
-const ref = (i: RouteInput) => ({ threadId: i.params.id as string });
+const ref = (i: RouteInput<{ id: string }>) => ({ threadId: i.params.id });
 const common = { tag: 'threads', auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
 const Usage = z.object({ inputTokens: z.number().int(), outputTokens: z.number().int(), cost: z.string().describe('Decimal, in credits.') });
 const usageJson = (u: { inputTokens: number; outputTokens: number; cost: string } | undefined) => ({
@@ -33,10 +32,11 @@ export const threadExtrasRoutes = [
       agentId: AgentId.optional().describe('Only this agent’s runs.'),
     }),
     response: z.object({ runs: z.array(Run), nextCursor: Nullable(z.string()) }).meta({ id: 'AccountRunList' }),
-    handler: rpc('agents', 'listAccountRuns', {
+    handler: {
+      rpc: 'agents.listAccountRuns',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor, status: i.query.status, agentId: i.query.agentId }),
       response: (res) => ({ runs: res.runs.map(runJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -52,14 +52,15 @@ export const threadExtrasRoutes = [
         agents: z.array(z.object({ agentId: z.string(), threads: z.number().int(), runs: z.number().int(), failed: z.number().int(), usage: Usage })),
       })
       .meta({ id: 'AccountThreadUsage' }),
-    handler: rpc('agents', 'getAccountUsage', {
+    handler: {
+      rpc: 'agents.getAccountUsage',
       request: (i) => ({ since: i.query.since }),
       response: (res) => ({
         total: usageJson(res.total),
         runs: res.runs,
         agents: res.agents.map((a) => ({ agentId: a.agentId, threads: a.threads, runs: a.runs, failed: a.failed, usage: usageJson(a.usage) })),
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -76,10 +77,11 @@ export const threadExtrasRoutes = [
       .strict()
       .meta({ id: 'ArchiveIdleRequest' }),
     response: z.object({ threadIds: z.array(z.string()).describe('The threads archived.') }).meta({ id: 'ArchivedThreads' }),
-    handler: rpc('agents', 'archiveIdleThreads', {
+    handler: {
+      rpc: 'agents.archiveIdleThreads',
       request: (i) => ({ olderThanDays: i.body.olderThanDays, agentId: i.body.agentId }),
       response: (res) => ({ threadIds: res.threadIds }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -93,10 +95,11 @@ export const threadExtrasRoutes = [
       limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many matches to return at most (1–100; default 20).'),
     }),
     response: z.object({ messages: z.array(ThreadMessage) }).meta({ id: 'ThreadMessageMatches' }),
-    handler: rpc('agents', 'searchThreadMessages', {
+    handler: {
+      rpc: 'agents.searchThreadMessages',
       request: (i) => ({ threadId: i.params.id, query: i.query.q, limit: i.query.limit }),
       response: (res) => ({ messages: res.messages.map(messageJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -110,10 +113,11 @@ export const threadExtrasRoutes = [
       .record(z.string(), z.unknown(), { error: 'must be a JSON object' })
       .meta({ id: 'ThreadMetadataPatch', description: 'A JSON merge patch.' }),
     response: Thread,
-    handler: rpc('agents', 'patchThreadMetadata', {
+    handler: {
+      rpc: 'agents.patchThreadMetadata',
       request: (i) => ({ threadId: i.params.id, patchJson: JSON.stringify(i.body) }),
       response: (res) => threadJson(res.thread!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -123,7 +127,7 @@ export const threadExtrasRoutes = [
     summary: 'Retract every message still waiting for a run (none waiting: no change).',
     params,
     response: z.object({ messageIds: z.array(z.string()).describe('The messages retracted.') }).meta({ id: 'ClearedPendingMessages' }),
-    handler: rpc('agents', 'clearPendingMessages', { request: ref, response: (res) => ({ messageIds: res.messageIds }) }),
+    handler: { rpc: 'agents.clearPendingMessages', request: ref, response: (res) => ({ messageIds: res.messageIds }) },
   }),
   route({
     ...common,
@@ -146,12 +150,13 @@ export const threadExtrasRoutes = [
         ),
       })
       .meta({ id: 'ThreadParticipants' }),
-    handler: rpc('agents', 'listThreadParticipants', {
+    handler: {
+      rpc: 'agents.listThreadParticipants',
       request: ref,
       response: (res) => ({
         participants: res.participants.map((x) => ({ ...x, kind: x.kind as 'human' | 'agent' | 'tool' | 'system' })),
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -179,7 +184,8 @@ export const threadExtrasRoutes = [
         reply: Nullable(ThreadMessage).describe('The agent’s latest message after yours.'),
       })
       .meta({ id: 'ThreadAnswer' }),
-    handler: rpc('agents', 'askThread', {
+    handler: {
+      rpc: 'agents.askThread',
       request: (i) => ({ threadId: i.params.id, content: i.body.content, timeoutMs: i.body.timeoutMs }),
       response: (res) => ({
         messageId: res.messageId,
@@ -189,7 +195,7 @@ export const threadExtrasRoutes = [
         reply: res.reply ? messageJson(res.reply) : null,
       }),
       deadlineMs: 40_000,
-    }),
+    },
   }),
   route({
     ...common,
@@ -219,11 +225,12 @@ export const threadExtrasRoutes = [
         lastSeq: z.number().int().describe('The thread’s last seq when answered.'),
       })
       .meta({ id: 'WaitedEvents' }),
-    handler: rpc('agents', 'waitThreadEvents', {
+    handler: {
+      rpc: 'agents.waitThreadEvents',
       request: (i) => ({ threadId: i.params.id, after: i.body.after, types: i.body.types, timeoutMs: i.body.timeoutMs, limit: i.body.limit }),
       response: (res) => ({ events: res.events.map(threadEventJson), timedOut: res.timedOut, lastSeq: Number(res.lastSeq) }),
       deadlineMs: 40_000,
-    }),
+    },
   }),
   route({
     ...common,
@@ -252,7 +259,8 @@ export const threadExtrasRoutes = [
         ),
       })
       .meta({ id: 'RunSteps' }),
-    handler: rpc('agents', 'listRunSteps', {
+    handler: {
+      rpc: 'agents.listRunSteps',
       request: (i) => ({ threadId: i.params.id, runId: i.params.runId }),
       response: (res) => ({
         steps: res.steps.map((s) => ({
@@ -264,6 +272,6 @@ export const threadExtrasRoutes = [
           toolErrors: s.toolErrors,
         })),
       }),
-    }),
+    },
   }),
 ];

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 import { AgentId, ListQuery, Nullable, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { Thread, ThreadId, threadJson, ThreadTag } from './threads.js';
 import { MessageId, messageJson, Run, runJson, ThreadMessage } from './threads-messages.js';
 
@@ -11,7 +10,7 @@ import { MessageId, messageJson, Run, runJson, ThreadMessage } from './threads-m
  */
 
 const params = z.object({ id: ThreadId });
-const ref = (i: RouteInput) => ({ threadId: i.params.id as string });
+const ref = (i: RouteInput<{ id: string }>) => ({ threadId: i.params.id });
 const tagParams = z.object({ id: ThreadId, tag: ThreadTag });
 const common = { tag: 'threads', auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
 const one = (res: { thread?: Parameters<typeof threadJson>[0] }) => threadJson(res.thread!);
@@ -40,7 +39,8 @@ export const threadOpsRoutes = [
         nextCursor: Nullable(z.string()),
       })
       .meta({ id: 'ThreadSearchResult' }),
-    handler: rpc('agents', 'searchThreads', {
+    handler: {
+      rpc: 'agents.searchThreads',
       request: (i) => ({ query: i.query.q, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({
         matches: res.matches.map((m) => ({
@@ -50,7 +50,7 @@ export const threadOpsRoutes = [
         })),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -62,13 +62,14 @@ export const threadOpsRoutes = [
     response: z
       .object({ threads: z.array(z.object({ thread: Thread, deletedAt: Timestamp })), nextCursor: Nullable(z.string()) })
       .meta({ id: 'DeletedThreadList' }),
-    handler: rpc('agents', 'listDeletedThreads', {
+    handler: {
+      rpc: 'agents.listDeletedThreads',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({
         threads: res.threads.map((d) => ({ thread: threadJson(d.thread!), deletedAt: d.deletedAt })),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -77,7 +78,7 @@ export const threadOpsRoutes = [
     path: '/me/thread-tags',
     summary: 'The tags on the acting account’s threads, with how many threads carry each (most used first).',
     response: z.object({ tags: z.array(z.object({ tag: z.string(), threads: z.number().int() })) }).meta({ id: 'ThreadTagList' }),
-    handler: rpc('agents', 'listThreadTags', { request: () => ({}), response: (res) => ({ tags: res.tags }) }),
+    handler: { rpc: 'agents.listThreadTags', request: () => ({}), response: (res) => ({ tags: res.tags }) },
   }),
   route({
     ...common,
@@ -88,7 +89,7 @@ export const threadOpsRoutes = [
     summary: 'Put a tag on the thread (at most 20 tags; again: no change).',
     params: tagParams,
     response: Thread,
-    handler: rpc('agents', 'addThreadTag', { request: (i) => ({ threadId: i.params.id, tag: i.params.tag }), response: one }),
+    handler: { rpc: 'agents.addThreadTag', request: (i) => ({ threadId: i.params.id, tag: i.params.tag }), response: one },
   }),
   route({
     ...common,
@@ -98,7 +99,7 @@ export const threadOpsRoutes = [
     summary: 'Take a tag off the thread (absent: no change).',
     params: tagParams,
     response: Thread,
-    handler: rpc('agents', 'removeThreadTag', { request: (i) => ({ threadId: i.params.id, tag: i.params.tag }), response: one }),
+    handler: { rpc: 'agents.removeThreadTag', request: (i) => ({ threadId: i.params.id, tag: i.params.tag }), response: one },
   }),
   route({
     ...common,
@@ -118,10 +119,11 @@ export const threadOpsRoutes = [
       .meta({ id: 'ForkThreadRequest' }),
     response: Thread,
     status: 201,
-    handler: rpc('agents', 'forkThread', {
+    handler: {
+      rpc: 'agents.forkThread',
       request: (i) => ({ threadId: i.params.id, atSeq: i.body.atSeq ?? 0, title: i.body.title }),
       response: one,
-    }),
+    },
   }),
   route({
     ...common,
@@ -153,10 +155,11 @@ export const threadOpsRoutes = [
       })
       .meta({ id: 'EditedMessageFork' }),
     status: 201,
-    handler: rpc('agents', 'editEarlierMessage', {
+    handler: {
+      rpc: 'agents.editEarlierMessage',
       request: (i) => ({ threadId: i.params.id, messageId: i.params.messageId, content: i.body.content, title: i.body.title }),
       response: (res) => ({ thread: threadJson(res.thread!), runId: res.runId, messageId: res.messageId, replacedMessageId: res.replacedMessageId }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -167,7 +170,7 @@ export const threadOpsRoutes = [
     summary: 'Archive the thread: it leaves threads.list (archived=true lists it) and stays usable.',
     params,
     response: Thread,
-    handler: rpc('agents', 'archiveThread', { request: ref, response: one }),
+    handler: { rpc: 'agents.archiveThread', request: ref, response: one },
   }),
   route({
     ...common,
@@ -178,7 +181,7 @@ export const threadOpsRoutes = [
     summary: 'Bring an archived thread back to threads.list.',
     params,
     response: Thread,
-    handler: rpc('agents', 'unarchiveThread', { request: ref, response: one }),
+    handler: { rpc: 'agents.unarchiveThread', request: ref, response: one },
   }),
   route({
     ...common,
@@ -189,7 +192,7 @@ export const threadOpsRoutes = [
     summary: 'Undo the deletion of a thread deleted in the last 30 days (a live thread: no change).',
     params,
     response: Thread,
-    handler: rpc('agents', 'restoreThread', { request: ref, response: one }),
+    handler: { rpc: 'agents.restoreThread', request: ref, response: one },
   }),
   route({
     ...common,
@@ -201,7 +204,7 @@ export const threadOpsRoutes = [
     params,
     body: z.object({ agentId: AgentId }).strict().meta({ id: 'SetThreadAgentRequest' }),
     response: Thread,
-    handler: rpc('agents', 'setThreadAgent', { request: (i) => ({ threadId: i.params.id, agentId: i.body.agentId }), response: one }),
+    handler: { rpc: 'agents.setThreadAgent', request: (i) => ({ threadId: i.params.id, agentId: i.body.agentId }), response: one },
   }),
   route({
     ...common,
@@ -214,10 +217,11 @@ export const threadOpsRoutes = [
       format: z.enum(['markdown', 'json']).default('markdown').describe('markdown (a transcript to read; default) or json (every event).'),
     }),
     response: z.object({ format: z.enum(['markdown', 'json']), content: z.string(), messages: z.number().int() }).meta({ id: 'ThreadExport' }),
-    handler: rpc('agents', 'exportThread', {
+    handler: {
+      rpc: 'agents.exportThread',
       request: (i) => ({ threadId: i.params.id, format: i.query.format }),
       response: (res) => ({ format: res.format as 'markdown' | 'json', content: res.content, messages: res.messages }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -233,7 +237,8 @@ export const threadOpsRoutes = [
         runs: z.array(Run),
       })
       .meta({ id: 'ThreadUsageReport' }),
-    handler: rpc('agents', 'getThreadUsage', {
+    handler: {
+      rpc: 'agents.getThreadUsage',
       request: ref,
       response: (res) => ({
         total: {
@@ -250,7 +255,7 @@ export const threadOpsRoutes = [
         })),
         runs: res.runs.map(runJson),
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -271,11 +276,12 @@ export const threadOpsRoutes = [
         lastReply: Nullable(ThreadMessage),
       })
       .meta({ id: 'WaitThreadResult' }),
-    handler: rpc('agents', 'waitThread', {
+    handler: {
+      rpc: 'agents.waitThread',
       request: (i) => ({ threadId: i.params.id, timeoutMs: i.body.timeoutMs }),
       response: (res) => ({ thread: threadJson(res.thread!), timedOut: res.timedOut, lastReply: res.lastReply ? messageJson(res.lastReply) : null }),
       deadlineMs: 40_000,
-    }),
+    },
   }),
   route({
     ...common,
@@ -285,7 +291,7 @@ export const threadOpsRoutes = [
     summary: 'The agent’s latest message in the thread (null before its first).',
     params,
     response: z.object({ message: Nullable(ThreadMessage) }).meta({ id: 'LastReply' }),
-    handler: rpc('agents', 'getLastReply', { request: ref, response: (res) => ({ message: res.message ? messageJson(res.message) : null }) }),
+    handler: { rpc: 'agents.getLastReply', request: ref, response: (res) => ({ message: res.message ? messageJson(res.message) : null }) },
   }),
   route({
     ...common,
@@ -298,10 +304,11 @@ export const threadOpsRoutes = [
     params,
     response: z.object({ runId: z.string().describe('The new run.'), retriedRunId: z.string(), messageId: z.string() }).meta({ id: 'RetriedRun' }),
     status: 202,
-    handler: rpc('agents', 'retryThread', {
+    handler: {
+      rpc: 'agents.retryThread',
       request: ref,
       response: (res) => ({ runId: res.runId, retriedRunId: res.retriedRunId, messageId: res.messageId }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -325,7 +332,8 @@ export const threadOpsRoutes = [
         lastError: Nullable(z.object({ code: z.string(), message: z.string() })),
       })
       .meta({ id: 'ThreadSummary' }),
-    handler: rpc('agents', 'getThreadSummary', {
+    handler: {
+      rpc: 'agents.getThreadSummary',
       request: ref,
       response: (res) => ({
         thread: threadJson(res.thread!),
@@ -340,6 +348,6 @@ export const threadOpsRoutes = [
         lastReply: res.lastReply ? messageJson(res.lastReply) : null,
         lastError: res.lastErrorJson ? (JSON.parse(res.lastErrorJson) as { code: string; message: string }) : null,
       }),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { agents_threads } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { ThreadEvent, threadEventJson, ThreadId } from './threads.js';
 
 /**
@@ -106,9 +105,9 @@ const ToolCall = z
 const params = z.object({ id: ThreadId });
 const msgParams = z.object({ id: ThreadId, messageId: MessageId });
 const runParams = z.object({ id: ThreadId, runId: RunId });
-const ref = (i: RouteInput) => ({ threadId: i.params.id as string });
-const runRef = (i: RouteInput) => ({ threadId: i.params.id as string, runId: i.params.runId as string });
-const msgRef = (i: RouteInput) => ({ threadId: i.params.id as string, messageId: i.params.messageId as string });
+const ref = (i: RouteInput<{ id: string }>) => ({ threadId: i.params.id });
+const runRef = (i: RouteInput<{ id: string; runId: string }>) => ({ threadId: i.params.id, runId: i.params.runId });
+const msgRef = (i: RouteInput<{ id: string; messageId: string }>) => ({ threadId: i.params.id, messageId: i.params.messageId });
 const common = { tag: 'threads', auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
 
 export const threadMessagesRoutes = [
@@ -121,10 +120,11 @@ export const threadMessagesRoutes = [
     params,
     query: ListQuery.extend({ role: z.enum(['user', 'assistant']).optional().describe('Only this role’s messages.') }),
     response: z.object({ messages: z.array(ThreadMessage), nextCursor: Nullable(z.string()) }).meta({ id: 'ThreadMessageList' }),
-    handler: rpc('agents', 'listThreadMessages', {
+    handler: {
+      rpc: 'agents.listThreadMessages',
       request: (i) => ({ threadId: i.params.id, limit: i.query.limit, cursor: i.query.cursor, role: i.query.role }),
       response: (res) => ({ messages: res.messages.map(messageJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -134,7 +134,7 @@ export const threadMessagesRoutes = [
     summary: 'Messages still waiting for a run (pending: for the running run’s next step; queued: for a run after it), oldest first.',
     params,
     response: z.object({ messages: z.array(ThreadMessage) }).meta({ id: 'PendingMessages' }),
-    handler: rpc('agents', 'listPendingMessages', { request: ref, response: (res) => ({ messages: res.messages.map(messageJson) }) }),
+    handler: { rpc: 'agents.listPendingMessages', request: ref, response: (res) => ({ messages: res.messages.map(messageJson) }) },
   }),
   route({
     ...common,
@@ -144,7 +144,7 @@ export const threadMessagesRoutes = [
     summary: 'One message of the thread, with its delivery status.',
     params: msgParams,
     response: ThreadMessage,
-    handler: rpc('agents', 'getThreadMessage', { request: msgRef, response: (res) => messageJson(res.message!) }),
+    handler: { rpc: 'agents.getThreadMessage', request: msgRef, response: (res) => messageJson(res.message!) },
   }),
   route({
     ...common,
@@ -160,10 +160,11 @@ export const threadMessagesRoutes = [
       .strict()
       .meta({ id: 'EditMessageRequest' }),
     response: ThreadMessage,
-    handler: rpc('agents', 'editThreadMessage', {
+    handler: {
+      rpc: 'agents.editThreadMessage',
       request: (i) => ({ ...msgRef(i), content: i.body.content }),
       response: (res) => messageJson(res.message!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -174,10 +175,11 @@ export const threadMessagesRoutes = [
     summary: 'Retract a message still waiting for a run: no run will see it (409 message_not_waiting once a run took it; again: no change).',
     params: msgParams,
     response: z.object({ messageId: z.string(), status: z.literal('retracted') }).meta({ id: 'RetractedMessage' }),
-    handler: rpc('agents', 'retractThreadMessage', {
+    handler: {
+      rpc: 'agents.retractThreadMessage',
       request: msgRef,
       response: (res) => ({ messageId: res.messageId, status: 'retracted' as const }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -193,10 +195,11 @@ export const threadMessagesRoutes = [
         .describe('The event’s seq (1, 2, 3…).'),
     }),
     response: ThreadEvent,
-    handler: rpc('agents', 'getThreadEvent', {
+    handler: {
+      rpc: 'agents.getThreadEvent',
       request: (i) => ({ threadId: i.params.id, seq: Number(i.params.seq) }),
       response: (res) => threadEventJson(res.event!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -207,10 +210,11 @@ export const threadMessagesRoutes = [
     params,
     query: ListQuery,
     response: z.object({ runs: z.array(Run), nextCursor: Nullable(z.string()) }).meta({ id: 'RunList' }),
-    handler: rpc('agents', 'listThreadRuns', {
+    handler: {
+      rpc: 'agents.listThreadRuns',
       request: (i) => ({ threadId: i.params.id, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ runs: res.runs.map(runJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -220,7 +224,7 @@ export const threadMessagesRoutes = [
     summary: 'One run of the thread: its status, steps, usage and error.',
     params: runParams,
     response: Run,
-    handler: rpc('agents', 'getThreadRun', { request: runRef, response: (res) => runJson(res.run!) }),
+    handler: { rpc: 'agents.getThreadRun', request: runRef, response: (res) => runJson(res.run!) },
   }),
   route({
     ...common,
@@ -230,7 +234,8 @@ export const threadMessagesRoutes = [
     summary: 'The tool calls of a run, in order: arguments, result, error.',
     params: runParams,
     response: z.object({ toolCalls: z.array(ToolCall) }).meta({ id: 'ToolCallList' }),
-    handler: rpc('agents', 'listRunToolCalls', {
+    handler: {
+      rpc: 'agents.listRunToolCalls',
       request: runRef,
       response: (res) => ({
         toolCalls: res.toolCalls.map((c) => ({
@@ -247,7 +252,7 @@ export const threadMessagesRoutes = [
           finishedAt: c.finishedAt ?? null,
         })),
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -267,13 +272,14 @@ export const threadMessagesRoutes = [
         ),
       })
       .meta({ id: 'RunContext' }),
-    handler: rpc('agents', 'getRunContext', {
+    handler: {
+      rpc: 'agents.getRunContext',
       request: runRef,
       response: (res) => ({
         step: res.step,
         messages: JSON.parse(res.messagesJson || '[]') as { role: 'system' | 'user' | 'assistant' | 'tool'; content: string }[],
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -289,9 +295,10 @@ export const threadMessagesRoutes = [
         tools: z.array(z.object({ name: z.string(), calls: z.number().int(), errors: z.number().int(), lastCalledAt: Timestamp })),
       })
       .meta({ id: 'ToolCallSummary' }),
-    handler: rpc('agents', 'getToolCallSummary', {
+    handler: {
+      rpc: 'agents.getToolCallSummary',
       request: ref,
       response: (res) => ({ calls: res.calls, errors: res.errors, tools: res.tools }),
-    }),
+    },
   }),
 ];

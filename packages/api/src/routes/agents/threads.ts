@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { agents_threads } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, route, type RouteInput, StreamHeaders, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 
 /**
  * Threads (docs/threads.md): conversations with an agent. Messages start a run or are injected
@@ -136,7 +135,7 @@ const Injected = z
   .meta({ id: 'InjectedMessage' });
 
 const params = z.object({ id: ThreadId });
-const byId = (i: RouteInput) => ({ id: i.params.id as string });
+const byId = (i: RouteInput<{ id: string }>) => ({ id: i.params.id });
 
 export const threadsRoutes = [
   route({
@@ -155,7 +154,8 @@ export const threadsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'listThreads', {
+    handler: {
+      rpc: 'agents.listThreads',
       request: (i) => ({
         limit: i.query.limit,
         cursor: i.query.cursor,
@@ -165,7 +165,7 @@ export const threadsRoutes = [
         archived: i.query.archived === 'true',
       }),
       response: (res) => ({ threads: res.threads.map(threadJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     id: 'threads.create',
@@ -180,7 +180,8 @@ export const threadsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'createThread', {
+    handler: {
+      rpc: 'agents.createThread',
       request: (i) => ({
         agentId: i.body.agentId,
         title: i.body.title,
@@ -188,7 +189,7 @@ export const threadsRoutes = [
         message: i.body.message,
       }),
       response: (res) => ({ ...threadJson(res.thread!), runId: res.runId ?? null }),
-    }),
+    },
   }),
   route({
     id: 'threads.get',
@@ -201,7 +202,7 @@ export const threadsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'getThread', { request: byId, response: (res) => threadJson(res.thread!) }),
+    handler: { rpc: 'agents.getThread', request: byId, response: (res) => threadJson(res.thread!) },
   }),
   route({
     id: 'threads.update',
@@ -223,7 +224,8 @@ export const threadsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'updateThread', {
+    handler: {
+      rpc: 'agents.updateThread',
       request: (i) => ({
         id: i.params.id,
         title: i.body.title ?? undefined,
@@ -231,7 +233,7 @@ export const threadsRoutes = [
         metadataJson: i.body.metadata === undefined ? undefined : JSON.stringify(i.body.metadata),
       }),
       response: (res) => threadJson(res.thread!),
-    }),
+    },
   }),
   route({
     id: 'threads.delete',
@@ -244,10 +246,11 @@ export const threadsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'deleteThread', {
+    handler: {
+      rpc: 'agents.deleteThread',
       request: byId,
       response: (res) => ({ success: true as const, cancelledRunId: res.cancelledRunId ?? null }),
-    }),
+    },
   }),
   route({
     id: 'threads.events',
@@ -283,7 +286,8 @@ export const threadsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'injectMessage', {
+    handler: {
+      rpc: 'agents.injectMessage',
       request: (i) => ({ threadId: i.params.id, content: i.body.content, mode: i.body.mode, clientMessageId: i.body.clientMessageId }),
       response: (res) => ({
         messageId: res.messageId,
@@ -292,7 +296,7 @@ export const threadsRoutes = [
         seq: Number(res.seq),
         rolledBackRunId: res.rolledBackRunId ?? null,
       }),
-    }),
+    },
   }),
   route({
     id: 'threads.cancel',
@@ -308,9 +312,10 @@ export const threadsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('agents', 'cancelRun', {
+    handler: {
+      rpc: 'agents.cancelRun',
       request: (i) => ({ threadId: i.params.id }),
       response: (res) => ({ runId: res.runId ?? null, status: res.status as 'cancelling' | 'idle' }),
-    }),
+    },
   }),
 ];

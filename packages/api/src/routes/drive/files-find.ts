@@ -4,7 +4,6 @@ import { z } from 'zod';
 import type { drive_files } from '@svc/proto';
 
 import { ListQuery, Nullable, route, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DrivePath, FolderId, folderParams, idParams, PathItem, pathItem, PathItems, pathItems, ProjectQuery } from './kit.js';
 import { KEY } from './kit.js';
 
@@ -49,7 +48,7 @@ export const driveFindRoutes = [
     summary: 'The file or folder at a path from the drive root ("docs/notes.md"), with its path; 404 when nothing is there.',
     query: z.object({ path: DrivePath, projectId: ProjectQuery }),
     response: PathItem,
-    handler: rpc('drive', 'statPath', { request: (i) => ({ path: i.query.path, projectId: i.query.projectId }), response: (r) => pathItem(r) }),
+    handler: { rpc: 'drive.statPath', request: (i) => ({ path: i.query.path, projectId: i.query.projectId }), response: (r) => pathItem(r) },
   }),
   route({
     ...KEY,
@@ -64,10 +63,11 @@ export const driveFindRoutes = [
       limit: z.coerce.number().int().min(1).max(2000).default(500).describe('Most items answered (truncated says when more exist).'),
     }),
     response: PathItems,
-    handler: rpc('drive', 'tree', {
+    handler: {
+      rpc: 'drive.tree',
       request: (i) => ({ folderId: i.query.folderId, projectId: i.query.projectId, maxDepth: i.query.maxDepth, limit: i.query.limit }),
       response: pathItems,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -83,7 +83,8 @@ export const driveFindRoutes = [
       limit: z.coerce.number().int().min(1).max(1000).default(100).describe('How many items to return at most (1–1,000; default 100).'),
     }),
     response: PathItems,
-    handler: rpc('drive', 'findItems', {
+    handler: {
+      rpc: 'drive.findItems',
       request: (i) => ({
         name: i.query.name,
         folderId: i.query.folderId,
@@ -92,7 +93,7 @@ export const driveFindRoutes = [
         limit: i.query.limit,
       }),
       response: pathItems,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -102,10 +103,11 @@ export const driveFindRoutes = [
     summary: 'The drive’s files, the most recently written first, with their paths.',
     query: ListQuery.extend({ projectId: ProjectQuery }),
     response: PathItems,
-    handler: rpc('drive', 'recentFiles', {
+    handler: {
+      rpc: 'drive.recentFiles',
       request: (i) => ({ projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor }),
       response: pathItems,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -123,10 +125,11 @@ export const driveFindRoutes = [
         .describe('The 50 largest content types.'),
       quota: DriveQuota,
     }).meta({ id: 'DriveUsage' }),
-    handler: rpc('drive', 'usage', {
+    handler: {
+      rpc: 'drive.usage',
       request: (i) => ({ projectId: i.query.projectId }),
       response: (r) => ({ ...r, quota: quotaOf(r.quota) }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -151,10 +154,11 @@ export const driveFindRoutes = [
         wastedBytes: z.number().int().describe('Bytes that keeping one file per group would free.'),
       })
       .meta({ id: 'DriveDuplicates' }),
-    handler: rpc('drive', 'duplicates', {
+    handler: {
+      rpc: 'drive.duplicates',
       request: (i) => ({ projectId: i.query.projectId, minSize: i.query.minSize, limit: i.query.limit }),
       response: (r) => r,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -164,7 +168,7 @@ export const driveFindRoutes = [
     summary: 'An item’s folders from the drive root down, then the item itself, each with its path (breadcrumbs).',
     params: idParams,
     response: PathItems,
-    handler: rpc('drive', 'itemAncestors', { request: (i) => ({ id: i.params.id, includeDetails: false }), response: pathItems }),
+    handler: { rpc: 'drive.itemAncestors', request: (i) => ({ id: i.params.id, includeDetails: false }), response: pathItems },
   }),
   route({
     ...KEY,
@@ -174,6 +178,6 @@ export const driveFindRoutes = [
     summary: 'How many files and folders a folder holds, however deep, and their bytes.',
     params: folderParams,
     response: Counts.meta({ id: 'DriveFolderSize' }),
-    handler: rpc('drive', 'folderSize', { request: (i) => ({ id: i.params.id, includeDetails: false }), response: (r) => r }),
+    handler: { rpc: 'drive.folderSize', request: (i) => ({ id: i.params.id, includeDetails: false }), response: (r) => r },
   }),
 ];

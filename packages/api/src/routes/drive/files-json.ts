@@ -2,7 +2,6 @@
 import { z } from 'zod';
 
 import { route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DriveItem, QUOTA_ERRORS } from './files.js';
 import { fileParams, IfMatch, ifMatchOf, itemReply } from './kit.js';
 import { KEY } from './kit.js';
@@ -26,10 +25,11 @@ export const driveJsonRoutes = [
     params: fileParams,
     query: z.object({ pointer: Pointer.default('') }),
     response: z.object({ value: z.unknown().describe('The value.'), etag: z.string() }).meta({ id: 'DriveJsonValue' }),
-    handler: rpc('drive', 'getJson', {
+    handler: {
+      rpc: 'drive.getJson',
       request: (i) => ({ id: i.params.id, pointer: i.query.pointer }),
       response: (r) => ({ value: JSON.parse(r.valueJson) as unknown, etag: r.etag }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -56,10 +56,11 @@ export const driveJsonRoutes = [
       .meta({ id: 'SetJsonRequest' }),
     response: DriveItem,
     bodyLimit: '6mb',
-    handler: rpc('drive', 'setJson', {
+    handler: {
+      rpc: 'drive.setJson',
       request: (i) => ({ id: i.params.id, pointer: i.body.pointer, valueJson: JSON.stringify(i.body.value), ifMatch: ifMatchOf(i.headers) }),
       response: (r) => itemReply(r),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -75,10 +76,11 @@ export const driveJsonRoutes = [
     query: z.object({ pointer: Pointer.refine((v) => v !== '', 'the whole document cannot be removed') }),
     headers: IfMatch,
     response: DriveItem,
-    handler: rpc('drive', 'setJson', {
+    handler: {
+      rpc: 'drive.setJson',
       request: (i) => ({ id: i.params.id, pointer: i.query.pointer, ifMatch: ifMatchOf(i.headers) }),
       response: (r) => itemReply(r),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -99,9 +101,10 @@ export const driveJsonRoutes = [
       .meta({ id: 'MergeJsonRequest' }),
     response: DriveItem,
     bodyLimit: '6mb',
-    handler: rpc('drive', 'mergeJson', {
+    handler: {
+      rpc: 'drive.mergeJson',
       request: (i) => ({ id: i.params.id, patchJson: JSON.stringify(i.body.patch), ifMatch: ifMatchOf(i.headers) }),
       response: (r) => itemReply(r),
-    }),
+    },
   }),
 ];

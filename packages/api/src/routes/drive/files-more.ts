@@ -4,7 +4,6 @@ import { z } from 'zod';
 import type { drive } from '@svc/proto';
 
 import { route, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DriveItem, QUOTA_ERRORS } from './files.js';
 import { DrivePath, FileId, fileParams, idParams, IfMatch, ifMatchOf, itemReply, KEY, ProjectQuery } from './kit.js';
 
@@ -109,7 +108,8 @@ export const driveMoreRoutes = [
       .meta({ id: 'WriteCsvRequest' }),
     response: DriveItem,
     bodyLimit: '6mb',
-    handler: rpc('drive', 'writeText', {
+    handler: {
+      rpc: 'drive.writeText',
       request: (i) => ({
         path: i.body.path,
         content: csvText([...(i.body.columns ? [i.body.columns] : []), ...i.body.rows], i.body.delimiter),
@@ -118,7 +118,7 @@ export const driveMoreRoutes = [
         ifMatch: ifMatchOf(i.headers),
       }),
       response: (r) => itemReply(r, true),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -136,10 +136,11 @@ export const driveMoreRoutes = [
       .meta({ id: 'AppendCsvRequest' }),
     response: DriveItem,
     bodyLimit: '6mb',
-    handler: rpc('drive', 'appendText', {
+    handler: {
+      rpc: 'drive.appendText',
       request: (i) => ({ id: i.params.id, text: csvText(i.body.rows, i.body.delimiter), newline: true, ifMatch: ifMatchOf(i.headers) }),
       response: (r) => itemReply(r),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -155,7 +156,7 @@ export const driveMoreRoutes = [
         .describe('The older version to compare with the current content (ver_…).'),
     }),
     response: Diff,
-    handler: rpc('drive', 'diffVersion', { request: (i) => ({ id: i.params.id, versionId: i.params.versionId }), response: (r) => r }),
+    handler: { rpc: 'drive.diffVersion', request: (i) => ({ id: i.params.id, versionId: i.params.versionId }), response: (r) => r },
   }),
   route({
     ...KEY,
@@ -165,10 +166,11 @@ export const driveMoreRoutes = [
     summary: 'The WebDAV locks covering an item: its own and those of folders above it locked deep (a write needs their token).',
     params: idParams,
     response: z.object({ locks: z.array(Lock) }).meta({ id: 'DriveLocks' }),
-    handler: rpc('drive', 'getItem', {
+    handler: {
+      rpc: 'drive.getItem',
       request: (i) => ({ id: i.params.id, includeDetails: true }),
       response: (r) => ({ locks: r.item!.locks.map(lock) }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -182,10 +184,11 @@ export const driveMoreRoutes = [
     params: idParams,
     query: z.object({ token: z.string().min(1).max(200).describe('The lock token (urn:uuid:…).') }),
     response: Success,
-    handler: rpc('drive', 'unlockItem', {
+    handler: {
+      rpc: 'drive.unlockItem',
       request: (i) => ({ id: i.params.id, token: i.query.token }),
       response: () => ({ success: true as const }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -195,7 +198,7 @@ export const driveMoreRoutes = [
     summary: 'An item’s custom (WebDAV dead) properties: namespace, name, text value and XML.',
     params: idParams,
     response: Properties,
-    handler: rpc('drive', 'getItem', { request: (i) => ({ id: i.params.id, includeDetails: true }), response: (r) => properties(r.item!) }),
+    handler: { rpc: 'drive.getItem', request: (i) => ({ id: i.params.id, includeDetails: true }), response: (r) => properties(r.item!) },
   }),
   route({
     ...KEY,
@@ -207,7 +210,8 @@ export const driveMoreRoutes = [
     params: idParams,
     body: z.object({ namespace: Namespace, name: PropName, value: PropValue }).strict().meta({ id: 'SetPropertyRequest' }),
     response: Properties,
-    handler: rpc('drive', 'setProperties', {
+    handler: {
+      rpc: 'drive.setProperties',
       request: (i) => ({
         id: i.params.id,
         patches: [
@@ -220,7 +224,7 @@ export const driveMoreRoutes = [
         lockTokens: [],
       }),
       response: (r) => properties(r.item!),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -231,9 +235,10 @@ export const driveMoreRoutes = [
     params: idParams,
     query: z.object({ namespace: Namespace, name: PropName }),
     response: Properties,
-    handler: rpc('drive', 'setProperties', {
+    handler: {
+      rpc: 'drive.setProperties',
       request: (i) => ({ id: i.params.id, patches: [{ ns: i.query.namespace, name: i.query.name }], lockTokens: [] }),
       response: (r) => properties(r.item!),
-    }),
+    },
   }),
 ];

@@ -4,7 +4,6 @@ import { z } from 'zod';
 import type { drive_files } from '@svc/proto';
 
 import { ListQuery, Nullable, route, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DriveItem, driveItem, QUOTA_ERRORS } from './files.js';
 import {
   DrivePath,
@@ -90,10 +89,11 @@ export const driveOrganizeRoutes = [
     summary: 'Make a folder path from the drive root, creating each missing folder (like mkdir -p); answers the last folder (201 if made).',
     body: z.object({ path: DrivePath, projectId: ProjectQuery }).strict().meta({ id: 'MakeFoldersRequest' }),
     response: DriveItem,
-    handler: rpc('drive', 'makeFolders', {
+    handler: {
+      rpc: 'drive.makeFolders',
       request: (i) => ({ path: i.body.path, projectId: i.body.projectId }),
       response: (r) => itemReply(r, true),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -108,7 +108,7 @@ export const driveOrganizeRoutes = [
       .strict()
       .meta({ id: 'BatchDeleteRequest' }),
     response: Batch,
-    handler: rpc('drive', 'batchDelete', { request: (i) => ({ ids: i.body.ids, recursive: i.body.recursive }), response: (r) => batch(r, true) }),
+    handler: { rpc: 'drive.batchDelete', request: (i) => ({ ids: i.body.ids, recursive: i.body.recursive }), response: (r) => batch(r, true) },
   }),
   route({
     ...KEY,
@@ -122,10 +122,11 @@ export const driveOrganizeRoutes = [
       .strict()
       .meta({ id: 'BatchMoveRequest' }),
     response: Batch,
-    handler: rpc('drive', 'batchMove', {
+    handler: {
+      rpc: 'drive.batchMove',
       request: (i) => ({ ids: i.body.ids, parentId: i.body.parentId ?? '', recursive: false }),
       response: (r) => batch(r, false),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -144,10 +145,11 @@ export const driveOrganizeRoutes = [
       .refine((b) => b.add.length + b.remove.length > 0, 'name tags to add or remove')
       .meta({ id: 'BatchTagRequest' }),
     response: Batch,
-    handler: rpc('drive', 'batchTag', {
+    handler: {
+      rpc: 'drive.batchTag',
       request: (i) => ({ ids: i.body.ids, add: i.body.add, remove: i.body.remove }),
       response: (r) => batch(r, false),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -176,7 +178,8 @@ export const driveOrganizeRoutes = [
         ),
       })
       .meta({ id: 'DriveReadMany' }),
-    handler: rpc('drive', 'readMany', {
+    handler: {
+      rpc: 'drive.readMany',
       request: (i) => ({ ids: i.body.ids }),
       response: (r) => ({
         files: r.files.map((f) =>
@@ -185,7 +188,7 @@ export const driveOrganizeRoutes = [
             : { id: f.id, ok: false, path: null, etag: null, content: null, encoding: null, error: { code: f.errorCode, message: f.errorMessage } },
         ),
       }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -195,7 +198,7 @@ export const driveOrganizeRoutes = [
     summary: 'Every tag in use, with how many items carry it.',
     query: z.object({ projectId: ProjectQuery }),
     response: z.object({ tags: z.array(z.object({ tag: z.string(), items: z.number().int() })) }).meta({ id: 'DriveTagCounts' }),
-    handler: rpc('drive', 'listTags', { request: (i) => ({ projectId: i.query.projectId }), response: (r) => r }),
+    handler: { rpc: 'drive.listTags', request: (i) => ({ projectId: i.query.projectId }), response: (r) => r },
   }),
   route({
     ...KEY,
@@ -206,10 +209,11 @@ export const driveOrganizeRoutes = [
     params: z.object({ tag: Tag }),
     query: ListQuery.extend({ projectId: ProjectQuery }),
     response: PathItems,
-    handler: rpc('drive', 'taggedItems', {
+    handler: {
+      rpc: 'drive.taggedItems',
       request: (i) => ({ tag: i.params.tag, projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor }),
       response: pathItems,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -234,7 +238,8 @@ export const driveOrganizeRoutes = [
       .meta({ id: 'CopyItemRequest' }),
     response: DriveItem,
     status: 201,
-    handler: rpc('drive', 'copyItem', {
+    handler: {
+      rpc: 'drive.copyItem',
       request: (i) => ({
         id: i.params.id,
         parentId: i.body.parentId === null ? '' : i.body.parentId,
@@ -245,7 +250,7 @@ export const driveOrganizeRoutes = [
         besideSource: i.body.parentId === undefined,
       }),
       response: (r) => itemReply(r, true),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -256,10 +261,11 @@ export const driveOrganizeRoutes = [
     params: fileParams,
     query: ListQuery,
     response: z.object({ versions: z.array(Version), nextCursor: Nullable(z.string()) }).meta({ id: 'DriveVersionList' }),
-    handler: rpc('drive', 'listVersions', {
+    handler: {
+      rpc: 'drive.listVersions',
       request: (i) => ({ id: i.params.id, limit: i.query.limit, cursor: i.query.cursor }),
       response: (r) => ({ versions: r.versions.map(version), nextCursor: r.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -269,10 +275,11 @@ export const driveOrganizeRoutes = [
     summary: 'An earlier version of a file with its content (text as is, binary as base64; at most 5 MiB).',
     params: versionParams,
     response: z.object({ version: Version, content: z.string(), encoding: z.enum(['utf8', 'base64']) }).meta({ id: 'DriveVersionContent' }),
-    handler: rpc('drive', 'readVersion', {
+    handler: {
+      rpc: 'drive.readVersion',
       request: (i) => ({ id: i.params.id, versionId: i.params.versionId }),
       response: (r) => ({ version: version(r.version!), content: r.content, encoding: r.encoding as 'utf8' }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -286,10 +293,11 @@ export const driveOrganizeRoutes = [
     headers: IfMatch,
     body: z.object({}).strict().optional(),
     response: DriveItem,
-    handler: rpc('drive', 'restoreVersion', {
+    handler: {
+      rpc: 'drive.restoreVersion',
       request: (i) => ({ id: i.params.id, versionId: i.params.versionId, ifMatch: ifMatchOf(i.headers) }),
       response: (r) => itemReply(r),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -299,10 +307,11 @@ export const driveOrganizeRoutes = [
     summary: 'Forget an earlier version of a file (its content goes unless something else holds it).',
     params: versionParams,
     response: Success,
-    handler: rpc('drive', 'deleteVersion', {
+    handler: {
+      rpc: 'drive.deleteVersion',
       request: (i) => ({ id: i.params.id, versionId: i.params.versionId }),
       response: () => ({ success: true as const }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -312,7 +321,7 @@ export const driveOrganizeRoutes = [
     summary: 'The tags of a drive file or folder (the labels set with the tag tools).',
     params: idParams,
     response: Tags,
-    handler: rpc('drive', 'getTags', { request: (i) => ({ id: i.params.id, includeDetails: false }), response: (r) => r }),
+    handler: { rpc: 'drive.getTags', request: (i) => ({ id: i.params.id, includeDetails: false }), response: (r) => r },
   }),
   route({
     ...KEY,
@@ -327,7 +336,7 @@ export const driveOrganizeRoutes = [
       .strict()
       .meta({ id: 'SetTagsRequest' }),
     response: Tags,
-    handler: rpc('drive', 'setTags', { request: (i) => ({ id: i.params.id, tags: i.body.tags, replace: true }), response: (r) => r }),
+    handler: { rpc: 'drive.setTags', request: (i) => ({ id: i.params.id, tags: i.body.tags, replace: true }), response: (r) => r },
   }),
   route({
     ...KEY,
@@ -342,7 +351,7 @@ export const driveOrganizeRoutes = [
       .strict()
       .meta({ id: 'AddTagsRequest' }),
     response: Tags,
-    handler: rpc('drive', 'setTags', { request: (i) => ({ id: i.params.id, tags: i.body.tags, replace: false }), response: (r) => r }),
+    handler: { rpc: 'drive.setTags', request: (i) => ({ id: i.params.id, tags: i.body.tags, replace: false }), response: (r) => r },
   }),
   route({
     ...KEY,
@@ -352,7 +361,7 @@ export const driveOrganizeRoutes = [
     summary: 'Remove a tag from an item (not there: nothing to do).',
     params: idParams.extend({ tag: Tag }),
     response: Tags,
-    handler: rpc('drive', 'removeTags', { request: (i) => ({ id: i.params.id, tags: [i.params.tag], replace: false }), response: (r) => r }),
+    handler: { rpc: 'drive.removeTags', request: (i) => ({ id: i.params.id, tags: [i.params.tag], replace: false }), response: (r) => r },
   }),
   route({
     ...KEY,
@@ -374,10 +383,11 @@ export const driveOrganizeRoutes = [
       .meta({ id: 'ZipFolderRequest' }),
     response: DriveItem,
     status: 201,
-    handler: rpc('drive', 'zipFolder', {
+    handler: {
+      rpc: 'drive.zipFolder',
       request: (i) => ({ id: i.params.id, name: i.body.name, parentId: i.body.parentId }),
       response: (r) => itemReply(r, true),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -402,10 +412,11 @@ export const driveOrganizeRoutes = [
       .object({ folder: DriveItem, files: z.number().int(), folders: z.number().int().describe('Folders made.') })
       .meta({ id: 'ExtractArchiveResult' }),
     status: 201,
-    handler: rpc('drive', 'extractArchive', {
+    handler: {
+      rpc: 'drive.extractArchive',
       request: (i) => ({ id: i.params.id, parentId: i.body.parentId, format: i.body.format ?? '', overwrite: i.body.overwrite }),
       response: (r) => ({ folder: driveItem(r.folder!), files: r.files, folders: r.folders }),
       deadlineMs: 60_000,
-    }),
+    },
   }),
 ];

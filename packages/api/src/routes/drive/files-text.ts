@@ -2,7 +2,6 @@
 import { z } from 'zod';
 
 import { route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DriveItem, QUOTA_ERRORS } from './files.js';
 import { driveItem } from './files.js';
 import { DrivePath, FileId, fileParams, FolderId, IfMatch, ifMatchOf, itemReply, ProjectQuery, QueryBool } from './kit.js';
@@ -50,7 +49,8 @@ export const driveTextRoutes = [
         truncated: z.boolean().describe('More matches may exist than were answered.'),
       })
       .meta({ id: 'DriveGrepResult' }),
-    handler: rpc('drive', 'grep', {
+    handler: {
+      rpc: 'drive.grep',
       request: (i) => ({
         pattern: i.query.pattern,
         regex: i.query.regex,
@@ -61,7 +61,7 @@ export const driveTextRoutes = [
         maxMatches: i.query.maxMatches,
       }),
       response: (r) => r,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -82,10 +82,11 @@ export const driveTextRoutes = [
         identical: z.boolean(),
       })
       .meta({ id: 'DriveDiff' }),
-    handler: rpc('drive', 'diffFiles', {
+    handler: {
+      rpc: 'drive.diffFiles',
       request: (i) => ({ fromId: i.query.from, toId: i.query.to, context: i.query.context }),
       response: (r) => r,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -109,7 +110,8 @@ export const driveTextRoutes = [
       .meta({ id: 'WriteTextRequest' }),
     response: DriveItem,
     bodyLimit: '6mb',
-    handler: rpc('drive', 'writeText', {
+    handler: {
+      rpc: 'drive.writeText',
       request: (i) => ({
         path: i.body.path,
         content: i.body.content,
@@ -119,7 +121,7 @@ export const driveTextRoutes = [
         ifNoneMatch: i.headers['if-none-match'] as string | undefined,
       }),
       response: (r) => itemReply(r, true),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -140,7 +142,7 @@ export const driveTextRoutes = [
         truncated: z.boolean().describe('Lines asked for were left out (over 2,000 lines or 1 MiB).'),
       })
       .meta({ id: 'DriveLines' }),
-    handler: rpc('drive', 'readLines', { request: (i) => ({ id: i.params.id, start: i.query.start, end: i.query.end ?? 0 }), response: (r) => r }),
+    handler: { rpc: 'drive.readLines', request: (i) => ({ id: i.params.id, start: i.query.start, end: i.query.end ?? 0 }), response: (r) => r },
   }),
   route({
     ...KEY,
@@ -160,10 +162,11 @@ export const driveTextRoutes = [
         endsWithNewline: z.boolean(),
       })
       .meta({ id: 'DriveTextStats' }),
-    handler: rpc('drive', 'textStats', {
+    handler: {
+      rpc: 'drive.textStats',
       request: (i) => ({ id: i.params.id, includeDetails: false }),
       response: (r) => ({ ...r, lineEndings: r.lineEndings as 'lf' }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -191,10 +194,11 @@ export const driveTextRoutes = [
         etag: Etag,
       })
       .meta({ id: 'DriveCsv' }),
-    handler: rpc('drive', 'readCsv', {
+    handler: {
+      rpc: 'drive.readCsv',
       request: (i) => ({ id: i.params.id, header: i.query.header, offset: i.query.offset, limit: i.query.limit, delimiter: i.query.delimiter ?? '' }),
       response: (r) => ({ ...r, rows: r.rows.map((x) => x.cells) }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -214,10 +218,11 @@ export const driveTextRoutes = [
       .meta({ id: 'AppendTextRequest' }),
     response: DriveItem,
     bodyLimit: '6mb',
-    handler: rpc('drive', 'appendText', {
+    handler: {
+      rpc: 'drive.appendText',
       request: (i) => ({ id: i.params.id, text: i.body.text, newline: i.body.newline, ifMatch: ifMatchOf(i.headers) }),
       response: (r) => itemReply(r),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -254,7 +259,8 @@ export const driveTextRoutes = [
       .meta({ id: 'EditTextRequest' }),
     response: z.object({ item: DriveItem, replacements: z.number().int() }).meta({ id: 'EditTextResult' }),
     bodyLimit: '3mb',
-    handler: rpc('drive', 'editText', {
+    handler: {
+      rpc: 'drive.editText',
       request: (i) => ({
         id: i.params.id,
         find: i.body.find,
@@ -264,7 +270,7 @@ export const driveTextRoutes = [
         ifMatch: ifMatchOf(i.headers),
       }),
       response: (r) => ({ item: driveItem(r.item!), replacements: r.replacements }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -289,10 +295,11 @@ export const driveTextRoutes = [
       .meta({ id: 'ReplaceLinesRequest' }),
     response: DriveItem,
     bodyLimit: '6mb',
-    handler: rpc('drive', 'replaceLines', {
+    handler: {
+      rpc: 'drive.replaceLines',
       request: (i) => ({ id: i.params.id, start: i.body.start, end: i.body.end, text: i.body.text, ifMatch: ifMatchOf(i.headers) }),
       response: (r) => itemReply(r),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -312,9 +319,10 @@ export const driveTextRoutes = [
       .meta({ id: 'InsertLinesRequest' }),
     response: DriveItem,
     bodyLimit: '6mb',
-    handler: rpc('drive', 'replaceLines', {
+    handler: {
+      rpc: 'drive.replaceLines',
       request: (i) => ({ id: i.params.id, start: i.body.after + 1, end: i.body.after, text: i.body.text, ifMatch: ifMatchOf(i.headers) }),
       response: (r) => itemReply(r),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { drive } from '@svc/proto';
 
 import { ListQuery, Nullable, ProjectId, reply, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DriveItemId, FolderId, Name } from './ids.js';
 
 export { DriveItemId };
@@ -79,7 +78,7 @@ const Booleanish = z
   .optional()
   .transform((v) => v === 'true' || v === '1');
 
-const ifMatchOf = (i: RouteInput) => (i.headers['if-match'] as string | undefined) ?? undefined;
+const ifMatchOf = (i: RouteInput<unknown, unknown, unknown, { 'if-match'?: string }>) => i.headers['if-match'] ?? undefined;
 
 export const driveRoutes = [
   route({
@@ -96,7 +95,8 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'listItems', {
+    handler: {
+      rpc: 'drive.listItems',
       request: (i) => ({
         parentId: i.query.parentId,
         projectId: i.query.projectId,
@@ -108,7 +108,7 @@ export const driveRoutes = [
         items: res.items.map(driveItem),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     id: 'drive.upload',
@@ -166,10 +166,11 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'createFolder', {
+    handler: {
+      rpc: 'drive.createFolder',
       request: (i) => ({ name: i.body.name, parentId: i.body.parentId ?? undefined, projectId: i.body.projectId, lockTokens: [] }),
       response: (res) => withEtag(res, 201),
-    }),
+    },
   }),
   route({
     id: 'drive.get',
@@ -182,10 +183,11 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'getItem', {
+    handler: {
+      rpc: 'drive.getItem',
       request: (i) => ({ id: i.params.id, includeDetails: false }),
       response: (res) => withEtag(res),
-    }),
+    },
   }),
   route({
     id: 'drive.read',
@@ -253,7 +255,8 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'updateItem', {
+    handler: {
+      rpc: 'drive.updateItem',
       request: (i) => ({
         id: i.params.id,
         name: i.body.name,
@@ -263,7 +266,7 @@ export const driveRoutes = [
         lockTokens: [],
       }),
       response: (res) => withEtag(res),
-    }),
+    },
   }),
   route({
     id: 'drive.delete',
@@ -281,9 +284,10 @@ export const driveRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'deleteItem', {
+    handler: {
+      rpc: 'drive.deleteItem',
       request: (i) => ({ id: i.params.id, recursive: i.query.recursive, ifMatch: ifMatchOf(i), lockTokens: [] }),
       response: (res) => ({ success: true as const, deleted: res.deleted }),
-    }),
+    },
   }),
 ];

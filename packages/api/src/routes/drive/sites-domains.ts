@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { drive_sites } from '@svc/proto';
 
 import { Nullable, reply, type Route, route, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { SiteId as SiteIdBase } from './ids.js';
 
 /**
@@ -83,10 +82,11 @@ export const sitesDomainsRoutes = [
     body: z.object({ domain: DomainName }).strict().meta({ id: 'AddSiteDomainRequest' }),
     response: SiteDomain,
     status: 201,
-    handler: rpc('drive', 'addSiteDomain', {
+    handler: {
+      rpc: 'drive.addSiteDomain',
       request: (i) => ({ siteId: i.params.id, domain: i.body.domain }),
       response: (r) => reply(domainView(r.domain!), { status: r.created ? 201 : 200 }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -99,10 +99,11 @@ export const sitesDomainsRoutes = [
       'claim not verified in time is deleted.',
     params,
     response: z.object({ domains: z.array(SiteDomain) }).meta({ id: 'SiteDomainList' }),
-    handler: rpc('drive', 'listSiteDomains', {
+    handler: {
+      rpc: 'drive.listSiteDomains',
       request: (i) => ({ siteId: i.params.id }),
       response: (r) => ({ domains: r.domains.map(domainView) }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -116,11 +117,12 @@ export const sitesDomainsRoutes = [
       'Otherwise it stays pending and `lastCheckError` says why (DNS changes take time to show: call again later).',
     params: domainParams,
     response: SiteDomain,
-    handler: rpc('drive', 'verifySiteDomain', {
+    handler: {
+      rpc: 'drive.verifySiteDomain',
       request: (i) => ({ siteId: i.params.id, domain: i.params.domain }),
       response: (r) => domainView(r.domain!),
       deadlineMs: 30_000,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -130,9 +132,10 @@ export const sitesDomainsRoutes = [
     summary: 'Remove a custom domain from a site: it stops being served at once (not there: 200).',
     params: domainParams,
     response: Success,
-    handler: rpc('drive', 'removeSiteDomain', {
+    handler: {
+      rpc: 'drive.removeSiteDomain',
       request: (i) => ({ siteId: i.params.id, domain: i.params.domain }),
       response: () => ({ success: true as const }),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { drive_sites } from '@svc/proto';
 
 import { type Route, route, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DeploymentId, SiteId } from './ids.js';
 import { Site, siteView, Slug } from './sites.js';
 
@@ -55,10 +54,11 @@ export const sitesManageRoutes = [
       .refine((b) => Object.keys(b).length > 0, 'name at least one of slug, title, spaFallback')
       .meta({ id: 'UpdateSiteRequest' }),
     response: Site.extend({ spaFallback: z.boolean() }).meta({ id: 'SiteSettings' }),
-    handler: rpc('drive', 'updateSite', {
+    handler: {
+      rpc: 'drive.updateSite',
       request: (i) => ({ id: i.params.id, slug: i.body.slug, title: i.body.title, spaFallback: i.body.spaFallback }),
       response: (r) => ({ ...siteView(r.site!), spaFallback: r.site!.spaFallback }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -71,10 +71,11 @@ export const sitesManageRoutes = [
     summary: 'Delete a deployment the site does not serve (the one it serves: 409 deployment_live). Already gone: 200.',
     params: params.extend({ deploymentId: DeploymentId }),
     response: Success,
-    handler: rpc('drive', 'deleteDeployment', {
+    handler: {
+      rpc: 'drive.deleteDeployment',
       request: (i) => ({ siteId: i.params.id, deploymentId: i.params.deploymentId }),
       response: () => ({ success: true as const }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -94,10 +95,11 @@ export const sitesManageRoutes = [
         unchanged: z.number().int(),
       })
       .meta({ id: 'DeploymentDiff' }),
-    handler: rpc('drive', 'diffDeployments', {
+    handler: {
+      rpc: 'drive.diffDeployments',
       request: (i) => ({ siteId: i.params.id, fromId: i.query.from, toId: i.query.to }),
       response: (r) => ({ ...r, added: r.added.map(file), removed: r.removed.map(file), changed: r.changed.map(file) }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -113,10 +115,11 @@ export const sitesManageRoutes = [
     response: z
       .object({ file: SiteFile, deploymentId: z.string(), content: z.string(), encoding: z.enum(['utf8', 'base64']) })
       .meta({ id: 'SiteFileContent' }),
-    handler: rpc('drive', 'readSiteFile', {
+    handler: {
+      rpc: 'drive.readSiteFile',
       request: (i) => ({ siteId: i.params.id, path: i.query.path, deploymentId: i.query.deploymentId }),
       response: (r) => ({ file: file(r.file!), deploymentId: r.deploymentId, content: r.content, encoding: r.encoding as 'utf8' }),
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -138,7 +141,7 @@ export const sitesManageRoutes = [
         linksChecked: z.number().int(),
       })
       .meta({ id: 'SiteLinkCheck' }),
-    handler: rpc('drive', 'checkLinks', { request: (i) => ({ siteId: i.params.id, deploymentId: i.query.deploymentId }), response: (r) => r }),
+    handler: { rpc: 'drive.checkLinks', request: (i) => ({ siteId: i.params.id, deploymentId: i.query.deploymentId }), response: (r) => r },
   }),
   route({
     ...KEY,
@@ -148,7 +151,7 @@ export const sitesManageRoutes = [
     summary: 'A site’s redirects: exact paths answered with a 301 to another path of the site.',
     params,
     response: Redirects,
-    handler: rpc('drive', 'listRedirects', { request: (i) => ({ siteId: i.params.id }), response: redirects }),
+    handler: { rpc: 'drive.listRedirects', request: (i) => ({ siteId: i.params.id }), response: redirects },
   }),
   route({
     ...KEY,
@@ -163,14 +166,15 @@ export const sitesManageRoutes = [
       .strict()
       .meta({ id: 'ReplaceRedirectsRequest' }),
     response: Redirects,
-    handler: rpc('drive', 'setRedirects', {
+    handler: {
+      rpc: 'drive.setRedirects',
       request: (i) => ({
         siteId: i.params.id,
         redirects: i.body.redirects.map((r: z.output<typeof Redirect>) => ({ ...r, createdAt: '' })),
         replace: true,
       }),
       response: redirects,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -182,10 +186,11 @@ export const sitesManageRoutes = [
     params,
     body: Redirect.meta({ id: 'AddRedirectRequest' }),
     response: Redirects,
-    handler: rpc('drive', 'setRedirects', {
+    handler: {
+      rpc: 'drive.setRedirects',
       request: (i) => ({ siteId: i.params.id, redirects: [{ from: i.body.from, to: i.body.to, createdAt: '' }], replace: false }),
       response: redirects,
-    }),
+    },
   }),
   route({
     ...KEY,
@@ -196,6 +201,6 @@ export const sitesManageRoutes = [
     params,
     query: z.object({ from: RedirectPath.describe('The redirected path.') }),
     response: Redirects,
-    handler: rpc('drive', 'deleteRedirect', { request: (i) => ({ siteId: i.params.id, from: i.query.from }), response: redirects }),
+    handler: { rpc: 'drive.deleteRedirect', request: (i) => ({ siteId: i.params.id, from: i.query.from }), response: redirects },
   }),
 ];

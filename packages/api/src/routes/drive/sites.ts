@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { drive_sites } from '@svc/proto';
 
 import { ListQuery, Nullable, ProjectId, reply, route, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DeploymentId, FolderId, SiteId } from './ids.js';
 
 /**
@@ -150,10 +149,11 @@ export const sitesRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'createSite', {
+    handler: {
+      rpc: 'drive.createSite',
       request: (i) => ({ slug: i.body.slug, title: i.body.title ?? '', projectId: i.body.projectId }),
       response: (res) => reply(siteView(res.site!), { status: 201, headers: { Location: `/v1/sites/${res.site!.id}` } }),
-    }),
+    },
   }),
   route({
     id: 'sites.list',
@@ -166,10 +166,11 @@ export const sitesRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'listSites', {
+    handler: {
+      rpc: 'drive.listSites',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ sites: res.sites.map(siteView), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     id: 'sites.get',
@@ -182,7 +183,7 @@ export const sitesRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'getSite', { request: (i) => ({ id: i.params.id }), response: (res) => siteView(res.site!) }),
+    handler: { rpc: 'drive.getSite', request: (i) => ({ id: i.params.id }), response: (res) => siteView(res.site!) },
   }),
   route({
     id: 'sites.delete',
@@ -195,7 +196,7 @@ export const sitesRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'deleteSite', { request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) }),
+    handler: { rpc: 'drive.deleteSite', request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) },
   }),
   route({
     id: 'sites.deploy',
@@ -216,7 +217,8 @@ export const sitesRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'deploySite', {
+    handler: {
+      rpc: 'drive.deploySite',
       request: (i) => ({
         siteId: i.params.id,
         folderId: i.body.folderId,
@@ -230,7 +232,7 @@ export const sitesRoutes = [
       }),
       response: (res) => reply(deploymentView(res.deployment!, true), { status: 201 }),
       deadlineMs: 120_000,
-    }),
+    },
   }),
   route({
     id: 'sites.deployments.list',
@@ -244,10 +246,11 @@ export const sitesRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'listDeployments', {
+    handler: {
+      rpc: 'drive.listDeployments',
       request: (i) => ({ siteId: i.params.id, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ deployments: res.deployments.map((d) => deploymentView(d, false)), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     id: 'sites.deployments.get',
@@ -260,10 +263,11 @@ export const sitesRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'getDeployment', {
+    handler: {
+      rpc: 'drive.getDeployment',
       request: (i) => ({ siteId: i.params.id, deploymentId: i.params.deploymentId }),
       response: (res) => deploymentView(res.deployment!, true),
-    }),
+    },
   }),
   route({
     id: 'sites.rollback',
@@ -278,9 +282,10 @@ export const sitesRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('drive', 'rollbackSite', {
+    handler: {
+      rpc: 'drive.rollbackSite',
       request: (i) => ({ siteId: i.params.id, deploymentId: i.body.deploymentId }),
       response: (res) => siteView(res.site!),
-    }),
+    },
   }),
 ];

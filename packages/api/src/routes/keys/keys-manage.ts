@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { keys } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, ProjectId, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { created, CreatedKey } from './keys.js';
 
 /**
@@ -53,7 +52,7 @@ const RenameBody = z
   .strict()
   .meta({ id: 'RenameKeyRequest' });
 const common = { auth: 'key' as const, principals: ['human', 'agent'] as ['human', 'agent'], authority: false as const };
-const agentKey = (i: RouteInput) => ({ agentId: i.params.id as string, id: i.params.keyId as string });
+const agentKey = (i: RouteInput<{ id: string; keyId: string }>) => ({ agentId: i.params.id, id: i.params.keyId });
 
 export const keyOpsRoutes = [
   route({
@@ -64,7 +63,7 @@ export const keyOpsRoutes = [
     summary: 'The API key this request is made with: its name, scope, expiry and use.',
     tag: 'keys',
     response: KeyDetails,
-    handler: rpc('keys', 'getCurrentKey', { request: () => ({}), response: details }),
+    handler: { rpc: 'keys.getCurrentKey', request: () => ({}), response: details },
   }),
   route({
     ...common,
@@ -75,10 +74,11 @@ export const keyOpsRoutes = [
     tag: 'keys',
     query: ListQuery.extend({ projectId: ProjectId.optional() }),
     response: z.object({ keys: z.array(KeyDetails), nextCursor: Nullable(z.string()) }).meta({ id: 'RevokedKeyList' }),
-    handler: rpc('keys', 'listRevokedKeys', {
+    handler: {
+      rpc: 'keys.listRevokedKeys',
       request: (i) => ({ projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({ keys: res.keys.map((key) => details({ key })), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -89,7 +89,7 @@ export const keyOpsRoutes = [
     tag: 'keys',
     params: z.object({ keyId: KeyId }),
     response: KeyDetails,
-    handler: rpc('keys', 'getKey', { request: (i) => ({ id: i.params.keyId }), response: details }),
+    handler: { rpc: 'keys.getKey', request: (i) => ({ id: i.params.keyId }), response: details },
   }),
   route({
     ...common,
@@ -103,7 +103,7 @@ export const keyOpsRoutes = [
     params: z.object({ keyId: KeyId }),
     body: RenameBody,
     response: KeyDetails,
-    handler: rpc('keys', 'renameKey', { request: (i) => ({ id: i.params.keyId, name: i.body.name }), response: details }),
+    handler: { rpc: 'keys.renameKey', request: (i) => ({ id: i.params.keyId, name: i.body.name }), response: details },
   }),
   route({
     ...common,
@@ -117,11 +117,12 @@ export const keyOpsRoutes = [
     params: z.object({ keyId: KeyId }),
     response: CreatedKey.extend({ revokedKeyId: z.string().describe('The key replaced, now revoked.') }).meta({ id: 'RotatedKey' }),
     status: 201,
-    handler: rpc('keys', 'rotateKey', {
+    handler: {
+      rpc: 'keys.rotateKey',
       request: (i) => ({ id: i.params.keyId }),
       response: (res) => ({ ...created(res), revokedKeyId: res.revokedKeyId }),
       revokesKey: (_i, res) => [res.revokedKeyId, ...res.revokedKeyIds],
-    }),
+    },
   }),
   route({
     ...common,
@@ -132,7 +133,7 @@ export const keyOpsRoutes = [
     tag: 'agents',
     params: z.object({ id: AgentId, keyId: KeyId }),
     response: KeyDetails,
-    handler: rpc('agents', 'getAgentKey', { request: agentKey, response: details }),
+    handler: { rpc: 'agents.getAgentKey', request: agentKey, response: details },
   }),
   route({
     ...common,
@@ -146,6 +147,6 @@ export const keyOpsRoutes = [
     params: z.object({ id: AgentId, keyId: KeyId }),
     body: RenameBody,
     response: KeyDetails,
-    handler: rpc('agents', 'renameAgentKey', { request: (i) => ({ ...agentKey(i), name: i.body.name }), response: details }),
+    handler: { rpc: 'agents.renameAgentKey', request: (i) => ({ ...agentKey(i), name: i.body.name }), response: details },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { keys } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, ProjectId, route, type RouteInput, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 
 const KeyId = prefixedId('key', 'a key id');
 
@@ -91,10 +90,12 @@ const listed = (res: keys.ListKeysResponse) => ({
 });
 const success = () => ({ success: true as const });
 
-const agentOf = (i: RouteInput) => ({ agentId: i.params.id as string });
+/** The input a key's revocation reads: the key named by query (`?id=`) or path, an agent's id by path. */
+type KeyRef = RouteInput<{ id?: string; keyId?: string }, { id?: string }>;
+const agentOf = (i: RouteInput<{ id: string }>) => ({ agentId: i.params.id });
 /** The lifetime goes on in whole minutes, and rounded up to whole days for a keys service that reads only days. */
-const createReq = (i: RouteInput) => {
-  const days = i.body.expiresInDays as number | undefined;
+const createReq = (i: RouteInput<unknown, unknown, z.output<typeof CreateKeyBody>>) => {
+  const days = i.body.expiresInDays;
   return {
     name: i.body.name,
     projectId: i.body.projectId,
@@ -102,7 +103,11 @@ const createReq = (i: RouteInput) => {
     expiresInMinutes: days === undefined ? undefined : Math.max(1, Math.round(days * 1440)),
   };
 };
-const listReq = (i: RouteInput) => ({ projectId: i.query.projectId, limit: i.query.limit, cursor: i.query.cursor });
+const listReq = (i: RouteInput<unknown, z.output<typeof ListKeysQuery>>) => ({
+  projectId: i.query.projectId,
+  limit: i.query.limit,
+  cursor: i.query.cursor,
+});
 
 /**
  * The same operations are served at three places (spec): /api/api-keys, /me/api-keys,
@@ -114,11 +119,16 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
   const who = opts.agent ? "the agent's" : "the caller's";
   // An agent's keys go through the agents service, which checks the agent is the caller's and asks the keys service.
   // The key named and every key made from it, down its lineage: forgotten before the answer goes.
-  const revoked = (id: (i: RouteInput) => string) => (i: RouteInput, res: keys.RevokeKeyResponse) => [id(i), ...res.revokedKeyIds];
-  const revoke = (id: (i: RouteInput) => string) =>
+  const revoked = (id: (i: KeyRef) => string) => (i: KeyRef, res: keys.RevokeKeyResponse) => [id(i), ...res.revokedKeyIds];
+  const revoke = (id: (i: KeyRef) => string) =>
     opts.agent
-      ? rpc('agents', 'revokeAgentKey', { request: (i) => ({ id: id(i), ...agentOf(i) }), response: success, revokesKey: revoked(id) })
-      : rpc('keys', 'revokeKey', { request: (i) => ({ id: id(i) }), response: success, revokesKey: revoked(id) });
+      ? {
+          rpc: 'agents.revokeAgentKey' as const,
+          request: (i: KeyRef) => ({ id: id(i), agentId: i.params.id! }),
+          response: success,
+          revokesKey: revoked(id),
+        }
+      : { rpc: 'keys.revokeKey' as const, request: (i: KeyRef) => ({ id: id(i) }), response: success, revokesKey: revoked(id) };
   return [
     route({
       id: `${idPrefix}.create`,
@@ -135,8 +145,8 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       principals: ['human', 'agent'],
       authority: false,
       handler: opts.agent
-        ? rpc('agents', 'createAgentKey', { request: (i) => ({ ...createReq(i), ...agentOf(i) }), response: created })
-        : rpc('keys', 'createKey', { request: createReq, response: created }),
+        ? { rpc: 'agents.createAgentKey', request: (i) => ({ ...createReq(i), ...agentOf(i) }), response: created }
+        : { rpc: 'keys.createKey', request: createReq, response: created },
     }),
     route({
       id: `${idPrefix}.list`,
@@ -151,8 +161,8 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       principals: ['human', 'agent'],
       authority: false,
       handler: opts.agent
-        ? rpc('agents', 'listAgentKeys', { request: (i) => ({ ...listReq(i), ...agentOf(i) }), response: listed })
-        : rpc('keys', 'listKeys', { request: listReq, response: listed }),
+        ? { rpc: 'agents.listAgentKeys', request: (i) => ({ ...listReq(i), ...agentOf(i) }), response: listed }
+        : { rpc: 'keys.listKeys', request: listReq, response: listed },
     }),
     route({
       id: opts.revokeByPath ? `${idPrefix}.revokeByQuery` : `${idPrefix}.revoke`,
@@ -166,7 +176,7 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
       auth: 'key',
       principals: ['human', 'agent'],
       authority: false,
-      handler: revoke((i) => i.query.id),
+      handler: revoke((i) => i.query.id!),
     }),
     ...(opts.revokeByPath
       ? [
@@ -181,7 +191,7 @@ function keyRoutes(base: string, tag: string, idPrefix: string, opts: { agent: b
             auth: 'key',
             principals: ['human', 'agent'],
             authority: false,
-            handler: revoke((i) => i.params.keyId),
+            handler: revoke((i) => i.params.keyId!),
           }),
         ]
       : []),

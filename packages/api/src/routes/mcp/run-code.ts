@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { mcp_run_code } from '@svc/proto';
 
 import { Nullable, route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 
 /**
  * run_code over HTTP (docs/run-code.md): JavaScript in the sandbox of the mcp service, QuickJS in
@@ -191,14 +190,15 @@ export const codeRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('mcp', 'runCode', {
+    handler: {
+      rpc: 'mcp.runCode',
       request: (i) => ({ code: i.body.code, checkOnly: true, timeoutMs: 5000 }),
       response: (res) => {
         const r = runCodeJson(res);
         return { valid: r.error === null, mode: r.mode, error: r.error };
       },
       deadlineMs: RUN_CODE_DEADLINE_MS,
-    }),
+    },
   }),
   route({
     id: 'code.runFile',

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { models_usage } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, route, Success } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { DecimalAmount } from '../../schemas/models.js';
 
 /**
@@ -45,10 +44,11 @@ export const creditsAlertRoutes = [
     body: z.object({ threshold: Threshold, note: Note.optional() }).meta({ id: 'CreateCreditAlert' }),
     response: CreditAlert,
     status: 201,
-    handler: rpc('models', 'createCreditAlert', {
+    handler: {
+      rpc: 'models.createCreditAlert',
       request: (i) => ({ threshold: i.body.threshold, note: i.body.note }),
       response: (r) => alertJson(r.alert!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -60,10 +60,11 @@ export const creditsAlertRoutes = [
       status: z.enum(['active', 'triggered']).optional().describe('Only alerts still waiting (active) or already set off (triggered).'),
     }),
     response: z.object({ alerts: z.array(CreditAlert), nextCursor: Nullable(z.string()) }).meta({ id: 'CreditAlertList' }),
-    handler: rpc('models', 'listCreditAlerts', {
+    handler: {
+      rpc: 'models.listCreditAlerts',
       request: (i) => ({ status: i.query.status, limit: i.query.limit, cursor: i.query.cursor }),
       response: (r) => ({ alerts: r.alerts.map(alertJson), nextCursor: r.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -73,7 +74,7 @@ export const creditsAlertRoutes = [
     summary: 'One low-balance credit alert: its threshold, note and whether it has triggered.',
     params: z.object({ id: AlertId }),
     response: CreditAlert,
-    handler: rpc('models', 'getCreditAlert', { request: (i) => ({ id: i.params.id }), response: (r) => alertJson(r.alert!) }),
+    handler: { rpc: 'models.getCreditAlert', request: (i) => ({ id: i.params.id }), response: (r) => alertJson(r.alert!) },
   }),
   route({
     ...common,
@@ -87,10 +88,11 @@ export const creditsAlertRoutes = [
       .object({ threshold: Threshold.optional(), note: Note.nullable().optional().describe('Why the alert is there; null clears it.') })
       .meta({ id: 'UpdateCreditAlert' }),
     response: CreditAlert,
-    handler: rpc('models', 'updateCreditAlert', {
+    handler: {
+      rpc: 'models.updateCreditAlert',
       request: (i) => ({ id: i.params.id, threshold: i.body.threshold, note: i.body.note ?? undefined, clearNote: i.body.note === null }),
       response: (r) => alertJson(r.alert!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -100,6 +102,6 @@ export const creditsAlertRoutes = [
     summary: 'Delete a low-balance credit alert; it will no longer trigger.',
     params: z.object({ id: AlertId }),
     response: Success,
-    handler: rpc('models', 'deleteCreditAlert', { request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) }),
+    handler: { rpc: 'models.deleteCreditAlert', request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) },
   }),
 ];

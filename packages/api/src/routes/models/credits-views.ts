@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 import { ListQuery, prefixedId, route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { CreditEntry, CreditsView, DecimalAmount } from '../../schemas/models.js';
 import { ModelId } from '../../schemas/models-usage.js';
 import { creditEntryJson } from './credits.js';
@@ -27,7 +26,8 @@ export const creditsViewRoutes = [
       end: End.optional(),
     }),
     response: CreditsView,
-    handler: rpc('models', 'listCreditEntries', {
+    handler: {
+      rpc: 'models.listCreditEntries',
       request: (i) => ({
         kind: i.query.kind,
         model: i.query.model,
@@ -37,7 +37,7 @@ export const creditsViewRoutes = [
         cursor: i.query.cursor,
       }),
       response: (r) => ({ balance: r.balance, currency: 'USD' as const, entries: r.entries.map(creditEntryJson), nextCursor: r.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -47,7 +47,7 @@ export const creditsViewRoutes = [
     summary: 'One entry of the credit ledger: a grant or a charge, its amount, the balance after it and its cause.',
     params: z.object({ id: prefixedId('crd', 'a credit entry id') }),
     response: CreditEntry,
-    handler: rpc('models', 'getCreditEntry', { request: (i) => ({ id: i.params.id }), response: (r) => creditEntryJson(r.entry!) }),
+    handler: { rpc: 'models.getCreditEntry', request: (i) => ({ id: i.params.id }), response: (r) => creditEntryJson(r.entry!) },
   }),
   route({
     ...common,
@@ -67,10 +67,11 @@ export const creditsViewRoutes = [
         currency: z.literal('USD'),
       })
       .meta({ id: 'CreditSummary' }),
-    handler: rpc('models', 'creditSummary', {
+    handler: {
+      rpc: 'models.creditSummary',
       request: (i) => ({ start: i.query.start, end: i.query.end }),
       response: (r) => ({ ...r, currency: 'USD' as const, models: r.models.map((m) => ({ ...m, calls: Number(m.calls) })) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -92,9 +93,10 @@ export const creditsViewRoutes = [
         projected30d: DecimalAmount,
       })
       .meta({ id: 'CreditForecast' }),
-    handler: rpc('models', 'creditForecast', {
+    handler: {
+      rpc: 'models.creditForecast',
       request: (i) => ({ days: i.query.days }),
       response: (r) => ({ ...r, currency: 'USD' as const }),
-    }),
+    },
   }),
 ];

@@ -1,7 +1,6 @@
 import type { models } from '@svc/proto';
 
 import { ListQuery, route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { CreditsView, GrantCreditsBody, GrantedCredits } from '../../schemas/models.js';
 
 /**
@@ -33,7 +32,8 @@ export const creditsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('models', 'getCredits', {
+    handler: {
+      rpc: 'models.getCredits',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({
         balance: res.balance,
@@ -41,7 +41,7 @@ export const creditsRoutes = [
         entries: res.entries.map(creditEntryJson),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     id: 'credits.grant',
@@ -56,9 +56,10 @@ export const creditsRoutes = [
     auth: 'key',
     principals: ['human'],
     authority: true,
-    handler: rpc('models', 'grantCredits', {
+    handler: {
+      rpc: 'models.grantCredits',
       request: (i) => ({ accountId: i.body.accountId, amount: i.body.amount, memo: i.body.memo }),
       response: (res) => ({ entry: creditEntryJson(res.entry!), balance: res.balance }),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { models_usage } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { CatalogueSlug, ModelFamily, ModelRecord } from '../../schemas/models.js';
 import {
   ComparedModel,
@@ -61,10 +60,11 @@ export const modelsUsageRoutes = [
     summary: 'One family of models with the full records of its members (404 `family_not_found`).',
     params: z.object({ id: CatalogueSlug.describe('A family id (GET /models/families).') }),
     response: z.object({ family: ModelFamily, models: z.array(ModelRecord) }).meta({ id: 'ModelFamilyDetail' }),
-    handler: rpc('models', 'getFamily', {
+    handler: {
+      rpc: 'models.getFamily',
       request: (i) => ({ id: i.params.id }),
       response: (r) => ({ family: { ...r.family! }, models: r.models.map(modelJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -82,7 +82,7 @@ export const modelsUsageRoutes = [
       })
       .meta({ id: 'EstimateModelCost' }),
     response: CostEstimate,
-    handler: rpc('models', 'estimateCost', { request: (i) => ({ ...i.body }) }),
+    handler: { rpc: 'models.estimateCost', request: (i) => ({ ...i.body }) },
   }),
   route({
     ...common,
@@ -95,7 +95,8 @@ export const modelsUsageRoutes = [
     body: z.object({ text: z.string().max(4_000_000).describe('The text.'), model: ModelId.optional() }).meta({ id: 'CountModelTokens' }),
     bodyLimit: '16mb',
     response: TokenCountResult,
-    handler: rpc('models', 'countTokens', {
+    handler: {
+      rpc: 'models.countTokens',
       request: (i) => ({ text: i.body.text, model: i.body.model }),
       response: (r) => ({
         ...r,
@@ -104,7 +105,7 @@ export const modelsUsageRoutes = [
         contextWindow: r.contextWindow === undefined ? undefined : Number(r.contextWindow),
         remaining: r.remaining === undefined ? undefined : Number(r.remaining),
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -134,7 +135,8 @@ export const modelsUsageRoutes = [
         method: z.string(),
       })
       .meta({ id: 'TruncatedText' }),
-    handler: rpc('models', 'truncateText', {
+    handler: {
+      rpc: 'models.truncateText',
       request: (i) => ({
         text: i.body.text,
         maxTokens: i.body.maxTokens,
@@ -143,7 +145,7 @@ export const modelsUsageRoutes = [
         keep: i.body.keep,
       }),
       response: (r) => ({ ...r, tokens: Number(r.tokens), originalTokens: Number(r.originalTokens), maxTokens: Number(r.maxTokens) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -173,14 +175,15 @@ export const modelsUsageRoutes = [
     response: z
       .object({ models: z.array(ComparedModel), inputTokens: z.number().int(), outputTokens: z.number().int() })
       .meta({ id: 'ModelComparison' }),
-    handler: rpc('models', 'compareModels', {
+    handler: {
+      rpc: 'models.compareModels',
       request: (i) => ({ ids: i.query.ids, inputTokens: i.query.inputTokens, outputTokens: i.query.outputTokens }),
       response: (r) => ({
         models: r.models.map((m) => ({ model: modelJson(m.model!), costPerCall: m.costPerCall, costRank: m.costRank })),
         inputTokens: Number(r.inputTokens),
         outputTokens: Number(r.outputTokens),
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -197,13 +200,14 @@ export const modelsUsageRoutes = [
         excluded: z.array(z.string()).describe('`<model>: <why>` for each model of the use case left out.'),
       })
       .meta({ id: 'ModelRecommendations' }),
-    handler: rpc('models', 'recommend', {
+    handler: {
+      rpc: 'models.recommend',
       request: (i) => ({ ...i.body }),
       response: (r) => ({
         models: r.models.map((m) => ({ model: modelJson(m.model!), costPerCall: m.costPerCall, score: m.score, reasons: m.reasons })),
         excluded: r.excluded,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -218,7 +222,8 @@ export const modelsUsageRoutes = [
       end: Iso.optional().describe('Until this time, exclusive (ISO 8601, UTC).'),
     }),
     response: z.object({ records: z.array(UsageRecord), nextCursor: Nullable(z.string()) }).meta({ id: 'ModelUsageList' }),
-    handler: rpc('models', 'listUsage', {
+    handler: {
+      rpc: 'models.listUsage',
       request: (i) => ({
         model: i.query.model,
         agentId: i.query.agentId,
@@ -228,7 +233,7 @@ export const modelsUsageRoutes = [
         cursor: i.query.cursor,
       }),
       response: (r) => ({ records: r.records.map(usageJson), nextCursor: r.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -244,10 +249,11 @@ export const modelsUsageRoutes = [
     response: z
       .object({ groupBy: z.string(), groups: z.array(UsageGroup), totals: UsageGroup, start: z.string(), end: z.string() })
       .meta({ id: 'ModelUsageSummary' }),
-    handler: rpc('models', 'usageSummary', {
+    handler: {
+      rpc: 'models.usageSummary',
       request: (i) => ({ groupBy: i.query.groupBy, start: i.query.start, end: i.query.end }),
       response: (r) => ({ ...r, groups: r.groups.map(groupJson), totals: groupJson(r.totals!) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -257,7 +263,7 @@ export const modelsUsageRoutes = [
     summary: 'One model usage record: the model, tokens in and out, cost in credits, and who made the call.',
     params: z.object({ id: UsageId }),
     response: UsageRecord,
-    handler: rpc('models', 'getUsage', { request: (i) => ({ id: i.params.id }), response: (r) => usageJson(r.record!) }),
+    handler: { rpc: 'models.getUsage', request: (i) => ({ id: i.params.id }), response: (r) => usageJson(r.record!) },
   }),
   route({
     ...common,
@@ -267,10 +273,11 @@ export const modelsUsageRoutes = [
     summary:
       "Each model provider's status for the acting account: which key would serve its calls (own, platform, none), its last error and last use.",
     response: z.object({ providers: z.array(ProviderStatus) }).meta({ id: 'ModelProviderStatusList' }),
-    handler: rpc('models', 'listProviders', {
+    handler: {
+      rpc: 'models.listProviders',
       request: () => ({}),
       response: (r) => ({ providers: r.providers.map((p) => ({ ...p, servedBy: p.servedBy as 'own_key' | 'platform_key' | 'built_in' | 'none' })) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -280,6 +287,6 @@ export const modelsUsageRoutes = [
     summary: 'One model of the catalogue (deprecated ones too) with its availability for the caller; URL-encode the slash (`openai%2Fgpt-4o`).',
     params: z.object({ id: ModelId }),
     response: ModelRecord,
-    handler: rpc('models', 'getModel', { request: (i) => ({ id: i.params.id }), response: (r) => modelJson(r.model!) }),
+    handler: { rpc: 'models.getModel', request: (i) => ({ id: i.params.id }), response: (r) => modelJson(r.model!) },
   }),
 ];

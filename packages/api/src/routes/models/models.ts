@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { models } from '@svc/proto';
 
 import { route, Success } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import {
   CatalogueSlug,
   KeyProvider,
@@ -87,11 +86,12 @@ export const modelsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('models', 'listModels', {
+    handler: {
+      rpc: 'models.listModels',
       request: (i) => ({ useCase: i.query.useCase, provider: i.query.provider, family: i.query.family }),
       response: (res) => ({ models: res.models.map(modelJson) }),
       cache: MODELS_CACHE,
-    }),
+    },
   }),
   route({
     id: 'models.catalog',
@@ -103,11 +103,12 @@ export const modelsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('models', 'getCatalog', {
+    handler: {
+      rpc: 'models.getCatalog',
       request: () => ({}),
       response: (res) => ({ models: res.models.map(modelJson) }),
       cache: MODELS_CACHE,
-    }),
+    },
   }),
   route({
     id: 'models.families',
@@ -119,10 +120,11 @@ export const modelsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('models', 'listFamilies', {
+    handler: {
+      rpc: 'models.listFamilies',
       request: () => ({}),
       response: (res) => ({ families: res.families.map(familyJson) }),
-    }),
+    },
   }),
   route({
     id: 'providerKeys.list',
@@ -134,10 +136,11 @@ export const modelsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: false,
-    handler: rpc('models', 'listProviderKeys', {
+    handler: {
+      rpc: 'models.listProviderKeys',
       request: () => ({}),
       response: (res) => ({ providerKeys: res.providerKeys.map(providerKeyJson) }),
-    }),
+    },
   }),
   route({
     id: 'providerKeys.set',
@@ -152,11 +155,12 @@ export const modelsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('models', 'setProviderKey', {
+    handler: {
+      rpc: 'models.setProviderKey',
       request: (i) => ({ provider: i.params.provider, key: i.body.key, baseUrl: i.body.baseUrl }),
       response: (res) => providerKeyJson(res.providerKey!),
       invalidates: [MODELS_CACHE.tag],
-    }),
+    },
   }),
   route({
     id: 'providerKeys.delete',
@@ -169,10 +173,11 @@ export const modelsRoutes = [
     auth: 'key',
     principals: ['human', 'agent'],
     authority: true,
-    handler: rpc('models', 'deleteProviderKey', {
+    handler: {
+      rpc: 'models.deleteProviderKey',
       request: (i) => ({ provider: i.params.provider }),
       response: () => ({ success: true as const }),
       invalidates: [MODELS_CACHE.tag],
-    }),
+    },
   }),
 ];

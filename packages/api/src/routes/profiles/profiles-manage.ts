@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { profiles } from '@svc/proto';
 
 import { ListQuery, Nullable, route, type RouteInput, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import {
   ProfileBranchName as BranchName,
   ProfileMessage as Message,
@@ -57,7 +56,7 @@ export const profilesOpsRoutes = [
     summary: 'A profile’s branches, each with its head version, history length and whether it is checked out.',
     params: IdParams,
     response: z.object({ currentBranchId: z.string(), branches: z.array(BranchDetail) }).meta({ id: 'ProfileBranchList' }),
-    handler: rpc('profiles', 'listBranches', { request: (i) => ({ id: i.params.id }), response: read }),
+    handler: { rpc: 'profiles.listBranches', request: (i) => ({ id: i.params.id }), response: read },
   }),
   route({
     ...common,
@@ -67,7 +66,7 @@ export const profilesOpsRoutes = [
     summary: 'One branch with its head version and history length.',
     params: BranchParams,
     response: BranchDetail,
-    handler: rpc('profiles', 'getBranch', { request: (i) => ({ id: i.params.id, branchId: i.params.branchId }), response: read }),
+    handler: { rpc: 'profiles.getBranch', request: (i) => ({ id: i.params.id, branchId: i.params.branchId }), response: read },
   }),
   route({
     ...common,
@@ -91,10 +90,11 @@ export const profilesOpsRoutes = [
       .refine((b) => Object.keys(b).length > 0, 'must change at least one field')
       .meta({ id: 'UpdateProfileBranchRequest' }),
     response: BranchDetail,
-    handler: rpc('profiles', 'updateBranch', {
+    handler: {
+      rpc: 'profiles.updateBranch',
       request: (i) => ({ id: i.params.id, branchId: i.params.branchId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -110,10 +110,11 @@ export const profilesOpsRoutes = [
       .strict()
       .meta({ id: 'ResetProfileBranchRequest' }),
     response: BranchDetail,
-    handler: rpc('profiles', 'resetBranch', {
+    handler: {
+      rpc: 'profiles.resetBranch',
       request: (i) => ({ id: i.params.id, branchId: i.params.branchId, versionId: i.body.versionId, ifMatch: ifMatchOf(i) }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -124,7 +125,7 @@ export const profilesOpsRoutes = [
     params: IdParams,
     headers: IfMatch,
     response: Working,
-    handler: rpc('profiles', 'discardWorkingChanges', { request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i) }), response: json }),
+    handler: { rpc: 'profiles.discardWorkingChanges', request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i) }), response: json },
   }),
   route({
     ...common,
@@ -141,10 +142,11 @@ export const profilesOpsRoutes = [
       .strict()
       .meta({ id: 'StageProfileItemRequest' }),
     response: Working,
-    handler: rpc('profiles', 'stageItem', {
+    handler: {
+      rpc: 'profiles.stageItem',
       request: (i) => ({ id: i.params.id, kind: i.params.kind, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -155,10 +157,11 @@ export const profilesOpsRoutes = [
     params: IdParams.extend({ kind: Kind, itemId: z.string().min(1).max(200).describe('The staged item’s id.') }),
     headers: IfMatch,
     response: Working,
-    handler: rpc('profiles', 'unstageItem', {
+    handler: {
+      rpc: 'profiles.unstageItem',
       request: (i) => ({ id: i.params.id, kind: i.params.kind, itemId: i.params.itemId, ifMatch: ifMatchOf(i) }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -181,7 +184,8 @@ export const profilesOpsRoutes = [
         nextCursor: Nullable(z.string()),
       })
       .meta({ id: 'ProfileVersionList' }),
-    handler: rpc('profiles', 'listVersions', {
+    handler: {
+      rpc: 'profiles.listVersions',
       request: (i) => ({
         id: i.params.id,
         branchId: i.query.branchId,
@@ -195,7 +199,7 @@ export const profilesOpsRoutes = [
         }),
       }),
       response: read,
-    }),
+    },
   }),
   route({
     ...common,
@@ -217,14 +221,15 @@ export const profilesOpsRoutes = [
         total: z.number().int().describe('How many items match (items holds the first `limit`).'),
       })
       .meta({ id: 'ProfileSearchResult' }),
-    handler: rpc('profiles', 'searchItems', {
+    handler: {
+      rpc: 'profiles.searchItems',
       request: (i) => ({
         id: i.params.id,
         versionId: i.query.versionId,
         bodyJson: JSON.stringify({ q: i.query.q, kind: i.query.kind, limit: i.query.limit }),
       }),
       response: read,
-    }),
+    },
   }),
   route({
     ...common,
@@ -248,7 +253,7 @@ export const profilesOpsRoutes = [
         lastCommitAt: Nullable(Timestamp),
       })
       .meta({ id: 'ProfileStats' }),
-    handler: rpc('profiles', 'getStats', { request: (i) => ({ id: i.params.id }), response: read }),
+    handler: { rpc: 'profiles.getStats', request: (i) => ({ id: i.params.id }), response: read },
   }),
   route({
     ...common,
@@ -264,7 +269,7 @@ export const profilesOpsRoutes = [
       .meta({ id: 'DuplicateProfileRequest' }),
     response: Profile,
     status: 201,
-    handler: rpc('profiles', 'duplicateProfile', { request: (i) => ({ id: i.params.id, bodyJson: body(i) }), response: doc }),
+    handler: { rpc: 'profiles.duplicateProfile', request: (i) => ({ id: i.params.id, bodyJson: body(i) }), response: doc },
   }),
   route({
     ...common,
@@ -285,10 +290,11 @@ export const profilesOpsRoutes = [
       .meta({ id: 'RevertProfileVersionRequest' }),
     response: ProfileVersion,
     status: 201,
-    handler: rpc('profiles', 'revertVersion', {
+    handler: {
+      rpc: 'profiles.revertVersion',
       request: (i) => ({ id: i.params.id, versionId: i.body.versionId, branchId: i.body.branchId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -309,10 +315,11 @@ export const profilesOpsRoutes = [
       .meta({ id: 'CherryPickProfileVersionRequest' }),
     response: ProfileVersion,
     status: 201,
-    handler: rpc('profiles', 'cherryPick', {
+    handler: {
+      rpc: 'profiles.cherryPick',
       request: (i) => ({ id: i.params.id, versionId: i.body.versionId, branchId: i.body.branchId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -322,7 +329,7 @@ export const profilesOpsRoutes = [
     summary: 'A profile’s tags (names for versions), oldest first.',
     params: IdParams,
     response: z.object({ tags: z.array(ProfileTag) }).meta({ id: 'ProfileTagList' }),
-    handler: rpc('profiles', 'listTags', { request: (i) => ({ id: i.params.id }), response: read }),
+    handler: { rpc: 'profiles.listTags', request: (i) => ({ id: i.params.id }), response: read },
   }),
   route({
     ...common,
@@ -343,10 +350,11 @@ export const profilesOpsRoutes = [
       .meta({ id: 'CreateProfileTagRequest' }),
     response: ProfileTag,
     status: 201,
-    handler: rpc('profiles', 'createTag', {
+    handler: {
+      rpc: 'profiles.createTag',
       request: (i) => ({ id: i.params.id, versionId: i.body.versionId, ifMatch: ifMatchOf(i), bodyJson: body(i) }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -357,6 +365,6 @@ export const profilesOpsRoutes = [
     params: IdParams.extend({ name: TagName }),
     headers: IfMatch,
     response: z.object({ deleted: z.number().int() }).meta({ id: 'DeletedProfileTag' }),
-    handler: rpc('profiles', 'deleteTag', { request: (i) => ({ id: i.params.id, itemId: i.params.name, ifMatch: ifMatchOf(i) }), response: json }),
+    handler: { rpc: 'profiles.deleteTag', request: (i) => ({ id: i.params.id, itemId: i.params.name, ifMatch: ifMatchOf(i) }), response: json },
   }),
 ];

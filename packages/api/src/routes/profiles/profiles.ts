@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { profiles } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, ProjectId, reply, route, type RouteInput, Success, Timestamp } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import {
   CreateProfileBody,
   MergeProfileBody as MergeBody,
@@ -127,8 +126,9 @@ const SnapshotsQuery = z.object({
 });
 export const IdParams = z.object({ id: ProfileId });
 
-const snapshotsOf = (i: RouteInput) => (i.query.snapshots === undefined ? undefined : i.query.snapshots === 'true');
-export const ifMatchOf = (i: RouteInput) => i.headers['if-match'] as string | undefined;
+const snapshotsOf = (i: RouteInput<unknown, { snapshots?: 'true' | 'false' }>) =>
+  i.query.snapshots === undefined ? undefined : i.query.snapshots === 'true';
+export const ifMatchOf = (i: RouteInput<unknown, unknown, unknown, { 'if-match'?: string }>) => i.headers['if-match'];
 export const etagged = (body: unknown, etag: string, status?: number) => reply(body, { status, headers: etag ? { ETag: etag } : {} });
 /**
  * The service's JSON text as the answer, as it is: the front sends it without parsing it and
@@ -150,13 +150,14 @@ export const profilesRoutes = [
     summary: 'List the account’s taste profiles, newest first, with their names and current branches.',
     query: ListQuery.extend({ projectId: ProjectId.optional() }),
     response: z.object({ profiles: z.array(ProfileSummary), nextCursor: Nullable(z.string()) }).meta({ id: 'ProfileList' }),
-    handler: rpc('profiles', 'listProfiles', {
+    handler: {
+      rpc: 'profiles.listProfiles',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor, projectId: i.query.projectId }),
       response: (res) => ({
         profiles: res.profiles.map((p) => ({ ...p, projectId: p.projectId ?? null })),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -168,13 +169,14 @@ export const profilesRoutes = [
     body: CreateProfileBody,
     response: Profile,
     status: 201,
-    handler: rpc('profiles', 'createProfile', {
+    handler: {
+      rpc: 'profiles.createProfile',
       request: (i) => ({ bodyJson: JSON.stringify(i.body) }),
       response: (res) => {
-        const body = JSON.parse(res.profileJson) as { id: string };
+        const body = JSON.parse(res.profileJson) as z.input<typeof Profile>;
         return reply(body, { headers: { ETag: res.etag, Location: `/v1/profiles/${body.id}` } });
       },
-    }),
+    },
   }),
   route({
     ...common,
@@ -185,10 +187,11 @@ export const profilesRoutes = [
     params: IdParams,
     query: SnapshotsQuery,
     response: Profile,
-    handler: rpc('profiles', 'getProfile', {
+    handler: {
+      rpc: 'profiles.getProfile',
       request: (i) => ({ id: i.params.id, snapshots: snapshotsOf(i) }),
       response: doc,
-    }),
+    },
   }),
   route({
     ...common,
@@ -207,10 +210,11 @@ export const profilesRoutes = [
     // The spec's PATCH commit resends every version: about 1.2 MB for 10k items and 1,000 versions.
     bodyLimit: '16mb',
     response: Profile,
-    handler: rpc('profiles', 'updateProfile', {
+    handler: {
+      rpc: 'profiles.updateProfile',
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), patchJson: JSON.stringify(i.body), snapshots: snapshotsOf(i) }),
       response: doc,
-    }),
+    },
   }),
   route({
     ...common,
@@ -221,10 +225,11 @@ export const profilesRoutes = [
     params: IdParams,
     headers: IfMatch,
     response: Success,
-    handler: rpc('profiles', 'deleteProfile', {
+    handler: {
+      rpc: 'profiles.deleteProfile',
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i) }),
       response: () => ({ success: true as const }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -241,10 +246,11 @@ export const profilesRoutes = [
       .meta({ id: 'CommitProfileRequest' }),
     response: ProfileVersion,
     status: 201,
-    handler: rpc('profiles', 'commit', {
+    handler: {
+      rpc: 'profiles.commit',
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), message: i.body.message, branchId: i.body.branchId }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -265,10 +271,11 @@ export const profilesRoutes = [
       .meta({ id: 'CreateProfileBranchRequest' }),
     response: ProfileBranch,
     status: 201,
-    handler: rpc('profiles', 'createBranch', {
+    handler: {
+      rpc: 'profiles.createBranch',
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), ...i.body }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -280,10 +287,11 @@ export const profilesRoutes = [
     params: IdParams.extend({ branchId: RefId.describe('The branch’s id.') }),
     headers: IfMatch,
     response: Success,
-    handler: rpc('profiles', 'deleteBranch', {
+    handler: {
+      rpc: 'profiles.deleteBranch',
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), branchId: i.params.branchId }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -300,10 +308,11 @@ export const profilesRoutes = [
       .strict()
       .meta({ id: 'CheckoutProfileRequest' }),
     response: Profile,
-    handler: rpc('profiles', 'checkout', {
+    handler: {
+      rpc: 'profiles.checkout',
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), branchId: i.body.branchId, snapshots: snapshotsOf(i) }),
       response: doc,
-    }),
+    },
   }),
   route({
     ...common,
@@ -324,10 +333,11 @@ export const profilesRoutes = [
       .meta({ id: 'RollbackProfileRequest' }),
     response: ProfileVersion,
     status: 201,
-    handler: rpc('profiles', 'rollback', {
+    handler: {
+      rpc: 'profiles.rollback',
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), ...i.body }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -340,10 +350,11 @@ export const profilesRoutes = [
     headers: IfMatch,
     body: MergeBody,
     response: MergeResult,
-    handler: rpc('profiles', 'merge', {
+    handler: {
+      rpc: 'profiles.merge',
       request: (i) => ({ id: i.params.id, ifMatch: ifMatchOf(i), bodyJson: JSON.stringify(i.body) }),
       response: json,
-    }),
+    },
   }),
   route({
     ...common,
@@ -354,10 +365,11 @@ export const profilesRoutes = [
     params: IdParams,
     query: ListQuery.extend({ branchId: RefId.optional().describe('The branch whose history to list (default: the current branch).') }),
     response: z.object({ branchId: z.string(), versions: z.array(ProfileVersion), nextCursor: Nullable(z.string()) }).meta({ id: 'ProfileLog' }),
-    handler: rpc('profiles', 'getLog', {
+    handler: {
+      rpc: 'profiles.getLog',
       request: (i) => ({ id: i.params.id, branchId: i.query.branchId, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => jsonText(res.json),
-    }),
+    },
   }),
   route({
     ...common,
@@ -371,10 +383,11 @@ export const profilesRoutes = [
       to: RefId.optional().describe('A version or branch id; default: the current branch head.'),
     }),
     response: SnapshotDiff.extend({ from: Nullable(z.string()), to: Nullable(z.string()) }),
-    handler: rpc('profiles', 'getDiff', {
+    handler: {
+      rpc: 'profiles.getDiff',
       request: (i) => ({ id: i.params.id, from: i.query.from, to: i.query.to }),
       response: (res) => jsonText(res.json),
-    }),
+    },
   }),
   route({
     ...common,
@@ -384,9 +397,10 @@ export const profilesRoutes = [
     summary: 'One committed version of a taste profile with its full snapshot, message, author and parent.',
     params: IdParams.extend({ versionId: RefId.describe('The version’s id.') }),
     response: ProfileVersion,
-    handler: rpc('profiles', 'getVersion', {
+    handler: {
+      rpc: 'profiles.getVersion',
       request: (i) => ({ id: i.params.id, versionId: i.params.versionId }),
       response: (res) => jsonText(res.json),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { trading_market } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, route, Success, visibleName } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { TradingSymbol } from '../../schemas/trading.js';
 import { JournalEntry, JournalTag } from '../../schemas/trading-market.js';
 import { OrderId } from './trading.js';
@@ -47,7 +46,7 @@ export const tradingJournalRoutes = [
       .meta({ id: 'CreateJournalEntry' }),
     response: JournalEntry,
     status: 201,
-    handler: rpc('trading', 'createJournalEntry', { request: (i) => ({ ...i.body }), response: (r) => entryJson(r.entry!) }),
+    handler: { rpc: 'trading.createJournalEntry', request: (i) => ({ ...i.body }), response: (r) => entryJson(r.entry!) },
   }),
   route({
     ...common,
@@ -57,10 +56,11 @@ export const tradingJournalRoutes = [
     summary: "The acting account's journal entries, newest first, by symbol, tag or order.",
     query: ListQuery.extend({ symbol: TradingSymbol.optional(), tag: JournalTag.optional(), orderId: OrderId.optional() }),
     response: z.object({ entries: z.array(JournalEntry), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingJournalList' }),
-    handler: rpc('trading', 'listJournal', {
+    handler: {
+      rpc: 'trading.listJournal',
       request: (i) => ({ symbol: i.query.symbol, tag: i.query.tag, orderId: i.query.orderId, limit: i.query.limit, cursor: i.query.cursor }),
       response: (r) => ({ entries: r.entries.map(entryJson), nextCursor: r.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -77,7 +77,7 @@ export const tradingJournalRoutes = [
         ),
       })
       .meta({ id: 'TradingJournalTagList' }),
-    handler: rpc('trading', 'listJournalTags', { request: () => ({}) }),
+    handler: { rpc: 'trading.listJournalTags', request: () => ({}) },
   }),
   route({
     ...common,
@@ -87,7 +87,7 @@ export const tradingJournalRoutes = [
     summary: 'One trading journal entry: its title, notes, tags and the orders it is about.',
     params: z.object({ id: EntryId }),
     response: JournalEntry,
-    handler: rpc('trading', 'getJournalEntry', { request: (i) => ({ id: i.params.id }), response: (r) => entryJson(r.entry!) }),
+    handler: { rpc: 'trading.getJournalEntry', request: (i) => ({ id: i.params.id }), response: (r) => entryJson(r.entry!) },
   }),
   route({
     ...common,
@@ -99,10 +99,11 @@ export const tradingJournalRoutes = [
     params: z.object({ id: EntryId }),
     body: z.object({ title: Title.optional(), body: Body.optional(), tags: Tags.optional() }).meta({ id: 'UpdateJournalEntry' }),
     response: JournalEntry,
-    handler: rpc('trading', 'updateJournalEntry', {
+    handler: {
+      rpc: 'trading.updateJournalEntry',
       request: (i) => ({ id: i.params.id, title: i.body.title, body: i.body.body, tags: i.body.tags ?? [], setTags: i.body.tags !== undefined }),
       response: (r) => entryJson(r.entry!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -112,6 +113,6 @@ export const tradingJournalRoutes = [
     summary: 'Delete a trading journal entry; the orders it refers to are not affected.',
     params: z.object({ id: EntryId }),
     response: Success,
-    handler: rpc('trading', 'deleteJournalEntry', { request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) }),
+    handler: { rpc: 'trading.deleteJournalEntry', request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) },
   }),
 ];

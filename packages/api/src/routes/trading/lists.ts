@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { trading_market } from '@svc/proto';
 
 import { ListQuery, Nullable, prefixedId, route, Success } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { TradingSymbol, VenueId } from '../../schemas/trading.js';
 import { AlertPrice, PriceAlert, TradingQuote, Watchlist, WatchlistName } from '../../schemas/trading-market.js';
 
@@ -35,7 +34,7 @@ export const tradingListRoutes = [
     body: z.object({ name: WatchlistName, symbols: Symbols.default([]) }).meta({ id: 'CreateWatchlist' }),
     response: Watchlist,
     status: 201,
-    handler: rpc('trading', 'createWatchlist', { request: (i) => ({ name: i.body.name, symbols: i.body.symbols }), response: (r) => r.watchlist! }),
+    handler: { rpc: 'trading.createWatchlist', request: (i) => ({ name: i.body.name, symbols: i.body.symbols }), response: (r) => r.watchlist! },
   }),
   route({
     ...common,
@@ -45,10 +44,11 @@ export const tradingListRoutes = [
     summary: "The acting account's watchlists, newest first.",
     query: ListQuery,
     response: z.object({ watchlists: z.array(Watchlist), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingWatchlistList' }),
-    handler: rpc('trading', 'listWatchlists', {
+    handler: {
+      rpc: 'trading.listWatchlists',
       request: (i) => ({ limit: i.query.limit, cursor: i.query.cursor }),
       response: (r) => ({ watchlists: r.watchlists, nextCursor: r.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -58,7 +58,7 @@ export const tradingListRoutes = [
     summary: 'One trading watchlist with its symbols, in the order they were added.',
     params: z.object({ id: WatchlistId }),
     response: Watchlist,
-    handler: rpc('trading', 'getWatchlist', { request: (i) => ({ id: i.params.id }), response: (r) => r.watchlist! }),
+    handler: { rpc: 'trading.getWatchlist', request: (i) => ({ id: i.params.id }), response: (r) => r.watchlist! },
   }),
   route({
     ...common,
@@ -71,7 +71,7 @@ export const tradingListRoutes = [
     params: z.object({ id: WatchlistId }),
     body: z.object({ name: WatchlistName }).meta({ id: 'RenameWatchlist' }),
     response: Watchlist,
-    handler: rpc('trading', 'renameWatchlist', { request: (i) => ({ id: i.params.id, name: i.body.name }), response: (r) => r.watchlist! }),
+    handler: { rpc: 'trading.renameWatchlist', request: (i) => ({ id: i.params.id, name: i.body.name }), response: (r) => r.watchlist! },
   }),
   route({
     ...common,
@@ -83,7 +83,7 @@ export const tradingListRoutes = [
     params: z.object({ id: WatchlistId }),
     body: z.object({ symbol: TradingSymbol.describe('A paper symbol.') }).meta({ id: 'AddWatchlistSymbol' }),
     response: Watchlist,
-    handler: rpc('trading', 'addWatchlistSymbol', { request: (i) => ({ id: i.params.id, symbol: i.body.symbol }), response: (r) => r.watchlist! }),
+    handler: { rpc: 'trading.addWatchlistSymbol', request: (i) => ({ id: i.params.id, symbol: i.body.symbol }), response: (r) => r.watchlist! },
   }),
   route({
     ...common,
@@ -93,10 +93,11 @@ export const tradingListRoutes = [
     summary: 'Remove a symbol from a watchlist (URL-encode a slash: `BTC%2FUSD`); 404 `symbol_not_in_watchlist` when it is not there.',
     params: z.object({ id: WatchlistId, symbol: TradingSymbol }),
     response: Watchlist,
-    handler: rpc('trading', 'removeWatchlistSymbol', {
+    handler: {
+      rpc: 'trading.removeWatchlistSymbol',
       request: (i) => ({ id: i.params.id, symbol: i.params.symbol }),
       response: (r) => r.watchlist!,
-    }),
+    },
   }),
   route({
     ...common,
@@ -106,7 +107,7 @@ export const tradingListRoutes = [
     summary: 'Delete a trading watchlist; the symbols on it are not affected elsewhere.',
     params: z.object({ id: WatchlistId }),
     response: Success,
-    handler: rpc('trading', 'deleteWatchlist', { request: (i) => ({ id: i.params.id }), response: deleted }),
+    handler: { rpc: 'trading.deleteWatchlist', request: (i) => ({ id: i.params.id }), response: deleted },
   }),
   route({
     ...common,
@@ -116,7 +117,7 @@ export const tradingListRoutes = [
     summary: 'Quotes (bid, ask, last, reference) of every symbol of a watchlist at once.',
     params: z.object({ id: WatchlistId }),
     response: z.object({ id: z.string(), quotes: z.array(TradingQuote) }).meta({ id: 'TradingWatchlistQuotes' }),
-    handler: rpc('trading', 'getWatchlistQuotes', { request: (i) => ({ id: i.params.id }) }),
+    handler: { rpc: 'trading.getWatchlistQuotes', request: (i) => ({ id: i.params.id }) },
   }),
   route({
     ...common,
@@ -137,7 +138,7 @@ export const tradingListRoutes = [
       .meta({ id: 'CreatePriceAlert' }),
     response: PriceAlert,
     status: 201,
-    handler: rpc('trading', 'createAlert', { request: (i) => ({ ...i.body }), response: (r) => alertJson(r.alert!) }),
+    handler: { rpc: 'trading.createAlert', request: (i) => ({ ...i.body }), response: (r) => alertJson(r.alert!) },
   }),
   route({
     ...common,
@@ -150,10 +151,11 @@ export const tradingListRoutes = [
       symbol: TradingSymbol.optional(),
     }),
     response: z.object({ alerts: z.array(PriceAlert), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingPriceAlertList' }),
-    handler: rpc('trading', 'listAlerts', {
+    handler: {
+      rpc: 'trading.listAlerts',
       request: (i) => ({ status: i.query.status, symbol: i.query.symbol, limit: i.query.limit, cursor: i.query.cursor }),
       response: (r) => ({ alerts: r.alerts.map(alertJson), nextCursor: r.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -163,7 +165,7 @@ export const tradingListRoutes = [
     summary: 'One price alert: whether it triggered, when and at what price.',
     params: z.object({ id: AlertId }),
     response: PriceAlert,
-    handler: rpc('trading', 'getAlert', { request: (i) => ({ id: i.params.id }), response: (r) => alertJson(r.alert!) }),
+    handler: { rpc: 'trading.getAlert', request: (i) => ({ id: i.params.id }), response: (r) => alertJson(r.alert!) },
   }),
   route({
     ...common,
@@ -181,7 +183,8 @@ export const tradingListRoutes = [
       })
       .meta({ id: 'UpdatePriceAlert' }),
     response: PriceAlert,
-    handler: rpc('trading', 'updateAlert', {
+    handler: {
+      rpc: 'trading.updateAlert',
       request: (i) => ({
         id: i.params.id,
         condition: i.body.condition,
@@ -190,7 +193,7 @@ export const tradingListRoutes = [
         clearNote: i.body.note === null,
       }),
       response: (r) => alertJson(r.alert!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -200,6 +203,6 @@ export const tradingListRoutes = [
     summary: 'Delete a price alert on a symbol before (or after) it triggers.',
     params: z.object({ id: AlertId }),
     response: Success,
-    handler: rpc('trading', 'deleteAlert', { request: (i) => ({ id: i.params.id }), response: deleted }),
+    handler: { rpc: 'trading.deleteAlert', request: (i) => ({ id: i.params.id }), response: deleted },
   }),
 ];

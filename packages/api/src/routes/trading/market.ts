@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 import { ListQuery, Nullable, route, StreamHeaders } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import {
   ClientOrderId,
   DecimalInput,
@@ -41,7 +40,7 @@ export const tradingMarketRoutes = [
       q: z.string().max(20).optional().describe('Only symbols containing this text (case-insensitive).'),
     }),
     response: z.object({ symbols: z.array(SymbolRules) }).meta({ id: 'TradingSymbolList' }),
-    handler: rpc('trading', 'listSymbols', { request: (i) => ({ venue: i.query.venue, assetClass: i.query.assetClass, q: i.query.q }) }),
+    handler: { rpc: 'trading.listSymbols', request: (i) => ({ venue: i.query.venue, assetClass: i.query.assetClass, q: i.query.q }) },
   }),
   route({
     ...common,
@@ -52,7 +51,7 @@ export const tradingMarketRoutes = [
     params: z.object({ symbol: TradingSymbol.describe('The symbol, e.g. `ETH/USD`.') }),
     query: z.object({ venue: Venue }),
     response: SymbolRules,
-    handler: rpc('trading', 'getSymbol', { request: (i) => ({ venue: i.query.venue, symbol: i.params.symbol }), response: (r) => r.symbol! }),
+    handler: { rpc: 'trading.getSymbol', request: (i) => ({ venue: i.query.venue, symbol: i.params.symbol }), response: (r) => r.symbol! },
   }),
   route({
     ...common,
@@ -62,7 +61,7 @@ export const tradingMarketRoutes = [
     summary: 'A quote: best bid and ask with their sizes, mid, spread, last trade and reference price.',
     query: SymbolQuery,
     response: TradingQuote,
-    handler: rpc('trading', 'getQuote', { request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol }) }),
+    handler: { rpc: 'trading.getQuote', request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol }) },
   }),
   route({
     ...common,
@@ -74,7 +73,7 @@ export const tradingMarketRoutes = [
     response: z
       .object({ tickers: z.array(TradingTicker), since: z.string().describe('Start of the 24-hour window.') })
       .meta({ id: 'TradingTickerList' }),
-    handler: rpc('trading', 'listTickers', { request: (i) => ({ venue: i.query.venue }) }),
+    handler: { rpc: 'trading.listTickers', request: (i) => ({ venue: i.query.venue }) },
   }),
   route({
     ...common,
@@ -155,7 +154,8 @@ export const tradingMarketRoutes = [
       limit: z.coerce.number().int().min(1).max(1000).default(100).describe('At most this many candles (the latest).'),
     }),
     response: z.object({ symbol: z.string(), interval: z.string(), candles: z.array(TradingCandle) }).meta({ id: 'TradingCandles' }),
-    handler: rpc('trading', 'getCandles', {
+    handler: {
+      rpc: 'trading.getCandles',
       request: (i) => ({
         venue: i.query.venue,
         symbol: i.query.symbol,
@@ -164,7 +164,7 @@ export const tradingMarketRoutes = [
         end: i.query.end,
         limit: i.query.limit,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -186,7 +186,7 @@ export const tradingMarketRoutes = [
         nextClose: z.string().describe('The next closing auction, where `cls` orders trade.'),
       })
       .meta({ id: 'TradingClock' }),
-    handler: rpc('trading', 'getClock', { request: (i) => ({ venue: i.query.venue }) }),
+    handler: { rpc: 'trading.getClock', request: (i) => ({ venue: i.query.venue }) },
   }),
   route({
     ...common,
@@ -206,7 +206,7 @@ export const tradingMarketRoutes = [
         fills30d: z.number().int(),
       })
       .meta({ id: 'TradingFees' }),
-    handler: rpc('trading', 'getFees', { request: (i) => ({ venue: i.query.venue }) }),
+    handler: { rpc: 'trading.getFees', request: (i) => ({ venue: i.query.venue }) },
   }),
   route({
     ...common,
@@ -218,7 +218,8 @@ export const tradingMarketRoutes = [
       'Preview an order without placing it: what would fill now walking the book, at what average price, the fees, and whether the balance covers it.',
     body: PlaceOrderFields.omit({ clientOrderId: true }).superRefine(oneSize).meta({ id: 'PreviewOrder' }),
     response: OrderPreview,
-    handler: rpc('trading', 'previewOrder', {
+    handler: {
+      rpc: 'trading.previewOrder',
       request: (i) => ({
         venue: i.body.venue,
         symbol: i.body.symbol,
@@ -231,7 +232,7 @@ export const tradingMarketRoutes = [
         timeInForce: i.body.timeInForce,
       }),
       response: (r) => ({ ...r, side: r.side as 'buy' | 'sell' }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -254,9 +255,10 @@ export const tradingMarketRoutes = [
         price: z.string().optional(),
       })
       .meta({ id: 'TradingBuyingPower' }),
-    handler: rpc('trading', 'getBuyingPower', {
+    handler: {
+      rpc: 'trading.getBuyingPower',
       request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol, side: i.query.side, price: i.query.price }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -279,10 +281,11 @@ export const tradingMarketRoutes = [
       .meta({ id: 'ReplaceOrder' }),
     response: z.object({ replaced: TradingOrder, order: TradingOrder }).meta({ id: 'ReplacedOrder' }),
     status: 201,
-    handler: rpc('trading', 'replaceOrder', {
+    handler: {
+      rpc: 'trading.replaceOrder',
       request: (i) => ({ id: i.params.id, ...i.body }),
       response: (r) => ({ replaced: orderJson(r.replaced!), order: orderJson(r.order!) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -310,7 +313,7 @@ export const tradingMarketRoutes = [
         ),
       })
       .meta({ id: 'TradingOrderHistory' }),
-    handler: rpc('trading', 'getOrderHistory', { request: (i) => ({ id: i.params.id }) }),
+    handler: { rpc: 'trading.getOrderHistory', request: (i) => ({ id: i.params.id }) },
   }),
   route({
     ...common,
@@ -321,9 +324,10 @@ export const tradingMarketRoutes = [
     params: z.object({ clientOrderId: ClientOrderId }),
     query: z.object({ venue: Venue }),
     response: TradingOrder,
-    handler: rpc('trading', 'getOrderByClientId', {
+    handler: {
+      rpc: 'trading.getOrderByClientId',
       request: (i) => ({ venue: i.query.venue, clientOrderId: i.params.clientOrderId }),
       response: (r) => orderJson(r.order!),
-    }),
+    },
   }),
 ];

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 import { ListQuery, Nullable, prefixedId, route } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import { ClientOrderId, DecimalInput, TradingFill, TradingOrder, TradingSymbol, VenueId } from '../../schemas/trading.js';
 import { DayStats, EquityPoint, INTERVALS, PositionDetail, TradingActivity, TradingPnl } from '../../schemas/trading-market.js';
 import { orderJson } from './trading.js';
@@ -28,7 +27,7 @@ export const tradingPortfolioRoutes = [
     summary: "The acting account's open positions with average cost, cost basis, market value, and realised and unrealised P&L.",
     query: VenueQuery,
     response: z.object({ positions: z.array(PositionDetail) }).meta({ id: 'TradingPositionList' }),
-    handler: rpc('trading', 'listPositions', { request: (i) => ({ venue: i.query.venue }) }),
+    handler: { rpc: 'trading.listPositions', request: (i) => ({ venue: i.query.venue }) },
   }),
   route({
     ...common,
@@ -39,7 +38,7 @@ export const tradingPortfolioRoutes = [
     params: SymbolParam,
     query: VenueQuery,
     response: PositionDetail,
-    handler: rpc('trading', 'getPosition', { request: (i) => ({ venue: i.query.venue, symbol: i.params.symbol }), response: (r) => r.position! }),
+    handler: { rpc: 'trading.getPosition', request: (i) => ({ venue: i.query.venue, symbol: i.params.symbol }), response: (r) => r.position! },
   }),
   route({
     ...common,
@@ -59,10 +58,11 @@ export const tradingPortfolioRoutes = [
       .meta({ id: 'ClosePosition' }),
     response: TradingOrder,
     status: 201,
-    handler: rpc('trading', 'closePosition', {
+    handler: {
+      rpc: 'trading.closePosition',
       request: (i) => ({ venue: i.body.venue, symbol: i.params.symbol, qty: i.body.qty, clientOrderId: i.body.clientOrderId }),
       response: (r) => orderJson(r.order!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -79,10 +79,11 @@ export const tradingPortfolioRoutes = [
         cancelled: z.array(TradingOrder).describe('The open orders cancelled first.'),
       })
       .meta({ id: 'ClosedPositions' }),
-    handler: rpc('trading', 'closeAllPositions', {
+    handler: {
+      rpc: 'trading.closeAllPositions',
       request: (i) => ({ venue: i.body.venue }),
       response: (r) => ({ orders: r.orders.map(orderJson), cancelled: r.cancelled.map(orderJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -92,7 +93,7 @@ export const tradingPortfolioRoutes = [
     summary: 'Realised and unrealised P&L and fees per symbol since the last reset (average-cost method), with totals.',
     query: VenueQuery.extend({ symbol: TradingSymbol.optional().describe('Only this symbol.') }),
     response: TradingPnl,
-    handler: rpc('trading', 'getPnl', { request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol }) }),
+    handler: { rpc: 'trading.getPnl', request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol }) },
   }),
   route({
     ...common,
@@ -106,9 +107,10 @@ export const tradingPortfolioRoutes = [
       end: Iso.optional().describe('Until (ISO 8601); default now.'),
     }),
     response: z.object({ points: z.array(EquityPoint), startingCash: z.string(), interval: z.string() }).meta({ id: 'TradingPortfolioHistory' }),
-    handler: rpc('trading', 'getPortfolioHistory', {
+    handler: {
+      rpc: 'trading.getPortfolioHistory',
       request: (i) => ({ venue: i.query.venue, interval: i.query.interval, start: i.query.start, end: i.query.end }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -118,13 +120,14 @@ export const tradingPortfolioRoutes = [
     summary: "The paper account's ledger, newest first: each fill with the cash it moved and its fee, and resets.",
     query: ListQuery.extend({ venue: Venue, kind: z.enum(['fill', 'reset']).optional().describe('Only this kind.') }),
     response: z.object({ activities: z.array(TradingActivity), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingActivityList' }),
-    handler: rpc('trading', 'listActivities', {
+    handler: {
+      rpc: 'trading.listActivities',
       request: (i) => ({ venue: i.query.venue, kind: i.query.kind, limit: i.query.limit, cursor: i.query.cursor }),
       response: (r) => ({
         activities: r.activities.map((a) => ({ ...a, kind: a.kind as 'fill' | 'reset', side: a.side as 'buy' | 'sell' | undefined })),
         nextCursor: r.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -137,10 +140,11 @@ export const tradingPortfolioRoutes = [
       end: Iso.optional().describe('Until (ISO 8601); default now.'),
     }),
     response: z.object({ days: z.array(DayStats), totals: DayStats }).meta({ id: 'TradingStats' }),
-    handler: rpc('trading', 'getStats', {
+    handler: {
+      rpc: 'trading.getStats',
       request: (i) => ({ venue: i.query.venue, start: i.query.start, end: i.query.end }),
       response: (r) => ({ days: r.days, totals: r.totals! }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -171,7 +175,7 @@ export const tradingPortfolioRoutes = [
         turnover: z.string().describe('Notional bought and sold.'),
       })
       .meta({ id: 'TradingPerformance' }),
-    handler: rpc('trading', 'getPerformance', { request: (i) => ({ venue: i.query.venue }) }),
+    handler: { rpc: 'trading.getPerformance', request: (i) => ({ venue: i.query.venue }) },
   }),
   route({
     ...common,
@@ -198,7 +202,7 @@ export const tradingPortfolioRoutes = [
         largestPct: z.number(),
       })
       .meta({ id: 'TradingAllocation' }),
-    handler: rpc('trading', 'getAllocation', { request: (i) => ({ venue: i.query.venue }) }),
+    handler: { rpc: 'trading.getAllocation', request: (i) => ({ venue: i.query.venue }) },
   }),
   route({
     ...common,
@@ -208,9 +212,10 @@ export const tradingPortfolioRoutes = [
     summary: 'One fill (an execution of an order) of the acting account: price, quantity, fee and its order.',
     params: z.object({ id: FillId }),
     response: TradingFill,
-    handler: rpc('trading', 'getFill', {
+    handler: {
+      rpc: 'trading.getFill',
       request: (i) => ({ id: i.params.id }),
       response: (f) => ({ ...f, side: f.side as 'buy' | 'sell', liquidity: f.liquidity as 'maker' | 'taker' }),
-    }),
+    },
   }),
 ];

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { trading } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, reply, route, StreamHeaders, Success } from '../../route.js';
-import { rpc } from '../../rpc.js';
 import {
   ClientOrderId,
   PlacedTradingOrder,
@@ -120,7 +119,8 @@ export const tradingRoutes = [
     path: '/trading/venues',
     summary: 'The venues, each with its capabilities (order types, time in force), instruments, and whether it is paper or live.',
     response: z.object({ venues: z.array(TradingVenue) }).meta({ id: 'TradingVenueList' }),
-    handler: rpc('trading', 'listVenues', {
+    handler: {
+      rpc: 'trading.listVenues',
       request: () => ({}),
       response: (res) => ({
         venues: res.venues.map((v) => ({
@@ -131,7 +131,7 @@ export const tradingRoutes = [
           instruments: v.instruments.length ? v.instruments : null,
         })),
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -150,7 +150,8 @@ export const tradingRoutes = [
     body: PlaceOrderBody,
     response: PlacedTradingOrder,
     status: 201,
-    handler: rpc('trading', 'placeOrder', {
+    handler: {
+      rpc: 'trading.placeOrder',
       request: (i) => ({
         venue: i.body.venue,
         symbol: i.body.symbol,
@@ -172,7 +173,7 @@ export const tradingRoutes = [
         trailPercent: i.body.trailPercent,
       }),
       response: (res) => reply({ ...orderJson(res.order!), legs: res.legs.map(orderJson) }, { status: res.replayed ? 200 : 201 }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -184,10 +185,11 @@ export const tradingRoutes = [
     summary: "The acting account's balances, positions and open orders at a venue.",
     body: VenueBody,
     response: TradingAccount,
-    handler: rpc('trading', 'getAccount', {
+    handler: {
+      rpc: 'trading.getAccount',
       request: (i) => ({ venue: i.body.venue }),
       response: accountJson,
-    }),
+    },
   }),
   route({
     ...common,
@@ -206,10 +208,11 @@ export const tradingRoutes = [
       })
       .meta({ id: 'CancelOrders' }),
     response: z.object({ orders: z.array(TradingOrder) }).meta({ id: 'CancelledOrders' }),
-    handler: rpc('trading', 'cancelOrders', {
+    handler: {
+      rpc: 'trading.cancelOrders',
       request: (i) => ({ venue: i.body.venue, orderId: i.body.orderId, clientOrderId: i.body.clientOrderId, all: i.body.all }),
       response: (res) => ({ orders: res.orders.map(orderJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -229,7 +232,8 @@ export const tradingRoutes = [
       before: z.iso.datetime().optional().describe('Created before (ISO 8601).'),
     }),
     response: z.object({ orders: z.array(TradingOrder), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingOrderList' }),
-    handler: rpc('trading', 'listOrders', {
+    handler: {
+      rpc: 'trading.listOrders',
       request: (i) => ({
         venue: i.query.venue,
         symbol: i.query.symbol,
@@ -241,7 +245,7 @@ export const tradingRoutes = [
         cursor: i.query.cursor,
       }),
       response: (res) => ({ orders: res.orders.map(orderJson), nextCursor: res.nextCursor ?? null }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -267,10 +271,11 @@ export const tradingRoutes = [
     summary: 'One order of the acting account (at an external venue, refreshed from it while open).',
     params: z.object({ id: OrderId }),
     response: TradingOrder,
-    handler: rpc('trading', 'getOrder', {
+    handler: {
+      rpc: 'trading.getOrder',
       request: (i) => ({ id: i.params.id }),
       response: (res) => orderJson(res.order!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -280,13 +285,14 @@ export const tradingRoutes = [
     summary: "The acting account's fills, newest first.",
     query: ListQuery.extend({ venue: VenueId.optional(), symbol: TradingSymbol.optional(), orderId: OrderId.optional() }),
     response: z.object({ fills: z.array(TradingFill), nextCursor: Nullable(z.string()) }).meta({ id: 'TradingFillList' }),
-    handler: rpc('trading', 'listFills', {
+    handler: {
+      rpc: 'trading.listFills',
       request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol, orderId: i.query.orderId, limit: i.query.limit, cursor: i.query.cursor }),
       response: (res) => ({
         fills: res.fills.map((f) => ({ ...f, side: f.side as 'buy' | 'sell', liquidity: f.liquidity as 'maker' | 'taker' })),
         nextCursor: res.nextCursor ?? null,
       }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -300,9 +306,10 @@ export const tradingRoutes = [
       depth: z.coerce.number().int().min(1).max(50).default(10).describe('Price levels per side (1–50; default 10).'),
     }),
     response: TradingBook,
-    handler: rpc('trading', 'getBook', {
+    handler: {
+      rpc: 'trading.getBook',
       request: (i) => ({ venue: i.query.venue, symbol: i.query.symbol, depth: i.query.depth }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -314,10 +321,11 @@ export const tradingRoutes = [
     body: VenueBody,
     response: TradingAccount,
     authority: true,
-    handler: rpc('trading', 'resetAccount', {
+    handler: {
+      rpc: 'trading.resetAccount',
       request: (i) => ({ venue: i.body.venue }),
       response: accountJson,
-    }),
+    },
   }),
   route({
     ...common,
@@ -326,10 +334,11 @@ export const tradingRoutes = [
     path: '/trading/limits',
     summary: "The trading limits of the acting account's agents (an agent sees its own).",
     response: z.object({ limits: z.array(TradingLimits) }).meta({ id: 'TradingLimitsList' }),
-    handler: rpc('trading', 'listLimits', {
+    handler: {
+      rpc: 'trading.listLimits',
       request: () => ({}),
       response: (res) => ({ limits: res.limits.map(limitsJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -342,7 +351,8 @@ export const tradingRoutes = [
     body: SetTradingLimitsBody,
     response: TradingLimits,
     authority: true,
-    handler: rpc('trading', 'setLimits', {
+    handler: {
+      rpc: 'trading.setLimits',
       request: (i) => ({
         agentId: i.params.agentId,
         maxNotionalPerOrder: i.body.maxNotionalPerOrder ?? undefined,
@@ -352,7 +362,7 @@ export const tradingRoutes = [
         paperOnly: i.body.paperOnly,
       }),
       response: (res) => limitsJson(res.limits!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -361,10 +371,11 @@ export const tradingRoutes = [
     path: '/trading/credentials',
     summary: "The acting account's venue credentials (masked; never the secret).",
     response: z.object({ credentials: z.array(VenueCredential) }).meta({ id: 'VenueCredentialList' }),
-    handler: rpc('trading', 'listCredentials', {
+    handler: {
+      rpc: 'trading.listCredentials',
       request: () => ({}),
       response: (res) => ({ credentials: res.credentials.map(credentialJson) }),
-    }),
+    },
   }),
   route({
     ...common,
@@ -377,10 +388,11 @@ export const tradingRoutes = [
     body: SetVenueCredentialsBody,
     response: VenueCredential,
     authority: true,
-    handler: rpc('trading', 'setCredentials', {
+    handler: {
+      rpc: 'trading.setCredentials',
       request: (i) => ({ venue: i.params.venue, keyId: i.body.keyId, secretKey: i.body.secretKey }),
       response: (res) => credentialJson(res.credential!),
-    }),
+    },
   }),
   route({
     ...common,
@@ -391,9 +403,10 @@ export const tradingRoutes = [
     params: z.object({ venue: VenueId }),
     response: Success,
     authority: true,
-    handler: rpc('trading', 'deleteCredentials', {
+    handler: {
+      rpc: 'trading.deleteCredentials',
       request: (i) => ({ venue: i.params.venue }),
       response: () => ({ success: true as const }),
-    }),
+    },
   }),
 ];
