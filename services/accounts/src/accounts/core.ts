@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 
-import { DisplayName } from '@svc/api';
+import { DisplayName } from '@svc/contract';
 import type { KeysClient } from '@svc/clients';
 import { type Bus, DomainError, enqueueEvent, type OutboxRelay, parseInput, type Principal, type Queryable } from '@svc/kit';
 

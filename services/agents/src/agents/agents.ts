@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/api';
+import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/contract';
 import type { AccountsClient, KeysClient } from '@svc/clients';
 import {
   actorOf,

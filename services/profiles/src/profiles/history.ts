@@ -1,4 +1,4 @@
-import type { ProfileDataInput } from '@svc/api';
+import type { ProfileDataInput } from '@svc/contract';
 import { DomainError } from '@svc/kit';
 
 /**
