@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 
 import { type GrpcServiceName, type ServiceName, visibleName } from '@svc/kit';
 

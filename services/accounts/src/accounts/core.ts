@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 
-import { DisplayName } from '@svc/contract';
 import type { KeysClient } from '@svc/clients';
+import { DisplayName } from '@svc/contract';
 import { type Bus, DomainError, enqueueEvent, type OutboxRelay, parseInput, type Principal, type Queryable } from '@svc/kit';
 
 import { DEFAULT_SETTINGS, type Settings, validateSettings } from '../settings.js';
