@@ -12,6 +12,11 @@ export const TRADING_TIMES_IN_FORCE = ['day', 'gtc', 'ioc', 'fok', 'opg', 'cls']
 export const TRADING_STATUSES = ['new', 'partially_filled', 'filled', 'cancelled', 'rejected', 'expired', 'held'] as const;
 export const TRADING_ORDER_CLASSES = ['simple', 'bracket', 'oco', 'oto'] as const;
 
+/** An order's side, type and time in force, as the API takes them and the trading service checks them. */
+export const TradingSide = z.enum(TRADING_SIDES);
+export const TradingOrderType = z.enum(TRADING_ORDER_TYPES);
+export const TradingTimeInForce = z.enum(TRADING_TIMES_IN_FORCE);
+
 /** A positive decimal, as a JSON string ("0.015") or number (0.015). Strings keep every digit. */
 export const DecimalInput = z
   .union([
@@ -46,8 +51,8 @@ export const ClientOrderId = z
 export const PlaceOrderFields = z.object({
   venue: VenueId.default('paper').describe('The venue (GET /trading/venues); `paper` by default.'),
   symbol: TradingSymbol,
-  side: z.enum(TRADING_SIDES).describe('buy or sell.'),
-  type: z.enum(TRADING_ORDER_TYPES).default('market').describe('How it trades: market (now, at the book’s prices), limit, stop or stop_limit.'),
+  side: TradingSide.describe('buy or sell.'),
+  type: TradingOrderType.default('market').describe('How it trades: market (now, at the book’s prices), limit, stop or stop_limit.'),
   qty: DecimalInput.optional().describe(
     'Quantity in the base asset, a multiple of the lot size (0.000001 on the paper venue: fractional shares too). Give exactly one of qty and notional.',
   ),
@@ -56,10 +61,9 @@ export const PlaceOrderFields = z.object({
   ),
   price: DecimalInput.optional().describe('Limit price (limit and stop_limit), a multiple of the tick size.'),
   stopPrice: DecimalInput.optional().describe('Trigger price (stop and stop_limit).'),
-  timeInForce: z
-    .enum(TRADING_TIMES_IN_FORCE)
-    .default('gtc')
-    .describe('How long it stays: gtc (until cancelled), day, ioc, fok, or opg/cls (the opening or closing auction).'),
+  timeInForce: TradingTimeInForce.default('gtc').describe(
+    'How long it stays: gtc (until cancelled), day, ioc, fok, or opg/cls (the opening or closing auction).',
+  ),
   clientOrderId: ClientOrderId.optional().describe(
     'Your id for the order, unique per account and venue: a retry with the same id and order answers the original order; with another order, 409.',
   ),
