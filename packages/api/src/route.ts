@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 
-import { type GrpcServiceName, type ServiceName, visibleName } from '@svc/kit';
+import { type ErrorCode, type GrpcServiceName, type ServiceName, visibleName } from '@svc/kit';
 
 import type { RpcDeclaration, RpcTarget } from './rpc.js';
 
@@ -169,6 +169,12 @@ export interface Route {
    * own body, as GET /ready's 503 does); the tests' contract check (test/support/contract.ts) refuses any status not declared.
    */
   statuses?: Record<number, string | { description: string; body: 'response' }>;
+  /**
+   * The error codes of its own the operation may answer (the registry's, packages/kit/src/error-codes.ts),
+   * beyond those every operation of its kind answers (openapi/errors.ts): OpenAPI lists them per
+   * status (`x-svc-error-codes`), and the tests' contract check refuses an error code not listed.
+   */
+  errors?: ErrorCode[];
   /**
    * What the operation does to what is there (docs/architecture.md, "Effects"): `reads` (changes
    * nothing), `creates` (adds; nothing there changes), `updates` (changes in place; nothing is lost),
