@@ -25,15 +25,22 @@ describe('the contract check', () => {
     expect(operationFor('GET', '/hosts/hst_x')?.id).toBe('hosts.get');
   });
 
-  test('refuses a status the operation does not declare, and a body its schema does not allow', () => {
+  test('refuses a status the operation does not declare, a body its schema does not allow, a code it does not list', () => {
     expect(contractProblem({ method: 'GET', path: '/me', status: 418, contentType: json, text: '{}' })).toMatch(
       /^GET \/me \(me\.get\) answered 418, which the operation does not declare \(declared: 200, /,
     );
-    const error = (extra: object) => JSON.stringify({ error: { code: 'x', message: 'm', requestId: 'r', ...extra } });
+    const error = (extra: object) => JSON.stringify({ error: { code: 'invalid_api_key', message: 'm', requestId: 'r', ...extra } });
     expect(contractProblem({ method: 'GET', path: '/me', status: 401, contentType: json, text: error({}) })).toBeNull();
     expect(contractProblem({ method: 'GET', path: '/me', status: 401, contentType: json, text: error({ details: { etag: '"a"' } }) })).toBeNull();
     expect(contractProblem({ method: 'GET', path: '/me', status: 401, contentType: json, text: error({ stack: 'at x' }) })).toMatch(
       /401: the body does not match its schema at \/error .*additional properties/,
+    );
+    // An error code the answer's status does not list (`x-svc-error-codes`), or that no operation answers.
+    expect(contractProblem({ method: 'GET', path: '/me', status: 401, contentType: json, text: error({ code: 'thread_busy' }) })).toMatch(
+      /^GET \/me \(me\.get\) answered 401 thread_busy, a code the operation does not list \(listed: invalid_api_key, /,
+    );
+    expect(contractProblem({ method: 'GET', path: '/me', status: 401, contentType: json, text: error({ code: 'x' }) })).toMatch(
+      /answered 401 x, a code/,
     );
     // Not JSON (a stream, content): the status is checked, the bytes are not.
     expect(contractProblem({ method: 'GET', path: '/me', status: 200, contentType: 'text/event-stream' })).toBeNull();

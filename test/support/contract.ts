@@ -14,14 +14,17 @@ import { buildOpenApi, routes } from '@svc/api';
  * answer's status must be one its operation declares, and a JSON body must validate against the
  * schema declared for that status (OpenAPI 3.1: JSON Schema 2020-12). Server-sent events and file
  * content are not JSON: their status is checked, not their bytes. Paths outside the document
- * (WebDAV, Git, MCP, the sites front, unknown paths) are not checked.
+ * (WebDAV, Git, MCP, the sites front, unknown paths) are not checked. An error answer's
+ * `error.code` must be one its response lists (`x-svc-error-codes`: the codes of the operation's
+ * kind and its route's `errors`), as its status must be one the operation declares.
  *
  * Cheap per suite: the document is built once per build of packages/api (cached in the temp
  * directory under a hash of its dist/), each suite reads it and compiles only the schemas of the
  * answers it gets, when it first gets them.
  *
  * SVC_CONTRACT_CHECK: `fail` (default) fails the test that received a mismatch, `report` only logs
- * it, `off` checks nothing.
+ * it, `off` checks nothing. SVC_CONTRACT_CODES_FILE: a file that each error code answered but not
+ * listed is appended to as a line of JSON (`{"id","status","code"}`), to collect a route's `errors`.
  */
 export const CONTRACT_MODE = (process.env.SVC_CONTRACT_CHECK ?? 'fail') as 'fail' | 'report' | 'off';
 
@@ -32,7 +35,7 @@ interface Operation {
   re: RegExp;
   /** Literal segments first, for precedence (`/drive/upload` before `/drive/{id}`). */
   rank: string;
-  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }>; 'x-svc-error-codes'?: string[] }>;
 }
 
 let operations: Operation[] | undefined;
@@ -147,11 +150,22 @@ export function contractProblem(a: Observed): string | null {
   } catch {
     return `${where} ${status}: the body is not JSON: ${a.text.slice(0, 200)}`;
   }
-  if (v(body)) return null;
+  if (v(body)) return unlistedCode(op, status, body, where, a.text);
   const e = v.errors![0]!;
   return `${where} ${status}: the body does not match its schema at ${e.instancePath || '/'} (${e.schemaPath}): ${e.message}${
     e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''
   }; body: ${a.text.slice(0, 300)}`;
+}
+
+/** An error answer (the Error body, not the operation's own) whose code its response does not list. */
+function unlistedCode(op: Operation, status: string, body: unknown, where: string, text: string): string | null {
+  const response = op.responses[status]!;
+  if (!response.content?.['application/json']?.schema?.$ref?.endsWith('/Error')) return null;
+  const code = (body as { error: { code: string } }).error.code;
+  const listed = response['x-svc-error-codes'] ?? [];
+  if (listed.includes(code)) return null;
+  if (process.env.SVC_CONTRACT_CODES_FILE) fs.appendFileSync(process.env.SVC_CONTRACT_CODES_FILE, `${JSON.stringify({ id: op.id, status, code })}\n`);
+  return `${where} answered ${status} ${code}, a code the operation does not list (listed: ${listed.join(', ') || 'none'}): ${text.slice(0, 300)}`;
 }
 
 // The hook: every fetch to a registered stack is checked -------------------------------------------------

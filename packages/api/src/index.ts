@@ -54,12 +54,7 @@ export * from './routes/models/credits.js';
 export * from './routes/models/models.js';
 export { tradingEventJson } from './routes/trading/trading.js';
 export * from './rpc.js';
-export * from './schemas/accounts.js';
-export * from './schemas/agents.js';
-export * from './schemas/models.js';
-export * from './schemas/profiles.js';
-export * from './schemas/trading.js';
-export * from './schemas/trading-market.js';
+export * from '@svc/contract';
 
 /** Every operation of the public API, in matching order (static paths before parameters). */
 export const routes: Route[] = [

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 
+import { errorCodes } from './openapi/errors.js';
 import { SchemaCollector } from './openapi/schemas.js';
 import { effectOf, ErrorBody, type Route } from './route.js';
 
@@ -130,9 +131,16 @@ function contentBody(r: Route, schemas: SchemaCollector): Record<string, unknown
 
 function operation(r: Route, schemas: SchemaCollector): Record<string, unknown> {
   const responses: Record<string, unknown> = successes(r, schemas);
-  for (const [code, description] of Object.entries(errorStatuses(r))) {
-    if (responses[code]) continue; // declared with the operation's own body
-    responses[code] = { description, content: { 'application/json': { schema: schemas.schema(ErrorBody, 'output') } } };
+  const errors = errorStatuses(r);
+  const codes = errorCodes(r, Object.keys(errors), takesIdempotencyKey(r));
+  for (const [status, description] of Object.entries(errors)) {
+    if (responses[status]) continue; // declared with the operation's own body
+    responses[status] = {
+      description,
+      content: { 'application/json': { schema: schemas.schema(ErrorBody, 'output') } },
+      // The codes this answer may carry (the registry's, packages/kit/src/error-codes.ts).
+      ...(codes[status] ? { 'x-svc-error-codes': codes[status] } : {}),
+    };
   }
   const op: Record<string, unknown> = {
     operationId: r.id,
@@ -179,7 +187,8 @@ export function buildOpenApi(routes: Route[], info: { version: string; serverUrl
     info: {
       title: 'svc API',
       version: info.version,
-      description: 'Every path also works with a `/v1` prefix. Errors: `{"error": {"code", "message", "requestId"}}`.',
+      description:
+        'Every path also works with a `/v1` prefix. Errors: `{"error": {"code", "message", "requestId"}}`; each error response lists the codes it may carry (`x-svc-error-codes`).',
     },
     servers: [{ url: info.serverUrl ?? '/' }],
     security: [{ bearer: [] }],

@@ -7,6 +7,7 @@ import ts from 'typescript';
 import { z } from 'zod';
 
 import { buildOpenApi, ErrorBody, type Route, routes } from '@svc/api';
+import { ERROR_CODES, type ErrorCode, statusesOf } from '@svc/kit';
 
 type Json = any;
 
@@ -111,6 +112,28 @@ describe('the OpenAPI document of the route table', () => {
         expect([op.operationId, code, res.content['application/json'].schema]).toEqual([op.operationId, code, expected]);
       }
     }
+  });
+
+  test('every error answer lists its codes, each registered with that status, and a route lists its own', () => {
+    const wrong: string[] = [];
+    for (const { op } of operations(doc)) {
+      for (const [status, res] of Object.entries(op.responses as Record<string, Json>)) {
+        for (const code of (res['x-svc-error-codes'] ?? []) as ErrorCode[]) {
+          if (!ERROR_CODES[code] || !statusesOf(code).includes(Number(status))) wrong.push(`${op.operationId} ${status} ${code}`);
+        }
+      }
+      const route = routes.find((r) => r.id === op.operationId)!;
+      for (const code of route.errors ?? []) {
+        if (!statusesOf(code).some((s) => op.responses[s]?.['x-svc-error-codes']?.includes(code))) wrong.push(`${op.operationId} misses ${code}`);
+      }
+      if (route.handler.kind !== 'unimplemented' && !route.statuses?.[503]) {
+        expect([op.operationId, op.responses['503']['x-svc-error-codes']]).toEqual([
+          op.operationId,
+          expect.arrayContaining(['database_unavailable']),
+        ]);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 
   test('one operation per route, operationIds unique, every path parameter declared once', () => {
@@ -281,6 +304,9 @@ describe('buildOpenApi on small route tables', () => {
         { version: '1' },
       ),
     ).toThrow(/operationId same is used twice/);
+    expect(() => buildOpenApi([op({ id: 'c', method: 'get', path: '/c', response: ErrorBody, errors: ['thread_busy'] })], { version: '1' })).toThrow(
+      /c lists thread_busy \(409\), a status it does not declare/,
+    );
     const Anon: z.ZodType = z.object({
       get next() {
         return Anon.optional();

@@ -1,5 +1,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 
+import type { ErrorCode } from './error-codes.js';
+
 /**
  * The one table that maps an error kind to its gRPC status and its HTTP status.
  * Services throw DomainError with a kind and a stable snake_case code; the gRPC layer sends the
@@ -47,7 +49,7 @@ export class DomainError extends Error {
   override name = 'DomainError';
   constructor(
     readonly kind: ErrorKind,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly details?: Record<string, unknown>,
     options?: { cause?: unknown },
@@ -61,7 +63,7 @@ export class DomainError extends Error {
 }
 
 export const notFound = (what: string) => new DomainError('not_found', 'not_found', `${what} was not found.`);
-export const invalid = (message: string, code = 'invalid_request') => new DomainError('invalid_argument', code, message);
+export const invalid = (message: string, code: ErrorCode = 'invalid_request') => new DomainError('invalid_argument', code, message);
 
 export function isErrorKind(value: unknown): value is ErrorKind {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_KINDS, value);

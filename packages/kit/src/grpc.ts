@@ -3,6 +3,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 
+import type { ErrorCode } from './error-codes.js';
 import { DomainError, ERROR_KINDS, isErrorKind } from './errors.js';
 import { MAX_REQUEST_BYTES } from './in-process.js';
 import type { Logger } from './log.js';
@@ -415,7 +416,8 @@ function fromStatus(
   if (isErrorKind(kind) && typeof code === 'string') {
     const raw = get('svc-error-details-bin');
     const extra = Buffer.isBuffer(raw) ? (JSON.parse(raw.toString()) as Record<string, unknown>) : undefined;
-    return new DomainError(kind, code, details, extra, { cause });
+    // A code another service of the platform sent: one of the registry's (error-codes.ts).
+    return new DomainError(kind, code as ErrorCode, details, extra, { cause });
   }
   const short = serviceName.split('.').slice(-1)[0];
   switch (status) {

@@ -5,6 +5,7 @@ export * from './catalogue.js';
 export * from './concurrency.js';
 export * from './config.js';
 export * from './envelope.js';
+export * from './error-codes.js';
 export * from './errors.js';
 export * from './etags.js';
 export * from './grpc.js';

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 
+import type { ErrorCode } from './error-codes.js';
 import { DomainError } from './errors.js';
 
 const KINDS: Record<string, string> = {
@@ -45,7 +46,7 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
  * Parses input with a schema; a failure is a 400 (`invalid_argument`) whose message names the
  * field (`body.name: a string is required.`), prefixed with `where` when given.
  */
-export function parseInput<T extends z.ZodType>(schema: T, value: unknown, options: { where?: string; code?: string } = {}): z.infer<T> {
+export function parseInput<T extends z.ZodType>(schema: T, value: unknown, options: { where?: string; code?: ErrorCode } = {}): z.infer<T> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;

@@ -5,6 +5,7 @@ import {
   API_KEY_RE,
   type Cache,
   DomainError,
+  type ErrorCode,
   hashSecret,
   HOST_CREDENTIAL_RE,
   keyPrefix,
@@ -99,7 +100,7 @@ const VERIFIED_TTL_MS = 60_000;
 /** How long an x-svc-account membership answer is trusted. */
 const ACTING_TTL_MS = 30_000;
 
-const unauthenticated = (code: string, message: string) => new DomainError('unauthenticated', code, message);
+const unauthenticated = (code: ErrorCode, message: string) => new DomainError('unauthenticated', code, message);
 const otherResource = () => unauthenticated('invalid_token', 'This access token was issued for another resource.');
 
 /**

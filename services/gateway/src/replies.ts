@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 
-import type { DomainError } from '@svc/kit';
+import type { DomainError, ErrorCode } from '@svc/kit';
 
 /**
  * Writes a JSON text as the answer, straight to node's response. Express's res.json/res.send
@@ -34,7 +34,7 @@ export function sendReply(res: Response, status: number, headers: Record<string,
 }
 
 /** The contract's error body: {"error": {"code", "message", "requestId"}}. */
-export function sendError(req: Request, res: Response, status: number, code: string, message: string, extra?: object): void {
+export function sendError(req: Request, res: Response, status: number, code: ErrorCode, message: string, extra?: object): void {
   if (res.headersSent) return;
   sendJson(res, status, { error: { code, message, requestId: req.requestId, ...extra } });
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { Email } from '@svc/api';
+import { Email } from '@svc/contract';
 import { DomainError, generateApiKey, hashSecret, keyPrefix, newId, type Principal } from '@svc/kit';
 
 import { ACCOUNT_ID_RE, actorOf, canChangeAuthority, requireAccountWide, requireAuthority, type Standing } from './access.js';

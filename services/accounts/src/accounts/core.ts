@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 
-import { DisplayName } from '@svc/api';
 import type { KeysClient } from '@svc/clients';
-import { type Bus, DomainError, enqueueEvent, type OutboxRelay, parseInput, type Principal, type Queryable } from '@svc/kit';
+import { DisplayName } from '@svc/contract';
+import { type Bus, DomainError, enqueueEvent, type ErrorCode, type OutboxRelay, parseInput, type Principal, type Queryable } from '@svc/kit';
 
 import { DEFAULT_SETTINGS, type Settings, validateSettings } from '../settings.js';
 import { ACCOUNT_ID_RE, accountNotFound, type Standing } from './access.js';
@@ -35,7 +35,7 @@ export interface Page {
 
 export const Name = DisplayName;
 
-export function parse<T extends z.ZodType>(schema: T, value: unknown, code = 'invalid_request'): z.infer<T> {
+export function parse<T extends z.ZodType>(schema: T, value: unknown, code: ErrorCode = 'invalid_request'): z.infer<T> {
   return parseInput(schema, value, { code });
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { GrantScope, GrantVerb } from '@svc/api';
+import { GrantScope, GrantVerb } from '@svc/contract';
 import { DomainError, newId, type Principal } from '@svc/kit';
 
 import {

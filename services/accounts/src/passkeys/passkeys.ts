@@ -9,7 +9,7 @@ import {
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
 
-import { DomainError, type Principal } from '@svc/kit';
+import { DomainError, type ErrorCode, type Principal } from '@svc/kit';
 
 import { ACCOUNT_ID_RE } from '../accounts/access.js';
 import { AccountsCore, type AccountsDeps, Name, parse, parseJson } from '../accounts/core.js';
@@ -35,7 +35,7 @@ const MAX_RESPONSE_BYTES = 32 * 1024;
 
 const internalOnly = () => new DomainError('forbidden', 'internal_only', 'This call is for platform services only.');
 const invalid = (message: string) => new DomainError('invalid_argument', 'invalid_request', message);
-const refused = (code: string, message: string) => new DomainError('unauthenticated', code, message);
+const refused = (code: ErrorCode, message: string) => new DomainError('unauthenticated', code, message);
 const spent = () => refused('passkey_challenge_spent', 'This passkey request has expired or was used already: start again.');
 
 export interface PasskeyParty {

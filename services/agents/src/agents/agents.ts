@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
-import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/api';
 import type { AccountsClient, KeysClient } from '@svc/clients';
+import { AgentDescription, AgentInstructions, AgentModel, AgentName, ProjectId } from '@svc/contract';
 import {
   actorOf,
   DomainError,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 
+import { ClientMessageId, ThreadMessageMode } from '@svc/contract';
 import { type Actor, actorOf, type Bus, DomainError, newId, parseInput, type Principal, type Queryable, type Sql, visibleName } from '@svc/kit';
 
 import type { AgentRow, AgentStore } from '../agents/store.js';
@@ -45,9 +46,6 @@ const Metadata = z
     return z.NEVER;
   })
   .refine((v) => Buffer.byteLength(JSON.stringify(v)) <= MAX_METADATA_BYTES, `must be at most ${MAX_METADATA_BYTES} bytes of JSON`);
-const Mode = z.enum(['boundary', 'interrupt', 'enqueue', 'reject', 'rollback'], {
-  error: 'must be boundary, interrupt, enqueue, reject or rollback',
-});
 
 export function producerOf(p: Principal): Producer {
   const a: Actor = actorOf(p);
@@ -243,7 +241,7 @@ export class ThreadsDomain {
 
   async inject(p: Principal, id: string, input: { content: string; mode?: string; clientMessageId?: string }): Promise<InjectResult> {
     checkMessage(input.content);
-    const mode = parseInput(Mode, input.mode || 'boundary', { where: 'mode' }) as InjectMode;
+    const mode = parseInput(ThreadMessageMode, input.mode || 'boundary', { where: 'mode' }) as InjectMode;
     const clientId = input.clientMessageId === undefined ? null : parseInput(ClientMessageId, input.clientMessageId, { where: 'clientMessageId' });
     await this.get(p, id);
     const producer = producerOf(p);
@@ -455,12 +453,6 @@ export class ThreadsDomain {
     if (runId) await (await this.deps.bus()).enqueue(RUN_QUEUE, runId, { runId });
   }
 }
-
-const ClientMessageId = z
-  .string()
-  .min(1, 'must not be empty')
-  .max(100, 'must be at most 100 characters')
-  .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 export function checkMessage(content: string): void {
   if (typeof content !== 'string' || !content.trim()) throw new DomainError('invalid_argument', 'invalid_request', 'content: must not be empty.');

@@ -1,4 +1,5 @@
-import { DomainError, nameProblem, normalizeName } from '@svc/kit';
+import { DriveName, MAX_DRIVE_NAME_BYTES } from '@svc/contract';
+import { DomainError, parseInput } from '@svc/kit';
 
 import type { ItemRow } from './store.js';
 
@@ -7,29 +8,11 @@ export function etagOf(r: Pick<ItemRow, 'id' | 'kind' | 'sha256' | 'version'>): 
   return r.kind === 'file' ? `"${r.sha256}"` : `"${r.id}.${r.version}"`;
 }
 
-export const MAX_NAME_BYTES = 255;
+export const MAX_NAME_BYTES = MAX_DRIVE_NAME_BYTES;
 
-/**
- * A file or folder name, in NFC: not empty, no `/`, no control, bidirectional or invisible format
- * characters (packages/kit/src/names.ts), at most 255 bytes.
- */
+/** A file or folder name, in NFC, as the shared schema says (@svc/contract DriveName): 400 `invalid_name` otherwise. */
 export function validName(given: string | undefined): string {
-  const name = given === undefined ? undefined : normalizeName(given);
-  if (name === undefined || name.trim() === '') {
-    throw new DomainError('invalid_argument', 'invalid_name', 'A name is required.');
-  }
-  if (name === '.' || name === '..') {
-    throw new DomainError('invalid_argument', 'invalid_name', 'A name cannot be "." or "..".');
-  }
-  if (/[/\u0000-\u001f\u007f]/.test(name)) {
-    throw new DomainError('invalid_argument', 'invalid_name', 'A name cannot contain "/" or control characters.');
-  }
-  const problem = nameProblem(name);
-  if (problem) throw new DomainError('invalid_argument', 'invalid_name', `A name ${problem}.`);
-  if (Buffer.byteLength(name, 'utf8') > MAX_NAME_BYTES) {
-    throw new DomainError('invalid_argument', 'invalid_name', `A name is at most ${MAX_NAME_BYTES} bytes (UTF-8).`);
-  }
-  return name;
+  return parseInput(DriveName, given ?? '', { code: 'invalid_name' });
 }
 
 const TYPES: Record<string, string> = {

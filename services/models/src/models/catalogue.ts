@@ -3,7 +3,7 @@ import path from 'node:path';
 
 import { z } from 'zod';
 
-import { CatalogueSlug, ModalitySchema, UseCaseSchema } from '@svc/api';
+import { CatalogueSlug, ModalitySchema, UseCaseSchema } from '@svc/contract';
 import { describeIssue } from '@svc/kit';
 
 /**

@@ -1,4 +1,4 @@
-import { USE_CASES, type UseCase } from '@svc/api';
+import { USE_CASES, type UseCase } from '@svc/contract';
 import { DomainError, type Principal } from '@svc/kit';
 
 import type { ModelsSettings } from '../settings.js';

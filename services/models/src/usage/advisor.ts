@@ -1,4 +1,4 @@
-import { USE_CASES } from '@svc/api';
+import { USE_CASES } from '@svc/contract';
 import { DomainError, invalid, type Principal } from '@svc/kit';
 
 import { costOf, fromUnits, toUnits } from '../inference/cost.js';

@@ -1,4 +1,4 @@
-import { PROFILE_LIMITS } from '@svc/api';
+import { PROFILE_LIMITS } from '@svc/contract';
 import { DomainError, nameProblem, newId, normalizeName, type Principal } from '@svc/kit';
 
 import type { ProfileCore } from './core.js';

@@ -1,4 +1,4 @@
-import { ProfileMessage } from '@svc/api';
+import { ProfileMessage } from '@svc/contract';
 import { newId, type Principal } from '@svc/kit';
 
 import { EMPTY_WORKING, type ProfileCore, versionNotFound } from './core.js';

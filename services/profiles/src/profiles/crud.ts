@@ -1,4 +1,4 @@
-import { CreateProfileBody, PatchProfileBody, PROFILE_LIMITS, type ProfileDataInput, ProjectId } from '@svc/api';
+import { CreateProfileBody, PatchProfileBody, PROFILE_LIMITS, type ProfileDataInput, ProjectId } from '@svc/contract';
 import { DomainError, enqueueEvent, newId, type Principal, type Queryable } from '@svc/kit';
 
 import { EMPTY_WORKING, type Loaded, type ProfileCore, profileNotFound, scopeOf } from './core.js';

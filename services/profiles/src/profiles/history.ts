@@ -1,5 +1,5 @@
-import type { ProfileDataInput } from '@svc/api';
-import { DomainError } from '@svc/kit';
+import type { ProfileDataInput } from '@svc/contract';
+import { DomainError, type ErrorCode } from '@svc/kit';
 
 /**
  * The rules that keep a profile's history true, as pure functions over its versions and
@@ -43,7 +43,7 @@ export interface Change {
   currentBranchId: string;
 }
 
-export const unprocessable = (code: string, message: string) => new DomainError('unprocessable', code, message);
+export const unprocessable = (code: ErrorCode, message: string) => new DomainError('unprocessable', code, message);
 
 /**
  * Turns a PATCH's profileData into a Change. Arrays are replaced as sent, but a committed

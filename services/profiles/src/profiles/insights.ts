@@ -1,4 +1,4 @@
-import { PROFILE_LIMITS, ProfileBranchName, ProfileMessage } from '@svc/api';
+import { PROFILE_LIMITS, ProfileBranchName, ProfileMessage } from '@svc/contract';
 import { DomainError, newId, type Principal } from '@svc/kit';
 
 import { type ProfileCore, scopeOf, versionNotFound } from './core.js';

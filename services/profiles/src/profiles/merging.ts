@@ -1,4 +1,4 @@
-import { MergeProfileBody } from '@svc/api';
+import { MergeProfileBody } from '@svc/contract';
 import { DomainError, newId, type Principal } from '@svc/kit';
 
 import type { ProfileCore } from './core.js';

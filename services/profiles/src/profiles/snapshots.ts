@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import { MAX_JSON_DEPTH } from '@svc/api';
+import { MAX_JSON_DEPTH } from '@svc/contract';
 import { DomainError } from '@svc/kit';
 
 /** The item arrays of a snapshot (and of the working changes), merged and diffed by item id. */
@@ -262,7 +262,7 @@ export class ParsedCache {
 
 // Items ------------------------------------------------------------------------------------------
 
-/** How deeply a profile's JSON may nest: the platform's limit (MAX_JSON_DEPTH, @svc/api). */
+/** How deeply a profile's JSON may nest: the platform's limit (MAX_JSON_DEPTH, @svc/contract). */
 export const MAX_DEPTH = MAX_JSON_DEPTH;
 
 const tooDeep = () =>

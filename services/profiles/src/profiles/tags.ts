@@ -1,4 +1,4 @@
-import { PROFILE_LIMITS } from '@svc/api';
+import { PROFILE_LIMITS } from '@svc/contract';
 import { DomainError, type Principal } from '@svc/kit';
 
 import { type ProfileCore, scopeOf, versionNotFound } from './core.js';

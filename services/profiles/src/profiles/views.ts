@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import { ProfileRefId } from '@svc/api';
+import { ProfileRefId } from '@svc/contract';
 import { DomainError } from '@svc/kit';
 
 import type { BranchState, VersionMeta } from './history.js';

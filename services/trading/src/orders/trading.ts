@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 
-import { actorOf, DomainError, invalid, notFound, type Principal, randomHex, requireAuthority, type Sql } from '@svc/kit';
+import { ClientOrderId, TradingOrderType, TradingSide, TradingTimeInForce } from '@svc/contract';
+import { actorOf, DomainError, invalid, notFound, parseInput, type Principal, randomHex, requireAuthority, type Sql } from '@svc/kit';
 
 import { ALPACA, type AlpacaVenue, notionalUnits } from '../alpaca/venue.js';
 import { ORDER_TYPES, type OrderType, type Side, type TimeInForce, TIMES_IN_FORCE } from '../engine/book.js';
@@ -53,7 +54,6 @@ export interface VenueInfo {
   reset: boolean;
 }
 
-const CLIENT_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 const bad = (message: string) => invalid(message);
 
 /** A decimal without trailing zeros, for comparing two requests of the same order. */
@@ -127,12 +127,10 @@ export class Trading {
     replacing?: string,
   ): Promise<{ row: OrderRow; replayed: boolean; replaced?: OrderRow; legs?: OrderRow[] }> {
     const venue = this.venue(req.venue);
-    const side = req.side as Side;
-    const type = req.type as OrderType;
-    if (side !== 'buy' && side !== 'sell') throw bad('side: must be "buy" or "sell".');
-    if (!ORDER_TYPES.includes(type)) throw bad(`type: must be one of ${ORDER_TYPES.join(', ')}.`);
-    const tif = (req.timeInForce ?? 'gtc') as TimeInForce;
-    if (!TIMES_IN_FORCE.includes(tif)) throw bad(`timeInForce: must be one of ${TIMES_IN_FORCE.join(', ')}.`);
+    // The shared schemas (@svc/contract) the gateway validated the request with, checked again here.
+    const side: Side = parseInput(TradingSide, req.side, { where: 'side' });
+    const type: OrderType = parseInput(TradingOrderType, req.type, { where: 'type' });
+    const tif: TimeInForce = parseInput(TradingTimeInForce, req.timeInForce ?? 'gtc', { where: 'timeInForce' });
     const { qty, notional } = sizeOf(req, type, tif);
     const linked = linkedOf(req, type, tif);
     if (tif === 'opg' || tif === 'cls') {
@@ -159,8 +157,7 @@ export class Trading {
       if (s === null) throw bad(`${field}: must be a positive decimal number.`);
       if (s <= 0n) throw bad(`${field}: must be positive.`);
     }
-    const clientOrderId = req.clientOrderId ?? `svc-${randomHex(12)}`;
-    if (!CLIENT_ID.test(clientOrderId)) throw bad('clientOrderId: must be 1 to 64 letters, digits, or _ . : -');
+    const clientOrderId = parseInput(ClientOrderId, req.clientOrderId ?? `svc-${randomHex(12)}`, { where: 'clientOrderId' });
     // A notional order's amount is part of what it is (appended, so that a quantity order's hash is what it always was).
     const hashed: unknown[] = [venue.id, req.symbol, side, type, tif, canon(qty), canon(price), canon(stopPrice)];
     if (notional !== undefined) hashed.push({ notional: canon(notional) });

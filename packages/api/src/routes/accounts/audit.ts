@@ -36,6 +36,7 @@ export const auditRoutes = [
     method: 'get',
     path: '/accounts/:id/audit',
     summary: "The account's audit trail, newest first: every authority change and who made it (owners and admins).",
+    errors: ['account_not_found'],
     tag: 'accounts',
     params: AccountParams,
     query: ListQuery.extend({

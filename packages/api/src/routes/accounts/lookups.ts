@@ -56,6 +56,7 @@ export const lookupRoutes = [
     method: 'get',
     path: '/accounts/:id/members/:memberId',
     summary: 'One member of the account and its role (404 member_not_found for anyone else).',
+    errors: ['account_not_found', 'member_not_found'],
     params: z.object({ id: AccountId, memberId: AccountId }),
     response: Member,
     handler: {
@@ -70,6 +71,7 @@ export const lookupRoutes = [
     method: 'get',
     path: '/accounts/:id/audit/:eventId',
     summary: 'One event of the account’s audit trail (owners and admins).',
+    errors: ['account_not_found', 'audit_event_not_found', 'insufficient_role'],
     params: z.object({ id: AccountId, eventId: prefixedId('evt', 'an event id') }),
     response: AuditEvent,
     handler: {
@@ -84,6 +86,7 @@ export const lookupRoutes = [
     method: 'get',
     path: '/hosts/:hostId',
     summary: 'One paired host: its name, credential prefix, who paired it, when it was last seen.',
+    errors: ['host_not_found'],
     params: z.object({ hostId: HostId }),
     response: Host,
     handler: { rpc: 'accounts.getHost', request: (i) => ({ hostId: i.params.hostId }), response: (res) => hostJson(res.host!) },
@@ -95,6 +98,7 @@ export const lookupRoutes = [
     effect: 'updates',
     path: '/hosts/:hostId',
     summary: 'Rename a paired host (owners and admins of its account).',
+    errors: ['host_not_found', 'insufficient_role'],
     params: z.object({ hostId: HostId }),
     body: z.object({ name: Name }).strict().meta({ id: 'RenameHostRequest' }),
     response: Host,

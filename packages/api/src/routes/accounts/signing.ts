@@ -60,6 +60,7 @@ export const signingRoutes = [
     method: 'get',
     path: '/accounts/:id/signing-key',
     summary: "The account's current Ed25519 public key (JWK) and the retired keys that still verify.",
+    errors: ['account_not_found'],
     tag: 'signing',
     params: AccountParams,
     response: SigningKey,
@@ -78,6 +79,7 @@ export const signingRoutes = [
     effect: 'overwrites',
     path: '/accounts/:id/signing-key/rotate',
     summary: 'Make a new current signing key; the old public key verifies for the grace period.',
+    errors: ['account_not_found'],
     tag: 'signing',
     params: AccountParams,
     query: z.object({
@@ -105,6 +107,7 @@ export const signingRoutes = [
     effect: 'creates',
     path: '/accounts/:id/signatures',
     summary: "Sign a JSON payload with the account's current key: a compact JWS (EdDSA, kid in the header).",
+    errors: ['account_not_found'],
     tag: 'signing',
     params: AccountParams,
     body: SignBody,
@@ -124,6 +127,7 @@ export const signingRoutes = [
     effect: 'reads',
     path: '/accounts/:id/signatures/verify',
     summary: "Verify a signature with the account's current key or a retired one inside its grace period.",
+    errors: ['account_not_found'],
     tag: 'signing',
     params: AccountParams,
     body: z

@@ -54,6 +54,7 @@ export const agentOpsRoutes = [
     path: '/agents/:id/restore',
     summary:
       'Undo the deletion of an agent deleted in the last 30 days: its definition and threads come back, its keys stay revoked (a live agent: no change).',
+    errors: ['agent_not_found'],
     params,
     response: Agent,
     handler: { rpc: 'agents.restoreAgent', request: (i) => ({ id: i.params.id }), response: (res) => agentJson(res.agent!) },
@@ -65,6 +66,7 @@ export const agentOpsRoutes = [
     effect: 'creates',
     path: '/default-agents/:agentId',
     summary: 'Add an agent of the account at the end of its default agents (already there: no change; at most 20).',
+    errors: ['agent_not_found'],
     params: z.object({ agentId: AgentId }),
     response: DefaultAgents,
     handler: { rpc: 'agents.addDefaultAgent', request: (i) => ({ agentId: i.params.agentId }), response: defaults },
@@ -75,6 +77,7 @@ export const agentOpsRoutes = [
     method: 'delete',
     path: '/default-agents/:agentId',
     summary: 'Take an agent out of the account’s default agents (not there: no change).',
+    errors: ['agent_not_found'],
     params: z.object({ agentId: AgentId }),
     response: DefaultAgents,
     handler: { rpc: 'agents.removeDefaultAgent', request: (i) => ({ agentId: i.params.agentId }), response: defaults },
@@ -86,6 +89,7 @@ export const agentOpsRoutes = [
     effect: 'creates',
     path: '/agents/:id/clone',
     summary: 'A new agent like this one (name, description, model, instructions, project; its tools and limits when a person asks through the API).',
+    errors: ['agent_not_found'],
     params,
     body: z
       .object({ name: z.string().trim().min(1).max(100).optional().describe('The copy’s name; the source’s with " (copy)" when absent.') })
@@ -110,6 +114,7 @@ export const agentOpsRoutes = [
     method: 'get',
     path: '/agents/:id/export',
     summary: 'The agent’s portable definition: the body of POST /agents that makes one like it (in this account or another).',
+    errors: ['agent_not_found'],
     params,
     response: z
       .object({
@@ -138,6 +143,7 @@ export const agentOpsRoutes = [
     method: 'get',
     path: '/agents/:id/runs',
     summary: 'The agent’s runs across its threads, newest first.',
+    errors: ['agent_not_found'],
     params,
     query: ListQuery.extend({
       status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']).optional().describe('Only runs in this state.'),
@@ -155,6 +161,7 @@ export const agentOpsRoutes = [
     method: 'get',
     path: '/agents/:id/usage',
     summary: 'What the agent did and cost: runs by outcome, threads, tokens, cost, tool calls and errors (since a date, or all time).',
+    errors: ['agent_not_found'],
     params,
     query: z.object({ since: z.iso.datetime({ offset: true }).optional().describe('ISO 8601: only runs from then on.') }),
     response: z
@@ -194,6 +201,7 @@ export const agentOpsRoutes = [
     method: 'get',
     path: '/agents/:id/tool-calls',
     summary: 'The tool calls the agent made across its threads, newest first: what it did, with arguments and results.',
+    errors: ['agent_not_found'],
     params,
     query: ListQuery.extend({
       name: z
@@ -245,6 +253,7 @@ export const agentOpsRoutes = [
     method: 'get',
     path: '/agents/:id/tools',
     summary: 'The tools the agent’s runs may call: its patterns (or the default set) resolved against the tool catalogue.',
+    errors: ['agent_not_found'],
     params,
     response: z
       .object({
@@ -266,6 +275,7 @@ export const agentOpsRoutes = [
     effect: 'creates',
     path: '/agents/:id/ask',
     summary: 'Ask the agent something in a new thread and wait (at most timeoutMs) for its answer: delegation in one call.',
+    errors: ['agent_not_found'],
     params,
     body: z
       .object({
@@ -304,6 +314,7 @@ export const agentOpsRoutes = [
     effect: 'deletes',
     path: '/agents/:id/cancel-runs',
     summary: 'Stop the agent: each of its running or queued runs is cancelled, its model turn or tool call in progress aborted (as threads.cancel).',
+    errors: ['agent_not_found'],
     params,
     response: z.object({ runIds: z.array(z.string()).describe('The runs asked to stop.') }).meta({ id: 'CancelledAgentRuns' }),
     status: 202,

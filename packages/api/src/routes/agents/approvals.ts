@@ -113,6 +113,7 @@ export const approvalsRoutes = [
     method: 'get',
     path: '/threads/:id/approvals',
     summary: 'The thread’s requests for a person, oldest first; `?status=pending` lists what its paused run waits on.',
+    errors: ['thread_not_found'],
     params: z.object({ id: ThreadId }),
     query: z.object({ status: Status, limit }),
     response: z.object({ approvals: z.array(Approval) }).meta({ id: 'ThreadApprovalList' }),
@@ -128,6 +129,7 @@ export const approvalsRoutes = [
     method: 'get',
     path: '/threads/:id/approvals/:approvalId',
     summary: 'One request of the thread (404 approval_not_found).',
+    errors: ['thread_not_found'],
     params: refParams,
     response: Approval,
     handler: { rpc: 'agents.getApproval', request: ref, response: one },
@@ -141,6 +143,7 @@ export const approvalsRoutes = [
     path: '/threads/:id/approvals/:approvalId/approve',
     summary:
       'Approve a tool call the paused run waits on, as asked or with edited `arguments`; the run resumes from its checkpoint on any worker. A person through the API only.',
+    errors: ['approval_not_found', 'approval_not_pending', 'thread_not_found'],
     params: refParams,
     body: z
       .object({ arguments: z.record(z.string(), z.unknown()).optional().describe('Run the call with these arguments instead of the model’s.') })
@@ -161,6 +164,7 @@ export const approvalsRoutes = [
     statuses: NOT_PENDING,
     path: '/threads/:id/approvals/:approvalId/reject',
     summary: 'Reject a tool call the paused run waits on: it is not run, and the model sees the `reason` as the call’s error (tool_rejected).',
+    errors: ['approval_not_pending', 'thread_not_found'],
     params: refParams,
     body: z
       .object({ reason: z.string().max(2000).optional().describe('Why; the model reads it.') })
@@ -176,6 +180,7 @@ export const approvalsRoutes = [
     method: 'get',
     path: '/agents/:id/approval-policy',
     summary: 'The tools whose calls by this agent wait for a person’s approval (empty: none).',
+    errors: ['agent_not_found'],
     params: z.object({ id: AgentId }),
     response: AgentPolicy,
     handler: {
@@ -193,6 +198,7 @@ export const approvalsRoutes = [
     path: '/agents/:id/approval-policy',
     summary:
       'Set which tools need a person’s approval before this agent’s runs call them (replaces the list; [] for none). A person through the API only.',
+    errors: ['agent_not_found'],
     params: z.object({ id: AgentId }),
     body: z.object({ tools: Patterns }).strict().meta({ id: 'SetAgentApprovalPolicyRequest' }),
     response: AgentPolicy,
@@ -208,6 +214,7 @@ export const approvalsRoutes = [
     method: 'get',
     path: '/threads/:id/approval-policy',
     summary: 'The tools whose calls in this thread wait for a person: the thread’s own list, or its agent’s.',
+    errors: ['thread_not_found'],
     params: z.object({ id: ThreadId }),
     response: ThreadPolicy,
     handler: { rpc: 'agents.getThreadApprovalPolicy', request: (i) => ({ threadId: i.params.id }), response: threadPolicyJson },
@@ -219,6 +226,7 @@ export const approvalsRoutes = [
     effect: 'overwrites',
     path: '/threads/:id/approval-policy',
     summary: 'Override the agent’s approval list for this thread (`tools`), or drop the override (`tools: null`). A person through the API only.',
+    errors: ['thread_not_found'],
     params: z.object({ id: ThreadId }),
     body: z.object({ tools: Patterns.nullable() }).strict().meta({ id: 'SetThreadApprovalPolicyRequest' }),
     response: ThreadPolicy,

@@ -127,6 +127,7 @@ export const memoryRoutes: Route[] = [
     effect: 'creates',
     path: '/memory/:namespace/copy',
     summary: 'Copy every entry of a namespace into another one (a snapshot, a fork for an experiment).',
+    errors: ['namespace_not_found'],
     params: nsParams,
     body: z
       .object({
@@ -225,6 +226,7 @@ export const memoryRoutes: Route[] = [
     method: 'get',
     path: '/memory/:namespace/entries/:key',
     summary: 'One entry: its value, version and expiry.',
+    errors: ['memory_not_found'],
     params: keyParams,
     response: MemoryEntry,
     handler: { rpc: 'agents.getMemory', request: nk, response: one },
@@ -236,6 +238,7 @@ export const memoryRoutes: Route[] = [
     effect: 'updates',
     path: '/memory/:namespace/entries/:key',
     summary: 'Write an entry’s value (replacing it and its expiry); with ifVersion, only if it is still at that version.',
+    errors: ['value_too_large', 'version_mismatch'],
     params: keyParams,
     body: z
       .object({
@@ -262,6 +265,7 @@ export const memoryRoutes: Route[] = [
     effect: 'updates',
     path: '/memory/:namespace/entries/:key',
     summary: 'Merge fields into an object value (JSON merge patch: null removes a field); creates the entry when absent.',
+    errors: ['value_not_object'],
     params: keyParams,
     body: z
       .object({
@@ -283,6 +287,7 @@ export const memoryRoutes: Route[] = [
     method: 'delete',
     path: '/memory/:namespace/entries/:key',
     summary: 'Delete an entry (idempotent); with ifVersion, only if it is at that version.',
+    errors: ['version_mismatch'],
     params: keyParams,
     query: z.object({ ifVersion: z.coerce.number().int().min(1).optional().describe('Only if the entry is at this version; else 409.') }),
     response: Deleted,
@@ -294,6 +299,7 @@ export const memoryRoutes: Route[] = [
     effect: 'updates',
     path: '/memory/:namespace/entries/:key/increment',
     summary: 'Add to a number atomically (a counter starting at 0 when absent); answers the new value.',
+    errors: ['value_not_number'],
     params: keyParams,
     body: z
       .object({
@@ -311,6 +317,7 @@ export const memoryRoutes: Route[] = [
     effect: 'updates',
     path: '/memory/:namespace/entries/:key/append',
     summary: 'Append items to a list value atomically (a new list when absent), optionally keeping only the last maxLength.',
+    errors: ['value_not_list'],
     params: keyParams,
     body: z
       .object({
@@ -332,6 +339,7 @@ export const memoryRoutes: Route[] = [
     effect: 'deletes',
     path: '/memory/:namespace/entries/:key/pop',
     summary: 'Take items off a list value atomically (a work queue): from its start or its end.',
+    errors: ['memory_not_found'],
     params: keyParams,
     body: z
       .object({
@@ -369,6 +377,7 @@ export const memoryRoutes: Route[] = [
     effect: 'updates',
     path: '/memory/:namespace/entries/:key/rename',
     summary: 'Move an entry to another key of its namespace (409 key_exists unless overwrite).',
+    errors: ['key_exists'],
     params: keyParams,
     body: z
       .object({ newKey: MemoryKey, overwrite: z.boolean().default(false).describe('Replace a value the new key holds.') })
@@ -386,6 +395,7 @@ export const memoryRoutes: Route[] = [
     method: 'get',
     path: '/memory/:namespace/entries/:key/history',
     summary: 'The versions of a key, newest first: each write with its value, operation, time and author (the last 100).',
+    errors: ['memory_not_found'],
     params: keyParams,
     query: z.object({
       limit: z.coerce.number().int().min(1).max(100).default(20).describe('How many earlier values to return at most (1–100; default 20).'),
@@ -423,6 +433,7 @@ export const memoryRoutes: Route[] = [
     effect: 'updates',
     path: '/memory/:namespace/entries/:key/restore',
     summary: 'Undo: write a version’s value from the key’s history again (a new version; also after a delete).',
+    errors: ['version_not_found'],
     params: keyParams,
     body: z
       .object({ version: z.number().int().min(1).describe('The version to bring back.') })

@@ -128,6 +128,7 @@ export const schedulesRoutes: Route[] = [
     effect: 'creates',
     path: '/schedules',
     summary: 'Schedule a message to a thread, or to an agent in a new thread each time: by cron (UTC), every N seconds, or once at a time.',
+    errors: ['never_fires', 'thread_not_found'],
     body: z
       .object({
         name: z.string().min(1).max(100).describe('The schedule’s name (1–100 characters).'),
@@ -162,6 +163,7 @@ export const schedulesRoutes: Route[] = [
     effect: 'reads',
     path: '/schedules/preview',
     summary: 'Check a timetable and list its next firing times (nothing is created).',
+    errors: ['invalid_cron'],
     body: z
       .object({
         ...TimingFields,
@@ -179,6 +181,7 @@ export const schedulesRoutes: Route[] = [
     method: 'get',
     path: '/schedules/:id',
     summary: 'A schedule with its status, next firing time and firing count.',
+    errors: ['schedule_not_found'],
     params,
     response: Schedule,
     handler: { rpc: 'agents.getSchedule', request: byId, response: one },
@@ -189,6 +192,7 @@ export const schedulesRoutes: Route[] = [
     effect: 'updates',
     path: '/schedules/:id',
     summary: 'Rename a schedule, change its message, give it a new timetable (from now) or end (null: none).',
+    errors: ['schedule_not_found'],
     params,
     body: z
       .object({
@@ -220,6 +224,7 @@ export const schedulesRoutes: Route[] = [
     method: 'delete',
     path: '/schedules/:id',
     summary: 'Delete a schedule and its firing history (idempotent).',
+    errors: ['schedule_not_found'],
     params,
     response: z.object({ deleted: z.number().int() }).meta({ id: 'DeletedSchedule' }),
     handler: { rpc: 'agents.deleteSchedule', request: byId },
@@ -230,6 +235,7 @@ export const schedulesRoutes: Route[] = [
     effect: 'updates',
     path: '/schedules/:id/pause',
     summary: 'Pause a schedule: it does not fire until resumed.',
+    errors: ['schedule_not_found'],
     params,
     response: Schedule,
     handler: { rpc: 'agents.pauseSchedule', request: byId, response: one },
@@ -240,6 +246,7 @@ export const schedulesRoutes: Route[] = [
     effect: 'updates',
     path: '/schedules/:id/resume',
     summary: 'Resume a paused schedule from now (missed times are not fired).',
+    errors: ['schedule_completed', 'schedule_not_found'],
     params,
     response: Schedule,
     handler: { rpc: 'agents.resumeSchedule', request: byId, response: one },
@@ -250,6 +257,7 @@ export const schedulesRoutes: Route[] = [
     effect: 'updates',
     path: '/schedules/:id/skip',
     summary: 'Skip the next firing of an active schedule: it moves on to the time after.',
+    errors: ['schedule_not_active', 'schedule_not_found'],
     params,
     response: Schedule,
     handler: { rpc: 'agents.skipSchedule', request: byId, response: one },
@@ -260,6 +268,7 @@ export const schedulesRoutes: Route[] = [
     effect: 'creates',
     path: '/schedules/:id/trigger',
     summary: 'Fire a schedule now, outside its timetable (which is unchanged); answers the firing.',
+    errors: ['schedule_not_found'],
     params,
     response: ScheduleFiring,
     handler: { rpc: 'agents.triggerSchedule', request: byId, response: (res) => firingJson(res.firing!) },
@@ -269,6 +278,7 @@ export const schedulesRoutes: Route[] = [
     method: 'get',
     path: '/schedules/:id/firings',
     summary: 'A schedule’s firings, newest first: when, by timetable or by hand, delivered or why not, the thread and run.',
+    errors: ['schedule_not_found'],
     params,
     query: ListQuery,
     response: z.object({ firings: z.array(ScheduleFiring), nextCursor: Nullable(z.string()) }).meta({ id: 'ScheduleFiringList' }),

@@ -44,6 +44,7 @@ export const taskListsRoutes: Route[] = [
     method: 'get',
     path: '/task-lists/:id',
     summary: 'A task list with its open and done counts.',
+    errors: ['task_list_not_found'],
     params: listParams,
     response: TaskList,
     handler: { rpc: 'agents.getTaskList', request: byId, response: oneList },
@@ -54,6 +55,7 @@ export const taskListsRoutes: Route[] = [
     effect: 'updates',
     path: '/task-lists/:id',
     summary: 'Rename a task list or change its description (null clears it).',
+    errors: ['task_list_not_found'],
     params: listParams,
     body: z
       .object({
@@ -80,6 +82,7 @@ export const taskListsRoutes: Route[] = [
     method: 'delete',
     path: '/task-lists/:id',
     summary: 'Delete a task list together with all its tasks and their comments; this cannot be undone.',
+    errors: ['task_list_not_found'],
     params: listParams,
     response: Deleted('tasks').meta({ id: 'DeletedTaskList' }),
     handler: { rpc: 'agents.deleteTaskList', request: byId, response: (res) => ({ deleted: res.count }) },
@@ -90,6 +93,7 @@ export const taskListsRoutes: Route[] = [
     effect: 'deletes',
     path: '/task-lists/:id/clear-completed',
     summary: 'Delete the done tasks of a list (the open ones stay).',
+    errors: ['task_list_not_found'],
     params: listParams,
     response: Deleted('done tasks').meta({ id: 'ClearedTasks' }),
     handler: { rpc: 'agents.clearCompletedTasks', request: byId, response: (res) => ({ deleted: res.count }) },
@@ -101,6 +105,7 @@ export const taskListsRoutes: Route[] = [
     effect: 'updates',
     path: '/task-lists/:id/order',
     summary: 'Set the order of a list: every task id of the list, once each, in the new order (409 order_mismatch otherwise).',
+    errors: ['order_mismatch', 'task_list_not_found'],
     params: listParams,
     body: z
       .object({ taskIds: z.array(TaskId).max(1000).describe('The list’s every task, in the new order.') })
@@ -118,6 +123,7 @@ export const taskListsRoutes: Route[] = [
     method: 'get',
     path: '/task-lists/:id/next',
     summary: 'The task to work on next: open, not waiting for an open task; most urgent, then soonest due, then first in the list.',
+    errors: ['task_list_not_found'],
     params: listParams,
     response: z.object({ task: Nullable(Task).describe('null when nothing is ready.') }).meta({ id: 'NextTask' }),
     handler: { rpc: 'agents.nextTask', request: byId, response: (res) => ({ task: res.task ? taskJson(res.task) : null }) },
@@ -128,6 +134,7 @@ export const taskListsRoutes: Route[] = [
     effect: 'creates',
     path: '/task-lists/:id/duplicate',
     summary: 'Copy a list with its tasks into a new list (a checklist template): open tasks by default, open again, blockers among them kept.',
+    errors: ['task_list_not_found'],
     params: listParams,
     body: z
       .object({

@@ -145,6 +145,7 @@ export const tasksRoutes: Route[] = [
     effect: 'creates',
     path: '/tasks',
     summary: 'Add a task at the end of a list, with optional notes, priority, due time, assignee agent and labels. Returns the task.',
+    errors: ['task_list_not_found'],
     body: z
       .object({
         listId: TaskListId,
@@ -180,6 +181,7 @@ export const tasksRoutes: Route[] = [
     path: '/tasks/:id/duplicate',
     summary:
       'Copy a task (open, with its notes, priority, due time, assignee and labels; no blockers or comments) to the end of its list or another.',
+    errors: ['task_not_found'],
     params: taskParams,
     body: z
       .object({
@@ -201,6 +203,7 @@ export const tasksRoutes: Route[] = [
     method: 'get',
     path: '/tasks/:id',
     summary: 'A task with its blockers and comment count.',
+    errors: ['task_not_found'],
     params: taskParams,
     response: Task,
     handler: { rpc: 'agents.getTask', request: byId, response: oneTask },
@@ -211,6 +214,7 @@ export const tasksRoutes: Route[] = [
     effect: 'updates',
     path: '/tasks/:id',
     summary: 'Change a task’s title, notes, priority, due time or labels (null clears notes or due time).',
+    errors: ['task_not_found'],
     params: taskParams,
     body: z
       .object({
@@ -245,6 +249,7 @@ export const tasksRoutes: Route[] = [
     method: 'delete',
     path: '/tasks/:id',
     summary: 'Delete a task (idempotent); tasks waiting for it no longer do.',
+    errors: ['task_not_found'],
     params: taskParams,
     response: Deleted('tasks').meta({ id: 'DeletedTask' }),
     handler: { rpc: 'agents.deleteTask', request: byId, response: (res) => ({ deleted: res.count }) },
@@ -255,6 +260,7 @@ export const tasksRoutes: Route[] = [
     effect: 'updates',
     path: '/tasks/:id/complete',
     summary: 'Mark a task done (409 task_blocked while a task it waits for is open; done already: unchanged).',
+    errors: ['task_blocked', 'task_not_found'],
     params: taskParams,
     response: Task,
     handler: { rpc: 'agents.completeTask', request: byId, response: oneTask },
@@ -265,6 +271,7 @@ export const tasksRoutes: Route[] = [
     effect: 'updates',
     path: '/tasks/:id/reopen',
     summary: 'Mark a done task open again (the opposite of completing it). Returns the task.',
+    errors: ['task_not_found'],
     params: taskParams,
     response: Task,
     handler: { rpc: 'agents.reopenTask', request: byId, response: oneTask },
@@ -275,6 +282,7 @@ export const tasksRoutes: Route[] = [
     effect: 'updates',
     path: '/tasks/:id/assignee',
     summary: 'Assign a task to an agent of the account, or unassign it (null).',
+    errors: ['agent_not_found', 'task_not_found'],
     params: taskParams,
     body: z
       .object({ agentId: AgentId.nullable().describe('The agent; null unassigns.') })
@@ -289,6 +297,7 @@ export const tasksRoutes: Route[] = [
     effect: 'updates',
     path: '/tasks/:id/move',
     summary: 'Move a task to another list and/or place it before another task (default: the end of the list).',
+    errors: ['task_not_found', 'task_not_in_list'],
     params: taskParams,
     body: z
       .object({
@@ -312,6 +321,7 @@ export const tasksRoutes: Route[] = [
     effect: 'creates',
     path: '/tasks/:id/blockers/:blockerId',
     summary: 'Make a task wait for another one (it cannot be completed before); 409 dependency_cycle for a loop.',
+    errors: ['dependency_cycle', 'task_not_found'],
     params: z.object({ id: TaskId, blockerId: TaskId.describe('The task to wait for.') }),
     response: Task,
     handler: { rpc: 'agents.addTaskBlocker', request: (i) => ({ id: i.params.id, blockerId: i.params.blockerId }), response: oneTask },
@@ -321,6 +331,7 @@ export const tasksRoutes: Route[] = [
     method: 'delete',
     path: '/tasks/:id/blockers/:blockerId',
     summary: 'Stop a task waiting for another one (idempotent).',
+    errors: ['task_not_found'],
     params: z.object({ id: TaskId, blockerId: TaskId }),
     response: Task,
     handler: { rpc: 'agents.removeTaskBlocker', request: (i) => ({ id: i.params.id, blockerId: i.params.blockerId }), response: oneTask },
@@ -330,6 +341,7 @@ export const tasksRoutes: Route[] = [
     method: 'get',
     path: '/tasks/:id/activity',
     summary: 'A task’s activity log, oldest first: created, updated (the changed fields), completed, reopened, assigned, moved, blockers, comments.',
+    errors: ['task_not_found'],
     params: taskParams,
     query: ListQuery,
     response: z
@@ -359,6 +371,7 @@ export const tasksRoutes: Route[] = [
     method: 'get',
     path: '/tasks/:id/comments',
     summary: 'A task’s comments, oldest first, each with its author and when it was written or edited.',
+    errors: ['task_not_found'],
     params: taskParams,
     query: ListQuery,
     response: z.object({ comments: z.array(TaskComment), nextCursor: Nullable(z.string()) }).meta({ id: 'TaskCommentList' }),
@@ -374,6 +387,7 @@ export const tasksRoutes: Route[] = [
     effect: 'creates',
     path: '/tasks/:id/comments',
     summary: 'Comment on a task (a note, a progress report, a question).',
+    errors: ['task_not_found'],
     params: taskParams,
     body: z.object({ body: CommentBody }).strict().meta({ id: 'CreateTaskCommentRequest' }),
     response: TaskComment,
@@ -390,6 +404,7 @@ export const tasksRoutes: Route[] = [
     effect: 'updates',
     path: '/tasks/:id/comments/:commentId',
     summary: 'Edit a comment you wrote (403 not_comment_author for another’s).',
+    errors: ['not_comment_author', 'task_not_found'],
     params: commentParams,
     body: z.object({ body: CommentBody }).strict().meta({ id: 'UpdateTaskCommentRequest' }),
     response: TaskComment,
@@ -404,6 +419,7 @@ export const tasksRoutes: Route[] = [
     method: 'delete',
     path: '/tasks/:id/comments/:commentId',
     summary: 'Delete a comment you wrote (idempotent).',
+    errors: ['task_not_found'],
     params: commentParams,
     response: Deleted('comments').meta({ id: 'DeletedTaskComment' }),
     handler: {

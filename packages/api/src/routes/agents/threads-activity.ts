@@ -89,6 +89,7 @@ export const threadExtrasRoutes = [
     method: 'get',
     path: '/threads/:id/search',
     summary: 'The thread’s messages containing the text (case-insensitive), newest first.',
+    errors: ['thread_not_found'],
     params,
     query: z.object({
       q: z.string().trim().min(1, 'must not be empty').max(200).describe('The text to find.'),
@@ -108,6 +109,7 @@ export const threadExtrasRoutes = [
     effect: 'updates',
     path: '/threads/:id/metadata',
     summary: 'Merge into the thread’s metadata (RFC 7396: a null member removes the key, objects merge); threads.update replaces it whole.',
+    errors: ['thread_not_found'],
     params,
     body: z
       .record(z.string(), z.unknown(), { error: 'must be a JSON object' })
@@ -125,6 +127,7 @@ export const threadExtrasRoutes = [
     method: 'delete',
     path: '/threads/:id/pending-messages',
     summary: 'Retract every message still waiting for a run (none waiting: no change).',
+    errors: ['thread_not_found'],
     params,
     response: z.object({ messageIds: z.array(z.string()).describe('The messages retracted.') }).meta({ id: 'ClearedPendingMessages' }),
     handler: { rpc: 'agents.clearPendingMessages', request: ref, response: (res) => ({ messageIds: res.messageIds }) },
@@ -135,6 +138,7 @@ export const threadExtrasRoutes = [
     method: 'get',
     path: '/threads/:id/participants',
     summary: 'Who took part in the thread: people, agents, tools and the platform, with their events and messages, in order of appearance.',
+    errors: ['thread_not_found'],
     params,
     response: z
       .object({
@@ -165,6 +169,7 @@ export const threadExtrasRoutes = [
     effect: 'creates',
     path: '/threads/:id/ask',
     summary: 'Send a message (after the working run, if any) and wait, at most timeoutMs, for the agent’s reply: a conversation turn in one call.',
+    errors: ['thread_not_found'],
     params,
     body: z
       .object({
@@ -204,6 +209,7 @@ export const threadExtrasRoutes = [
     effect: 'reads',
     path: '/threads/:id/wait-events',
     summary: 'The thread’s events after a seq (of the given types), as soon as there is one, or none after timeoutMs: live updates without a stream.',
+    errors: ['thread_not_found'],
     params,
     body: z
       .object({
@@ -238,6 +244,7 @@ export const threadExtrasRoutes = [
     method: 'get',
     path: '/threads/:id/runs/:runId/steps',
     summary: 'A run step by step: each model turn with its usage, the tools it called and how many failed.',
+    errors: ['run_not_found', 'thread_not_found'],
     params: z.object({
       id: ThreadId,
       runId: z

@@ -87,6 +87,7 @@ export const threadOpsRoutes = [
     effect: 'creates',
     path: '/threads/:id/tags/:tag',
     summary: 'Put a tag on the thread (at most 20 tags; again: no change).',
+    errors: ['thread_not_found'],
     params: tagParams,
     response: Thread,
     handler: { rpc: 'agents.addThreadTag', request: (i) => ({ threadId: i.params.id, tag: i.params.tag }), response: one },
@@ -97,6 +98,7 @@ export const threadOpsRoutes = [
     method: 'delete',
     path: '/threads/:id/tags/:tag',
     summary: 'Take a tag off the thread (absent: no change).',
+    errors: ['thread_not_found'],
     params: tagParams,
     response: Thread,
     handler: { rpc: 'agents.removeThreadTag', request: (i) => ({ threadId: i.params.id, tag: i.params.tag }), response: one },
@@ -109,6 +111,7 @@ export const threadOpsRoutes = [
     path: '/threads/:id/fork',
     summary:
       'A new thread with the same agent holding this one’s conversation up to an event (the last when absent): try another direction without losing this one.',
+    errors: ['thread_not_found'],
     params,
     body: z
       .object({
@@ -138,6 +141,7 @@ export const threadOpsRoutes = [
     path: '/threads/:id/messages/:messageId/edit',
     summary:
       'Edit one of your earlier messages: a new thread holding the conversation before it, then the edited message, on which a run starts. This thread is not changed.',
+    errors: ['message_not_editable', 'message_not_found', 'message_too_large', 'thread_not_found'],
     params: z.object({ id: ThreadId, messageId: MessageId }),
     body: z
       .object({
@@ -168,6 +172,7 @@ export const threadOpsRoutes = [
     effect: 'updates',
     path: '/threads/:id/archive',
     summary: 'Archive the thread: it leaves threads.list (archived=true lists it) and stays usable.',
+    errors: ['thread_not_found'],
     params,
     response: Thread,
     handler: { rpc: 'agents.archiveThread', request: ref, response: one },
@@ -179,6 +184,7 @@ export const threadOpsRoutes = [
     effect: 'updates',
     path: '/threads/:id/unarchive',
     summary: 'Bring an archived thread back to threads.list.',
+    errors: ['thread_not_found'],
     params,
     response: Thread,
     handler: { rpc: 'agents.unarchiveThread', request: ref, response: one },
@@ -190,6 +196,7 @@ export const threadOpsRoutes = [
     effect: 'updates',
     path: '/threads/:id/restore',
     summary: 'Undo the deletion of a thread deleted in the last 30 days (a live thread: no change).',
+    errors: ['thread_not_found'],
     params,
     response: Thread,
     handler: { rpc: 'agents.restoreThread', request: ref, response: one },
@@ -201,6 +208,7 @@ export const threadOpsRoutes = [
     effect: 'updates',
     path: '/threads/:id/agent',
     summary: 'Hand the thread to another agent of the account: its next runs are that agent’s (409 thread_busy while a run works).',
+    errors: ['agent_not_found', 'thread_not_found'],
     params,
     body: z.object({ agentId: AgentId }).strict().meta({ id: 'SetThreadAgentRequest' }),
     response: Thread,
@@ -212,6 +220,7 @@ export const threadOpsRoutes = [
     method: 'get',
     path: '/threads/:id/export',
     summary: 'The conversation as one Markdown document or JSON text (messages and the agent’s tool calls; retracted messages left out).',
+    errors: ['thread_not_found'],
     params,
     query: z.object({
       format: z.enum(['markdown', 'json']).default('markdown').describe('markdown (a transcript to read; default) or json (every event).'),
@@ -229,6 +238,7 @@ export const threadOpsRoutes = [
     method: 'get',
     path: '/threads/:id/usage',
     summary: 'What the thread cost: totals, per model, and per run (its latest 200 runs).',
+    errors: ['thread_not_found'],
     params,
     response: z
       .object({
@@ -264,6 +274,7 @@ export const threadOpsRoutes = [
     effect: 'reads',
     path: '/threads/:id/wait',
     summary: 'Wait until the thread is idle (its runs done), at most timeoutMs; answers with the thread and the agent’s last reply.',
+    errors: ['thread_not_found'],
     params,
     body: z
       .object({ timeoutMs: z.number().int().min(100).max(30_000).default(10_000).describe('How long to wait at most (100 to 30000 ms).') })
@@ -289,6 +300,7 @@ export const threadOpsRoutes = [
     method: 'get',
     path: '/threads/:id/last-reply',
     summary: 'The agent’s latest message in the thread (null before its first).',
+    errors: ['thread_not_found'],
     params,
     response: z.object({ message: Nullable(ThreadMessage) }).meta({ id: 'LastReply' }),
     handler: { rpc: 'agents.getLastReply', request: ref, response: (res) => ({ message: res.message ? messageJson(res.message) : null }) },
@@ -301,6 +313,7 @@ export const threadOpsRoutes = [
     path: '/threads/:id/retry',
     summary:
       'Run again the message of the thread’s last run when it failed or was cancelled (409 nothing_to_retry otherwise, thread_busy while a run works).',
+    errors: ['nothing_to_retry', 'thread_busy', 'thread_not_found'],
     params,
     response: z.object({ runId: z.string().describe('The new run.'), retriedRunId: z.string(), messageId: z.string() }).meta({ id: 'RetriedRun' }),
     status: 202,
@@ -316,6 +329,7 @@ export const threadOpsRoutes = [
     method: 'get',
     path: '/threads/:id/summary',
     summary: 'The thread at a glance: counts of messages, runs, failures and tool calls, its first message, the agent’s last reply, the last error.',
+    errors: ['thread_not_found'],
     params,
     response: z
       .object({

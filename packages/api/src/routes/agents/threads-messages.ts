@@ -117,6 +117,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/messages',
     summary: 'The thread’s messages (the user’s and the agent’s, without the other events), oldest first.',
+    errors: ['thread_not_found'],
     params,
     query: ListQuery.extend({ role: z.enum(['user', 'assistant']).optional().describe('Only this role’s messages.') }),
     response: z.object({ messages: z.array(ThreadMessage), nextCursor: Nullable(z.string()) }).meta({ id: 'ThreadMessageList' }),
@@ -132,6 +133,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/pending-messages',
     summary: 'Messages still waiting for a run (pending: for the running run’s next step; queued: for a run after it), oldest first.',
+    errors: ['thread_not_found'],
     params,
     response: z.object({ messages: z.array(ThreadMessage) }).meta({ id: 'PendingMessages' }),
     handler: { rpc: 'agents.listPendingMessages', request: ref, response: (res) => ({ messages: res.messages.map(messageJson) }) },
@@ -142,6 +144,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/messages/:messageId',
     summary: 'One message of the thread, with its delivery status.',
+    errors: ['thread_not_found'],
     params: msgParams,
     response: ThreadMessage,
     handler: { rpc: 'agents.getThreadMessage', request: msgRef, response: (res) => messageJson(res.message!) },
@@ -154,6 +157,7 @@ export const threadMessagesRoutes = [
     effect: 'updates',
     path: '/threads/:id/messages/:messageId',
     summary: 'Edit a message still waiting for a run (409 message_not_waiting once a run took it).',
+    errors: ['message_not_waiting', 'thread_not_found'],
     params: msgParams,
     body: z
       .object({ content: z.string().min(1, 'must not be empty').describe('The new text (at most 32000 characters).') })
@@ -173,6 +177,7 @@ export const threadMessagesRoutes = [
     method: 'delete',
     path: '/threads/:id/messages/:messageId',
     summary: 'Retract a message still waiting for a run: no run will see it (409 message_not_waiting once a run took it; again: no change).',
+    errors: ['message_not_waiting', 'thread_not_found'],
     params: msgParams,
     response: z.object({ messageId: z.string(), status: z.literal('retracted') }).meta({ id: 'RetractedMessage' }),
     handler: {
@@ -187,6 +192,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/events/:seq',
     summary: 'One event of a thread by its seq: its type, data, producer and the run it belongs to.',
+    errors: ['event_not_found', 'thread_not_found'],
     params: z.object({
       id: ThreadId,
       seq: z
@@ -207,6 +213,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/runs',
     summary: 'The thread’s runs, newest first: status, steps, usage, error.',
+    errors: ['thread_not_found'],
     params,
     query: ListQuery,
     response: z.object({ runs: z.array(Run), nextCursor: Nullable(z.string()) }).meta({ id: 'RunList' }),
@@ -222,6 +229,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/runs/:runId',
     summary: 'One run of the thread: its status, steps, usage and error.',
+    errors: ['run_not_found', 'thread_not_found'],
     params: runParams,
     response: Run,
     handler: { rpc: 'agents.getThreadRun', request: runRef, response: (res) => runJson(res.run!) },
@@ -232,6 +240,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/runs/:runId/tool-calls',
     summary: 'The tool calls of a run, in order: arguments, result, error.',
+    errors: ['thread_not_found'],
     params: runParams,
     response: z.object({ toolCalls: z.array(ToolCall) }).meta({ id: 'ToolCallList' }),
     handler: {
@@ -260,6 +269,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/runs/:runId/context',
     summary: 'The model context of a run as of its last checkpoint: the messages the model was given (system, user, assistant, tool).',
+    errors: ['thread_not_found'],
     params: runParams,
     response: z
       .object({
@@ -287,6 +297,7 @@ export const threadMessagesRoutes = [
     method: 'get',
     path: '/threads/:id/tool-calls/summary',
     summary: 'The tools the thread’s runs called: calls and errors per tool, most called first.',
+    errors: ['thread_not_found'],
     params,
     response: z
       .object({

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { agents_threads } from '@svc/proto';
 
 import { AgentId, ListQuery, Nullable, prefixedId, route, type RouteInput, StreamHeaders, Timestamp } from '../../route.js';
+import { ClientMessageId, ThreadMessageMode } from '../../schemas/threads.js';
 
 /**
  * Threads (docs/threads.md): conversations with an agent. Messages start a run or are injected
@@ -109,13 +110,8 @@ const CreateThreadBody = z
 const InjectBody = z
   .object({
     content: Message,
-    mode: z
-      .enum(['boundary', 'interrupt', 'enqueue', 'reject', 'rollback'])
-      .default('boundary')
-      .describe(
-        'While a run works: boundary (default) delivers the message at its next step boundary; interrupt stops the current model turn or tool call and delivers it at once; enqueue starts a run with it after the current one; reject answers 409 thread_busy; rollback cancels the run, discards its progress (run.rolled_back) and starts a new run on the message.',
-      ),
-    clientMessageId: z.string().min(1).max(100).optional().describe('Your idempotency key: sending the same id again is one message.'),
+    mode: ThreadMessageMode.default('boundary'),
+    clientMessageId: ClientMessageId.optional(),
   })
   .strict()
   .meta({ id: 'InjectMessageRequest' });
@@ -173,6 +169,7 @@ export const threadsRoutes = [
     effect: 'creates',
     path: '/threads',
     summary: 'Start a thread with an agent (the account’s default agent when none is named); a first message starts a run.',
+    errors: ['agent_not_found', 'message_too_large', 'no_default_agent'],
     tag: 'threads',
     body: CreateThreadBody,
     response: Thread.extend({ runId: Nullable(z.string()) }).meta({ id: 'CreatedThread' }),
@@ -196,6 +193,7 @@ export const threadsRoutes = [
     method: 'get',
     path: '/threads/:id',
     summary: 'A thread: its status, current run and usage totals.',
+    errors: ['account_not_found', 'thread_not_found'],
     tag: 'threads',
     params,
     response: Thread,
@@ -210,6 +208,7 @@ export const threadsRoutes = [
     effect: 'updates',
     path: '/threads/:id',
     summary: 'Rename a thread (null clears the title) or replace its metadata.',
+    errors: ['thread_not_found'],
     tag: 'threads',
     params,
     body: z
@@ -240,6 +239,7 @@ export const threadsRoutes = [
     method: 'delete',
     path: '/threads/:id',
     summary: 'Delete a thread: its run is cancelled and its live streams end.',
+    errors: ['thread_not_found'],
     tag: 'threads',
     params,
     response: z.object({ success: z.literal(true), cancelledRunId: Nullable(z.string()) }).meta({ id: 'DeletedThread' }),
@@ -258,6 +258,7 @@ export const threadsRoutes = [
     path: '/threads/:id/events',
     summary:
       'The thread’s events after `after` (a seq), oldest first. With Accept: text/event-stream, a live stream: every event after `after` or Last-Event-ID, then new ones as they happen (text deltas included), with no gap and no repeat.',
+    errors: ['account_not_found', 'thread_not_found', 'too_many_streams'],
     tag: 'threads',
     params,
     query: z.object({
@@ -278,6 +279,7 @@ export const threadsRoutes = [
     effect: 'creates',
     path: '/threads/:id/inject',
     summary: 'Send a message: it starts a run when the thread is idle, or is delivered into the running run (see mode).',
+    errors: ['client_message_id_conflict', 'message_too_large', 'thread_busy', 'thread_not_found'],
     tag: 'threads',
     params,
     body: InjectBody,
@@ -305,6 +307,7 @@ export const threadsRoutes = [
     path: '/threads/:id/cancel',
     summary:
       'Cancel the thread’s running run: the model turn or tool call in progress is aborted at once (a tool that changes something is let answer first), and the run ends with run.cancelled.',
+    errors: ['thread_not_found'],
     tag: 'threads',
     params,
     response: z.object({ runId: Nullable(z.string()), status: z.enum(['cancelling', 'idle']) }).meta({ id: 'CancelledRun' }),

@@ -22,6 +22,7 @@ export const driveJsonRoutes = [
     method: 'get',
     path: '/drive/:id/json',
     summary: 'The value at a JSON Pointer in a JSON file (the whole document without one); 422 when nothing is there.',
+    errors: ['item_not_found', 'json_too_deep', 'pointer_not_found'],
     params: fileParams,
     query: z.object({ pointer: Pointer.default('') }),
     response: z.object({ value: z.unknown().describe('The value.'), etag: z.string() }).meta({ id: 'DriveJsonValue' }),
@@ -42,6 +43,7 @@ export const driveJsonRoutes = [
     effect: 'updates',
     path: '/drive/:id/json',
     summary: 'Set the value at a JSON Pointer in a JSON file (a member is added or replaced; "/list/-" appends), writing a new version.',
+    errors: ['item_not_found'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -72,6 +74,7 @@ export const driveJsonRoutes = [
     method: 'delete',
     path: '/drive/:id/json',
     summary: 'Remove the member or array element at a JSON Pointer from a JSON file (nothing there: nothing written, still 200).',
+    errors: ['item_not_found'],
     params: fileParams,
     query: z.object({ pointer: Pointer.refine((v) => v !== '', 'the whole document cannot be removed') }),
     headers: IfMatch,
@@ -93,6 +96,7 @@ export const driveJsonRoutes = [
     effect: 'updates',
     path: '/drive/:id/json',
     summary: 'Apply an RFC 7396 JSON merge patch to a JSON file (null removes a member), writing a new version.',
+    errors: ['invalid_json', 'item_not_found', 'json_too_deep'],
     params: fileParams,
     headers: IfMatch,
     body: z

@@ -128,6 +128,7 @@ export const driveMoreRoutes = [
     effect: 'updates',
     path: '/drive/:id/csv',
     summary: 'Append rows to a CSV file (RFC 4180 quoting), each on a line of its own.',
+    errors: ['item_not_found'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -148,6 +149,7 @@ export const driveMoreRoutes = [
     method: 'get',
     path: '/drive/:id/versions/:versionId/diff',
     summary: 'A unified diff from an earlier version of a text file to its current content: what changed since.',
+    errors: ['item_not_found', 'version_not_found'],
     params: z.object({
       id: FileId,
       versionId: z
@@ -164,6 +166,7 @@ export const driveMoreRoutes = [
     method: 'get',
     path: '/drive/:id/locks',
     summary: 'The WebDAV locks covering an item: its own and those of folders above it locked deep (a write needs their token).',
+    errors: ['item_not_found'],
     params: idParams,
     response: z.object({ locks: z.array(Lock) }).meta({ id: 'DriveLocks' }),
     handler: {
@@ -181,6 +184,7 @@ export const driveMoreRoutes = [
     method: 'delete',
     path: '/drive/:id/locks',
     summary: 'Release a WebDAV lock you hold on an item (a client that crashed left it): 403 lock_not_yours for another holder’s.',
+    errors: ['item_not_found', 'lock_token_mismatch'],
     params: idParams,
     query: z.object({ token: z.string().min(1).max(200).describe('The lock token (urn:uuid:…).') }),
     response: Success,
@@ -196,6 +200,7 @@ export const driveMoreRoutes = [
     method: 'get',
     path: '/drive/:id/properties',
     summary: 'An item’s custom (WebDAV dead) properties: namespace, name, text value and XML.',
+    errors: ['item_not_found'],
     params: idParams,
     response: Properties,
     handler: { rpc: 'drive.getItem', request: (i) => ({ id: i.params.id, includeDetails: true }), response: (r) => properties(r.item!) },
@@ -207,6 +212,7 @@ export const driveMoreRoutes = [
     effect: 'overwrites',
     path: '/drive/:id/properties',
     summary: 'Set a custom property of an item to a text value (WebDAV clients see it in PROPFIND); answers the item’s properties.',
+    errors: ['item_not_found'],
     params: idParams,
     body: z.object({ namespace: Namespace, name: PropName, value: PropValue }).strict().meta({ id: 'SetPropertyRequest' }),
     response: Properties,
@@ -232,6 +238,7 @@ export const driveMoreRoutes = [
     method: 'delete',
     path: '/drive/:id/properties',
     summary: 'Remove a custom property of an item (absent: nothing to do); answers the item’s properties.',
+    errors: ['item_not_found'],
     params: idParams,
     query: z.object({ namespace: Namespace, name: PropName }),
     response: Properties,

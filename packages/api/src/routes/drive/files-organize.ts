@@ -87,6 +87,7 @@ export const driveOrganizeRoutes = [
     effect: 'creates',
     path: '/drive/folders/path',
     summary: 'Make a folder path from the drive root, creating each missing folder (like mkdir -p); answers the last folder (201 if made).',
+    errors: ['not_a_folder'],
     body: z.object({ path: DrivePath, projectId: ProjectQuery }).strict().meta({ id: 'MakeFoldersRequest' }),
     response: DriveItem,
     handler: {
@@ -227,6 +228,7 @@ export const driveOrganizeRoutes = [
     effect: 'creates',
     path: '/drive/:id/copy',
     summary: 'Copy a file, or a folder with everything in it, into a folder (default: the same one) under a name (default: "Copy of <name>").',
+    errors: ['invalid_name', 'item_not_found', 'name_taken', 'quota_exceeded'],
     params: idParams,
     body: z
       .object({
@@ -258,6 +260,7 @@ export const driveOrganizeRoutes = [
     method: 'get',
     path: '/drive/:id/versions',
     summary: 'A file’s earlier contents, newest first: each write that replaced it kept the content before (the latest 20).',
+    errors: ['item_not_found'],
     params: fileParams,
     query: ListQuery,
     response: z.object({ versions: z.array(Version), nextCursor: Nullable(z.string()) }).meta({ id: 'DriveVersionList' }),
@@ -273,6 +276,7 @@ export const driveOrganizeRoutes = [
     method: 'get',
     path: '/drive/:id/versions/:versionId',
     summary: 'An earlier version of a file with its content (text as is, binary as base64; at most 5 MiB).',
+    errors: ['item_not_found', 'version_not_found'],
     params: versionParams,
     response: z.object({ version: Version, content: z.string(), encoding: z.enum(['utf8', 'base64']) }).meta({ id: 'DriveVersionContent' }),
     handler: {
@@ -289,6 +293,7 @@ export const driveOrganizeRoutes = [
     effect: 'updates',
     path: '/drive/:id/versions/:versionId/restore',
     summary: 'Make an earlier version the file’s content again (as a new write: the content it replaces becomes a version).',
+    errors: ['item_not_found', 'precondition_failed'],
     params: versionParams,
     headers: IfMatch,
     body: z.object({}).strict().optional(),
@@ -305,6 +310,7 @@ export const driveOrganizeRoutes = [
     method: 'delete',
     path: '/drive/:id/versions/:versionId',
     summary: 'Forget an earlier version of a file (its content goes unless something else holds it).',
+    errors: ['item_not_found'],
     params: versionParams,
     response: Success,
     handler: {
@@ -319,6 +325,7 @@ export const driveOrganizeRoutes = [
     method: 'get',
     path: '/drive/:id/tags',
     summary: 'The tags of a drive file or folder (the labels set with the tag tools).',
+    errors: ['item_not_found'],
     params: idParams,
     response: Tags,
     handler: { rpc: 'drive.getTags', request: (i) => ({ id: i.params.id, includeDetails: false }), response: (r) => r },
@@ -330,6 +337,7 @@ export const driveOrganizeRoutes = [
     effect: 'overwrites',
     path: '/drive/:id/tags',
     summary: 'Replace an item’s tags with these (an empty list removes them all).',
+    errors: ['invalid_tag', 'item_not_found'],
     params: idParams,
     body: z
       .object({ tags: z.array(Tag).max(50).describe('The item’s tags from now on (at most 50); [] removes them all.') })
@@ -345,6 +353,7 @@ export const driveOrganizeRoutes = [
     effect: 'creates',
     path: '/drive/:id/tags',
     summary: 'Add tags to an item (those it has stay).',
+    errors: ['item_not_found'],
     params: idParams,
     body: z
       .object({ tags: z.array(Tag).min(1).max(50).describe('Tags to add; those it has already are kept once.') })
@@ -359,6 +368,7 @@ export const driveOrganizeRoutes = [
     method: 'delete',
     path: '/drive/:id/tags/:tag',
     summary: 'Remove a tag from an item (not there: nothing to do).',
+    errors: ['item_not_found'],
     params: idParams.extend({ tag: Tag }),
     response: Tags,
     handler: { rpc: 'drive.removeTags', request: (i) => ({ id: i.params.id, tags: [i.params.tag], replace: false }), response: (r) => r },
@@ -373,6 +383,7 @@ export const driveOrganizeRoutes = [
     effect: 'creates',
     path: '/drive/:id/zip',
     summary: 'Zip a folder with everything in it into a new file (default: "<folder>.zip" next to the folder; at most 5 MiB of files).',
+    errors: ['item_not_found', 'name_taken'],
     params: folderParams,
     body: z
       .object({
@@ -399,6 +410,7 @@ export const driveOrganizeRoutes = [
     summary:
       'Extract a zip, tar or tar.gz file into a folder: a new folder named after the archive, next to it, unless `parentId` names one. ' +
       'Entries leaving their folder ("..") fail the whole call before anything is written.',
+    errors: ['invalid_archive', 'invalid_name', 'item_not_found', 'quota_exceeded'],
     params: fileParams,
     body: z
       .object({

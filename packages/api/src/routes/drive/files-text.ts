@@ -22,6 +22,7 @@ export const driveTextRoutes = [
     summary:
       'Search the text of the files under a folder (or the whole drive): each matching line with the file’s id and path, ' +
       'its line and column. Binary files and files over 5 MiB are skipped. A search that runs past its time limit answers 422 grep_timeout.',
+    errors: ['concurrency_limit', 'grep_timeout', 'invalid_pattern', 'item_not_found'],
     query: z.object({
       pattern: z.string().min(1).max(1000).describe('The text to find (a literal unless regex=true).'),
       regex: QueryBool.describe(
@@ -69,6 +70,7 @@ export const driveTextRoutes = [
     method: 'get',
     path: '/drive/diff',
     summary: 'A unified diff of two text files (`from` → `to`), with counts of lines added and removed.',
+    errors: ['item_not_found'],
     query: z.object({
       from: FileId.describe('The old file.'),
       to: FileId.describe('The new file.'),
@@ -98,6 +100,7 @@ export const driveTextRoutes = [
     summary:
       'Write a text file at a path from the drive root, making missing folders: creates it (201) or replaces its content (200, ' +
       'keeping the earlier content as a version). `If-Match` replaces only that version; `If-None-Match: *` only creates.',
+    errors: ['invalid_name', 'name_taken', 'precondition_failed'],
     headers: IfMatch.extend({ 'if-none-match': z.string().max(2000).optional().describe('`*`: fail with 412 if the file exists.') }),
     body: z
       .object({
@@ -129,6 +132,7 @@ export const driveTextRoutes = [
     method: 'get',
     path: '/drive/:id/lines',
     summary: 'Lines of a text file, numbered from 1: `start` to `end` (default: all; at most 2,000 lines per call), with the total.',
+    errors: ['item_not_found'],
     params: fileParams,
     query: z.object({
       start: z.coerce.number().int().min(1).default(1).describe('The first line to read, 1-based (default 1).'),
@@ -150,6 +154,7 @@ export const driveTextRoutes = [
     method: 'get',
     path: '/drive/:id/stats',
     summary: 'Counts of a text file: lines, words, characters, bytes, its line endings and whether it ends with a newline.',
+    errors: ['item_not_found', 'not_text'],
     params: fileParams,
     response: z
       .object({
@@ -174,6 +179,7 @@ export const driveTextRoutes = [
     method: 'get',
     path: '/drive/:id/csv',
     summary: 'A CSV file as rows of cells (RFC 4180 quoting), a page at a time; the header row as the columns.',
+    errors: ['item_not_found'],
     params: fileParams,
     query: z.object({
       header: z
@@ -207,6 +213,7 @@ export const driveTextRoutes = [
     effect: 'updates',
     path: '/drive/:id/append',
     summary: 'Append text to a text file (a new version). With `newline`, the text starts on a new line.',
+    errors: ['item_not_found', 'locked', 'precondition_failed'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -233,6 +240,7 @@ export const driveTextRoutes = [
     summary:
       'Replace exact text in a text file: `find` must occur exactly `expectedOccurrences` times (default 1), else 422 and ' +
       'nothing is written; `replaceAll` replaces every occurrence.',
+    errors: ['item_not_found', 'occurrences_mismatch', 'text_not_found'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -282,6 +290,7 @@ export const driveTextRoutes = [
     effect: 'updates',
     path: '/drive/:id/lines',
     summary: 'Replace lines `start`–`end` (1-based, inclusive) of a text file with `text` ("" deletes them).',
+    errors: ['item_not_found', 'line_out_of_range'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -308,6 +317,7 @@ export const driveTextRoutes = [
     effect: 'updates',
     path: '/drive/:id/lines',
     summary: 'Insert lines into a text file after line `after` (0: at the top).',
+    errors: ['item_not_found'],
     params: fileParams,
     headers: IfMatch,
     body: z

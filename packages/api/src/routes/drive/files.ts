@@ -86,6 +86,7 @@ export const driveRoutes = [
     method: 'get',
     path: '/drive',
     summary: 'List a folder (`?parentId=`; the root without it), folders first, then by name.',
+    errors: ['account_not_found', 'folder_not_found', 'invalid_cursor', 'project_scope'],
     tag: 'drive',
     query: ListQuery.extend({
       parentId: FolderId.optional(),
@@ -123,6 +124,17 @@ export const driveRoutes = [
       'Upload a new file: the raw body with `?name=&parentId=`, or multipart/form-data (the first file part; ' +
       '`name`, `parentId` fields). `If-None-Match: *` makes a taken name a 412; without a precondition it is a 409. ' +
       '`If-Match` replaces the file of that name if it is still that version.',
+    errors: [
+      'concurrency_limit',
+      'file_too_large',
+      'folder_not_found',
+      'invalid_name',
+      'missing_file',
+      'name_taken',
+      'precondition_failed',
+      'quota_exceeded',
+      'write_rate_exceeded',
+    ],
     tag: 'drive',
     query: z.object({
       name: Name.optional(),
@@ -152,6 +164,7 @@ export const driveRoutes = [
     effect: 'creates',
     path: '/drive/folders',
     summary: 'Create a folder in the drive (at the root or inside another folder). Returns the folder.',
+    errors: ['invalid_name', 'name_taken'],
     tag: 'drive',
     body: z
       .object({
@@ -177,6 +190,7 @@ export const driveRoutes = [
     method: 'get',
     path: '/drive/:id',
     summary: 'A file’s or folder’s metadata (with its ETag).',
+    errors: ['item_not_found'],
     tag: 'drive',
     params,
     response: DriveItem,
@@ -197,6 +211,7 @@ export const driveRoutes = [
     method: 'get',
     path: '/drive/:id/content',
     summary: 'Read a file, streamed, with its ETag; `Range` (206) and `If-None-Match` (304) are honoured.',
+    errors: ['content_missing', 'item_not_found', 'range_not_satisfiable'],
     tag: 'drive',
     params,
     headers: z.object({
@@ -224,6 +239,7 @@ export const driveRoutes = [
     summary:
       'Replace a file’s content (raw body). Requires `If-Match: "<etag>"` of the version read (412 with the ' +
       'current ETag and writer when it changed; nothing is overwritten), or 428.',
+    errors: ['item_not_found', 'locked', 'precondition_failed', 'precondition_required'],
     tag: 'drive',
     params,
     headers: Preconditions,
@@ -243,6 +259,7 @@ export const driveRoutes = [
     effect: 'updates',
     path: '/drive/:id',
     summary: 'Rename and/or move (`parentId`: a folder, or null for the root). `If-Match` is honoured.',
+    errors: ['invalid_name', 'item_not_found', 'move_into_itself', 'name_taken', 'precondition_failed'],
     tag: 'drive',
     params,
     headers: IfMatch,
@@ -276,6 +293,7 @@ export const driveRoutes = [
     method: 'delete',
     path: '/drive/:id',
     summary: 'Delete a file or an empty folder; a folder with members needs `?recursive=true`. `If-Match` is honoured.',
+    errors: ['folder_not_empty', 'item_not_found', 'precondition_failed'],
     tag: 'drive',
     params,
     query: z.object({ recursive: Booleanish.describe('Delete a folder with everything in it (else a folder with members is 409).') }),

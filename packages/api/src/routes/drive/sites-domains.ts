@@ -78,6 +78,7 @@ export const sitesDomainsRoutes = [
       'Add a custom domain to a site. It is pending (not served) until verified: add the DNS TXT record the answer names ' +
       '(`_svc-challenge.<domain>` = `svc-verify=<token>`), then call sites.domains.verify. 201, or 200 when the site has it already; ' +
       '409 domain_taken when another account’s site serves it; 400 invalid_domain, too_many_domains.',
+    errors: ['domain_exists', 'domain_taken', 'invalid_domain', 'site_not_found', 'too_many_domains'],
     params,
     body: z.object({ domain: DomainName }).strict().meta({ id: 'AddSiteDomainRequest' }),
     response: SiteDomain,
@@ -97,6 +98,7 @@ export const sitesDomainsRoutes = [
       'A site’s custom domains, pending and verified, with the TXT record each needs. A verified domain’s record is looked up again ' +
       'periodically (`lastCheckedAt`); one gone for longer than the grace period (`missingSince`) goes back to pending, and a pending ' +
       'claim not verified in time is deleted.',
+    errors: ['site_not_found'],
     params,
     response: z.object({ domains: z.array(SiteDomain) }).meta({ id: 'SiteDomainList' }),
     handler: {
@@ -115,6 +117,7 @@ export const sitesDomainsRoutes = [
     summary:
       'Check a custom domain’s DNS TXT record now: when it carries the token, the domain is verified and served from then on. ' +
       'Otherwise it stays pending and `lastCheckError` says why (DNS changes take time to show: call again later).',
+    errors: ['domain_not_found', 'domain_taken', 'site_not_found'],
     params: domainParams,
     response: SiteDomain,
     handler: {
@@ -130,6 +133,7 @@ export const sitesDomainsRoutes = [
     method: 'delete',
     path: '/sites/:id/domains/:domain',
     summary: 'Remove a custom domain from a site: it stops being served at once (not there: 200).',
+    errors: ['site_not_found'],
     params: domainParams,
     response: Success,
     handler: {

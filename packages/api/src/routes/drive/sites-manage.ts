@@ -43,6 +43,7 @@ export const sitesManageRoutes = [
     summary:
       'Change a site’s settings: its slug (its public URL moves at once; the old one answers 404; 409 slug_taken), its title, and ' +
       '`spaFallback` (paths with no file and no extension are answered with the root index.html, for single-page apps).',
+    errors: ['site_not_found', 'slug_taken'],
     params,
     body: z
       .object({
@@ -69,6 +70,7 @@ export const sitesManageRoutes = [
     method: 'delete',
     path: '/sites/:id/deployments/:deploymentId',
     summary: 'Delete a deployment the site does not serve (the one it serves: 409 deployment_live). Already gone: 200.',
+    errors: ['deployment_live', 'site_not_found'],
     params: params.extend({ deploymentId: DeploymentId }),
     response: Success,
     handler: {
@@ -83,6 +85,7 @@ export const sitesManageRoutes = [
     method: 'get',
     path: '/sites/:id/diff',
     summary: 'What changed between two deployments of a site: files added, removed and changed (by content), and how many stayed the same.',
+    errors: ['deployment_not_found', 'site_not_found'],
     params,
     query: z.object({ from: DeploymentId.describe('The older deployment.'), to: OptionalDeployment }),
     response: z
@@ -107,6 +110,7 @@ export const sitesManageRoutes = [
     method: 'get',
     path: '/sites/:id/files',
     summary: 'Read one file of a deployment (default: the one served) by its path in the site: text as is, other content base64 (at most 5 MiB).',
+    errors: ['file_not_found', 'invalid_path', 'site_not_found'],
     params,
     query: z.object({
       path: z.string().min(1).max(1025).describe('The file’s path in the site ("index.html", "css/site.css").'),
@@ -129,6 +133,7 @@ export const sitesManageRoutes = [
     summary:
       'Check the links of a deployment’s HTML pages (href and src within the site): each one naming no file, folder index or redirect of the site, ' +
       'with the page and the path it resolves to.',
+    errors: ['site_not_found'],
     params,
     query: z.object({ deploymentId: OptionalDeployment }),
     response: z
@@ -149,6 +154,7 @@ export const sitesManageRoutes = [
     method: 'get',
     path: '/sites/:id/redirects',
     summary: 'A site’s redirects: exact paths answered with a 301 to another path of the site.',
+    errors: ['site_not_found'],
     params,
     response: Redirects,
     handler: { rpc: 'drive.listRedirects', request: (i) => ({ siteId: i.params.id }), response: redirects },
@@ -160,6 +166,7 @@ export const sitesManageRoutes = [
     effect: 'overwrites',
     path: '/sites/:id/redirects',
     summary: 'Replace all of a site’s redirects with these (at most 1000; an empty list removes them). They apply at once, before the files.',
+    errors: ['site_not_found'],
     params,
     body: z
       .object({ redirects: z.array(Redirect).max(1000).describe('Every redirect of the site from now on (at most 1,000); [] removes them all.') })
@@ -183,6 +190,7 @@ export const sitesManageRoutes = [
     effect: 'creates',
     path: '/sites/:id/redirects',
     summary: 'Add a redirect to a site (or change where an existing `from` goes).',
+    errors: ['invalid_redirect', 'site_not_found'],
     params,
     body: Redirect.meta({ id: 'AddRedirectRequest' }),
     response: Redirects,
@@ -198,6 +206,7 @@ export const sitesManageRoutes = [
     method: 'delete',
     path: '/sites/:id/redirects',
     summary: 'Remove a site’s redirect of a path (none: nothing to do).',
+    errors: ['site_not_found'],
     params,
     query: z.object({ from: RedirectPath.describe('The redirected path.') }),
     response: Redirects,

@@ -135,6 +135,7 @@ export const sitesRoutes = [
     summary:
       'Create a hosted site. Its slug names its public URL, /sites/<slug>/ (unique across the platform: 409 slug_taken). ' +
       'It serves nothing until a deploy.',
+    errors: ['invalid_slug', 'project_scope', 'slug_taken'],
     tag: 'sites',
     body: z
       .object({
@@ -177,6 +178,7 @@ export const sitesRoutes = [
     method: 'get',
     path: '/sites/:id',
     summary: 'One static site: its slug, title, public URL, live deployment and settings.',
+    errors: ['site_not_found'],
     tag: 'sites',
     params,
     response: Site,
@@ -190,6 +192,7 @@ export const sitesRoutes = [
     method: 'delete',
     path: '/sites/:id',
     summary: 'Delete a site and its deployments; its public URL answers 404 and its slug is free again.',
+    errors: ['site_not_found'],
     tag: 'sites',
     params,
     response: z.object({ success: z.literal(true) }),
@@ -208,6 +211,7 @@ export const sitesRoutes = [
       'encoding utf8 or base64), or an archive of them (`archive`: {format: "zip", "tar" or "tar.gz", content: base64}). The site switches to the new deployment at once and atomically; a deploy that fails (413 over ' +
       'the file-count or byte limit, 400 for a bad path) leaves the site serving what it served. index.html answers a folder; ' +
       'a 404.html is served for missing paths.',
+    errors: ['duplicate_path', 'folder_not_found', 'invalid_archive', 'invalid_path', 'site_not_found', 'site_too_large'],
     tag: 'sites',
     params,
     body: DeployBody,
@@ -239,6 +243,7 @@ export const sitesRoutes = [
     method: 'get',
     path: '/sites/:id/deployments',
     summary: 'A site’s deployments, newest first (without their files).',
+    errors: ['site_not_found'],
     tag: 'sites',
     params,
     query: ListQuery,
@@ -257,6 +262,7 @@ export const sitesRoutes = [
     method: 'get',
     path: '/sites/:id/deployments/:deploymentId',
     summary: 'One deployment of a site with its files (paths, sizes and hashes) and when it went live.',
+    errors: ['deployment_not_found', 'site_not_found'],
     tag: 'sites',
     params: z.object({ id: SiteId, deploymentId: DeploymentId }),
     response: Deployment,
@@ -275,6 +281,7 @@ export const sitesRoutes = [
     effect: 'updates',
     path: '/sites/:id/rollback',
     summary: 'Serve an earlier deployment again, at once: `deploymentId`, or (body `{}`) the one deployed before the current one.',
+    errors: ['deployment_not_found', 'no_earlier_deployment', 'site_not_found'],
     tag: 'sites',
     params,
     body: z.object({ deploymentId: DeploymentId.optional() }).strict().meta({ id: 'RollbackSiteRequest' }),

@@ -23,6 +23,7 @@ export const identityRoutes = [
     method: 'get',
     path: '/me',
     summary: "The caller's identity: principal kind, account, key, project scope, organizations.",
+    errors: ['account_not_found', 'project_scope'],
     tag: 'identity',
     response: Me,
     auth: 'key',

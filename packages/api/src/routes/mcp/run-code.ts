@@ -162,6 +162,7 @@ export const codeRoutes = [
       'Run JavaScript in a sandbox (QuickJS in WebAssembly, in a process of its own): no network, no files, no host objects. ' +
       'The script may call the platform’s tools as you (code mode: `await svc.call(name, args)` or `svc.tools.<name>(args)`), ' +
       'under the rules of a direct call. Answers the result as JSON, the console output and, when the run failed, an error with its code and line.',
+    errors: ['concurrency_limit', 'invalid_limit', 'sandbox_busy'],
     tag: 'code',
     body: RunCodeBody,
     response: RunCodeResult,
@@ -208,6 +209,7 @@ export const codeRoutes = [
     summary:
       'Run a JavaScript file of the drive in the sandbox (as code.run runs code), with optional `input` JSON and drive files as read-only data; ' +
       'the answer is code.run’s.',
+    errors: ['item_not_found'],
     tag: 'code',
     body: z
       .object({ fileId: FileId.describe('The script: a UTF-8 text file of at most 512 KiB.'), ...DataInputs, ...Limits })
@@ -228,6 +230,7 @@ export const codeRoutes = [
     summary:
       'Run JavaScript over data: `input` (any JSON, the global `input`) and drive files read as the caller (the global `files`), ' +
       'to compute over documents without copying them into the code. The answer is code.run’s.',
+    errors: ['item_not_found'],
     tag: 'code',
     body: z
       .object({ code: RunCodeBody.shape.code, ...DataInputs, ...Limits })

@@ -72,6 +72,7 @@ export const creditsAlertRoutes = [
     method: 'get',
     path: '/credits/alerts/:id',
     summary: 'One low-balance credit alert: its threshold, note and whether it has triggered.',
+    errors: ['not_found'],
     params: z.object({ id: AlertId }),
     response: CreditAlert,
     handler: { rpc: 'models.getCreditAlert', request: (i) => ({ id: i.params.id }), response: (r) => alertJson(r.alert!) },
@@ -83,6 +84,7 @@ export const creditsAlertRoutes = [
     effect: 'updates',
     path: '/credits/alerts/:id',
     summary: "Change a low-balance alert's threshold or note (`note: null` removes it); a changed alert is armed again.",
+    errors: ['not_found'],
     params: z.object({ id: AlertId }),
     body: z
       .object({ threshold: Threshold.optional(), note: Note.nullable().optional().describe('Why the alert is there; null clears it.') })
@@ -100,6 +102,7 @@ export const creditsAlertRoutes = [
     method: 'delete',
     path: '/credits/alerts/:id',
     summary: 'Delete a low-balance credit alert; it will no longer trigger.',
+    errors: ['not_found'],
     params: z.object({ id: AlertId }),
     response: Success,
     handler: { rpc: 'models.deleteCreditAlert', request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) },

@@ -45,6 +45,7 @@ export const creditsViewRoutes = [
     method: 'get',
     path: '/credits/entries/:id',
     summary: 'One entry of the credit ledger: a grant or a charge, its amount, the balance after it and its cause.',
+    errors: ['not_found'],
     params: z.object({ id: prefixedId('crd', 'a credit entry id') }),
     response: CreditEntry,
     handler: { rpc: 'models.getCreditEntry', request: (i) => ({ id: i.params.id }), response: (r) => creditEntryJson(r.entry!) },

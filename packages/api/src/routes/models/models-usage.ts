@@ -58,6 +58,7 @@ export const modelsUsageRoutes = [
     method: 'get',
     path: '/models/families/:id',
     summary: 'One family of models with the full records of its members (404 `family_not_found`).',
+    errors: ['family_not_found'],
     params: z.object({ id: CatalogueSlug.describe('A family id (GET /models/families).') }),
     response: z.object({ family: ModelFamily, models: z.array(ModelRecord) }).meta({ id: 'ModelFamilyDetail' }),
     handler: {
@@ -73,6 +74,7 @@ export const modelsUsageRoutes = [
     effect: 'reads',
     path: '/models/cost-estimate',
     summary: "The cost of calls of a model at the catalogue's prices, whether credits would pay, and whether the tokens fit.",
+    errors: ['model_not_found'],
     body: z
       .object({
         model: ModelId,
@@ -153,6 +155,7 @@ export const modelsUsageRoutes = [
     method: 'get',
     path: '/models/compare',
     summary: 'Models side by side (2 to 10): their records and the cost of one reference call, ranked by cost.',
+    errors: ['model_not_found'],
     query: z.object({
       ids: z
         .string()
@@ -215,6 +218,7 @@ export const modelsUsageRoutes = [
     method: 'get',
     path: '/models/usage',
     summary: "The acting account's inference usage, newest first: one record per model call (tokens, cost, whose key, whether credits paid).",
+    errors: ['invalid_cursor'],
     query: ListQuery.extend({
       model: ModelId.optional(),
       agentId: prefixedId('agt', 'an agent id').optional().describe("Only this agent's calls."),
@@ -261,6 +265,7 @@ export const modelsUsageRoutes = [
     method: 'get',
     path: '/models/usage/:id',
     summary: 'One model usage record: the model, tokens in and out, cost in credits, and who made the call.',
+    errors: ['not_found'],
     params: z.object({ id: UsageId }),
     response: UsageRecord,
     handler: { rpc: 'models.getUsage', request: (i) => ({ id: i.params.id }), response: (r) => usageJson(r.record!) },
@@ -285,6 +290,7 @@ export const modelsUsageRoutes = [
     method: 'get',
     path: '/models/:id',
     summary: 'One model of the catalogue (deprecated ones too) with its availability for the caller; URL-encode the slash (`openai%2Fgpt-4o`).',
+    errors: ['model_not_found'],
     params: z.object({ id: ModelId }),
     response: ModelRecord,
     handler: { rpc: 'models.getModel', request: (i) => ({ id: i.params.id }), response: (r) => modelJson(r.model!) },

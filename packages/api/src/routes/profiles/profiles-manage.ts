@@ -54,6 +54,7 @@ export const profilesOpsRoutes = [
     method: 'get',
     path: '/profiles/:id/branches',
     summary: 'A profile’s branches, each with its head version, history length and whether it is checked out.',
+    errors: ['profile_not_found'],
     params: IdParams,
     response: z.object({ currentBranchId: z.string(), branches: z.array(BranchDetail) }).meta({ id: 'ProfileBranchList' }),
     handler: { rpc: 'profiles.listBranches', request: (i) => ({ id: i.params.id }), response: read },
@@ -64,6 +65,7 @@ export const profilesOpsRoutes = [
     method: 'get',
     path: '/profiles/:id/branches/:branchId',
     summary: 'One branch with its head version and history length.',
+    errors: ['branch_not_found', 'profile_not_found'],
     params: BranchParams,
     response: BranchDetail,
     handler: { rpc: 'profiles.getBranch', request: (i) => ({ id: i.params.id, branchId: i.params.branchId }), response: read },
@@ -79,6 +81,7 @@ export const profilesOpsRoutes = [
     effect: 'updates',
     path: '/profiles/:id/branches/:branchId',
     summary: 'Rename a branch (not main) or change its description (null clears it).',
+    errors: ['branch_name_taken', 'main_branch_required', 'profile_not_found'],
     params: BranchParams,
     headers: IfMatch,
     body: z
@@ -103,6 +106,7 @@ export const profilesOpsRoutes = [
     effect: 'overwrites',
     path: '/profiles/:id/branches/:branchId/reset',
     summary: 'Move a branch’s head back to an earlier version of its history (no new version; the later ones stay in the profile).',
+    errors: ['profile_not_found', 'version_not_in_history'],
     params: BranchParams,
     headers: IfMatch,
     body: z
@@ -122,6 +126,7 @@ export const profilesOpsRoutes = [
     method: 'delete',
     path: '/profiles/:id/working-changes',
     summary: 'Discard every staged, uncommitted change of a taste profile; its committed versions stay as they are.',
+    errors: ['profile_not_found'],
     params: IdParams,
     headers: IfMatch,
     response: Working,
@@ -135,6 +140,7 @@ export const profilesOpsRoutes = [
     path: '/profiles/:id/working-changes/:kind',
     summary:
       'Stage one item for the next commit: it replaces a staged item with its id, and on commit the head’s item with its id; {id, "$remove": true} removes one.',
+    errors: ['profile_not_found'],
     params: IdParams.extend({ kind: Kind }),
     headers: IfMatch,
     body: z
@@ -154,6 +160,7 @@ export const profilesOpsRoutes = [
     method: 'delete',
     path: '/profiles/:id/working-changes/:kind/:itemId',
     summary: 'Unstage one item (by id) from the working changes (idempotent).',
+    errors: ['etag_mismatch', 'profile_not_found'],
     params: IdParams.extend({ kind: Kind, itemId: z.string().min(1).max(200).describe('The staged item’s id.') }),
     headers: IfMatch,
     response: Working,
@@ -169,6 +176,7 @@ export const profilesOpsRoutes = [
     method: 'get',
     path: '/profiles/:id/versions',
     summary: 'Versions across every branch, newest first, by branch, author, message text or time range, with their authors.',
+    errors: ['branch_not_found', 'profile_not_found'],
     params: IdParams,
     query: ListQuery.extend({
       branchId: RefId.optional().describe('Made on this branch.'),
@@ -207,6 +215,7 @@ export const profilesOpsRoutes = [
     method: 'get',
     path: '/profiles/:id/search',
     summary: 'Items of the current head (or of a version) whose content holds a text, case-insensitive.',
+    errors: ['profile_not_found'],
     params: IdParams,
     query: z.object({
       q: z.string().min(1).max(200).describe('Words to look for in the profile’s items.'),
@@ -237,6 +246,7 @@ export const profilesOpsRoutes = [
     method: 'get',
     path: '/profiles/:id/stats',
     summary: 'A profile in numbers: versions, branches, authors, the head’s items by kind, staged changes, sizes, first and last commit.',
+    errors: ['profile_not_found'],
     params: IdParams,
     response: z
       .object({
@@ -262,6 +272,7 @@ export const profilesOpsRoutes = [
     effect: 'creates',
     path: '/profiles/:id/duplicate',
     summary: 'Copy a profile with its whole history, branches and working changes into a new profile.',
+    errors: ['profile_not_found'],
     params: IdParams,
     body: z
       .object({ name: BranchName.optional().describe('Default: the name with " (copy)".') })
@@ -278,6 +289,7 @@ export const profilesOpsRoutes = [
     effect: 'creates',
     path: '/profiles/:id/revert',
     summary: 'Undo one version: a new version on the branch head reverting what it changed, item by item (409 revert_conflict if changed since).',
+    errors: ['profile_not_found', 'revert_conflict', 'version_not_found'],
     params: IdParams,
     headers: IfMatch,
     body: z
@@ -303,6 +315,7 @@ export const profilesOpsRoutes = [
     effect: 'updates',
     path: '/profiles/:id/cherry-pick',
     summary: 'Apply what one version changed (from its parent) onto a branch head, as a new version (409 cherry_pick_conflict if the items differ).',
+    errors: ['cherry_pick_conflict', 'profile_not_found', 'version_in_history'],
     params: IdParams,
     headers: IfMatch,
     body: z
@@ -327,6 +340,7 @@ export const profilesOpsRoutes = [
     method: 'get',
     path: '/profiles/:id/tags',
     summary: 'A profile’s tags (names for versions), oldest first.',
+    errors: ['profile_not_found'],
     params: IdParams,
     response: z.object({ tags: z.array(ProfileTag) }).meta({ id: 'ProfileTagList' }),
     handler: { rpc: 'profiles.listTags', request: (i) => ({ id: i.params.id }), response: read },
@@ -338,6 +352,7 @@ export const profilesOpsRoutes = [
     effect: 'creates',
     path: '/profiles/:id/tags',
     summary: 'Name a version (default: the current branch head), e.g. a release; 409 tag_exists for a name in use.',
+    errors: ['profile_not_found', 'tag_exists', 'version_not_found'],
     params: IdParams,
     headers: IfMatch,
     body: z
@@ -362,6 +377,7 @@ export const profilesOpsRoutes = [
     method: 'delete',
     path: '/profiles/:id/tags/:name',
     summary: 'Delete a tag (idempotent); its version stays.',
+    errors: ['profile_not_found'],
     params: IdParams.extend({ name: TagName }),
     headers: IfMatch,
     response: z.object({ deleted: z.number().int() }).meta({ id: 'DeletedProfileTag' }),

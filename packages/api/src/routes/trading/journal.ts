@@ -35,6 +35,7 @@ export const tradingJournalRoutes = [
     effect: 'creates',
     path: '/trading/journal',
     summary: "Write a journal entry: a note on a trade, a plan or a review, optionally tied to a symbol and to one of the account's orders.",
+    errors: ['not_found'],
     body: z
       .object({
         title: Title,
@@ -85,6 +86,7 @@ export const tradingJournalRoutes = [
     method: 'get',
     path: '/trading/journal/:id',
     summary: 'One trading journal entry: its title, notes, tags and the orders it is about.',
+    errors: ['not_found'],
     params: z.object({ id: EntryId }),
     response: JournalEntry,
     handler: { rpc: 'trading.getJournalEntry', request: (i) => ({ id: i.params.id }), response: (r) => entryJson(r.entry!) },
@@ -96,6 +98,7 @@ export const tradingJournalRoutes = [
     effect: 'updates',
     path: '/trading/journal/:id',
     summary: "Edit a journal entry's title, body or tags (tags given replace them).",
+    errors: ['not_found'],
     params: z.object({ id: EntryId }),
     body: z.object({ title: Title.optional(), body: Body.optional(), tags: Tags.optional() }).meta({ id: 'UpdateJournalEntry' }),
     response: JournalEntry,
@@ -111,6 +114,7 @@ export const tradingJournalRoutes = [
     method: 'delete',
     path: '/trading/journal/:id',
     summary: 'Delete a trading journal entry; the orders it refers to are not affected.',
+    errors: ['not_found'],
     params: z.object({ id: EntryId }),
     response: Success,
     handler: { rpc: 'trading.deleteJournalEntry', request: (i) => ({ id: i.params.id }), response: () => ({ success: true as const }) },

@@ -31,6 +31,7 @@ export const tradingListRoutes = [
     effect: 'creates',
     path: '/trading/watchlists',
     summary: 'Create a watchlist: a named list of symbols to follow (409 `watchlist_name_taken` when the name is used).',
+    errors: ['unknown_symbol', 'watchlist_name_taken'],
     body: z.object({ name: WatchlistName, symbols: Symbols.default([]) }).meta({ id: 'CreateWatchlist' }),
     response: Watchlist,
     status: 201,
@@ -56,6 +57,7 @@ export const tradingListRoutes = [
     method: 'get',
     path: '/trading/watchlists/:id',
     summary: 'One trading watchlist with its symbols, in the order they were added.',
+    errors: ['not_found'],
     params: z.object({ id: WatchlistId }),
     response: Watchlist,
     handler: { rpc: 'trading.getWatchlist', request: (i) => ({ id: i.params.id }), response: (r) => r.watchlist! },
@@ -68,6 +70,7 @@ export const tradingListRoutes = [
     effect: 'updates',
     path: '/trading/watchlists/:id',
     summary: 'Rename a trading watchlist; its symbols stay as they are. Returns the watchlist.',
+    errors: ['not_found', 'watchlist_name_taken'],
     params: z.object({ id: WatchlistId }),
     body: z.object({ name: WatchlistName }).meta({ id: 'RenameWatchlist' }),
     response: Watchlist,
@@ -80,6 +83,7 @@ export const tradingListRoutes = [
     effect: 'creates',
     path: '/trading/watchlists/:id/symbols',
     summary: 'Add a symbol to a watchlist (already there: unchanged).',
+    errors: ['not_found'],
     params: z.object({ id: WatchlistId }),
     body: z.object({ symbol: TradingSymbol.describe('A paper symbol.') }).meta({ id: 'AddWatchlistSymbol' }),
     response: Watchlist,
@@ -91,6 +95,7 @@ export const tradingListRoutes = [
     method: 'delete',
     path: '/trading/watchlists/:id/symbols/:symbol',
     summary: 'Remove a symbol from a watchlist (URL-encode a slash: `BTC%2FUSD`); 404 `symbol_not_in_watchlist` when it is not there.',
+    errors: ['not_found', 'symbol_not_in_watchlist'],
     params: z.object({ id: WatchlistId, symbol: TradingSymbol }),
     response: Watchlist,
     handler: {
@@ -105,6 +110,7 @@ export const tradingListRoutes = [
     method: 'delete',
     path: '/trading/watchlists/:id',
     summary: 'Delete a trading watchlist; the symbols on it are not affected elsewhere.',
+    errors: ['not_found'],
     params: z.object({ id: WatchlistId }),
     response: Success,
     handler: { rpc: 'trading.deleteWatchlist', request: (i) => ({ id: i.params.id }), response: deleted },
@@ -115,6 +121,7 @@ export const tradingListRoutes = [
     method: 'get',
     path: '/trading/watchlists/:id/quotes',
     summary: 'Quotes (bid, ask, last, reference) of every symbol of a watchlist at once.',
+    errors: ['not_found'],
     params: z.object({ id: WatchlistId }),
     response: z.object({ id: z.string(), quotes: z.array(TradingQuote) }).meta({ id: 'TradingWatchlistQuotes' }),
     handler: { rpc: 'trading.getWatchlistQuotes', request: (i) => ({ id: i.params.id }) },
@@ -127,6 +134,7 @@ export const tradingListRoutes = [
     path: '/trading/alerts',
     summary:
       "Create a price alert on a paper symbol: it triggers once when the symbol's reference price is at or above (`above`) or at or below (`below`) the price; event `svc.trading.alert.triggered`.",
+    errors: ['unknown_symbol'],
     body: z
       .object({
         venue: VenueId.default('paper').describe('`paper`.'),
@@ -163,6 +171,7 @@ export const tradingListRoutes = [
     method: 'get',
     path: '/trading/alerts/:id',
     summary: 'One price alert: whether it triggered, when and at what price.',
+    errors: ['not_found'],
     params: z.object({ id: AlertId }),
     response: PriceAlert,
     handler: { rpc: 'trading.getAlert', request: (i) => ({ id: i.params.id }), response: (r) => alertJson(r.alert!) },
@@ -174,6 +183,7 @@ export const tradingListRoutes = [
     effect: 'updates',
     path: '/trading/alerts/:id',
     summary: "Change a price alert's condition, price or note; a changed alert is armed again (active).",
+    errors: ['not_found'],
     params: z.object({ id: AlertId }),
     body: z
       .object({
@@ -201,6 +211,7 @@ export const tradingListRoutes = [
     method: 'delete',
     path: '/trading/alerts/:id',
     summary: 'Delete a price alert on a symbol before (or after) it triggers.',
+    errors: ['not_found'],
     params: z.object({ id: AlertId }),
     response: Success,
     handler: { rpc: 'trading.deleteAlert', request: (i) => ({ id: i.params.id }), response: deleted },

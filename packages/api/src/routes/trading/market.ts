@@ -34,6 +34,7 @@ export const tradingMarketRoutes = [
     method: 'get',
     path: '/trading/symbols',
     summary: "A venue's symbols with their trading rules: tick and lot size, minimum quantity and notional, fees, asset class.",
+    errors: ['unknown_venue'],
     query: z.object({
       venue: Venue,
       assetClass: z.enum(['crypto', 'equity']).optional().describe('Only this asset class.'),
@@ -48,6 +49,7 @@ export const tradingMarketRoutes = [
     method: 'get',
     path: '/trading/symbols/:symbol',
     summary: "One symbol's trading rules (URL-encode a slash: `BTC%2FUSD`).",
+    errors: ['unknown_symbol'],
     params: z.object({ symbol: TradingSymbol.describe('The symbol, e.g. `ETH/USD`.') }),
     query: z.object({ venue: Venue }),
     response: SymbolRules,
@@ -82,6 +84,7 @@ export const tradingMarketRoutes = [
     path: '/trading/quotes',
     summary:
       "Quotes of the paper venue's symbols (every one, or `symbols`): best bid and ask (the market maker's quotes and resting orders) with their sizes, mid, spread, last trade and reference price. With Accept: text/event-stream, a live stream: each quote now, then again whenever it changes.",
+    errors: ['unknown_symbol'],
     query: z.object({
       venue: Venue,
       symbols: z
@@ -269,6 +272,7 @@ export const tradingMarketRoutes = [
     path: '/trading/orders/:id/replace',
     summary:
       'Replace an open paper order with a changed one (quantity, prices, time in force), in one transaction: the old one is cancelled (its fills stay) and the new one placed; if the new one is refused, the old one stays open.',
+    errors: ['insufficient_balance', 'not_found', 'order_not_open'],
     params: z.object({ id: OrderId }),
     body: z
       .object({
@@ -293,6 +297,7 @@ export const tradingMarketRoutes = [
     method: 'get',
     path: '/trading/orders/:id/history',
     summary: "An order's life, oldest first: placed, each fill with the filled quantity after it, and how it ended.",
+    errors: ['not_found'],
     params: z.object({ id: OrderId }),
     response: z
       .object({
@@ -321,6 +326,7 @@ export const tradingMarketRoutes = [
     method: 'get',
     path: '/trading/client-orders/:clientOrderId',
     summary: 'One order of the acting account by its client order id at a venue.',
+    errors: ['not_found'],
     params: z.object({ clientOrderId: ClientOrderId }),
     query: z.object({ venue: Venue }),
     response: TradingOrder,

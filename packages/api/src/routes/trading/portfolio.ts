@@ -35,6 +35,7 @@ export const tradingPortfolioRoutes = [
     method: 'get',
     path: '/trading/positions/:symbol',
     summary: 'One open position of the acting account (404 `position_not_found` when none).',
+    errors: ['position_not_found'],
     params: SymbolParam,
     query: VenueQuery,
     response: PositionDetail,
@@ -48,6 +49,7 @@ export const tradingPortfolioRoutes = [
     outside: true,
     path: '/trading/positions/:symbol/close',
     summary: 'Close a position (or part of it) with a market sell order; the order answers as placed. Agents stay within their limits.',
+    errors: ['position_not_found'],
     params: SymbolParam,
     body: z
       .object({
@@ -153,6 +155,7 @@ export const tradingPortfolioRoutes = [
     path: '/trading/performance',
     summary:
       'How the paper account has done since its last reset: total return, maximum drawdown of equity, closing trades won and lost (win rate, best, worst, fees included), fees and turnover.',
+    errors: ['unknown_venue'],
     query: VenueQuery,
     response: z
       .object({
@@ -210,6 +213,7 @@ export const tradingPortfolioRoutes = [
     method: 'get',
     path: '/trading/fills/:id',
     summary: 'One fill (an execution of an order) of the acting account: price, quantity, fee and its order.',
+    errors: ['not_found'],
     params: z.object({ id: FillId }),
     response: TradingFill,
     handler: {

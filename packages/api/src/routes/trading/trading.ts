@@ -147,6 +147,17 @@ export const tradingRoutes = [
     path: '/trading/order',
     summary:
       'Place an order (market, limit, stop, stop_limit, trailing_stop; day, gtc, ioc, fok) for a quantity (qty, fractional allowed) or, a market order, for an amount of the quote asset (notional); or a linked order (orderClass bracket, oco, oto with takeProfit and stopLoss legs). 201 with the order as it stands after matching and its legs; a retry with the same clientOrderId and order answers 200 with the original.',
+    errors: [
+      'client_order_id_conflict',
+      'insufficient_balance',
+      'notional_too_small',
+      'self_trade_prevented',
+      'trading_limit_exceeded',
+      'unknown_symbol',
+      'unknown_venue',
+      'venue_credentials_missing',
+      'venue_credentials_rejected',
+    ],
     body: PlaceOrderBody,
     response: PlacedTradingOrder,
     status: 201,
@@ -199,6 +210,7 @@ export const tradingRoutes = [
     outside: true,
     path: '/trading/cancel',
     summary: 'Cancel one open order (by orderId, or clientOrderId at a venue), or every open order of the account at a venue (all: true).',
+    errors: ['not_found', 'order_not_open'],
     body: z
       .object({
         venue: VenueId.optional(),
@@ -254,6 +266,7 @@ export const tradingRoutes = [
     path: '/trading/events',
     summary:
       "The acting account's order updates after `after` (a seq), oldest first: accepted, partially_filled, filled, cancelled, replaced, expired, rejected (and reset), each with the order as it then stood and the balances after it. With Accept: text/event-stream, a live stream: every update after `after` or Last-Event-ID, then new ones as they happen, with no gap and no repeat.",
+    errors: ['too_many_streams'],
     query: z.object({
       after: z.coerce.number().int().min(0).default(0).describe('Updates with a greater seq.'),
       limit: z.coerce.number().int().min(1).max(200).default(50).describe('How many updates to return at most (1–200; default 50).'),
@@ -269,6 +282,7 @@ export const tradingRoutes = [
     method: 'get',
     path: '/trading/orders/:id',
     summary: 'One order of the acting account (at an external venue, refreshed from it while open).',
+    errors: ['not_found'],
     params: z.object({ id: OrderId }),
     response: TradingOrder,
     handler: {
@@ -347,6 +361,7 @@ export const tradingRoutes = [
     effect: 'overwrites',
     path: '/trading/limits/:agentId',
     summary: "Set an agent's trading limits in the acting account: notional per order and per day, symbols, paper only (a person only).",
+    errors: ['agent_not_found'],
     params: z.object({ agentId: AgentId }),
     body: SetTradingLimitsBody,
     response: TradingLimits,
@@ -384,6 +399,7 @@ export const tradingRoutes = [
     effect: 'overwrites',
     path: '/trading/credentials/:venue',
     summary: "Store (or replace) the acting account's credentials for an external venue, sealed at rest (a person only).",
+    errors: ['unknown_venue'],
     params: z.object({ venue: VenueId }),
     body: SetVenueCredentialsBody,
     response: VenueCredential,

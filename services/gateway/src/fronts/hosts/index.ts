@@ -18,7 +18,7 @@ import type { Duplex } from 'node:stream';
 import type express from 'express';
 import { type WebSocket, WebSocketServer } from 'ws';
 
-import { type Bus, DomainError, type Logger, type Subscription } from '@svc/kit';
+import { type Bus, DomainError, type ErrorCode, type Logger, type Subscription } from '@svc/kit';
 
 import { nextRequestId } from '../../app.js';
 import { type Authenticator, presentedSecret } from '../../auth.js';
@@ -54,7 +54,7 @@ export interface HostFront {
   close(): Promise<void>;
 }
 
-function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
+function refuseUpgrade(socket: Duplex, status: number, code: ErrorCode, message: string): void {
   const body = JSON.stringify({ error: { code, message, requestId: nextRequestId() } });
   socket.end(
     `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 429 ? 'Too Many Requests' : 'Error'}\r\n` +
