@@ -1,4 +1,4 @@
-import { type Route, type RouteInput, routes as allRoutes } from '@svc/api';
+import { allOperations, type Route, type RouteInput } from '@svc/api';
 import { DEFINITIONS } from '@svc/clients';
 import { DomainError, type Principal, type Registry } from '@svc/kit';
 
@@ -57,9 +57,9 @@ export type OperationHandler = (input: RouteInput, ctx: OperationContext) => Pro
 
 export interface DispatcherOptions {
   registry: Registry;
-  /** The operations (default: the whole route table). */
+  /** The operations (default: the whole route table, internal operations included). */
   routes?: Route[];
-  /** Operation handlers by name, for routes declared `local`. */
+  /** Operation handlers by name, for routes declared `local` (createDispatcher registers and checks them). */
   handlers?: Record<string, OperationHandler>;
   /** Told of each key an operation revoked, before the answer goes out (to forget it at once). */
   onKeyRevoked?: (keyId: string) => void;
@@ -72,6 +72,7 @@ export interface DispatcherOptions {
 // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
 const NO_STORE: Readonly<Record<string, string>> = Object.freeze({ 'Cache-Control': 'no-store' });
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+const NONE: Record<string, never> = Object.freeze({});
 
 /**
  * The one way into the platform's operations, shared by every front (the HTTP API, MCP, the
@@ -87,7 +88,7 @@ export class Dispatcher {
   readonly answers: AnswerCache;
 
   constructor(private readonly options: DispatcherOptions) {
-    this.routes = options.routes ?? allRoutes;
+    this.routes = options.routes ?? allOperations;
     this.answers = options.answers ?? new AnswerCache();
     for (const r of this.routes) this.byId.set(r.id, r);
     this.handlers = options.handlers ?? {};
@@ -95,11 +96,6 @@ export class Dispatcher {
 
   operation(id: string): Route | undefined {
     return this.byId.get(id);
-  }
-
-  /** Adds operation handlers (a front's own operations: health, readiness, identity). */
-  register(handlers: Record<string, OperationHandler>): void {
-    Object.assign(this.handlers, handlers);
   }
 
   /**
@@ -119,6 +115,7 @@ export class Dispatcher {
     const needsKey = route.auth === 'key';
     const status = route.status ?? 200;
     const streams = route.events !== undefined;
+    const internal = route.internal === true;
     const admit = (raw: RawInput, inv: Invocation): RouteInput => {
       if (needsKey) {
         if (!inv.auth) throw new DomainError('unauthenticated', 'missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
@@ -128,7 +125,8 @@ export class Dispatcher {
         throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);
       }
       if (raw.unreadableBody) throw raw.unreadableBody;
-      return validateInput(route, raw);
+      // An internal operation's input is the service's request, built by a front: its service checks it.
+      return internal ? { params: NONE, query: NONE, body: raw.body, headers: NONE } : validateInput(route, raw);
     };
 
     if (h.kind === 'local' || h.kind === 'unimplemented') {
