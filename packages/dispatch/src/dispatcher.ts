@@ -1,10 +1,11 @@
-import { allOperations, type Route, type RouteInput } from '@svc/api';
+import { allOperations, effectOf, type Route, type RouteInput } from '@svc/api';
 import { DEFINITIONS } from '@svc/clients';
-import { DomainError, type Principal, type Registry } from '@svc/kit';
+import { DomainError, type Logger, type Principal, type Registry } from '@svc/kit';
 
 import { checkPrincipal } from './access.js';
 import { AnswerCache } from './answer-cache.js';
 import { type Answer, answerOf } from './answers.js';
+import { type IdempotencyClaim, idempotent, takesIdempotencyKey } from './idempotency.js';
 import { type RawInput, validateInput } from './input.js';
 
 /** Who invokes an operation, as a front authenticated them. */
@@ -30,6 +31,18 @@ export interface Invocation {
    * (DispatcherOptions.scriptTools), if any.
    */
   tools?: ScriptTools;
+  /**
+   * The caller's idempotency key for this call (docs/reliability.md): a POST operation's answer is
+   * recorded under it and replayed to the same call with the same key (idempotency.ts); other
+   * operations ignore it.
+   */
+  idempotency?: IdempotencyClaim;
+  /**
+   * The caller acts read-only (MCP's read-only mode, docs/mcp.md): an operation whose effect is not
+   * `reads` is refused (403 `read_only_mode`), whatever the front. A read-only token's principal
+   * (principal.readOnly) is held to the same rule by checkPrincipal.
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -67,6 +80,8 @@ export interface DispatcherOptions {
   answers?: AnswerCache;
   /** The tools a script run by an invocation that brings none may call (the API front's code mode). */
   scriptTools?: (inv: Invocation) => Promise<ScriptTools | undefined>;
+  /** Where failures to record an idempotent answer are told. */
+  log?: Logger;
 }
 
 // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
@@ -107,6 +122,10 @@ export class Dispatcher {
     if (!route) return Promise.reject(new DomainError('not_found', 'unknown_operation', `There is no operation ${String(operation)}.`));
     let invoker = this.invokers.get(route);
     if (!invoker) this.invokers.set(route, (invoker = this.compile(route)));
+    if (inv.idempotency && takesIdempotencyKey(route)) {
+      const run = invoker;
+      return idempotent(this.options, inv.idempotency, inv, () => run(raw, inv));
+    }
     return invoker(raw, inv);
   }
 
@@ -116,10 +135,14 @@ export class Dispatcher {
     const status = route.status ?? 200;
     const streams = route.events !== undefined;
     const internal = route.internal === true;
+    const reads = effectOf(route) === 'reads';
     const admit = (raw: RawInput, inv: Invocation): RouteInput => {
       if (needsKey) {
         if (!inv.auth) throw new DomainError('unauthenticated', 'missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
         checkPrincipal(inv.auth.principal, route);
+      }
+      if (inv.readOnly && !reads) {
+        throw new DomainError('forbidden', 'read_only_mode', 'This operation changes things, and this connection is read-only (readonly=true).');
       }
       if (h.kind === 'unimplemented') {
         throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);

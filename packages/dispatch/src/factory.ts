@@ -10,7 +10,7 @@ import { threadOperations } from './operations/threads.js';
 import { tradingOperations } from './operations/trading.js';
 
 /** What a process gives the factory: what its operations need, and its own. */
-export interface DispatcherDeps extends ContentDeps, Omit<DispatcherOptions, 'handlers'> {
+export interface DispatcherDeps extends ContentDeps, Omit<DispatcherOptions, 'handlers' | 'log'> {
   /** One count of live event streams per key, whichever operation serves them (threads, trading). */
   streams?: LiveStreams;
   /** How a drive code operation runs a script (default: the mcp service's sandbox, or code mode). */
@@ -72,6 +72,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const handlers = { ...platformOperations(deps), ...deps.operations };
   const problems = handlerProblems(routes, handlers, deps.notServed);
   if (problems.length) throw new Error(`The dispatcher's operations do not match the route table:\n  ${problems.join('\n  ')}`);
-  const { registry, onKeyRevoked, answers, scriptTools } = deps;
-  return new Dispatcher({ registry, routes, handlers, onKeyRevoked, answers, scriptTools });
+  const { registry, onKeyRevoked, answers, scriptTools, log } = deps;
+  return new Dispatcher({ registry, routes, handlers, onKeyRevoked, answers, scriptTools, log });
 }

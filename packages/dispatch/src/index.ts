@@ -4,6 +4,7 @@ export * from './answers.js';
 export * from './content.js';
 export * from './dispatcher.js';
 export * from './factory.js';
+export * from './idempotency.js';
 export * from './input.js';
 export * from './internal.js';
 export * from './operations/drive.js';
