@@ -5,7 +5,7 @@ import type { Dispatcher, Invocation } from './dispatcher.js';
 
 /** The calls `M` of a client, each taking only the request: who calls is the invocation's. */
 type Calls<C, M extends keyof C> = {
-  [K in M]: C[K] extends (req: infer Q, ...rest: any[]) => Promise<infer R> ? (req: Q) => Promise<R> : never;
+  [K in M]: C[K] extends (req: infer Q, ...rest: never[]) => Promise<infer R> ? (req: Q) => Promise<R> : never;
 };
 
 export type DriveCalls = Calls<ReturnType<typeof driveClient>, DriveInternalMethod>;
