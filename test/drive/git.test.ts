@@ -166,9 +166,11 @@ describe('taste profiles as repositories', () => {
     const { GitCache } = await import('../../services/gateway/dist/fronts/git/cache');
     const cache = new GitCache(work);
     const { PrincipalSigner } = await import('@svc/kit');
-    const token = (await new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!).sign({ kind: 'human', userId: aliceId, accountId: aliceId, channel: 'api' }))
-      .token;
-    const gitdir = await new ProfileRepos({ registry: t.stack.registry, cache }).sync(p.id, { principalToken: token, requestId: 'req_test' });
+    const { Dispatcher, profilesCalls } = await import('@svc/dispatch');
+    const principal = { kind: 'human' as const, userId: aliceId, accountId: aliceId, channel: 'api' as const };
+    const token = (await new PrincipalSigner(t.env.SVC_INTERNAL_SECRET!).sign(principal)).token;
+    const calls = profilesCalls(new Dispatcher({ registry: t.stack.registry }), { requestId: 'req_test', auth: { principal, token } });
+    const gitdir = await new ProfileRepos({ cache }).sync(p.id, calls);
     const rebuilt = await ok(['for-each-ref', '--format=%(objectname) %(refname)'], gitdir);
     expect(rebuilt).toBe(first);
     await cache.close();

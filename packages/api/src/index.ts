@@ -17,6 +17,7 @@ import { driveJsonRoutes } from './routes/drive/files-json.js';
 import { driveMoreRoutes } from './routes/drive/files-more.js';
 import { driveOrganizeRoutes } from './routes/drive/files-organize.js';
 import { driveTextRoutes } from './routes/drive/files-text.js';
+import { driveInternalRoutes } from './routes/drive/internal.js';
 import { sitesRoutes } from './routes/drive/sites.js';
 import { sitesDomainsRoutes } from './routes/drive/sites-domains.js';
 import { sitesManageRoutes } from './routes/drive/sites-manage.js';
@@ -30,6 +31,7 @@ import { creditsAlertRoutes } from './routes/models/credits-alerts.js';
 import { creditsViewRoutes } from './routes/models/credits-views.js';
 import { modelsRoutes } from './routes/models/models.js';
 import { modelsUsageRoutes } from './routes/models/models-usage.js';
+import { profilesInternalRoutes } from './routes/profiles/internal.js';
 import { profilesRoutes } from './routes/profiles/profiles.js';
 import { profilesOpsRoutes } from './routes/profiles/profiles-manage.js';
 import { tradingJournalRoutes } from './routes/trading/journal.js';
@@ -46,12 +48,15 @@ export * from './routes/agents/tasks.js';
 export * from './routes/agents/tasks-lists.js';
 export * from './routes/agents/threads.js';
 export * from './routes/drive/files.js';
+export type { DriveInternalMethod } from './routes/drive/internal.js';
 export * from './routes/drive/sites.js';
 export * from './routes/gateway/identity.js';
+export * from './routes/internal.js';
 export * from './routes/keys/keys.js';
 export * from './routes/mcp/run-code.js';
 export * from './routes/models/credits.js';
 export * from './routes/models/models.js';
+export type { ProfilesInternalMethod } from './routes/profiles/internal.js';
 export { tradingEventJson } from './routes/trading/trading.js';
 export * from './rpc.js';
 export * from '@svc/contract';
@@ -97,3 +102,12 @@ export const routes: Route[] = [
   ...tradingJournalRoutes,
   ...codeRoutes,
 ];
+
+/**
+ * The internal operations (Route.internal): the drive and profile calls of the protocol fronts
+ * (WebDAV, Git, public sites), invoked through the dispatcher; no HTTP route, no tool.
+ */
+export const internalRoutes: Route[] = [...driveInternalRoutes, ...profilesInternalRoutes];
+
+/** Every operation a dispatcher serves: the public API's and the internal ones. */
+export const allOperations: Route[] = [...routes, ...internalRoutes];

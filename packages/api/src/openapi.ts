@@ -178,6 +178,8 @@ export function buildOpenApi(routes: Route[], info: { version: string; serverUrl
   const schemas = new SchemaCollector();
   const ids = new Set<string>();
   for (const r of routes) {
+    // The protocol fronts' own calls (Route.internal) are no part of the HTTP API.
+    if (r.internal) continue;
     if (ids.has(r.id)) throw new Error(`OpenAPI: operationId ${r.id} is used twice`);
     ids.add(r.id);
     (paths[toOpenApiPath(r.path)] ??= {})[r.method] = operation(r, schemas);

@@ -186,6 +186,13 @@ export interface Route {
   effect?: Effect;
   /** It may reach outside the platform (a broker's venue, a user's machine, DNS): MCP's openWorldHint. */
   outside?: boolean;
+  /**
+   * An operation the platform's own fronts invoke (WebDAV, Git, public sites: the drive and profile
+   * calls behind their protocols, `routes/<service>/internal.ts`), under the same principal rules as
+   * every other: not served over HTTP, not in OpenAPI or the SDKs, no MCP tool. Its input is the
+   * service's request as the front built it (the service validates it), and its answer the reply.
+   */
+  internal?: boolean;
   /** `none`: no credential needed. */
   auth: 'key' | 'none';
   /** Principal kinds that may call it at all. */

@@ -1,4 +1,4 @@
-import type { PrincipalKind } from '@svc/api';
+import { type Effect, effectOf, type HttpMethod, type PrincipalKind } from '@svc/api';
 import { DomainError, type Principal } from '@svc/kit';
 
 /** Who may call an operation: the principal kinds, and whether it changes authority. */
@@ -15,7 +15,7 @@ export interface Access {
  * (403 `human_principal_required`), and only the declared kinds may call at all (403
  * `principal_not_allowed`). The system principal (the platform's own calls) passes.
  */
-export function checkPrincipal(principal: Principal, access: Access & { id?: string; method?: string }): void {
+export function checkPrincipal(principal: Principal, access: Access & { id?: string; method?: HttpMethod; effect?: Effect }): void {
   const kind = principal.kind;
   if (principal.grantId !== undefined) checkOauthToken(principal, access);
   if (access.authority && kind !== 'human') {
@@ -45,7 +45,7 @@ const MINTS_KEYS = new Set(['apiKeys.create', 'meApiKeys.create', 'meApiKeys.rot
  * never creates or widens a grant (no authority change, no key minted), and a read-only token
  * calls only operations without effects.
  */
-function checkOauthToken(principal: Principal, access: Access & { id?: string; method?: string }): void {
+function checkOauthToken(principal: Principal, access: Access & { id?: string; method?: HttpMethod; effect?: Effect }): void {
   if (access.authority) {
     throw new DomainError(
       'forbidden',
@@ -56,7 +56,8 @@ function checkOauthToken(principal: Principal, access: Access & { id?: string; m
   if (access.id !== undefined && MINTS_KEYS.has(access.id)) {
     throw new DomainError('forbidden', 'oauth_token_cannot_mint_keys', 'An OAuth token cannot create or rotate API keys.');
   }
-  if (principal.readOnly && access.method !== undefined && access.method !== 'get') {
+  // What the operation does (Route.effect), as MCP's read-only mode judges it: a POST that reads is a read.
+  if (principal.readOnly && access.method !== undefined && effectOf({ method: access.method, effect: access.effect }) !== 'reads') {
     throw new DomainError('forbidden', 'read_only_token', 'This token was granted read-only access: it calls only operations without effects.');
   }
 }

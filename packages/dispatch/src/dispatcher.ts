@@ -1,10 +1,11 @@
-import { type Route, type RouteInput, routes as allRoutes } from '@svc/api';
+import { allOperations, effectOf, type Route, type RouteInput } from '@svc/api';
 import { DEFINITIONS } from '@svc/clients';
-import { DomainError, type Principal, type Registry } from '@svc/kit';
+import { DomainError, type Logger, type Principal, type Registry } from '@svc/kit';
 
 import { checkPrincipal } from './access.js';
 import { AnswerCache } from './answer-cache.js';
 import { type Answer, answerOf } from './answers.js';
+import { type IdempotencyClaim, idempotent, takesIdempotencyKey } from './idempotency.js';
 import { type RawInput, validateInput } from './input.js';
 
 /** Who invokes an operation, as a front authenticated them. */
@@ -30,6 +31,18 @@ export interface Invocation {
    * (DispatcherOptions.scriptTools), if any.
    */
   tools?: ScriptTools;
+  /**
+   * The caller's idempotency key for this call (docs/reliability.md): a POST operation's answer is
+   * recorded under it and replayed to the same call with the same key (idempotency.ts); other
+   * operations ignore it.
+   */
+  idempotency?: IdempotencyClaim;
+  /**
+   * The caller acts read-only (MCP's read-only mode, docs/mcp.md): an operation whose effect is not
+   * `reads` is refused (403 `read_only_mode`), whatever the front. A read-only token's principal
+   * (principal.readOnly) is held to the same rule by checkPrincipal.
+   */
+  readOnly?: boolean;
 }
 
 /**
@@ -57,9 +70,9 @@ export type OperationHandler = (input: RouteInput, ctx: OperationContext) => Pro
 
 export interface DispatcherOptions {
   registry: Registry;
-  /** The operations (default: the whole route table). */
+  /** The operations (default: the whole route table, internal operations included). */
   routes?: Route[];
-  /** Operation handlers by name, for routes declared `local`. */
+  /** Operation handlers by name, for routes declared `local` (createDispatcher registers and checks them). */
   handlers?: Record<string, OperationHandler>;
   /** Told of each key an operation revoked, before the answer goes out (to forget it at once). */
   onKeyRevoked?: (keyId: string) => void;
@@ -67,11 +80,14 @@ export interface DispatcherOptions {
   answers?: AnswerCache;
   /** The tools a script run by an invocation that brings none may call (the API front's code mode). */
   scriptTools?: (inv: Invocation) => Promise<ScriptTools | undefined>;
+  /** Where failures to record an idempotent answer are told. */
+  log?: Logger;
 }
 
 // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
 const NO_STORE: Readonly<Record<string, string>> = Object.freeze({ 'Cache-Control': 'no-store' });
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+const NONE: Record<string, never> = Object.freeze({});
 
 /**
  * The one way into the platform's operations, shared by every front (the HTTP API, MCP, the
@@ -87,7 +103,7 @@ export class Dispatcher {
   readonly answers: AnswerCache;
 
   constructor(private readonly options: DispatcherOptions) {
-    this.routes = options.routes ?? allRoutes;
+    this.routes = options.routes ?? allOperations;
     this.answers = options.answers ?? new AnswerCache();
     for (const r of this.routes) this.byId.set(r.id, r);
     this.handlers = options.handlers ?? {};
@@ -95,11 +111,6 @@ export class Dispatcher {
 
   operation(id: string): Route | undefined {
     return this.byId.get(id);
-  }
-
-  /** Adds operation handlers (a front's own operations: health, readiness, identity). */
-  register(handlers: Record<string, OperationHandler>): void {
-    Object.assign(this.handlers, handlers);
   }
 
   /**
@@ -111,6 +122,10 @@ export class Dispatcher {
     if (!route) return Promise.reject(new DomainError('not_found', 'unknown_operation', `There is no operation ${String(operation)}.`));
     let invoker = this.invokers.get(route);
     if (!invoker) this.invokers.set(route, (invoker = this.compile(route)));
+    if (inv.idempotency && takesIdempotencyKey(route)) {
+      const run = invoker;
+      return idempotent(this.options, inv.idempotency, inv, () => run(raw, inv));
+    }
     return invoker(raw, inv);
   }
 
@@ -119,16 +134,22 @@ export class Dispatcher {
     const needsKey = route.auth === 'key';
     const status = route.status ?? 200;
     const streams = route.events !== undefined;
+    const internal = route.internal === true;
+    const reads = effectOf(route) === 'reads';
     const admit = (raw: RawInput, inv: Invocation): RouteInput => {
       if (needsKey) {
         if (!inv.auth) throw new DomainError('unauthenticated', 'missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
         checkPrincipal(inv.auth.principal, route);
       }
+      if (inv.readOnly && !reads) {
+        throw new DomainError('forbidden', 'read_only_mode', 'This operation changes things, and this connection is read-only (readonly=true).');
+      }
       if (h.kind === 'unimplemented') {
         throw new DomainError('not_implemented', 'not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet.`);
       }
       if (raw.unreadableBody) throw raw.unreadableBody;
-      return validateInput(route, raw);
+      // An internal operation's input is the service's request, built by a front: its service checks it.
+      return internal ? { params: NONE, query: NONE, body: raw.body, headers: NONE } : validateInput(route, raw);
     };
 
     if (h.kind === 'local' || h.kind === 'unimplemented') {

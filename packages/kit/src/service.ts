@@ -152,9 +152,12 @@ export function defineService<D extends ServiceDefinition, S extends SettingsSch
   return { ...m, grpcServiceName: declared };
 }
 
+/** The platform's own principal (what a system token carries). */
+export const SYSTEM_PRINCIPAL: Readonly<Principal> = Object.freeze({ kind: 'system', accountId: 'system', channel: 'internal' });
+
 export function createSystemTokenSource(signer: PrincipalSigner): () => Promise<string> {
   let cached: { token: string; expiresAt: number } | null = null;
-  const principal: Principal = { kind: 'system', accountId: 'system', channel: 'internal' };
+  const principal: Principal = { ...SYSTEM_PRINCIPAL };
   return async () => {
     if (!cached || cached.expiresAt - Date.now() < 60_000) cached = await signer.sign(principal);
     return cached.token;

@@ -1,5 +1,5 @@
 import type { Content, Route } from '@svc/api';
-import type { Answer, Dispatcher, Download, RawInput, ScriptTools } from '@svc/dispatch';
+import { type Answer, callFingerprint, type Dispatcher, type Download, type RawInput, type ScriptTools, takesIdempotencyKey } from '@svc/dispatch';
 import { DomainError, type Principal } from '@svc/kit';
 
 import type { ToolBinding, ToolCatalogue } from './catalogue.js';
@@ -24,6 +24,12 @@ export interface ToolContext {
   admit?: (route: Route) => void | Promise<void>;
   /** This call comes from a script (code mode): `admit` applies to it. */
   fromScript?: boolean;
+  /**
+   * The client's idempotency key for this call (MCP: `params._meta["io.svc/idempotency-key"]` of a
+   * tools/call; docs/mcp.md): a POST operation's answer is recorded and replayed for it. Not for a
+   * script's calls.
+   */
+  idempotencyKey?: string;
 }
 
 /** A tool's result: the operation's answer, or (isError) the contract's error body `{ error: { code, message, requestId } }`. */
@@ -243,7 +249,18 @@ export async function callTool(dispatcher: Dispatcher, catalogue: ToolCatalogue,
     if (ctx.fromScript && ctx.admit) await ctx.admit(b.route);
     // A script this tool runs may call tools as this caller (code mode), within this caller's view.
     const tools = SCRIPT_OPERATIONS.has(b.route.id) && ctx.auth ? scriptTools(dispatcher, catalogue, ctx) : undefined;
-    const answer = await dispatcher.invoke(b.route, rawInputOf(b, given), { requestId: ctx.requestId, auth: ctx.auth, signal: ctx.signal, tools });
+    const key = ctx.fromScript ? undefined : ctx.idempotencyKey;
+    // The request a key names: the operation and the arguments as given (so the same call through call_tool is the same).
+    const idempotency = key !== undefined && takesIdempotencyKey(b.route) ? { key, fingerprint: callFingerprint(b.route, given) } : undefined;
+    const answer = await dispatcher.invoke(b.route, rawInputOf(b, given), {
+      requestId: ctx.requestId,
+      auth: ctx.auth,
+      signal: ctx.signal,
+      tools,
+      idempotency,
+      // Read-only mode holds at the dispatcher too (the view's check above names the tool).
+      readOnly: ctx.view?.readOnly,
+    });
     return { structuredContent: await resultOf(b, answer, given), isError: false };
   } catch (err) {
     return toolError(err, ctx);

@@ -59,6 +59,7 @@ export interface SearchFilters {
 export function isToolOperation(r: Route): boolean {
   return (
     r.auth === 'key' &&
+    !r.internal &&
     !r.authority &&
     !r.personOnly &&
     (r.principals.includes('human') || r.principals.includes('agent')) &&

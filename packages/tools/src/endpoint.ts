@@ -34,6 +34,12 @@ export const mcpEndpointSettings = {
 };
 
 /** The caller of one exchange, as the front authenticated it (channel mcp). */
+/**
+ * Where a tools/call carries the client's idempotency key (docs/mcp.md, "Idempotency keys"): the
+ * request's `_meta`, so the key costs the catalogue nothing (no tool grows an argument).
+ */
+export const IDEMPOTENCY_META = 'io.svc/idempotency-key';
+
 export interface McpCaller {
   principal: Principal;
   /** The signed principal token: tool calls go to the services with it. */
@@ -200,7 +206,7 @@ export class McpEndpoint {
       },
     );
     server.setRequestHandler('tools/list', async (req) => this.page(caller.view ?? DEFAULT_VIEW, req.params?.cursor));
-    server.setRequestHandler('tools/call', async (req) => this.call(caller, req.params.name, req.params.arguments));
+    server.setRequestHandler('tools/call', async (req) => this.call(caller, req.params.name, req.params.arguments, req.params._meta));
     return server;
   }
 
@@ -234,7 +240,7 @@ export class McpEndpoint {
     return page;
   }
 
-  private async call(caller: McpCaller, name: string, args: unknown): Promise<CallToolResult> {
+  private async call(caller: McpCaller, name: string, args: unknown, meta?: Record<string, unknown>): Promise<CallToolResult> {
     // A tool that does not exist is the protocol's error (invalid params), not a tool's result.
     if (!this.deps.catalogue.get(name)) {
       throw new mcp.ProtocolError(
@@ -242,7 +248,12 @@ export class McpEndpoint {
         `Unknown tool: ${JSON.stringify(String(name).slice(0, 200))} (search_tools finds tools).`,
       );
     }
+    const key = meta?.[IDEMPOTENCY_META];
+    if (key !== undefined && typeof key !== 'string') {
+      throw new mcp.ProtocolError(mcp.ProtocolErrorCode.InvalidParams, `params._meta["${IDEMPOTENCY_META}"] must be a string.`);
+    }
     const r = await callTool(this.deps.dispatcher, this.deps.catalogue, name, args, {
+      idempotencyKey: key,
       auth: { principal: caller.principal, token: caller.token },
       requestId: caller.requestId,
       view: caller.view,

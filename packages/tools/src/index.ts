@@ -5,7 +5,6 @@ export * from './declarations.js';
 export * from './descriptions.js';
 export * from './endpoint.js';
 export * from './names.js';
-export * from './operations.js';
 export * from './portable.js';
 export * from './result-text.js';
 export * from './schemas.js';

@@ -2,38 +2,27 @@ import { randomBytes } from 'node:crypto';
 
 import express, { type NextFunction, type Request, type Response } from 'express';
 
-import { type Route, routes as allRoutes } from '@svc/api';
-import { type AnswerCache, Dispatcher, type OperationHandler } from '@svc/dispatch';
-import { type Backends, DomainError, type Logger, type Registry, type ServiceName } from '@svc/kit';
+import type { Dispatcher } from '@svc/dispatch';
+import { DomainError, type Logger, type Registry } from '@svc/kit';
 
 import type { Authenticator } from './auth.js';
 import { mountApi } from './fronts/api/index.js';
-import { systemOperations } from './fronts/api/system.js';
 import type { RateLimiter } from './rate-limit.js';
 import { sendDomainError, sendError } from './replies.js';
-import { apiScriptTools } from './script-tools.js';
 
 export interface GatewayDeps {
   log: Logger;
   registry: Registry;
-  backends: Backends;
+  /** The process's one dispatcher (createDispatcher), shared by every front. */
+  dispatcher: Dispatcher;
   auth: Authenticator;
   bodyLimit: string;
   /** Express's `trust proxy`: whose X-Forwarded-For decides `req.ip` (SVC_TRUST_PROXY). */
   trustProxy?: boolean | number;
-  /** Services whose health decides readiness. */
-  services: ServiceName[];
-  version: string;
-  /** Operation handlers for routes declared `local` (drive content), by name. */
-  operations?: Record<string, OperationHandler>;
-  /** Where cached answers are kept (evicted on services' events); default the dispatcher's own. */
-  answers?: AnswerCache;
   /** Token buckets per API key and account for the route table's operations (absent: none). */
   limiter?: RateLimiter;
   /** Protocol fronts outside the route table (WebDAV at /dav; Git, SSE to come), each on its own path. */
   mount?: (app: express.Express) => void;
-  /** True once the gateway is stopping (SIGTERM): readiness fails at once. */
-  draining?: () => boolean;
 }
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -44,8 +33,8 @@ const REQUEST_ID_PREFIX = `req_${randomBytes(8).toString('hex')}`;
 let requestCounter = 0;
 export const nextRequestId = () => `${REQUEST_ID_PREFIX}${(++requestCounter).toString(16).padStart(8, '0')}`;
 
-/** Builds the express app from the route table. */
-export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): express.Express {
+/** Builds the express app from the dispatcher's route table. */
+export function createApp(deps: GatewayDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -65,27 +54,14 @@ export function createApp(deps: GatewayDeps, routes: Route[] = allRoutes): expre
   });
   deps.mount?.(app);
 
-  const dispatcher: Dispatcher = new Dispatcher({
+  mountApi(app, {
+    dispatcher: deps.dispatcher,
+    auth: deps.auth,
+    bodyLimit: deps.bodyLimit,
     registry: deps.registry,
-    routes,
-    onKeyRevoked: (id) => deps.auth.evict(id),
-    answers: deps.answers,
-    // Scripts run through the API may call tools as their caller (code mode).
-    scriptTools: apiScriptTools(() => dispatcher, deps.limiter),
+    log: deps.log,
+    limiter: deps.limiter,
   });
-  dispatcher.register({
-    ...deps.operations,
-    ...systemOperations({
-      registry: deps.registry,
-      backends: deps.backends,
-      services: deps.services,
-      version: deps.version,
-      routes,
-      log: deps.log,
-      draining: deps.draining,
-    }),
-  });
-  mountApi(app, { dispatcher, auth: deps.auth, bodyLimit: deps.bodyLimit, registry: deps.registry, log: deps.log, limiter: deps.limiter });
 
   app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.originalUrl.split('?')[0]}.`));
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { MODELS_CACHE, routes } from '@svc/api';
-import { AnswerCache, driveOperations, LiveStreams, threadOperations, tradingOperations } from '@svc/dispatch';
+import { AnswerCache, createDispatcher, type Dispatcher, LiveStreams } from '@svc/dispatch';
 import {
   AccountLimiter,
   type Backends,
@@ -18,6 +18,7 @@ import { isToolOperation } from '@svc/tools';
 
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
+import { systemOperations } from './fronts/api/system.js';
 import { GitFront } from './fronts/git/index.js';
 import { attachHostFront } from './fronts/hosts/index.js';
 import { mountProtocols } from './fronts/index.js';
@@ -26,6 +27,7 @@ import { SiteDomainCache } from './fronts/sites/domains.js';
 import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, applyAnswerRules, expressServerOptions } from './http-server.js';
 import { RateLimiter } from './rate-limit.js';
+import { apiScriptTools } from './script-tools.js';
 import type { GatewaySettings } from './settings.js';
 
 export { createApp } from './app.js';
@@ -156,27 +158,38 @@ export async function startGateway(deps: {
       ? new RateLimiter(cache, perKey, perAccount, (err) => log.warn({ err }, 'rate limits unavailable: requests pass unlimited'))
       : undefined;
 
-  const services = [...GRPC_SERVICE_NAMES];
   // Set by stop() (SIGTERM): /ready answers 503 at once and every answer says `Connection: close`.
   let draining = false;
-  // One count of live event streams per key, whichever operation serves them (threads, trading).
-  const streams = new LiveStreams(deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY);
+  // The process's one dispatcher, shared by the API and MCP fronts: every `local` operation from
+  // one table (it throws here, at start, when one is missing), one cache of answers, and one
+  // count of live event streams per key, whichever operation serves them (threads, trading).
+  const dispatcher: Dispatcher = createDispatcher({
+    ...local,
+    streams: new LiveStreams(deps.settings.SVC_SSE_MAX_STREAMS_PER_KEY),
+    operations: systemOperations({
+      registry: deps.registry,
+      backends: deps.backends,
+      services: [...GRPC_SERVICE_NAMES],
+      version: deps.version,
+      routes,
+      log,
+      draining: () => draining,
+    }),
+    onKeyRevoked: (id) => auth.evict(id),
+    // Scripts run through the API may call tools as their caller (code mode).
+    scriptTools: apiScriptTools(() => dispatcher, limiter),
+  });
   const app = createApp({
     log,
     registry: deps.registry,
-    backends: deps.backends,
+    dispatcher,
     auth,
     bodyLimit: deps.settings.SVC_BODY_LIMIT,
     trustProxy: deps.settings.SVC_TRUST_PROXY,
-    services,
-    version: deps.version,
-    operations: { ...driveOperations(local), ...threadOperations({ ...local, streams }), ...tradingOperations({ ...local, streams }) },
-    answers,
     limiter,
-    draining: () => draining,
     mount: (app) => {
       if (oauth) mountOauth(app, { auth, oauth, registry: deps.registry, signer, systemToken, log, secret: deps.config.internalSecret });
-      mountProtocols(app, { ...local, limiter });
+      mountProtocols(app, { ...local, dispatcher, limiter });
     },
   });
   applyAnswerRules(app, () => draining);

@@ -5,7 +5,7 @@ import os from 'node:os';
 import { AgentStore, ApprovalsDomain, LiveEvents, RUN_QUEUE, ThreadsDomain, ThreadStore } from '@svc/agents';
 import { routes } from '@svc/api';
 import { modelsClient } from '@svc/clients';
-import { Dispatcher, driveOperations, identityOperations, threadOperations, tradingOperations } from '@svc/dispatch';
+import { createDispatcher } from '@svc/dispatch';
 import {
   type Backends,
   type Config,
@@ -27,6 +27,9 @@ import type { RuntimeSettings } from './settings.js';
 import { AgentTools } from './tools.js';
 
 export { type RuntimeSettings, runtimeSettingsSchema } from './settings.js';
+
+/** The gateway's own operations (liveness, readiness, the OpenAPI document): not served here. */
+const GATEWAY_OPERATIONS = ['health', 'ready', 'openapi'];
 
 /** How often a worker looks for runs nobody holds (a worker died, a job was lost before its enqueue). */
 const SWEEP_MS = 5_000;
@@ -63,13 +66,8 @@ export async function startRuntime(deps: {
   const registry = deps.registry.for('runtime');
   const signer = new PrincipalSigner(deps.config.internalSecret);
   const hashes = createHashPool({ name: 'runtime-sha256' });
-  const dispatcher = new Dispatcher({ registry, routes });
-  dispatcher.register({
-    ...driveOperations({ log, registry, backends: deps.backends, hashes }),
-    ...threadOperations({ registry }),
-    ...tradingOperations({ registry }),
-    ...identityOperations({ registry }),
-  });
+  // Every `local` operation of the route table but the gateway's own (no tool calls them).
+  const dispatcher = createDispatcher({ log, registry, backends: deps.backends, hashes, notServed: GATEWAY_OPERATIONS });
   let catalogue: ToolCatalogue | undefined; // built at the first run that offers tools, not at start
   const tools = new AgentTools(() => (catalogue ??= ToolCatalogue.fromRoutes(routes)), dispatcher, signer);
   const infer: Infer = (req, principal, signal) => abortable(inferCall(registry, tools, req, principal), signal);

@@ -1,6 +1,6 @@
 import type express from 'express';
 
-import type { AnswerCache, ContentDeps } from '@svc/dispatch';
+import type { ContentDeps, Dispatcher } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
 import type { RateLimiter } from '../rate-limit.js';
@@ -13,14 +13,14 @@ import { mountDav } from './webdav/index.js';
 /** What the protocol fronts share: the authentication step and what moving drive content needs. */
 export interface FrontDeps extends ContentDeps, SitesDeps {
   auth: Authenticator;
+  /** The process's one dispatcher (the API's too). */
+  dispatcher: Dispatcher;
   /** The Git front's repositories (closed with the gateway). */
   git: GitFront;
   /** Browser origins allowed on /mcp (SVC_MCP_ALLOWED_ORIGINS). */
   mcpAllowedOrigins: string[];
   /** The API's token buckets, drawn on by WebDAV and MCP requests too (absent: no limits). */
   limiter?: RateLimiter;
-  /** The API's cache of answers, which MCP tool calls share. */
-  answers?: AnswerCache;
   /** Tools per tools/list page of /mcp (SVC_MCP_TOOLS_PAGE_SIZE). */
   mcpPageSize: number;
   version: string;

@@ -1,14 +1,11 @@
-import fs from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 
 import { z } from 'zod';
 
 import { route } from '@svc/api';
-import { eventsAnswer, type StreamEvent } from '@svc/dispatch';
-import { Backends, createLogger, DomainError, loadConfig, PrincipalSigner, Registry } from '@svc/kit';
+import { Dispatcher, eventsAnswer, type StreamEvent } from '@svc/dispatch';
+import { createLogger, DomainError, PrincipalSigner, Registry } from '@svc/kit';
 
 import { sendEvents } from '../../dist/http/events.js';
 import { Authenticator, createApp } from '../../dist/index.js';
@@ -34,45 +31,35 @@ const ticks = route({
 
 let server: http.Server;
 let url: string;
-let backends: Backends;
 const registry = new Registry({}, 1000);
 const finished: number[] = [];
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-events-'));
 
 beforeAll(async () => {
   const log = createLogger({ level: 'silent', service: 'test' });
-  backends = new Backends(loadConfig({ SVC_DATA_DIR: dataDir }), log);
   const auth = new Authenticator({ registry, signer: new PrincipalSigner('s'.repeat(32)), systemToken: async () => '', log });
-  const app = createApp(
-    {
-      log,
-      registry,
-      backends,
-      auth,
-      bodyLimit: '1mb',
-      services: [],
-      version: 'test',
-      operations: {
-        async ticks(input, ctx) {
-          const count = input.query.count as number;
-          if (!ctx.stream) return { ticks: Array.from({ length: count }, (_, n) => ({ n })) };
-          async function* gen(): AsyncGenerator<StreamEvent> {
-            try {
-              for (let n = 0; n < count; n++) {
-                if (input.query.fail === 'yes' && n === 2) throw new DomainError('conflict', 'tick_failed', 'The third tick failed.');
-                yield { id: String(n + 1), event: 'tick', data: { n } };
-                if (count > 100) await new Promise((r) => setTimeout(r, 1));
-              }
-            } finally {
-              finished.push(count);
+  const dispatcher = new Dispatcher({
+    registry,
+    routes: [ticks],
+    handlers: {
+      async ticks(input, ctx) {
+        const count = input.query.count as number;
+        if (!ctx.stream) return { ticks: Array.from({ length: count }, (_, n) => ({ n })) };
+        async function* gen(): AsyncGenerator<StreamEvent> {
+          try {
+            for (let n = 0; n < count; n++) {
+              if (input.query.fail === 'yes' && n === 2) throw new DomainError('conflict', 'tick_failed', 'The third tick failed.');
+              yield { id: String(n + 1), event: 'tick', data: { n } };
+              if (count > 100) await new Promise((r) => setTimeout(r, 1));
             }
+          } finally {
+            finished.push(count);
           }
-          return eventsAnswer(gen());
-        },
+        }
+        return eventsAnswer(gen());
       },
     },
-    [ticks],
-  );
+  });
+  const app = createApp({ log, registry, dispatcher, auth, bodyLimit: '1mb' });
   server = http.createServer(app);
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -80,8 +67,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise<void>((ok) => server.close(() => ok()));
   registry.close();
-  await backends.close();
-  fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
 test('Accept: text/event-stream gets the events, in order, in the SSE format', async () => {

@@ -56,7 +56,7 @@ function sendContentError(req: Request, res: Response, err: DomainError): void {
   sendDomainError(req, res, err);
 }
 
-/** Mounts every operation of the dispatcher's route table. */
+/** Mounts every operation of the dispatcher's route table but the internal ones. */
 export function mountApi(app: express.Express, deps: ApiDeps): void {
   // JSON bodies are parsed per operation, with the operation's own limit where it declares one.
   const parsers = new Map<string, express.RequestHandler>();
@@ -74,71 +74,74 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
     return p;
   };
 
-  const entries = deps.dispatcher.routes.map((route: Route) => {
-    const hostCalls = route.principals.includes('host');
-    // Content in or out can take long: it is cut if its key is revoked or expires mid-way.
-    const transfers = route.content !== undefined || route.answer === 'bytes';
-    const takesIdempotencyKey = route.method === 'post' && route.auth === 'key';
-    const handle = async (req: Request, res: Response) => {
-      let auth;
-      if (route.auth === 'key') {
-        const secret = presentedSecret(req.headers.authorization, { basic: false });
-        // A host credential works only on the operations a host calls (its principals include `host`).
-        auth =
-          hostCalls && secret && HOST_CREDENTIAL_RE.test(secret)
-            ? await deps.auth.authenticateHost(secret, clientAddress(req))
-            : await deps.auth.authenticate(secret, actingAccount(req.headers), clientAddress(req), 'api');
-      }
-      if (deps.limiter && auth) {
-        const admitting = admitFront(deps.limiter, route, auth.principal, res);
-        if (admitting) await admitting;
-      }
-      if (transfers && auth) deps.auth.holdResponse(auth, res);
-      // req.query parses the query string on each read: only for operations that take a query.
-      if (route.query) checkQueryUtf8(req.url);
-      const content = route.content && (() => readContent(req, route.content!));
-      // A replayed answer ends here; a claimed key records the answer before it is sent.
-      let claimed: Claimed | undefined;
-      if (takesIdempotencyKey && auth && req.headers[IDEMPOTENCY_HEADER] !== undefined) {
-        claimed = await idempotent(deps, req, res, route, auth.token, content || (() => Promise.reject(new Error('no content'))));
-        if (!claimed) return;
-      }
-      const raw: RawInput = {
-        params: req.params,
-        query: route.query && (req.query as Record<string, unknown>),
-        headers: req.headers,
-        body: empty.has(req) ? undefined : req.body,
+  // The protocol fronts' own calls (Route.internal) are no part of the HTTP API.
+  const entries = deps.dispatcher.routes
+    .filter((r) => !r.internal)
+    .map((route: Route) => {
+      const hostCalls = route.principals.includes('host');
+      // Content in or out can take long: it is cut if its key is revoked or expires mid-way.
+      const transfers = route.content !== undefined || route.answer === 'bytes';
+      const takesIdempotencyKey = route.method === 'post' && route.auth === 'key';
+      const handle = async (req: Request, res: Response) => {
+        let auth;
+        if (route.auth === 'key') {
+          const secret = presentedSecret(req.headers.authorization, { basic: false });
+          // A host credential works only on the operations a host calls (its principals include `host`).
+          auth =
+            hostCalls && secret && HOST_CREDENTIAL_RE.test(secret)
+              ? await deps.auth.authenticateHost(secret, clientAddress(req))
+              : await deps.auth.authenticate(secret, actingAccount(req.headers), clientAddress(req), 'api');
+        }
+        if (deps.limiter && auth) {
+          const admitting = admitFront(deps.limiter, route, auth.principal, res);
+          if (admitting) await admitting;
+        }
+        if (transfers && auth) deps.auth.holdResponse(auth, res);
+        // req.query parses the query string on each read: only for operations that take a query.
+        if (route.query) checkQueryUtf8(req.url);
+        const content = route.content && (() => readContent(req, route.content!));
+        // A replayed answer ends here; a claimed key records the answer before it is sent.
+        let claimed: Claimed | undefined;
+        if (takesIdempotencyKey && auth && req.headers[IDEMPOTENCY_HEADER] !== undefined) {
+          claimed = await idempotent(deps, req, res, route, auth.token, content || (() => Promise.reject(new Error('no content'))));
+          if (!claimed) return;
+        }
+        const raw: RawInput = {
+          params: req.params,
+          query: route.query && (req.query as Record<string, unknown>),
+          headers: req.headers,
+          body: empty.has(req) ? undefined : req.body,
+        };
+        // A body that is there but not JSON is 415; no body at all is for the schema to judge (400).
+        if (route.body && req.body === undefined && hasBody(req) && !req.is('application/json')) {
+          raw.unreadableBody = new DomainError(
+            'unsupported_media_type',
+            'unsupported_media_type',
+            'The request body must be JSON (Content-Type: application/json).',
+          );
+        }
+        if (content) raw.content = claimed ? () => content().then((c) => claimed.content(c)) : content;
+        let answer: Answer;
+        try {
+          answer = await deps.dispatcher.invoke(route, raw, {
+            requestId: req.requestId,
+            auth,
+            head: req.method === 'HEAD',
+            stream: route.events !== undefined && wantsEventStream(req),
+          });
+        } catch (err) {
+          if (route.content && err instanceof DomainError) return sendContentError(req, res, err);
+          throw err;
+        }
+        const writing = write(req, res, answer, deps.auth, auth);
+        if (writing) await writing;
       };
-      // A body that is there but not JSON is 415; no body at all is for the schema to judge (400).
-      if (route.body && req.body === undefined && hasBody(req) && !req.is('application/json')) {
-        raw.unreadableBody = new DomainError(
-          'unsupported_media_type',
-          'unsupported_media_type',
-          'The request body must be JSON (Content-Type: application/json).',
-        );
-      }
-      if (content) raw.content = claimed ? () => content().then((c) => claimed.content(c)) : content;
-      let answer: Answer;
-      try {
-        answer = await deps.dispatcher.invoke(route, raw, {
-          requestId: req.requestId,
-          auth,
-          head: req.method === 'HEAD',
-          stream: route.events !== undefined && wantsEventStream(req),
-        });
-      } catch (err) {
-        if (route.content && err instanceof DomainError) return sendContentError(req, res, err);
-        throw err;
-      }
-      const writing = write(req, res, answer, deps.auth, auth);
-      if (writing) await writing;
-    };
-    const parse = route.body ? jsonParser(route.bodyLimit ?? deps.bodyLimit) : undefined;
-    const dispatch: express.RequestHandler = parse
-      ? (req, res, next) => parse(req, res, (err) => (err ? next(err) : handle(req, res).catch(next)))
-      : (req, res, next) => handle(req, res).catch(next);
-    return { method: route.method, path: route.path, dispatch };
-  });
+      const parse = route.body ? jsonParser(route.bodyLimit ?? deps.bodyLimit) : undefined;
+      const dispatch: express.RequestHandler = parse
+        ? (req, res, next) => parse(req, res, (err) => (err ? next(err) : handle(req, res).catch(next)))
+        : (req, res, next) => handle(req, res).catch(next);
+      return { method: route.method, path: route.path, dispatch };
+    });
 
   // One middleware finds the operation (see routing.ts) instead of an express route per entry.
   const lookup = compileRoutes(entries);

@@ -1,5 +1,5 @@
 import { buildOpenApi, reply, type Route } from '@svc/api';
-import { identityOperations, type OperationHandler } from '@svc/dispatch';
+import type { OperationHandler } from '@svc/dispatch';
 import type { Backends, Logger, Registry, ServiceName } from '@svc/kit';
 
 import { checkHealth } from '../../health-client.js';
@@ -17,7 +17,7 @@ export interface SystemDeps {
   draining?: () => boolean;
 }
 
-/** The gateway's own operations: liveness, readiness, the OpenAPI document, the caller's identity. */
+/** The gateway's own operations: liveness, readiness, the OpenAPI document (given to createDispatcher). */
 export function systemOperations(deps: SystemDeps): Record<string, OperationHandler> {
   // Built at the first request for it, not at start (a few hundred milliseconds of JSON Schema).
   let openapi: ReturnType<typeof buildOpenApi> | undefined;
@@ -51,6 +51,5 @@ export function systemOperations(deps: SystemDeps): Record<string, OperationHand
     async openapi() {
       return (openapi ??= buildOpenApi(deps.routes, { version: deps.version }));
     },
-    ...identityOperations({ registry: deps.registry }),
   };
 }

@@ -11,7 +11,7 @@ import type express from 'express';
 import type { Request, Response } from 'express';
 
 import { routes } from '@svc/api';
-import { type Access, checkPrincipal, type ContentDeps } from '@svc/dispatch';
+import { type Access, checkPrincipal, type ContentDeps, type Dispatcher, driveCalls, profilesCalls } from '@svc/dispatch';
 import { AccountLimiter, DomainError } from '@svc/kit';
 
 import type { AuthContext, Authenticator } from '../../auth.js';
@@ -26,6 +26,8 @@ export const GIT_ACCESS: Access = { principals: ['human', 'agent'], authority: f
 
 export interface GitDeps extends ContentDeps {
   auth: Authenticator;
+  /** The process's dispatcher: the drive and profile calls are its internal operations, made as the caller. */
+  dispatcher: Dispatcher;
   git: GitFront;
   /** SVC_SITES_HOST, to name a site's URL after a push. */
   sitesHost?: string;
@@ -45,7 +47,7 @@ export class GitFront {
       what: 'Git requests (repository builds, packs, pushes)',
       perAccount: limits.buildsPerAccount ?? 2,
     });
-    this.profiles = new ProfileRepos({ registry: deps.registry, cache: this.cache });
+    this.profiles = new ProfileRepos({ cache: this.cache });
     this.sites = new SiteRepos({ ...deps, cache: this.cache });
   }
 
@@ -81,7 +83,7 @@ async function handle(deps: GitDeps, req: Request, res: Response, auth: AuthCont
     if (req.method !== 'POST') return text(res, 405, `${action} takes POST.`);
     service = action as Service;
   }
-  const rpc = { principalToken: auth.token, requestId: req.requestId };
+  const inv = { requestId: req.requestId, auth };
   const home = deps.git.cache.root;
 
   if (kind === 'profiles') {
@@ -89,26 +91,27 @@ async function handle(deps: GitDeps, req: Request, res: Response, auth: AuthCont
       return text(res, 403, 'Taste profile repositories are read-only: commit through the API (POST /profiles/:id/commits).');
     }
     // The POSTs of an exchange reuse what its info/refs (just now, same key) brought up to date.
-    const gitdir = await deps.git.profiles.sync(name, rpc, { keyId: auth.keyId, continues: action !== 'info/refs' });
+    const gitdir = await deps.git.profiles.sync(name, profilesCalls(deps.dispatcher, inv), { keyId: auth.keyId, continues: action !== 'info/refs' });
     return action === 'info/refs' ? advertise(req, res, gitdir, service, home) : uploadPack(req, res, gitdir, home);
   }
 
-  const site = await deps.git.sites.site(name, rpc);
+  const drive = driveCalls(deps.dispatcher, inv);
+  const site = await deps.git.sites.site(name, drive);
   if (service === 'git-receive-pack') {
     // The same rule as deploying through the API (POST /sites/:id/deployments).
     if (DEPLOY) checkPrincipal(auth.principal, DEPLOY);
-    if (action === 'info/refs') return advertise(req, res, await deps.git.sites.sync(site, rpc), service, home);
+    if (action === 'info/refs') return advertise(req, res, await deps.git.sites.sync(site, drive), service, home);
     const host = req.get('host') ?? 'localhost';
     const url = deps.sitesHost
       ? `${req.protocol}://${site.slug}.${deps.sitesHost.replace(/^\*\./, '')}/`
       : `${req.protocol}://${host}${prefix.replace(/\/git$/, '')}/sites/${site.slug}/`;
-    const out = await deps.git.sites.push(req, site, rpc, url);
+    const out = await deps.git.sites.push(req, site, drive, url);
     res.statusCode = 200;
     res.setHeader('Content-Type', 'application/x-git-receive-pack-result');
     res.setHeader('Cache-Control', 'no-cache');
     return void res.end(out.body);
   }
-  const gitdir = await deps.git.sites.sync(site, rpc);
+  const gitdir = await deps.git.sites.sync(site, drive);
   return action === 'info/refs' ? advertise(req, res, gitdir, service, home) : uploadPack(req, res, gitdir, home);
 }
 

@@ -5,8 +5,7 @@
  * on every replica. The repository is brought up to date on each request: only versions it does
  * not hold yet are read from the profiles service (ExportHistory) and written.
  */
-import { profilesClient } from '@svc/clients';
-import type { Registry } from '@svc/kit';
+import type { ProfilesCalls } from '@svc/dispatch';
 
 import type { GitCache } from './cache.js';
 import { compact, importCommits, type NewCommit, Repo, type Signature } from './objects.js';
@@ -140,10 +139,10 @@ export class ProfileRepos {
   /** `<keyId> <profileId>` → when that key last read that profile's history (its access checked). */
   private readonly recent = new Map<string, number>();
 
-  constructor(private readonly deps: { registry: Registry; cache: GitCache }) {}
+  constructor(private readonly deps: { cache: GitCache }) {}
 
-  private async history(id: string, snapshotVersionIds: string[], rpc: { principalToken: string; requestId: string }): Promise<HistoryDoc> {
-    const r = await profilesClient(this.deps.registry).exportHistory({ id, snapshotVersionIds, maxBytes: 0 }, rpc);
+  private async history(id: string, snapshotVersionIds: string[], profiles: ProfilesCalls): Promise<HistoryDoc> {
+    const r = await profiles.exportHistory({ id, snapshotVersionIds, maxBytes: 0 });
     return JSON.parse(r.json) as HistoryDoc;
   }
 
@@ -151,15 +150,11 @@ export class ProfileRepos {
    * The profile's repository, up to date with its history (the caller's principal reads it: a
    * profile it may not see is not found). Returns its git directory.
    */
-  async sync(
-    profileId: string,
-    rpc: { principalToken: string; requestId: string },
-    exchange?: { keyId: string; continues: boolean },
-  ): Promise<string> {
+  async sync(profileId: string, profiles: ProfilesCalls, exchange?: { keyId: string; continues: boolean }): Promise<string> {
     const gitdir = this.deps.cache.gitdir('profiles', profileId);
     const seen = exchange ? `${exchange.keyId} ${profileId}` : undefined;
     if (seen && exchange!.continues && this.states.get(profileId)?.key && (this.recent.get(seen) ?? 0) > Date.now() - EXCHANGE_MS) return gitdir;
-    const doc = await this.history(profileId, [], rpc);
+    const doc = await this.history(profileId, [], profiles);
     if (seen) {
       if (this.recent.size > 10_000) this.recent.clear();
       this.recent.set(seen, Date.now());
@@ -173,20 +168,20 @@ export class ProfileRepos {
         st = { repo: await Repo.open(gitdir), key: '', commits: new Map(), refs: new Map() };
         this.states.set(profileId, st);
       }
-      await this.write(st, profileId, doc, rpc);
+      await this.write(st, profileId, doc, profiles);
       st.key = key;
       return gitdir;
     });
   }
 
-  private async write(st: State, profileId: string, doc: HistoryDoc, rpc: { principalToken: string; requestId: string }): Promise<void> {
+  private async write(st: State, profileId: string, doc: HistoryDoc, profiles: ProfilesCalls): Promise<void> {
     const missing = parentsFirst(doc.versions).filter((v) => !st.commits.has(v.id));
     let i = 0;
     while (i < missing.length) {
       const batch = await this.history(
         profileId,
         missing.slice(i, i + BATCH).map((v) => v.id),
-        rpc,
+        profiles,
       );
       if (!batch.snapshots.length) throw new Error('ExportHistory answered no snapshot');
       // One fast-import per batch; a parent in the same batch is named by its mark.

@@ -13,8 +13,7 @@ import path from 'node:path';
 
 import type { Request } from 'express';
 
-import { driveClient } from '@svc/clients';
-import type { ContentDeps } from '@svc/dispatch';
+import type { ContentDeps, DriveCalls } from '@svc/dispatch';
 import { DomainError, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
@@ -22,8 +21,6 @@ import type { GitCache } from './cache.js';
 import { compact, git, importCommits, readCommitFiles, Repo, type Signature } from './objects.js';
 import { parseReport, writeReport } from './report.js';
 import { receivePack } from './smart.js';
-
-type Rpc = { principalToken: string; requestId: string };
 
 const MAIN = 'refs/heads/main';
 const deploymentRef = (id: string) => `refs/svc/deployments/${id}`;
@@ -61,8 +58,8 @@ export class SiteRepos {
   constructor(private readonly deps: ContentDeps & { cache: GitCache }) {}
 
   /** The caller's site, by id or slug (another account's: not found). */
-  async site(idOrSlug: string, rpc: Rpc): Promise<drive_sites.Site> {
-    return (await driveClient(this.deps.registry).getSite({ id: idOrSlug }, rpc)).site!;
+  async site(idOrSlug: string, drive: DriveCalls): Promise<drive_sites.Site> {
+    return (await drive.getSite({ id: idOrSlug })).site!;
   }
 
   private async state(site: drive_sites.Site): Promise<State> {
@@ -79,18 +76,18 @@ export class SiteRepos {
   }
 
   /** The site's repository with `main` at the deployment it serves. Returns its git directory. */
-  async sync(site: drive_sites.Site, rpc: Rpc): Promise<string> {
+  async sync(site: drive_sites.Site, drive: DriveCalls): Promise<string> {
     const current = site.currentDeploymentId ?? null;
     const known = this.states.get(site.id);
     if (known && known.deploymentId === current) return known.repo.gitdir;
     return this.deps.cache.exclusive(`sites/${site.id}`, async () => {
       const st = await this.state(site);
-      await this.syncLocked(st, site, rpc);
+      await this.syncLocked(st, site, drive);
       return st.repo.gitdir;
     });
   }
 
-  private async syncLocked(st: State, site: drive_sites.Site, rpc: Rpc): Promise<void> {
+  private async syncLocked(st: State, site: drive_sites.Site, drive: DriveCalls): Promise<void> {
     const current = site.currentDeploymentId ?? null;
     if (st.deploymentId === current) return;
     if (!current) {
@@ -98,7 +95,7 @@ export class SiteRepos {
     } else {
       let oid = await st.repo.ref(deploymentRef(current));
       if (!oid) {
-        oid = await this.materialise(st.repo, site, current, rpc);
+        oid = await this.materialise(st.repo, site, current, drive);
         await st.repo.setRef(deploymentRef(current), oid);
         await compact(st.repo.gitdir, this.deps.cache.root);
       }
@@ -111,8 +108,8 @@ export class SiteRepos {
    * A deployment as a commit: its files (read from the blob store, checked against their hashes),
    * its creator as author, its time; no parent. The same deployment makes the same commit id.
    */
-  private async materialise(repo: Repo, site: drive_sites.Site, deploymentId: string, rpc: Rpc): Promise<string> {
-    const { deployment } = await driveClient(this.deps.registry).getDeployment({ siteId: site.id, deploymentId }, rpc);
+  private async materialise(repo: Repo, site: drive_sites.Site, deploymentId: string, drive: DriveCalls): Promise<string> {
+    const { deployment } = await drive.getDeployment({ siteId: site.id, deploymentId });
     const d = deployment!;
     const blobs = await this.deps.backends.blobs();
     const files = new Map<string, Buffer>();
@@ -143,10 +140,10 @@ export class SiteRepos {
    * POST git-receive-pack: receives into a scratch repository, deploys what `main` now holds,
    * and answers git's report with the deploy's result (and the site's URL) in it.
    */
-  async push(req: Request, site: drive_sites.Site, rpc: Rpc, url: string): Promise<PushOutcome> {
+  async push(req: Request, site: drive_sites.Site, drive: DriveCalls, url: string): Promise<PushOutcome> {
     return this.deps.cache.exclusive(`sites/${site.id}`, async () => {
       const st = await this.state(site);
-      await this.syncLocked(st, site, rpc);
+      await this.syncLocked(st, site, drive);
       const scratch = this.deps.cache.scratch();
       try {
         const tmp = await scratchRepo(scratch, st.repo.gitdir, await st.repo.ref(MAIN));
@@ -168,7 +165,7 @@ export class SiteRepos {
             continue;
           }
           const pushed = (await new Repo(tmp).ref(MAIN))!;
-          const outcome = await this.deploy(st, site, rpc, [tmp, st.repo.gitdir], pushed);
+          const outcome = await this.deploy(st, site, drive, [tmp, st.repo.gitdir], pushed);
           if ('error' in outcome) {
             lines.push(`ng ${ref} ${outcome.error.replace(/\s+/g, ' ')}`);
             messages.push(`Deploy refused: ${outcome.error}`, `The site still serves ${site.currentDeploymentId ?? 'nothing'}.`);
@@ -195,7 +192,7 @@ export class SiteRepos {
   private async deploy(
     st: State,
     site: drive_sites.Site,
-    rpc: Rpc,
+    drive: DriveCalls,
     gitdirs: string[],
     commit: string,
   ): Promise<{ deployment: drive_sites.Deployment } | { error: string }> {
@@ -206,10 +203,8 @@ export class SiteRepos {
     if ('invalid' in read) return { error: read.invalid };
     if (!read.files.length) return { error: 'the pushed tree has no files' };
     try {
-      const { deployment } = await driveClient(this.deps.registry).deploySite(
-        { siteId: site.id, files: read.files.map((f) => ({ path: f.path, content: f.content })) },
-        { ...rpc, deadlineMs: 120_000 },
-      );
+      // Its deadline (a push of many files may take a while) is the internal operation's.
+      const { deployment } = await drive.deploySite({ siteId: site.id, files: read.files.map((f) => ({ path: f.path, content: f.content })) });
       return { deployment: deployment! };
     } catch (err) {
       if (err instanceof DomainError && err.httpStatus < 500) return { error: `${err.code}: ${err.message}` };

@@ -4,15 +4,15 @@
  * 405, the caller is authenticated with the API's bearer key (401 before any MCP processing), the
  * body is read and parsed once (its tool's rate-limit class, then the protocol), and the message
  * goes to @svc/tools' McpEndpoint (the official SDK) with the caller's principal on channel `mcp`.
- * A tool call goes through this front's dispatcher straight to the service that owns the
- * operation, as the same call over the API would (run_code and the code operations reach the mcp
+ * A tool call goes through the process's dispatcher (the API's) straight to the service that owns
+ * the operation, as the same call over the API would (run_code and the code operations reach the mcp
  * service's sandbox over gRPC).
  */
 import express, { type Request, type Response } from 'express';
 
 import { routes } from '@svc/api';
-import { type AnswerCache, type ContentDeps, Dispatcher } from '@svc/dispatch';
-import { DomainError, type Principal, setHttpRoute } from '@svc/kit';
+import type { Dispatcher } from '@svc/dispatch';
+import { DomainError, type Logger, type Principal, setHttpRoute } from '@svc/kit';
 import {
   CALL_TOOL,
   isToolOperation,
@@ -21,7 +21,6 @@ import {
   readMcpMessage,
   ToolCatalogue,
   toolName,
-  toolOperations,
   type ToolView,
   viewOf,
   withAllowList,
@@ -32,14 +31,15 @@ import { admitFront, classOf, type OperationClass, type RateLimiter } from '../.
 import { sendDomainError, sendError } from '../../replies.js';
 import { agentBoundView, scriptAdmission } from '../../script-tools.js';
 
-export interface McpFrontDeps extends ContentDeps {
+export interface McpFrontDeps {
+  log: Logger;
+  /** The process's one dispatcher (the API's): the same rules, answers cache and operations. */
+  dispatcher: Dispatcher;
   auth: Authenticator;
   /** Browser origins allowed to call the endpoint (SVC_MCP_ALLOWED_ORIGINS); none by default. */
   allowedOrigins: string[];
   /** The API's token buckets (absent: no limits). */
   limiter?: RateLimiter;
-  /** The gateway's cache of answers (evicted on the services' events), shared with the API. */
-  answers?: AnswerCache;
   /** Tools per tools/list page (SVC_MCP_TOOLS_PAGE_SIZE). */
   pageSize: number;
   /** The server's version, as the endpoint announces it. */
@@ -75,10 +75,9 @@ const normalOrigin = (o: string) => o.trim().toLowerCase().replace(/\/+$/, '');
 export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
   const allowed = new Set(deps.allowedOrigins.map(normalOrigin));
   const readBody = express.raw({ type: () => true, limit: MCP_BODY_LIMIT });
-  // The catalogue and its dispatcher, made on the first exchange, then kept for the process. The
-  // dispatcher shares the API's answer cache and forgets a key this front revoked at once.
+  // The catalogue and its endpoint, made on the first exchange, then kept for the process.
+  const dispatcher = deps.dispatcher;
   let endpoint: McpEndpoint | undefined;
-  let dispatcher: Dispatcher | undefined;
   let catalogue: ToolCatalogue | undefined;
   /** A token's scope binds what its client sees and calls: read-only, and its toolsets only. */
   const tokenView = (view: ToolView, oauth: OauthAccess | undefined): ToolView => {
@@ -97,8 +96,6 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
   };
   const endpointOf = () => {
     if (endpoint) return endpoint;
-    dispatcher = new Dispatcher({ registry: deps.registry, routes, answers: deps.answers, onKeyRevoked: (id) => deps.auth.evict(id) });
-    dispatcher.register(toolOperations({ log: deps.log, registry: deps.registry, backends: deps.backends, hashes: deps.hashes }));
     catalogue = ToolCatalogue.fromRoutes(routes);
     return (endpoint = new McpEndpoint({ catalogue, dispatcher, pageSize: deps.pageSize, log: deps.log, version: deps.version }));
   };
@@ -109,8 +106,7 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
    */
   const boundByAgent = async (view: ToolView, auth: { principal: Principal; token: string }, requestId: string): Promise<ToolView> => {
     if (auth.principal.kind !== 'agent' || !auth.principal.agentId) return view;
-    endpointOf();
-    return agentBoundView(dispatcher!, view, auth, requestId);
+    return agentBoundView(dispatcher, view, auth, requestId);
   };
 
   const handle = async (req: Request, res: Response) => {

@@ -11,9 +11,8 @@
 import type express from 'express';
 import type { Request, Response } from 'express';
 
-import { driveClient } from '@svc/clients';
-import type { ContentDeps } from '@svc/dispatch';
-import { type Blobs, byteRange, DomainError, verifiedContent } from '@svc/kit';
+import { type ContentDeps, type Dispatcher, driveCalls } from '@svc/dispatch';
+import { type Blobs, byteRange, DomainError, SYSTEM_PRINCIPAL, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
 import { drained } from '../../http/content.js';
@@ -23,11 +22,17 @@ import { domainCandidate, SiteDomainCache } from './domains.js';
 export interface SitesDeps extends ContentDeps {
   /** A token of the gateway's own (system) principal: what the public front asks the drive with. */
   systemToken: () => Promise<string>;
+  /** The process's dispatcher: the drive calls are its internal operations, made as the platform. */
+  dispatcher: Dispatcher;
   /** SVC_SITES_HOST: the host name under which `<slug>.<host>` serves a site at its root. */
   sitesHost?: string;
   /** Which hosts are verified custom domains (the gateway drops entries on the drive's events); absent: one of the front's own. */
   siteDomains?: SiteDomainCache;
 }
+
+/** The drive's calls as the platform itself (a public site has no caller): internal operations through the dispatcher. */
+const asPlatform = async (deps: SitesDeps, requestId: string) =>
+  driveCalls(deps.dispatcher, { requestId, auth: { principal: SYSTEM_PRINCIPAL, token: await deps.systemToken() } });
 
 /** Where a request's site is: its slug, or the custom domain it came on; the path below the site's root. */
 interface SiteRef {
@@ -118,10 +123,14 @@ async function serve(
   const path = decodedPath(site.rest.slice(1));
   if (path === undefined) return plain(res, 400, 'The path is not valid percent-encoding.', head);
   const ifNoneMatch = req.headers['if-none-match'];
-  const answer = await driveClient(deps.registry).openSiteFile(
-    { slug: site.slug, domain: site.domain, path, ifNoneMatch: typeof ifNoneMatch === 'string' ? ifNoneMatch.slice(0, 2000) : undefined },
-    { principalToken: await deps.systemToken(), requestId: req.requestId },
-  );
+  const answer = await (
+    await asPlatform(deps, req.requestId)
+  ).openSiteFile({
+    slug: site.slug,
+    domain: site.domain,
+    path,
+    ifNoneMatch: typeof ifNoneMatch === 'string' ? ifNoneMatch.slice(0, 2000) : undefined,
+  });
   if (answer.noSite && fallThrough) {
     for (const k of Object.keys(SITE_HEADERS)) res.removeHeader(k);
     return fallThrough();
@@ -194,8 +203,7 @@ export function mountSites(app: express.Express, deps: SitesDeps): void {
       plain(res, err instanceof DomainError && err.httpStatus === 503 ? 503 : 502, 'The site could not be served; try again.', req.method === 'HEAD');
     });
   // Whether the drive serves a host as a custom domain (asked once per name, then kept).
-  const ask = async (host: string) =>
-    (await driveClient(deps.registry).resolveSiteDomain({ domain: host }, { principalToken: await deps.systemToken() })).served;
+  const ask = async (host: string) => (await (await asPlatform(deps, '')).resolveSiteDomain({ domain: host })).served;
   app.use((req, res, next) => {
     const host = req.hostname?.toLowerCase();
     if (suffix && host && host.endsWith(suffix) && !host.slice(0, -suffix.length).includes('.')) {

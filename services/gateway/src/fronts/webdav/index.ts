@@ -1,8 +1,9 @@
 /**
  * WebDAV (RFC 4918, class 1 and 2) over the drive, at /dav/, with HTTP Basic auth (the API key as
- * the password). Every operation goes to the drive service over gRPC: this front parses and
- * writes XML, maps URLs to items, and evaluates `If` headers; the drive decides and stores
- * (content, custom properties, locks).
+ * the password). Every operation goes to the drive service, as the drive's internal operations
+ * invoked through the dispatcher (routes/drive/internal.ts: the principal rules hold as on the
+ * API): this front parses and writes XML, maps URLs to items, and evaluates `If` headers; the
+ * drive decides and stores (content, custom properties, locks).
  */
 import type express from 'express';
 import type { Request, Response } from 'express';

@@ -38,9 +38,15 @@ export async function lock(d: DavRequest): Promise<void> {
     const { tokens } = await d.checkIf(stateOf(r.item));
     const token = tokens.find((t) => r.item!.locks.some((l) => l.token === t));
     if (!token) return sendText(d.res, 412, 'The If header names no lock of this resource.');
-    result = await d
-      .client()
-      .lockItem({ id: r.item.id, scope: 'exclusive', deep: false, owner: '', timeoutSeconds: timeout, refreshToken: token, lockTokens: [] }, d.rpc);
+    result = await d.drive.lockItem({
+      id: r.item.id,
+      scope: 'exclusive',
+      deep: false,
+      owner: '',
+      timeoutSeconds: timeout,
+      refreshToken: token,
+      lockTokens: [],
+    });
   } else {
     if (body.ns !== DAV || body.name !== 'lockinfo') throw new DomainError('invalid_argument', 'invalid_xml', 'Expected a DAV:lockinfo body.');
     const scopeEl = child(body, 'lockscope');
@@ -53,17 +59,14 @@ export async function lock(d: DavRequest): Promise<void> {
     if (depth !== '0' && depth !== 'infinity') return sendText(d.res, 400, 'LOCK takes Depth 0 or infinity.');
     const owner = child(body, 'owner');
     const { tokens } = await d.checkIf(stateOf(r.item ?? undefined, r.parent ?? undefined));
-    result = await d.client().lockItem(
-      {
-        ...(r.item ? { id: r.item.id } : { parentId: r.parent?.id, name: segs[segs.length - 1] }),
-        scope,
-        deep: depth === 'infinity',
-        owner: owner ? serializeElement(owner) : '',
-        timeoutSeconds: timeout,
-        lockTokens: tokens,
-      },
-      d.rpc,
-    );
+    result = await d.drive.lockItem({
+      ...(r.item ? { id: r.item.id } : { parentId: r.parent?.id, name: segs[segs.length - 1] }),
+      scope,
+      deep: depth === 'infinity',
+      owner: owner ? serializeElement(owner) : '',
+      timeoutSeconds: timeout,
+      lockTokens: tokens,
+    });
     d.res.setHeader('Lock-Token', `<${result.lock!.token}>`);
   }
   const self: Resource = { item: result.item, segments: segs };
@@ -84,7 +87,7 @@ export async function unlock(d: DavRequest): Promise<void> {
   const r = await d.resolve(segs);
   if (!r.item) return sendText(d.res, 404, 'Not found.');
   try {
-    await d.client().unlockItem({ id: r.item.id, token: m[1]! }, d.rpc);
+    await d.drive.unlockItem({ id: r.item.id, token: m[1]! });
   } catch (err) {
     if (err instanceof DomainError && err.code === 'lock_token_mismatch') return sendDavError(d.res, 409, 'lock-token-matches-request-uri');
     throw err;

@@ -51,7 +51,7 @@ export async function propfind(d: DavRequest): Promise<void> {
   if (depth === '1' && isCollection(self)) {
     let cursor: string | undefined;
     do {
-      const page = await d.client().listItems({ parentId: self.item?.id, limit: 1000, cursor, includeDetails: true }, d.rpc);
+      const page = await d.drive.listItems({ parentId: self.item?.id, limit: 1000, cursor, includeDetails: true });
       for (const it of page.items) out.push(propResponse(d.target.prefix, { item: it, segments: [...segs, it.name] }, want));
       cursor = page.nextCursor;
     } while (cursor);
@@ -80,7 +80,7 @@ async function index(d: DavRequest, folder: drive.Item | undefined, head: boolea
   const rows: string[] = [];
   let cursor: string | undefined;
   do {
-    const page = await d.client().listItems({ parentId: folder?.id, limit: 1000, cursor, includeDetails: false }, d.rpc);
+    const page = await d.drive.listItems({ parentId: folder?.id, limit: 1000, cursor, includeDetails: false });
     for (const it of page.items) {
       const href = d.href([...d.target.segments, it.name], it.kind === 'folder');
       rows.push(`<li><a href="${escapeXml(href)}">${escapeXml(it.name)}${it.kind === 'folder' ? '/' : ''}</a></li>`);

@@ -4,8 +4,7 @@
  */
 import type { Request, Response } from 'express';
 
-import { driveClient } from '@svc/clients';
-import type { Caller, ContentDeps } from '@svc/dispatch';
+import { type Caller, type ContentDeps, type Dispatcher, type DriveCalls, driveCalls } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
@@ -17,34 +16,33 @@ import { hrefOf, segmentsOf, type Target } from './paths.js';
 /** What the front needs: the authentication step, and what moving drive content needs. */
 export interface DavDeps extends ContentDeps {
   auth: Authenticator;
+  /** The process's dispatcher: the drive calls are its internal operations, made as the caller. */
+  dispatcher: Dispatcher;
   /** The API's token buckets (absent: no limits). */
   limiter?: RateLimiter;
 }
 
 export class DavRequest {
+  /** The drive's calls, as the caller (internal operations through the dispatcher). */
+  readonly drive: DriveCalls;
+
   constructor(
     readonly deps: DavDeps,
     readonly req: Request,
     readonly res: Response,
     readonly auth: AuthContext,
     readonly target: Target,
-  ) {}
+  ) {
+    this.drive = driveCalls(deps.dispatcher, { requestId: req.requestId, auth });
+  }
 
   get caller(): Caller {
     return { token: this.auth.token, requestId: this.req.requestId, principal: this.auth.principal };
   }
 
-  get rpc() {
-    return { principalToken: this.auth.token, requestId: this.req.requestId };
-  }
-
-  client() {
-    return driveClient(this.deps.registry);
-  }
-
   /** The item at a path (with its path, locks and custom properties), or its parent when it is missing. */
   async resolve(segments: string[]): Promise<drive.ResolvePathResponse> {
-    return this.client().resolvePath({ segments, includeDetails: true }, this.rpc);
+    return this.drive.resolvePath({ segments, includeDetails: true });
   }
 
   href(segments: string[], collection: boolean): string {

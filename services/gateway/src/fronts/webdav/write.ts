@@ -48,7 +48,7 @@ export async function proppatch(d: DavRequest): Promise<void> {
       '</D:response></D:multistatus>';
     return sendXml(d.res, 207, xml);
   }
-  await d.client().setProperties({ id: r.item.id, patches, lockTokens: tokens }, d.rpc);
+  await d.drive.setProperties({ id: r.item.id, patches, lockTokens: tokens });
   sendXml(
     d.res,
     207,
@@ -98,7 +98,7 @@ export async function mkcol(d: DavRequest): Promise<void> {
   if (r.item) return sendText(d.res, 405, 'Something already exists at this URL.');
   if (!r.parentExists) return sendText(d.res, 409, 'The parent collection does not exist.');
   const { tokens } = await d.checkIf(stateOf(undefined, r.parent ?? undefined));
-  await d.client().createFolder({ parentId: r.parent?.id, name: segs[segs.length - 1]!, lockTokens: tokens }, d.rpc);
+  await d.drive.createFolder({ parentId: r.parent?.id, name: segs[segs.length - 1]!, lockTokens: tokens });
   d.res.setHeader('Location', d.href(segs, true));
   d.res.status(201).end();
 }
@@ -110,9 +110,12 @@ export async function remove(d: DavRequest): Promise<void> {
   const r = await d.resolve(segs);
   if (!r.item) return sendText(d.res, 404, 'Not found.');
   const { tokens, etag } = await d.checkIf(stateOf(r.item));
-  await d
-    .client()
-    .deleteItem({ id: r.item.id, recursive: true, ifMatch: (d.req.headers['if-match'] as string | undefined) ?? etag, lockTokens: tokens }, d.rpc);
+  await d.drive.deleteItem({
+    id: r.item.id,
+    recursive: true,
+    ifMatch: (d.req.headers['if-match'] as string | undefined) ?? etag,
+    lockTokens: tokens,
+  });
   d.res.status(204).end();
 }
 
@@ -136,8 +139,8 @@ export async function copyMove(d: DavRequest, move: boolean): Promise<void> {
   const parentId = dest.length === 1 ? '' : ((to.item ? to.item.parentId : to.parent?.id) ?? '');
   const name = dest[dest.length - 1]!;
   const call = move
-    ? d.client().updateItem({ id: src.item.id, name, parentId, overwrite, lockTokens: tokens }, d.rpc)
-    : d.client().copyItem({ id: src.item.id, parentId, name, overwrite, recursive: depth !== '0', lockTokens: tokens }, d.rpc);
+    ? d.drive.updateItem({ id: src.item.id, name, parentId, overwrite, lockTokens: tokens })
+    : d.drive.copyItem({ id: src.item.id, parentId, name, overwrite, recursive: depth !== '0', lockTokens: tokens });
   const result = await call.catch((err: unknown) => {
     if (err instanceof DomainError && err.code === 'name_taken' && !overwrite) {
       throw new DomainError('precondition_failed', 'name_taken', err.message);
