@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 
 import type { Route } from '@svc/api';
 import { keysClient } from '@svc/clients';
-import { DomainError, isErrorKind, type Logger, type Registry } from '@svc/kit';
+import { DomainError, type ErrorCode, isErrorKind, type Logger, type Registry } from '@svc/kit';
 
 import type { Answer } from './answers.js';
 
@@ -65,7 +65,8 @@ export async function idempotent(
     const text = Buffer.from(a.body).toString('utf8');
     if (a.status >= 400) {
       const e = (JSON.parse(text) as RecordedError).error;
-      throw new DomainError(isErrorKind(e.kind) ? e.kind : 'internal', e.code, e.message, e.details);
+      // A recorded answer's code was thrown by this platform (registered when it was recorded).
+      throw new DomainError(isErrorKind(e.kind) ? e.kind : 'internal', e.code as ErrorCode, e.message, e.details);
     }
     const headers = { ...(JSON.parse(a.headersJson || '{}') as Record<string, string>), [REPLAYED]: 'true' };
     return { kind: 'json', status: a.status, headers, body: text ? JSON.parse(text) : undefined, text };
