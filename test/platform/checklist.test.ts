@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { routes } from '@svc/api';
+import { allOperations as routes } from '@svc/api';
 import { CATALOGUE, homeOf, type ServiceName } from '@svc/kit';
 
 /**
- * "Adding an operation" (docs/architecture.md) kept true: every operation of the route table is
+ * "Adding an operation" (docs/architecture.md) kept true: every operation of the route table (and
+ * every internal one the protocol fronts invoke) is
  * where the checklist says (its declaration in routes/<service>/<area>.ts, its rpc in the
  * service's proto package, its handler in a server.ts of the service), and the worked example's
  * files exist and hold what the page says they hold.
@@ -34,8 +35,15 @@ for (const f of routeFiles) {
 }
 for (const r of routes) {
   if (declaredIn.has(r.id)) continue;
-  const made = routeFiles.filter((f) => read(f).includes('id: `${') && read(f).includes(`'${r.id.split('.')[0]}'`));
-  if (made.length === 1) declaredIn.set(r.id, made[0]!);
+  // An internal operation: declared in routes/<service>/internal.ts, which names its method.
+  const internal = /^internal\.(\w+)\.(\w+)$/.exec(r.id);
+  const made = internal && routeFiles.filter((f) => f.endsWith(`/${internal[1]}/internal.ts`) && read(f).includes(`'${internal[2]}'`));
+  if (made?.length === 1) {
+    declaredIn.set(r.id, made[0]!);
+    continue;
+  }
+  const maker = routeFiles.filter((f) => read(f).includes('id: `${') && read(f).includes(`'${r.id.split('.')[0]}'`));
+  if (maker.length === 1) declaredIn.set(r.id, maker[0]!);
 }
 
 /** Each proto package's rpcs: method → the file and the gRPC service that declare it. */
