@@ -59,7 +59,6 @@ function rpcsOf(service: string): Map<string, { file: string; service: string }>
   return out;
 }
 
-const lowerFirst = (s: string) => s[0]!.toLowerCase() + s.slice(1);
 const upperFirst = (s: string) => s[0]!.toUpperCase() + s.slice(1);
 
 /**
@@ -152,7 +151,8 @@ test('the worked example: each file the checklist names exists and holds what th
   // Its operation is what step 4 says: an rpc of the agents service, GetMemory.
   const op = routes.find((r) => r.id === 'memory.get')!;
   expect(op.handler).toMatchObject({ kind: 'rpc', service: 'agents', method: 'getMemory' });
-  expect(lowerFirst('GetMemory')).toBe('getMemory');
+  // ...and the rpc step 1 names is that method's, in the file step 1 names.
+  expect(rpcsOf('agents').get(upperFirst('getMemory'))).toEqual({ file: 'proto/svc/agents/v1/memory.proto', service: 'MemoryService' });
 });
 
 describe('the docs name what is there', () => {

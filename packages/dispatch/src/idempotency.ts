@@ -35,8 +35,8 @@ export function callFingerprint(route: Route, input: unknown): string {
     .digest('hex');
 }
 
-// Answers that say nothing was done and to come back later: the key is released, so the retry runs.
-const RELEASED = new Set([429, 503]);
+/** Answers that say nothing was done and to come back later: the key is released, so the retry runs. */
+export const RELEASED = new Set([429, 503]);
 
 /** A recorded refusal: its kind, code, message and details, thrown again on a replay. */
 interface RecordedError {

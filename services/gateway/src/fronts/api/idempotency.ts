@@ -20,16 +20,13 @@ import type { Request, Response } from 'express';
 
 import type { Content, Route } from '@svc/api';
 import { keysClient } from '@svc/clients';
+import { RELEASED, REPLAYED } from '@svc/dispatch';
 import { DomainError, type Logger, type Registry } from '@svc/kit';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
-/** On a replayed answer: it was recorded, not run again (Stripe's header). */
-export const REPLAYED_HEADER = 'Idempotent-Replayed';
 
 // Not recorded: hop-by-hop headers, and those the replay sets itself.
 const NOT_RECORDED = new Set(['x-request-id', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding']);
-// Answers that say nothing was done and to come back later: the key is released, so the retry runs.
-const RELEASED = new Set([429, 503]);
 
 declare module 'node:http' {
   interface IncomingMessage {
@@ -141,7 +138,7 @@ const reused = () =>
 function replay(res: Response, answer: { status: number; headersJson: string; body: Uint8Array }): void {
   const headers = JSON.parse(answer.headersJson || '{}') as Record<string, string>;
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
-  res.setHeader(REPLAYED_HEADER, 'true');
+  res.setHeader(REPLAYED, 'true');
   res.statusCode = answer.status;
   const body = Buffer.from(answer.body);
   res.setHeader('Content-Length', body.length);

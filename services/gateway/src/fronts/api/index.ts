@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import express, { type Request, type Response } from 'express';
 
 import type { Route } from '@svc/api';
-import type { Answer, Dispatcher, RawInput } from '@svc/dispatch';
+import { type Answer, type Dispatcher, type RawInput, takesIdempotencyKey } from '@svc/dispatch';
 import { DomainError, HOST_CREDENTIAL_RE, type Logger, type Registry, setHttpRoute } from '@svc/kit';
 
 import { actingAccount, type AuthContext, type Authenticator, presentedSecret } from '../../auth.js';
@@ -81,7 +81,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
       const hostCalls = route.principals.includes('host');
       // Content in or out can take long: it is cut if its key is revoked or expires mid-way.
       const transfers = route.content !== undefined || route.answer === 'bytes';
-      const takesIdempotencyKey = route.method === 'post' && route.auth === 'key';
+      const takesKey = takesIdempotencyKey(route);
       const handle = async (req: Request, res: Response) => {
         let auth;
         if (route.auth === 'key') {
@@ -102,7 +102,7 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
         const content = route.content && (() => readContent(req, route.content!));
         // A replayed answer ends here; a claimed key records the answer before it is sent.
         let claimed: Claimed | undefined;
-        if (takesIdempotencyKey && auth && req.headers[IDEMPOTENCY_HEADER] !== undefined) {
+        if (takesKey && auth && req.headers[IDEMPOTENCY_HEADER] !== undefined) {
           claimed = await idempotent(deps, req, res, route, auth.token, content || (() => Promise.reject(new Error('no content'))));
           if (!claimed) return;
         }
