@@ -65,6 +65,17 @@ describe('a replay', () => {
     expect(second.headers.get('idempotent-replayed')).toBe('true');
   });
 
+  test('the same JSON written otherwise (spacing, key order) is the same request', async () => {
+    const idem = newKey();
+    const first = await raw('/agents', ada.key, '{"name":"spelled","description":"d"}', idem);
+    expect(first.status).toBe(201);
+    const again = await raw('/agents', ada.key, '{ "description" : "d",\n  "name" : "spelled" }', idem);
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect((await again.json()).id).toBe((await first.json()).id);
+    expect((await agentNames(ada.key)).filter((n) => n === 'spelled')).toHaveLength(1);
+  });
+
   test('code runs once: the replay carries the first run’s result', async () => {
     const idem = newKey();
     const body = { code: 'export default Math.random()' };

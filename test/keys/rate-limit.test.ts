@@ -108,6 +108,24 @@ describe('the protocol fronts draw on the same buckets', () => {
     expect((await get(key)).status).toBe(429);
   });
 
+  test('Git: a fetch takes read tokens, a push write ones; past the bucket 429 with Retry-After', async () => {
+    const key = await person('Hal');
+    const auth = { authorization: `Basic ${Buffer.from(`x:${key}`).toString('base64')}` };
+    const refs = (service: string) => fetch(`${t.url}/git/sites/nothing-here.git/info/refs?service=${service}`, { headers: auth });
+    // Admitted (the site does not exist: 404), with the read bucket's headers.
+    const first = await refs('git-upload-pack');
+    expect(first.status).toBe(404);
+    expect(first.headers.get('ratelimit')).toMatch(/^"key-read";r=4;/);
+    for (let i = 0; i < 4; i++) expect((await get(key)).status).toBe(200);
+    const refused = await refs('git-upload-pack');
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // A push's advertisement is a write: its own bucket.
+    const push = await refs('git-receive-pack');
+    expect(push.status).toBe(404);
+    expect(push.headers.get('ratelimit-policy')).toMatch(/^"key-write";q=50;w=30/);
+  });
+
   test("MCP: a tool call takes its operation's class (run_code, directly or through call_tool, is compute); listing is a read", async () => {
     const key = await person('Gus');
     const listed = await mcp(key, { method: 'tools/list', params: {} });

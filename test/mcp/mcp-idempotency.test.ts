@@ -78,12 +78,42 @@ describe.each([
   test('a refusal is recorded too, as the API records it: the same call answers it again', async () => {
     const refused = await call('drive_create_folder', { name: '' }, `k-${tag}-4`);
     expect(refused).toMatchObject({ isError: true, body: { error: { code: 'invalid_request' } } });
-    expect((await call('drive_create_folder', { name: '' }, `k-${tag}-4`)).body.error).toMatchObject({
-      code: refused.body.error.code,
-      message: refused.body.error.message,
-    });
+    // The same refusal, naming the request that first answered it.
+    expect((await call('drive_create_folder', { name: '' }, `k-${tag}-4`)).body.error).toEqual(refused.body.error);
     const other = await call('drive_create_folder', { name: `after-${tag}` }, `k-${tag}-4`);
     expect(other).toMatchObject({ isError: true, body: { error: { code: 'idempotency_key_reused' } } });
     expect(await folders(`after-${tag}`)).toEqual([]);
+  });
+
+  test('one key names one request on every front: the API and MCP share the record', async () => {
+    // Over the API first (its body's keys in another order), then the same call through MCP.
+    const name = `both-${tag}`;
+    const idem = `k-${tag}-5`;
+    const api = await fetch(`${t.url}/drive/folders`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': idem },
+      body: JSON.stringify({ parentId: null, name }),
+    });
+    expect(api.status).toBe(201);
+    const made = await api.json();
+    const viaMcp = await call('drive_create_folder', { name, parentId: null }, idem);
+    expect(viaMcp.isError).toBe(false);
+    expect(viaMcp.body.id).toBe(made.id);
+    // MCP first, then the API: the API's answer is the replay.
+    const second = `both2-${tag}`;
+    const first = await call('drive_create_folder', { name: second }, `k-${tag}-6`);
+    const replayed = await fetch(`${t.url}/v1/drive/folders`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': `k-${tag}-6` },
+      body: ` { "name" : ${JSON.stringify(second)} } `,
+    });
+    expect(replayed.status).toBe(201);
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect((await replayed.json()).id).toBe(first.body.id);
+    expect((await folders(name)).map((f) => f.id)).toEqual([made.id]);
+    expect((await folders(second)).map((f) => f.id)).toEqual([first.body.id]);
+    // Another operation's call with the key is another request.
+    const other = await call('agents_create', { name }, idem);
+    expect(other).toMatchObject({ isError: true, body: { error: { code: 'idempotency_key_reused' } } });
   });
 });

@@ -7,6 +7,7 @@ import { AnswerCache } from './answer-cache.js';
 import { type Answer, answerOf } from './answers.js';
 import { type IdempotencyClaim, idempotent, takesIdempotencyKey } from './idempotency.js';
 import { type RawInput, validateInput } from './input.js';
+import type { Admission, OperationClass, RateLimiter } from './rate-limits.js';
 
 /** Who invokes an operation, as a front authenticated them. */
 export interface Invocation {
@@ -37,6 +38,18 @@ export interface Invocation {
    * operations ignore it.
    */
   idempotency?: IdempotencyClaim;
+  /**
+   * The call draws no rate-limit token: its front metered the request that carries it already (an
+   * MCP message, by its tool's class), or it is a front's own lookup for the request it serves.
+   * Otherwise a caller's call to an operation takes a token of the operation's class (rate-limits.ts).
+   */
+  metered?: boolean;
+  /**
+   * Where the dispatcher's policies set headers of the answer, decided before the operation runs and
+   * kept on a refusal too: the rate limit's `RateLimit` and `RateLimit-Policy`, a replay's
+   * `Idempotent-Replayed`. A front whose protocol has no headers leaves it out.
+   */
+  setHeader?(name: string, value: string): void;
   /**
    * The caller acts read-only (MCP's read-only mode, docs/mcp.md): an operation whose effect is not
    * `reads` is refused (403 `read_only_mode`), whatever the front. A read-only token's principal
@@ -82,6 +95,8 @@ export interface DispatcherOptions {
   scriptTools?: (inv: Invocation) => Promise<ScriptTools | undefined>;
   /** Where failures to record an idempotent answer are told. */
   log?: Logger;
+  /** The token buckets every caller's calls draw on (absent: nothing is limited). */
+  limiter?: RateLimiter;
 }
 
 // Answers are per principal, and a key's creation carries the key itself: no cache keeps them.
@@ -122,11 +137,42 @@ export class Dispatcher {
     if (!route) return Promise.reject(new DomainError('not_found', 'unknown_operation', `There is no operation ${String(operation)}.`));
     let invoker = this.invokers.get(route);
     if (!invoker) this.invokers.set(route, (invoker = this.compile(route)));
-    if (inv.idempotency && takesIdempotencyKey(route)) {
-      const run = invoker;
-      return idempotent(this.options, inv.idempotency, inv, () => run(raw, inv));
+    // Admission in order: the caller's rate limit (a refusal there leaves a key unclaimed), then the
+    // idempotency key, then the operation's own rules (its invoker).
+    if (this.options.limiter && inv.auth && !inv.metered && !route.internal) {
+      try {
+        const metering = this.meter(route, inv.auth.principal, inv.setHeader);
+        if (metering) {
+          const run = invoker;
+          return metering.then(() => this.keyed(route, run, raw, inv));
+        }
+      } catch (err) {
+        return Promise.reject(err);
+      }
     }
+    return this.keyed(route, invoker, raw, inv);
+  }
+
+  private keyed(route: Route, invoker: (raw: RawInput, inv: Invocation) => Promise<Answer>, raw: RawInput, inv: Invocation): Promise<Answer> {
+    if (inv.idempotency && takesIdempotencyKey(route)) return idempotent(this.options, route, inv.idempotency, raw, inv, (r) => invoker(r, inv));
     return invoker(raw, inv);
+  }
+
+  /**
+   * Takes a rate-limit token for a caller's request (an operation, or a protocol front's own
+   * request by class: a WebDAV method, an MCP message) and sets the answer's RateLimit headers;
+   * throws the 429 when a bucket is empty. Synchronous while the replica's leases last (no promise
+   * on most calls); nothing without a limiter.
+   */
+  meter(what: Route | OperationClass, principal: Principal, setHeader?: (name: string, value: string) => void): void | Promise<void> {
+    const limiter = this.options.limiter;
+    if (!limiter) return;
+    const settle = (admission: Admission) => {
+      if (setHeader) for (const [k, v] of Object.entries(admission.headers)) setHeader(k, v);
+      if (admission.denied) throw admission.denied;
+    };
+    const admitted = limiter.admit(what, principal);
+    return admitted instanceof Promise ? admitted.then(settle) : settle(admitted);
   }
 
   private compile(route: Route): (raw: RawInput, inv: Invocation) => Promise<Answer> {

@@ -72,6 +72,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const handlers = { ...platformOperations(deps), ...deps.operations };
   const problems = handlerProblems(routes, handlers, deps.notServed);
   if (problems.length) throw new Error(`The dispatcher's operations do not match the route table:\n  ${problems.join('\n  ')}`);
-  const { registry, onKeyRevoked, answers, scriptTools, log } = deps;
-  return new Dispatcher({ registry, routes, handlers, onKeyRevoked, answers, scriptTools, log });
+  const { registry, onKeyRevoked, answers, scriptTools, log, limiter } = deps;
+  return new Dispatcher({ registry, routes, handlers, onKeyRevoked, answers, scriptTools, log, limiter });
 }

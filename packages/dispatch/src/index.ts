@@ -12,3 +12,4 @@ export * from './operations/identity.js';
 export * from './operations/live-streams.js';
 export * from './operations/threads.js';
 export * from './operations/trading.js';
+export * from './rate-limits.js';

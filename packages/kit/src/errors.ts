@@ -47,14 +47,20 @@ const HTTP_BY_GRPC: Record<number, number> = {
 /** A rule said no. The message is public: it is shown to the API caller as is. */
 export class DomainError extends Error {
   override name = 'DomainError';
+  /**
+   * The request that first answered this refusal, when it is a recorded answer replayed under an
+   * idempotency key (docs/reliability.md): the error body names it instead of the replay's.
+   */
+  readonly requestId?: string;
   constructor(
     readonly kind: ErrorKind,
     readonly code: ErrorCode,
     message: string,
     readonly details?: Record<string, unknown>,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; requestId?: string },
   ) {
     super(message, options);
+    if (options?.requestId !== undefined) this.requestId = options.requestId;
   }
 
   get httpStatus(): number {

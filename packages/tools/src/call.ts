@@ -1,5 +1,5 @@
-import type { Content, Route } from '@svc/api';
-import { type Answer, callFingerprint, type Dispatcher, type Download, type RawInput, type ScriptTools, takesIdempotencyKey } from '@svc/dispatch';
+import type { Content } from '@svc/api';
+import type { Answer, Dispatcher, Download, RawInput, ScriptTools } from '@svc/dispatch';
 import { DomainError, type Principal } from '@svc/kit';
 
 import type { ToolBinding, ToolCatalogue } from './catalogue.js';
@@ -18,11 +18,13 @@ export interface ToolContext {
   /** The caller gives up: passed to the operation (Invocation.signal). */
   signal?: AbortSignal;
   /**
-   * Admits each tool call a script of this caller makes (code mode): the front's rate limit, the
-   * tokens of the call's operation class, as the same call made directly would take; throws the 429.
+   * The front metered this call's request already (MCP meters each message by its tool's class):
+   * the dispatcher draws no rate-limit token for it (Invocation.metered). A script's calls are not
+   * the front's request: each takes a token of its operation's class, as the same call made
+   * directly would.
    */
-  admit?: (route: Route) => void | Promise<void>;
-  /** This call comes from a script (code mode): `admit` applies to it. */
+  metered?: boolean;
+  /** This call comes from a script (code mode): metered by the dispatcher, and under no idempotency key. */
   fromScript?: boolean;
   /**
    * The client's idempotency key for this call (MCP: `params._meta["io.svc/idempotency-key"]` of a
@@ -54,7 +56,7 @@ export const SCRIPT_OPERATIONS: ReadonlySet<string> = new Set(['code.run', 'code
  * toolsets), less the tools that run scripts (a script does not start another: each would hold a
  * sandbox process while waiting for the next) and call_tool (svc.call does what it does). Each
  * call goes through callTool as the caller: the dispatcher's principal, authority and tenancy
- * rules, the view again, and the front's rate limit (`ctx.admit`).
+ * rules, the view again, and the caller's rate limit (the dispatcher's, per call).
  */
 export function scriptTools(dispatcher: Dispatcher, catalogue: ToolCatalogue, ctx: ToolContext): ScriptTools {
   const view = withAllowList(ctx.view ?? EVERY_TOOL_VIEW, (name) => !scriptRunning(catalogue, name), 'script');
@@ -93,7 +95,8 @@ export function toolError(err: unknown, ctx: Pick<ToolContext, 'requestId' | 'on
   // A DomainError's message is public (the HTTP API shows it as is); anything else is not.
   if (!(err instanceof DomainError) || err.httpStatus >= 500) ctx.onInternalError?.(err);
   const e = err instanceof DomainError ? err : new DomainError('internal', 'internal_error', 'Internal error.');
-  const body: Record<string, unknown> = { code: e.code, message: e.message, requestId: ctx.requestId };
+  // A refusal replayed under an idempotency key names the request that first answered it.
+  const body: Record<string, unknown> = { code: e.code, message: e.message, requestId: e.requestId ?? ctx.requestId };
   if (e.details && Object.keys(e.details).length) body.details = e.details;
   return { structuredContent: { error: body }, isError: true };
 }
@@ -246,18 +249,17 @@ export async function callTool(dispatcher: Dispatcher, catalogue: ToolCatalogue,
     const b = catalogue.binding(name);
     if (!b) throw new DomainError('not_found', 'unknown_tool', `There is no tool ${JSON.stringify(name.slice(0, 200))}; search_tools finds tools.`);
     if (ctx.view && !allows(ctx.view, b.def)) throw refusedByView(ctx.view, name);
-    if (ctx.fromScript && ctx.admit) await ctx.admit(b.route);
     // A script this tool runs may call tools as this caller (code mode), within this caller's view.
     const tools = SCRIPT_OPERATIONS.has(b.route.id) && ctx.auth ? scriptTools(dispatcher, catalogue, ctx) : undefined;
     const key = ctx.fromScript ? undefined : ctx.idempotencyKey;
-    // The request a key names: the operation and the arguments as given (so the same call through call_tool is the same).
-    const idempotency = key !== undefined && takesIdempotencyKey(b.route) ? { key, fingerprint: callFingerprint(b.route, given) } : undefined;
     const answer = await dispatcher.invoke(b.route, rawInputOf(b, given), {
       requestId: ctx.requestId,
       auth: ctx.auth,
       signal: ctx.signal,
       tools,
-      idempotency,
+      // The request a key names is the operation and its input, as the API's (the same call through call_tool is the same).
+      idempotency: key === undefined ? undefined : { key },
+      metered: ctx.fromScript ? false : ctx.metered,
       // Read-only mode holds at the dispatcher too (the view's check above names the tool).
       readOnly: ctx.view?.readOnly,
     });

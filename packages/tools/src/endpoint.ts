@@ -14,7 +14,7 @@ import type { AuthInfo, CallToolResult, McpHttpHandler, McpRequestContext, Serve
 import type { Dispatcher } from '@svc/dispatch';
 import { lazy, type Logger, type Principal, setting } from '@svc/kit';
 
-import { callTool, type ToolContext } from './call.js';
+import { callTool } from './call.js';
 import { InvalidCursorError, type ToolCatalogue, type ToolDef } from './catalogue.js';
 import { jsonRpcError, type McpAnswer, MODERN_REVISION, serveExchange, serveModernExchange, servesModern } from './exchange.js';
 import { resultText } from './result-text.js';
@@ -47,8 +47,11 @@ export interface McpCaller {
   requestId: string;
   /** What this caller lists and may call (views.ts); absent: the default set. */
   view?: ToolView;
-  /** Admits each tool call this caller's scripts make (code mode: the front's rate limit). */
-  admit?: ToolContext['admit'];
+  /**
+   * The front metered each message already (the MCP front: by its tool's rate-limit class), so a
+   * tool call draws no second token; the calls its scripts make are metered one by one.
+   */
+  metered?: boolean;
 }
 
 /** One HTTP exchange as it reached the endpoint. */
@@ -257,7 +260,7 @@ export class McpEndpoint {
       auth: { principal: caller.principal, token: caller.token },
       requestId: caller.requestId,
       view: caller.view,
-      admit: caller.admit,
+      metered: caller.metered,
       onInternalError: (err) => this.deps.log.error({ err, tool: name, requestId: caller.requestId }, 'a tool call failed'),
     });
     // An error carries its body as text only: a client checks structured content against the tool's output schema.

@@ -7,7 +7,6 @@ import { DomainError, type Logger, type Registry } from '@svc/kit';
 
 import type { Authenticator } from './auth.js';
 import { mountApi } from './fronts/api/index.js';
-import type { RateLimiter } from './rate-limit.js';
 import { sendDomainError, sendError } from './replies.js';
 
 export interface GatewayDeps {
@@ -19,8 +18,6 @@ export interface GatewayDeps {
   bodyLimit: string;
   /** Express's `trust proxy`: whose X-Forwarded-For decides `req.ip` (SVC_TRUST_PROXY). */
   trustProxy?: boolean | number;
-  /** Token buckets per API key and account for the route table's operations (absent: none). */
-  limiter?: RateLimiter;
   /** Protocol fronts outside the route table (WebDAV at /dav; Git, SSE to come), each on its own path. */
   mount?: (app: express.Express) => void;
 }
@@ -58,9 +55,6 @@ export function createApp(deps: GatewayDeps): express.Express {
     dispatcher: deps.dispatcher,
     auth: deps.auth,
     bodyLimit: deps.bodyLimit,
-    registry: deps.registry,
-    log: deps.log,
-    limiter: deps.limiter,
   });
 
   app.use((req, res) => sendError(req, res, 404, 'not_found', `No route for ${req.method} ${req.originalUrl.split('?')[0]}.`));

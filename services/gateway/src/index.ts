@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { MODELS_CACHE, routes } from '@svc/api';
-import { AnswerCache, createDispatcher, type Dispatcher, LiveStreams } from '@svc/dispatch';
+import { AnswerCache, createDispatcher, type Dispatcher, LiveStreams, RateLimiter } from '@svc/dispatch';
 import {
   AccountLimiter,
   type Backends,
@@ -26,7 +26,6 @@ import { mountOauth, OauthServer } from './fronts/oauth/index.js';
 import { SiteDomainCache } from './fronts/sites/domains.js';
 import { closeHealthClients } from './health-client.js';
 import { answerClientErrors, applyAnswerRules, expressServerOptions } from './http-server.js';
-import { RateLimiter } from './rate-limit.js';
 import { apiScriptTools } from './script-tools.js';
 import type { GatewaySettings } from './settings.js';
 
@@ -177,7 +176,9 @@ export async function startGateway(deps: {
     }),
     onKeyRevoked: (id) => auth.evict(id),
     // Scripts run through the API may call tools as their caller (code mode).
-    scriptTools: apiScriptTools(() => dispatcher, limiter),
+    scriptTools: apiScriptTools(() => dispatcher),
+    // Every front's calls draw on the same buckets (the dispatcher meters them).
+    limiter,
   });
   const app = createApp({
     log,
@@ -186,10 +187,9 @@ export async function startGateway(deps: {
     auth,
     bodyLimit: deps.settings.SVC_BODY_LIMIT,
     trustProxy: deps.settings.SVC_TRUST_PROXY,
-    limiter,
     mount: (app) => {
       if (oauth) mountOauth(app, { auth, oauth, registry: deps.registry, signer, systemToken, log, secret: deps.config.internalSecret });
-      mountProtocols(app, { ...local, dispatcher, limiter });
+      mountProtocols(app, { ...local, dispatcher });
     },
   });
   applyAnswerRules(app, () => draining);

@@ -34,9 +34,17 @@ export function sendReply(res: Response, status: number, headers: Record<string,
 }
 
 /** The contract's error body: {"error": {"code", "message", "requestId"}}. */
-export function sendError(req: Request, res: Response, status: number, code: ErrorCode, message: string, extra?: object): void {
+export function sendError(
+  req: Request,
+  res: Response,
+  status: number,
+  code: ErrorCode,
+  message: string,
+  extra?: object,
+  requestId: string = req.requestId,
+): void {
   if (res.headersSent) return;
-  sendJson(res, status, { error: { code, message, requestId: req.requestId, ...extra } });
+  sendJson(res, status, { error: { code, message, requestId, ...extra } });
 }
 
 /**
@@ -52,7 +60,8 @@ export function sendDomainError(req: Request, res: Response, err: DomainError): 
   }
   if (retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(retryAfterSeconds));
   const extra = Object.keys(details).length ? { details } : undefined;
-  sendError(req, res, err.httpStatus, err.code, err.message, extra);
+  // A refusal replayed under an idempotency key names the request that first answered it.
+  sendError(req, res, err.httpStatus, err.code, err.message, extra, err.requestId);
 }
 
 /** The WWW-Authenticate of a refusal (fronts/oauth sets it on the app's locals). */

@@ -2,16 +2,14 @@
  * Code mode in the gateway (docs/run-code.md, "Calling tools"): what a script's tool calls may
  * reach, decided here, where the caller's authority is. An agent's key is bound by its agent's
  * tool list (as on /mcp and in its runs), and each call a script makes takes a rate-limit token of
- * its operation's class, as the same call made directly would.
+ * its operation's class (the dispatcher meters it), as the same call made directly would.
  */
 import { createHash } from 'node:crypto';
 
-import { type Route, routes } from '@svc/api';
+import { routes } from '@svc/api';
 import type { Dispatcher, Invocation, ScriptTools } from '@svc/dispatch';
 import type { Principal } from '@svc/kit';
-import { EVERY_TOOL_VIEW, scriptTools, toolAllowed, ToolCatalogue, type ToolContext, type ToolView, withAllowList } from '@svc/tools';
-
-import type { RateLimiter } from './rate-limit.js';
+import { EVERY_TOOL_VIEW, scriptTools, toolAllowed, ToolCatalogue, type ToolView, withAllowList } from '@svc/tools';
 
 /**
  * The view narrowed to an agent's tool list when the caller is an agent (one of its keys): only the
@@ -26,30 +24,19 @@ export async function agentBoundView(
 ): Promise<ToolView> {
   const agentId = auth.principal.agentId;
   if (auth.principal.kind !== 'agent' || !agentId) return view;
-  const answer = await dispatcher.invoke('agents.get', { params: { id: agentId } }, { requestId, auth });
+  // The front's own lookup for the request it serves: no rate-limit token of its own.
+  const answer = await dispatcher.invoke('agents.get', { params: { id: agentId } }, { requestId, auth, metered: true });
   const agent = answer.kind === 'json' ? (answer.body as { tools?: string[] | null }) : undefined;
   const patterns = agent?.tools ?? null;
   const listKey = createHash('sha256').update(JSON.stringify(patterns)).digest('base64url').slice(0, 16);
   return withAllowList(view, (name) => toolAllowed(patterns, name), listKey);
 }
 
-/** The admission of a script's tool calls: a token of the call's class from the caller's buckets, or the 429. */
-export function scriptAdmission(limiter: RateLimiter | undefined, principal: Principal): ToolContext['admit'] {
-  if (!limiter) return undefined;
-  return async (route: Route) => {
-    const admission = await limiter.admit(route, principal);
-    if (admission.denied) throw admission.denied;
-  };
-}
-
 /**
  * The tools of scripts run through the HTTP API (`POST /code/run` and the drive's code
  * operations): the dispatcher's `scriptTools`. The catalogue is made on the first such run.
  */
-export function apiScriptTools(
-  dispatcher: () => Dispatcher,
-  limiter: RateLimiter | undefined,
-): (inv: Invocation) => Promise<ScriptTools | undefined> {
+export function apiScriptTools(dispatcher: () => Dispatcher): (inv: Invocation) => Promise<ScriptTools | undefined> {
   let catalogue: ToolCatalogue | undefined;
   return async (inv) => {
     if (!inv.auth) return undefined;
@@ -59,7 +46,6 @@ export function apiScriptTools(
       auth: inv.auth,
       requestId: inv.requestId,
       view,
-      admit: scriptAdmission(limiter, inv.auth.principal),
     });
   };
 }

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 
+import { type Limits, parseLimits } from '@svc/dispatch';
 import { defineSettings } from '@svc/kit';
 import { mcpEndpointSettings } from '@svc/tools';
-
-import { type Limits, parseLimits } from './rate-limit.js';
 
 /** Per API key: 200 reads, 100 writes, 10 runs a second sustained, bursts of ten seconds' worth. */
 export const DEFAULT_KEY_LIMITS: Limits = {

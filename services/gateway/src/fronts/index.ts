@@ -3,7 +3,6 @@ import type express from 'express';
 import type { ContentDeps, Dispatcher } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
-import type { RateLimiter } from '../rate-limit.js';
 import { type GitFront, mountGit } from './git/index.js';
 import { mountHostConnect } from './hosts/index.js';
 import { mountMcp } from './mcp/index.js';
@@ -19,8 +18,6 @@ export interface FrontDeps extends ContentDeps, SitesDeps {
   git: GitFront;
   /** Browser origins allowed on /mcp (SVC_MCP_ALLOWED_ORIGINS). */
   mcpAllowedOrigins: string[];
-  /** The API's token buckets, drawn on by WebDAV and MCP requests too (absent: no limits). */
-  limiter?: RateLimiter;
   /** Tools per tools/list page of /mcp (SVC_MCP_TOOLS_PAGE_SIZE). */
   mcpPageSize: number;
   version: string;

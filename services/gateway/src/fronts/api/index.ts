@@ -1,37 +1,34 @@
 /**
  * The HTTP JSON API: the route table over HTTP. This front reads a request the way its operation
  * declares (JSON, raw bytes, a multipart form), authenticates it, hands it to the dispatcher and
- * writes the answer; the rules themselves are the dispatcher's.
+ * writes the answer; the rules themselves are the dispatcher's, rate limits and Idempotency-Key
+ * included (its policies set the headers they decide through Invocation.setHeader).
  */
 import type { IncomingMessage } from 'node:http';
 
 import express, { type Request, type Response } from 'express';
 
 import type { Route } from '@svc/api';
-import { type Answer, type Dispatcher, type RawInput, takesIdempotencyKey } from '@svc/dispatch';
-import { DomainError, HOST_CREDENTIAL_RE, type Logger, type Registry, setHttpRoute } from '@svc/kit';
+import { type Answer, type Dispatcher, type Invocation, type RawInput, takesIdempotencyKey } from '@svc/dispatch';
+import { DomainError, HOST_CREDENTIAL_RE, setHttpRoute } from '@svc/kit';
 
 import { actingAccount, type AuthContext, type Authenticator, presentedSecret } from '../../auth.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';
 import { checkQueryUtf8, verifyJsonUtf8 } from '../../http/utf8.js';
-import { admitFront, type RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError, sendReply, writeJson } from '../../replies.js';
 import { compileRoutes } from '../../routing.js';
-import { type Claimed, IDEMPOTENCY_HEADER, idempotent, noteBodyHash } from './idempotency.js';
 
 export interface ApiDeps {
   dispatcher: Dispatcher;
   auth: Authenticator;
   /** JSON body limit (SVC_BODY_LIMIT) for operations that declare none of their own. */
   bodyLimit: string;
-  /** Where Idempotency-Key records are kept (the keys service), and where failures to record them are logged. */
-  registry: Registry;
-  log: Logger;
-  /** Token buckets per API key and account (absent: no limits). */
-  limiter?: RateLimiter;
 }
+
+/** Stripe's header: the dispatcher records a POST's answer under it and replays it (docs/reliability.md). */
+const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 /** The client address the failed-authentication limit counts by. */
 export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
@@ -66,7 +63,6 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
   const verify = (req: IncomingMessage, res: unknown, buf: Buffer, encoding: string) => {
     if (buf.length === 0) empty.add(req);
     verifyJsonUtf8(req, res, buf, encoding);
-    noteBodyHash(req, buf);
   };
   const jsonParser = (limit: string) => {
     let p = parsers.get(limit);
@@ -92,23 +88,14 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
               ? await deps.auth.authenticateHost(secret, clientAddress(req))
               : await deps.auth.authenticate(secret, actingAccount(req.headers), clientAddress(req), 'api');
         }
-        if (deps.limiter && auth) {
-          const admitting = admitFront(deps.limiter, route, auth.principal, res);
-          if (admitting) await admitting;
-        }
         if (transfers && auth) deps.auth.holdResponse(auth, res);
         // req.query parses the query string on each read: only for operations that take a query.
         if (route.query) checkQueryUtf8(req.url);
-        const content = route.content && (() => readContent(req, route.content!));
-        // A replayed answer ends here; a claimed key records the answer before it is sent.
-        let claimed: Claimed | undefined;
-        if (takesKey && auth && req.headers[IDEMPOTENCY_HEADER] !== undefined) {
-          claimed = await idempotent(deps, req, res, route, auth.token, content || (() => Promise.reject(new Error('no content'))));
-          if (!claimed) return;
-        }
+        const header = takesKey ? req.headers[IDEMPOTENCY_HEADER] : undefined;
         const raw: RawInput = {
           params: req.params,
-          query: route.query && (req.query as Record<string, unknown>),
+          // A keyed request's query is part of what the key names, declared or not.
+          query: route.query || (header !== undefined && req.url.includes('?')) ? (req.query as Record<string, unknown>) : undefined,
           headers: req.headers,
           body: empty.has(req) ? undefined : req.body,
         };
@@ -120,15 +107,18 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
             'The request body must be JSON (Content-Type: application/json).',
           );
         }
-        if (content) raw.content = claimed ? () => content().then((c) => claimed.content(c)) : content;
+        if (route.content) raw.content = () => readContent(req, route.content!);
+        const inv: Invocation = {
+          requestId: req.requestId,
+          auth,
+          head: req.method === 'HEAD',
+          stream: route.events !== undefined && wantsEventStream(req),
+          setHeader: (name, value) => void res.setHeader(name, value),
+        };
+        if (header !== undefined) inv.idempotency = { key: Array.isArray(header) ? header.join(',') : header };
         let answer: Answer;
         try {
-          answer = await deps.dispatcher.invoke(route, raw, {
-            requestId: req.requestId,
-            auth,
-            head: req.method === 'HEAD',
-            stream: route.events !== undefined && wantsEventStream(req),
-          });
+          answer = await deps.dispatcher.invoke(route, raw, inv);
         } catch (err) {
           if (route.content && err instanceof DomainError) return sendContentError(req, res, err);
           throw err;

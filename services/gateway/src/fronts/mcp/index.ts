@@ -11,7 +11,7 @@
 import express, { type Request, type Response } from 'express';
 
 import { routes } from '@svc/api';
-import type { Dispatcher } from '@svc/dispatch';
+import { classOf, type Dispatcher, type OperationClass } from '@svc/dispatch';
 import { DomainError, type Logger, type Principal, setHttpRoute } from '@svc/kit';
 import {
   CALL_TOOL,
@@ -27,9 +27,8 @@ import {
 } from '@svc/tools';
 
 import { actingAccount, type Authenticator, type OauthAccess, presentedSecret } from '../../auth.js';
-import { admitFront, classOf, type OperationClass, type RateLimiter } from '../../rate-limit.js';
 import { sendDomainError, sendError } from '../../replies.js';
-import { agentBoundView, scriptAdmission } from '../../script-tools.js';
+import { agentBoundView } from '../../script-tools.js';
 
 export interface McpFrontDeps {
   log: Logger;
@@ -38,8 +37,6 @@ export interface McpFrontDeps {
   auth: Authenticator;
   /** Browser origins allowed to call the endpoint (SVC_MCP_ALLOWED_ORIGINS); none by default. */
   allowedOrigins: string[];
-  /** The API's token buckets (absent: no limits). */
-  limiter?: RateLimiter;
   /** Tools per tools/list page (SVC_MCP_TOOLS_PAGE_SIZE). */
   pageSize: number;
   /** The server's version, as the endpoint announces it. */
@@ -149,9 +146,12 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
     );
     await new Promise<void>((resolve, reject) => readBody(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
     const read = readMcpMessage(req.headers['content-type'], Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
-    // A tool call draws on the buckets of its operation's class, as the same call over the API
-    // would; listing, searching, the protocol's own messages and a message refused as unreadable are reads.
-    if (deps.limiter) await admitFront(deps.limiter, mcpClass('message' in read ? read.message : undefined), verified.principal, res);
+    // The message is metered here, so that a refused one is the HTTP 429 the API answers: a tool call
+    // draws on the buckets of its operation's class, as the same call over the API would (its
+    // invocation then draws nothing more); listing, searching, the protocol's own messages and a
+    // message refused as unreadable are reads.
+    const metering = dispatcher.meter(mcpClass('message' in read ? read.message : undefined), verified.principal, (k, v) => void res.setHeader(k, v));
+    if (metering) await metering;
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && FORWARDED.test(name)) headers[name] = value;
     const answer =
@@ -165,7 +165,7 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
               token: caller.token,
               requestId: req.requestId,
               view,
-              admit: scriptAdmission(deps.limiter, verified.principal),
+              metered: true,
             },
           );
     res.statusCode = answer.status;

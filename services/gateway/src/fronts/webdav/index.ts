@@ -12,7 +12,6 @@ import { type Access, checkPrincipal } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 
 import { actingAccount, presentedSecret } from '../../auth.js';
-import { admitFront } from '../../rate-limit.js';
 import { sendDavDomainError, sendText } from './answers.js';
 import { lock, unlock } from './locks.js';
 import { segmentsOf } from './paths.js';
@@ -83,8 +82,9 @@ export function mountDav(app: express.Express, deps: DavDeps): void {
       // A transfer in flight is cut if its key is revoked or expires. Its locks stay: they are
       // its person's or agent's (the drive checks the holder), and expire at their timeout.
       deps.auth.holdResponse(auth, res);
-      // The API's buckets: reading methods are `read`, the rest `write`.
-      await admitFront(deps.limiter, DAV_READS.has(req.method) ? 'read' : 'write', auth.principal, res);
+      // The API's buckets, through the dispatcher: reading methods are `read`, the rest `write`. The
+      // drive calls a method makes are internal operations, which draw nothing more.
+      await deps.dispatcher.meter(DAV_READS.has(req.method) ? 'read' : 'write', auth.principal, (k, v) => void res.setHeader(k, v));
       await handle(new DavRequest(deps, req, res, auth, target));
     };
     run().catch((err: unknown) => {

@@ -9,7 +9,6 @@ import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
 import type { AuthContext, Authenticator } from '../../auth.js';
-import type { RateLimiter } from '../../rate-limit.js';
 import { type IfList, type IfState, listPasses, parseIfHeader, stateOf, submittedTokens } from './if-header.js';
 import { hrefOf, segmentsOf, type Target } from './paths.js';
 
@@ -18,8 +17,6 @@ export interface DavDeps extends ContentDeps {
   auth: Authenticator;
   /** The process's dispatcher: the drive calls are its internal operations, made as the caller. */
   dispatcher: Dispatcher;
-  /** The API's token buckets (absent: no limits). */
-  limiter?: RateLimiter;
 }
 
 export class DavRequest {

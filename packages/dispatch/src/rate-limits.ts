@@ -1,11 +1,13 @@
 /**
- * Rate limits (docs/reliability.md): a token bucket per API key and one per acting account, for
- * each class of operation (`read`, `write`, `compute`), kept in the cache backend (Redis; memory
- * when embedded) so that every gateway replica draws on the same buckets. A request takes one token
- * from its key's bucket and one from its account's; when either is empty it answers 429
- * `rate_limited` with `Retry-After`. Every answer of a limited operation carries the IETF draft's
- * `RateLimit-Policy` (each bucket's quota `q` and window `w`, in seconds) and `RateLimit` (the
- * tokens left `r`, and `t`: seconds until the bucket is full again).
+ * Rate limits (docs/reliability.md), a dispatcher policy: a token bucket per API key and one per
+ * acting account, for each class of operation (`read`, `write`, `compute`), kept in the cache
+ * backend (Redis; memory when embedded) so that every gateway replica draws on the same buckets. A
+ * call takes one token from its key's bucket and one from its account's; when either is empty it
+ * is refused 429 `rate_limited` with `Retry-After`. Every answer of a limited call carries the IETF
+ * draft's `RateLimit-Policy` (each bucket's quota `q` and window `w`, in seconds) and `RateLimit`
+ * (the tokens left `r`, and `t`: seconds until the bucket is full again). The dispatcher meters
+ * each operation it invokes for a caller (Dispatcher.invoke); a protocol front that answers a
+ * request of its own (a WebDAV method, an MCP message) has it metered by class (Dispatcher.meter).
  *
  * To keep the cache off the path of most requests, a replica takes tokens in leases (a twentieth of
  * the bucket, at most 50) and spends them locally: never more than the bucket allows, at the price
@@ -188,23 +190,3 @@ interface Entry {
 
 /** How many tokens a replica takes at once: a twentieth of the bucket, at least 1, at most 50. */
 const leaseOf = (b: Bucket) => Math.max(1, Math.min(50, Math.floor(b.capacity / 20)));
-
-/**
- * Takes a token for a request (an operation of the route table, or a protocol front's class) and
- * sets the answer's RateLimit headers; throws the 429 when a bucket is empty. Without a limiter
- * nothing is limited. Synchronous while the local leases last (no promise on most requests).
- */
-export function admitFront(
-  limiter: RateLimiter | undefined,
-  what: Route | OperationClass,
-  p: Principal,
-  res: { setHeader(k: string, v: string): unknown },
-): void | Promise<void> {
-  if (!limiter) return;
-  const settle = (admission: Admission) => {
-    for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
-    if (admission.denied) throw admission.denied;
-  };
-  const admitted = limiter.admit(what, p);
-  return admitted instanceof Promise ? admitted.then(settle) : settle(admitted);
-}
