@@ -1,3 +1,5 @@
+import { RUN_LIMIT_BOUNDS } from './contract.js';
+
 /**
  * The limits of one run, their defaults, and the operator's maxima. A caller may ask for any value
  * up to the operator's maximum; the default applies when it asks for nothing (and is itself never
@@ -18,13 +20,8 @@ export const DEFAULT_LIMITS: Readonly<RunLimits> = Object.freeze({ timeoutMs: 5_
 /** The operator's maxima when the operator says nothing. */
 export const DEFAULT_MAX_LIMITS: Readonly<RunLimits> = Object.freeze({ timeoutMs: 30_000, memoryLimitMb: 256, maxOutputBytes: 1024 * 1024 });
 
-/** Bounds no setting can pass: what the pool and its children are built for. */
-export const LIMIT_BOUNDS: Readonly<Record<keyof RunLimits, { min: number; max: number }>> = Object.freeze({
-  timeoutMs: { min: 1, max: 120_000 },
-  // The interpreter's memory starts at 16 MiB (its build's initial memory): no limit is below that.
-  memoryLimitMb: { min: 16, max: 1024 },
-  maxOutputBytes: { min: 1, max: 16 * 1024 * 1024 },
-});
+/** Bounds no setting can pass: what the pool and its children are built for (contract.ts, which the API advertises). */
+export const LIMIT_BOUNDS: Readonly<Record<keyof RunLimits, { min: number; max: number }>> = RUN_LIMIT_BOUNDS;
 
 /** The QuickJS stack: small enough that its own check fires long before the process's stack ends. */
 export const STACK_SIZE_BYTES = 256 * 1024;

@@ -1,3 +1,4 @@
+import type { RunErrorCode } from './contract.js';
 import type { RunLimits } from './limits.js';
 import type { ToolAnswer, ToolCallOut, ToolLimits } from './tool-calls.js';
 
@@ -11,22 +12,7 @@ export interface LogEntry {
 export const LOG_LEVELS = ['log', 'info', 'warn', 'error', 'debug'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/**
- * Why a run failed. `syntax_error` and `script_error` are the script's own; the limit codes say
- * which limit ended it; `sandbox_error` is a failure of the sandbox itself (its process died).
- */
-export const RUN_ERROR_CODES = [
-  'syntax_error',
-  'script_error',
-  'timeout',
-  'memory_limit',
-  'stack_overflow',
-  'output_limit',
-  'result_not_serializable',
-  'unsettled_promise',
-  'sandbox_error',
-] as const;
-export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
+export { RUN_ERROR_CODES, type RunErrorCode } from './contract.js';
 
 export interface RunError {
   code: RunErrorCode;

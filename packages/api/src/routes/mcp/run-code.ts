@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import type { mcp_run_code } from '@svc/proto';
+import { RUN_ERROR_CODES, RUN_LIMIT_BOUNDS } from '@svc/quickjs/contract';
 
 import { Nullable, route } from '../../route.js';
 
@@ -11,23 +12,16 @@ import { Nullable, route } from '../../route.js';
  * service refuses (a limit above the operator's maximum, every sandbox busy) is an error answer.
  */
 
-/** The widest bounds of the sandbox (@svc/quickjs's LIMIT_BOUNDS); the operator's maxima may be lower. */
-const BOUNDS = { timeoutMs: 120_000, memoryLimitMb: 1024, maxOutputBytes: 16 * 1024 * 1024, codeChars: 512 * 1024 } as const;
+/** The widest bounds of the sandbox (the contract's, which it enforces); the operator's maxima may be lower. */
+const BOUNDS = {
+  timeoutMs: RUN_LIMIT_BOUNDS.timeoutMs.max,
+  memoryLimitMb: RUN_LIMIT_BOUNDS.memoryLimitMb.max,
+  maxOutputBytes: RUN_LIMIT_BOUNDS.maxOutputBytes.max,
+  codeChars: 512 * 1024,
+} as const;
 
 /** How long the gateway waits for an answer: the longest run, a wait in the queue, and the kill. */
 const RUN_CODE_DEADLINE_MS = BOUNDS.timeoutMs + 20_000;
-
-export const RUN_ERROR_CODES = [
-  'syntax_error',
-  'script_error',
-  'timeout',
-  'memory_limit',
-  'stack_overflow',
-  'output_limit',
-  'result_not_serializable',
-  'unsettled_promise',
-  'sandbox_error',
-] as const;
 
 const RunCodeBody = z
   .object({
@@ -42,21 +36,21 @@ const RunCodeBody = z
     timeoutMs: z
       .number()
       .int()
-      .min(1)
+      .min(RUN_LIMIT_BOUNDS.timeoutMs.min)
       .max(BOUNDS.timeoutMs)
       .optional()
       .describe("Wall-clock limit in ms (default 5000; at most the operator's maximum, 30000 unless set)."),
     memoryLimitMb: z
       .number()
       .int()
-      .min(16)
+      .min(RUN_LIMIT_BOUNDS.memoryLimitMb.min)
       .max(BOUNDS.memoryLimitMb)
       .optional()
       .describe("Memory of the interpreter in MiB (default 64, at least 16; at most the operator's maximum, 256 unless set)."),
     maxOutputBytes: z
       .number()
       .int()
-      .min(1)
+      .min(RUN_LIMIT_BOUNDS.maxOutputBytes.min)
       .max(BOUNDS.maxOutputBytes)
       .optional()
       .describe(
