@@ -19,6 +19,8 @@ import { EventEmitter } from 'node:events';
 
 import * as grpc from '@grpc/grpc-js';
 
+import { atDeadline } from './deadlines.js';
+
 /** A method served in this process: the request's bytes in, the response's bytes out, or a UnaryCallError. */
 export type LocalMethod = (message: Buffer, headers: Record<string, string>, deadline: number, signal?: AbortSignal) => Promise<Buffer>;
 
@@ -104,7 +106,7 @@ function localMethodOf(def: UnaryDef, impl: Impl): LocalMethod {
       const end = (failed: LocalFailure | null, bytes?: Buffer) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        clearTimer();
         signal?.removeEventListener('abort', abort);
         if (failed) reject(failed);
         else resolve(bytes!);
@@ -118,7 +120,7 @@ function localMethodOf(def: UnaryDef, impl: Impl): LocalMethod {
         end(f);
       };
       const abort = () => giveUp(failure(grpc.status.CANCELLED, 'The call was cancelled by its caller.'));
-      const timer = setTimeout(() => giveUp(failure(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded.')), deadline - Date.now());
+      const clearTimer = atDeadline(deadline, () => giveUp(failure(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded.')));
       signal?.addEventListener('abort', abort, { once: true });
       detached.runInAsyncScope(() =>
         impl(call, (err, res) => {

@@ -23,6 +23,7 @@ import http2 from 'node:http2';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { type Context, context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
+import { atDeadline, grpcTimeout } from './deadlines.js';
 import { UnaryCallError, type UnaryChannel } from './unary.js';
 
 const { HTTP2_HEADER_METHOD, HTTP2_HEADER_PATH, HTTP2_HEADER_CONTENT_TYPE, HTTP2_HEADER_TE, NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } =
@@ -133,7 +134,7 @@ class ResponseReader {
   private failure?: UnaryCallError;
   private ended = false;
   private wake?: () => void;
-  private timer?: NodeJS.Timeout;
+  private clearTimer?: () => void;
 
   constructor(
     private readonly channel: UnaryChannel,
@@ -144,9 +145,7 @@ class ResponseReader {
     this.decoder = new MessageDecoder(channel.maxReceiveBytes);
     this.open(Buffer.isBuffer(message));
     if (deadlineMs !== undefined) {
-      // (setTimeout takes at most 2^31-1 ms, 24.8 days.)
-      const ms = Math.min(deadlineMs, 2 ** 31 - 1);
-      this.timer = setTimeout(() => this.fail(new UnaryCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded.')), ms);
+      this.clearTimer = atDeadline(Date.now() + deadlineMs, () => this.fail(new UnaryCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded.')));
     }
   }
 
@@ -166,7 +165,7 @@ class ResponseReader {
 
   /** Cancels the call (RST_STREAM CANCEL) unless it has ended. */
   cancel(): void {
-    clearTimeout(this.timer);
+    this.clearTimer?.();
     if (!this.stream.closed) this.stream.close(NGHTTP2_CANCEL);
   }
 
@@ -223,7 +222,7 @@ class ResponseReader {
         this.fail(new UnaryCallError(GrpcStatus.INTERNAL, 'The response ended inside a message.'));
       } else {
         this.ended = true;
-        clearTimeout(this.timer);
+        this.clearTimer?.();
         this.notify();
       }
     });
@@ -328,12 +327,6 @@ class MessageDecoder {
     else this.chunks[0] = first.subarray(n);
     return first.subarray(0, n);
   }
-}
-
-/** `grpc-timeout` allows at most 8 digits: milliseconds up to ~27 hours, seconds beyond. */
-function grpcTimeout(ms: number): string {
-  const n = Math.max(1, Math.ceil(ms));
-  return n <= 99_999_999 ? `${n}m` : `${Math.min(Math.ceil(n / 1000), 99_999_999)}S`;
 }
 
 function decodeURIComponentSafe(s: string): string {

@@ -21,6 +21,7 @@ import net from 'node:net';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
+import { atDeadline, grpcTimeout } from './deadlines.js';
 import { type LocalFailure, type LocalMethod, localMethod } from './in-process.js';
 
 /** The outcome of a failed call: status, message and the server's trailing metadata. */
@@ -123,7 +124,7 @@ export class UnaryChannel {
             [HTTP2_HEADER_PATH]: path,
             [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
             [HTTP2_HEADER_TE]: 'trailers',
-            'grpc-timeout': `${Math.max(1, Math.ceil(options.deadlineMs))}m`,
+            'grpc-timeout': grpcTimeout(options.deadlineMs),
             ...metadata,
           },
           deadline,
@@ -234,7 +235,7 @@ export class UnaryChannel {
         if (settled) return;
         settled = true;
         this.inFlight--;
-        clearTimeout(timer);
+        clearTimer();
         signal?.removeEventListener('abort', cancel);
         if (err) reject(err);
         else resolve(res!);
@@ -244,12 +245,12 @@ export class UnaryChannel {
         finish(new UnaryCallError(GrpcStatus.CANCELLED, 'The call was cancelled by its caller.'));
       };
       signal?.addEventListener('abort', cancel, { once: true });
-      const timer = setTimeout(() => {
+      const clearTimer = atDeadline(deadline, () => {
         stream.close(NGHTTP2_CANCEL);
         finish(new UnaryCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded.'));
         // A connection that never opened, or stopped answering, is replaced for the next call.
         this.probe(session);
-      }, remaining);
+      });
       stream.on('response', (h) => {
         if (h[':status'] !== 200) {
           status = GrpcStatus.UNAVAILABLE;
@@ -277,7 +278,7 @@ export class UnaryChannel {
         if (settled) return;
         if (stream.rstCode === NGHTTP2_REFUSED_STREAM && status === undefined && retries > 0) {
           // Refused before any processing (a server draining its connection): safe to try again.
-          clearTimeout(timer);
+          clearTimer();
           settled = true;
           this.inFlight--;
           signal?.removeEventListener('abort', cancel);

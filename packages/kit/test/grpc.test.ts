@@ -130,6 +130,11 @@ describe.each([
     expect(await codeOf(client.verifyKey({ keyHash: 'slow500' }, { principalToken: token, deadlineMs: 100 }))).toMatch(/^deadline_exceeded\//);
   });
 
+  test('a deadline farther away than a timer can wait (24.8 days) does not end the call at once', async () => {
+    const res = await client.verifyKey({ keyHash: 'slow50' }, { principalToken: token, deadlineMs: 40 * 24 * 3600 * 1000 });
+    expect(res.key?.id).toBe('acct_me');
+  });
+
   test('shutdown drains calls in flight and refuses new ones', async () => {
     const other = await serve(inProcess);
     const c = createRpcClient(keys.KeysServiceService, 'svc.keys.v1.KeysService', other.handle.address, { deadlineMs: 5000 });
