@@ -22,5 +22,6 @@ export function atDeadline(deadline: number, expire: () => void): () => void {
  */
 export function grpcTimeout(ms: number): string {
   const n = Math.max(1, Math.ceil(Math.min(ms, MAX_TIMER_MS)));
-  return n <= 99_999_999 ? `${n}m` : `${Math.min(Math.ceil(n / 1000), 99_999_999)}S`;
+  // Whole seconds down, so that 24.8 days stays within what the server's timer can wait.
+  return n <= 99_999_999 ? `${n}m` : `${Math.floor(n / 1000)}S`;
 }
