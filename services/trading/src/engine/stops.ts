@@ -54,8 +54,8 @@ export class PendingStops {
 }
 
 /**
- * One side's pending stop and stop-limit orders (book.ts), as a binary heap on the stop price, the
- * next to fire on top: buy stops fire from the lowest stop price up, sell stops from the highest
+ * One side's pending stop and stop-limit orders (PendingStops), as a binary heap on the stop price,
+ * the next to fire on top: buy stops fire from the lowest stop price up, sell stops from the highest
  * down (a stop's price does not move while it waits). Adding one and taking out those the last
  * price reached cost O(log n) each, where a sorted list moved half of itself on every stop placed.
  *
