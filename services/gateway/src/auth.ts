@@ -1,11 +1,8 @@
-import type { IncomingHttpHeaders } from 'node:http';
-
 import { accountsClient, keysClient } from '@svc/clients';
 import {
   API_KEY_RE,
   type Cache,
   DomainError,
-  type ErrorCode,
   hashSecret,
   HOST_CREDENTIAL_RE,
   keyPrefix,
@@ -16,116 +13,48 @@ import {
 } from '@svc/kit';
 
 import { FailedAuthentications } from './auth-failures.js';
-import { type Membership, OpenStreams } from './open-streams.js';
+import {
+  ACCESS_TOKEN_RE,
+  type AuthContext,
+  type CachedAuth,
+  type TokenResource,
+  unauthenticated,
+  VERIFIED_TTL_MS,
+  type VerifiedToken,
+} from './credentials.js';
+import { HostCredentials } from './host-credentials.js';
+import { KeyUsage } from './key-usage.js';
+import { grantKeyId, OauthTokens } from './oauth-tokens.js';
+import { OpenStreams } from './open-streams.js';
 
-/** A verified key, ready to use: its principal and the signed token that carries it to services. */
-export interface AuthContext {
-  principal: Principal;
-  token: string;
-  keyId: string;
-  /** When the key expires (ms; null: never): what it holds open ends then (`hold`). */
-  keyExpiresAt: number | null;
-  /** Present when the credential is an OAuth access token (docs/oauth.md), not an API key. */
-  oauth?: OauthAccess;
-  /** When acting in an organization: the membership that allows it (what it holds open ends with it). */
-  membership?: Membership;
-  /**
-   * When the credential's verification began (ms): what the request holds open ends at once if the
-   * key (or grant) was revoked since, though the revocation came before the hold (`hold`).
-   */
-  authenticatedAt?: number;
-}
+// The fronts take what a request presents, and the authenticator's words, from here.
+export { actingAccount, type AuthContext, type OauthAccess, presentedSecret, type TokenResource, type VerifiedToken } from './credentials.js';
 
-/** What an OAuth access token allows, as its verification found it. */
-export interface OauthAccess {
-  grantId: string;
-  clientId: string;
-  /** Only operations (tools) without effects. */
-  readOnly: boolean;
-  /** MCP areas the token is limited to (none: every area). */
-  toolsets: string[];
-}
-
-/** An access token as the authorization server knows it (fronts/oauth). */
-export interface VerifiedToken extends OauthAccess {
-  /** The person who approved the token. */
-  userId: string;
-  /** When the person chose so: the agent of theirs the token acts as (docs/oauth.md). */
-  agentId?: string;
-  /** When it expires (ms). */
-  expiresAt: number;
-}
-
-/** Where a bearer token may be used: the resource it must have been issued for. */
-export type TokenResource = 'mcp' | 'api';
-
-/** Anything that is neither an API key nor a host credential and could be an access token. */
-const ACCESS_TOKEN_RE = /^(?!svch?_)[A-Za-z0-9_-]{20,512}$/;
-
-interface Entry extends AuthContext {
-  /** When this entry must be re-verified (cache lifetime, token lifetime, key expiry). */
-  until: number;
-}
-
-/**
- * The secret a request presents: `Authorization: Bearer <key>`, or, where `basic` is allowed
- * (WebDAV, Git), HTTP Basic with the key as the password and any user name.
- */
-export function presentedSecret(header: string | undefined, options: { basic: boolean }): string | undefined {
-  if (!header) return undefined;
-  const space = header.indexOf(' ');
-  const scheme = (space < 0 ? header : header.slice(0, space)).toLowerCase();
-  const value = space < 0 ? '' : header.slice(space + 1).trim();
-  if (scheme === 'bearer') return value;
-  if (scheme === 'basic' && options.basic) {
-    const decoded = Buffer.from(value, 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    return colon < 0 ? '' : decoded.slice(colon + 1);
-  }
-  return '';
-}
-
-/**
- * The account a request acts in, from its `x-svc-account` header (an organization the caller, or
- * the agent's owner, belongs to): the same on every front (API, MCP, WebDAV, Git), checked by
- * `Authenticator.authenticate` with the same membership and project rules.
- */
-export function actingAccount(headers: IncomingHttpHeaders): string | undefined {
-  const account = headers['x-svc-account'];
-  return typeof account === 'string' && account ? account : undefined;
-}
-
-/** How long a verified key is trusted without asking the keys service (revocation events cut it short). */
-const VERIFIED_TTL_MS = 60_000;
 /** How long an x-svc-account membership answer is trusted. */
 const ACTING_TTL_MS = 30_000;
-
-const unauthenticated = (code: ErrorCode, message: string) => new DomainError('unauthenticated', code, message);
-const otherResource = () => unauthenticated('invalid_token', 'This access token was issued for another resource.');
 
 /**
  * The gateway's front door. Verification is a SHA-256 and a map lookup on the hot path; a miss
  * asks the keys service once and caches the principal with its signed token for the key's cached
  * lifetime. Revocation events from NATS evict entries on every replica, and end what the key holds
  * open (`hold`). Failed authentications are counted per address and key prefix (auth-failures.ts):
- * they change how a bad key is answered, never whether a good one is served.
+ * they change how a bad key is answered, never whether a good one is served. API keys are verified
+ * here; OAuth access tokens (oauth-tokens.ts) and host credentials (host-credentials.ts) by the
+ * parts it holds, with the same failure counts and open streams.
  */
 export class Authenticator {
-  private readonly verified = new Map<string, Entry>();
+  private readonly verified = new Map<string, CachedAuth>();
   private readonly hashByKeyId = new Map<string, string>();
-  private readonly acting = new Map<string, Entry>();
+  private readonly acting = new Map<string, CachedAuth>();
   private readonly failures = new FailedAuthentications();
   /** Live event streams and transfers in flight, by key: ended on revocation and at expiry. */
   readonly streams = new OpenStreams();
-  private readonly usage = new Map<string, { n: number; last: number }>();
-  /** Verified host credentials, by hash. */
-  private readonly hosts = new Map<string, Entry & { hostId: string }>();
+  private readonly usage = new KeyUsage();
+  private readonly hosts: HostCredentials;
   /** Principals re-signed for another channel, by the token they derive from. */
   private readonly channels = new Map<string, AuthContext & { until: number }>();
   private readonly systemToken: () => Promise<string>;
-  /** Verified OAuth access tokens, by hash (revocation events cut them short: evictGrant). */
-  private readonly tokens = new Map<string, Entry & { resource: TokenResource }>();
-  private verifyToken?: (token: string, resource: TokenResource) => Promise<VerifiedToken>;
+  private readonly tokens: OauthTokens;
 
   constructor(
     private readonly deps: {
@@ -136,28 +65,30 @@ export class Authenticator {
     },
   ) {
     this.systemToken = deps.systemToken;
+    const { failures, streams, usage } = this;
+    this.hosts = new HostCredentials({ registry: deps.registry, signer: deps.signer, systemToken: deps.systemToken, failures, streams });
+    this.tokens = new OauthTokens({ signer: deps.signer, failures, streams, usage });
   }
 
   /** Accepts OAuth access tokens where a front names their resource (the authorization server's verification). */
   useOauth(verify: (token: string, resource: TokenResource) => Promise<VerifiedToken>): void {
-    this.verifyToken = verify;
+    this.tokens.use(verify);
   }
 
   /** Whether OAuth access tokens are accepted (the 401s then name the resource's metadata). */
   get oauthEnabled(): boolean {
-    return this.verifyToken !== undefined;
+    return this.tokens.enabled;
   }
 
   /** The key id an OAuth grant's requests carry: what its streams are held by, and ended by. */
   static grantKeyId(grantId: string): string {
-    return `oauth:${grantId}`;
+    return grantKeyId(grantId);
   }
 
   /** Forgets a revoked grant's tokens in this replica, and ends what they hold open. */
   evictGrant(grantId: string): void {
-    const keyId = Authenticator.grantKeyId(grantId);
-    for (const [hash, v] of this.tokens) if (v.keyId === keyId) this.tokens.delete(hash);
-    this.evict(keyId);
+    this.tokens.forgetGrant(grantId);
+    this.evict(grantKeyId(grantId));
   }
 
   /**
@@ -165,11 +96,7 @@ export class Authenticator {
    * are forgotten on this replica and what they hold open ends; verified again, they are refused.
    */
   evictAgent(agentId: string): void {
-    for (const [hash, v] of this.tokens) {
-      if (v.principal.agentId !== agentId) continue;
-      this.tokens.delete(hash);
-      this.evict(v.keyId);
-    }
+    this.tokens.evictAgent(agentId, (keyId) => this.evict(keyId));
   }
 
   /** Evicts a revoked key everywhere in this replica, and ends what it holds open. */
@@ -208,52 +135,17 @@ export class Authenticator {
 
   /** Forgets an unpaired host's credential at once, and ends what it holds open. */
   evictHost(hostId: string): void {
-    for (const [hash, v] of this.hosts) if (v.hostId === hostId) this.hosts.delete(hash);
-    this.streams.end(hostId);
+    this.hosts.evict(hostId);
   }
 
   /**
-   * Authenticates a host credential (`svch_…`): the host's own principal (kind `host`, acting in
-   * the account it is paired to). Used by the host connection and by the few operations a host
-   * calls (those whose principals include `host`); everywhere else a host credential is refused.
+   * Authenticates a host credential (`svch_…`; host-credentials.ts): the host's own principal (kind
+   * `host`, acting in the account it is paired to). Used by the host connection and by the few
+   * operations a host calls (those whose principals include `host`); everywhere else a host
+   * credential is refused.
    */
-  async authenticateHost(secret: string | undefined, client: string): Promise<AuthContext & { hostId: string }> {
-    if (!secret) throw unauthenticated('missing_host_credential', 'A host credential is required: Authorization: Bearer <svch_…>.');
-    if (!HOST_CREDENTIAL_RE.test(secret)) {
-      throw this.failures.fail(client, undefined, unauthenticated('invalid_host_credential', 'The host credential is malformed.'));
-    }
-    const hash = hashSecret(secret);
-    const hit = this.hosts.get(hash);
-    if (hit && hit.until > Date.now()) return hit;
-    const prefix = keyPrefix(secret);
-    const known = this.failures.knownBad(client, prefix, hash);
-    if (known) throw known;
-    let host;
-    const authenticatedAt = Date.now();
-    try {
-      const accounts = accountsClient(this.deps.registry);
-      ({ host } = await accounts.verifyHostCredential({ credentialHash: hash }, { principalToken: await this.systemToken(), deadlineMs: 3000 }));
-    } catch (err) {
-      if (err instanceof DomainError && err.kind === 'unauthenticated') {
-        this.failures.refusedHash(hash);
-        throw this.failures.fail(client, prefix, err);
-      }
-      throw err;
-    }
-    const principal: Principal = { kind: 'host', hostId: host!.id, accountId: host!.accountId, channel: 'api' };
-    const signed = await this.deps.signer.sign(principal);
-    const entry = {
-      principal,
-      token: signed.token,
-      keyId: host!.id,
-      hostId: host!.id,
-      keyExpiresAt: null,
-      authenticatedAt,
-      until: Math.min(Date.now() + VERIFIED_TTL_MS, signed.expiresAt - 30_000),
-    };
-    if (this.hosts.size > 100_000) this.hosts.clear();
-    this.hosts.set(hash, entry);
-    return entry;
+  authenticateHost(secret: string | undefined, client: string): Promise<AuthContext & { hostId: string }> {
+    return this.hosts.authenticate(secret, client);
   }
 
   /**
@@ -289,8 +181,9 @@ export class Authenticator {
     // No credential is not a guess: clients (WebDAV ones especially) ask without one first, and
     // only presented keys count towards the flood limit.
     if (!secret) throw unauthenticated('missing_api_key', 'An API key is required: Authorization: Bearer <key>.');
-    if (resource && this.verifyToken && !API_KEY_RE.test(secret) && !HOST_CREDENTIAL_RE.test(secret) && ACCESS_TOKEN_RE.test(secret)) {
-      const entry = await this.authenticateToken(secret, client, resource);
+    if (resource && this.tokens.enabled && !API_KEY_RE.test(secret) && !HOST_CREDENTIAL_RE.test(secret) && ACCESS_TOKEN_RE.test(secret)) {
+      // An OAuth access token (docs/oauth.md; oauth-tokens.ts), for `resource` only; a revoked grant is forgotten at once (evictGrant).
+      const entry = await this.tokens.authenticate(secret, client, resource);
       if (!account || account === entry.principal.accountId) return entry;
       return this.actAs(entry, account);
     }
@@ -315,7 +208,7 @@ export class Authenticator {
         throw err;
       }
     }
-    this.countUse(entry.keyId, now);
+    this.usage.count(entry.keyId, now);
     if (!account || account === entry.principal.accountId) return entry;
     if (entry.principal.projectId) {
       // A project is a project of the key's own account: the key cannot take it elsewhere.
@@ -328,63 +221,7 @@ export class Authenticator {
     return this.actAs(entry, account);
   }
 
-  /**
-   * An OAuth access token (docs/oauth.md): verified by the authorization server, for `resource`
-   * only. Its principal is the person (or the agent of theirs they chose), with the grant as its key id, read-only when its scope
-   * says so; cached until it expires or for a minute, whichever is first (a revoked grant is
-   * forgotten at once: evictGrant).
-   */
-  private async authenticateToken(token: string, client: string, resource: TokenResource): Promise<Entry> {
-    const hash = hashSecret(token);
-    const now = Date.now();
-    const hit = this.tokens.get(hash);
-    if (hit && hit.until > now) {
-      if (hit.resource !== resource) throw this.failures.fail(client, undefined, otherResource());
-      this.countUse(hit.keyId, now);
-      return hit;
-    }
-    const known = this.failures.knownBad(client, '', hash);
-    if (known) throw known;
-    let t: VerifiedToken;
-    try {
-      t = await this.verifyToken!(token, resource);
-    } catch (err) {
-      if (err instanceof DomainError && err.kind === 'unauthenticated') {
-        this.failures.refusedHash(hash);
-        throw this.failures.fail(client, undefined, err);
-      }
-      throw err;
-    }
-    // Its grant revoked while it was being verified: refused, as it will be from now on.
-    if (this.streams.revokedSince(Authenticator.grantKeyId(t.grantId), now)) {
-      throw this.failures.fail(client, undefined, unauthenticated('invalid_token', 'The access token is invalid, expired or revoked.'));
-    }
-    const principal: Principal = {
-      ...(t.agentId ? { kind: 'agent' as const, agentId: t.agentId } : { kind: 'human' as const, userId: t.userId }),
-      accountId: t.userId,
-      keyId: Authenticator.grantKeyId(t.grantId),
-      channel: resource === 'mcp' ? 'mcp' : 'api',
-      grantId: t.grantId,
-      ...(t.readOnly ? { readOnly: true } : {}),
-    };
-    const signed = await this.deps.signer.sign(principal);
-    const entry = {
-      principal,
-      token: signed.token,
-      keyId: principal.keyId!,
-      keyExpiresAt: t.expiresAt,
-      authenticatedAt: now,
-      oauth: { grantId: t.grantId, clientId: t.clientId, readOnly: t.readOnly, toolsets: t.toolsets },
-      resource,
-      until: Math.min(now + VERIFIED_TTL_MS, signed.expiresAt - 30_000, t.expiresAt),
-    };
-    if (this.tokens.size > 100_000) this.tokens.clear();
-    this.tokens.set(hash, entry);
-    this.countUse(entry.keyId, now);
-    return entry;
-  }
-
-  private async verify(hash: string): Promise<Entry> {
+  private async verify(hash: string): Promise<CachedAuth> {
     const authenticatedAt = Date.now();
     const client = keysClient(this.deps.registry);
     const { key } = await client
@@ -419,7 +256,7 @@ export class Authenticator {
     const membership = human && k.accountId !== k.ownerId ? { accountId: k.accountId, memberId: k.ownerId } : undefined;
     const signed = await this.deps.signer.sign(principal);
     const keyExpiresAt = k.expiresAt ? Date.parse(k.expiresAt) : null;
-    const entry: Entry = {
+    const entry: CachedAuth = {
       principal,
       token: signed.token,
       keyId: k.id,
@@ -441,7 +278,7 @@ export class Authenticator {
   }
 
   /** x-svc-account: act as an organization the caller (or the agent's owner) belongs to. */
-  private async actAs(base: Entry, accountId: string): Promise<AuthContext> {
+  private async actAs(base: CachedAuth, accountId: string): Promise<AuthContext> {
     const cacheKey = `${base.keyId}|${accountId}`;
     const now = Date.now();
     const hit = this.acting.get(cacheKey);
@@ -454,7 +291,7 @@ export class Authenticator {
     const role = await this.resolveMembership(member, accountId);
     const principal: Principal = { ...p, accountId, role };
     const signed = await this.deps.signer.sign(principal);
-    const entry: Entry = {
+    const entry: CachedAuth = {
       principal,
       token: signed.token,
       keyId: base.keyId,
@@ -495,24 +332,8 @@ export class Authenticator {
     return entry;
   }
 
-  private countUse(keyId: string, now: number): void {
-    const u = this.usage.get(keyId);
-    if (u) {
-      u.n++;
-      u.last = now;
-    } else this.usage.set(keyId, { n: 1, last: now });
-  }
-
   /** Moves this replica's usage counts to the shared cache, where the keys service collects them. */
-  async flushUsage(cache: Cache): Promise<void> {
-    if (!this.usage.size) return;
-    const batch = [...this.usage];
-    this.usage.clear();
-    await Promise.all(
-      batch.map(async ([id, u]) => {
-        await cache.hincrby('keys:usage:count', id, u.n);
-        await cache.hmax('keys:usage:last', { [id]: u.last });
-      }),
-    );
+  flushUsage(cache: Cache): Promise<void> {
+    return this.usage.flush(cache);
   }
 }

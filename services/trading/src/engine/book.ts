@@ -1,118 +1,36 @@
 /**
  * A limit order book for one symbol and its matching engine: price-time priority, market, limit,
  * stop, stop-limit and trailing stop orders, time in force day/gtc/ioc/fok, partial fills, and
- * linked orders (docs/trading.md, "Linked orders"): OCO legs (the first fill of one, its trigger
- * or its close cancels the other in the same submission) and the held exit legs of a bracket or
- * OTO entry (activated for what the entry filled when it closes). Pure and in process:
- * no I/O, no clock, no randomness. Prices are integer ticks and quantities integer lots (the
- * service converts decimals); everything here is exact integer arithmetic on numbers.
+ * linked orders (docs/trading.md, "Linked orders"; linked.ts). Pure and in process: no I/O, no
+ * clock, no randomness. Prices are integer ticks and quantities integer lots (the service converts
+ * decimals); everything here is exact integer arithmetic on numbers.
  *
- * The levels of each side are kept in an array sorted so that the best price is last (bids
- * ascending, asks descending): taking the best level is `at(-1)` and removing it is `pop()`. Each
- * level is a FIFO queue of resting orders; a cancelled order is unlinked lazily (skipped when its
- * turn comes), so a cancel is O(1) plus the level's bookkeeping.
+ * The resting orders are kept per side in price levels (levels.ts), the pending stops apart
+ * (stops.ts), the order types' rules and the engine's types beside them (order.ts, types.ts): this
+ * file is the engine's face, which the service imports, and the matching that drives them.
  */
 
-import { checkShape, trailStop } from './order.js';
-import { StopHeap } from './stops.js';
-import { TrailingStops } from './trailing.js';
+import { BookSide } from './levels.js';
+import { LinkedOrders } from './linked.js';
+import { checkShape, isAuction, isOpen, isStopType, trailStop } from './order.js';
+import { PendingStops } from './stops.js';
 
-export { newBookOrder, trailStop } from './order.js';
+export { isAuction, isStopType, newBookOrder, OPEN_STATUSES, ORDER_TYPES, TIMES_IN_FORCE, trailStop } from './order.js';
 
-import type { BookOrder, OrderStatus, OrderType, Side, TimeInForce } from './types.js';
+import type { BookOrder, Fill, MatchHooks, MatchResult, Preview, Side } from './types.js';
 
-export type { BookOrder, OrderStatus, OrderType, Side, TimeInForce } from './types.js';
-
-export const ORDER_TYPES: readonly OrderType[] = ['market', 'limit', 'stop', 'stop_limit', 'trailing_stop'];
-export const TIMES_IN_FORCE: readonly TimeInForce[] = ['day', 'gtc', 'ioc', 'fok', 'opg', 'cls'];
-/** Orders for a session's opening (`opg`) or closing (`cls`) auction: they wait outside the book until it. */
-export const isAuction = (o: Pick<BookOrder, 'tif'>) => o.tif === 'opg' || o.tif === 'cls';
-export const OPEN_STATUSES: readonly OrderStatus[] = ['new', 'partially_filled'];
-
-export const isStopType = (o: Pick<BookOrder, 'type'>) => o.type === 'stop' || o.type === 'stop_limit' || o.type === 'trailing_stop';
-
-export interface Fill {
-  /** The book's sequence number of this fill (unique within the book). */
-  seq: number;
-  taker: BookOrder;
-  maker: BookOrder;
-  /** The maker's price, in ticks. */
-  price: number;
-  qty: number;
-}
-
-/** The immediate part of an order if it were submitted now: lots and tick·lots it would fill. */
-export interface Preview {
-  qty: number;
-  notional: number;
-  /** The last price it would reach (the last trade price when the other side is empty): what the rest would cost at least. */
-  worst: number;
-}
-
-export interface MatchHooks {
-  /**
-   * Asked before an order (incoming, or a stop whose trigger was reached) touches the book: a
-   * reason to reject it (`insufficient_balance`), or null to let it in. The preview says what it
-   * would fill right away.
-   */
-  admit?(order: BookOrder, preview: Preview): string | null;
-  /** Told of each fill as it happens (the caller's ledger follows along). */
-  fill?(fill: Fill): void;
-  /** Told when the engine closes an order itself (a linked order's other leg): its hold can go at once. */
-  closed?(order: BookOrder): void;
-  /**
-   * Asked when an order that waited goes on — a held leg going live, a stop whose trigger was
-   * reached, an order at its auction — before it touches the book: a reason to reject it (an
-   * agent's limits, checked again), or null. `notional` is what it stands for now, in tick·lots
-   * (its limit price's; without one, what it would fill now when it trades now, else its trigger's).
-   */
-  release?(order: BookOrder, notional: () => number): string | null;
-}
-
-/** What one submission (or cancel, or expiry) changed: the fills, and every order whose state changed. */
-export interface MatchResult {
-  fills: Fill[];
-  changed: BookOrder[];
-  /** Held legs that became live (their entry closed having filled). */
-  activated?: BookOrder[];
-}
-
-interface Level {
-  price: number;
-  /** Its orders in time priority from `head` on (those before it are gone: undefined). */
-  orders: Array<BookOrder | undefined>;
-  head: number;
-  /** Live (unfilled, uncancelled) lots resting at this price. */
-  qty: number;
-  /** Orders cancelled off it since its list was last compacted (still in the list until their turn, or the next compaction). */
-  dead: number;
-}
-
-const isOpen = (o: BookOrder) => o.status === 'new' || o.status === 'partially_filled';
-const remaining = (o: BookOrder) => o.qty - o.filled;
+export type { BookOrder, Fill, MatchHooks, MatchResult, OrderStatus, OrderType, Preview, Side, TimeInForce } from './types.js';
 
 export class OrderBook {
-  /** Best last: ascending prices. */
-  private readonly bids: Level[] = [];
-  /** Best last: descending prices. */
-  private readonly asks: Level[] = [];
-  private readonly bidLevels = new Map<number, Level>();
-  private readonly askLevels = new Map<number, Level>();
+  private readonly bids = new BookSide(true);
+  private readonly asks = new BookSide(false);
   /** Resting orders and pending stops, by id. */
   private readonly live = new Map<string, BookOrder>();
-  /** Pending stops and stop-limits, the next to fire on top: buy stops from the lowest stop price up, sell stops from the highest down. */
-  private readonly buyStops = new StopHeap(true);
-  private readonly sellStops = new StopHeap(false);
-  /** Pending trailing stops (their trigger moves with the last price). */
-  private readonly trailing = new TrailingStops();
-  /** Held legs of open bracket and OTO entries, by id. */
-  private readonly held = new Map<string, BookOrder>();
+  private readonly stops = new PendingStops();
+  /** Held legs, and what an order's change sets off among those linked to it. */
+  private readonly linked = new LinkedOrders(this.live);
   /** Orders waiting for the opening or closing auction, in arrival order. */
   private readonly auctions = new Map<string, BookOrder>();
-  /** Orders closed by a link while a sweep ran: taken off their level or stop list after it. */
-  private stale: BookOrder[] = [];
-  /** Entries with held legs that closed: their legs are activated (or cancelled) next. */
-  private closedEntries: BookOrder[] = [];
   /** Sequence numbers for time priority and fills. */
   seq: number;
   /** The last trade price in ticks (stop triggers look at it); the reference price before any trade. */
@@ -125,13 +43,13 @@ export class OrderBook {
 
   get(id: string): BookOrder | undefined {
     // Most books hold no held legs or auction orders: an id that is not live is not looked up again.
-    return this.live.get(id) ?? (this.held.size ? this.held.get(id) : undefined) ?? (this.auctions.size ? this.auctions.get(id) : undefined);
+    return this.live.get(id) ?? this.linked.get(id) ?? (this.auctions.size ? this.auctions.get(id) : undefined);
   }
 
   /** Resting orders, untriggered stops, held legs and orders waiting for an auction, in no particular order. */
   *openOrders(): IterableIterator<BookOrder> {
     yield* this.live.values();
-    yield* this.held.values();
+    yield* this.linked.heldLegs();
     yield* this.auctions.values();
   }
 
@@ -153,19 +71,16 @@ export class OrderBook {
   }
 
   bestBid(): number | undefined {
-    return this.bestLevel(this.bids)?.price;
+    return this.bids.best()?.price;
   }
 
   bestAsk(): number | undefined {
-    return this.bestLevel(this.asks)?.price;
+    return this.asks.best()?.price;
   }
 
   /** Aggregated levels, best first: `[price, lots]`. */
   depth(side: Side, levels: number): Array<[number, number]> {
-    const book = side === 'buy' ? this.bids : this.asks;
-    const out: Array<[number, number]> = [];
-    for (let i = book.length - 1; i >= 0 && out.length < levels; i--) if (book[i]!.qty > 0) out.push([book[i]!.price, book[i]!.qty]);
-    return out;
+    return (side === 'buy' ? this.bids : this.asks).depth(levels);
   }
 
   /**
@@ -174,7 +89,7 @@ export class OrderBook {
    */
   restore(o: BookOrder): void {
     if (!isOpen(o)) throw new Error(`order ${o.id} is not open`);
-    this.holdLegs(o);
+    this.linked.hold(o);
     if (isAuction(o)) {
       this.auctions.set(o.id, o);
       return;
@@ -182,7 +97,7 @@ export class OrderBook {
     if (isStopType(o)) {
       if (!o.triggered) {
         this.live.set(o.id, o);
-        this.addStop(o);
+        this.stops.add(o);
         return;
       }
     }
@@ -193,56 +108,16 @@ export class OrderBook {
 
   /** What `order` would fill right away (lots, tick·lots), without changing anything. */
   preview(order: Pick<BookOrder, 'side' | 'qty' | 'owner' | 'price' | 'type'>): Preview {
-    const limit = order.type === 'market' || order.type === 'stop' ? undefined : order.price;
-    const levels = order.side === 'buy' ? this.asks : this.bids;
-    let want = order.qty;
-    let qty = 0;
-    let notional = 0;
-    let worst = this.lastPrice;
-    for (let i = levels.length - 1; i >= 0 && want > 0; i--) {
-      const level = levels[i]!;
-      if (limit !== undefined && (order.side === 'buy' ? level.price > limit : level.price < limit)) break;
-      for (let j = level.head; j < level.orders.length && want > 0; j++) {
-        const m = level.orders[j]!;
-        if (!isOpen(m)) continue;
-        if (m.owner === order.owner) return { qty, notional, worst }; // self-trade prevention stops here
-        const q = Math.min(want, remaining(m));
-        want -= q;
-        qty += q;
-        notional += q * level.price;
-        worst = level.price;
-      }
-    }
-    return { qty, notional, worst };
+    return (order.side === 'buy' ? this.asks : this.bids).preview(order, this.lastPrice);
   }
 
   /**
    * The quantity a market order for at most `cap` tick·lots of notional would fill right away
-   * (docs/trading.md, "Notional orders"): the book walked best first, each maker taken whole while
-   * the rest of the cap pays for it, and the first maker that it does not pay for whole taken for as
-   * many lots as the rest pays, then the walk stops. A market order for that quantity fills exactly
-   * these lots (the same makers in the same order), so its notional never exceeds `cap`; what is
-   * left of the cap is less than one lot at the last price reached, or the book ran out
-   * (`exhausted`; `selfTrade` when the caller's own order stopped the walk).
+   * (docs/trading.md, "Notional orders"; BookSide.fillableForNotional): its notional never exceeds
+   * `cap`, and `exhausted` says the book ran out (`selfTrade`: the caller's own order stopped it).
    */
   fillableForNotional(side: Side, owner: string, cap: number): { qty: number; notional: number; exhausted: boolean; selfTrade: boolean } {
-    const levels = side === 'buy' ? this.asks : this.bids;
-    let qty = 0;
-    let notional = 0;
-    for (let i = levels.length - 1; i >= 0; i--) {
-      const level = levels[i]!;
-      for (let j = level.head; j < level.orders.length; j++) {
-        const m = level.orders[j]!;
-        if (!isOpen(m)) continue;
-        if (m.owner === owner) return { qty, notional, exhausted: true, selfTrade: true }; // self-trade prevention stops a market order here
-        const affordable = Math.floor((cap - notional) / level.price);
-        const q = Math.min(affordable, remaining(m));
-        qty += q;
-        notional += q * level.price;
-        if (q < remaining(m)) return { qty, notional, exhausted: false, selfTrade: false };
-      }
-    }
-    return { qty, notional, exhausted: true, selfTrade: false };
+    return (side === 'buy' ? this.asks : this.bids).fillableForNotional(owner, cap);
   }
 
   /**
@@ -253,7 +128,7 @@ export class OrderBook {
     checkShape(order);
     const result: MatchResult = { fills: [], changed: [] };
     order.seq = ++this.seq;
-    this.holdLegs(order);
+    this.linked.hold(order);
     if (order.legs) for (const l of order.legs) result.changed.push(l);
     // An OCO: its stop leg goes in first, so that the other leg trading at once finds it to cancel (and a stop already reached cancels it).
     const sibling = order.sibling;
@@ -282,12 +157,12 @@ export class OrderBook {
       }
       if (!this.reached(order)) {
         this.live.set(order.id, order);
-        this.addStop(order);
+        this.stops.add(order);
         result.changed.push(order);
         return;
       }
       order.triggered = true;
-      this.link(order, hooks, result);
+      this.linked.link(order, hooks, result);
     }
     this.execute(order, hooks, result);
   }
@@ -304,13 +179,13 @@ export class OrderBook {
     const result: MatchResult = { fills: [], changed: [] };
     if (o.status === 'held') {
       o = o.parent!;
-      for (const l of o.legs!) this.closeHeld(l, status, reason, result);
+      for (const l of o.legs!) this.linked.closeHeld(l, status, reason, result);
     }
     this.unlink(o);
     o.status = status;
     o.reason = reason;
     result.changed.push(o);
-    this.link(o, hooks, result);
+    this.linked.link(o, hooks, result);
     this.fireStops(hooks, result);
     return result;
   }
@@ -319,73 +194,15 @@ export class OrderBook {
     return o.side === 'buy' ? this.lastPrice >= o.stopPrice! : this.lastPrice <= o.stopPrice!;
   }
 
-  /** Registers an entry's held legs (they live outside the book until it closes). */
-  private holdLegs(o: BookOrder): void {
-    if (!o.legs) return;
-    for (const l of o.legs) {
-      l.parent = o;
-      if (l.status === 'held') this.held.set(l.id, l);
-    }
-  }
-
-  private closeHeld(l: BookOrder, status: 'cancelled' | 'expired', reason: string, result: MatchResult): void {
-    if (l.status !== 'held') return;
-    this.held.delete(l.id);
-    l.status = status;
-    l.reason = reason;
-    result.changed.push(l);
-  }
-
-  /**
-   * What an order's change sets off among the orders linked to it: an OCO leg that filled (even in
-   * part), triggered or closed cancels its other leg at once (lazily: taken off the book after the
-   * running sweep); an entry that closed has its held legs activated next.
-   */
-  private link(o: BookOrder, hooks: MatchHooks, result: MatchResult): void {
-    const s = o.sibling;
-    if (s && (isOpen(s) || s.status === 'held') && (o.filled > 0 || o.triggered || !isOpen(o))) {
-      const closedAlike = !isOpen(o) && o.filled === 0 && (o.reason === 'cancelled_by_user' || o.reason === 'day_ended');
-      s.status = closedAlike && o.status === 'expired' ? 'expired' : 'cancelled';
-      s.reason = o.filled > 0 ? 'linked_order_filled' : o.triggered ? 'linked_order_triggered' : closedAlike ? o.reason! : 'linked_order_closed';
-      if (this.live.get(s.id) === s) this.stale.push(s);
-      this.held.delete(s.id);
-      result.changed.push(s);
-      hooks.closed?.(s);
-    }
-    if (o.legs?.length && !isOpen(o)) this.closedEntries.push(o);
-  }
-
   /** Takes the orders a link closed off their levels and stop lists. */
   private flushStale(): void {
-    if (!this.stale.length) return;
-    const stale = this.stale;
-    this.stale = [];
-    for (const s of stale) this.unlink(s);
+    const stale = this.linked.takeStale();
+    if (stale) for (const s of stale) this.unlink(s);
   }
 
-  /**
-   * A closed entry's held legs: cancelled when it filled nothing; otherwise live for the quantity
-   * it filled, the stop leg first (a take-profit that trades at once then cancels it).
-   */
+  /** A closed entry's held legs (LinkedOrders.activate): those that go live are asked whether they may, then entered. */
   private activate(entry: BookOrder, hooks: MatchHooks, result: MatchResult): void {
-    const all = entry.legs ?? [];
-    entry.legs = [];
-    if (entry.filled === 0) {
-      const alike = entry.reason === 'cancelled_by_user' || entry.reason === 'day_ended';
-      for (const l of all)
-        this.closeHeld(l, alike && entry.status === 'expired' ? 'expired' : 'cancelled', alike ? entry.reason! : 'linked_order_closed', result);
-      return;
-    }
-    // The held ones, stop legs first (each kind in its order).
-    const legs: BookOrder[] = [];
-    for (const l of all) if (l.status === 'held' && isStopType(l)) legs.push(l);
-    for (const l of all) if (l.status === 'held' && !isStopType(l)) legs.push(l);
-    for (const l of legs) {
-      this.held.delete(l.id);
-      l.qty = entry.filled;
-      l.status = 'new';
-      (result.activated ??= []).push(l);
-    }
+    const legs = this.linked.activate(entry, result);
     // Each is asked whether it may go on (MatchHooks.release) before either trades: one refused takes its partner with it.
     for (const l of legs) {
       l.seq = ++this.seq;
@@ -417,7 +234,7 @@ export class OrderBook {
     o.status = 'rejected';
     o.reason = reason;
     result.changed.push(o);
-    this.link(o, hooks, result);
+    this.linked.link(o, hooks, result);
     return false;
   }
 
@@ -436,7 +253,7 @@ export class OrderBook {
         order.status = 'rejected';
         order.reason = reason;
         result.changed.push(order);
-        this.link(order, hooks, result);
+        this.linked.link(order, hooks, result);
         return;
       }
     }
@@ -445,14 +262,13 @@ export class OrderBook {
       order.status = 'expired';
       order.reason = 'fok_not_filled';
       result.changed.push(order);
-      this.link(order, hooks, result);
+      this.linked.link(order, hooks, result);
       return;
     }
-    const levels = order.side === 'buy' ? this.asks : this.bids;
-    const index = order.side === 'buy' ? this.askLevels : this.bidLevels;
+    const other = order.side === 'buy' ? this.asks : this.bids;
     let selfTrade = false;
     while (order.filled < order.qty) {
-      const level = this.bestLevel(levels);
+      const level = other.best();
       if (!level) break;
       if (limit !== undefined && (order.side === 'buy' ? level.price > limit : level.price < limit)) break;
       while (level.head < level.orders.length && order.filled < order.qty) {
@@ -482,21 +298,18 @@ export class OrderBook {
         result.fills.push(fill);
         result.changed.push(maker);
         hooks.fill?.(fill);
-        if (maker.sibling || maker.legs?.length) this.link(maker, hooks, result);
-        if (order.sibling && order.filled === qty) this.link(order, hooks, result);
-        if (this.trailing.length) this.trailing.follow(this.lastPrice);
+        if (maker.sibling || maker.legs?.length) this.linked.link(maker, hooks, result);
+        if (order.sibling && order.filled === qty) this.linked.link(order, hooks, result);
+        this.stops.follow(this.lastPrice);
       }
-      if (level.head >= level.orders.length || level.qty === 0) {
-        levels.pop();
-        index.delete(level.price);
-      }
+      if (level.head >= level.orders.length || level.qty === 0) other.dropBest();
       if (selfTrade) break;
     }
     result.changed.push(order);
     this.flushStale();
     if (order.filled === order.qty) {
       order.status = 'filled';
-      this.link(order, hooks, result);
+      this.linked.link(order, hooks, result);
       return;
     }
     order.status = order.filled > 0 ? 'partially_filled' : 'new';
@@ -510,59 +323,38 @@ export class OrderBook {
       order.seq = ++this.seq;
       this.rest(order);
     }
-    if (!isOpen(order)) this.link(order, hooks, result);
+    if (!isOpen(order)) this.linked.link(order, hooks, result);
   }
 
   /** Fires every pending stop the last price reached, oldest first, until none is left to fire. */
   private fireStops(hooks: MatchHooks, result: MatchResult): void {
     for (;;) {
       this.flushStale();
-      if (this.closedEntries.length) {
-        this.activate(this.closedEntries.shift()!, hooks, result);
+      const entry = this.linked.nextClosedEntry();
+      if (entry) {
+        this.activate(entry, hooks, result);
         continue;
       }
       const p = this.lastPrice;
-      if (!this.buyStops.reached(p) && !this.sellStops.reached(p) && !this.trailing.reached(p)) {
+      if (!this.stops.reached(p)) {
         // The trailing stops the running submission moved: changed once each, however many trades moved them.
-        this.trailing.takeMoved(result.changed);
+        this.stops.takeMoved(result.changed);
         return;
       }
-      const due: BookOrder[] = [];
-      this.buyStops.due(p, due);
-      this.sellStops.due(p, due);
-      this.trailing.due(p, due);
-      if (due.length > 1) due.sort((a, b) => a.seq - b.seq);
-      for (const stop of due) {
+      for (const stop of this.stops.due(p)) {
         // Cancelled meanwhile by its OCO leg's fill or trigger.
         if (!isOpen(stop)) continue;
         this.live.delete(stop.id);
         if (!this.released(stop, hooks, result)) continue;
         stop.triggered = true;
-        this.link(stop, hooks, result);
+        this.linked.link(stop, hooks, result);
         this.execute(stop, hooks, result);
       }
     }
   }
 
-  private addStop(o: BookOrder): void {
-    if (o.type === 'trailing_stop') {
-      this.trailing.add(o);
-      return;
-    }
-    (o.side === 'buy' ? this.buyStops : this.sellStops).add(o);
-  }
-
   private rest(o: BookOrder): void {
-    const buy = o.side === 'buy';
-    const index = buy ? this.bidLevels : this.askLevels;
-    let level = index.get(o.price!);
-    if (!level) {
-      level = { price: o.price!, orders: [], head: 0, qty: 0, dead: 0 };
-      index.set(o.price!, level);
-      insertLevel(buy ? this.bids : this.asks, level, buy);
-    }
-    level.orders.push(o);
-    level.qty += o.qty - o.filled;
+    (o.side === 'buy' ? this.bids : this.asks).add(o);
     this.live.set(o.id, o);
   }
 
@@ -570,45 +362,7 @@ export class OrderBook {
     if (isAuction(o) && this.auctions.get(o.id) === o) this.auctions.delete(o.id);
     if (this.live.get(o.id) !== o) return;
     this.live.delete(o.id);
-    if (isStopType(o) && !o.triggered) {
-      if (o.type === 'trailing_stop') return this.trailing.remove(o);
-      return (o.side === 'buy' ? this.buyStops : this.sellStops).remove();
-    }
-    const buy = o.side === 'buy';
-    const index = buy ? this.bidLevels : this.askLevels;
-    const level = index.get(o.price!);
-    if (!level) return;
-    level.qty -= o.qty - o.filled;
-    if (level.qty === 0) {
-      const levels = buy ? this.bids : this.asks;
-      const i = levels.indexOf(level);
-      if (i >= 0) levels.splice(i, 1);
-      index.delete(level.price);
-    } else if (++level.dead > 16 && level.dead * 2 > level.orders.length - level.head) {
-      // Mostly cancelled orders (a level far from the trades keeps them otherwise, and what they link to): only the open ones stay.
-      level.orders = level.orders.filter((m, i) => i >= level.head && m !== o && isOpen(m!));
-      level.head = 0;
-      level.dead = 0;
-    } else if (level.head > 32 && level.head * 2 > level.orders.length) {
-      level.orders = level.orders.slice(level.head);
-      level.head = 0;
-    }
+    if (isStopType(o) && !o.triggered) return this.stops.remove(o);
+    (o.side === 'buy' ? this.bids : this.asks).remove(o);
   }
-
-  private bestLevel(levels: Level[]): Level | undefined {
-    return levels[levels.length - 1];
-  }
-}
-
-/** Keeps `levels` sorted with the best price last (bids ascending, asks descending). */
-function insertLevel(levels: Level[], level: Level, ascending: boolean): void {
-  let lo = 0;
-  let hi = levels.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const p = levels[mid]!.price;
-    if (ascending ? p < level.price : p > level.price) lo = mid + 1;
-    else hi = mid;
-  }
-  levels.splice(lo, 0, level);
 }

@@ -1,6 +1,18 @@
-import type { BookOrder } from './types.js';
+import type { BookOrder, OrderStatus, OrderType, TimeInForce } from './types.js';
 
-/** An order as the engine (book.ts) takes it: its shape, a new one, a trailing stop's trigger. */
+/** An order as the engine (book.ts) takes it: the order types' rules, its shape, a new one, a trailing stop's trigger. */
+
+export const ORDER_TYPES: readonly OrderType[] = ['market', 'limit', 'stop', 'stop_limit', 'trailing_stop'];
+export const TIMES_IN_FORCE: readonly TimeInForce[] = ['day', 'gtc', 'ioc', 'fok', 'opg', 'cls'];
+/** Orders for a session's opening (`opg`) or closing (`cls`) auction: they wait outside the book until it. */
+export const isAuction = (o: Pick<BookOrder, 'tif'>) => o.tif === 'opg' || o.tif === 'cls';
+export const OPEN_STATUSES: readonly OrderStatus[] = ['new', 'partially_filled'];
+
+export const isStopType = (o: Pick<BookOrder, 'type'>) => o.type === 'stop' || o.type === 'stop_limit' || o.type === 'trailing_stop';
+
+/** Not closed yet (OPEN_STATUSES): resting, waiting for its trigger or its auction, or partly filled; a held leg is not open until it is activated. */
+export const isOpen = (o: BookOrder) => o.status === 'new' || o.status === 'partially_filled';
+export const remaining = (o: BookOrder) => o.qty - o.filled;
 
 /** A trailing stop's trigger price from its water mark (the distance rounded up to a whole tick). */
 export function trailStop(o: Pick<BookOrder, 'side' | 'hwm' | 'trailTicks' | 'trailBps'>): number {

@@ -1,10 +1,61 @@
+import { isOpen } from './order.js';
+import { TrailingStops } from './trailing.js';
 import type { BookOrder } from './types.js';
 
-const isOpen = (o: BookOrder) => o.status === 'new' || o.status === 'partially_filled';
+/**
+ * A book's pending stops (book.ts): its stop and stop-limit orders in a heap per side, its trailing
+ * stops apart (their triggers move with the last price). The book asks whether the last price
+ * reached any, takes out those it did, and tells them each trade's price.
+ */
+export class PendingStops {
+  /** The next to fire on top: buy stops from the lowest stop price up, sell stops from the highest down. */
+  private readonly buys = new StopHeap(true);
+  private readonly sells = new StopHeap(false);
+  private readonly trailing = new TrailingStops();
+
+  add(o: BookOrder): void {
+    if (o.type === 'trailing_stop') {
+      this.trailing.add(o);
+      return;
+    }
+    (o.side === 'buy' ? this.buys : this.sells).add(o);
+  }
+
+  /** `o` waits no more (cancelled, or closed by its linked order): the caller has closed it already. */
+  remove(o: BookOrder): void {
+    if (o.type === 'trailing_stop') return this.trailing.remove(o);
+    return (o.side === 'buy' ? this.buys : this.sells).remove();
+  }
+
+  /** A trade at `p`: the trailing stops' water marks follow it (called on every fill: nothing to do without trailing stops). */
+  follow(p: number): void {
+    if (this.trailing.length) this.trailing.follow(p);
+  }
+
+  /** Whether the last price `p` reached a pending stop (or, for the trailing stops, their bound: `due` then makes it exact). */
+  reached(p: number): boolean {
+    return this.buys.reached(p) || this.sells.reached(p) || this.trailing.reached(p);
+  }
+
+  /** Takes out the stops the last price `p` reached, oldest first (the order they fire in). */
+  due(p: number): BookOrder[] {
+    const due: BookOrder[] = [];
+    this.buys.due(p, due);
+    this.sells.due(p, due);
+    this.trailing.due(p, due);
+    if (due.length > 1) due.sort((a, b) => a.seq - b.seq);
+    return due;
+  }
+
+  /** Adds to `into` the trailing stops whose water mark moved since the last call (TrailingStops.takeMoved). */
+  takeMoved(into: BookOrder[]): void {
+    this.trailing.takeMoved(into);
+  }
+}
 
 /**
- * One side's pending stop and stop-limit orders (book.ts), as a binary heap on the stop price, the
- * next to fire on top: buy stops fire from the lowest stop price up, sell stops from the highest
+ * One side's pending stop and stop-limit orders (PendingStops), as a binary heap on the stop price,
+ * the next to fire on top: buy stops fire from the lowest stop price up, sell stops from the highest
  * down (a stop's price does not move while it waits). Adding one and taking out those the last
  * price reached cost O(log n) each, where a sorted list moved half of itself on every stop placed.
  *

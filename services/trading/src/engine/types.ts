@@ -1,4 +1,7 @@
-/** The engine's order as the book holds it, and the words it is made of (book.ts re-exports them). */
+/**
+ * The engine's order as the book holds it, the words it is made of, and what a submission tells and
+ * asks its caller (book.ts re-exports them).
+ */
 
 export type Side = 'buy' | 'sell';
 export type OrderType = 'market' | 'limit' | 'stop' | 'stop_limit' | 'trailing_stop';
@@ -42,4 +45,50 @@ export interface BookOrder {
   legs?: BookOrder[];
   /** A held leg's entry. */
   parent?: BookOrder;
+}
+
+export interface Fill {
+  /** The book's sequence number of this fill (unique within the book). */
+  seq: number;
+  taker: BookOrder;
+  maker: BookOrder;
+  /** The maker's price, in ticks. */
+  price: number;
+  qty: number;
+}
+
+/** The immediate part of an order if it were submitted now: lots and tick·lots it would fill. */
+export interface Preview {
+  qty: number;
+  notional: number;
+  /** The last price it would reach (the last trade price when the other side is empty): what the rest would cost at least. */
+  worst: number;
+}
+
+export interface MatchHooks {
+  /**
+   * Asked before an order (incoming, or a stop whose trigger was reached) touches the book: a
+   * reason to reject it (`insufficient_balance`), or null to let it in. The preview says what it
+   * would fill right away.
+   */
+  admit?(order: BookOrder, preview: Preview): string | null;
+  /** Told of each fill as it happens (the caller's ledger follows along). */
+  fill?(fill: Fill): void;
+  /** Told when the engine closes an order itself (a linked order's other leg): its hold can go at once. */
+  closed?(order: BookOrder): void;
+  /**
+   * Asked when an order that waited goes on — a held leg going live, a stop whose trigger was
+   * reached, an order at its auction — before it touches the book: a reason to reject it (an
+   * agent's limits, checked again), or null. `notional` is what it stands for now, in tick·lots
+   * (its limit price's; without one, what it would fill now when it trades now, else its trigger's).
+   */
+  release?(order: BookOrder, notional: () => number): string | null;
+}
+
+/** What one submission (or cancel, or expiry) changed: the fills, and every order whose state changed. */
+export interface MatchResult {
+  fills: Fill[];
+  changed: BookOrder[];
+  /** Held legs that became live (their entry closed having filled). */
+  activated?: BookOrder[];
 }

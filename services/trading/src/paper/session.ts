@@ -1,6 +1,7 @@
 import { type Actor, currentTraceHeaders, DomainError, eventRows, newId, type Queryable } from '@svc/kit';
 
 import type { BookOrder } from '../engine/book.js';
+import { MARKET_MAKER } from '../engine/market-maker.js';
 import type { GroupWrite, OrderRow, TradingStore } from '../orders/store.js';
 import { formatScaled, formatUnits, lotsToString, notionalToUnits, type Spec, ticksToString } from '../orders/symbols.js';
 import type { BookEntry } from './books.js';
@@ -38,6 +39,11 @@ export interface Session {
   epochs: Map<string, number>;
   /** Orders the group's client order ids already name. */
   existing: OrderRow[];
+}
+
+/** Counts an order among what the session changed and writes (the market maker's quotes are kept with the book, not as orders). */
+export function track(s: Session, o: BookOrder | null): void {
+  if (o && o.owner !== MARKET_MAKER) s.changed.add(o);
 }
 
 /**
