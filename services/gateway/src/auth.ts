@@ -28,7 +28,6 @@ import { grantKeyId, OauthTokens } from './oauth-tokens.js';
 import { OpenStreams } from './open-streams.js';
 
 // The fronts take what a request presents, and the authenticator's words, from here.
-export { actingAccount, type AuthContext, type OauthAccess, presentedSecret, type TokenResource, type VerifiedToken } from './credentials.js';
 
 /** How long an x-svc-account membership answer is trusted. */
 const ACTING_TTL_MS = 30_000;

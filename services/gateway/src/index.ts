@@ -30,8 +30,9 @@ import { apiScriptTools } from './script-tools.js';
 import type { GatewaySettings } from './settings.js';
 
 export { createApp } from './app.js';
-export { Authenticator, presentedSecret } from './auth.js';
+export { Authenticator } from './auth.js';
 export { AUTH_FAILURE_LIMIT } from './auth-failures.js';
+export { presentedSecret } from './credentials.js';
 export { expressServerOptions } from './http-server.js';
 export { compileRoutes } from './routing.js';
 export { DEFAULT_ACCOUNT_LIMITS, DEFAULT_KEY_LIMITS, type GatewaySettings, gatewaySettingsSchema } from './settings.js';

@@ -12,7 +12,8 @@ import type { Route } from '@svc/api';
 import { type Answer, type Dispatcher, type Invocation, type RawInput, takesIdempotencyKey } from '@svc/dispatch';
 import { DomainError, HOST_CREDENTIAL_RE, setHttpRoute } from '@svc/kit';
 
-import { actingAccount, type AuthContext, type Authenticator, presentedSecret } from '../../auth.js';
+import type { Authenticator } from '../../auth.js';
+import { actingAccount, type AuthContext, presentedSecret } from '../../credentials.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';

@@ -14,8 +14,9 @@ import { routes } from '@svc/api';
 import { type Access, checkPrincipal, type ContentDeps, type Dispatcher, driveCalls, profilesCalls } from '@svc/dispatch';
 import { AccountLimiter, DomainError } from '@svc/kit';
 
-import type { AuthContext, Authenticator } from '../../auth.js';
-import { actingAccount, presentedSecret } from '../../auth.js';
+import type { Authenticator } from '../../auth.js';
+import type { AuthContext } from '../../credentials.js';
+import { actingAccount, presentedSecret } from '../../credentials.js';
 import { GitCache } from './cache.js';
 import { ProfileRepos } from './profiles.js';
 import { PushAborted, SiteRepos } from './sites.js';

@@ -21,7 +21,8 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import { type Bus, DomainError, type ErrorCode, type Logger, type Subscription } from '@svc/kit';
 
 import { nextRequestId } from '../../app.js';
-import { type Authenticator, presentedSecret } from '../../auth.js';
+import type { Authenticator } from '../../auth.js';
+import { presentedSecret } from '../../credentials.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../http-server.js';
 
 export const CONNECT_PATH_RE = /^\/(?:v1\/)?hosts\/connect\/?(?:\?.*)?$/i;

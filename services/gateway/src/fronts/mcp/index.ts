@@ -26,7 +26,8 @@ import {
   withAllowList,
 } from '@svc/tools';
 
-import { actingAccount, type Authenticator, type OauthAccess, presentedSecret } from '../../auth.js';
+import type { Authenticator } from '../../auth.js';
+import { actingAccount, type OauthAccess, presentedSecret } from '../../credentials.js';
 import { sendDomainError, sendError } from '../../replies.js';
 import { agentBoundView } from '../../script-tools.js';
 

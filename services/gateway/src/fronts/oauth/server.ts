@@ -1,6 +1,6 @@
 import { DomainError, type Logger, type PrincipalSigner, type Registry } from '@svc/kit';
 
-import type { TokenResource, VerifiedToken } from '../../auth.js';
+import type { TokenResource, VerifiedToken } from '../../credentials.js';
 import type { Provider } from './oidc-types.js';
 import { createProvider, type OauthSettings } from './provider.js';
 import { accessOf, challenge, type ProtectedResource, protectedResources, type ResourceName } from './resources.js';

@@ -11,7 +11,7 @@ import type { Request, Response } from 'express';
 import { type Access, checkPrincipal } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 
-import { actingAccount, presentedSecret } from '../../auth.js';
+import { actingAccount, presentedSecret } from '../../credentials.js';
 import { sendDavDomainError, sendText } from './answers.js';
 import { lock, unlock } from './locks.js';
 import { segmentsOf } from './paths.js';

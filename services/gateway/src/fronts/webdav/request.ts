@@ -8,7 +8,8 @@ import { type Caller, type ContentDeps, type Dispatcher, type DriveCalls, driveC
 import { DomainError } from '@svc/kit';
 import type { drive } from '@svc/proto';
 
-import type { AuthContext, Authenticator } from '../../auth.js';
+import type { Authenticator } from '../../auth.js';
+import type { AuthContext } from '../../credentials.js';
 import { type IfList, type IfState, listPasses, parseIfHeader, stateOf, submittedTokens } from './if-header.js';
 import { hrefOf, segmentsOf, type Target } from './paths.js';
 
