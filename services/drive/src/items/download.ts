@@ -32,5 +32,8 @@ export async function openContent(drive: DriveDomain, p: Principal, req: Downloa
   }
   if (req.headOnly) return out;
   if (row.size === 0) return out;
-  return { ...out, blobKey: contentKey(p.accountId, row.sha256!) };
+  const blobKey = contentKey(p.accountId, row.sha256!);
+  // A whole read is checked by the content's CRC-32 when it has one (a range cannot be checked).
+  const crc32 = out.partial ? null : await drive.store.blobCrc32(drive.sql, p.accountId, row.sha256!);
+  return { ...out, blobKey, ...(crc32 === null ? {} : { crc32 }) };
 }

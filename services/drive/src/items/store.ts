@@ -219,13 +219,28 @@ export class DriveStore {
 
   // Blobs -----------------------------------------------------------------------------------
 
-  /** Keeps a blob from collection for at least `seconds` from now (creating its row; no longer replaced content). */
-  async hold(q: Queryable, accountId: string, sha256: string, size: number, seconds: number): Promise<void> {
+  /**
+   * Keeps a blob from collection for at least `seconds` from now (creating its row; no longer
+   * replaced content). `crc32`, when the caller computed it from the bytes, fills in a row that
+   * has none (content stored before checksums were kept); one that has one keeps it.
+   */
+  async hold(q: Queryable, accountId: string, sha256: string, size: number, seconds: number, crc32?: number): Promise<void> {
     await q.query(
-      `INSERT INTO drive.blobs (account_id, sha256, size, held_until) VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL`,
-      [accountId, sha256, size, seconds],
+      `INSERT INTO drive.blobs (account_id, sha256, size, held_until, crc32) VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5)
+       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL,
+         crc32 = COALESCE(drive.blobs.crc32, EXCLUDED.crc32)`,
+      [accountId, sha256, size, seconds, crc32 ?? null],
     );
+  }
+
+  /** The CRC-32 kept with a blob (null: stored without one, or no such blob). */
+  async blobCrc32(q: Queryable, accountId: string, sha256: string): Promise<number | null> {
+    const rows = await q.query<{ crc32: string | number | null }>(`SELECT crc32 FROM drive.blobs WHERE account_id = $1 AND sha256 = $2`, [
+      accountId,
+      sha256,
+    ]);
+    const v = rows[0]?.crc32;
+    return v === undefined || v === null ? null : Number(v);
   }
 
   /**

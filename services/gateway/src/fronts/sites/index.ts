@@ -71,8 +71,9 @@ function decodedPath(raw: string): string | undefined {
 }
 
 /**
- * Streams a stored file, checked against its hash (a mismatch breaks the transfer, never sends
- * wrong bytes as complete). A range of a large file is sent as read: a part has no hash to check.
+ * Streams a stored file, checked against its CRC-32 (or, stored without one, its SHA-256): a
+ * mismatch breaks the transfer, never sends wrong bytes as complete. A range of a large file is
+ * sent as read: a part has no checksum to check.
  */
 async function stream(
   deps: SitesDeps,
@@ -81,9 +82,10 @@ async function stream(
   file: drive_sites.SiteFile,
   key: string,
   range?: { start: number; end: number },
+  crc32?: number,
 ): Promise<void> {
   const blob = await blobs.get(key, range);
-  const body: AsyncIterable<Buffer> = range ? blob : verifiedContent(blob, deps.hashes, { bytes: file.size, sha256: file.sha256 });
+  const body: AsyncIterable<Buffer> = range ? blob : verifiedContent(blob, deps.hashes, { bytes: file.size, sha256: file.sha256, crc32 });
   let gone = false;
   res.on('close', () => {
     if (!res.writableFinished) {
@@ -169,7 +171,7 @@ async function serve(
   res.setHeader('Content-Length', String(range ? range.end - range.start + 1 : file.size));
   if (head || file.size === 0 || !answer.blobKey) return void res.end();
   const blobs = await deps.backends.blobs();
-  if (file.size > cache.maxFile) return stream(deps, blobs, res, file, answer.blobKey, range);
+  if (file.size > cache.maxFile) return stream(deps, blobs, res, file, answer.blobKey, range, answer.crc32);
   const content = await cache.get(blobs, answer.blobKey, file.sha256, file.size);
   if (!content) {
     deps.log.error({ key: answer.blobKey, sha256: file.sha256 }, 'stored site content does not match its hash');
