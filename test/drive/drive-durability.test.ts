@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
@@ -94,6 +95,33 @@ describe('nothing lost', () => {
       }
       expect((await req('GET', `/v1/drive/${up.body.id}/content`)).bytes.equals(bytes)).toBe(true);
     }
+  });
+
+  test('a reader that goes away mid-download frees the blob (its file is closed); the next reader gets it whole', async () => {
+    const bytes = randomBytes(LIMIT - 1000);
+    const up = await uploadFile(`gone-${Date.now()}.bin`, bytes);
+    const blob = path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive', accountId, up.body.sha256.slice(0, 2), up.body.sha256);
+    // The stack runs in this process: the files it holds open are this process's.
+    const open = () =>
+      fs.readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`) === blob;
+        } catch {
+          return false; // closed meanwhile
+        }
+      }).length;
+    await new Promise<void>((resolve, reject) => {
+      const r = http.get(`${t.url}/v1/drive/${up.body.id}/content`, { headers: { authorization: `Bearer ${t.bootstrapKey}` } }, (res) => {
+        res.once('data', () => {
+          r.destroy();
+          resolve();
+        });
+      });
+      r.on('error', () => {});
+      r.on('timeout', () => reject(new Error('no answer')));
+    });
+    if (fs.existsSync('/proc/self/fd')) await until(() => open() === 0, 15_000, { what: 'the blob to be closed' });
+    expect((await req('GET', `/v1/drive/${up.body.id}/content`)).bytes.equals(bytes)).toBe(true);
   });
 
   test('a whole read is checked against the CRC-32 on record: a wrong one refuses intact content', async () => {

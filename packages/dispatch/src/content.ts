@@ -93,7 +93,12 @@ async function uploadSlot(deps: ContentDeps, caller: Caller, header: drive.Uploa
 
 export interface Download {
   header: drive.DownloadHeader;
-  /** The bytes, when the answer has any (verified against the content's checksum on a full read). */
+  /**
+   * The bytes, when the answer has any (verified against the content's checksum on a full read).
+   * Each chunk is lent: it is valid until the next one is asked for (the blob store reads into a
+   * few buffers it uses again, BlobReadOptions), so a reader writes it out before asking for more
+   * and copies what it keeps.
+   */
   body?: AsyncIterable<Buffer>;
   /** Stops reading (the client went away); nothing is held after it. */
   cancel(): void;
@@ -110,7 +115,7 @@ export async function download(deps: ContentDeps, caller: Caller, request: drive
   const where = { id: item.id, sha256: item.sha256, key: opened.blobKey, requestId: caller.requestId };
   let blob;
   try {
-    blob = await (await deps.backends.blobs()).get(opened.blobKey, range);
+    blob = await (await deps.backends.blobs()).get(opened.blobKey, range, { reuseBuffers: true });
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === 'ENOENT' || code === 'NoSuchKey' || code === 'NotFound') {

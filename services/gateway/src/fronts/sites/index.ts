@@ -15,7 +15,7 @@ import { type ContentDeps, type Dispatcher, driveCalls } from '@svc/dispatch';
 import { type Blobs, byteRange, DomainError, SYSTEM_PRINCIPAL, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
-import { drained } from '../../http/content.js';
+import { writeOut } from '../../http/content.js';
 import { ContentCache } from './cache.js';
 import { domainCandidate, SiteDomainCache } from './domains.js';
 
@@ -84,7 +84,8 @@ async function stream(
   range?: { start: number; end: number },
   crc32?: number,
 ): Promise<void> {
-  const blob = await blobs.get(key, range);
+  // Read into a few buffers used again (BlobReadOptions): each chunk is written out before the next.
+  const blob = await blobs.get(key, range, { reuseBuffers: true });
   const body: AsyncIterable<Buffer> = range ? blob : verifiedContent(blob, deps.hashes, { bytes: file.size, sha256: file.sha256, crc32 });
   let gone = false;
   res.on('close', () => {
@@ -96,7 +97,7 @@ async function stream(
   try {
     for await (const chunk of body) {
       if (gone) return;
-      if (!res.write(chunk)) await drained(res);
+      await writeOut(res, chunk);
     }
     res.end();
   } catch (err) {
