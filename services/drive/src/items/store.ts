@@ -233,14 +233,21 @@ export class DriveStore {
     );
   }
 
-  /** The CRC-32 kept with a blob (null: stored without one, or no such blob). */
-  async blobCrc32(q: Queryable, accountId: string, sha256: string): Promise<number | null> {
-    const rows = await q.query<{ crc32: string | number | null }>(`SELECT crc32 FROM drive.blobs WHERE account_id = $1 AND sha256 = $2`, [
-      accountId,
-      sha256,
-    ]);
-    const v = rows[0]?.crc32;
-    return v === undefined || v === null ? null : Number(v);
+  /**
+   * An item with the CRC-32 kept with its content's blob (null: a folder, or content stored
+   * without one), in one statement: what a read needs.
+   */
+  async byIdWithCrc32(q: Queryable, accountId: string, id: string): Promise<(ItemRow & { crc32: number | null }) | null> {
+    const rows = await q.query<ItemRow & { crc32: string | number | null }>(
+      `SELECT ${COLUMNS.split(',')
+        .map((c) => `i.${c.trim()}`)
+        .join(', ')}, b.crc32
+         FROM drive.items i LEFT JOIN drive.blobs b ON b.account_id = i.account_id AND b.sha256 = i.sha256
+        WHERE i.id = $1 AND i.account_id = $2`,
+      [id, accountId],
+    );
+    const r = rows[0];
+    return r ? { ...revive(r), crc32: r.crc32 === null ? null : Number(r.crc32) } : null;
   }
 
   /**
