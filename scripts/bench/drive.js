@@ -18,10 +18,13 @@
 // burst quickly and then slows down (virtual disks with a host-side write cache do) treats the
 // baselines and the uploads alike. Medians of the runs; the baselines are measured right before
 // each upload (BENCH_BASELINES of each kind, interleaved). Each size starts with one uncounted
-// round (warm-up). Options (environment): BENCH_RUNS_1M (20), BENCH_RUNS_64M (9), BENCH_BASELINES
-// (3), BENCH_BIG_MIB (1024, 0 to skip), BENCH_NO_DOWNLOAD (1: uploads only), BENCH_VERBOSE (1:
-// every sample, and the stack's CPU time per upload), BENCH_STACK_NODE_ARGS (node flags for the
-// stack, e.g. --cpu-prof), plus any SVC_* / S3_* / DATABASE_URL to benchmark other backends.
+// round (warm-up). It also prints the CPU time per download of the stack and of the bare server
+// (all their threads, from /proc: repeatable where the rates move with the machine's load).
+// Options (environment): BENCH_RUNS_1M (20), BENCH_RUNS_64M (9), BENCH_BASELINES (3),
+// BENCH_BIG_MIB (1024, 0 to skip), BENCH_NO_DOWNLOAD (1: uploads only), BENCH_VERBOSE (1: every
+// sample, the stack's CPU time per upload and both servers' per download), BENCH_STACK_NODE_ARGS
+// (node flags for the stack, e.g. --cpu-prof), plus any SVC_* / S3_* / DATABASE_URL to benchmark
+// other backends.
 'use strict';
 const { spawn, spawnSync } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
@@ -268,6 +271,10 @@ async function main() {
       const bareDown = [];
       const mainCpu = [];
       const otherCpu = [];
+      // CPU time per download (all threads): the stack's and the bare server's.
+      const downCpu = [];
+      const downMainCpu = [];
+      const bareDownCpu = [];
       // Round -1 warms this size up (not counted).
       for (let i = -1; i < runs; i++) {
         // Fresh bytes each run (no deduplication), the same bytes for the disk and the upload.
@@ -288,18 +295,26 @@ async function main() {
         const bareRound = async () => {
           settle();
           const u = await seconds(() => upload(bare, '', bytes, bytes.length));
+          const c0 = threadCpu(bare.pid);
           const d = NO_DOWNLOAD ? null : await seconds(() => download(bare, u.out.sha256, false));
+          const c = cpuSince(bare.pid, c0);
+          if (d && c) bareDownCpuNow = c.main + c.other;
           if (d && d.out.size !== bytes.length) throw new Error('short download (bare)');
           await fetch(`http://127.0.0.1:${bare.port}/blob/${u.out.sha256}`, { method: 'DELETE' });
           return { u, d };
         };
         let cpu = null;
+        let bareDownCpuNow = null;
+        let downCpuNow = null;
         const stackRound = async () => {
           settle();
           const cpu0 = threadCpu(stack.pid);
           const u = await seconds(() => upload(stack, `bench-${mib}-${i}`, bytes, bytes.length));
           cpu = cpuSince(stack.pid, cpu0);
+          const c0 = threadCpu(stack.pid);
           const d = NO_DOWNLOAD ? null : await seconds(() => download(stack, u.out.id, false));
+          const c = cpuSince(stack.pid, c0);
+          if (d && c) downCpuNow = c;
           if (d && d.out.size !== bytes.length) throw new Error('short download');
           await remove(stack, dataDir, u.out);
           return { u, d };
@@ -316,6 +331,11 @@ async function main() {
           mainCpu.push(cpu.main);
           otherCpu.push(cpu.other);
         }
+        if (downCpuNow !== null) {
+          downCpu.push(downCpuNow.main + downCpuNow.other);
+          downMainCpu.push(downCpuNow.main);
+        }
+        if (bareDownCpuNow !== null) bareDownCpu.push(bareDownCpuNow);
       }
       const r = {
         size: `${mib} MiB`,
@@ -342,6 +362,12 @@ async function main() {
         r.uploadOtherThreadsCpuMs = median(otherCpu);
         r.uploadWallMs = (mib * 1000) / r.uploadMiBs;
       }
+      if (downCpu.length) {
+        // Summed over the runs (each is counted in 10 ms ticks): the CPU time per download.
+        r.downloadCpuMs = downCpu.reduce((a, b) => a + b, 0) / downCpu.length;
+        r.downloadMainThreadCpuMs = downMainCpu.reduce((a, b) => a + b, 0) / downMainCpu.length;
+        r.bareDownloadCpuMs = bareDownCpu.length ? bareDownCpu.reduce((a, b) => a + b, 0) / bareDownCpu.length : null;
+      }
       if (process.env.BENCH_VERBOSE) {
         const list = (xs) => xs.map((x) => x.toFixed(0)).join(' ');
         console.log(
@@ -349,6 +375,8 @@ async function main() {
             `    bare upload ${list(bareUp)}\n    bare download ${list(bareDown)}`,
         );
         if (mainCpu.length) console.log(`    stack CPU per upload, ms: main thread ${list(mainCpu)} | other threads ${list(otherCpu)}`);
+        if (downCpu.length)
+          console.log(`    CPU per download, ms: stack ${list(downCpu)} (main thread ${list(downMainCpu)}) | bare ${list(bareDownCpu)}`);
       }
       results.push(r);
     }
@@ -372,6 +400,11 @@ async function main() {
       if (r.uploadMainThreadCpuMs !== undefined) {
         console.log(
           `  ${r.size} upload: ${r.uploadWallMs.toFixed(0)} ms; stack CPU ${r.uploadMainThreadCpuMs.toFixed(0)} ms on its main thread, ${r.uploadOtherThreadsCpuMs.toFixed(0)} ms on others (medians)`,
+        );
+      }
+      if (r.downloadCpuMs !== undefined) {
+        console.log(
+          `  ${r.size} download: CPU ${r.downloadCpuMs.toFixed(1)} ms (stack, all threads; ${r.downloadMainThreadCpuMs.toFixed(1)} on its main thread) vs ${r.bareDownloadCpuMs?.toFixed(1) ?? '-'} ms (bare server) (means)`,
         );
       }
     }

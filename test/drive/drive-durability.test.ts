@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
+import zlib from 'node:zlib';
 
 import { newId, PrincipalSigner } from '@svc/kit';
 import { drive } from '@svc/proto';
@@ -52,12 +54,26 @@ describe('nothing lost', () => {
     }
   });
 
-  test('a stored blob that no longer matches its hash is never served whole; a range of it still is', async () => {
+  const crcOf = async (sha256: string) =>
+    (await sql<{ crc32: string | number | null }>('SELECT crc32 FROM drive.blobs WHERE account_id = $1 AND sha256 = $2', [accountId, sha256]))[0]!
+      .crc32;
+
+  // Content uploaded now is checked by its CRC-32 (kept with its blob); content stored before
+  // CRCs were kept (no CRC: set to NULL here) by its SHA-256. Both refuse a damaged blob.
+  test.each([
+    ['with its CRC-32', true],
+    ['stored without a CRC-32 (checked by SHA-256)', false],
+  ])('a stored blob that no longer matches its file is never served whole; a range of it still is (%s)', async (_, withCrc) => {
     const content = randomBytes(3 * 1024 * 1024); // hashed on a worker (over 1 MiB)
     const small = randomBytes(1000); // hashed inline
     for (const bytes of [content, small]) {
       const up = await uploadFile(`damaged-${Date.now()}.bin`, bytes);
       expect(up.status).toBe(201);
+      // The gateway computed the CRC-32 in the same pass as the SHA-256.
+      expect(Number(await crcOf(up.body.sha256))).toBe(zlib.crc32(bytes));
+      if (!withCrc) {
+        await sql('UPDATE drive.blobs SET crc32 = NULL WHERE account_id = $1 AND sha256 = $2', [accountId, up.body.sha256]);
+      }
       const blob = path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive', accountId, up.body.sha256.slice(0, 2), up.body.sha256);
       const damaged = Buffer.from(bytes);
       damaged[damaged.length - 10] ^= 0xff; // same length, one byte flipped near the end
@@ -79,6 +95,71 @@ describe('nothing lost', () => {
       }
       expect((await req('GET', `/v1/drive/${up.body.id}/content`)).bytes.equals(bytes)).toBe(true);
     }
+  });
+
+  test('a reader that goes away mid-download frees the blob (its file is closed); the next reader gets it whole', async () => {
+    const bytes = randomBytes(LIMIT - 1000);
+    const up = await uploadFile(`gone-${Date.now()}.bin`, bytes);
+    const blob = path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive', accountId, up.body.sha256.slice(0, 2), up.body.sha256);
+    // The stack runs in this process: the files it holds open are this process's.
+    const open = () =>
+      fs.readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`) === blob;
+        } catch {
+          return false; // closed meanwhile
+        }
+      }).length;
+    await new Promise<void>((resolve, reject) => {
+      const r = http.get(`${t.url}/v1/drive/${up.body.id}/content`, { headers: { authorization: `Bearer ${t.bootstrapKey}` } }, (res) => {
+        res.once('data', () => {
+          r.destroy();
+          resolve();
+        });
+      });
+      r.on('error', () => {});
+      r.on('timeout', () => reject(new Error('no answer')));
+    });
+    if (fs.existsSync('/proc/self/fd')) await until(() => open() === 0, 15_000, { what: 'the blob to be closed' });
+    expect((await req('GET', `/v1/drive/${up.body.id}/content`)).bytes.equals(bytes)).toBe(true);
+  });
+
+  test('a whole read is checked against the CRC-32 on record: a wrong one refuses intact content', async () => {
+    const bytes = randomBytes(2 * 1024 * 1024);
+    const up = await uploadFile(`crc-${Date.now()}.bin`, bytes);
+    const crc = zlib.crc32(bytes);
+    await sql('UPDATE drive.blobs SET crc32 = $3 WHERE account_id = $1 AND sha256 = $2', [accountId, up.body.sha256, (crc + 1) % 2 ** 32]);
+    try {
+      const res = await fetch(`${t.url}/v1/drive/${up.body.id}/content`, { headers: { authorization: `Bearer ${t.bootstrapKey}` } });
+      expect(res.status).toBe(200);
+      await expect(res.arrayBuffer()).rejects.toThrow();
+    } finally {
+      await sql('UPDATE drive.blobs SET crc32 = $3 WHERE account_id = $1 AND sha256 = $2', [accountId, up.body.sha256, crc]);
+    }
+    expect((await req('GET', `/v1/drive/${up.body.id}/content`)).bytes.equals(bytes)).toBe(true);
+  });
+
+  test('content written any way has its CRC-32: a file tool writes one, a copy and a restored version share it, an upload fills a missing one', async () => {
+    const call = (method: string, p: string, body?: unknown) => t.call(method as 'GET', p, { key: t.bootstrapKey, body });
+    const stamp = Date.now();
+    const written = (await call('PUT', '/drive/text', { path: `crc-${stamp}/a.txt`, content: 'first' })).body;
+    expect(Number(await crcOf(sha('first')))).toBe(zlib.crc32('first'));
+    await call('PUT', '/drive/text', { path: `crc-${stamp}/a.txt`, content: 'second' });
+    const copy = await call('POST', `/drive/${written.id}/copy`, {});
+    expect(copy.status).toBe(201);
+    const [version] = (await call('GET', `/drive/${written.id}/versions`)).body.versions;
+    expect((await call('POST', `/drive/${written.id}/versions/${version.id}/restore`, {})).status).toBe(200);
+    for (const content of ['first', 'second']) expect(Number(await crcOf(sha(content)))).toBe(zlib.crc32(content));
+    expect((await req('GET', `/v1/drive/${written.id}/content`)).bytes.toString()).toBe('first');
+    expect((await req('GET', `/v1/drive/${copy.body.id}/content`)).bytes.toString()).toBe('second');
+
+    // Content stored before CRCs were kept gets one from the next upload of the same bytes.
+    const old = randomBytes(5000);
+    const first = await uploadFile(`crc-old-${stamp}.bin`, old);
+    await sql('UPDATE drive.blobs SET crc32 = NULL WHERE account_id = $1 AND sha256 = $2', [accountId, first.body.sha256]);
+    expect((await req('GET', `/v1/drive/${first.body.id}/content`)).bytes.equals(old)).toBe(true);
+    expect((await uploadFile(`crc-again-${stamp}.bin`, old)).status).toBe(201);
+    expect(Number(await crcOf(first.body.sha256))).toBe(zlib.crc32(old));
   });
 
   test('a blob store that cannot take an upload answers 503 storage_unavailable; nothing is written', async () => {

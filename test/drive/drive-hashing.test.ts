@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
+import zlib from 'node:zlib';
 
 import { createHashPool, type HashPool, type StreamingHash } from '@svc/kit';
 
@@ -71,8 +72,26 @@ describe('hash pool', () => {
     expect(digests).toEqual(inputs.map(sha));
   });
 
+  test('several algorithms hash the same bytes (copied once): SHA-256 and the CRC-32 of zlib, as 8 hex digits', async () => {
+    const crc = (b: Uint8Array) => zlib.crc32(b).toString(16).padStart(8, '0');
+    for (const bytes of [randomBytes(2 * 1024 * 1024 + 5), Buffer.alloc(0), Buffer.from('hello')]) {
+      const both = pool.hash(['sha256', 'crc32']);
+      await feed(both, bytes, [100_003, 65536]);
+      expect(await both.digests()).toEqual([sha(bytes), crc(bytes)]);
+      const alone = pool.hash('crc32');
+      await feed(alone, bytes, [7777]);
+      expect(await alone.digest()).toBe(crc(bytes));
+      // On the calling thread (a small content), the same digests.
+      const inline = pool.hash(['sha256', 'crc32'], 0);
+      void inline.update(bytes); // on the calling thread: nothing to wait for
+      expect(await inline.digests()).toEqual([sha(bytes), crc(bytes)]);
+    }
+  });
+
   test('an algorithm that does not exist is refused at once', () => {
     expect(() => pool.hash('no-such-hash')).toThrow(/unknown hash algorithm/);
+    expect(() => pool.hash(['sha256', 'no-such-hash'])).toThrow(/unknown hash algorithm/);
+    expect(() => pool.hash([])).toThrow(/no hash algorithm/);
   });
 
   test('a finished hash refuses more bytes; digest twice is refused', async () => {

@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import zlib from 'node:zlib';
 
 import { startTestStack, type TestStack } from '../support/stack';
 
@@ -8,11 +9,12 @@ import { startTestStack, type TestStack } from '../support/stack';
 // whole file. A 404 page has no ranges.
 
 let t: TestStack;
+let key: string;
 const big = randomBytes(600 * 1024);
 
 beforeAll(async () => {
   t = await startTestStack();
-  const key = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Ranger' })).body.key as string;
+  key = (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name: 'Ranger' })).body.key as string;
   const s = (await t.ok('POST', '/sites', key, { slug: 'ranges' })).body;
   await t.ok('POST', `/sites/${s.id}/deployments`, key, {
     files: [
@@ -62,4 +64,33 @@ test('a range of a large file comes from the blob store; a 404 page has no range
   expect(tail.body.equals(big.subarray(big.length - 16))).toBe(true);
   const missing = await get('nope.txt', { range: 'bytes=0-1' });
   expect([missing.status, missing.headers.get('accept-ranges'), missing.body.toString()]).toEqual([404, null, 'not here']);
+});
+
+// A whole read of a large file is checked as it streams: against the CRC-32 the deploy kept with
+// its blob, or, for content stored without one, its SHA-256. A damaged blob is never served whole.
+test('a damaged large file is refused whole (checked by its CRC-32, or its SHA-256 without one); a range of it is served as stored', async () => {
+  const sha = createHash('sha256').update(big).digest('hex');
+  const accountId = (await t.ok('GET', '/me', key)).body.accountId as string;
+  const db = await t.stack.backends.sql();
+  const blobs = await t.stack.backends.blobs();
+  const crc = async () =>
+    (await db.query<{ crc32: string | null }>(`SELECT crc32 FROM drive.blobs WHERE account_id = $1 AND sha256 = $2`, [accountId, sha]))[0]!.crc32;
+  expect(Number(await crc())).toBe(zlib.crc32(big));
+  // The CRC-32 on record is what a whole read is checked against: a wrong one refuses intact bytes.
+  const setCrc = (v: number | null) => db.query(`UPDATE drive.blobs SET crc32 = $3 WHERE account_id = $1 AND sha256 = $2`, [accountId, sha, v]);
+  await setCrc((zlib.crc32(big) + 1) % 2 ** 32);
+  await expect(get('big.bin')).rejects.toThrow();
+  await setCrc(zlib.crc32(big));
+  const damaged = Buffer.from(big);
+  damaged[1000] ^= 0xff;
+  await blobs.put(`drive/${accountId}/${sha.slice(0, 2)}/${sha}`, damaged);
+  try {
+    await expect(get('big.bin')).rejects.toThrow();
+    expect((await get('big.bin', { range: 'bytes=0-9' })).body.equals(big.subarray(0, 10))).toBe(true);
+    await setCrc(null);
+    await expect(get('big.bin')).rejects.toThrow();
+  } finally {
+    await blobs.put(`drive/${accountId}/${sha.slice(0, 2)}/${sha}`, big);
+  }
+  expect((await get('big.bin')).body.equals(big)).toBe(true);
 });

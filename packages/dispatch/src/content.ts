@@ -24,7 +24,7 @@ export interface ContentDeps {
   registry: Registry;
   /** The blob store (drive content goes through the front, not through the drive service). */
   backends: Pick<Backends, 'blobs'>;
-  /** SHA-256 of content on its way in and out, on worker threads. */
+  /** SHA-256 (and CRC-32) of content on its way in, on worker threads; SHA-256 of old content on its way out. */
   hashes: HashPool;
   /** Uploads an account may have in progress at once (absent: no cap; docs/reliability.md, "Fair shares"). */
   uploads?: AccountLimiter;
@@ -34,7 +34,8 @@ export interface ContentDeps {
 // Bytes never pass through the drive service: it checks a write and names a temporary blob key,
 // the gateway streams the client's bytes to that key (hashed on the way), and the service commits
 // the new version (or forgets the upload). Reads are the same: the service answers with the
-// version and range, the gateway streams them from the blob store and checks the hash.
+// version and range, the gateway streams them from the blob store and checks their CRC-32 (or,
+// for content stored without one, their SHA-256).
 
 export interface Caller {
   token: string;
@@ -85,14 +86,19 @@ async function uploadSlot(deps: ContentDeps, caller: Caller, header: drive.Uploa
     });
   }
   return client.commitUpload(
-    { header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size },
+    { header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size, crc32: stored.crc32 },
     { ...call, deadlineMs: commitDeadlineMs(deps.registry.deadlineMs, stored.size) },
   );
 }
 
 export interface Download {
   header: drive.DownloadHeader;
-  /** The bytes, when the answer has any (verified against the file's hash on a full read). */
+  /**
+   * The bytes, when the answer has any (verified against the content's checksum on a full read).
+   * Each chunk is lent: it is valid until the next one is asked for (the blob store reads into a
+   * few buffers it uses again, BlobReadOptions), so a reader writes it out before asking for more
+   * and copies what it keeps.
+   */
   body?: AsyncIterable<Buffer>;
   /** Stops reading (the client went away); nothing is held after it. */
   cancel(): void;
@@ -109,7 +115,7 @@ export async function download(deps: ContentDeps, caller: Caller, request: drive
   const where = { id: item.id, sha256: item.sha256, key: opened.blobKey, requestId: caller.requestId };
   let blob;
   try {
-    blob = await (await deps.backends.blobs()).get(opened.blobKey, range);
+    blob = await (await deps.backends.blobs()).get(opened.blobKey, range, { reuseBuffers: true });
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === 'ENOENT' || code === 'NoSuchKey' || code === 'NotFound') {
@@ -119,7 +125,9 @@ export async function download(deps: ContentDeps, caller: Caller, request: drive
     }
     throw new DomainError('unavailable', 'storage_unavailable', 'The file store is unavailable; try again.', undefined, { cause: err });
   }
-  const verified = verifiedContent(blob, deps.hashes, { bytes: header.end - header.start + 1, sha256: header.partial ? undefined : item.sha256 });
+  // A whole read is checked by the content's CRC-32 when the drive has one (else its SHA-256); a range is served as stored.
+  const whole = header.partial ? {} : { sha256: item.sha256, crc32: opened.crc32 };
+  const verified = verifiedContent(blob, deps.hashes, { bytes: header.end - header.start + 1, ...whole });
   async function* logged(): AsyncGenerator<Buffer> {
     try {
       yield* verified;

@@ -1,6 +1,7 @@
 import { createHash, getHashes } from 'node:crypto';
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
+import zlib from 'node:zlib';
 
 /**
  * A hash computed on a worker thread: `update` copies the bytes into memory shared with the
@@ -15,8 +16,10 @@ export interface StreamingHash {
    * undefined when everything was taken at once. Throws once the hash failed or ended.
    */
   update(chunk: Uint8Array): Promise<void> | undefined;
-  /** The hex digest of every byte added; ends the hash. Rejects if the worker failed. */
+  /** The hex digest of every byte added (the first algorithm's); ends the hash. Rejects if the worker failed. */
   digest(): Promise<string>;
+  /** The hex digests of every byte added, one per algorithm in the order given; ends the hash. */
+  digests(): Promise<string[]>;
   /** Drops the hash's state (a failed upload). Safe to call at any time, more than once. */
   abort(): void;
 }
@@ -26,9 +29,10 @@ export interface HashPool {
    * A new hash (`sha256` unless told) on one of the pool's workers; the worker starts on first
    * use. When the caller knows the content is small (`expectedBytes` up to the pool's
    * `inlineBytes`), the hash runs on the calling thread instead: a trip to the worker and back
-   * costs more time than hashing a few hundred KiB.
+   * costs more time than hashing a few hundred KiB. Several algorithms (e.g. `['sha256',
+   * 'crc32']`) hash the same bytes, copied once; `crc32` is zlib's CRC-32 (8 hex digits).
    */
-  hash(algorithm?: string, expectedBytes?: number): StreamingHash;
+  hash(algorithm?: string | readonly string[], expectedBytes?: number): StreamingHash;
   /** Stops the workers; hashes in flight fail. */
   close(): Promise<void>;
   /** The running workers (for diagnostics and tests). */
@@ -58,7 +62,13 @@ const WORKER_SOURCE = `
 'use strict';
 const { parentPort, workerData } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
+const zlib = require('node:zlib');
 const { arena, slotBytes } = workerData;
+const crc32 = () => {
+  let value = 0;
+  return { update: (b) => void (value = zlib.crc32(b, value)), digest: () => value.toString(16).padStart(8, '0') };
+};
+const make = (algorithms) => algorithms.map((a) => (a === 'crc32' ? crc32() : createHash(a)));
 const hashes = new Map();
 let freed = [];
 let scheduled = false;
@@ -71,8 +81,9 @@ parentPort.on('message', (m) => {
   if (m.op === 'update') {
     for (const u of m.items) {
       let h = hashes.get(u.id);
-      if (!h) hashes.set(u.id, (h = createHash(u.algorithm)));
-      h.update(new Uint8Array(arena, u.slot * slotBytes, u.length));
+      if (!h) hashes.set(u.id, (h = make(u.algorithms)));
+      const bytes = new Uint8Array(arena, u.slot * slotBytes, u.length);
+      for (const one of h) one.update(bytes);
       freed.push(u.slot);
       if (freed.length >= 4) giveBack();
     }
@@ -81,16 +92,16 @@ parentPort.on('message', (m) => {
       setImmediate(giveBack);
     }
   } else if (m.op === 'digest') {
-    const h = hashes.get(m.id) || createHash(m.algorithm);
+    const h = hashes.get(m.id) || make(m.algorithms);
     hashes.delete(m.id);
-    parentPort.postMessage({ op: 'digest', id: m.id, hex: h.digest('hex') });
+    parentPort.postMessage({ op: 'digest', id: m.id, hex: h.map((one) => one.digest('hex')) });
   } else if (m.op === 'abort') {
     hashes.delete(m.id);
   }
 });
 `;
 
-type WorkerMessage = { op: 'free'; slots: number[] } | { op: 'digest'; id: number; hex: string };
+type WorkerMessage = { op: 'free'; slots: number[] } | { op: 'digest'; id: number; hex: string[] };
 
 /** One worker thread, its shared memory (cut in slots) and the hashes it serves. */
 class Thread {
@@ -104,7 +115,7 @@ class Thread {
   /** Hashes waiting for a free slot, first come first served. */
   private readonly waiting: PooledHash[] = [];
   /** Filled slots not told to the worker yet. */
-  private outbox: Array<{ id: number; algorithm: string; slot: number; length: number }> = [];
+  private outbox: Array<{ id: number; algorithms: readonly string[]; slot: number; length: number }> = [];
 
   constructor(
     name: string,
@@ -156,7 +167,7 @@ class Thread {
    */
   send(h: PooledHash, slot: number, length: number): void {
     this.owners[slot] = h;
-    this.outbox.push({ id: h.id, algorithm: h.algorithm, slot, length });
+    this.outbox.push({ id: h.id, algorithms: h.algorithms, slot, length });
     if (this.outbox.length >= SEND_BATCH) this.flush();
     else if (this.outbox.length === 1) setImmediate(this.flushSoon);
   }
@@ -231,13 +242,13 @@ class PooledHash implements StreamingHash {
   /** What is left of the chunk `update` could not take at once. */
   private rest: Uint8Array | null = null;
   private blocked: { resolve: () => void; reject: (e: Error) => void } | null = null;
-  private result: { resolve: (hex: string) => void; reject: (e: Error) => void } | null = null;
+  private result: { resolve: (hex: string[]) => void; reject: (e: Error) => void } | null = null;
   private error: Error | null = null;
   private ended = false;
 
   constructor(
     private readonly thread: Thread,
-    readonly algorithm: string,
+    readonly algorithms: readonly string[],
     private readonly maxInFlight: number,
   ) {
     thread.track(this);
@@ -253,7 +264,11 @@ class PooledHash implements StreamingHash {
     return new Promise<void>((resolve, reject) => (this.blocked = { resolve, reject }));
   }
 
-  digest(): Promise<string> {
+  async digest(): Promise<string> {
+    return (await this.digests())[0]!;
+  }
+
+  digests(): Promise<string[]> {
     if (this.error) return Promise.reject(this.error);
     if (this.ended) return Promise.reject(new Error('this hash has ended'));
     if (this.blocked) return Promise.reject(new Error('digest called before the last chunk was taken'));
@@ -263,9 +278,9 @@ class PooledHash implements StreamingHash {
       else this.thread.giveBack(this.slot);
       this.slot = -1;
     }
-    return new Promise<string>((resolve, reject) => {
+    return new Promise<string[]>((resolve, reject) => {
       this.result = { resolve, reject };
-      this.thread.post({ op: 'digest', id: this.id, algorithm: this.algorithm });
+      this.thread.post({ op: 'digest', id: this.id, algorithms: this.algorithms });
     });
   }
 
@@ -331,7 +346,7 @@ class PooledHash implements StreamingHash {
     return true;
   }
 
-  resolve(hex: string): void {
+  resolve(hex: string[]): void {
     this.thread.untrack(this);
     this.result?.resolve(hex);
     this.result = null;
@@ -349,25 +364,53 @@ class PooledHash implements StreamingHash {
   }
 }
 
+/** One algorithm's running state on the calling thread. */
+interface Digester {
+  update(chunk: Uint8Array): void;
+  hex(): string;
+}
+
+/** `algorithm` on the calling thread; `crc32` is zlib's running CRC-32 (as in the worker). */
+function digester(algorithm: string): Digester {
+  if (algorithm === 'crc32') {
+    let value = 0;
+    return { update: (chunk) => void (value = zlib.crc32(chunk, value)), hex: () => crc32Hex(value) };
+  }
+  const h = createHash(algorithm);
+  return { update: (chunk) => void h.update(chunk), hex: () => h.digest('hex') };
+}
+
+/** A CRC-32 value as its 8 hex digits (the digest `crc32` gives). */
+export const crc32Hex = (value: number): string => value.toString(16).padStart(8, '0');
+
+/** Whether this process can compute `algorithm` (`crc32` needs Node 20.15 or 22.2). */
+function known(algorithm: string): boolean {
+  return algorithm === 'crc32' ? typeof zlib.crc32 === 'function' : getHashes().includes(algorithm);
+}
+
 /** The same interface on the calling thread (small contents). */
 class InlineHash implements StreamingHash {
-  private readonly hash;
+  private readonly hashes: Digester[];
   private ended = false;
 
-  constructor(algorithm: string) {
-    this.hash = createHash(algorithm);
+  constructor(algorithms: readonly string[]) {
+    this.hashes = algorithms.map(digester);
   }
 
   update(chunk: Uint8Array): undefined {
     if (this.ended) throw new Error('this hash has ended');
-    this.hash.update(chunk);
+    for (const h of this.hashes) h.update(chunk);
     return undefined;
   }
 
-  digest(): Promise<string> {
+  async digest(): Promise<string> {
+    return (await this.digests())[0]!;
+  }
+
+  digests(): Promise<string[]> {
     if (this.ended) return Promise.reject(new Error('this hash has ended'));
     this.ended = true;
-    return Promise.resolve(this.hash.digest('hex'));
+    return Promise.resolve(this.hashes.map((h) => h.hex()));
   }
 
   abort(): void {
@@ -399,15 +442,17 @@ export function createHashPool(options: HashPoolOptions = {}): HashPool {
   return {
     hash(algorithm = 'sha256', expectedBytes) {
       if (closed) throw new Error('the hash pool is closed');
-      if (!getHashes().includes(algorithm)) throw new Error(`unknown hash algorithm ${algorithm}`);
-      if (expectedBytes !== undefined && expectedBytes <= inlineBytes) return new InlineHash(algorithm);
+      const algorithms = typeof algorithm === 'string' ? [algorithm] : [...algorithm];
+      if (!algorithms.length) throw new Error('no hash algorithm given');
+      for (const a of algorithms) if (!known(a)) throw new Error(`unknown hash algorithm ${a}`);
+      if (expectedBytes !== undefined && expectedBytes <= inlineBytes) return new InlineHash(algorithms);
       // The least busy worker, or a new one while the pool is not full.
       let thread = threads.reduce<Thread | undefined>((best, t) => (!best || t.hashes.size < best.hashes.size ? t : best), undefined);
       if (!thread || (thread.hashes.size > 0 && threads.length < size)) {
         thread = new Thread(name, slotBytes, slots, forget);
         threads.push(thread);
       }
-      return new PooledHash(thread, algorithm, perHash);
+      return new PooledHash(thread, algorithms, perHash);
     },
     async close() {
       closed = true;

@@ -182,7 +182,7 @@ async function readAll(d: Download): Promise<Buffer> {
           `The file is larger than a tool reads at once (${MAX_TOOL_CONTENT_BYTES} bytes): ask for a range (range: "bytes=0-1048575").`,
         );
       }
-      chunks.push(c);
+      chunks.push(Buffer.from(c)); // a lent chunk (Download.body): copied
     }
   } finally {
     if (size > MAX_TOOL_CONTENT_BYTES) d.cancel();

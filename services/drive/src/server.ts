@@ -82,6 +82,7 @@ export function handlers(domain: DriveDomain, sites: Sites, domains: Domains): H
         uploadId: req.uploadId,
         sha256: req.sha256,
         size: req.size,
+        crc32: req.crc32,
       });
       return { item: toItem({ row }), created };
     },
@@ -101,6 +102,7 @@ export function handlers(domain: DriveDomain, sites: Sites, domains: Domains): H
           end: r.end,
         },
         blobKey: r.blobKey ?? '',
+        crc32: r.crc32,
       };
     },
     async collectGarbage(req, ctx) {

@@ -50,7 +50,7 @@ async function readFiles(deps: ContentDeps, caller: { token: string; requestId: 
       throw new DomainError('too_large', 'run_data_too_large', `The files of a run may hold at most ${RUN_DATA_MAX_BYTES} bytes together.`);
     }
     const chunks: Buffer[] = [];
-    if (d.body) for await (const c of d.body) chunks.push(c);
+    if (d.body) for await (const c of d.body) chunks.push(Buffer.from(c)); // a lent chunk: copied
     const bytes = Buffer.concat(chunks);
     let text: string | null = null;
     try {

@@ -1,5 +1,6 @@
 /** Content in and out of the drive service itself (for the file tools): whole files, bounded. */
 import { createHash } from 'node:crypto';
+import zlib from 'node:zlib';
 
 import { contentTooLarge, DomainError, type Principal } from '@svc/kit';
 
@@ -62,7 +63,7 @@ export async function writeBytes(
     throw err;
   }
   const sha256 = createHash('sha256').update(bytes).digest('hex');
-  return commitUpload(drive, p, header, { uploadId, sha256, size: bytes.length });
+  return commitUpload(drive, p, header, { uploadId, sha256, size: bytes.length, crc32: zlib.crc32(bytes) });
 }
 
 /** Replaces a text file's content with what `change` makes of its text, as of the version read. */

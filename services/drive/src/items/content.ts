@@ -19,6 +19,7 @@ export interface Received {
   tmpKey: string;
   sha256: string;
   size: number;
+  crc32?: number;
 }
 
 const unknownUpload = () => new DomainError('not_found', 'upload_not_found', 'No such upload in progress (it was committed, aborted or collected).');
@@ -48,7 +49,7 @@ export class Content {
    * blob holds `size` bytes. (The digest is the gateway's, computed as the bytes went by; every
    * full read checks it again.)
    */
-  async received(accountId: string, uploadId: string, sha256: string, size: number): Promise<Received> {
+  async received(accountId: string, uploadId: string, sha256: string, size: number, crc32?: number): Promise<Received> {
     const upload = await this.store.upload(uploadId);
     if (!upload || upload.account_id !== accountId) throw unknownUpload();
     const stored = await this.blobs.stat(upload.tmp_key);
@@ -65,7 +66,7 @@ export class Content {
       await this.discard(uploadId, upload.tmp_key);
       throw new DomainError('invalid_argument', 'upload_incomplete', `The upload holds ${stored.size} of ${size} bytes; nothing was written.`);
     }
-    return { uploadId, tmpKey: upload.tmp_key, sha256, size };
+    return { uploadId, tmpKey: upload.tmp_key, sha256, size, crc32 };
   }
 
   /** Forgets an upload of the account that will not be committed (its bytes did not arrive). */
@@ -83,7 +84,7 @@ export class Content {
   async place(accountId: string, r: Received, holdSeconds: number): Promise<void> {
     await this.store.sql.tx(async (q) => {
       await this.store.placing(q, r.uploadId, r.sha256);
-      await this.store.hold(q, accountId, r.sha256, r.size, holdSeconds);
+      await this.store.hold(q, accountId, r.sha256, r.size, holdSeconds, r.crc32);
     });
     const target = contentKey(accountId, r.sha256);
     const existing = await this.blobs.stat(target);
@@ -97,7 +98,7 @@ export class Content {
 
   /** Ensures the empty content exists (for a new file made by locking a name). */
   async ensureEmpty(accountId: string, holdSeconds: number): Promise<void> {
-    await this.store.hold(this.store.sql, accountId, EMPTY_SHA256, 0, holdSeconds);
+    await this.store.hold(this.store.sql, accountId, EMPTY_SHA256, 0, holdSeconds, 0); // the CRC-32 of no bytes
     const key = contentKey(accountId, EMPTY_SHA256);
     if (!(await this.blobs.stat(key))) await this.blobs.put(key, Buffer.alloc(0));
   }

@@ -2,6 +2,7 @@ import { byteRange, DomainError, ifNoneMatchPasses, type Principal } from '@svc/
 
 import { contentKey } from './content.js';
 import type { DriveDomain } from './domain.js';
+import { notFound } from './errors.js';
 import { etagOf } from './rules.js';
 import type { DownloadRequest, DownloadResult } from './types.js';
 
@@ -18,7 +19,10 @@ function rangeHeader(req: DownloadRequest): string | undefined {
  * blob the gateway streams the bytes from when there are any.
  */
 export async function openContent(drive: DriveDomain, p: Principal, req: DownloadRequest): Promise<DownloadResult> {
-  const row = await drive.visible(drive.sql, p, req.id);
+  // The item and its content's CRC-32 in one statement (a whole read is checked against the CRC).
+  const found = await drive.store.byIdWithCrc32(drive.sql, p.accountId, req.id);
+  if (!drive.sees(p, found)) throw notFound();
+  const { crc32, ...row } = found;
   if (row.kind !== 'file') throw new DomainError('conflict', 'not_a_file', 'A folder has no content to read.');
   const etag = etagOf(row);
   const base = { item: row, notModified: false, partial: false, rangeNotSatisfiable: false, start: 0, end: row.size - 1 };
@@ -32,5 +36,7 @@ export async function openContent(drive: DriveDomain, p: Principal, req: Downloa
   }
   if (req.headOnly) return out;
   if (row.size === 0) return out;
-  return { ...out, blobKey: contentKey(p.accountId, row.sha256!) };
+  const blobKey = contentKey(p.accountId, row.sha256!);
+  // A range is served as stored (it cannot be checked); a whole read is checked by the CRC.
+  return { ...out, blobKey, ...(crc32 === null || out.partial ? {} : { crc32 }) };
 }

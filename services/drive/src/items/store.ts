@@ -219,13 +219,35 @@ export class DriveStore {
 
   // Blobs -----------------------------------------------------------------------------------
 
-  /** Keeps a blob from collection for at least `seconds` from now (creating its row; no longer replaced content). */
-  async hold(q: Queryable, accountId: string, sha256: string, size: number, seconds: number): Promise<void> {
+  /**
+   * Keeps a blob from collection for at least `seconds` from now (creating its row; no longer
+   * replaced content). `crc32`, when the caller computed it from the bytes, fills in a row that
+   * has none (content stored before checksums were kept); one that has one keeps it.
+   */
+  async hold(q: Queryable, accountId: string, sha256: string, size: number, seconds: number, crc32?: number): Promise<void> {
     await q.query(
-      `INSERT INTO drive.blobs (account_id, sha256, size, held_until) VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL`,
-      [accountId, sha256, size, seconds],
+      `INSERT INTO drive.blobs (account_id, sha256, size, held_until, crc32) VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5)
+       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL,
+         crc32 = COALESCE(drive.blobs.crc32, EXCLUDED.crc32)`,
+      [accountId, sha256, size, seconds, crc32 ?? null],
     );
+  }
+
+  /**
+   * An item with the CRC-32 kept with its content's blob (null: a folder, or content stored
+   * without one), in one statement: what a read needs.
+   */
+  async byIdWithCrc32(q: Queryable, accountId: string, id: string): Promise<(ItemRow & { crc32: number | null }) | null> {
+    const rows = await q.query<ItemRow & { crc32: string | number | null }>(
+      `SELECT ${COLUMNS.split(',')
+        .map((c) => `i.${c.trim()}`)
+        .join(', ')}, b.crc32
+         FROM drive.items i LEFT JOIN drive.blobs b ON b.account_id = i.account_id AND b.sha256 = i.sha256
+        WHERE i.id = $1 AND i.account_id = $2`,
+      [id, accountId],
+    );
+    const r = rows[0];
+    return r ? { ...revive(r), crc32: r.crc32 === null ? null : Number(r.crc32) } : null;
   }
 
   /**

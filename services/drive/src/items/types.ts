@@ -82,10 +82,14 @@ export interface DownloadResult {
   end: number;
   /** The blob to read the bytes from, when there are bytes to send. */
   blobKey?: string;
+  /** The content's CRC-32, when it has one and the whole file is served (the reader checks against it). */
+  crc32?: number;
 }
 
 export interface UploadCommit {
   uploadId: string;
   sha256: string;
   size: number;
+  /** CRC-32 of the same bytes (zlib's), when the writer computed it (older gateways do not). */
+  crc32?: number;
 }

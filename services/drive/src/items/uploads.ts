@@ -98,11 +98,14 @@ export async function commitUpload(drive: DriveDomain, p: Principal, h: UploadHe
   writer(p);
   if (!/^[0-9a-f]{64}$/.test(c.sha256)) throw new DomainError('invalid_argument', 'invalid_request', 'sha256: 64 lowercase hex characters.');
   if (!Number.isSafeInteger(c.size) || c.size < 0) throw new DomainError('invalid_argument', 'invalid_request', 'size: a byte count.');
+  if (c.crc32 !== undefined && !(Number.isInteger(c.crc32) && c.crc32 >= 0 && c.crc32 <= 0xffffffff)) {
+    throw new DomainError('invalid_argument', 'invalid_request', 'crc32: an unsigned 32-bit CRC.');
+  }
   if (c.size > drive.settings.maxFileBytes) {
     await drive.content.abort(p.accountId, c.uploadId);
     throw contentTooLarge(drive.settings.maxFileBytes);
   }
-  const received = await drive.content.received(p.accountId, c.uploadId, c.sha256, c.size);
+  const received = await drive.content.received(p.accountId, c.uploadId, c.sha256, c.size, c.crc32);
   try {
     // Checked again now that the size is known (a chunked upload declares none): content refused
     // here is never placed. The commit's transaction checks once more, after its change.

@@ -3,6 +3,7 @@ import type { Migration } from '@svc/kit';
 import { siteDomains } from './0006-site-domains.js';
 import { siteDomainChecks } from './0007-site-domain-checks.js';
 import { quotas } from './0008-quotas.js';
+import { blobChecksums } from './0009-blob-checksums.js';
 
 export const migrations: Migration[] = [
   {
@@ -180,4 +181,5 @@ export const migrations: Migration[] = [
   siteDomains,
   siteDomainChecks,
   quotas,
+  blobChecksums,
 ];

@@ -6,6 +6,7 @@
  * commit the site serves what it served, and a deploy that fails leaves it so.
  */
 import { createHash } from 'node:crypto';
+import zlib from 'node:zlib';
 
 import { DomainError, newId, type Principal, type Queryable } from '@svc/kit';
 
@@ -104,7 +105,7 @@ async function deployFiles(
   await sites.store.holdMany(
     drive.sql,
     p.accountId,
-    [...blobs].map(([sha256, content]) => ({ sha256, size: content.length })),
+    [...blobs].map(([sha256, content]) => ({ sha256, size: content.length, crc32: zlib.crc32(content) })),
     drive.settings.graceSeconds + DEPLOY_HOLD_SECONDS,
   );
   const pending = [...blobs];

@@ -15,6 +15,8 @@ export interface SiteAnswer {
   file?: SiteFileRow;
   notModified: boolean;
   blobKey?: string;
+  /** The served content's CRC-32, when it has one (the gateway checks a whole read against it). */
+  crc32?: number;
   /** For a redirect: where, relative to the site root. */
   location?: string;
   /** No site answers for the slug or domain. */
@@ -57,18 +59,19 @@ export async function openSiteFile(sites: Sites, req: { slug: string; path: stri
   if (found.redirectTo !== null) return { outcome: 'redirect', notModified: false, location: found.redirectTo.replace(/^\//, '') };
   const byPath = new Map(found.files.map((f) => [f.path, f]));
   const keyOf = (f: SiteFileRow) => contentKey(found.site.account_id, f.sha256);
+  const crcOf = (f: SiteFileRow) => (f.crc32 === null || f.crc32 === undefined ? {} : { crc32: f.crc32 });
   const file = wanted !== undefined ? byPath.get(wanted) : undefined;
   if (file) {
     const notModified = req.ifNoneMatch !== undefined && !ifNoneMatchPasses(req.ifNoneMatch, `"${file.sha256}"`);
-    return { outcome: 'file', file, notModified, blobKey: notModified ? undefined : keyOf(file) };
+    return { outcome: 'file', file, notModified, blobKey: notModified ? undefined : keyOf(file), ...crcOf(file) };
   }
   if (asFolder && byPath.has(asFolder)) return { outcome: 'redirect', notModified: false, location: `${wanted}/` };
   // A single-page app: a path with no file (and no extension) is the app's index.html.
   const index = byPath.get('index.html');
   if (found.site.spa_fallback && index && !/\.[A-Za-z0-9]{1,8}$/.test(req.path)) {
     const notModified = req.ifNoneMatch !== undefined && !ifNoneMatchPasses(req.ifNoneMatch, `"${index.sha256}"`);
-    return { outcome: 'file', file: index, notModified, blobKey: notModified ? undefined : keyOf(index) };
+    return { outcome: 'file', file: index, notModified, blobKey: notModified ? undefined : keyOf(index), ...crcOf(index) };
   }
   const page = byPath.get('404.html');
-  return page ? { outcome: 'not_found', file: page, notModified: false, blobKey: keyOf(page) } : NOT_FOUND;
+  return page ? { outcome: 'not_found', file: page, notModified: false, blobKey: keyOf(page), ...crcOf(page) } : NOT_FOUND;
 }

@@ -144,6 +144,7 @@ export function siteHandlers(sites: Sites, domains: Domains) {
         blobKey: r.blobKey ?? '',
         location: r.location ?? '',
         noSite: r.noSite ?? false,
+        crc32: r.crc32,
       };
     },
     async addSiteDomain(req: drive_sites.AddSiteDomainRequest, ctx: CallContext): Promise<drive_sites.SiteDomainResponse> {

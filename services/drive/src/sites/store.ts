@@ -34,6 +34,8 @@ export interface SiteFileRow {
   sha256: string;
   size: number;
   content_type: string;
+  /** The content's CRC-32 (its blob's), where read (lookup): null when stored without one. */
+  crc32?: number | null;
 }
 
 export const SITE = `id, account_id, project_id, slug, title, current_deployment_id, created_at, updated_at, created_by, spa_fallback`;
@@ -47,7 +49,11 @@ const deployment = (r: DeploymentRow): DeploymentRow => ({
   total_bytes: Number(r.total_bytes),
   created_by: json<Actor>(r.created_by),
 });
-export const file = (r: SiteFileRow): SiteFileRow => ({ ...r, size: Number(r.size) });
+export const file = (r: SiteFileRow): SiteFileRow => ({
+  ...r,
+  size: Number(r.size),
+  ...(r.crc32 === undefined ? {} : { crc32: r.crc32 === null ? null : Number(r.crc32) }),
+});
 
 export class SitesStore {
   // Sites -------------------------------------------------------------------------------------
@@ -178,9 +184,10 @@ export class SitesStore {
     const rows = await q.query<Row & Partial<SiteFileRow>>(
       `SELECT s.id, s.account_id, s.current_deployment_id, s.spa_fallback,
               (SELECT r.to_path FROM drive.site_redirects r WHERE r.site_id = s.id AND r.from_path = $3) AS redirect_to,
-              f.path, f.sha256, f.size, f.content_type
+              f.path, f.sha256, f.size, f.content_type, b.crc32
          FROM drive.sites s
          LEFT JOIN drive.site_files f ON f.deployment_id = s.current_deployment_id AND f.path = ANY($2::text[])
+         LEFT JOIN drive.blobs b ON b.account_id = f.account_id AND b.sha256 = f.sha256
         WHERE ${'domain' in site ? `s.id = (SELECT d.site_id FROM drive.site_domains d WHERE d.domain = $1 AND d.verified_at IS NOT NULL)` : 's.slug = $1'}`,
       ['domain' in site ? site.domain : site.slug, paths, requestPath === null ? null : `/${requestPath}`],
     );
@@ -194,17 +201,19 @@ export class SitesStore {
 
   /**
    * Keeps these contents of an account from collection for at least `seconds` from now (creating
-   * their blob rows), in one statement; rows are taken in sha256 order, so concurrent deploys do
-   * not deadlock.
+   * their blob rows, with the CRC-32 of the bytes: a row without one gets it), in one statement;
+   * rows are taken in sha256 order, so concurrent deploys do not deadlock.
    */
-  async holdMany(q: Queryable, accountId: string, blobs: Array<{ sha256: string; size: number }>, seconds: number): Promise<void> {
+  async holdMany(q: Queryable, accountId: string, blobs: Array<{ sha256: string; size: number; crc32: number }>, seconds: number): Promise<void> {
     if (!blobs.length) return;
     const sorted = [...blobs].sort((a, b) => (a.sha256 < b.sha256 ? -1 : 1));
     await q.query(
-      `INSERT INTO drive.blobs (account_id, sha256, size, held_until)
-       SELECT $1, t.sha256, t.size, now() + make_interval(secs => $4) FROM unnest($2::text[], $3::bigint[]) AS t(sha256, size)
-       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL`,
-      [accountId, sorted.map((b) => b.sha256), sorted.map((b) => b.size), seconds],
+      `INSERT INTO drive.blobs (account_id, sha256, size, held_until, crc32)
+       SELECT $1, t.sha256, t.size, now() + make_interval(secs => $4), t.crc32
+         FROM unnest($2::text[], $3::bigint[], $5::bigint[]) AS t(sha256, size, crc32)
+       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL,
+         crc32 = COALESCE(drive.blobs.crc32, EXCLUDED.crc32)`,
+      [accountId, sorted.map((b) => b.sha256), sorted.map((b) => b.size), seconds, sorted.map((b) => b.crc32)],
     );
   }
 

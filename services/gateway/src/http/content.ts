@@ -42,6 +42,23 @@ export function hasBody(req: Request): boolean {
   return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
+/**
+ * Writes a lent chunk (a Download's, read into a buffer the blob store uses again) and resolves
+ * once the socket is done with its bytes (the write's callback), or the response has closed. A
+ * write that was taken at once is done at once; one that was not is what a refused write waited
+ * for (its 'drain').
+ */
+export function writeOut(res: Response, chunk: Buffer): Promise<void> {
+  return new Promise<void>((ok) => {
+    const done = () => {
+      res.off('close', done);
+      ok();
+    };
+    res.on('close', done);
+    res.write(chunk, done);
+  });
+}
+
 /** Resolves when a response that refused a write can take more (or has closed). */
 export function drained(res: Response): Promise<void> {
   return new Promise<void>((ok) => {
@@ -132,9 +149,8 @@ export async function sendContent(req: Request, res: Response, d: Download, opts
   try {
     for await (const chunk of d.body) {
       if (clientGone) return;
-      if (!res.write(chunk)) {
-        await drained(res);
-      }
+      // The chunk is lent: it is written out before the next one is asked for.
+      await writeOut(res, chunk);
     }
     res.end();
   } catch {

@@ -15,7 +15,7 @@ import { type ContentDeps, type Dispatcher, driveCalls } from '@svc/dispatch';
 import { type Blobs, byteRange, DomainError, SYSTEM_PRINCIPAL, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
-import { drained } from '../../http/content.js';
+import { writeOut } from '../../http/content.js';
 import { ContentCache } from './cache.js';
 import { domainCandidate, SiteDomainCache } from './domains.js';
 
@@ -71,8 +71,9 @@ function decodedPath(raw: string): string | undefined {
 }
 
 /**
- * Streams a stored file, checked against its hash (a mismatch breaks the transfer, never sends
- * wrong bytes as complete). A range of a large file is sent as read: a part has no hash to check.
+ * Streams a stored file, checked against its CRC-32 (or, stored without one, its SHA-256): a
+ * mismatch breaks the transfer, never sends wrong bytes as complete. A range of a large file is
+ * sent as read: a part has no checksum to check.
  */
 async function stream(
   deps: SitesDeps,
@@ -81,9 +82,11 @@ async function stream(
   file: drive_sites.SiteFile,
   key: string,
   range?: { start: number; end: number },
+  crc32?: number,
 ): Promise<void> {
-  const blob = await blobs.get(key, range);
-  const body: AsyncIterable<Buffer> = range ? blob : verifiedContent(blob, deps.hashes, { bytes: file.size, sha256: file.sha256 });
+  // Read into a few buffers used again (BlobReadOptions): each chunk is written out before the next.
+  const blob = await blobs.get(key, range, { reuseBuffers: true });
+  const body: AsyncIterable<Buffer> = range ? blob : verifiedContent(blob, deps.hashes, { bytes: file.size, sha256: file.sha256, crc32 });
   let gone = false;
   res.on('close', () => {
     if (!res.writableFinished) {
@@ -94,7 +97,7 @@ async function stream(
   try {
     for await (const chunk of body) {
       if (gone) return;
-      if (!res.write(chunk)) await drained(res);
+      await writeOut(res, chunk);
     }
     res.end();
   } catch (err) {
@@ -169,7 +172,7 @@ async function serve(
   res.setHeader('Content-Length', String(range ? range.end - range.start + 1 : file.size));
   if (head || file.size === 0 || !answer.blobKey) return void res.end();
   const blobs = await deps.backends.blobs();
-  if (file.size > cache.maxFile) return stream(deps, blobs, res, file, answer.blobKey, range);
+  if (file.size > cache.maxFile) return stream(deps, blobs, res, file, answer.blobKey, range, answer.crc32);
   const content = await cache.get(blobs, answer.blobKey, file.sha256, file.size);
   if (!content) {
     deps.log.error({ key: answer.blobKey, sha256: file.sha256 }, 'stored site content does not match its hash');
