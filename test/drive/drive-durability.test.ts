@@ -162,6 +162,33 @@ describe('nothing lost', () => {
     expect(Number(await crcOf(first.body.sha256))).toBe(zlib.crc32(old));
   });
 
+  test('content the drive reads itself is checked too: a damaged version is neither read nor restored, nothing is written', async () => {
+    const call = (method: string, p: string, body?: unknown) => t.call(method as 'GET', p, { key: t.bootstrapKey, body });
+    const stamp = Date.now();
+    const first = `first ${stamp}`;
+    const written = (await call('PUT', '/drive/text', { path: `damaged-version-${stamp}/a.txt`, content: first })).body;
+    await call('PUT', '/drive/text', { path: `damaged-version-${stamp}/a.txt`, content: 'second' });
+    const [version] = (await call('GET', `/drive/${written.id}/versions`)).body.versions;
+    const blob = path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive', accountId, sha(first).slice(0, 2), sha(first));
+    fs.writeFileSync(blob, Buffer.from(first.toUpperCase())); // same length, other bytes
+    try {
+      for (const [method, p] of [
+        ['GET', `/drive/${written.id}/versions/${version.id}`],
+        ['POST', `/drive/${written.id}/versions/${version.id}/restore`],
+      ] as const) {
+        const res = await call(method, p, method === 'POST' ? {} : undefined);
+        expect([p, res.status, res.body.error?.code]).toEqual([p, 500, 'content_damaged']);
+        expect(res.body).toEqual(ERROR_BODY);
+      }
+      // The file is as it was: the damaged bytes were not stored as a new version.
+      expect((await req('GET', `/v1/drive/${written.id}/content`)).bytes.toString()).toBe('second');
+      expect((await call('GET', `/drive/${written.id}/versions`)).body.versions).toHaveLength(1);
+    } finally {
+      fs.writeFileSync(blob, first);
+    }
+    expect((await call('POST', `/drive/${written.id}/versions/${version.id}/restore`, {})).status).toBe(200);
+  });
+
   test('a blob store that cannot take an upload answers 503 storage_unavailable; nothing is written', async () => {
     const tmpDir = path.join(t.env.SVC_DATA_DIR!, 'blobs', 'drive-tmp');
     const name = `unstorable-${Date.now()}.bin`;

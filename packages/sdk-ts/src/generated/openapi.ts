@@ -26910,6 +26910,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -26990,6 +26999,15 @@ export interface operations {
             };
             /** @description Too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -27211,6 +27229,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -27347,6 +27374,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -27474,6 +27510,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -27552,6 +27597,15 @@ export interface operations {
             };
             /** @description Too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -27642,6 +27696,15 @@ export interface operations {
             };
             /** @description Too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -27785,6 +27848,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -27914,6 +27986,15 @@ export interface operations {
             };
             /** @description Too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -28057,6 +28138,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -28146,6 +28236,15 @@ export interface operations {
             };
             /** @description Too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -28280,6 +28379,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -28389,6 +28497,15 @@ export interface operations {
             };
             /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -28516,6 +28633,15 @@ export interface operations {
             };
             /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -29638,6 +29764,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -29857,6 +29992,15 @@ export interface operations {
             };
             /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -30401,6 +30545,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -30519,6 +30672,15 @@ export interface operations {
             };
             /** @description Over the account’s content writes a minute: `write_rate_exceeded`, with `Retry-After` (seconds until the minute is over); or too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -30730,6 +30892,15 @@ export interface operations {
             };
             /** @description Too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -33346,6 +33517,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A backend the operation needs is unavailable or busy (`unavailable`, `database_busy`), or the gateway is stopping; retry after `Retry-After` (seconds). */
             503: {
                 headers: {
@@ -33426,6 +33606,15 @@ export interface operations {
             };
             /** @description Too many requests. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help. */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

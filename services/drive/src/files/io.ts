@@ -27,9 +27,21 @@ export async function readBytes(drive: DriveDomain, row: ItemRow, max = TOOL_MAX
   return readBlob(drive, row.account_id, row.sha256!);
 }
 
+/**
+ * A blob's bytes (a few MiB at most: every caller bounds the size first), checked against its
+ * SHA-256, which is its name: damaged content is refused (500 `content_damaged`), never returned,
+ * so that nothing built from it (a restored version, a copy of a site file's text) stores it again.
+ */
 export async function readBlob(drive: DriveDomain, accountId: string, sha256: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const c of await drive.blobs.get(contentKey(accountId, sha256))) chunks.push(c as Buffer);
+  const hash = createHash('sha256');
+  for await (const c of await drive.blobs.get(contentKey(accountId, sha256))) {
+    chunks.push(c as Buffer);
+    hash.update(c as Buffer);
+  }
+  if (hash.digest('hex') !== sha256) {
+    throw new DomainError('internal', 'content_damaged', 'The stored content does not match the file; it was not used.');
+  }
   return Buffer.concat(chunks);
 }
 

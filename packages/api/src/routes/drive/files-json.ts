@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 import { route } from '../../route.js';
 import { DriveItem, QUOTA_ERRORS } from './files.js';
-import { fileParams, IfMatch, ifMatchOf, itemReply } from './kit.js';
+import { CONTENT_DAMAGED, fileParams, IfMatch, ifMatchOf, itemReply } from './kit.js';
 import { KEY } from './kit.js';
 
 const Pointer = z
@@ -17,12 +17,13 @@ export const driveJsonRoutes = [
     ...KEY,
     id: 'drive.readJson',
     statuses: {
+      500: CONTENT_DAMAGED,
       422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
     },
     method: 'get',
     path: '/drive/:id/json',
     summary: 'The value at a JSON Pointer in a JSON file (the whole document without one); 422 when nothing is there.',
-    errors: ['item_not_found', 'json_too_deep', 'pointer_not_found'],
+    errors: ['content_damaged', 'item_not_found', 'json_too_deep', 'pointer_not_found'],
     params: fileParams,
     query: z.object({ pointer: Pointer.default('') }),
     response: z.object({ value: z.unknown().describe('The value.'), etag: z.string() }).meta({ id: 'DriveJsonValue' }),
@@ -36,6 +37,7 @@ export const driveJsonRoutes = [
     ...KEY,
     id: 'drive.setJson',
     statuses: {
+      500: CONTENT_DAMAGED,
       ...QUOTA_ERRORS,
       422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
     },
@@ -43,7 +45,7 @@ export const driveJsonRoutes = [
     effect: 'updates',
     path: '/drive/:id/json',
     summary: 'Set the value at a JSON Pointer in a JSON file (a member is added or replaced; "/list/-" appends), writing a new version.',
-    errors: ['item_not_found'],
+    errors: ['content_damaged', 'item_not_found'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -68,13 +70,14 @@ export const driveJsonRoutes = [
     ...KEY,
     id: 'drive.deleteJson',
     statuses: {
+      500: CONTENT_DAMAGED,
       ...QUOTA_ERRORS,
       422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
     },
     method: 'delete',
     path: '/drive/:id/json',
     summary: 'Remove the member or array element at a JSON Pointer from a JSON file (nothing there: nothing written, still 200).',
-    errors: ['item_not_found'],
+    errors: ['content_damaged', 'item_not_found'],
     params: fileParams,
     query: z.object({ pointer: Pointer.refine((v) => v !== '', 'the whole document cannot be removed') }),
     headers: IfMatch,
@@ -89,6 +92,7 @@ export const driveJsonRoutes = [
     ...KEY,
     id: 'drive.mergeJson',
     statuses: {
+      500: CONTENT_DAMAGED,
       ...QUOTA_ERRORS,
       422: 'The file is not valid JSON or nests too deep, or nothing is at the pointer (`invalid_json`, `json_too_deep`, `pointer_not_found`).',
     },
@@ -96,7 +100,7 @@ export const driveJsonRoutes = [
     effect: 'updates',
     path: '/drive/:id/json',
     summary: 'Apply an RFC 7396 JSON merge patch to a JSON file (null removes a member), writing a new version.',
-    errors: ['invalid_json', 'item_not_found', 'json_too_deep'],
+    errors: ['content_damaged', 'invalid_json', 'item_not_found', 'json_too_deep'],
     params: fileParams,
     headers: IfMatch,
     body: z

@@ -5,7 +5,7 @@ import type { drive } from '@svc/proto';
 
 import { route, Success, Timestamp } from '../../route.js';
 import { DriveItem, QUOTA_ERRORS } from './files.js';
-import { DrivePath, FileId, fileParams, idParams, IfMatch, ifMatchOf, itemReply, KEY, ProjectQuery } from './kit.js';
+import { CONTENT_DAMAGED, DrivePath, FileId, fileParams, idParams, IfMatch, ifMatchOf, itemReply, KEY, ProjectQuery } from './kit.js';
 
 const Diff = z
   .object({
@@ -123,12 +123,12 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.appendCsv',
-    statuses: QUOTA_ERRORS,
+    statuses: { ...QUOTA_ERRORS, 500: CONTENT_DAMAGED },
     method: 'post',
     effect: 'updates',
     path: '/drive/:id/csv',
     summary: 'Append rows to a CSV file (RFC 4180 quoting), each on a line of its own.',
-    errors: ['item_not_found'],
+    errors: ['content_damaged', 'item_not_found'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -146,10 +146,11 @@ export const driveMoreRoutes = [
   route({
     ...KEY,
     id: 'drive.versions.diff',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'get',
     path: '/drive/:id/versions/:versionId/diff',
     summary: 'A unified diff from an earlier version of a text file to its current content: what changed since.',
-    errors: ['item_not_found', 'version_not_found'],
+    errors: ['content_damaged', 'item_not_found', 'version_not_found'],
     params: z.object({
       id: FileId,
       versionId: z

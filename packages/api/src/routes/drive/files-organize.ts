@@ -6,6 +6,7 @@ import type { drive_files } from '@svc/proto';
 import { ListQuery, Nullable, route, Success, Timestamp } from '../../route.js';
 import { DriveItem, driveItem, QUOTA_ERRORS } from './files.js';
 import {
+  CONTENT_DAMAGED,
   DrivePath,
   FileId,
   fileParams,
@@ -273,10 +274,11 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.versions.get',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'get',
     path: '/drive/:id/versions/:versionId',
     summary: 'An earlier version of a file with its content (text as is, binary as base64; at most 5 MiB).',
-    errors: ['item_not_found', 'version_not_found'],
+    errors: ['content_damaged', 'item_not_found', 'version_not_found'],
     params: versionParams,
     response: z.object({ version: Version, content: z.string(), encoding: z.enum(['utf8', 'base64']) }).meta({ id: 'DriveVersionContent' }),
     handler: {
@@ -288,12 +290,12 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.versions.restore',
-    statuses: QUOTA_ERRORS,
+    statuses: { ...QUOTA_ERRORS, 500: CONTENT_DAMAGED },
     method: 'post',
     effect: 'updates',
     path: '/drive/:id/versions/:versionId/restore',
     summary: 'Make an earlier version the file’s content again (as a new write: the content it replaces becomes a version).',
-    errors: ['item_not_found', 'precondition_failed'],
+    errors: ['content_damaged', 'item_not_found', 'precondition_failed'],
     params: versionParams,
     headers: IfMatch,
     body: z.object({}).strict().optional(),
@@ -377,13 +379,14 @@ export const driveOrganizeRoutes = [
     ...KEY,
     id: 'drive.zip',
     statuses: {
+      500: CONTENT_DAMAGED,
       412: 'An item of that name is in the target folder (`name_taken`, with its current version).',
     },
     method: 'post',
     effect: 'creates',
     path: '/drive/:id/zip',
     summary: 'Zip a folder with everything in it into a new file (default: "<folder>.zip" next to the folder; at most 5 MiB of files).',
-    errors: ['item_not_found', 'name_taken'],
+    errors: ['content_damaged', 'item_not_found', 'name_taken'],
     params: folderParams,
     body: z
       .object({
@@ -403,14 +406,14 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.extract',
-    statuses: QUOTA_ERRORS,
+    statuses: { ...QUOTA_ERRORS, 500: CONTENT_DAMAGED },
     method: 'post',
     effect: 'creates',
     path: '/drive/:id/extract',
     summary:
       'Extract a zip, tar or tar.gz file into a folder: a new folder named after the archive, next to it, unless `parentId` names one. ' +
       'Entries leaving their folder ("..") fail the whole call before anything is written.',
-    errors: ['invalid_archive', 'invalid_name', 'item_not_found', 'quota_exceeded'],
+    errors: ['content_damaged', 'invalid_archive', 'invalid_name', 'item_not_found', 'quota_exceeded'],
     params: fileParams,
     body: z
       .object({

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { route } from '../../route.js';
 import { DriveItem, QUOTA_ERRORS } from './files.js';
 import { driveItem } from './files.js';
-import { DrivePath, FileId, fileParams, FolderId, IfMatch, ifMatchOf, itemReply, ProjectQuery, QueryBool } from './kit.js';
+import { CONTENT_DAMAGED, DrivePath, FileId, fileParams, FolderId, IfMatch, ifMatchOf, itemReply, ProjectQuery, QueryBool } from './kit.js';
 import { KEY } from './kit.js';
 
 const Etag = z.string().describe('The ETag of the version read (for If-Match on a write).');
@@ -15,6 +15,7 @@ export const driveTextRoutes = [
     ...KEY,
     id: 'drive.grep',
     statuses: {
+      500: CONTENT_DAMAGED,
       422: 'The search passed its time limit (`grep_timeout`): narrow it or simplify the pattern.',
     },
     method: 'get',
@@ -22,7 +23,7 @@ export const driveTextRoutes = [
     summary:
       'Search the text of the files under a folder (or the whole drive): each matching line with the file’s id and path, ' +
       'its line and column. Binary files and files over 5 MiB are skipped. A search that runs past its time limit answers 422 grep_timeout.',
-    errors: ['concurrency_limit', 'grep_timeout', 'invalid_pattern', 'item_not_found'],
+    errors: ['concurrency_limit', 'content_damaged', 'grep_timeout', 'invalid_pattern', 'item_not_found'],
     query: z.object({
       pattern: z.string().min(1).max(1000).describe('The text to find (a literal unless regex=true).'),
       regex: QueryBool.describe(
@@ -67,10 +68,11 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.diff',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'get',
     path: '/drive/diff',
     summary: 'A unified diff of two text files (`from` → `to`), with counts of lines added and removed.',
-    errors: ['item_not_found'],
+    errors: ['content_damaged', 'item_not_found'],
     query: z.object({
       from: FileId.describe('The old file.'),
       to: FileId.describe('The new file.'),
@@ -129,10 +131,11 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.readLines',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'get',
     path: '/drive/:id/lines',
     summary: 'Lines of a text file, numbered from 1: `start` to `end` (default: all; at most 2,000 lines per call), with the total.',
-    errors: ['item_not_found'],
+    errors: ['content_damaged', 'item_not_found'],
     params: fileParams,
     query: z.object({
       start: z.coerce.number().int().min(1).default(1).describe('The first line to read, 1-based (default 1).'),
@@ -151,10 +154,11 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.textStats',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'get',
     path: '/drive/:id/stats',
     summary: 'Counts of a text file: lines, words, characters, bytes, its line endings and whether it ends with a newline.',
-    errors: ['item_not_found', 'not_text'],
+    errors: ['content_damaged', 'item_not_found', 'not_text'],
     params: fileParams,
     response: z
       .object({
@@ -176,10 +180,11 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.readCsv',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'get',
     path: '/drive/:id/csv',
     summary: 'A CSV file as rows of cells (RFC 4180 quoting), a page at a time; the header row as the columns.',
-    errors: ['item_not_found'],
+    errors: ['content_damaged', 'item_not_found'],
     params: fileParams,
     query: z.object({
       header: z
@@ -209,11 +214,12 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.append',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'post',
     effect: 'updates',
     path: '/drive/:id/append',
     summary: 'Append text to a text file (a new version). With `newline`, the text starts on a new line.',
-    errors: ['item_not_found', 'locked', 'precondition_failed'],
+    errors: ['content_damaged', 'item_not_found', 'locked', 'precondition_failed'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -234,13 +240,14 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.edit',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'post',
     effect: 'updates',
     path: '/drive/:id/edit',
     summary:
       'Replace exact text in a text file: `find` must occur exactly `expectedOccurrences` times (default 1), else 422 and ' +
       'nothing is written; `replaceAll` replaces every occurrence.',
-    errors: ['item_not_found', 'occurrences_mismatch', 'text_not_found'],
+    errors: ['content_damaged', 'item_not_found', 'occurrences_mismatch', 'text_not_found'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -284,13 +291,14 @@ export const driveTextRoutes = [
     ...KEY,
     id: 'drive.replaceLines',
     statuses: {
+      500: CONTENT_DAMAGED,
       422: 'The lines are outside the file (`line_out_of_range`, with `details.totalLines`).',
     },
     method: 'patch',
     effect: 'updates',
     path: '/drive/:id/lines',
     summary: 'Replace lines `start`–`end` (1-based, inclusive) of a text file with `text` ("" deletes them).',
-    errors: ['item_not_found', 'line_out_of_range'],
+    errors: ['content_damaged', 'item_not_found', 'line_out_of_range'],
     params: fileParams,
     headers: IfMatch,
     body: z
@@ -313,11 +321,12 @@ export const driveTextRoutes = [
   route({
     ...KEY,
     id: 'drive.insertLines',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'post',
     effect: 'updates',
     path: '/drive/:id/lines',
     summary: 'Insert lines into a text file after line `after` (0: at the top).',
-    errors: ['item_not_found'],
+    errors: ['content_damaged', 'item_not_found'],
     params: fileParams,
     headers: IfMatch,
     body: z

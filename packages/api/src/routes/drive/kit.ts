@@ -9,6 +9,13 @@ import { FileId, FolderId, ItemId } from './ids.js';
 
 export { FileId, FolderId, ItemId, Name } from './ids.js';
 
+/**
+ * The 500 of an operation that reads a file's content in the drive service: the bytes it stored no
+ * longer match the file (its SHA-256), and nothing was read from or built on them.
+ */
+export const CONTENT_DAMAGED =
+  'The file’s stored content no longer matches it (`content_damaged`): nothing was read from it or written; a retry will not help.';
+
 export const idParams = z.object({ id: ItemId.describe('The item’s id (file_… or fld_…).') });
 export const fileParams = z.object({ id: FileId.describe('The file’s id (file_…).') });
 export const folderParams = z.object({ id: FolderId.describe('The folder’s id (fld_…).') });

@@ -4,6 +4,7 @@ import type { drive_sites } from '@svc/proto';
 
 import { type Route, route, Success, Timestamp } from '../../route.js';
 import { DeploymentId, SiteId } from './ids.js';
+import { CONTENT_DAMAGED } from './kit.js';
 import { Site, siteView, Slug } from './sites.js';
 
 /**
@@ -107,10 +108,11 @@ export const sitesManageRoutes = [
   route({
     ...KEY,
     id: 'sites.files.read',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'get',
     path: '/sites/:id/files',
     summary: 'Read one file of a deployment (default: the one served) by its path in the site: text as is, other content base64 (at most 5 MiB).',
-    errors: ['file_not_found', 'invalid_path', 'site_not_found'],
+    errors: ['content_damaged', 'file_not_found', 'invalid_path', 'site_not_found'],
     params,
     query: z.object({
       path: z.string().min(1).max(1025).describe('The file’s path in the site ("index.html", "css/site.css").'),
@@ -128,12 +130,13 @@ export const sitesManageRoutes = [
   route({
     ...KEY,
     id: 'sites.links.check',
+    statuses: { 500: CONTENT_DAMAGED },
     method: 'get',
     path: '/sites/:id/links',
     summary:
       'Check the links of a deployment’s HTML pages (href and src within the site): each one naming no file, folder index or redirect of the site, ' +
       'with the page and the path it resolves to.',
-    errors: ['site_not_found'],
+    errors: ['content_damaged', 'site_not_found'],
     params,
     query: z.object({ deploymentId: OptionalDeployment }),
     response: z
