@@ -27,6 +27,11 @@ export interface EventsAnswer {
 export const contentAnswer = (download: Download): ContentAnswer => ({ $content: true, download });
 export const eventsAnswer = (events: AsyncIterable<StreamEvent>): EventsAnswer => ({ $events: true, events });
 
+/** What takes an answer's headers: an HTTP response (node's and express's have this method). */
+export interface HeaderSink {
+  setHeader(name: string, value: string): unknown;
+}
+
 /** What an operation answered, for a front to write in its own protocol. */
 export type Answer =
   | { kind: 'json'; status: number; headers: Readonly<Record<string, string>>; body: unknown; text?: string }

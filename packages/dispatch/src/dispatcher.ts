@@ -4,7 +4,7 @@ import { DomainError, type Logger, type Principal, type Registry } from '@svc/ki
 
 import { checkPrincipal } from './access.js';
 import { AnswerCache } from './answer-cache.js';
-import { type Answer, answerOf } from './answers.js';
+import { type Answer, answerOf, type HeaderSink } from './answers.js';
 import { type IdempotencyClaim, idempotent, takesIdempotencyKey } from './idempotency.js';
 import { type RawInput, validateInput } from './input.js';
 import type { Admission, OperationClass, RateLimiter } from './rate-limits.js';
@@ -47,9 +47,10 @@ export interface Invocation {
   /**
    * Where the dispatcher's policies set headers of the answer, decided before the operation runs and
    * kept on a refusal too: the rate limit's `RateLimit` and `RateLimit-Policy`, a replay's
-   * `Idempotent-Replayed`. A front whose protocol has no headers leaves it out.
+   * `Idempotent-Replayed` (an HTTP front passes its response). A front whose protocol has no
+   * headers leaves it out.
    */
-  setHeader?(name: string, value: string): void;
+  headers?: HeaderSink;
   /**
    * The caller acts read-only (MCP's read-only mode, docs/mcp.md): an operation whose effect is not
    * `reads` is refused (403 `read_only_mode`), whatever the front. A read-only token's principal
@@ -141,7 +142,7 @@ export class Dispatcher {
     // idempotency key, then the operation's own rules (its invoker).
     if (this.options.limiter && inv.auth && !inv.metered && !route.internal) {
       try {
-        const metering = this.meter(route, inv.auth.principal, inv.setHeader);
+        const metering = this.meter(route, inv.auth.principal, inv.headers);
         if (metering) {
           const run = invoker;
           return metering.then(() => this.keyed(route, run, raw, inv));
@@ -164,11 +165,11 @@ export class Dispatcher {
    * throws the 429 when a bucket is empty. Synchronous while the replica's leases last (no promise
    * on most calls); nothing without a limiter.
    */
-  meter(what: Route | OperationClass, principal: Principal, setHeader?: (name: string, value: string) => void): void | Promise<void> {
+  meter(what: Route | OperationClass, principal: Principal, headers?: HeaderSink): void | Promise<void> {
     const limiter = this.options.limiter;
     if (!limiter) return;
     const settle = (admission: Admission) => {
-      if (setHeader) for (const [k, v] of Object.entries(admission.headers)) setHeader(k, v);
+      if (headers) for (const [k, v] of Object.entries(admission.headers)) headers.setHeader(k, v);
       if (admission.denied) throw admission.denied;
     };
     const admitted = limiter.admit(what, principal);

@@ -22,7 +22,7 @@ import type { Content, Route } from '@svc/api';
 import { keysClient } from '@svc/clients';
 import { DomainError, ERROR_KINDS, type ErrorCode, type ErrorKind, isErrorKind, type Logger, type Registry } from '@svc/kit';
 
-import type { Answer } from './answers.js';
+import type { Answer, HeaderSink } from './answers.js';
 import type { RawInput } from './input.js';
 
 /** An invocation's idempotency key, as the caller gave it (the keys service checks its form). */
@@ -113,7 +113,10 @@ for (const [kind, k] of Object.entries(ERROR_KINDS) as Array<[ErrorKind, { http:
   if (!KIND_BY_STATUS.has(k.http)) KIND_BY_STATUS.set(k.http, kind);
 }
 
-/** Headers of a recorded answer that a replay does not repeat: its own rate limit is its own. */
+/**
+ * Headers of a recorded answer that a replay does not repeat: its own rate limit is its own, and
+ * the front sets the content type it writes (records made by the API front before this policy hold both).
+ */
 const NOT_REPLAYED = new Set(['ratelimit', 'ratelimit-policy', 'content-type']);
 
 export interface IdempotencyDeps {
@@ -125,7 +128,7 @@ export interface IdempotencyDeps {
 interface KeyedCall {
   requestId: string;
   auth?: { token: string };
-  setHeader?(name: string, value: string): void;
+  headers?: HeaderSink;
 }
 
 const reused = () =>
@@ -209,7 +212,7 @@ async function replay(
   inv: KeyedCall,
 ): Promise<Answer> {
   if (route.content && raw.content && (await hashContent(await raw.content())) !== a.contentSha256) throw reused();
-  inv.setHeader?.(REPLAYED, 'true');
+  inv.headers?.setHeader(REPLAYED, 'true');
   const text = Buffer.from(a.body).toString('utf8');
   if (a.status >= 400) {
     const e = (JSON.parse(text) as RecordedError).error;

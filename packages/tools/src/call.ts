@@ -24,7 +24,7 @@ export interface ToolContext {
    * directly would.
    */
   metered?: boolean;
-  /** This call comes from a script (code mode): metered by the dispatcher, and under no idempotency key. */
+  /** This call comes from a script (code mode; `metered` is false for it): under no idempotency key. */
   fromScript?: boolean;
   /**
    * The client's idempotency key for this call (MCP: `params._meta["io.svc/idempotency-key"]` of a
@@ -71,7 +71,7 @@ export function scriptTools(dispatcher: Dispatcher, catalogue: ToolCatalogue, ct
         const refused = new DomainError('forbidden', 'tool_not_allowed', `${inner} runs a script, and a script does not start another.`);
         return { result: toolError(refused, ctx).structuredContent, isError: true };
       }
-      const r = await callTool(dispatcher, catalogue, name, args, { ...ctx, view, signal, fromScript: true });
+      const r = await callTool(dispatcher, catalogue, name, args, { ...ctx, view, signal, fromScript: true, metered: false });
       return { result: r.structuredContent, isError: r.isError };
     },
   };
@@ -259,7 +259,7 @@ export async function callTool(dispatcher: Dispatcher, catalogue: ToolCatalogue,
       tools,
       // The request a key names is the operation and its input, as the API's (the same call through call_tool is the same).
       idempotency: key === undefined ? undefined : { key },
-      metered: ctx.fromScript ? false : ctx.metered,
+      metered: ctx.metered,
       // Read-only mode holds at the dispatcher too (the view's check above names the tool).
       readOnly: ctx.view?.readOnly,
     });

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 
 import type { Dispatcher } from '@svc/dispatch';
-import { DomainError, type Logger, type Registry } from '@svc/kit';
+import { DomainError, type Logger } from '@svc/kit';
 
 import type { Authenticator } from './auth.js';
 import { mountApi } from './fronts/api/index.js';
@@ -11,7 +11,6 @@ import { sendDomainError, sendError } from './replies.js';
 
 export interface GatewayDeps {
   log: Logger;
-  registry: Registry;
   /** The process's one dispatcher (createDispatcher), shared by every front. */
   dispatcher: Dispatcher;
   auth: Authenticator;

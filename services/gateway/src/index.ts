@@ -183,7 +183,6 @@ export async function startGateway(deps: {
   });
   const app = createApp({
     log,
-    registry: deps.registry,
     dispatcher,
     auth,
     bodyLimit: deps.settings.SVC_BODY_LIMIT,

@@ -54,6 +54,10 @@ export interface Place {
 
 const COLUMNS = `id, account_id, project_id, parent_id, name, kind, size, content_type, sha256, version,
   created_at, updated_at, created_by, updated_by`;
+/** The same columns of `drive.items i`, for a statement that joins the item with another table. */
+const ITEM_COLUMNS_OF_I = COLUMNS.split(',')
+  .map((c) => `i.${c.trim()}`)
+  .join(', ');
 
 const json = <T>(v: unknown): T => (typeof v === 'string' ? (JSON.parse(v) as T) : (v as T));
 
@@ -239,9 +243,7 @@ export class DriveStore {
    */
   async byIdWithCrc32(q: Queryable, accountId: string, id: string): Promise<(ItemRow & { crc32: number | null }) | null> {
     const rows = await q.query<ItemRow & { crc32: string | number | null }>(
-      `SELECT ${COLUMNS.split(',')
-        .map((c) => `i.${c.trim()}`)
-        .join(', ')}, b.crc32
+      `SELECT ${ITEM_COLUMNS_OF_I}, b.crc32
          FROM drive.items i LEFT JOIN drive.blobs b ON b.account_id = i.account_id AND b.sha256 = i.sha256
         WHERE i.id = $1 AND i.account_id = $2`,
       [id, accountId],

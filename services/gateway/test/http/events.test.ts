@@ -59,7 +59,7 @@ beforeAll(async () => {
       },
     },
   });
-  const app = createApp({ log, registry, dispatcher, auth, bodyLimit: '1mb' });
+  const app = createApp({ log, dispatcher, auth, bodyLimit: '1mb' });
   server = http.createServer(app);
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -2,7 +2,7 @@
  * The HTTP JSON API: the route table over HTTP. This front reads a request the way its operation
  * declares (JSON, raw bytes, a multipart form), authenticates it, hands it to the dispatcher and
  * writes the answer; the rules themselves are the dispatcher's, rate limits and Idempotency-Key
- * included (its policies set the headers they decide through Invocation.setHeader).
+ * included (its policies set the headers they decide on the response: Invocation.headers).
  */
 import type { IncomingMessage } from 'node:http';
 
@@ -92,11 +92,11 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
         if (transfers && auth) deps.auth.holdResponse(auth, res);
         // req.query parses the query string on each read: only for operations that take a query.
         if (route.query) checkQueryUtf8(req.url);
-        const header = takesKey ? req.headers[IDEMPOTENCY_HEADER] : undefined;
+        const idempotencyKey = takesKey ? req.headers[IDEMPOTENCY_HEADER] : undefined;
         const raw: RawInput = {
           params: req.params,
           // A keyed request's query is part of what the key names, declared or not.
-          query: route.query || (header !== undefined && req.url.includes('?')) ? (req.query as Record<string, unknown>) : undefined,
+          query: route.query || (idempotencyKey !== undefined && req.url.includes('?')) ? (req.query as Record<string, unknown>) : undefined,
           headers: req.headers,
           body: empty.has(req) ? undefined : req.body,
         };
@@ -114,9 +114,9 @@ export function mountApi(app: express.Express, deps: ApiDeps): void {
           auth,
           head: req.method === 'HEAD',
           stream: route.events !== undefined && wantsEventStream(req),
-          setHeader: (name, value) => void res.setHeader(name, value),
+          headers: res,
         };
-        if (header !== undefined) inv.idempotency = { key: Array.isArray(header) ? header.join(',') : header };
+        if (idempotencyKey !== undefined) inv.idempotency = { key: Array.isArray(idempotencyKey) ? idempotencyKey.join(',') : idempotencyKey };
         let answer: Answer;
         try {
           answer = await deps.dispatcher.invoke(route, raw, inv);

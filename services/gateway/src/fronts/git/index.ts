@@ -130,11 +130,7 @@ export function mountGit(app: express.Express, deps: GitDeps): void {
       checkPrincipal(auth.principal, GIT_ACCESS);
       // The API's buckets, through the dispatcher: a push's requests are `write`, a fetch's `read`.
       // The drive and profile calls a request then makes are internal operations, which draw nothing more.
-      const metering = deps.dispatcher.meter(
-        req.url.includes('git-receive-pack') ? 'write' : 'read',
-        auth.principal,
-        (k, v) => void res.setHeader(k, v),
-      );
+      const metering = deps.dispatcher.meter(req.url.includes('git-receive-pack') ? 'write' : 'read', auth.principal, res);
       if (metering) await metering;
       // A clone or push in flight is cut if its key is revoked or expires (git is killed with it).
       deps.auth.holdResponse(auth, res);

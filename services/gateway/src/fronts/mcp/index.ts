@@ -151,7 +151,7 @@ export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
     // draws on the buckets of its operation's class, as the same call over the API would (its
     // invocation then draws nothing more); listing, searching, the protocol's own messages and a
     // message refused as unreadable are reads.
-    const metering = dispatcher.meter(mcpClass('message' in read ? read.message : undefined), verified.principal, (k, v) => void res.setHeader(k, v));
+    const metering = dispatcher.meter(mcpClass('message' in read ? read.message : undefined), verified.principal, res);
     if (metering) await metering;
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && FORWARDED.test(name)) headers[name] = value;

@@ -84,7 +84,7 @@ export function mountDav(app: express.Express, deps: DavDeps): void {
       deps.auth.holdResponse(auth, res);
       // The API's buckets, through the dispatcher: reading methods are `read`, the rest `write`. The
       // drive calls a method makes are internal operations, which draw nothing more.
-      await deps.dispatcher.meter(DAV_READS.has(req.method) ? 'read' : 'write', auth.principal, (k, v) => void res.setHeader(k, v));
+      await deps.dispatcher.meter(DAV_READS.has(req.method) ? 'read' : 'write', auth.principal, res);
       await handle(new DavRequest(deps, req, res, auth, target));
     };
     run().catch((err: unknown) => {
