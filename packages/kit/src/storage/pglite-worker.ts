@@ -9,6 +9,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 
 import { PGlite } from '@electric-sql/pglite';
 
+import { PreparedStatements } from './pglite-prepared.js';
+
 export type PgliteRequest =
   { id: number; op: 'query'; text: string; params?: unknown[] } | { id: number; op: 'exec'; text: string } | { id: number; op: 'close' };
 
@@ -51,12 +53,13 @@ async function main(): Promise<void> {
     port.postMessage({ op: 'failed', error: errorData(err) } satisfies PgliteReply);
     return;
   }
+  const prepared = new PreparedStatements(db);
   let chain = Promise.resolve();
   port.on('message', (m: PgliteRequest) => {
     chain = chain.then(async () => {
       let reply: PgliteReply;
       try {
-        if (m.op === 'query') reply = { op: 'done', id: m.id, rows: (await db.query(m.text, m.params)).rows };
+        if (m.op === 'query') reply = { op: 'done', id: m.id, rows: await prepared.query(m.text, m.params) };
         else if (m.op === 'exec') {
           await db.exec(m.text);
           reply = { op: 'done', id: m.id };
