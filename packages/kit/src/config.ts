@@ -48,6 +48,11 @@ const EnvSchema = z
     // Work whose cost a caller chooses (sandbox runs, grep) runs this much nicer than the request
     // path, so that a flood of it cannot take the CPU from other tenants' requests (0: the same).
     SVC_HEAVY_WORK_NICE: z.coerce.number().int().min(0).max(19).default(10),
+    // How far V8 lets the old generation grow past what its last full collection kept, in percent
+    // (V8's --heap-growing-percent; 0: V8's own choice). Its own choice here was ~55%: buffers
+    // that a collection of the young generation had not freed yet then counted against that room,
+    // and it marked the whole heap every ~10 MB of content moved (apps/stack/src/index.ts).
+    SVC_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(100),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     DATABASE_URL: url(['postgres://', 'postgresql://']),
     REDIS_URL: url(['redis://', 'rediss://']),
