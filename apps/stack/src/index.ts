@@ -75,7 +75,8 @@ export async function startStack(
   const config = loadConfig(env);
   // V8 reads it whenever it sets the heap's next limit, so it works set now (issue 36: a 1 MiB
   // upload's CPU fell by a sixth to a quarter, full collections from ~26 to ~3 per 200 uploads).
-  if (config.SVC_HEAP_GROWING_PERCENT) v8.setFlagsFromString(`--heap-growing-percent=${config.SVC_HEAP_GROWING_PERCENT}`);
+  // Set always, 0 too (V8's own choice), so that the value a stack is given is the one in force.
+  v8.setFlagsFromString(`--heap-growing-percent=${config.SVC_HEAP_GROWING_PERCENT}`);
   // Each service's own settings (a module's `settings`), every module's, so that a bad value stops
   // any start as the shared ones do. Read from `env`, then the process environment.
   const settings: Record<string, unknown> = loadSettings(

@@ -5,19 +5,18 @@
  * text again every time and enters PostgreSQL once per protocol message (Parse, Describe, Bind,
  * Describe, Execute, Sync); a short statement costs a third of that this way.
  *
- * Bounded as on a server: the first MAX_PREPARED distinct texts are prepared, later ones run
- * through `query`. A statement a migration made stale ("cached plan must not change result
+ * Named and bounded as on a server (statement-names.ts): texts beyond the bound run through
+ * `query`. A statement a migration made stale ("cached plan must not change result
  * type", 0A000) runs through `query` from then on, retried at once outside a transaction.
  */
 import { parse, type PGlite, protocol } from '@electric-sql/pglite';
 
-const MAX_PREPARED = 500;
+import { statementNames } from './statement-names.js';
 
 type Messages = Awaited<ReturnType<PGlite['execProtocolStream']>>;
 type Serializer = (value: unknown) => string;
 
 interface Statement {
-  name: string;
   /** How each parameter is sent as text, by the type PostgreSQL inferred for it. */
   serializers: Array<Serializer | undefined>;
   /** The rows' description (absent: the statement answers no rows). */
@@ -39,48 +38,41 @@ const SYNC = serialize.sync();
 const EXECUTE = serialize.execute({});
 
 export class PreparedStatements {
-  /** By text: the statement, or null when the text runs unprepared. */
-  private readonly statements = new Map<string, Statement | null>();
-  private named = 0;
+  private readonly names = statementNames();
+  /** By name: what the statement was described as, once prepared. */
+  private readonly prepared = new Map<string, Statement>();
 
   constructor(private readonly db: PGlite) {}
 
   /** The rows `text` answers with `params` (none for a statement that answers no rows). */
   async query(text: string, params: unknown[] = []): Promise<unknown[]> {
-    let st = this.statements.get(text);
-    if (st === undefined) st = await this.prepare(text);
-    if (!st) return (await this.db.query(text, params)).rows;
+    const name = this.names(text);
+    if (!name) return (await this.db.query(text, params)).rows;
+    const st = this.prepared.get(name) ?? (await this.prepare(name, text));
     const values = params.map((v, i) => (v === null || v === undefined ? null : (st.serializers[i]?.(v) ?? String(v))));
     let messages: Messages;
     try {
-      messages = await this.db.execProtocolStream(concat([serialize.bind({ statement: st.name, values }), EXECUTE, SYNC]), { syncToFs: false });
+      messages = await this.db.execProtocolStream(concat([serialize.bind({ statement: name, values }), EXECUTE, SYNC]), { syncToFs: false });
     } catch (err) {
       if ((err as { code?: string }).code !== '0A000') throw err;
-      this.statements.set(text, null);
+      this.names.disable(text);
       if (this.db.isInTransaction()) throw err;
       return (await this.db.query(text, params)).rows;
     }
     return parse.parseResults(st.rows ? [st.rows, ...messages] : messages, this.db.parsers)[0]?.rows ?? [];
   }
 
-  private async prepare(text: string): Promise<Statement | null> {
-    if (this.named >= MAX_PREPARED) {
-      this.statements.set(text, null);
-      return null;
-    }
-    const name = `svc_${this.named}`;
-    // A text that does not parse throws here and is tried again next time (it is not remembered).
+  /** Parses and describes `text` as `name`; a text that does not parse throws, and is tried again next time. */
+  private async prepare(name: string, text: string): Promise<Statement> {
     const described = await this.db.execProtocolStream(concat([serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), SYNC]), {
       syncToFs: false,
     });
-    this.named++;
     const params = described.find((m) => m.name === 'parameterDescription') as { dataTypeIDs: number[] } | undefined;
     const st: Statement = {
-      name,
       serializers: (params?.dataTypeIDs ?? []).map((t) => this.db.serializers[t] as Serializer | undefined),
       rows: described.find((m) => m.name === 'rowDescription'),
     };
-    this.statements.set(text, st);
+    this.prepared.set(name, st);
     return st;
   }
 }

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { databaseUnavailable } from '../errors.js';
 import { observePool } from '../tracing/metrics.js';
 import { createTxGuard, type GuardMode, pgGuardMode, type TxState } from './sql-guard.js';
+import { statementNames } from './statement-names.js';
 
 export interface Queryable {
   /** One statement with $1-style parameters. */
@@ -27,23 +28,6 @@ export interface Sql extends Queryable {
   tx<T>(fn: (q: Queryable) => Promise<T>, options?: TxOptions): Promise<T>;
   ping(): Promise<void>;
   close(): Promise<void>;
-}
-
-/**
- * Names for prepared statements: a query with parameters is prepared once per connection and
- * then only bound and executed (PostgreSQL skips parsing and planning it; the client sends less).
- * Bounded: the first MAX_PREPARED distinct texts get names, later ones run unprepared, so SQL
- * built at run time cannot grow every connection's statement cache without end.
- */
-const MAX_PREPARED = 500;
-function statementNames(): { (text: string): string | undefined; disable(text: string): void } {
-  const names = new Map<string, string>();
-  const nameOf = (text: string) => {
-    let name = names.get(text);
-    if (name === undefined && names.size < MAX_PREPARED) names.set(text, (name = `svc_${names.size}`));
-    return name || undefined;
-  };
-  return Object.assign(nameOf, { disable: (text: string) => void names.set(text, '') });
 }
 
 export interface PgSqlOptions {
