@@ -4,6 +4,7 @@ import { siteDomains } from './0006-site-domains.js';
 import { siteDomainChecks } from './0007-site-domain-checks.js';
 import { quotas } from './0008-quotas.js';
 import { blobChecksums } from './0009-blob-checksums.js';
+import { usage } from './0010-usage.js';
 
 export const migrations: Migration[] = [
   {
@@ -182,4 +183,5 @@ export const migrations: Migration[] = [
   siteDomainChecks,
   quotas,
   blobChecksums,
+  usage,
 ];

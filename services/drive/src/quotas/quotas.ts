@@ -58,8 +58,12 @@ export async function charge(q: Queryable, accountId: string, limits: QuotaLimit
   }
 }
 
-/** Drops the account's oldest kept versions beyond its version quota; the contents to release. */
-export function trimVersions(q: Queryable, accountId: string, limits: QuotaLimits): Promise<string[]> {
+/**
+ * Drops the account's oldest kept versions beyond its version quota; the contents to release. Only
+ * an account over it has its versions ranked (their count is the account's, not the write's).
+ */
+export async function trimVersions(q: Queryable, accountId: string, limits: QuotaLimits): Promise<string[]> {
+  if ((await store.usage(q, accountId)).versions <= limits.bytesVersions) return [];
   return store.dropOldVersions(q, accountId, limits.bytesVersions);
 }
 
@@ -69,11 +73,7 @@ export function trimVersions(q: Queryable, accountId: string, limits: QuotaLimit
  * are equal.
  */
 export async function quotaOf(q: Queryable, accountId: string, limits: QuotaLimits) {
-  const [bytesLive, bytesVersions, w] = [
-    await store.liveBytes(q, accountId),
-    await store.versionBytes(q, accountId),
-    await store.lastWindow(q, accountId),
-  ];
+  const [{ live: bytesLive, versions: bytesVersions }, w] = [await store.usage(q, accountId), await store.lastWindow(q, accountId)];
   return {
     limits: { bytesLive: limits.bytesLive, bytesVersions: limits.bytesVersions, writesPerMinute: limits.writesPerMinute },
     usage: { bytesLive, bytesVersions, writes: w.writes, windowStart: w.windowStart?.toISOString() ?? '' },

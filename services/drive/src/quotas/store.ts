@@ -20,18 +20,21 @@ const UNREFERENCED = `NOT EXISTS (SELECT 1 FROM drive.items i WHERE i.account_id
 const SECONDS_LEFT = `GREATEST(1, ceil(date_part('epoch', window_start + interval '1 minute' - now())))::int`;
 
 export class QuotaStore {
-  /** Bytes of the account's files, every drive of it. */
-  async liveBytes(q: Queryable, accountId: string): Promise<number> {
-    const rows = await q.query<{ n: string }>(`SELECT COALESCE(sum(size), 0) AS n FROM drive.items WHERE account_id = $1 AND kind = 'file'`, [
-      accountId,
-    ]);
-    return Number(rows[0]!.n);
+  /**
+   * Bytes of the account's files (every drive of it) and of its kept versions: the counters the
+   * triggers on drive.items and drive.versions keep (migration 0010), as this transaction sees them.
+   */
+  async usage(q: Queryable, accountId: string): Promise<{ live: number; versions: number }> {
+    const rows = await q.query<{ bytes_live: string; bytes_versions: string }>(
+      `SELECT bytes_live, bytes_versions FROM drive.usage WHERE account_id = $1`,
+      [accountId],
+    );
+    return { live: Number(rows[0]?.bytes_live ?? 0), versions: Number(rows[0]?.bytes_versions ?? 0) };
   }
 
-  /** Bytes of the account's kept versions. */
-  async versionBytes(q: Queryable, accountId: string): Promise<number> {
-    const rows = await q.query<{ n: string }>(`SELECT COALESCE(sum(size), 0) AS n FROM drive.versions WHERE account_id = $1`, [accountId]);
-    return Number(rows[0]!.n);
+  /** Bytes of the account's files, every drive of it. */
+  async liveBytes(q: Queryable, accountId: string): Promise<number> {
+    return (await this.usage(q, accountId)).live;
   }
 
   /** The account's count as stored: the last minute it wrote in (not moved on by time alone). */
