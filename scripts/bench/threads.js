@@ -45,11 +45,33 @@ const FANOUT_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 20);
 const CANCELS = Number(process.env.BENCH_CANCELS ?? 20);
 const ONLY = process.env.BENCH_ONLY;
 
+/**
+ * Starts a stack process. Its log is read for where each of its services listens ("service
+ * started": the all-in-one process serves them on Unix sockets in a folder of its own), so that a
+ * runtime-only process started next to it can be told (SVC_<NAME>_ADDR); warnings and errors are
+ * passed on to this process's stderr.
+ */
 function spawnStack(env) {
   const child = spawn(process.execPath, ['./apps/stack/dist/main.js'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', SVC_TRADING_ALPACA_URL: 'off', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'info', SVC_TRADING_ALPACA_URL: 'off', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  child.addresses = {};
+  let rest = '';
+  child.stdout.on('data', (chunk) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop();
+    for (const line of lines) {
+      let entry;
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (entry.msg === 'service started' && entry.component && entry.address) child.addresses[entry.component] = entry.address;
+      if (['warn', 'error', 'fatal'].includes(entry.level)) process.stderr.write(`${line}\n`);
+    }
   });
   return child;
 }
@@ -312,7 +334,10 @@ async function main() {
     }
     const one = await runsPerSecond(base, key, agent.id);
     console.log(`runs/s, one process (gateway, services, runtime): ${one.toFixed(1)}`);
-    await start({ SVC_SERVICE: 'runtime' });
+    // The second process reaches the first one's services where they listen, as a runtime Deployment reaches the services by name.
+    const addresses = Object.entries(children[0].addresses).map(([name, address]) => [`SVC_${name.toUpperCase()}_ADDR`, address]);
+    if (!addresses.length) throw new Error('the first process logged no service addresses');
+    await start({ SVC_SERVICE: 'runtime', ...Object.fromEntries(addresses) });
     const two = await runsPerSecond(base, key, agent.id);
     console.log(`runs/s, plus a runtime-only process: ${two.toFixed(1)} (${(((two - one) / one) * 100).toFixed(0)}% more; target ≥ 60%)`);
   } finally {
