@@ -124,6 +124,34 @@ test('zip a folder and extract zip and tar archives (a path leaving its folder f
   expect((await call('POST', `/drive/${notArchive.id}/extract`, {})).status).toBe(400);
 });
 
+test('an extract writes its files a few at a time, each whole; a path named twice is written in order; a taken name fails it', async () => {
+  const many: Array<[string, string]> = Array.from({ length: 30 }, (_, i) => [`many/sub${i % 3}/f${i}.txt`, `content ${i}`]);
+  const dest = (await call('POST', '/drive/folders/path', { path: 'extract-many' })).body.id;
+  const twice = await uploadFile('twice.tar', tarOf([...many, ['many/same.txt', 'first'], ['many/same.txt', 'second']]), { parentId: dest });
+  const ex = await call('POST', `/drive/${twice.body.id}/extract`, { parentId: dest, overwrite: true });
+  expect(ex.status).toBe(201);
+  expect(ex.body).toMatchObject({ files: 32, folders: 4 });
+  for (const [path, content] of many) expect(await text(await idAt(`extract-many/${path}`))).toBe(content);
+  // The later entry of a path named twice is what the file holds.
+  expect(await text(await idAt('extract-many/many/same.txt'))).toBe('second');
+  // Without overwrite, the second entry of that path finds its name taken.
+  const again = await call('POST', `/drive/${twice.body.id}/extract`, {
+    parentId: (await call('POST', '/drive/folders/path', { path: 'extract-again' })).body.id,
+  });
+  expect(again.status).toBe(409);
+  expect(again.body.error.code).toBe('name_taken');
+  expect(await text(await idAt('extract-again/many/same.txt'))).toBe('first');
+
+  // Files written a few at a time: one whose name is taken fails the extract, and the file that held the name is left as it was.
+  const into = (await call('POST', '/drive/folders/path', { path: 'extract-taken' })).body.id;
+  const distinct = await uploadFile('distinct.tar', tarOf(many), { parentId: into });
+  await write('extract-taken/many/sub1/f7.txt', 'mine');
+  const taken = await call('POST', `/drive/${distinct.body.id}/extract`, { parentId: into });
+  expect(taken.status).toBe(409);
+  expect(taken.body.error.code).toBe('name_taken');
+  expect(await text(await idAt('extract-taken/many/sub1/f7.txt'))).toBe('mine');
+});
+
 test('batch delete and move: each item on its own', async () => {
   const a = await write('batch/a.txt', 'a');
   const b = await write('batch/b.txt', 'b');
@@ -164,9 +192,10 @@ test("another account's items are 404 to the organising tools", async () => {
 });
 
 /** A ustar archive of the files given. */
-function tarOf(files: Record<string, string>): Buffer {
+/** A tar of these files, in order (a list may name a path twice). */
+function tarOf(files: Record<string, string> | Array<[string, string]>): Buffer {
   const blocks: Buffer[] = [];
-  for (const [name, content] of Object.entries(files)) {
+  for (const [name, content] of Array.isArray(files) ? files : Object.entries(files)) {
     const h = Buffer.alloc(512);
     h.write(name, 0);
     h.write('0000644\0', 100);

@@ -30634,7 +30634,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A request with this Idempotency-Key is still running (`idempotency_key_in_use`), or a conflict of the operation. */
+            /** @description A name an entry writes is taken (`name_taken`: a file there without `overwrite`, or a file where the archive has a folder); the files it wrote until then stay. */
             409: {
                 headers: {
                     [name: string]: unknown;

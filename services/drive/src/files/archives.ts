@@ -14,6 +14,32 @@ import { notAFolder, readBytes, TOOL_MAX_BYTES, writeBytes } from './io.js';
 import { files } from './paths.js';
 
 const MAX_ENTRIES = 2000;
+/** Files an extract writes at once. */
+const EXTRACT_PARALLEL = 4;
+
+/**
+ * Runs `work` on each item, at most `parallel` at once, in order of start; the count done. The
+ * first failure stops new starts, lets those running end, and is thrown.
+ */
+async function inTurns<T>(parallel: number, items: T[], work: (item: T) => Promise<unknown>): Promise<number> {
+  let next = 0;
+  let done = 0;
+  let failed: { err: unknown } | undefined;
+  const lane = async () => {
+    while (!failed && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+        done++;
+      } catch (err) {
+        failed ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, items.length) }, lane));
+  if (failed) throw failed.err;
+  return done;
+}
 const invalid = (why: string) => new DomainError('invalid_argument', 'invalid_archive', `The archive could not be read: ${why}`);
 
 /** Zips everything under a folder into a new file (by default "<folder>.zip" next to it). */
@@ -167,15 +193,16 @@ export async function extractArchive(drive: DriveDomain, p: Principal, input: { 
     folders.set(key, row.id);
     return row.id;
   };
-  let written = 0;
+  // The folders first, in the archive's order; then the files, a few at a time (each is its own
+  // durable write: its flushes overlap). A path named twice is written in order, one at a time.
+  const writes: Array<{ parentId: string; name: string; content: Buffer }> = [];
   for (const e of clean) {
-    if (!e.content) {
-      await folderOf(e.segs);
-      continue;
-    }
-    const parentId = await folderOf(e.segs.slice(0, -1));
-    await writeBytes(drive, p, { parentId, name: e.segs[e.segs.length - 1]!, overwrite: input.overwrite, uncounted: true }, e.content);
-    written++;
+    if (!e.content) await folderOf(e.segs);
+    else writes.push({ parentId: await folderOf(e.segs.slice(0, -1)), name: e.segs[e.segs.length - 1]!, content: e.content });
   }
+  const paths = new Set(writes.map((w) => `${w.parentId}/${w.name}`));
+  const written = await inTurns(paths.size === writes.length ? EXTRACT_PARALLEL : 1, writes, (w) =>
+    writeBytes(drive, p, { parentId: w.parentId, name: w.name, overwrite: input.overwrite, uncounted: true }, w.content),
+  );
   return { folder: root, files: written, folders: made };
 }

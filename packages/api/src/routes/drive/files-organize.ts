@@ -406,14 +406,18 @@ export const driveOrganizeRoutes = [
   route({
     ...KEY,
     id: 'drive.extract',
-    statuses: { ...QUOTA_ERRORS, 500: CONTENT_DAMAGED },
+    statuses: {
+      ...QUOTA_ERRORS,
+      409: 'A name an entry writes is taken (`name_taken`: a file there without `overwrite`, or a file where the archive has a folder); the files it wrote until then stay.',
+      500: CONTENT_DAMAGED,
+    },
     method: 'post',
     effect: 'creates',
     path: '/drive/:id/extract',
     summary:
       'Extract a zip, tar or tar.gz file into a folder: a new folder named after the archive, next to it, unless `parentId` names one. ' +
       'Entries leaving their folder ("..") fail the whole call before anything is written.',
-    errors: ['content_damaged', 'invalid_archive', 'invalid_name', 'item_not_found', 'quota_exceeded'],
+    errors: ['content_damaged', 'invalid_archive', 'invalid_name', 'item_not_found', 'name_taken', 'quota_exceeded'],
     params: fileParams,
     body: z
       .object({
