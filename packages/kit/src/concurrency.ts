@@ -101,3 +101,28 @@ function decrement(m: Map<string, number>, k: string): void {
   if (n <= 0) m.delete(k);
   else m.set(k, n);
 }
+
+/**
+ * Runs `work` on each item, at most `parallel` at once, in the items' order of start; the number
+ * done. The first failure stops new starts, lets those running end, and is thrown (nothing is left
+ * running behind the caller's back).
+ */
+export async function eachAtMost<T>(parallel: number, items: readonly T[], work: (item: T) => Promise<unknown>): Promise<number> {
+  let next = 0;
+  let done = 0;
+  let failed: { err: unknown } | undefined;
+  const lane = async () => {
+    while (!failed && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+        done++;
+      } catch (err) {
+        failed ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(Math.max(1, parallel), items.length) }, lane));
+  if (failed) throw failed.err;
+  return done;
+}

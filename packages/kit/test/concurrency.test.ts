@@ -1,4 +1,4 @@
-import { AccountLimiter, DomainError } from '@svc/kit';
+import { AccountLimiter, DomainError, eachAtMost } from '@svc/kit';
 
 // Per-account (and per-agent) caps on heavy work: one more is refused at once with a 429 that
 // names the limit; a slot given back is free again; other accounts are untouched.
@@ -55,5 +55,42 @@ describe('AccountLimiter', () => {
     const system = { kind: 'system', accountId: 'acct_a' };
     l.acquire({ accountId: 'acct_a' });
     expect(() => l.acquire(system)).not.toThrow();
+  });
+});
+
+describe('eachAtMost', () => {
+  const tick = () => new Promise((r) => setTimeout(r, 1));
+
+  it('runs every item, never more than the bound at once, and answers how many were done', async () => {
+    let running = 0;
+    let most = 0;
+    const seen: number[] = [];
+    const done = await eachAtMost(3, [1, 2, 3, 4, 5, 6, 7], async (n) => {
+      most = Math.max(most, ++running);
+      await tick();
+      seen.push(n);
+      running--;
+    });
+    expect(done).toBe(7);
+    expect(most).toBe(3);
+    expect(seen.sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(await eachAtMost(4, [], async () => {})).toBe(0);
+  });
+
+  it('stops starting items at the first failure, lets the running ones end, then throws it', async () => {
+    const started: number[] = [];
+    let ended = 0;
+    const failure = new Error('item 2');
+    await expect(
+      eachAtMost(2, [1, 2, 3, 4, 5, 6], async (n) => {
+        started.push(n);
+        if (n === 2) throw failure;
+        await tick();
+        ended++;
+      }),
+    ).rejects.toBe(failure);
+    // 1 and 2 started together; 2 failed, so only the lane already past it could take one more.
+    expect(started.length).toBeLessThanOrEqual(3);
+    expect(ended).toBe(started.length - 1);
   });
 });

@@ -3,7 +3,7 @@ import { gunzipSync } from 'node:zlib';
 
 import { strToU8, unzipSync, zipSync } from 'fflate';
 
-import { DomainError, type Principal } from '@svc/kit';
+import { DomainError, eachAtMost, type Principal } from '@svc/kit';
 
 import { type DriveDomain, writer } from '../items/domain.js';
 import { validName } from '../items/rules.js';
@@ -17,29 +17,6 @@ const MAX_ENTRIES = 2000;
 /** Files an extract writes at once. */
 const EXTRACT_PARALLEL = 4;
 
-/**
- * Runs `work` on each item, at most `parallel` at once, in order of start; the count done. The
- * first failure stops new starts, lets those running end, and is thrown.
- */
-async function inTurns<T>(parallel: number, items: T[], work: (item: T) => Promise<unknown>): Promise<number> {
-  let next = 0;
-  let done = 0;
-  let failed: { err: unknown } | undefined;
-  const lane = async () => {
-    while (!failed && next < items.length) {
-      const item = items[next++]!;
-      try {
-        await work(item);
-        done++;
-      } catch (err) {
-        failed ??= { err };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, items.length) }, lane));
-  if (failed) throw failed.err;
-  return done;
-}
 const invalid = (why: string) => new DomainError('invalid_argument', 'invalid_archive', `The archive could not be read: ${why}`);
 
 /** Zips everything under a folder into a new file (by default "<folder>.zip" next to it). */
@@ -201,7 +178,7 @@ export async function extractArchive(drive: DriveDomain, p: Principal, input: { 
     else writes.push({ parentId: await folderOf(e.segs.slice(0, -1)), name: e.segs[e.segs.length - 1]!, content: e.content });
   }
   const paths = new Set(writes.map((w) => `${w.parentId}/${w.name}`));
-  const written = await inTurns(paths.size === writes.length ? EXTRACT_PARALLEL : 1, writes, (w) =>
+  const written = await eachAtMost(paths.size === writes.length ? EXTRACT_PARALLEL : 1, writes, (w) =>
     writeBytes(drive, p, { parentId: w.parentId, name: w.name, overwrite: input.overwrite, uncounted: true }, w.content),
   );
   return { folder: root, files: written, folders: made };

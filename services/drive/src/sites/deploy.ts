@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
 
-import { DomainError, newId, type Principal, type Queryable } from '@svc/kit';
+import { DomainError, eachAtMost, newId, type Principal, type Queryable } from '@svc/kit';
 
 import { contentKey } from '../items/content.js';
 import { actorOf, writer } from '../items/domain.js';
@@ -108,17 +108,11 @@ async function deployFiles(
     [...blobs].map(([sha256, content]) => ({ sha256, size: content.length, crc32: zlib.crc32(content) })),
     drive.settings.graceSeconds + DEPLOY_HOLD_SECONDS,
   );
-  const pending = [...blobs];
-  await Promise.all(
-    Array.from({ length: Math.min(PUT_CONCURRENCY, pending.length) }, async () => {
-      for (let next = pending.pop(); next; next = pending.pop()) {
-        const [sha, content] = next;
-        const key = contentKey(p.accountId, sha);
-        const there = await drive.blobs.stat(key);
-        if (!there || there.size !== content.length) await drive.blobs.put(key, content);
-      }
-    }),
-  );
+  await eachAtMost(PUT_CONCURRENCY, [...blobs], async ([sha, content]) => {
+    const key = contentKey(p.accountId, sha);
+    const there = await drive.blobs.stat(key);
+    if (!there || there.size !== content.length) await drive.blobs.put(key, content);
+  });
   const manifest = files.map((f) => ({ path: f.path, sha256: f.sha256, size: f.content.length, content_type: siteContentType(f.path) }));
   return commit(sites, p, siteId, manifest, { source, folderId: null });
 }

@@ -10,6 +10,8 @@
  * Replicas share the work through the rows (domains-store.ts, claimDue): a domain is looked up by
  * one of them at a time, and the lookups happen outside any transaction, as a verification's do.
  */
+import { eachAtMost } from '@svc/kit';
+
 import { type Domains, recheckDomain } from './domains.js';
 
 /** Lookups of one sweep in flight at once: a DNS server that times out costs the sweep a few timeouts, not one per domain. */
@@ -23,20 +25,16 @@ export async function sweepDomains(domains: Domains, signal?: AbortSignal): Prom
   const expired = await expirePending(domains);
   const due = await domains.store.claimDue(domains.sites.drive.sql, domains.settings.sweepBatch, domains.settings.recheckMs);
   let unverified = 0;
-  let next = 0;
-  const worker = async () => {
+  await eachAtMost(LOOKUPS_AT_ONCE, due, async (row) => {
     // Stopping: the rest are looked up an interval later, by whichever replica is up then.
-    while (next < due.length && !signal?.aborted) {
-      const row = due[next++]!;
-      try {
-        if (await recheckDomain(domains, row)) unverified++;
-      } catch (err) {
-        // This domain is checked again at its next time; the others go on.
-        domains.sites.drive.log.warn({ err, domain: row.domain }, 'custom domain re-check failed');
-      }
+    if (signal?.aborted) return;
+    try {
+      if (await recheckDomain(domains, row)) unverified++;
+    } catch (err) {
+      // This domain is checked again at its next time; the others go on.
+      domains.sites.drive.log.warn({ err, domain: row.domain }, 'custom domain re-check failed');
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(LOOKUPS_AT_ONCE, due.length) }, worker));
+  });
   return { expired, checked: due.length, unverified };
 }
 

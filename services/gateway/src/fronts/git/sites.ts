@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Request } from 'express';
 
 import type { ContentDeps, DriveCalls } from '@svc/dispatch';
-import { DomainError, verifiedContent } from '@svc/kit';
+import { DomainError, eachAtMost, verifiedContent } from '@svc/kit';
 import type { drive_sites } from '@svc/proto';
 
 import type { GitCache } from './cache.js';
@@ -113,16 +113,12 @@ export class SiteRepos {
     const d = deployment!;
     const blobs = await this.deps.backends.blobs();
     const files = new Map<string, Buffer>();
-    const queue = [...d.files];
-    const worker = async () => {
-      for (let f = queue.shift(); f; f = queue.shift()) {
-        const chunks: Buffer[] = [];
-        const body = verifiedContent(await blobs.get(f.blobKey!), this.deps.hashes, { bytes: Number(f.size), sha256: f.sha256 });
-        for await (const c of body) chunks.push(c);
-        files.set(f.path, Buffer.concat(chunks));
-      }
-    };
-    await Promise.all(Array.from({ length: READ_PARALLEL }, worker));
+    await eachAtMost(READ_PARALLEL, d.files, async (f) => {
+      const chunks: Buffer[] = [];
+      const body = verifiedContent(await blobs.get(f.blobKey!), this.deps.hashes, { bytes: Number(f.size), sha256: f.sha256 });
+      for await (const c of body) chunks.push(c);
+      files.set(f.path, Buffer.concat(chunks));
+    });
     // In manifest order (the tree is the same in any order; the pack then is too).
     const ordered = new Map(d.files.map((f) => [f.path, files.get(f.path)!]));
     const by = d.createdBy;
