@@ -1,5 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 
@@ -53,17 +51,6 @@ export interface StreamCallContext extends CallContext {
    * (events, a model's next token) should pass the signal to the wait so it stops at once.
    */
   signal: AbortSignal;
-}
-
-/** The unary call a handler serves, for work deep below it that has no ctx (callSignal). */
-const currentCall = new AsyncLocalStorage<CallContext>();
-
-/**
- * The signal of the gRPC call being served here (CallContext.signal), for work that runs below the
- * handler without its ctx: an outbound HTTP read passes it to fetch. Undefined outside a call.
- */
-export function callSignal(): AbortSignal | undefined {
-  return currentCall.getStore()?.signal;
 }
 
 /** A unary call's signal, made when a handler first asks for it (most never do). */
@@ -138,7 +125,7 @@ export function bindService<D extends AnyDef>(
     impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       const signal = lazySignal(call);
       verifyCallPrincipal(call.metadata, deps, signal)
-        .then((ctx) => currentCall.run(ctx, () => handler(call.request as never, ctx)))
+        .then((ctx) => handler(call.request as never, ctx))
         .then(
           (res) => callback(null, res),
           (err: unknown) => callback(toServiceError(err, requestLogger(deps.log, call.metadata), name)),

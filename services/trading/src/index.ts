@@ -26,6 +26,7 @@ import { Portfolio } from './views/portfolio.js';
 import { viewHandlers } from './views/server.js';
 import { ViewsStore } from './views/store.js';
 
+export { AlpacaClient } from './alpaca/client.js';
 export * from './engine/book.js';
 export * from './engine/market-maker.js';
 export { migrations } from './migrations/index.js';

@@ -152,8 +152,8 @@ export function handlers(
       });
       return { order: toOrder(r.row), replayed: r.replayed, legs: (r.legs ?? []).map(toOrder) };
     },
-    async getOrder(req, { principal }) {
-      return { order: toOrder(await domain.get(principal, req.id)) };
+    async getOrder(req, { principal, signal }) {
+      return { order: toOrder(await domain.get(principal, req.id, signal)) };
     },
     async listOrders(req, { principal }) {
       const { rows, next } = await domain.list(
@@ -197,8 +197,8 @@ export function handlers(
     async cancelOrders(req, { principal }) {
       return { orders: (await domain.cancel(principal, req)).map(toOrder) };
     },
-    async getAccount(req, { principal }) {
-      return account(await domain.account(principal, req.venue));
+    async getAccount(req, { principal, signal }) {
+      return account(await domain.account(principal, req.venue, signal));
     },
     async resetAccount(req, { principal }) {
       return account(await domain.reset(principal, req.venue));

@@ -5,7 +5,7 @@ import { DATABASE_RETRY_AFTER_SECONDS, DomainError } from '../errors.js';
 import { withSqlSpan } from '../tracing/sql-spans.js';
 import { PgliteThread } from './pglite-thread.js';
 import type { Queryable, Sql, TxOptions } from './sql.js';
-import { createTxGuard, databaseBusy, statementHead, transactionTimeout, type TxState } from './sql-guard.js';
+import { createTxGuard, databaseBusy, guardMode, statementHead, transactionTimeout, type TxState } from './sql-guard.js';
 
 /**
  * Settings of the embedded PostgreSQL beyond PGlite's own: its defaults are a server's (128 MB of
@@ -143,8 +143,10 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
   // process's only module of size. The thread sets it before PGlite compiles its module.
   const db = await PgliteThread.start({ dataDir, settings: PGLITE_SETTINGS, tieringBudget: PGLITE_TIERING_BUDGET });
   const conn = new Connection();
-  // On PGlite an escape is a permanent wedge, never a slower statement: always refused.
-  const guard = createTxGuard('throw');
+  // On PGlite an escape waits for the transaction that waits for it: refused whenever the guard is
+  // on. Off (guardMode: a runtime whose async context is costly), it fails as database_busy after
+  // busyTimeoutMs, and the transaction with it.
+  const guard = createTxGuard(guardMode() === 'off' ? 'off' : 'throw');
   let closed: Promise<void> | undefined;
 
   const take = async (kind: Holder['kind'], what: string, waitMs = busyTimeoutMs): Promise<Holder> => {

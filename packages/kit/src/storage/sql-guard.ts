@@ -34,7 +34,40 @@ export function statementHead(text: string): string {
   return flat.length > 80 ? `${flat.slice(0, 80)}…` : flat;
 }
 
-export type GuardMode = 'throw' | 'warn';
+/**
+ * What the guard does with an escaping statement: refuse it, warn once per statement text (it
+ * runs), or nothing at all: 'off' never tracks transactions in async context, which on most
+ * runtimes is the only way to have no per-promise cost (asyncContextIsCostly).
+ */
+export type GuardMode = 'throw' | 'warn' | 'off';
+
+/**
+ * Whether this runtime's AsyncLocalStorage rides on async_hooks (Node before 24, unless started
+ * with --experimental-async-context-frame): once any store is run, a hook fires on every promise
+ * the process makes. On Node 20 that took 13-20% off the throughput of a cached GET /me and of a
+ * GET /api/api-keys (scripts/bench/auth.js, 2026-11-29). The async-context-frame implementation
+ * has no such hook (nor its `_propagate`).
+ */
+export const asyncContextIsCostly = typeof (AsyncLocalStorage.prototype as { _propagate?: unknown })._propagate === 'function';
+
+const GUARD_MODES: readonly GuardMode[] = ['throw', 'warn', 'off'];
+
+/**
+ * The guard's mode: SVC_SQL_GUARD when set; 'throw' under tests (NODE_ENV=test, as jest sets it);
+ * else 'off' where async context is costly (the guard is a check for code that has a bug, the
+ * tests run it), and where it is cheap 'throw' in development and 'warn' in production (on
+ * PostgreSQL an escaping statement works; PGlite refuses it whenever the guard is on).
+ */
+export function guardMode(env: NodeJS.ProcessEnv = process.env, costly = asyncContextIsCostly): GuardMode {
+  const set = env.SVC_SQL_GUARD;
+  if (set !== undefined && set !== '') {
+    if (!GUARD_MODES.includes(set as GuardMode)) throw new Error(`SVC_SQL_GUARD must be one of ${GUARD_MODES.join(', ')} (got "${set}")`);
+    return set as GuardMode;
+  }
+  if (env.NODE_ENV === 'test') return 'throw';
+  if (costly) return 'off';
+  return env.NODE_ENV === 'production' ? 'warn' : 'throw';
+}
 
 export interface TxGuard {
   /** Runs fn as the body of a transaction whose state is `state`. */
@@ -61,6 +94,8 @@ export function outsideTransactions<T>(fn: () => T): T {
 }
 
 export function createTxGuard(mode: GuardMode, warn: (message: string, statement: string) => void = defaultWarn): TxGuard {
+  // Off: no store is ever run, so AsyncLocalStorage stays disabled (and free) for the whole process.
+  if (mode === 'off') return { run: (_state, fn) => fn(), check: () => {} };
   const guard = {};
   const warned = new Set<string>();
   const openHere = () => {
@@ -83,11 +118,6 @@ export function createTxGuard(mode: GuardMode, warn: (message: string, statement
 
 function defaultWarn(message: string): void {
   process.emitWarning(message, 'TransactionEscapeWarning');
-}
-
-/** The guard's mode on PostgreSQL: refuse in development and tests, warn in production (the statement works there). */
-export function pgGuardMode(env: NodeJS.ProcessEnv = process.env): GuardMode {
-  return env.NODE_ENV === 'production' ? 'warn' : 'throw';
 }
 
 /** A statement waited past its bound for the embedded database's one connection. */

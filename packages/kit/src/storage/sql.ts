@@ -2,7 +2,7 @@ import type pg from 'pg';
 
 import { databaseUnavailable } from '../errors.js';
 import { observePool } from '../tracing/metrics.js';
-import { createTxGuard, type GuardMode, pgGuardMode, type TxState } from './sql-guard.js';
+import { createTxGuard, type GuardMode, guardMode, type TxState } from './sql-guard.js';
 import { statementNames } from './statement-names.js';
 
 export interface Queryable {
@@ -33,7 +33,7 @@ export interface Sql extends Queryable {
 export interface PgSqlOptions {
   max?: number;
   applicationName?: string;
-  /** What the transaction guard does with an escaping statement: refuse it (default outside production) or warn once per statement (production). */
+  /** What the transaction guard does with an escaping statement: refuse it, warn once per statement, or nothing (default: guardMode(), SVC_SQL_GUARD). */
   guard?: GuardMode;
   /** Where a warning of the guard goes (default: process.emitWarning). */
   warn?: (message: string, statement: string) => void;
@@ -80,7 +80,7 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
   // Here an escaping statement works (a second connection of the pool), but outside the
   // transaction; on the embedded database the same code waits forever. Refused in development
   // and tests, so that it is found before it ships; a warning in production.
-  const guard = createTxGuard(options.guard ?? pgGuardMode(), options.warn);
+  const guard = createTxGuard(options.guard ?? guardMode(), options.warn);
   // A database that cannot be reached is an outage (503 with Retry-After), not an internal error:
   // mapped here, once, for every service's statements and transactions.
   const outage = (err: unknown) => databaseUnavailable(err) ?? err;

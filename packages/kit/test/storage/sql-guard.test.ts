@@ -1,4 +1,4 @@
-import { createMemoryBus, createPgliteSql, createPgSql, type DomainError, newId, pgGuardMode, type Sql, TransactionEscapeError } from '@svc/kit';
+import { createMemoryBus, createPgliteSql, createPgSql, type DomainError, guardMode, newId, type Sql, TransactionEscapeError } from '@svc/kit';
 
 import { createDatabase, randomName, REAL, tempDir } from '../../../../test/support/backends';
 
@@ -130,21 +130,43 @@ describe.each(makers)('the transaction guard on %s', (_name, make) => {
   });
 });
 
-test('the guard refuses in development and tests and warns in production (PostgreSQL), always refuses on PGlite', async () => {
-  expect(pgGuardMode({ NODE_ENV: 'production' })).toBe('warn');
-  expect(pgGuardMode({ NODE_ENV: 'test' })).toBe('throw');
-  expect(pgGuardMode({})).toBe('throw');
-  const before = process.env.NODE_ENV;
-  process.env.NODE_ENV = 'production';
+test('the guard refuses in tests; elsewhere it is off where async context is costly, else refuses in development and warns in production', () => {
+  expect(guardMode({ NODE_ENV: 'test' }, true)).toBe('throw');
+  expect(guardMode({}, true)).toBe('off');
+  expect(guardMode({ NODE_ENV: 'production' }, true)).toBe('off');
+  expect(guardMode({}, false)).toBe('throw');
+  expect(guardMode({ NODE_ENV: 'production' }, false)).toBe('warn');
+  // Set, it wins; a value it does not know stops the start.
+  expect(guardMode({ NODE_ENV: 'test', SVC_SQL_GUARD: 'off' }, false)).toBe('off');
+  expect(guardMode({ NODE_ENV: 'production', SVC_SQL_GUARD: 'throw' }, true)).toBe('throw');
+  expect(() => guardMode({ SVC_SQL_GUARD: 'loud' })).toThrow(/SVC_SQL_GUARD must be one of throw, warn, off/);
+});
+
+test('on PGlite the guard refuses an escape in production too; turned off, the escape fails as database_busy after its bound, with its transaction', async () => {
+  const before = { env: process.env.NODE_ENV, guard: process.env.SVC_SQL_GUARD };
   try {
+    process.env.NODE_ENV = 'production';
+    process.env.SVC_SQL_GUARD = 'warn';
     const lite = await createPgliteSql(tempDir());
     try {
       expect(await errorOf(lite.tx(() => lite.query('SELECT 1')))).toBeInstanceOf(TransactionEscapeError);
     } finally {
       await lite.close();
     }
+    process.env.SVC_SQL_GUARD = 'off';
+    const off = await createPgliteSql(tempDir(), { busyTimeoutMs: 300 });
+    try {
+      const err = (await errorOf(off.tx(() => off.query('SELECT 1')))) as DomainError;
+      expect(err.code).toBe('database_busy');
+      // The connection is free again.
+      expect(await off.query<{ n: number }>('SELECT 1 AS n')).toEqual([{ n: 1 }]);
+    } finally {
+      await off.close();
+    }
   } finally {
-    process.env.NODE_ENV = before;
+    process.env.NODE_ENV = before.env;
+    if (before.guard === undefined) delete process.env.SVC_SQL_GUARD;
+    else process.env.SVC_SQL_GUARD = before.guard;
   }
 });
 

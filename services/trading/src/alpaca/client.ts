@@ -1,4 +1,4 @@
-import { callSignal, DomainError } from '@svc/kit';
+import { DomainError } from '@svc/kit';
 
 /**
  * Alpaca's Trading API (v2), over fetch: the documented REST paths, JSON bodies and the
@@ -57,10 +57,9 @@ export interface AlpacaOrderRequest {
   client_order_id: string;
 }
 
-/** A request's signal: its timeout, and for a read the signal of the gRPC call it serves. */
-function readSignal(method: string, timeoutMs: number): AbortSignal {
+/** A request's signal: its timeout, and for a read the signal of the gRPC call it serves (CallContext.signal). */
+function requestSignal(timeoutMs: number, caller: AbortSignal | undefined): AbortSignal {
   const timeout = AbortSignal.timeout(timeoutMs);
-  const caller = method === 'GET' ? callSignal() : undefined;
   return caller ? AbortSignal.any([timeout, caller]) : timeout;
 }
 
@@ -70,7 +69,8 @@ export class AlpacaClient {
     private readonly timeoutMs = 10_000,
   ) {}
 
-  private async call<T>(creds: AlpacaCredentials, method: string, path: string, body?: unknown): Promise<T> {
+  /** `caller`: a read's caller's signal (only reads take one). */
+  private async call<T>(creds: AlpacaCredentials, method: string, path: string, body?: unknown, caller?: AbortSignal): Promise<T> {
     let res: Response;
     try {
       res = await fetch(new URL(path, this.baseUrl), {
@@ -84,7 +84,7 @@ export class AlpacaClient {
         body: body === undefined ? undefined : JSON.stringify(body),
         // A read stops when its caller gives up (a run's tool call aborted, docs/threads.md); an order or
         // a cancel is never cut off mid-flight (what the venue did would be unknown).
-        signal: readSignal(method, this.timeoutMs),
+        signal: requestSignal(this.timeoutMs, caller),
       });
     } catch (err) {
       throw new DomainError('unavailable', 'venue_unavailable', 'The venue (Alpaca) could not be reached; try again shortly.', undefined, {
@@ -106,8 +106,8 @@ export class AlpacaClient {
     return this.call(creds, 'POST', '/v2/orders', order);
   }
 
-  getOrder(creds: AlpacaCredentials, id: string): Promise<AlpacaOrder> {
-    return this.call(creds, 'GET', `/v2/orders/${encodeURIComponent(id)}`);
+  getOrder(creds: AlpacaCredentials, id: string, signal?: AbortSignal): Promise<AlpacaOrder> {
+    return this.call(creds, 'GET', `/v2/orders/${encodeURIComponent(id)}`, undefined, signal);
   }
 
   orderByClientId(creds: AlpacaCredentials, clientOrderId: string): Promise<AlpacaOrder> {
@@ -118,16 +118,16 @@ export class AlpacaClient {
     await this.call(creds, 'DELETE', `/v2/orders/${encodeURIComponent(id)}`);
   }
 
-  account(creds: AlpacaCredentials): Promise<AlpacaAccount> {
-    return this.call(creds, 'GET', '/v2/account');
+  account(creds: AlpacaCredentials, signal?: AbortSignal): Promise<AlpacaAccount> {
+    return this.call(creds, 'GET', '/v2/account', undefined, signal);
   }
 
-  positions(creds: AlpacaCredentials): Promise<AlpacaPosition[]> {
-    return this.call(creds, 'GET', '/v2/positions');
+  positions(creds: AlpacaCredentials, signal?: AbortSignal): Promise<AlpacaPosition[]> {
+    return this.call(creds, 'GET', '/v2/positions', undefined, signal);
   }
 
-  openOrders(creds: AlpacaCredentials): Promise<AlpacaOrder[]> {
-    return this.call(creds, 'GET', '/v2/orders?status=open&limit=500');
+  openOrders(creds: AlpacaCredentials, signal?: AbortSignal): Promise<AlpacaOrder[]> {
+    return this.call(creds, 'GET', '/v2/orders?status=open&limit=500', undefined, signal);
   }
 }
 

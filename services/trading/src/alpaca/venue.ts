@@ -170,10 +170,10 @@ export class AlpacaVenue {
     }
   }
 
-  /** The order with its state refreshed from Alpaca while it is open. */
-  async refresh(row: OrderRow): Promise<OrderRow> {
+  /** The order with its state refreshed from Alpaca while it is open; the read stops when `signal` (its caller's) aborts. */
+  async refresh(row: OrderRow, signal?: AbortSignal): Promise<OrderRow> {
     if (!OPEN.has(row.status) || !row.external_id) return row;
-    const order = await this.deps.client.getOrder(await this.creds(row.account_id), row.external_id);
+    const order = await this.deps.client.getOrder(await this.creds(row.account_id), row.external_id, signal);
     return this.sync(row, order);
   }
 
@@ -210,9 +210,10 @@ export class AlpacaVenue {
     return this.sync(row, await this.deps.client.getOrder(creds, row.external_id!));
   }
 
-  async account(accountId: string) {
+  /** The account and its positions at Alpaca; the reads stop when `signal` (their caller's) aborts. */
+  async account(accountId: string, signal?: AbortSignal) {
     const creds = await this.creds(accountId);
-    const [account, positions] = await Promise.all([this.deps.client.account(creds), this.deps.client.positions(creds)]);
+    const [account, positions] = await Promise.all([this.deps.client.account(creds, signal), this.deps.client.positions(creds, signal)]);
     return { account, positions };
   }
 }

@@ -278,10 +278,11 @@ export class Trading {
     );
   }
 
-  async get(p: Principal, id: string): Promise<OrderRow> {
+  /** `signal`: the caller's, which stops a read of the venue (docs/threads.md, "Aborting a tool"). */
+  async get(p: Principal, id: string, signal?: AbortSignal): Promise<OrderRow> {
     const row = await this.deps.store.order(this.deps.sql, p.accountId, id);
     if (!row) throw notFound('The order');
-    return row.venue === ALPACA && this.deps.alpaca ? this.alpaca().refresh(row) : row;
+    return row.venue === ALPACA && this.deps.alpaca ? this.alpaca().refresh(row, signal) : row;
   }
 
   async list(p: Principal, f: OrderFilter, limit: number): Promise<{ rows: OrderRow[]; next: string | null }> {
@@ -319,10 +320,10 @@ export class Trading {
     return [done];
   }
 
-  async account(p: Principal, venueId: string) {
+  async account(p: Principal, venueId: string, signal?: AbortSignal) {
     const venue = this.venue(venueId);
     if (venue.id === ALPACA) {
-      const { account, positions } = await this.alpaca().account(p.accountId);
+      const { account, positions } = await this.alpaca().account(p.accountId, signal);
       const open = await this.deps.store.listOrders(this.deps.sql, p.accountId, { venue: ALPACA, status: 'open' }, 200);
       return {
         venue: ALPACA,
