@@ -77,15 +77,12 @@ export class Content {
 
   /**
    * Makes the received content readable at its content key. The upload is marked as placing that
-   * content and the blob row is held first (in their own commit), so the collector cannot remove
-   * the key between this and the metadata commit, even with no grace period; once the upload ends
-   * the hold counts.
+   * content and the blob row is held first (one statement, committed on its own), so the collector
+   * cannot remove the key between this and the metadata commit, even with no grace period; once
+   * the upload ends the hold counts.
    */
   async place(accountId: string, r: Received, holdSeconds: number): Promise<void> {
-    await this.store.sql.tx(async (q) => {
-      await this.store.placing(q, r.uploadId, r.sha256);
-      await this.store.hold(q, accountId, r.sha256, r.size, holdSeconds, r.crc32);
-    });
+    await this.store.placeAndHold(this.store.sql, r.uploadId, accountId, r.sha256, r.size, holdSeconds, r.crc32);
     const target = contentKey(accountId, r.sha256);
     const existing = await this.blobs.stat(target);
     if (existing && existing.size === r.size) {

@@ -83,6 +83,11 @@ export interface ListPosition {
 }
 
 /** SQL for items, blobs, uploads, properties and locks. Rules live in drive.ts. */
+/** Holds an account's blob (a row for the collector) until `$4` seconds from now; $1 account, $2 sha256, $3 size, $5 CRC-32. */
+const HOLD = `INSERT INTO drive.blobs (account_id, sha256, size, held_until, crc32) VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5)
+  ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL,
+    crc32 = COALESCE(drive.blobs.crc32, EXCLUDED.crc32)`;
+
 export class DriveStore {
   constructor(readonly sql: Sql) {}
 
@@ -229,12 +234,30 @@ export class DriveStore {
    * has none (content stored before checksums were kept); one that has one keeps it.
    */
   async hold(q: Queryable, accountId: string, sha256: string, size: number, seconds: number, crc32?: number): Promise<void> {
-    await q.query(
-      `INSERT INTO drive.blobs (account_id, sha256, size, held_until, crc32) VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5)
-       ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL,
-         crc32 = COALESCE(drive.blobs.crc32, EXCLUDED.crc32)`,
-      [accountId, sha256, size, seconds, crc32 ?? null],
-    );
+    await q.query(HOLD, [accountId, sha256, size, seconds, crc32 ?? null]);
+  }
+
+  /**
+   * Marks the content upload `uploadId` is placing and holds its blob, in one statement (atomic
+   * on its own: one round trip where a transaction of two statements took four).
+   */
+  async placeAndHold(
+    q: Queryable,
+    uploadId: string,
+    accountId: string,
+    sha256: string,
+    size: number,
+    seconds: number,
+    crc32?: number,
+  ): Promise<void> {
+    await q.query(`WITH marked AS (UPDATE drive.uploads SET sha256 = $2 WHERE id = $6) ${HOLD}`, [
+      accountId,
+      sha256,
+      size,
+      seconds,
+      crc32 ?? null,
+      uploadId,
+    ]);
   }
 
   /**
@@ -300,11 +323,6 @@ export class DriveStore {
   async upload(id: string): Promise<{ account_id: string; tmp_key: string } | null> {
     const r = await this.sql.query<{ account_id: string; tmp_key: string }>(`SELECT account_id, tmp_key FROM drive.uploads WHERE id = $1`, [id]);
     return r[0] ?? null;
-  }
-
-  /** Marks the content an upload is placing (its blob is then not collected until the upload ends). */
-  async placing(q: Queryable, id: string, sha256: string): Promise<void> {
-    await q.query(`UPDATE drive.uploads SET sha256 = $2 WHERE id = $1`, [id, sha256]);
   }
 
   async endUpload(q: Queryable, id: string): Promise<void> {

@@ -36,12 +36,9 @@ export function overLive(limits: QuotaLimits, before: number, after: number): bo
  * it declares (the new size less the size replaced) takes its files over the quota.
  */
 export async function precheck(q: Queryable, accountId: string, limits: QuotaLimits, growth?: number): Promise<void> {
-  const w = await store.currentWrites(q, accountId);
+  const { window: w, live } = await store.beforeWrite(q, accountId);
   if (w.writes >= limits.writesPerMinute) throw writeRateExceeded(limits.writesPerMinute, w.secondsLeft);
-  if (growth !== undefined && growth > 0) {
-    const live = await store.liveBytes(q, accountId);
-    if (overLive(limits, live, live + growth)) throw quotaExceeded(limits.bytesLive, live, growth);
-  }
+  if (growth !== undefined && growth > 0 && overLive(limits, live, live + growth)) throw quotaExceeded(limits.bytesLive, live, growth);
 }
 
 /**
@@ -50,12 +47,14 @@ export async function precheck(q: Queryable, accountId: string, limits: QuotaLim
  * refuses the write over the rate, or when its `growth` took the files over the quota.
  */
 export async function charge(q: Queryable, accountId: string, limits: QuotaLimits, growth: number, writes = 1): Promise<void> {
-  const w = await store.countWrites(q, accountId, writes);
-  if (writes > 0 && w.writes > limits.writesPerMinute) throw writeRateExceeded(limits.writesPerMinute, w.secondsLeft);
-  if (growth > 0) {
-    const live = await store.liveBytes(q, accountId);
-    if (overLive(limits, live - growth, live)) throw quotaExceeded(limits.bytesLive, live - growth, growth);
+  if (growth <= 0) {
+    const w = await store.countWrites(q, accountId, writes);
+    if (writes > 0 && w.writes > limits.writesPerMinute) throw writeRateExceeded(limits.writesPerMinute, w.secondsLeft);
+    return;
   }
+  const { window: w, live } = await store.countWritesAndUsage(q, accountId, writes);
+  if (writes > 0 && w.writes > limits.writesPerMinute) throw writeRateExceeded(limits.writesPerMinute, w.secondsLeft);
+  if (overLive(limits, live - growth, live)) throw quotaExceeded(limits.bytesLive, live - growth, growth);
 }
 
 /**

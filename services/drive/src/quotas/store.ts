@@ -19,6 +19,12 @@ const UNREFERENCED = `NOT EXISTS (SELECT 1 FROM drive.items i WHERE i.account_id
 // date_part, not extract(… FROM …): a FROM before the table's would name the query's trace span after a column.
 const SECONDS_LEFT = `GREATEST(1, ceil(date_part('epoch', window_start + interval '1 minute' - now())))::int`;
 
+/** Counts $2 writes of account $1 in the current minute (a new minute starts the count again), locking its row. */
+const COUNT_WRITES = `INSERT INTO drive.write_windows AS w (account_id, window_start, writes) VALUES ($1, date_trunc('minute', now()), $2)
+  ON CONFLICT (account_id) DO UPDATE SET
+    writes = CASE WHEN w.window_start = EXCLUDED.window_start THEN w.writes + EXCLUDED.writes ELSE EXCLUDED.writes END,
+    window_start = EXCLUDED.window_start`;
+
 export class QuotaStore {
   /**
    * Bytes of the account's files (every drive of it) and of its kept versions: the counters the
@@ -30,11 +36,6 @@ export class QuotaStore {
       [accountId],
     );
     return { live: Number(rows[0]?.bytes_live ?? 0), versions: Number(rows[0]?.bytes_versions ?? 0) };
-  }
-
-  /** Bytes of the account's files, every drive of it. */
-  async liveBytes(q: Queryable, accountId: string): Promise<number> {
-    return (await this.usage(q, accountId)).live;
   }
 
   /** The account's count as stored: the last minute it wrote in (not moved on by time alone). */
@@ -49,17 +50,41 @@ export class QuotaStore {
       : { windowStart: null, writes: 0, secondsLeft: 60 };
   }
 
-  /** Writes in the current minute (0 when the account's last write was in an earlier one). */
-  async currentWrites(q: Queryable, accountId: string): Promise<WriteWindow> {
-    const rows = await q.query<{ window_start: Date; writes: number; left: number }>(
-      `SELECT window_start, writes, ${SECONDS_LEFT} AS left FROM drive.write_windows
-        WHERE account_id = $1 AND window_start = date_trunc('minute', now())`,
+  /**
+   * What a write is checked against before it is made, in one statement: the account's writes in
+   * the current minute (0 when its last write was in an earlier one) and its files' bytes.
+   */
+  async beforeWrite(q: Queryable, accountId: string): Promise<{ window: WriteWindow; live: number }> {
+    const rows = await q.query<{ window_start: Date | null; writes: number | null; left: number; bytes_live: string | null }>(
+      `SELECT w.window_start, w.writes, ${SECONDS_LEFT} AS left, u.bytes_live
+         FROM drive.write_windows w
+         RIGHT JOIN (SELECT $1::text AS account_id) a ON w.account_id = a.account_id AND w.window_start = date_trunc('minute', now())
+         LEFT JOIN drive.usage u ON u.account_id = a.account_id`,
       [accountId],
     );
-    const r = rows[0];
-    return r
-      ? { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) }
-      : { windowStart: null, writes: 0, secondsLeft: 60 };
+    const r = rows[0]!;
+    const window =
+      r.window_start === null
+        ? { windowStart: null, writes: 0, secondsLeft: 60 }
+        : { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) };
+    return { window, live: Number(r.bytes_live ?? 0) };
+  }
+
+  /**
+   * Counts `n` writes (as countWrites) and reads the account's files' bytes after them, in one
+   * statement; the usage it reads is as this transaction's earlier statements left it.
+   */
+  async countWritesAndUsage(q: Queryable, accountId: string, n: number): Promise<{ window: WriteWindow; live: number }> {
+    const rows = await q.query<{ window_start: Date; writes: number; left: number; bytes_live: string | null }>(
+      `WITH w AS (${COUNT_WRITES} RETURNING window_start, writes, ${SECONDS_LEFT} AS left)
+       SELECT w.window_start, w.writes, w.left, (SELECT bytes_live FROM drive.usage WHERE account_id = $1) AS bytes_live FROM w`,
+      [accountId, n],
+    );
+    const r = rows[0]!;
+    return {
+      window: { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) },
+      live: Number(r.bytes_live ?? 0),
+    };
   }
 
   /**
@@ -68,11 +93,7 @@ export class QuotaStore {
    */
   async countWrites(q: Queryable, accountId: string, n: number): Promise<WriteWindow> {
     const rows = await q.query<{ window_start: Date; writes: number; left: number }>(
-      `INSERT INTO drive.write_windows AS w (account_id, window_start, writes) VALUES ($1, date_trunc('minute', now()), $2)
-       ON CONFLICT (account_id) DO UPDATE SET
-         writes = CASE WHEN w.window_start = EXCLUDED.window_start THEN w.writes + EXCLUDED.writes ELSE EXCLUDED.writes END,
-         window_start = EXCLUDED.window_start
-       RETURNING window_start, writes, ${SECONDS_LEFT} AS left`,
+      `${COUNT_WRITES} RETURNING window_start, writes, ${SECONDS_LEFT} AS left`,
       [accountId, n],
     );
     const r = rows[0]!;
