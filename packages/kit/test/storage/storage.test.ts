@@ -154,6 +154,22 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
     expect(await handleOnce(sql, 't', 'c2', got[0]!, effect)).toBe(true);
     expect(effects).toBe(2);
   });
+
+  test('outbox: an event no kick announced (another replica committed it, or a process gone after its commit) is published by the poll', async () => {
+    const bus = createMemoryBus(randomName('ns'));
+    const got: EventEnvelope[] = [];
+    await bus.subscribe('t.item.>', async (e) => void got.push(e), { durable: 'test-poll' });
+    const relay = startOutboxRelay({ sql, schema: 't', bus, log, intervalMs: 50 });
+    try {
+      // Another writer's transaction (no relay.kick()).
+      const late = await sql.tx((q) => enqueueEvent(q, 't', { subject: 't.item.created', accountId: 'acct_y', data: { n: 3 } }));
+      await until(() => got.some((e) => e.id === late.id));
+      expect(await sql.query('SELECT id FROM t.outbox WHERE published_at IS NULL')).toEqual([]);
+    } finally {
+      await relay.stop();
+      await bus.close();
+    }
+  });
 });
 
 const buses: Maker<Bus>[] = [
