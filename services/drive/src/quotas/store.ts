@@ -77,7 +77,7 @@ export class QuotaStore {
   async countWritesAndUsage(q: Queryable, accountId: string, n: number): Promise<{ window: WriteWindow; live: number }> {
     const rows = await q.query<{ window_start: Date; writes: number; left: number; bytes_live: string | null }>(
       `WITH w AS (${COUNT_WRITES} RETURNING window_start, writes, ${SECONDS_LEFT} AS left)
-       SELECT w.window_start, w.writes, w.left, (SELECT bytes_live FROM drive.usage WHERE account_id = $1) AS bytes_live FROM w`,
+       SELECT w.window_start, w.writes, w.left, u.bytes_live FROM drive.usage u RIGHT JOIN w ON u.account_id = $1`,
       [accountId, n],
     );
     const r = rows[0]!;
