@@ -82,12 +82,12 @@ export interface ListPosition {
   id: string;
 }
 
-/** SQL for items, blobs, uploads, properties and locks. Rules live in drive.ts. */
 /** Holds an account's blob (a row for the collector) until `$4` seconds from now; $1 account, $2 sha256, $3 size, $5 CRC-32. */
 const HOLD = `INSERT INTO drive.blobs (account_id, sha256, size, held_until, crc32) VALUES ($1, $2, $3, now() + make_interval(secs => $4), $5)
   ON CONFLICT (account_id, sha256) DO UPDATE SET held_until = GREATEST(drive.blobs.held_until, EXCLUDED.held_until), released_at = NULL,
     crc32 = COALESCE(drive.blobs.crc32, EXCLUDED.crc32)`;
 
+/** SQL for items, blobs, uploads, properties and locks. Rules live in drive.ts. */
 export class DriveStore {
   constructor(readonly sql: Sql) {}
 
