@@ -69,11 +69,13 @@ export class Backends {
       c.DATABASE_URL
         ? createPgSql(c.DATABASE_URL, {
             applicationName: `svc-${c.SVC_SERVICE}`,
+            guard: c.SVC_SQL_GUARD,
             warn: (message, statement) => this.log.warn({ statement }, message),
           })
         : createPgliteSql(path.resolve(c.SVC_DATA_DIR, 'pg'), {
             txTimeoutMs: c.SVC_SQL_TX_TIMEOUT_MS,
             busyTimeoutMs: c.SVC_SQL_BUSY_TIMEOUT_MS,
+            guard: c.SVC_SQL_GUARD,
             // Within the shutdown's drain bound, which also waits for in-flight calls first.
             closeTimeoutMs: Math.max(1000, Math.floor(c.SVC_SHUTDOWN_GRACE_MS / 2)),
           }),

@@ -45,6 +45,8 @@ const EnvSchema = z
     // is rolled back; a statement waiting longer for its one connection fails with database_busy.
     SVC_SQL_TX_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
     SVC_SQL_BUSY_TIMEOUT_MS: z.coerce.number().int().min(100).default(8_000),
+    // The transaction guard (storage/sql-guard.ts): unset, guardMode() decides from NODE_ENV and the runtime.
+    SVC_SQL_GUARD: z.enum(['throw', 'warn', 'off']).optional(),
     // Work whose cost a caller chooses (sandbox runs, grep) runs this much nicer than the request
     // path, so that a flood of it cannot take the CPU from other tenants' requests (0: the same).
     SVC_HEAVY_WORK_NICE: z.coerce.number().int().min(0).max(19).default(10),

@@ -5,7 +5,7 @@ import { DATABASE_RETRY_AFTER_SECONDS, DomainError } from '../errors.js';
 import { withSqlSpan } from '../tracing/sql-spans.js';
 import { PgliteThread } from './pglite-thread.js';
 import type { Queryable, Sql, TxOptions } from './sql.js';
-import { createTxGuard, databaseBusy, guardMode, statementHead, transactionTimeout, type TxState } from './sql-guard.js';
+import { createTxGuard, databaseBusy, type GuardMode, guardMode, statementHead, transactionTimeout, type TxState } from './sql-guard.js';
 
 /**
  * Settings of the embedded PostgreSQL beyond PGlite's own: its defaults are a server's (128 MB of
@@ -33,6 +33,8 @@ export interface PgliteBounds {
   busyTimeoutMs?: number;
   /** How long close() waits for the connection and for PGlite to shut down before it returns anyway. */
   closeTimeoutMs?: number;
+  /** The transaction guard's mode (default guardMode(): SVC_SQL_GUARD); any mode but `off` refuses here. */
+  guard?: GuardMode;
 }
 
 export const PGLITE_DEFAULT_BOUNDS = { txTimeoutMs: 30_000, busyTimeoutMs: 8_000, closeTimeoutMs: 5_000 } as const;
@@ -146,7 +148,7 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
   // On PGlite an escape waits for the transaction that waits for it: refused whenever the guard is
   // on. Off (guardMode: a runtime whose async context is costly), it fails as database_busy after
   // busyTimeoutMs, and the transaction with it.
-  const guard = createTxGuard(guardMode() === 'off' ? 'off' : 'throw');
+  const guard = createTxGuard((bounds.guard ?? guardMode()) === 'off' ? 'off' : 'throw');
   let closed: Promise<void> | undefined;
 
   const take = async (kind: Holder['kind'], what: string, waitMs = busyTimeoutMs): Promise<Holder> => {

@@ -25,6 +25,13 @@ const COUNT_WRITES = `INSERT INTO drive.write_windows AS w (account_id, window_s
     writes = CASE WHEN w.window_start = EXCLUDED.window_start THEN w.writes + EXCLUDED.writes ELSE EXCLUDED.writes END,
     window_start = EXCLUDED.window_start`;
 
+/** A write window's row (window_start, writes, left), or none: the account has no count in that minute. */
+type WindowRow = { window_start: Date | null; writes: number | null; left: number | null };
+const windowOf = (r: WindowRow | undefined): WriteWindow =>
+  r && r.window_start !== null
+    ? { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) }
+    : { windowStart: null, writes: 0, secondsLeft: 60 };
+
 export class QuotaStore {
   /**
    * Bytes of the account's files (every drive of it) and of its kept versions: the counters the
@@ -40,14 +47,10 @@ export class QuotaStore {
 
   /** The account's count as stored: the last minute it wrote in (not moved on by time alone). */
   async lastWindow(q: Queryable, accountId: string): Promise<WriteWindow> {
-    const rows = await q.query<{ window_start: Date; writes: number; left: number }>(
-      `SELECT window_start, writes, ${SECONDS_LEFT} AS left FROM drive.write_windows WHERE account_id = $1`,
-      [accountId],
-    );
-    const r = rows[0];
-    return r
-      ? { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) }
-      : { windowStart: null, writes: 0, secondsLeft: 60 };
+    const rows = await q.query<WindowRow>(`SELECT window_start, writes, ${SECONDS_LEFT} AS left FROM drive.write_windows WHERE account_id = $1`, [
+      accountId,
+    ]);
+    return windowOf(rows[0]);
   }
 
   /**
@@ -55,19 +58,14 @@ export class QuotaStore {
    * the current minute (0 when its last write was in an earlier one) and its files' bytes.
    */
   async beforeWrite(q: Queryable, accountId: string): Promise<{ window: WriteWindow; live: number }> {
-    const rows = await q.query<{ window_start: Date | null; writes: number | null; left: number; bytes_live: string | null }>(
+    const rows = await q.query<WindowRow & { bytes_live: string | null }>(
       `SELECT w.window_start, w.writes, ${SECONDS_LEFT} AS left, u.bytes_live
          FROM drive.write_windows w
          RIGHT JOIN (SELECT $1::text AS account_id) a ON w.account_id = a.account_id AND w.window_start = date_trunc('minute', now())
          LEFT JOIN drive.usage u ON u.account_id = a.account_id`,
       [accountId],
     );
-    const r = rows[0]!;
-    const window =
-      r.window_start === null
-        ? { windowStart: null, writes: 0, secondsLeft: 60 }
-        : { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) };
-    return { window, live: Number(r.bytes_live ?? 0) };
+    return { window: windowOf(rows[0]), live: Number(rows[0]?.bytes_live ?? 0) };
   }
 
   /**
@@ -75,16 +73,12 @@ export class QuotaStore {
    * statement; the usage it reads is as this transaction's earlier statements left it.
    */
   async countWritesAndUsage(q: Queryable, accountId: string, n: number): Promise<{ window: WriteWindow; live: number }> {
-    const rows = await q.query<{ window_start: Date; writes: number; left: number; bytes_live: string | null }>(
+    const rows = await q.query<WindowRow & { bytes_live: string | null }>(
       `WITH w AS (${COUNT_WRITES} RETURNING window_start, writes, ${SECONDS_LEFT} AS left)
        SELECT w.window_start, w.writes, w.left, u.bytes_live FROM drive.usage u RIGHT JOIN w ON u.account_id = $1`,
       [accountId, n],
     );
-    const r = rows[0]!;
-    return {
-      window: { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) },
-      live: Number(r.bytes_live ?? 0),
-    };
+    return { window: windowOf(rows[0]), live: Number(rows[0]?.bytes_live ?? 0) };
   }
 
   /**
@@ -92,12 +86,8 @@ export class QuotaStore {
    * account's row until the transaction ends; the count after them.
    */
   async countWrites(q: Queryable, accountId: string, n: number): Promise<WriteWindow> {
-    const rows = await q.query<{ window_start: Date; writes: number; left: number }>(
-      `${COUNT_WRITES} RETURNING window_start, writes, ${SECONDS_LEFT} AS left`,
-      [accountId, n],
-    );
-    const r = rows[0]!;
-    return { windowStart: new Date(r.window_start), writes: Number(r.writes), secondsLeft: Number(r.left) };
+    const rows = await q.query<WindowRow>(`${COUNT_WRITES} RETURNING window_start, writes, ${SECONDS_LEFT} AS left`, [accountId, n]);
+    return windowOf(rows[0]);
   }
 
   /**
