@@ -27,14 +27,15 @@ export interface BackendStatus {
  * the real one when its variable is set, the embedded one otherwise.
  */
 export class Backends {
-  private readonly opened = new Map<BackendName, Promise<unknown>>();
+  /** By name; a database pool with its own session settings under `sql <settings>`. */
+  private readonly opened = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly config: Config,
     private readonly log: Logger,
   ) {}
 
-  private once<T>(name: BackendName, open: () => Promise<T>): Promise<T> {
+  private once<T>(name: string, open: () => Promise<T>): Promise<T> {
     let p = this.opened.get(name) as Promise<T> | undefined;
     if (!p) {
       p = open();
@@ -63,14 +64,21 @@ export class Backends {
     return this.opened.has(name);
   }
 
-  sql(): Promise<Sql> {
+  /**
+   * The database. With `settings` (a service's own server settings, PostgreSQL only), a pool of its
+   * own for the caller, as a service in its own process would have; the embedded database is one
+   * connection for the whole process, where they do not apply.
+   */
+  sql(settings?: Record<string, string>): Promise<Sql> {
     const c = this.config;
-    return this.once('sql', async () =>
+    const own = c.DATABASE_URL && settings && Object.keys(settings).length ? settings : undefined;
+    return this.once(own ? `sql ${JSON.stringify(own)}` : 'sql', async () =>
       c.DATABASE_URL
         ? createPgSql(c.DATABASE_URL, {
             applicationName: `svc-${c.SVC_SERVICE}`,
             guard: c.SVC_SQL_GUARD,
             warn: (message, statement) => this.log.warn({ statement }, message),
+            settings: own,
           })
         : createPgliteSql(path.resolve(c.SVC_DATA_DIR, 'pg'), {
             txTimeoutMs: c.SVC_SQL_TX_TIMEOUT_MS,

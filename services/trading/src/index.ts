@@ -43,6 +43,13 @@ export { type TradingSettings, tradingSettings, tradingSettingsSchema } from './
 const KICK_MS = 200;
 /** How often the service checks the active price alerts against the market. */
 const ALERT_SWEEP_MS = 2000;
+/**
+ * The service's sessions on PostgreSQL keep one generic plan per prepared statement. The book's
+ * group write (orders/group-write.ts, 90 parameters in 14 parts) was planned anew at every
+ * execution: PostgreSQL's default kept choosing a custom plan for it. Its statements are all
+ * lookups by key and writes of arrays, which a generic plan serves as well (docs/trading.md).
+ */
+const SQL_SETTINGS = { plan_cache_mode: 'force_generic_plan' };
 
 export const tradingService = defineService({
   name: 'trading',
@@ -54,7 +61,7 @@ export const tradingService = defineService({
   settings: tradingSettingsSchema,
   async create(ctx) {
     const settings = tradingSettings(ctx.settings);
-    const sql = await ctx.backends.sql();
+    const sql = await ctx.backends.sql(SQL_SETTINGS);
     const store = new TradingStore();
     let relay: OutboxRelay | undefined;
     // The relay runs at most once per KICK_MS after commits: under load one pass (a transaction of

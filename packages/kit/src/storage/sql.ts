@@ -37,6 +37,24 @@ export interface PgSqlOptions {
   guard?: GuardMode;
   /** Where a warning of the guard goes (default: process.emitWarning). */
   warn?: (message: string, statement: string) => void;
+  /**
+   * Server settings for this pool's sessions (`-c name=value` at connect), for what one service's
+   * statements need: the trading service keeps one generic plan per prepared statement.
+   */
+  settings?: Record<string, string>;
+}
+
+/**
+ * The startup `options` of `settings` (names and values of plain characters only: they are our own
+ * constants), after the operator's own PGOPTIONS, which the client would otherwise read alone.
+ */
+export function sessionOptions(settings: Record<string, string> = {}, env = process.env.PGOPTIONS): string | undefined {
+  const parts = Object.entries(settings).map(([name, value]) => {
+    if (!/^[a-z_][a-z0-9_.]*$/.test(name) || !/^[A-Za-z0-9_.-]+$/.test(value)) throw new Error(`invalid database setting ${name}=${value}`);
+    return `-c ${name}=${value}`;
+  });
+  if (!parts.length) return undefined;
+  return [env?.trim(), ...parts].filter(Boolean).join(' ');
 }
 
 export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
@@ -51,6 +69,7 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
     application_name: options.applicationName ?? 'svc',
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 5_000,
+    options: sessionOptions(options.settings),
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
