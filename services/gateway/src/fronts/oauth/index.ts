@@ -68,14 +68,13 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
   let issuerHost: string | undefined;
   const providerHandle = async (req: Request, res: Response) => {
     setHttpRoute('/oauth');
-    const provider = await oauth.provider();
     if (/^\/\.well-known\/oauth-authorization-server\/?$/.test(req.path)) req.url = '/.well-known/openid-configuration';
     // The endpoints it names are built from the request's host: pinned to the issuer's, so that a
     // request's Host header cannot make the metadata point elsewhere.
     req.headers.host = issuerHost ??= new URL(oauth.issuer).host;
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'");
-    await provider.callback()(req, res);
+    await oauth.handle(req, res);
   };
   const registrations = new RegistrationLimit();
   app.use((req, res, next) => {
