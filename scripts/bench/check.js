@@ -20,7 +20,8 @@
 //   --min      the smallest change (%) that counts as a regression, however quiet the machine
 //   --k        how many standard errors of the median a regression must exceed
 // Backends follow the environment (DATABASE_URL etc.), embedded otherwise; CPU is the stack
-// process's own (not PostgreSQL's). Environment: SVC_BENCH_CACHE (the base checkouts' folder,
+// process's own, and on a real PostgreSQL its server's CPU per operation is judged too (where the
+// operation spends at least 10 µs there). Environment: SVC_BENCH_CACHE (the base checkouts' folder,
 // default ~/.cache/svc-bench).
 const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -169,8 +170,10 @@ async function main() {
     await b.stop();
   }
 
-  console.log(`\n| operation | A ops/s | B ops/s | throughput B/A | A CPU µs/op | B CPU µs/op | CPU per op B/A | verdict |`);
-  console.log('|---|---:|---:|---|---:|---:|---|---|');
+  console.log(
+    `\n| operation | A ops/s | B ops/s | throughput B/A | A CPU µs/op | B CPU µs/op | CPU per op B/A | PostgreSQL µs/op A → B, B/A | verdict |`,
+  );
+  console.log('|---|---:|---:|---|---:|---:|---|---|---|');
   let regressions = 0;
   for (const op of ops) {
     const { A, B, A2, B2 } = results[op.name];
@@ -185,9 +188,12 @@ async function main() {
     const of = (xs, f) => median(xs.filter(Boolean).map(f));
     const rps = (x) => x.rps;
     const cpu = (x) => x.cpuPerRequestUs;
+    const db = (x) => x.dbCpuPerRequestUs;
+    // PostgreSQL's CPU (real backends): judged when the operation spends some there (verdict.js).
+    const dbCell = v.metrics.db ? `${of([...A, ...A2], db).toFixed(0)} → ${of([...B, ...B2], db).toFixed(0)}, ${cell(v.metrics.db)}` : '–';
     console.log(
       `| ${op.name} | ${of([...A, ...A2], rps).toFixed(1)} | ${of([...B, ...B2], rps).toFixed(1)} | ${cell(v.metrics.rps)} | ` +
-        `${of([...A, ...A2], cpu).toFixed(0)} | ${of([...B, ...B2], cpu).toFixed(0)} | ${cell(v.metrics.cpu)} | ${v.verdict.toUpperCase()} |`,
+        `${of([...A, ...A2], cpu).toFixed(0)} | ${of([...B, ...B2], cpu).toFixed(0)} | ${cell(v.metrics.cpu)} | ${dbCell} | ${v.verdict.toUpperCase()} |`,
     );
   }
   console.log(

@@ -220,15 +220,19 @@ function stolenSince(ticks) {
 /**
  * One run of `run(seconds)`, which keeps the target busy and resolves with { requests, errors,
  * statuses } (requests: operations completed, of one request or several): the rate over the time it
- * really took (the last operations finish after `seconds`) and the target's CPU per operation.
+ * really took (the last operations finish after `seconds`) and the target's CPU per operation; on a
+ * real PostgreSQL (DATABASE_URL), also the CPU its server processes spent per operation
+ * (`dbCpuPerRequestUs`): work a change moves into SQL does not show in the target's own CPU.
  */
 async function measureRun(target, run, seconds) {
   const before = await target.cpu();
+  const servers = process.env.DATABASE_URL ? backendCpu() : undefined;
   const ticks = machineTicks();
   const started = process.hrtime.bigint();
   const r = await run(seconds);
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
   const stealPct = stolenSince(ticks);
+  const serversAfter = servers ? backendCpu() : undefined;
   const after = await target.cpu();
   const n = Math.max(1, r.requests);
   return {
@@ -236,6 +240,7 @@ async function measureRun(target, run, seconds) {
     seconds: elapsed,
     rps: r.requests / elapsed,
     cpuPerRequestUs: (after.user + after.system - before.user - before.system) / n,
+    ...(servers && serversAfter ? { dbCpuPerRequestUs: backendDelta(servers, serversAfter).postgres / n } : {}),
     stealPct,
   };
 }

@@ -15,11 +15,19 @@
 // large ones. The standard deviation, not a robust spread: on a shared machine a few rounds may agree by chance
 // while the others scatter, and the guard had better miss a small regression than cry wolf.
 
-/** The metrics of a measurement ({ rps, cpuPerRequestUs }) and which way is worse: up for CPU, down for throughput. */
+/**
+ * The metrics of a measurement ({ rps, cpuPerRequestUs, dbCpuPerRequestUs? }) and which way is
+ * worse: up for CPU, down for throughput. `db` (PostgreSQL's CPU per request, on real backends) is
+ * judged only when every measurement of the operation has it.
+ */
 const METRICS = {
   cpu: { label: 'CPU per request', of: (m) => m.cpuPerRequestUs, worse: 1 },
   rps: { label: 'throughput', of: (m) => m.rps, worse: -1 },
+  db: { label: "PostgreSQL's CPU per request", of: (m) => m.dbCpuPerRequestUs, worse: 1, optional: true },
 };
+
+/** An optional metric under this many µs per request is not judged. */
+const MIN_OPTIONAL_US = 10;
 
 const median = (xs) => {
   const s = [...xs].sort((x, y) => x - y);
@@ -52,7 +60,11 @@ function judgeMetric(worse, aa = [], { minChange = 0.05, k = 3 } = {}) {
  */
 function judge(rounds, options = {}) {
   const metrics = {};
-  for (const [name, { label, of, worse }] of Object.entries(METRICS)) {
+  for (const [name, { label, of, worse, optional }] of Object.entries(METRICS)) {
+    // An optional metric counts where it is material: measured in every round, at least
+    // MIN_OPTIONAL_US per request (an operation that sends no SQL sees only the server's background).
+    const values = rounds.flatMap((r) => Object.values(r).filter(Boolean).map(of));
+    if (optional && !(values.every((x) => x > 0) && median(values) >= MIN_OPTIONAL_US)) continue;
     const logMean = (...xs) => xs.filter(Boolean).reduce((sum, x, _, all) => sum + Math.log(of(x)) / all.length, 0);
     const ratios = rounds.map(({ a, b, a2, b2 }) => logMean(b, b2) - logMean(a, a2));
     const aa = rounds.filter((r) => r.a2 || r.b2).map(({ a, b, a2, b2 }) => (a2 ? Math.log(of(a2) / of(a)) : Math.log(of(b2) / of(b))));

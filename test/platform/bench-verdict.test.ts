@@ -6,6 +6,7 @@
 interface Side {
   rps: number;
   cpuPerRequestUs: number;
+  dbCpuPerRequestUs?: number;
 }
 interface Judged {
   change: number;
@@ -22,7 +23,7 @@ const { judge, judgeMetric } = require('../../scripts/bench/verdict.js') as {
   judge: (
     rounds: Array<{ a: Side; b: Side }>,
     options?: { minChange?: number; k?: number },
-  ) => { verdict: string; metrics: Record<'cpu' | 'rps', Judged> };
+  ) => { verdict: string; metrics: Record<'cpu' | 'rps', Judged> & { db?: Judged } };
   judgeMetric: (worse: number[], options?: { minChange?: number; k?: number }) => Omit<Judged, 'rounds'>;
 };
 
@@ -119,6 +120,30 @@ describe('bench:check verdict', () => {
     expect(l.metrics.cpu.change).toBeCloseTo(0.15, 5);
     expect(l.metrics.cpu.threshold).toBeGreaterThan(0.15);
     expect(l.verdict).toBe('same');
+  });
+
+  it("judges PostgreSQL's CPU per request where the operation spends some there: work moved into SQL fails", () => {
+    // The stack's own CPU and throughput unchanged; the database's CPU per request up 40% (a slower statement).
+    const withDb = (db: number[], base = 300) =>
+      db.map((d) => ({
+        a: { rps: 1000, cpuPerRequestUs: 100, dbCpuPerRequestUs: base },
+        b: { rps: 1000, cpuPerRequestUs: 100, dbCpuPerRequestUs: base * d },
+      }));
+    const slower = judge(withDb([1.4, 1.38, 1.42, 1.41, 1.39]));
+    expect(slower.metrics.db?.verdict).toBe('regression');
+    expect(slower.metrics.cpu.verdict).toBe('same');
+    expect(slower.verdict).toBe('regression');
+    // Moved the other way: an improvement.
+    expect(judge(withDb([0.6, 0.62, 0.61, 0.6, 0.63])).metrics.db?.verdict).toBe('improvement');
+    // An operation that sends no SQL sees only the server's background (under 10 µs a request): not judged.
+    const idle = judge(withDb([3, 3, 3, 3, 3], 2));
+    expect(idle.metrics.db).toBeUndefined();
+    expect(idle.verdict).toBe('same');
+    // Embedded backends (no figure) or a round without one: not judged.
+    expect(judge(rounds([1, 1, 1], [1, 1, 1])).metrics.db).toBeUndefined();
+    const partial = withDb([1.4, 1.4, 1.4]);
+    delete partial[1]!.b.dbCpuPerRequestUs;
+    expect(judge(partial).metrics.db).toBeUndefined();
   });
 
   it('refuses too few rounds or ratios that are not numbers', () => {
