@@ -18,7 +18,8 @@
 /**
  * The metrics of a measurement ({ rps, cpuPerRequestUs, dbCpuPerRequestUs? }) and which way is
  * worse: up for CPU, down for throughput. `db` (PostgreSQL's CPU per request, on real backends) is
- * judged only when every measurement of the operation has it.
+ * judged only when every measurement of the operation has it and their median is at least
+ * MIN_OPTIONAL_US (below, an operation that sends no SQL sees only the server's background).
  */
 const METRICS = {
   cpu: { label: 'CPU per request', of: (m) => m.cpuPerRequestUs, worse: 1 },
@@ -61,8 +62,6 @@ function judgeMetric(worse, aa = [], { minChange = 0.05, k = 3 } = {}) {
 function judge(rounds, options = {}) {
   const metrics = {};
   for (const [name, { label, of, worse, optional }] of Object.entries(METRICS)) {
-    // An optional metric counts where it is material: measured in every round, at least
-    // MIN_OPTIONAL_US per request (an operation that sends no SQL sees only the server's background).
     const values = rounds.flatMap((r) => Object.values(r).filter(Boolean).map(of));
     if (optional && !(values.every((x) => x > 0) && median(values) >= MIN_OPTIONAL_US)) continue;
     const logMean = (...xs) => xs.filter(Boolean).reduce((sum, x, _, all) => sum + Math.log(of(x)) / all.length, 0);
