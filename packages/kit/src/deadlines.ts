@@ -4,15 +4,32 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * Calls `expire` once `deadline` (epoch milliseconds) has passed, however far away it is: a
  * deadline farther than one timer can wait is waited for in steps. Returns what cancels it.
+ *
+ * `expire` runs one turn of the event loop after the timer, once the sockets' pending reads have
+ * been handled: a process that was stalled past the deadline (a long GC pause, a starved CPU)
+ * fires its timers before it reads its sockets, and would otherwise fail calls whose answers
+ * were already waiting to be read.
  */
 export function atDeadline(deadline: number, expire: () => void): () => void {
-  let timer: NodeJS.Timeout;
+  let timer: NodeJS.Timeout | undefined;
+  let pending: NodeJS.Immediate | undefined;
   const arm = () => {
     const left = deadline - Date.now();
-    timer = left > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(expire, Math.max(0, left));
+    timer =
+      left > MAX_TIMER_MS
+        ? setTimeout(arm, MAX_TIMER_MS)
+        : setTimeout(
+            () => {
+              pending = setImmediate(expire);
+            },
+            Math.max(0, left),
+          );
   };
   arm();
-  return () => clearTimeout(timer);
+  return () => {
+    clearTimeout(timer);
+    if (pending) clearImmediate(pending);
+  };
 }
 
 /**
