@@ -162,6 +162,32 @@ describe('filesystem blobs are durable and all-or-nothing', () => {
     }
   });
 
+  test('a staged put flushes its data but not its folder; the move after it flushes the folder it lands in', async () => {
+    const rec = recordSyncs();
+    const unwrap = await rec.wrapHandles(root);
+    try {
+      const bytes = randomBytes(3 * MiB);
+      expect(await blobs.put('drive-tmp/upl_2', source(bytes, 256 * 1024), undefined, { staged: true })).toEqual({ size: bytes.length });
+      const renameAt = rec.events.findIndex((e) => e.startsWith('rename '));
+      const [, from] = /^rename (.*) -> /.exec(rec.events[renameAt]!)!;
+      expect(rec.events.slice(0, renameAt)).toContain(`datasync ${from}`);
+      // No folder flushed: the staged name is not what a commit relies on.
+      expect(rec.events.filter((e) => e.startsWith('sync '))).toEqual([]);
+      rec.events.length = 0;
+      await blobs.move('drive-tmp/upl_2', 'drive/acct/ef/target');
+      const at = rec.events.findIndex((e) => e.startsWith('rename '));
+      expect(rec.events.slice(at + 1)).toContain(`sync ${path.join(root, 'drive/acct/ef')}`);
+      expect(sha(await read(await blobs.get('drive/acct/ef/target')))).toBe(sha(bytes));
+      // A failed staged put leaves nothing, as any put.
+      await expect(blobs.put('drive-tmp/upl_3', source(bytes, 256 * 1024, MiB), undefined, { staged: true })).rejects.toThrow('the client went away');
+      expect(await blobs.stat('drive-tmp/upl_3')).toBeNull();
+      expect(temporaries(root)).toEqual([]);
+    } finally {
+      unwrap();
+      rec.restore();
+    }
+  });
+
   test('a put whose source fails mid-stream leaves no object and no temporary file; the previous object stays', async () => {
     const before = randomBytes(1000);
     await blobs.put('drive/a/xy/key', before);

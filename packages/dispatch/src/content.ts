@@ -73,6 +73,8 @@ async function uploadSlot(deps: ContentDeps, caller: Caller, header: drive.Uploa
     stored = await storeHashed(await deps.backends.blobs(), deps.hashes, slot.blobKey, chunks, {
       limit: slot.limitBytes,
       declaredSize: header.declaredSize,
+      // The commit moves the bytes to their content key, and makes that name durable.
+      staged: true,
     });
   } catch (err) {
     client

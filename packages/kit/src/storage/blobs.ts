@@ -27,6 +27,16 @@ export interface BlobReadOptions {
   reuseBuffers?: boolean;
 }
 
+export interface BlobPutOptions {
+  /**
+   * The object is written only to be moved (`move`) before anything relies on it, as an upload's
+   * temporary blob is: its data is on the disk when the put returns, but its name may not survive
+   * a crash (the filesystem store does not flush the folder; the move flushes the folder of the
+   * name that counts). A crash before the move can lose it; the upload was not committed then.
+   */
+  staged?: boolean;
+}
+
 /**
  * Content storage by key. A put is all-or-nothing (a failed put leaves no partial object) and
  * durable when it returns (the filesystem store flushes the data and the new name to the disk;
@@ -34,7 +44,7 @@ export interface BlobReadOptions {
  */
 export interface Blobs {
   readonly kind: 'fs' | 's3';
-  put(key: string, body: Readable | Buffer, size?: number): Promise<{ size: number }>;
+  put(key: string, body: Readable | Buffer, size?: number, opts?: BlobPutOptions): Promise<{ size: number }>;
   get(key: string, range?: BlobRange, opts?: BlobReadOptions): Promise<Readable>;
   stat(key: string): Promise<{ size: number } | null>;
   remove(key: string): Promise<void>;
@@ -204,7 +214,8 @@ function durableFileSink(fh: fs.promises.FileHandle): Writable {
 /**
  * Files under a folder. A put is durable when it returns: the data is written to a temporary
  * file and flushed to the disk (fdatasync), the file is renamed into place, and the folder is
- * flushed (fsync) so that the new name survives a crash too. A put that fails leaves nothing
+ * flushed (fsync) so that the new name survives a crash too (not for a staged put: the move
+ * flushes the folder it lands in, a flush fewer per upload). A put that fails leaves nothing
  * (the temporary file is removed); a crash in the middle leaves at most a temporary file, never
  * a partial object.
  */
@@ -226,7 +237,7 @@ export function createFsBlobs(root: string): Blobs {
   };
   return {
     kind: 'fs',
-    async put(key, body) {
+    async put(key, body, _size, opts) {
       const target = file(key);
       const partial = path.join(tmp, randomBytes(12).toString('hex'));
       const dir = path.dirname(target);
@@ -247,7 +258,8 @@ export function createFsBlobs(root: string): Blobs {
         }
         const created = await made;
         await fs.promises.rename(partial, target);
-        await syncDirs(dir, created);
+        // A staged object's name is made durable by the move that follows (BlobPutOptions).
+        if (!opts?.staged) await syncDirs(dir, created);
       } catch (err) {
         await fs.promises.rm(partial, { force: true });
         throw err;

@@ -28,16 +28,17 @@ const interrupted = () => new DomainError('invalid_argument', 'request_aborted',
  * the bytes, on the pool's workers unless the declared size is small) and counted. Nothing is held whole in memory; the blob store reads
  * only as fast as it writes. All or nothing: a source that fails (a client gone mid-body: a
  * `request_aborted` error, unless the source threw a DomainError of its own), content over
- * `limit` (`file_too_large`) or a failed write leaves no blob at `key`.
+ * `limit` (`file_too_large`) or a failed write leaves no blob at `key`. `staged`: the blob is
+ * moved before anything relies on it (BlobPutOptions).
  */
 export async function storeHashed(
   blobs: Blobs,
   hashes: HashPool,
   key: string,
   source: AsyncIterable<Buffer>,
-  opts: { limit: number; declaredSize?: number },
+  opts: { limit: number; declaredSize?: number; staged?: boolean },
 ): Promise<StoredContent> {
-  const { limit, declaredSize } = opts;
+  const { limit, declaredSize, staged } = opts;
   if (declaredSize !== undefined && declaredSize > limit) throw contentTooLarge(limit);
   const hash = hashes.hash(['sha256', 'crc32'], declaredSize);
   let size = 0;
@@ -68,7 +69,7 @@ export async function storeHashed(
   // told nothing, it plans for 5 TiB objects (~550 MiB parts). The limit bounds the length.
   const sizeHint = declaredSize ?? (blobs.kind === 's3' ? limit : undefined);
   try {
-    const stored = await blobs.put(key, body, sizeHint);
+    const stored = await blobs.put(key, body, sizeHint, { staged });
     if (stored.size !== size) throw new Error(`stored ${stored.size} bytes of ${size}`);
     if (!digest) throw new Error('the blob store finished before the content ended');
     const [sha256, crc32] = await digest;

@@ -69,7 +69,7 @@ export async function writeBytes(
   const header: UploadHeader = { requirePrecondition: false, overwrite: false, lockTokens: [], ...h };
   const { uploadId, key } = await drive.content.begin(p.accountId);
   try {
-    await drive.blobs.put(key, bytes, bytes.length);
+    await drive.blobs.put(key, bytes, bytes.length, { staged: true });
   } catch (err) {
     await drive.content.discard(uploadId, key);
     throw err;

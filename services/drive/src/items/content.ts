@@ -50,9 +50,13 @@ export class Content {
    * full read checks it again.)
    */
   async received(accountId: string, uploadId: string, sha256: string, size: number, crc32?: number): Promise<Received> {
-    const upload = await this.store.upload(uploadId);
+    // The blob is looked at while the row is read (at the key begin gave it; checked below).
+    const [row, early] = await Promise.allSettled([this.store.upload(uploadId), this.blobs.stat(tmpKey(uploadId))]);
+    if (row.status === 'rejected') throw row.reason;
+    const upload = row.value;
     if (!upload || upload.account_id !== accountId) throw unknownUpload();
-    const stored = await this.blobs.stat(upload.tmp_key);
+    if (early.status === 'rejected') throw early.reason;
+    const stored = upload.tmp_key === tmpKey(uploadId) ? early.value : await this.blobs.stat(upload.tmp_key);
     if (!stored) {
       // The gateway wrote somewhere this service cannot see: not the same blob store.
       await this.discard(uploadId, upload.tmp_key);
@@ -82,6 +86,8 @@ export class Content {
    * the upload ends the hold counts.
    */
   async place(accountId: string, r: Received, holdSeconds: number): Promise<void> {
+    // The hold first, then the look: a collector removing the same content holds its row until the
+    // blob is gone, so a look taken before the hold could see a blob about to go.
     await this.store.placeAndHold(this.store.sql, r.uploadId, accountId, r.sha256, r.size, holdSeconds, r.crc32);
     const target = contentKey(accountId, r.sha256);
     const existing = await this.blobs.stat(target);

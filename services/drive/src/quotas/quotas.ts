@@ -31,14 +31,27 @@ export function overLive(limits: QuotaLimits, before: number, after: number): bo
   return after > limits.bytesLive && after > before;
 }
 
+/** What the checks before a write judge: the account's writes of this minute and its files' bytes. */
+export type WriteState = Awaited<ReturnType<QuotaStore['beforeWrite']>>;
+
+/** Reads the account's write state (one statement), so that a write can read it alongside its other checks. */
+export function writeState(q: Queryable, accountId: string): Promise<WriteState> {
+  return store.beforeWrite(q, accountId);
+}
+
 /**
  * Before any byte is read: refused when the account made its minute's writes, or when the growth
  * it declares (the new size less the size replaced) takes its files over the quota.
  */
-export async function precheck(q: Queryable, accountId: string, limits: QuotaLimits, growth?: number): Promise<void> {
-  const { window: w, live } = await store.beforeWrite(q, accountId);
+export function judgeWrite(limits: QuotaLimits, state: WriteState, growth?: number): void {
+  const { window: w, live } = state;
   if (w.writes >= limits.writesPerMinute) throw writeRateExceeded(limits.writesPerMinute, w.secondsLeft);
   if (growth !== undefined && growth > 0 && overLive(limits, live, live + growth)) throw quotaExceeded(limits.bytesLive, live, growth);
+}
+
+/** judgeWrite on the state read now. */
+export async function precheck(q: Queryable, accountId: string, limits: QuotaLimits, growth?: number): Promise<void> {
+  judgeWrite(limits, await writeState(q, accountId), growth);
 }
 
 /**
