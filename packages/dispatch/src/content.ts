@@ -67,16 +67,20 @@ export async function upload(
 async function uploadSlot(deps: ContentDeps, caller: Caller, header: drive.UploadHeader, chunks: AsyncIterable<Buffer>): Promise<drive.ItemResponse> {
   const client = driveClient(deps.registry);
   const call = { principalToken: caller.token, requestId: caller.requestId };
-  const slot = await client.beginUpload(header, call);
+  // The bytes start on their way while the drive checks the write (storeHashed: at most
+  // EARLY_BYTES of them before its answer); a refusal is the answer, and nothing stays.
+  const begun = client.beginUpload(header, call);
+  const target = begun.then((s) => ({ key: s.blobKey, limit: s.limitBytes }));
   let stored;
   try {
-    stored = await storeHashed(await deps.backends.blobs(), deps.hashes, slot.blobKey, chunks, {
-      limit: slot.limitBytes,
+    stored = await storeHashed(await deps.backends.blobs(), deps.hashes, target, chunks, {
       declaredSize: header.declaredSize,
       // The commit moves the bytes to their content key, and makes that name durable.
       staged: true,
     });
   } catch (err) {
+    // A write the drive refused: its answer, as it gave it (no upload was registered).
+    const slot = await begun;
     client
       .abortUpload({ uploadId: slot.uploadId }, call)
       .catch((e: unknown) => deps.log.warn({ err: e, uploadId: slot.uploadId }, 'could not abort an upload'));
@@ -87,6 +91,7 @@ async function uploadSlot(deps: ContentDeps, caller: Caller, header: drive.Uploa
       cause: err,
     });
   }
+  const slot = await begun;
   return client.commitUpload(
     { header, uploadId: slot.uploadId, sha256: stored.sha256, size: stored.size, crc32: stored.crc32 },
     { ...call, deadlineMs: commitDeadlineMs(deps.registry.deadlineMs, stored.size) },

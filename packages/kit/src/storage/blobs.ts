@@ -44,7 +44,12 @@ export interface BlobPutOptions {
  */
 export interface Blobs {
   readonly kind: 'fs' | 's3';
-  put(key: string, body: Readable | Buffer, size?: number, opts?: BlobPutOptions): Promise<{ size: number }>;
+  /**
+   * `key` may still be on its way (a promise): the filesystem store writes and flushes the data
+   * meanwhile and gives it the key once it comes (a key that fails removes what was written and
+   * fails the put with its error); S3 waits for it before the first byte.
+   */
+  put(key: string | Promise<string>, body: Readable | Buffer, size?: number, opts?: BlobPutOptions): Promise<{ size: number }>;
   get(key: string, range?: BlobRange, opts?: BlobReadOptions): Promise<Readable>;
   stat(key: string): Promise<{ size: number } | null>;
   remove(key: string): Promise<void>;
@@ -238,13 +243,13 @@ export function createFsBlobs(root: string): Blobs {
   return {
     kind: 'fs',
     async put(key, body, _size, opts) {
-      const target = file(key);
+      const named = typeof key === 'string' ? file(key) : undefined;
       const partial = path.join(tmp, randomBytes(12).toString('hex'));
-      const dir = path.dirname(target);
+      let target: string | undefined;
       try {
-        // The folder is made while the data is being written.
-        const made = fs.promises.mkdir(dir, { recursive: true });
-        made.catch(() => {});
+        // The folder is made while the data is being written (once the key is known).
+        const made = named ? fs.promises.mkdir(path.dirname(named), { recursive: true }) : undefined;
+        made?.catch(() => {});
         const fh = await fs.promises.open(partial, 'wx');
         try {
           if (Buffer.isBuffer(body)) {
@@ -256,7 +261,9 @@ export function createFsBlobs(root: string): Blobs {
         } finally {
           await fh.close();
         }
-        const created = await made;
+        target = named ?? file(await key);
+        const dir = path.dirname(target);
+        const created = await (made ?? fs.promises.mkdir(dir, { recursive: true }));
         await fs.promises.rename(partial, target);
         // A staged object's name is made durable by the move that follows (BlobPutOptions).
         if (!opts?.staged) await syncDirs(dir, created);
@@ -332,7 +339,8 @@ export async function createS3Blobs(options: {
   }
   return {
     kind: 's3',
-    async put(key, body, size) {
+    async put(named, body, size) {
+      const key = await named;
       checkKey(key);
       if (Buffer.isBuffer(body)) {
         await retried(() => client.putObject(bucket, key, body, size));

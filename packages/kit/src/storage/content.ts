@@ -23,29 +23,64 @@ export const contentTooLarge = (limit: number) =>
 
 const interrupted = () => new DomainError('invalid_argument', 'request_aborted', 'The upload was interrupted; nothing was written.');
 
+/** Where an upload's bytes go and how many it may have: what the drive's BeginUpload answers. */
+export interface UploadTarget {
+  key: string;
+  limit: number;
+}
+
 /**
- * Streams `source` to the blob `key` while it is hashed (SHA-256 and CRC-32 of the same copy of
+ * How many bytes an upload takes in while its target is still being decided (a promise): on the
+ * filesystem they are written to the store's temporary file meanwhile, so the decision's round
+ * trips overlap the first bytes' hashing and writing. Past this the upload waits for it; a
+ * refusal then removes what was written.
+ */
+export const EARLY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Streams `source` to the blob of `target` while it is hashed (SHA-256 and CRC-32 of the same copy of
  * the bytes, on the pool's workers unless the declared size is small) and counted. Nothing is held whole in memory; the blob store reads
  * only as fast as it writes. All or nothing: a source that fails (a client gone mid-body: a
  * `request_aborted` error, unless the source threw a DomainError of its own), content over
- * `limit` (`file_too_large`) or a failed write leaves no blob at `key`. `staged`: the blob is
+ * the target's limit (`file_too_large`) or a failed write leaves no blob at its key. `staged`: the blob is
  * moved before anything relies on it (BlobPutOptions).
+ *
+ * `target` may still be on its way (a promise): the filesystem store writes the first EARLY_BYTES
+ * meanwhile and names the file once it comes; a target that fails (the write refused) fails the
+ * store with its error, and nothing stays. S3 waits for it before the first byte.
  */
 export async function storeHashed(
   blobs: Blobs,
   hashes: HashPool,
-  key: string,
+  target: UploadTarget | Promise<UploadTarget>,
   source: AsyncIterable<Buffer>,
-  opts: { limit: number; declaredSize?: number; staged?: boolean },
+  opts: { declaredSize?: number; staged?: boolean },
 ): Promise<StoredContent> {
-  const { limit, declaredSize, staged } = opts;
-  if (declaredSize !== undefined && declaredSize > limit) throw contentTooLarge(limit);
+  const { declaredSize, staged } = opts;
+  let known: UploadTarget | undefined;
+  let refused: { err: unknown } | undefined;
+  if (!(target instanceof Promise) || blobs.kind !== 'fs') known = await target;
+  const decided: Promise<UploadTarget> = known
+    ? Promise.resolve(known)
+    : (target as Promise<UploadTarget>).then(
+        (t) => (known = t),
+        (err: unknown) => {
+          refused = { err };
+          throw err;
+        },
+      );
+  decided.catch(() => {}); // awaited by the put (the key) and below
+  const checkLimit = (size: number) => {
+    if (known && size > known.limit) throw contentTooLarge(known.limit);
+  };
+  if (declaredSize !== undefined) checkLimit(declaredSize);
   const hash = hashes.hash(['sha256', 'crc32'], declaredSize);
   let size = 0;
   let digest: Promise<string[]> | undefined;
   async function* counted(): AsyncGenerator<Buffer> {
     const chunks = source[Symbol.asyncIterator]();
     for (;;) {
+      if (refused) throw refused.err;
       let next: IteratorResult<Buffer>;
       try {
         next = await chunks.next();
@@ -55,7 +90,9 @@ export async function storeHashed(
       if (next.done) break;
       const chunk = next.value;
       size += chunk.length;
-      if (size > limit) throw contentTooLarge(limit);
+      // Past the early bytes, nothing more is taken in before the target is known.
+      if (!known && size > EARLY_BYTES) await decided;
+      checkLimit(size);
       const behind = hash.update(chunk);
       if (behind) await behind;
       yield chunk;
@@ -67,18 +104,24 @@ export async function storeHashed(
   const body = Readable.from(counted(), { objectMode: false, highWaterMark: 1 << 20 });
   // The S3 client sizes its multipart parts (each held in memory) from the length it is told;
   // told nothing, it plans for 5 TiB objects (~550 MiB parts). The limit bounds the length.
-  const sizeHint = declaredSize ?? (blobs.kind === 's3' ? limit : undefined);
+  const sizeHint = declaredSize ?? (blobs.kind === 's3' ? known!.limit : undefined);
+  const key = known ? known.key : decided.then((t) => t.key);
+  if (typeof key !== 'string') key.catch(() => {}); // the put awaits it once its data is written
   try {
     const stored = await blobs.put(key, body, sizeHint, { staged });
     if (stored.size !== size) throw new Error(`stored ${stored.size} bytes of ${size}`);
     if (!digest) throw new Error('the blob store finished before the content ended');
+    // A body that ended before the target came is judged against its limit now.
+    checkLimit(size);
     const [sha256, crc32] = await digest;
     return { sha256: sha256!, crc32: parseInt(crc32!, 16), size };
   } catch (err) {
     body.destroy();
     hash.abort();
     // The put is all-or-nothing; this removes what a store finished just before a late failure.
-    if (digest) await blobs.remove(key).catch(() => {});
+    if (digest && known) await blobs.remove(known.key).catch(() => {});
+    // A refused target is the answer, whatever the write was doing when it came.
+    if (refused) throw refused.err;
     throw err;
   }
 }
