@@ -65,6 +65,12 @@ export interface OutboxRelay {
  * Publishes committed outbox rows in id order (a claimed batch at once, in order on the wire). Rows are claimed with SKIP LOCKED so replicas
  * share the work; a row published twice (crash between publish and mark) is dropped by
  * JetStream's dedupe on the event id, and consumers are idempotent anyway.
+ *
+ * On the embedded database (one process, one relay per schema, one connection for every
+ * service) there is no other replica to share with: the rows are read and then marked, each a
+ * statement of its own, with no transaction held while they are published. A transaction would
+ * keep the one connection from every tenant's statements for the publish's round trips, and
+ * costs two statements and a row lock per pass.
  */
 const tracer = trace.getTracer('svc-outbox');
 
@@ -74,51 +80,52 @@ export function startOutboxRelay(deps: { sql: Sql; schema: string; bus: Bus; log
   let again = false;
   let stopped = false;
 
-  const drainOnce = async (): Promise<number> =>
-    sql.tx(async (q) => {
-      const rows = await q.query<{ id: string; subject: string; payload: unknown; headers: unknown }>(
-        `SELECT id, subject, payload, headers FROM ${schema}.outbox
-          WHERE published_at IS NULL ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`,
-      );
-      if (rows.length === 0) return 0;
-      // All at once: they leave in id order on one connection, in one write instead of one each,
-      // and their acknowledgements come back together. Rows up to the first failure are marked;
-      // the rest are published again later (JetStream drops a repeat of an event id).
-      const batch = rows.map((row) => ({
-        row,
-        payload: (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as EventEnvelope,
-        headers: (typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers) as Record<string, string>,
-      }));
-      // A pass that finds nothing is not traced (the poll would drown the traces); one that
-      // publishes is a span linked to the requests whose events it carries, and each event's
-      // publish continues its own request's trace.
-      const links: Link[] = [];
-      for (const b of batch) {
-        const linked = trace.getSpanContext(propagation.extract(context.active(), b.headers));
-        if (linked) links.push({ context: linked });
-      }
-      const span = tracer.startSpan(`outbox publish ${schema}`, {
-        kind: SpanKind.INTERNAL,
-        links,
-        attributes: { 'messaging.system': 'nats', 'messaging.batch.message_count': batch.length },
-      });
-      const sent = await context.with(trace.setSpan(context.active(), span), () =>
-        Promise.allSettled(batch.map((b) => bus.publish(b.row.subject, b.payload, b.headers))),
-      );
-      span.end();
-      const done: string[] = [];
-      for (const [i, r] of sent.entries()) {
-        if (r.status === 'rejected') {
-          log.warn({ err: r.reason, subject: rows[i]!.subject }, 'outbox publish failed; will retry');
-          break;
-        }
-        done.push(rows[i]!.id);
-      }
-      if (done.length) {
-        await q.query(`UPDATE ${schema}.outbox SET published_at = now() WHERE id = ANY($1)`, [done]);
-      }
-      return done.length;
+  const shared = sql.kind !== 'pglite';
+  const pass = async (q: Queryable): Promise<number> => {
+    const rows = await q.query<{ id: string; subject: string; payload: unknown; headers: unknown }>(
+      `SELECT id, subject, payload, headers FROM ${schema}.outbox
+          WHERE published_at IS NULL ORDER BY id LIMIT 100${shared ? ' FOR UPDATE SKIP LOCKED' : ''}`,
+    );
+    if (rows.length === 0) return 0;
+    // All at once: they leave in id order on one connection, in one write instead of one each,
+    // and their acknowledgements come back together. Rows up to the first failure are marked;
+    // the rest are published again later (JetStream drops a repeat of an event id).
+    const batch = rows.map((row) => ({
+      row,
+      payload: (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as EventEnvelope,
+      headers: (typeof row.headers === 'string' ? JSON.parse(row.headers) : row.headers) as Record<string, string>,
+    }));
+    // A pass that finds nothing is not traced (the poll would drown the traces); one that
+    // publishes is a span linked to the requests whose events it carries, and each event's
+    // publish continues its own request's trace.
+    const links: Link[] = [];
+    for (const b of batch) {
+      const linked = trace.getSpanContext(propagation.extract(context.active(), b.headers));
+      if (linked) links.push({ context: linked });
+    }
+    const span = tracer.startSpan(`outbox publish ${schema}`, {
+      kind: SpanKind.INTERNAL,
+      links,
+      attributes: { 'messaging.system': 'nats', 'messaging.batch.message_count': batch.length },
     });
+    const sent = await context.with(trace.setSpan(context.active(), span), () =>
+      Promise.allSettled(batch.map((b) => bus.publish(b.row.subject, b.payload, b.headers))),
+    );
+    span.end();
+    const done: string[] = [];
+    for (const [i, r] of sent.entries()) {
+      if (r.status === 'rejected') {
+        log.warn({ err: r.reason, subject: rows[i]!.subject }, 'outbox publish failed; will retry');
+        break;
+      }
+      done.push(rows[i]!.id);
+    }
+    if (done.length) {
+      await q.query(`UPDATE ${schema}.outbox SET published_at = now() WHERE id = ANY($1)`, [done]);
+    }
+    return done.length;
+  };
+  const drainOnce = (): Promise<number> => (shared ? sql.tx(pass) : pass(sql));
 
   const run = (): void => {
     if (stopped) return;

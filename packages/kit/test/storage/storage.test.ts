@@ -155,6 +155,46 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
     expect(effects).toBe(2);
   });
 
+  test("outbox: while the relay publishes, the database serves other statements (the embedded one's single connection is not held)", async () => {
+    // A bus whose publish waits until it is let go: a NATS round trip that takes its time.
+    const inner = createMemoryBus(randomName('ns'));
+    let publishing = false;
+    let letGo!: () => void;
+    const gate = new Promise<void>((r) => (letGo = r));
+    const bus: Bus = Object.assign(Object.create(inner) as Bus, {
+      publish: async (...args: Parameters<Bus['publish']>) => {
+        publishing = true;
+        await gate;
+        return inner.publish(...args);
+      },
+    });
+    const relay = startOutboxRelay({ sql, schema: 't', bus, log, intervalMs: 50 });
+    try {
+      const event = await sql.tx((q) => enqueueEvent(q, 't', { subject: 't.item.created', accountId: 'acct_z', data: { n: 4 } }));
+      relay.kick();
+      await until(() => publishing);
+      // Another tenant's statement, and a transaction, answer while the publish is in flight.
+      const answered = await Promise.race([
+        (async () => {
+          await sql.query('SELECT 1');
+          await sql.tx((q) => q.query('SELECT 1'));
+          return 'answered';
+        })(),
+        new Promise((r) => setTimeout(() => r('waited for the publish'), 2000)),
+      ]);
+      expect(answered).toBe('answered');
+      letGo();
+      const marked = async () =>
+        (await sql.query<{ id: string }>('SELECT id FROM t.outbox WHERE published_at IS NULL AND id = $1', [event.id])).length === 0;
+      for (let i = 0; i < 300 && !(await marked()); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await marked()).toBe(true);
+    } finally {
+      letGo();
+      await relay.stop();
+      await inner.close();
+    }
+  });
+
   test('outbox: an event no kick announced (another replica committed it, or a process gone after its commit) is published by the poll', async () => {
     const bus = createMemoryBus(randomName('ns'));
     const got: EventEnvelope[] = [];
