@@ -18,6 +18,13 @@ export function commitDeadlineMs(deadlineMs: number, size: number): number {
   return Math.max(deadlineMs, Math.min(COMMIT_DEADLINE_MAX_MS, deadlineMs + Math.ceil(size / COPY_BYTES_PER_MS)));
 }
 
+/**
+ * Errors of writes the drive refused before it took their content (BeginUpload: a failed
+ * precondition, a taken name): nothing ran, however much of the body was read meanwhile, so an
+ * idempotency key is released as for a request cut short (idempotency.ts).
+ */
+export const refusedBeforeContent = new WeakSet<object>();
+
 /** What moving drive content needs: the drive's client, the blob store, the hash pool. */
 export interface ContentDeps {
   log: Logger;
@@ -79,8 +86,14 @@ async function uploadSlot(deps: ContentDeps, caller: Caller, header: drive.Uploa
       staged: true,
     });
   } catch (err) {
-    // A write the drive refused: its answer, as it gave it (no upload was registered).
-    const slot = await begun;
+    let slot: drive.BeginUploadResponse;
+    try {
+      slot = await begun;
+    } catch (refusal) {
+      // A write the drive refused: its answer, as it gave it (no upload was registered, nothing ran).
+      if (typeof refusal === 'object' && refusal !== null) refusedBeforeContent.add(refusal);
+      throw refusal;
+    }
     client
       .abortUpload({ uploadId: slot.uploadId }, call)
       .catch((e: unknown) => deps.log.warn({ err: e, uploadId: slot.uploadId }, 'could not abort an upload'));

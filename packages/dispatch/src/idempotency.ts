@@ -23,6 +23,7 @@ import { keysClient } from '@svc/clients';
 import { DomainError, ERROR_KINDS, type ErrorCode, type ErrorKind, isErrorKind, type Logger, type Registry } from '@svc/kit';
 
 import type { Answer, HeaderSink } from './answers.js';
+import { refusedBeforeContent } from './content.js';
 import type { RawInput } from './input.js';
 
 /** An invocation's idempotency key, as the caller gave it (the keys service checks its form). */
@@ -192,7 +193,9 @@ export async function idempotent(
     const { retryAfterSeconds: _, ...details } = e.details ?? {};
     const error: RecordedError['error'] = { kind: e.kind, code: e.code, message: e.message, requestId: inv.requestId };
     if (Object.keys(details).length) error.details = details;
-    await finish(RELEASED.has(e.httpStatus) ? undefined : { status: e.httpStatus, headersJson: '{}', body: Buffer.from(JSON.stringify({ error })) });
+    // A write refused before its content (content.ts) ran nothing, as one whose content was cut short.
+    const released = RELEASED.has(e.httpStatus) || refusedBeforeContent.has(err as object);
+    await finish(released ? undefined : { status: e.httpStatus, headersJson: '{}', body: Buffer.from(JSON.stringify({ error })) });
     throw err;
   }
   if (answer.kind !== 'json' || RELEASED.has(answer.status)) {
