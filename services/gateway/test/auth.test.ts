@@ -100,11 +100,13 @@ describe('OpenStreams', () => {
   test('a stream held after its key was revoked, for a request authenticated before, ends at once (never before hold returns)', async () => {
     const s = new OpenStreams();
     const ended: string[] = [];
-    const before = Date.now() - 10;
-    s.end('key_f');
+    // The times are given, not read from the clock twice: a virtual machine's clock can step back.
+    const revokedAt = Date.now();
+    const before = revokedAt - 10;
+    s.end('key_f', revokedAt);
     s.hold('key_f', null, (why) => ended.push(`before ${why.code}`), { authenticatedAt: before });
     expect(ended).toEqual([]);
-    s.hold('key_f', null, () => ended.push('authenticated after'), { authenticatedAt: Date.now() + 1 });
+    s.hold('key_f', null, () => ended.push('authenticated after'), { authenticatedAt: revokedAt + 1 });
     s.hold('key_g', null, () => ended.push('another key'), { authenticatedAt: before });
     await new Promise((r) => setTimeout(r, 20));
     expect(ended).toEqual(['before key_revoked']);
