@@ -19,6 +19,7 @@ import { isToolOperation } from '@svc/tools';
 import { createApp, nextRequestId } from './app.js';
 import { Authenticator } from './auth.js';
 import { systemOperations } from './fronts/api/system.js';
+import { Fronts } from './fronts/gate.js';
 import { GitFront } from './fronts/git/index.js';
 import { attachHostFront } from './fronts/hosts/index.js';
 import { mountProtocols } from './fronts/index.js';
@@ -33,6 +34,7 @@ export { createApp } from './app.js';
 export { Authenticator } from './auth.js';
 export { AUTH_FAILURE_LIMIT } from './auth-failures.js';
 export { presentedSecret } from './credentials.js';
+export { firstSegment, Fronts } from './fronts/gate.js';
 export { expressServerOptions } from './http-server.js';
 export { compileRoutes } from './routing.js';
 export { DEFAULT_ACCOUNT_LIMITS, DEFAULT_KEY_LIMITS, type GatewaySettings, gatewaySettingsSchema } from './settings.js';
@@ -188,8 +190,22 @@ export async function startGateway(deps: {
     bodyLimit: deps.settings.SVC_BODY_LIMIT,
     trustProxy: deps.settings.SVC_TRUST_PROXY,
     mount: (app) => {
-      if (oauth) mountOauth(app, { auth, oauth, registry: deps.registry, signer, systemToken, log, secret: deps.config.internalSecret });
-      mountProtocols(app, { ...local, dispatcher });
+      // The fronts are one layer of the app, each entered only for its own paths (fronts/gate.ts).
+      const fronts = new Fronts();
+      if (oauth) {
+        const router = fronts.add({ segments: ['oauth', '.well-known'] });
+        app.locals.challenge = mountOauth(router, {
+          auth,
+          oauth,
+          registry: deps.registry,
+          signer,
+          systemToken,
+          log,
+          secret: deps.config.internalSecret,
+        });
+      }
+      mountProtocols(fronts, { ...local, dispatcher });
+      app.use(fronts.handler());
     },
   });
   applyAnswerRules(app, () => draining);

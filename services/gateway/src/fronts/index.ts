@@ -1,8 +1,7 @@
-import type express from 'express';
-
 import type { ContentDeps, Dispatcher } from '@svc/dispatch';
 
 import type { Authenticator } from '../auth.js';
+import type { FrontClaim, Fronts } from './gate.js';
 import { type GitFront, mountGit } from './git/index.js';
 import { mountHostConnect } from './hosts/index.js';
 import { mountMcp } from './mcp/index.js';
@@ -24,14 +23,15 @@ export interface FrontDeps extends ContentDeps, SitesDeps {
 }
 
 /**
- * Protocol fronts (public sites, WebDAV, Git, MCP), each on its own path. The host connection is a
- * WebSocket upgrade, taken on the HTTP server itself (hosts/index.ts); here a plain GET of its path
- * is told so.
+ * Protocol fronts (public sites, WebDAV, Git, MCP), each on its own path (sites on their own host
+ * names too). The host connection is a WebSocket upgrade, taken on the HTTP server itself
+ * (hosts/index.ts); here a plain GET of its path is told so.
  */
-export function mountProtocols(app: express.Express, deps: FrontDeps): void {
-  mountSites(app, deps);
-  mountDav(app, deps);
-  mountGit(app, deps);
-  mountHostConnect(app);
-  mountMcp(app, { ...deps, allowedOrigins: deps.mcpAllowedOrigins, pageSize: deps.mcpPageSize });
+export function mountProtocols(fronts: Fronts, deps: FrontDeps): void {
+  const sites: FrontClaim = { segments: ['sites'] };
+  sites.host = mountSites(fronts.add(sites), deps);
+  mountDav(fronts.add({ segments: ['dav'] }), deps);
+  mountGit(fronts.add({ segments: ['git'] }), deps);
+  mountHostConnect(fronts.add({ segments: ['hosts'] }));
+  mountMcp(fronts.add({ segments: ['mcp'] }), { ...deps, allowedOrigins: deps.mcpAllowedOrigins, pageSize: deps.mcpPageSize });
 }

@@ -117,7 +117,7 @@ async function handle(deps: GitDeps, req: Request, res: Response, auth: AuthCont
 }
 
 /** Mounts /git (and /v1/git). */
-export function mountGit(app: express.Express, deps: GitDeps): void {
+export function mountGit(app: express.Router, deps: GitDeps): void {
   app.use('/git', (req: Request, res: Response) => {
     const prefix = req.originalUrl.startsWith('/v1/') ? '/v1/git' : '/git';
     const run = async () => {

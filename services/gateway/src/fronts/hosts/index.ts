@@ -65,7 +65,7 @@ function refuseUpgrade(socket: Duplex, status: number, code: ErrorCode, message:
 }
 
 /** A plain GET (no upgrade) is told what the path is for. */
-export function mountHostConnect(app: express.Express): void {
+export function mountHostConnect(app: express.Router): void {
   app.all(/^\/hosts\/connect\/?$/i, (req, res) => {
     res.setHeader('Upgrade', 'websocket');
     res.status(426).json({

@@ -70,7 +70,7 @@ export function mcpClass(message: McpMessage | undefined): OperationClass {
 /** An Origin as compared: lowercase, no trailing slash. */
 const normalOrigin = (o: string) => o.trim().toLowerCase().replace(/\/+$/, '');
 
-export function mountMcp(app: express.Express, deps: McpFrontDeps): void {
+export function mountMcp(app: express.Router, deps: McpFrontDeps): void {
   const allowed = new Set(deps.allowedOrigins.map(normalOrigin));
   const readBody = express.raw({ type: () => true, limit: MCP_BODY_LIMIT });
   // The catalogue and its endpoint, made on the first exchange, then kept for the process.

@@ -38,7 +38,11 @@ const PAGES = /^\/oauth\/(interaction|apps|passkeys|signin|signout|static)(\/|$)
 /** Where the API-key sign-in of the pages may return to. */
 const RETURNS = new Set(['/oauth/apps', '/oauth/passkeys']);
 
-export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
+/**
+ * Mounts the authorization server, its pages and the resources' metadata; returns the challenge
+ * the API's and /mcp's 401s carry (the app keeps it in its locals, replies.ts).
+ */
+export function mountOauth(app: express.Router, deps: OauthFrontDeps): ChallengeOf {
   const { oauth, auth } = deps;
   let web: WebSecurity | undefined;
   const webOf = () => (web ??= new WebSecurity(deps.secret, new URL(oauth.issuer).origin));
@@ -51,7 +55,6 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
     if (!auth.oauthEnabled) return undefined;
     return oauth.challenge(/^\/mcp(\/|$|\?)/i.test(req.path) ? 'mcp' : 'api', err);
   };
-  app.locals.challenge = challengeOf;
 
   // Protected resource metadata (RFC 9728), public and cacheable, readable from any origin.
   for (const name of ['mcp', 'api'] as const) {
@@ -360,6 +363,7 @@ export function mountOauth(app: express.Express, deps: OauthFrontDeps): void {
       pageError(req, res, err, deps.log);
     });
   });
+  return challengeOf;
 }
 
 /** A failure on a page: a page in words (oidc-provider's own errors carry their status). */

@@ -192,9 +192,11 @@ function redirect(res: Response, req: Request, to: string): void {
 
 /**
  * Mounts the public sites front: by path on every host, by host name when SVC_SITES_HOST is set,
- * and on the verified custom domains of sites.
+ * and on the verified custom domains of sites. Returns the test of a request's host that the
+ * gateway enters the front for whatever the path (fronts/gate.ts): a site's host, or a name that
+ * could be a custom domain and is not yet known not to be one.
  */
-export function mountSites(app: express.Express, deps: SitesDeps): void {
+export function mountSites(app: express.Router, deps: SitesDeps): (req: Request) => boolean {
   const cache = new ContentCache();
   const domains = deps.siteDomains ?? new SiteDomainCache();
   const suffix = deps.sitesHost ? `.${deps.sitesHost.replace(/^\*\./, '').toLowerCase()}` : undefined;
@@ -205,14 +207,15 @@ export function mountSites(app: express.Express, deps: SitesDeps): void {
       deps.log.warn({ err, requestId: req.requestId }, 'a site request failed');
       plain(res, err instanceof DomainError && err.httpStatus === 503 ? 503 : 502, 'The site could not be served; try again.', req.method === 'HEAD');
     });
+  const isSiteHost = (host: string) => !!suffix && host.endsWith(suffix) && !host.slice(0, -suffix.length).includes('.');
   // Whether the drive serves a host as a custom domain (asked once per name, then kept).
   const ask = async (host: string) => (await (await asPlatform(deps, '')).resolveSiteDomain({ domain: host })).served;
   app.use((req, res, next) => {
     const host = req.hostname?.toLowerCase();
-    if (suffix && host && host.endsWith(suffix) && !host.slice(0, -suffix.length).includes('.')) {
+    if (host && isSiteHost(host)) {
       // The whole host is the site: its path is the request's as sent (no /v1 prefix taken off).
       const path = req.originalUrl.split('?')[0]!;
-      return void run(req, res, { slug: host.slice(0, -suffix.length), rest: path, root: '' });
+      return void run(req, res, { slug: host.slice(0, -suffix!.length), rest: path, root: '' });
     }
     // By path (/sites/<slug>/…), on any other host.
     const byPath = () => {
@@ -240,4 +243,11 @@ export function mountSites(app: express.Express, deps: SitesDeps): void {
       byPath();
     });
   });
+  return (req) => {
+    const host = req.hostname?.toLowerCase();
+    if (!host) return false;
+    if (isSiteHost(host)) return true;
+    const domain = domainCandidate(host);
+    return domain !== undefined && domains.peek(domain) !== false;
+  };
 }

@@ -57,7 +57,7 @@ function handle(d: DavRequest): Promise<void> | void {
 }
 
 /** Mounts /dav (and /v1/dav, the gateway strips /v1 first). */
-export function mountDav(app: express.Express, deps: DavDeps): void {
+export function mountDav(app: express.Router, deps: DavDeps): void {
   app.use('/dav', (req: Request, res: Response) => {
     const prefix = req.originalUrl.startsWith('/v1/') ? '/v1/dav' : '/dav';
     let segments: string[] = [];
