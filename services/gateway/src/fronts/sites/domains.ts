@@ -72,13 +72,16 @@ export class SiteDomainCache {
 }
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/** Ends in a label of digits (an IPv4 address among them), or holds a colon (IPv6). */
+const IP_LIKE = /(?:\.\d+\.?$)|:/;
 
 /**
  * A request's host name when it could be a custom domain: at least two labels of letters, digits
  * and "-", the last not all digits (an IP address never is one), at most 253 characters.
  */
 export function domainCandidate(hostname: string | undefined): string | undefined {
-  if (!hostname) return undefined;
+  // An IP address (the commonest Host of all: a client of the API on its address) at once.
+  if (!hostname || IP_LIKE.test(hostname)) return undefined;
   const host = hostname.toLowerCase().replace(/\.$/, '');
   if (host.length > 253 || !host.includes('.')) return undefined;
   const labels = host.split('.');
