@@ -256,6 +256,10 @@ describe('nothing lost', () => {
     expect(await blobs.stat(first.blobKey)).toBeNull();
     await expect(client.commitUpload(commit, await as(accountId))).rejects.toMatchObject({ code: 'upload_not_found' });
     await expect(client.commitUpload({ ...commit, sha256: 'not-a-digest' }, await as(accountId))).rejects.toMatchObject({ code: 'invalid_request' });
+    // An id this service never makes (a path into the blob store) is unknown, as any other.
+    for (const uploadId of ['../drive/x', 'upl_x', `ver_${first.uploadId.slice(4)}`]) {
+      await expect(client.commitUpload({ ...commit, uploadId }, await as(accountId))).rejects.toMatchObject({ code: 'upload_not_found' });
+    }
 
     const second = await client.beginUpload(header, await as(accountId));
     await blobs.put(second.blobKey, bytes);

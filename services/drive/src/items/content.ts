@@ -1,4 +1,4 @@
-import { type Blobs, DomainError, type Logger, newId, type Queryable } from '@svc/kit';
+import { type Blobs, DomainError, hasPrefix, type Logger, newId, type Queryable } from '@svc/kit';
 
 import { QuotaStore } from '../quotas/store.js';
 import type { DriveStore } from './store.js';
@@ -50,7 +50,10 @@ export class Content {
    * full read checks it again.)
    */
   async received(accountId: string, uploadId: string, sha256: string, size: number, crc32?: number): Promise<Received> {
-    // The blob is looked at while the row is read (at the key begin gave it; checked below).
+    // Not an id this service made: unknown, before any I/O.
+    if (!hasPrefix(uploadId, 'upl')) throw unknownUpload();
+    // The blob is looked at while the row is read (at the key begin gave it; whose upload it is,
+    // and so whether the look counts, is checked below; the look tells the caller nothing).
     const [row, early] = await Promise.allSettled([this.store.upload(uploadId), this.blobs.stat(tmpKey(uploadId))]);
     if (row.status === 'rejected') throw row.reason;
     const upload = row.value;
