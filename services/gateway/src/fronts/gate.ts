@@ -13,6 +13,12 @@ import express, { type Request, type RequestHandler } from 'express';
 export interface FrontClaim {
   /** The first path segments it answers on, lowercase (after the gateway took off `/v1`). */
   segments: readonly string[];
+  /**
+   * Of the requests on those segments, the ones it answers (absent: all of them). A front shares
+   * its segment with API routes (sites, hosts): those go straight on, without a pass through the
+   * front's router (a router hands a request it does not answer back a turn of the event loop later).
+   */
+  path?: (req: Request) => boolean;
   /** Whether a request's host is the front's whatever its path (a site's own host name). */
   host?: (req: Request) => boolean;
 }
@@ -43,7 +49,8 @@ export class Fronts {
         if (err) return next(err);
         while (i < fronts.length) {
           const front = fronts[i++]!;
-          if (front.segments.has(segment) || front.claim.host?.(req)) return void front.router(req, res, step);
+          const { path, host } = front.claim;
+          if ((front.segments.has(segment) && (!path || path(req))) || host?.(req)) return void front.router(req, res, step);
         }
         next();
       };

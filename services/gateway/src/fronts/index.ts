@@ -3,9 +3,9 @@ import type { ContentDeps, Dispatcher } from '@svc/dispatch';
 import type { Authenticator } from '../auth.js';
 import type { FrontClaim, Fronts } from './gate.js';
 import { type GitFront, mountGit } from './git/index.js';
-import { mountHostConnect } from './hosts/index.js';
+import { connectPath, mountHostConnect } from './hosts/index.js';
 import { mountMcp } from './mcp/index.js';
-import { mountSites, type SitesDeps } from './sites/index.js';
+import { mountSites, sitePath, type SitesDeps } from './sites/index.js';
 import { mountDav } from './webdav/index.js';
 
 /** What the protocol fronts share: the authentication step and what moving drive content needs. */
@@ -28,10 +28,11 @@ export interface FrontDeps extends ContentDeps, SitesDeps {
  * (hosts/index.ts); here a plain GET of its path is told so.
  */
 export function mountProtocols(fronts: Fronts, deps: FrontDeps): void {
-  const sites: FrontClaim = { segments: ['sites'] };
+  // Sites and hosts share their segments with API routes (/sites/:id, /hosts/:hostId).
+  const sites: FrontClaim = { segments: ['sites'], path: sitePath };
   sites.host = mountSites(fronts.add(sites), deps);
   mountDav(fronts.add({ segments: ['dav'] }), deps);
   mountGit(fronts.add({ segments: ['git'] }), deps);
-  mountHostConnect(fronts.add({ segments: ['hosts'] }));
+  mountHostConnect(fronts.add({ segments: ['hosts'], path: connectPath }));
   mountMcp(fronts.add({ segments: ['mcp'] }), { ...deps, allowedOrigins: deps.mcpAllowedOrigins, pageSize: deps.mcpPageSize });
 }

@@ -35,6 +35,12 @@ describe('the fronts gate', () => {
     b.get('/boom', () => {
       throw new Error('boom');
     });
+    // A front sharing its segment with the API: entered only for the paths it answers.
+    const d = fronts.add({ segments: ['shared'], path: (req) => req.path.startsWith('/shared/front') });
+    d.use((req, res) => {
+      entered.push(`d ${req.path}`);
+      res.json({ front: 'd' });
+    });
     // A front by host name: any path on its host.
     const c = fronts.add({ segments: [], host: (req) => req.hostname === 'site.test' });
     c.use((req, res) => void res.json({ front: 'c', path: req.path }));
@@ -78,6 +84,12 @@ describe('the fronts gate', () => {
     expect(await get('/.well-known/other')).toEqual({ status: 200, body: { front: 'b' } });
     expect(await get('/.well-known/none')).toEqual({ status: 404, body: { front: 'api', path: '/.well-known/none' } });
     expect(entered).toEqual(['a /.well-known/thing', 'a /.well-known/other', 'b /.well-known/other', 'a /.well-known/none', 'b /.well-known/none']);
+  });
+
+  test('a path claim keeps the rest of its segment out of the front', async () => {
+    expect(await get('/shared/front/x')).toEqual({ status: 200, body: { front: 'd' } });
+    expect(await get('/shared/api')).toEqual({ status: 404, body: { front: 'api', path: '/shared/api' } });
+    expect(entered).toEqual(['d /shared/front/x']);
   });
 
   test("a front's error reaches the app's error handler", async () => {

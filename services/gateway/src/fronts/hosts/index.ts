@@ -26,6 +26,9 @@ import { presentedSecret } from '../../credentials.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../http-server.js';
 
 export const CONNECT_PATH_RE = /^\/(?:v1\/)?hosts\/connect\/?(?:\?.*)?$/i;
+/** The connection's path as the app sees it (after `/v1`), where a plain request is told to upgrade. */
+const CONNECT_RE = /^\/hosts\/connect\/?$/i;
+export const connectPath = (req: express.Request) => CONNECT_RE.test(req.path);
 /** Close codes the host acts on. */
 export const CLOSE_UNPAIRED = 4401;
 export const CLOSE_REPLACED = 4409;
@@ -66,7 +69,7 @@ function refuseUpgrade(socket: Duplex, status: number, code: ErrorCode, message:
 
 /** A plain GET (no upgrade) is told what the path is for. */
 export function mountHostConnect(app: express.Router): void {
-  app.all(/^\/hosts\/connect\/?$/i, (req, res) => {
+  app.all(CONNECT_RE, (req, res) => {
     res.setHeader('Upgrade', 'websocket');
     res.status(426).json({
       error: { code: 'upgrade_required', message: 'GET /hosts/connect is a WebSocket upgrade for a paired host.', requestId: req.requestId },

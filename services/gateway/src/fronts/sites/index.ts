@@ -44,6 +44,8 @@ interface SiteRef {
 
 /** `/sites/<slug>` and what follows; a slug never holds "_" (ids do), so /sites/site_… stays the API's. */
 const PATH_RE = /^\/sites\/([a-z0-9-]{1,63})(\/.*)?$/;
+/** A request for a site's page by path (`GET /sites/<slug>/…`); the rest of /sites is the API's. */
+export const sitePath = (req: Request) => (req.method === 'GET' || req.method === 'HEAD') && PATH_RE.test(req.path);
 
 /** What every answer of a site carries: the page is its own opaque origin, never the API's. */
 const SITE_HEADERS: Record<string, string> = {
