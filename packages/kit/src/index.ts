@@ -33,6 +33,7 @@ export * from './storage/outbox.js';
 export * from './storage/pglite.js';
 export * from './storage/sql.js';
 export * from './storage/sql-guard.js';
+export { utcTimestamp } from './storage/timestamps.js';
 export * from './stream.js';
 export * from './tracing/route.js';
 export * from './unary.js';

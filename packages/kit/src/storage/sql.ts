@@ -4,6 +4,10 @@ import { databaseUnavailable } from '../errors.js';
 import { observePool } from '../tracing/metrics.js';
 import { createTxGuard, type GuardMode, guardMode, type TxState } from './sql-guard.js';
 import { statementNames } from './statement-names.js';
+import { utcTimestamp } from './timestamps.js';
+
+/** The type oid of timestamptz. */
+const TIMESTAMPTZ = 1184;
 
 export interface Queryable {
   /** One statement with $1-style parameters. */
@@ -63,6 +67,9 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
   const { Pool, types } = require('pg') as typeof pg;
   // int8 and numeric as JS numbers: counters here stay far below 2^53.
   types.setTypeParser(20, (v) => Number(v));
+  // timestamptz: its usual form read directly, any other by pg's own parser (timestamps.ts).
+  const general = types.getTypeParser(TIMESTAMPTZ);
+  if (!(general as { fast?: true }).fast) types.setTypeParser(TIMESTAMPTZ, Object.assign((v: string) => utcTimestamp(v) ?? general(v), { fast: true as const }));
   const pool = new Pool({
     connectionString: url,
     max: options.max ?? 10,
