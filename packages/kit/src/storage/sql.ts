@@ -69,7 +69,11 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
   types.setTypeParser(20, (v) => Number(v));
   // timestamptz: its usual form read directly, any other by pg's own parser (timestamps.ts).
   const general = types.getTypeParser(TIMESTAMPTZ);
-  if (!(general as { fast?: true }).fast) types.setTypeParser(TIMESTAMPTZ, Object.assign((v: string) => utcTimestamp(v) ?? general(v), { fast: true as const }));
+  if (!(general as { fast?: true }).fast)
+    types.setTypeParser(
+      TIMESTAMPTZ,
+      Object.assign((v: string) => utcTimestamp(v) ?? general(v), { fast: true as const }),
+    );
   const pool = new Pool({
     connectionString: url,
     max: options.max ?? 10,
