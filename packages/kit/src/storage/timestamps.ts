@@ -1,10 +1,11 @@
 /**
  * `timestamptz` as PostgreSQL sends it to a session in UTC (`2026-11-30 01:02:03.456789+00`),
- * read digit by digit. pg's general parser (postgres-date) runs regular expressions and parseInt
- * for each part: on a page of ten API keys (two or more timestamps a row) it was a third of the
- * client's CPU for the query (measured on the keys listing's statement, 159 → 101 µs a query
- * with no parsing at all). Any other form (another offset, BC, infinity, a year before 1000) is
- * not this function's: it answers undefined, and the caller hands the text to the general parser.
+ * read digit by digit: 215 ns a value against 625 for pg's general parser (postgres-date), which
+ * runs regular expressions and parseInt for each part. On eleven rows of the keys listing's
+ * columns (two timestamps set a row), one prepared query in a loop, the client's CPU was 165–183
+ * µs a query with the general parser, 141–148 with this one, 123 with no parsing at all. Any other
+ * form (another offset, BC, infinity, a year before 1000) is not this function's: it answers
+ * undefined, and the caller hands the text to the general parser.
  */
 export function utcTimestamp(s: string): Date | undefined {
   const len = s.length;
