@@ -81,9 +81,9 @@ export async function beginUpload(
   writer(p);
   const limit = drive.settings.maxFileBytes;
   if (h.declaredSize !== undefined && h.declaredSize > limit) throw contentTooLarge(limit);
-  // The target and the account's quota state are read at once (one wait instead of two).
-  const [{ existing }, state] = await Promise.all([writeTarget(drive, drive.sql, p, h, false), writeState(drive.sql, p.accountId)]);
+  const { existing } = await writeTarget(drive, drive.sql, p, h, false);
   // The quotas (docs/drive.md, "Quotas"): the rate, and the files' bytes when the size is declared.
+  const state = await writeState(drive.sql, p.accountId);
   judgeWrite(drive.settings.quotas, state, h.declaredSize === undefined ? undefined : h.declaredSize - (existing?.size ?? 0));
   const { uploadId, key } = await drive.content.begin(p.accountId);
   return { uploadId, blobKey: key, limitBytes: limit };
@@ -105,21 +105,12 @@ export async function commitUpload(drive: DriveDomain, p: Principal, h: UploadHe
     await drive.content.abort(p.accountId, c.uploadId);
     throw contentTooLarge(drive.settings.maxFileBytes);
   }
-  // The upload, the target and the quota state are read at once; the upload's own failures
-  // (unknown, incomplete) come first, as they would one after the other.
-  const [upload, target, state] = await Promise.allSettled([
-    drive.content.received(p.accountId, c.uploadId, c.sha256, c.size, c.crc32),
-    writeTarget(drive, drive.sql, p, h, false),
-    writeState(drive.sql, p.accountId),
-  ]);
-  if (upload.status === 'rejected') throw upload.reason;
-  const received = upload.value;
+  const received = await drive.content.received(p.accountId, c.uploadId, c.sha256, c.size, c.crc32);
   try {
     // Checked again now that the size is known (a chunked upload declares none): content refused
     // here is never placed. The commit's transaction checks once more, after its change.
-    if (target.status === 'rejected') throw target.reason;
-    if (state.status === 'rejected') throw state.reason;
-    judgeWrite(drive.settings.quotas, state.value, c.size - (target.value.existing?.size ?? 0));
+    const { existing } = await writeTarget(drive, drive.sql, p, h, false);
+    judgeWrite(drive.settings.quotas, await writeState(drive.sql, p.accountId), c.size - (existing?.size ?? 0));
     await drive.content.place(p.accountId, received, drive.settings.graceSeconds);
   } catch (err) {
     await drive.content.discard(received.uploadId, received.tmpKey);
