@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
+import type { Request } from 'express';
+
 import { DomainError, type ErrorCode, type Principal } from '@svc/kit';
 
 import type { Membership } from './open-streams.js';
@@ -92,3 +94,9 @@ export function actingAccount(headers: IncomingHttpHeaders): string | undefined 
   const account = headers['x-svc-account'];
   return typeof account === 'string' && account ? account : undefined;
 }
+
+/**
+ * The client address the failed-authentication and registration limits count by: `req.ip`, read
+ * from the socket when no proxy is trusted (express would parse X-Forwarded-For only to ignore it).
+ */
+export const clientAddress = (req: Request): string => (req.app.get('trust proxy') ? req.ip : req.socket.remoteAddress) ?? 'unknown';

@@ -6,8 +6,9 @@ import { createTxGuard, type GuardMode, guardMode, type TxState } from './sql-gu
 import { statementNames } from './statement-names.js';
 import { utcTimestamp } from './timestamps.js';
 
-/** The type oid of timestamptz. */
+/** The type oid of timestamptz, and whether pg reads it with utcTimestamp yet. */
 const TIMESTAMPTZ = 1184;
+let timestampsRead = false;
 
 export interface Queryable {
   /** One statement with $1-style parameters. */
@@ -67,13 +68,13 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
   const { Pool, types } = require('pg') as typeof pg;
   // int8 and numeric as JS numbers: counters here stay far below 2^53.
   types.setTypeParser(20, (v) => Number(v));
-  // timestamptz: its usual form read directly, any other by pg's own parser (timestamps.ts).
-  const general = types.getTypeParser(TIMESTAMPTZ);
-  if (!(general as { fast?: true }).fast)
-    types.setTypeParser(
-      TIMESTAMPTZ,
-      Object.assign((v: string) => utcTimestamp(v) ?? general(v), { fast: true as const }),
-    );
+  // timestamptz: its usual form read directly, any other by pg's own parser (timestamps.ts); once
+  // for the process, as pg's parsers are.
+  if (!timestampsRead) {
+    const general = types.getTypeParser(TIMESTAMPTZ);
+    types.setTypeParser(TIMESTAMPTZ, (v: string) => utcTimestamp(v) ?? general(v));
+    timestampsRead = true;
+  }
   const pool = new Pool({
     connectionString: url,
     max: options.max ?? 10,

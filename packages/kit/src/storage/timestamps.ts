@@ -16,11 +16,12 @@ export function utcTimestamp(s: string): Date | undefined {
   let ms = 0;
   const end = len - 3;
   if (end > 19) {
-    if (s.charCodeAt(19) !== DOT || Number.isNaN(digits(s, 20, end))) return undefined;
+    const fraction = digits(s, 20, end);
+    if (s.charCodeAt(19) !== DOT || Number.isNaN(fraction)) return undefined;
     // Milliseconds: the fraction's first three digits (a Date keeps no more; the rest is cut, as
     // the general parser cuts it).
     const n = end - 20;
-    ms = n >= 3 ? digits(s, 20, 23) : digits(s, 20, end) * (n === 1 ? 100 : 10);
+    ms = n >= 3 ? digits(s, 20, 23) : fraction * (n === 1 ? 100 : 10);
   }
   const year = digits(s, 0, 4);
   // Years 0–99 mean 1900–1999 to Date.UTC; before 1000, the general parser (NaN fails here too).

@@ -13,7 +13,7 @@ import { type Answer, type Dispatcher, type Invocation, type RawInput, takesIdem
 import { DomainError, HOST_CREDENTIAL_RE, setHttpRoute } from '@svc/kit';
 
 import type { Authenticator } from '../../auth.js';
-import { actingAccount, type AuthContext, presentedSecret } from '../../credentials.js';
+import { actingAccount, type AuthContext, clientAddress, presentedSecret } from '../../credentials.js';
 import { finishUnreadBody, hasBody, sendContent } from '../../http/content.js';
 import { sendEvents, wantsEventStream } from '../../http/events.js';
 import { readContent } from '../../http/multipart.js';
@@ -30,12 +30,6 @@ export interface ApiDeps {
 
 /** Stripe's header: the dispatcher records a POST's answer under it and replays it (docs/reliability.md). */
 const IDEMPOTENCY_HEADER = 'idempotency-key';
-
-/**
- * The client address the failed-authentication limit counts by: `req.ip`, read from the socket
- * when no proxy is trusted (express would parse X-Forwarded-For only to ignore it).
- */
-export const clientAddress = (req: Request) => (req.app.get('trust proxy') ? req.ip : req.socket.remoteAddress) ?? 'unknown';
 
 /** Writes an operation's answer; a live stream ends when its key is revoked or expires. */
 function write(req: Request, res: Response, answer: Answer, auth: Authenticator, ctx: AuthContext | undefined): Promise<void> | void {

@@ -16,7 +16,7 @@ import { AccountLimiter, DomainError } from '@svc/kit';
 
 import type { Authenticator } from '../../auth.js';
 import type { AuthContext } from '../../credentials.js';
-import { actingAccount, presentedSecret } from '../../credentials.js';
+import { actingAccount, clientAddress, presentedSecret } from '../../credentials.js';
 import { GitCache } from './cache.js';
 import { ProfileRepos } from './profiles.js';
 import { PushAborted, SiteRepos } from './sites.js';
@@ -125,7 +125,7 @@ export function mountGit(app: express.Router, deps: GitDeps): void {
         presentedSecret(req.headers.authorization, { basic: true }),
         // x-svc-account (git -c http.extraHeader=...) acts in an organization, as on the API.
         actingAccount(req.headers),
-        req.ip ?? req.socket.remoteAddress ?? 'unknown',
+        clientAddress(req),
       );
       checkPrincipal(auth.principal, GIT_ACCESS);
       // The API's buckets, through the dispatcher: a push's requests are `write`, a fetch's `read`.

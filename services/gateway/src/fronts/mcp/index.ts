@@ -27,7 +27,7 @@ import {
 } from '@svc/tools';
 
 import type { Authenticator } from '../../auth.js';
-import { actingAccount, type OauthAccess, presentedSecret } from '../../credentials.js';
+import { actingAccount, clientAddress, type OauthAccess, presentedSecret } from '../../credentials.js';
 import { sendDomainError, sendError } from '../../replies.js';
 import { agentBoundView } from '../../script-tools.js';
 
@@ -133,7 +133,7 @@ export function mountMcp(app: express.Router, deps: McpFrontDeps): void {
     const verified = await deps.auth.authenticate(
       presentedSecret(req.headers.authorization, { basic: false }),
       actingAccount(req.headers),
-      req.ip ?? req.socket.remoteAddress ?? 'unknown',
+      clientAddress(req),
       'mcp',
     );
     const caller = await deps.auth.onChannel(verified, 'mcp');

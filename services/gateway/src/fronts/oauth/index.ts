@@ -10,6 +10,7 @@ import { accountsClient } from '@svc/clients';
 import { DomainError, type Logger, type PrincipalSigner, type Registry, setHttpRoute } from '@svc/kit';
 
 import type { Authenticator } from '../../auth.js';
+import { clientAddress } from '../../credentials.js';
 import type { ChallengeOf } from '../../replies.js';
 import { appsPage, type AppView, consentPage, ICON, messagePage, signInPage, STYLE } from './pages.js';
 import { mountPasskeys, passkeySignIn } from './passkeys.js';
@@ -83,7 +84,7 @@ export function mountOauth(app: express.Router, deps: OauthFrontDeps): Challenge
   app.use((req, res, next) => {
     if (PAGES.test(req.path) || !(PROVIDER_PATH.test(req.path) || /^\/\.well-known\/oauth-authorization-server\/?$/.test(req.path))) return next();
     if (req.method === 'POST' && req.path === '/oauth/register') {
-      const wait = registrations.take(req.ip ?? 'unknown');
+      const wait = registrations.take(clientAddress(req));
       if (wait) {
         res.setHeader('Retry-After', String(wait));
         return void res
@@ -132,7 +133,7 @@ export function mountOauth(app: express.Router, deps: OauthFrontDeps): Challenge
   /** Signs a person in with one of their API keys: a person's key, not limited to a project. */
   const signInWithKey = async (req: Request): Promise<string> => {
     const key = typeof req.body?.api_key === 'string' ? req.body.api_key.trim() : '';
-    const ctx = await auth.authenticate(key || undefined, undefined, req.ip ?? 'unknown');
+    const ctx = await auth.authenticate(key || undefined, undefined, clientAddress(req));
     const p = ctx.principal;
     if (p.kind !== 'human' || !p.userId)
       throw new DomainError('forbidden', 'human_principal_required', 'Sign in with a key of a person, not of an agent.');

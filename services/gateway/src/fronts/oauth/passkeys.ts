@@ -3,6 +3,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { accountsClient } from '@svc/clients';
 import { DomainError, type Logger, type Registry, setHttpRoute } from '@svc/kit';
 
+import { clientAddress } from '../../credentials.js';
 import { messagePage, type PasskeySignIn, passkeysPage, signInPage } from './pages.js';
 import { RegistrationLimit } from './registrations.js';
 import { sendJson, sendPage, type WebSecurity } from './web.js';
@@ -143,7 +144,7 @@ export function mountPasskeys(pages: Router, deps: PasskeyFrontDeps): void {
 
   /** Each ceremony begun keeps a challenge: an address begins so many in a window. */
   const begin = (req: Request) => {
-    const wait = begun.take(req.ip ?? 'unknown');
+    const wait = begun.take(clientAddress(req));
     if (wait) {
       throw new DomainError('rate_limited', 'too_many_passkey_ceremonies', 'Too many passkey requests from this address: try again later.', {
         retryAfterSeconds: wait,

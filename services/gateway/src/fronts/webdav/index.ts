@@ -11,7 +11,7 @@ import type { Request, Response } from 'express';
 import { type Access, checkPrincipal } from '@svc/dispatch';
 import { DomainError } from '@svc/kit';
 
-import { actingAccount, presentedSecret } from '../../credentials.js';
+import { actingAccount, clientAddress, presentedSecret } from '../../credentials.js';
 import { sendDavDomainError, sendText } from './answers.js';
 import { lock, unlock } from './locks.js';
 import { segmentsOf } from './paths.js';
@@ -76,7 +76,7 @@ export function mountDav(app: express.Router, deps: DavDeps): void {
       const auth = await deps.auth.authenticate(
         presentedSecret(req.headers.authorization, { basic: true }),
         actingAccount(req.headers),
-        req.ip ?? req.socket.remoteAddress ?? 'unknown',
+        clientAddress(req),
       );
       checkPrincipal(auth.principal, DAV_ACCESS);
       // A transfer in flight is cut if its key is revoked or expires. Its locks stay: they are
