@@ -80,12 +80,13 @@ export class PgliteThread {
     if (this.pending.delete(id) && !this.pending.size) this.worker.unref();
   }
 
-  async query<R>(text: string, params?: unknown[]): Promise<R[]> {
-    return (await this.send({ op: 'query', text, params })) as R[];
+  /** `begin`: BEGIN first, in the same round trip (see PgliteRequest). */
+  async query<R>(text: string, params?: unknown[], begin = false): Promise<R[]> {
+    return (await this.send(begin ? { op: 'query', text, params, begin } : { op: 'query', text, params })) as R[];
   }
 
-  async exec(text: string): Promise<void> {
-    await this.send({ op: 'exec', text });
+  async exec(text: string, begin = false): Promise<void> {
+    await this.send(begin ? { op: 'exec', text, begin } : { op: 'exec', text });
   }
 
   /** PGlite closes its files; the thread then ends. */

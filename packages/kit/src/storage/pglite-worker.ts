@@ -11,8 +11,14 @@ import { PGlite } from '@electric-sql/pglite';
 
 import { PreparedStatements } from './pglite-prepared.js';
 
+/**
+ * `begin`: BEGIN runs first, in the same message (a transaction's first statement carries it: one
+ * round trip between the threads fewer per transaction).
+ */
 export type PgliteRequest =
-  { id: number; op: 'query'; text: string; params?: unknown[] } | { id: number; op: 'exec'; text: string } | { id: number; op: 'close' };
+  | { id: number; op: 'query'; text: string; params?: unknown[]; begin?: boolean }
+  | { id: number; op: 'exec'; text: string; begin?: boolean }
+  | { id: number; op: 'close' };
 
 /** An error as plain data: a message and the fields PostgreSQL names (code, constraint, detail…). */
 export interface PgliteErrorData {
@@ -59,6 +65,8 @@ async function main(): Promise<void> {
     chain = chain.then(async () => {
       let reply: PgliteReply;
       try {
+        // Through a prepared statement: about half of what PGlite's exec costs for BEGIN.
+        if (m.op !== 'close' && m.begin) await prepared.query('BEGIN');
         if (m.op === 'query') reply = { op: 'done', id: m.id, rows: await prepared.query(m.text, m.params) };
         else if (m.op === 'exec') {
           await db.exec(m.text);

@@ -166,20 +166,25 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
       conn.release();
     }
   };
-  const inTx = (state: TxState, holder: Holder): Queryable => {
+  // A transaction's BEGIN goes with its first statement (one round trip to the thread fewer); one
+  // that runs no statement sends neither BEGIN nor COMMIT.
+  const inTx = (state: TxState & { begun: boolean }, holder: Holder): Queryable => {
     const live = (text: string) => {
       if (!state.open) throw new Error(`the transaction is over (ended, or rolled back past its bound); not run: "${statementHead(text)}"`);
       // Its latest statement, for the log of a statement that waited too long behind it.
       holder.what = `a transaction (at "${statementHead(text)}")`;
+      const begin = !state.begun;
+      state.begun = true;
+      return begin;
     };
     return {
       async query<R>(text: string, params?: unknown[]) {
-        live(text);
-        return withSqlSpan(text, () => db.query<R>(text, params));
+        const begin = live(text);
+        return withSqlSpan(text, () => db.query<R>(text, params, begin));
       },
       async exec(text: string) {
-        live(text);
-        await withSqlSpan(text, () => db.exec(text));
+        const begin = live(text);
+        await withSqlSpan(text, () => db.exec(text, begin));
       },
     };
   };
@@ -192,7 +197,7 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
       guard.check('BEGIN (a transaction started inside an open transaction of the same Sql)');
       const holder = await take('transaction', 'a transaction');
       const limitMs = options.timeoutMs ?? txTimeoutMs;
-      const state: TxState = { open: true };
+      const state = { open: true, begun: false };
       let timer: NodeJS.Timeout | undefined;
       // Settles only to end the transaction early: past its bound, or when the database closes.
       const cut = new Promise<never>((_, reject) => {
@@ -207,13 +212,12 @@ export async function createPgliteSql(dataDir: string, bounds: PgliteBounds = {}
         // A rejection of `cut` rolls the transaction back and is rethrown; fn's work, if it goes
         // on, finds the transaction over at its next statement.
         return await guard.run(state, async () => {
-          await db.exec('BEGIN');
           try {
             const result = await Promise.race([fn(inTx(state, holder)), cut]);
-            await db.exec('COMMIT');
+            if (state.begun) await db.query('COMMIT');
             return result;
           } catch (err) {
-            await db.exec('ROLLBACK').catch(() => {});
+            if (state.begun) await db.query('ROLLBACK').catch(() => {});
             throw err;
           }
         });

@@ -102,6 +102,25 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
     expect(await sql.query('SELECT id, n FROM t.items')).toEqual([{ id: 'b', n: 2 }]);
   });
 
+  test('a transaction is one unit whichever statement opens it: a failing first one, two sent at once, none at all', async () => {
+    // The embedded database sends BEGIN with a transaction's first statement (pglite.ts).
+    await expect(sql.tx((q) => q.query('INSERT INTO t.items (id, n) VALUES ($1, $2)', ['c', null]))).rejects.toMatchObject({ code: '23502' });
+    await expect(
+      sql.tx(async (q) => {
+        await Promise.all([
+          q.query('INSERT INTO t.items (id, n) VALUES ($1, $2)', ['d', 4]),
+          q.query('INSERT INTO t.items (id, n) VALUES ($1, $2)', ['e', 5]),
+        ]);
+        throw new Error('after both');
+      }),
+    ).rejects.toThrow('after both');
+    expect(await sql.tx(async () => 'nothing run')).toBe('nothing run');
+    await sql.tx((q) => Promise.all(['f', 'g'].map((id) => q.query('INSERT INTO t.items (id, n) VALUES ($1, 6)', [id]))));
+    // The connection is free again, and only the committed rows are there.
+    expect(await sql.query('SELECT id FROM t.items ORDER BY id')).toEqual([{ id: 'b' }, { id: 'f' }, { id: 'g' }]);
+    await sql.query("DELETE FROM t.items WHERE id IN ('f', 'g')");
+  });
+
   test('statements keep working after a migration changes the table under them (prepared statements are replanned or rerun)', async () => {
     await sql.exec('CREATE TABLE t.shape (id text PRIMARY KEY)');
     await sql.query('INSERT INTO t.shape (id) VALUES ($1)', ['a']);
