@@ -168,7 +168,7 @@ test('on PGlite the guard refuses an escape in production too; turned off, the e
     if (before.guard === undefined) delete process.env.SVC_SQL_GUARD;
     else process.env.SVC_SQL_GUARD = before.guard;
   }
-});
+}, 120_000); // two new embedded databases are made (initdb each): seconds, far more on a loaded machine
 
 (REAL.pg ? test : test.skip)('in production on PostgreSQL an escaping statement runs, with one warning per statement text', async () => {
   const db = await createDatabase(REAL.pg!);
