@@ -78,6 +78,8 @@ export class Content {
 
   /** Forgets an upload of the account that will not be committed (its bytes did not arrive). */
   async abort(accountId: string, uploadId: string): Promise<void> {
+    // Not an id this service made: nothing to forget, and nothing to look up.
+    if (!hasPrefix(uploadId, 'upl')) return;
     const upload = await this.store.upload(uploadId);
     if (upload && upload.account_id === accountId) await this.discard(uploadId, upload.tmp_key);
   }
