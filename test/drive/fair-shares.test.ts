@@ -19,7 +19,13 @@ let ada: string;
 let adaAccount: string;
 let bob: string;
 beforeAll(async () => {
-  t = await startTestStack({ SVC_UPLOADS_PER_ACCOUNT: '2', SVC_DRIVE_SCANS_PER_ACCOUNT: '1', SVC_GIT_BUILDS_PER_ACCOUNT: '2' });
+  t = await startTestStack({
+    SVC_UPLOADS_PER_ACCOUNT: '2',
+    SVC_DRIVE_SCANS_PER_ACCOUNT: '1',
+    SVC_GIT_BUILDS_PER_ACCOUNT: '2',
+    // The scans' cap is the subject, not their time limit: a grep of 6 MiB passed the default 5 s once on a loaded CI machine.
+    SVC_DRIVE_GREP_TIMEOUT_MS: '60000',
+  });
   const person = async (name: string) => (await t.ok('POST', '/accounts', t.bootstrapKey, { kind: 'user', name })).body;
   const [a, b] = await Promise.all([person('Ada'), person('Bob')]);
   [ada, adaAccount, bob] = [a.key, a.account.id, b.key];

@@ -11,6 +11,8 @@ const SECRET = 'k'.repeat(40);
 const signer = new PrincipalSigner(SECRET);
 const log = createLogger({ level: 'silent', service: 'test' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The slow calls the handlers have begun, in order. */
+const started: string[] = [];
 
 const handlers = {
   async verifyKey(req, ctx) {
@@ -22,7 +24,10 @@ const handlers = {
       return { key: blank };
     }
     if (req.keyHash === 'crash') throw new Error('database password is hunter2');
-    if (req.keyHash.startsWith('slow')) await sleep(Number(req.keyHash.slice(4)));
+    if (req.keyHash.startsWith('slow')) {
+      started.push(req.keyHash);
+      await sleep(Number(req.keyHash.slice(4)));
+    }
     if (req.keyHash === 'wait-for-abort') {
       // Waits for its caller to give up: the call's signal.
       await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
@@ -127,8 +132,10 @@ describe.each([
   test('shutdown drains calls in flight and refuses new ones', async () => {
     const other = await serve(inProcess);
     const c = createRpcClient(keys.KeysServiceService, 'svc.keys.v1.KeysService', other.handle.address, { deadlineMs: 5000 });
+    const before = started.length;
     const inFlight = c.verifyKey({ keyHash: 'slow400' }, { principalToken: token });
-    await sleep(100);
+    // In flight: the server holds it (a fixed sleep was too short for a new channel on a loaded machine).
+    while (started.length === before) await sleep(5);
     const stopped = other.stop(3000);
     const late = await codeOf(c.verifyKey({ keyHash: 'ok' }, { principalToken: token }));
     expect(late).toMatch(/^unavailable\//);
