@@ -204,19 +204,28 @@ function download(stack, id, hash) {
 
 /** Deletes a file through the API and waits until its blob is gone from the disk (collected). */
 async function remove(stack, dataDir, item) {
+  await deleteItem(stack, item);
+  await collected(dataDir, [item.sha256]);
+}
+
+async function deleteItem(stack, item) {
   const res = await fetch(`http://127.0.0.1:${stack.port}/v1/drive/${item.id}`, {
     method: 'DELETE',
     headers: { authorization: `Bearer ${stack.key}` },
   });
   if (!res.ok) throw new Error(`delete: ${res.status} ${await res.text()}`);
+}
+
+/** Waits until the stack's blob store holds none of these contents (deleted files' collected). */
+async function collected(dataDir, hashes) {
   const blobDir = path.join(dataDir, 'blobs', 'drive');
   const deadline = Date.now() + 30_000;
-  const stored = () =>
-    fs.existsSync(blobDir) && fs.readdirSync(blobDir).some((a) => fs.existsSync(path.join(blobDir, a, item.sha256.slice(0, 2), item.sha256)));
-  while (stored()) {
+  const left = () =>
+    fs.existsSync(blobDir) ? hashes.filter((h) => fs.readdirSync(blobDir).some((a) => fs.existsSync(path.join(blobDir, a, h.slice(0, 2), h)))) : [];
+  for (let stored = left(); stored.length; stored = left()) {
     if (Date.now() > deadline) {
-      // Seen rarely: the run goes on (the disk keeps one more file) rather than fail.
-      console.log(`  (a deleted file's content was not collected within 30 s: ${item.sha256})`);
+      // Seen rarely: the run goes on (the disk keeps more files) rather than fail.
+      console.log(`  (${stored.length} deleted files' content not collected within 30 s, e.g. ${stored[0]})`);
       return;
     }
     await new Promise((r) => setTimeout(r, 50));
@@ -252,15 +261,12 @@ async function steady(stack, bare, dataDir) {
     const u = await upload(bare, '', bytes, bytes.length);
     await fetch(`http://127.0.0.1:${bare.port}/blob/${u.sha256}`, { method: 'DELETE' });
   }
-  for (const item of items.slice(0, -1)) {
-    const res = await fetch(`http://127.0.0.1:${stack.port}/v1/drive/${item.id}`, {
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${stack.key}` },
-    });
-    if (!res.ok) throw new Error(`delete: ${res.status}`);
-  }
-  // The last one waits until its content is collected (the collector takes the others with it).
-  await remove(stack, dataDir, items.at(-1));
+  for (const item of items) await deleteItem(stack, item);
+  // Every one's content collected before anything is timed (the collector runs every second).
+  await collected(
+    dataDir,
+    items.map((i) => i.sha256),
+  );
   console.log(
     `steady state: ${WARM_1M} uploads of 1 MiB to the stack first, then deleted; the first ${n}: ${first} each, the last ${n}: ${last} each\n`,
   );

@@ -82,11 +82,11 @@ export class PgliteThread {
 
   /** `begin`: BEGIN first, in the same round trip (see PgliteRequest). */
   async query<R>(text: string, params?: unknown[], begin = false): Promise<R[]> {
-    return (await this.send(begin ? { op: 'query', text, params, begin } : { op: 'query', text, params })) as R[];
+    return (await this.send({ op: 'query', text, params, begin })) as R[];
   }
 
   async exec(text: string, begin = false): Promise<void> {
-    await this.send(begin ? { op: 'exec', text, begin } : { op: 'exec', text });
+    await this.send({ op: 'exec', text, begin });
   }
 
   /** PGlite closes its files; the thread then ends. */

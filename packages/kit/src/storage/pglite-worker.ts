@@ -16,8 +16,8 @@ import { PreparedStatements } from './pglite-prepared.js';
  * round trip between the threads fewer per transaction).
  */
 export type PgliteRequest =
-  | { id: number; op: 'query'; text: string; params?: unknown[]; begin?: boolean }
-  | { id: number; op: 'exec'; text: string; begin?: boolean }
+  | { id: number; op: 'query'; text: string; params?: unknown[]; begin: boolean }
+  | { id: number; op: 'exec'; text: string; begin: boolean }
   | { id: number; op: 'close' };
 
 /** An error as plain data: a message and the fields PostgreSQL names (code, constraint, detail…). */

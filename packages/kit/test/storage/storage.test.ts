@@ -236,6 +236,29 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
   });
 });
 
+test('the embedded database begins a transaction with its first statement, not when tx() is called', async () => {
+  // BEGIN rides with the first statement (one round trip to the database's thread fewer), so the
+  // transaction starts when that statement runs: a tx that waits before its first statement has no
+  // transaction open meanwhile. (PostgreSQL's client sends BEGIN when tx() starts.)
+  const sql = await createPgliteSql(tempDir());
+  try {
+    const [row] = await sql.tx(async (q) => {
+      await new Promise((r) => setTimeout(r, 300));
+      return q.query<{ ms: number }>('SELECT extract(epoch FROM statement_timestamp() - transaction_timestamp()) * 1000 AS ms');
+    });
+    expect(Number(row!.ms)).toBeLessThan(250);
+    // The contract above holds: statements after the first are in the same transaction.
+    const [a, b] = await sql.tx(async (q) => {
+      const first = await q.query<{ t: string }>('SELECT transaction_timestamp()::text AS t');
+      await new Promise((r) => setTimeout(r, 20));
+      return [first[0]!.t, (await q.query<{ t: string }>('SELECT transaction_timestamp()::text AS t'))[0]!.t];
+    });
+    expect(b).toBe(a);
+  } finally {
+    await sql.close();
+  }
+});
+
 const buses: Maker<Bus>[] = [
   [
     'in-process',

@@ -12,6 +12,8 @@ export function contentKey(accountId: string, sha256: string): string {
 }
 
 const tmpKey = (uploadId: string) => `drive-tmp/${uploadId}`;
+/** An id `begin` could have made: anything else is unknown without a look (no I/O for garbage). */
+const ours = (uploadId: string) => hasPrefix(uploadId, 'upl');
 const quotaStore = new QuotaStore();
 
 export interface Received {
@@ -50,8 +52,7 @@ export class Content {
    * full read checks it again.)
    */
   async received(accountId: string, uploadId: string, sha256: string, size: number, crc32?: number): Promise<Received> {
-    // Not an id this service made: unknown, before any I/O.
-    if (!hasPrefix(uploadId, 'upl')) throw unknownUpload();
+    if (!ours(uploadId)) throw unknownUpload();
     // The blob is looked at while the row is read (at the key begin gave it; whose upload it is,
     // and so whether the look counts, is checked below; the look tells the caller nothing).
     const [row, early] = await Promise.allSettled([this.store.upload(uploadId), this.blobs.stat(tmpKey(uploadId))]);
@@ -78,8 +79,7 @@ export class Content {
 
   /** Forgets an upload of the account that will not be committed (its bytes did not arrive). */
   async abort(accountId: string, uploadId: string): Promise<void> {
-    // Not an id this service made: nothing to forget, and nothing to look up.
-    if (!hasPrefix(uploadId, 'upl')) return;
+    if (!ours(uploadId)) return;
     const upload = await this.store.upload(uploadId);
     if (upload && upload.account_id === accountId) await this.discard(uploadId, upload.tmp_key);
   }
