@@ -16,6 +16,7 @@ import {
   createS3Blobs,
   enqueueEvent,
   type EventEnvelope,
+  eventRows,
   handleOnce,
   migrate,
   newId,
@@ -179,6 +180,33 @@ describe.each(sqls)('Sql on %s', (_name, make) => {
     expect(await handleOnce(sql, 't', 'c1', got[0]!, effect)).toBe(false);
     expect(await handleOnce(sql, 't', 'c2', got[0]!, effect)).toBe(true);
     expect(effects).toBe(2);
+  });
+
+  test('outbox: a backlog of several passes (1,200 events in one commit) is published whole, in id order, each once', async () => {
+    const bus = createMemoryBus(randomName('ns'));
+    const got: string[] = [];
+    await bus.subscribe('t.backlog.>', async (e) => void got.push(e.id), { durable: 'backlog' });
+    const rows = eventRows(Array.from({ length: 1200 }, (_, n) => ({ subject: 't.backlog.added', accountId: 'acct_b', data: { n } })));
+    await sql.tx((q) =>
+      q.query('INSERT INTO t.outbox (id, subject, payload, headers) SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::jsonb[])', [
+        rows.ids,
+        rows.subjects,
+        rows.payloads,
+        rows.headers,
+      ]),
+    );
+    const relay = startOutboxRelay({ sql, schema: 't', bus, log, intervalMs: 50 });
+    try {
+      relay.kick();
+      await until(() => got.length >= 1200, 30_000);
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      await relay.stop();
+    }
+    const inOrder = (await sql.query<{ id: string }>("SELECT id FROM t.outbox WHERE subject = 't.backlog.added' ORDER BY id")).map((r) => r.id);
+    expect(got).toEqual(inOrder);
+    expect(new Set(got).size).toBe(1200);
+    expect(await sql.query("SELECT id FROM t.outbox WHERE published_at IS NULL AND subject = 't.backlog.added'")).toEqual([]);
   });
 
   test("outbox: while the relay publishes, the database serves other statements (the embedded one's single connection is not held)", async () => {
