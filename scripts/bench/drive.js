@@ -220,9 +220,14 @@ async function deleteItem(stack, item) {
 async function collected(dataDir, hashes) {
   const blobDir = path.join(dataDir, 'blobs', 'drive');
   const deadline = Date.now() + 30_000;
-  const left = () =>
-    fs.existsSync(blobDir) ? hashes.filter((h) => fs.readdirSync(blobDir).some((a) => fs.existsSync(path.join(blobDir, a, h.slice(0, 2), h)))) : [];
-  for (let stored = left(); stored.length; stored = left()) {
+  // A collected content does not come back: each look asks only about those still there, and
+  // lists the accounts' folders once.
+  const left = (pending) => {
+    if (!fs.existsSync(blobDir)) return [];
+    const accounts = fs.readdirSync(blobDir);
+    return pending.filter((h) => accounts.some((a) => fs.existsSync(path.join(blobDir, a, h.slice(0, 2), h))));
+  };
+  for (let stored = left(hashes); stored.length; stored = left(stored)) {
     if (Date.now() > deadline) {
       // Seen rarely: the run goes on (the disk keeps more files) rather than fail.
       console.log(`  (${stored.length} deleted files' content not collected within 30 s, e.g. ${stored[0]})`);
