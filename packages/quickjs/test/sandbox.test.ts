@@ -292,13 +292,19 @@ describe('the pool', () => {
 
   it('kills a process that passes its resident-memory cap', async () => {
     const seen: SandboxEvent[] = [];
-    // A cap tighter than twice the memory limit, so that the outside check fires before QuickJS's own.
+    // A cap tighter than twice the memory limit (idle + 28 MiB), so that the outside check can fire.
+    // The script holds 40 MiB, under QuickJS's own limit of 64, and then waits: only the outside
+    // check can end it early, however late its poll comes on a loaded machine (it once raced the
+    // allocation to QuickJS's limit and lost).
     const tight = new Sandbox({ poolSize: 1, rssHeadroomMb: -100, onEvent: (e) => seen.push(e) });
     try {
       await tight.start();
       const r = await tight.run({
-        code: 'const b = []; for (let i = 0; i < 60; i++) b.push(new Uint8Array(1 << 20).fill(1)); b.length',
+        code:
+          'const b = []; for (let i = 0; i < 40; i++) b.push(new Uint8Array(1 << 20).fill(1));' +
+          'const end = Date.now() + 4000; while (Date.now() < end) {} b.length',
         memoryLimitMb: 64,
+        timeoutMs: 10_000,
       });
       expect(r.error).toMatchObject({ code: 'memory_limit', message: expect.stringMatching(/killed/) });
       expect(seen).toContainEqual(expect.objectContaining({ type: 'killed', reason: 'memory_limit' }));
