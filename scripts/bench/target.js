@@ -95,7 +95,8 @@ async function main(kind) {
     const fs = require('node:fs');
     const os = require('node:os');
     const path = require('node:path');
-    const root = path.resolve(__dirname, '../..');
+    // BENCH_ROOT: another checkout's processes (an A/B against a base commit), as for `stack`.
+    const root = process.env.BENCH_ROOT ?? path.resolve(__dirname, '../..');
     const key = `svc_${require('node:crypto').randomBytes(32).toString('hex')}`;
     const secret = require('node:crypto').randomBytes(32).toString('hex');
     const db = await freshDatabase();
