@@ -19,6 +19,8 @@
 // TRADING_BENCH_SYMBOLS=all: orders over the paper venue's four symbols (default: all to AAPL).
 // TRADING_BENCH_BASELINE=<another checkout, built> adds that checkout's stack to the same rounds
 // (interleaved), for a before/after on a machine whose load moves.
+// TRADING_BENCH_NODE_FLAGS="--flag ...": adds this checkout's stack run with those node flags to the
+// same rounds (interleaved), e.g. a V8 heap setting; the stacks' peak resident memory is printed.
 // TRADING_BENCH_ENGINE_ONLY=1: the engine's part only.
 const { performance } = require('node:perf_hooks');
 
@@ -192,6 +194,20 @@ async function main() {
     const base = await require(require('node:path').resolve(baselineDir, 'scripts/bench/lib.js')).startTarget('stack', env);
     specs.push([`the same, ${baselineDir}'s stack`, base, '/trading/order', { authorization: `Bearer ${base.key}` }]);
   }
+  const nodeFlags = process.env.TRADING_BENCH_NODE_FLAGS;
+  if (nodeFlags) {
+    const flagged = await startTarget('stack', env, nodeFlags.split(' '));
+    specs.push([`the same, node ${nodeFlags}`, flagged, '/trading/order', { authorization: `Bearer ${flagged.key}` }]);
+  }
+  // Peak resident memory (VmHWM) of each one-process target, read before it stops.
+  const peakRss = (pid) => {
+    try {
+      return Number(/VmHWM:\s+(\d+)/.exec(require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+    } catch {
+      return undefined;
+    }
+  };
+  const peakMemory = new Map();
   // results[count][target]: every target at every count in each round (interleaved, so a change in
   // the machine's load falls on all of them alike).
   const results = counts.map(() => specs.map(() => []));
@@ -208,7 +224,10 @@ async function main() {
       }
     }
   } finally {
-    for (const [, t] of specs) await t.stop();
+    for (const [name, t] of specs) {
+      if (t !== split && t !== bare) peakMemory.set(name, peakRss(t.pid));
+      await t.stop();
+    }
   }
   const median = (rs) => [...rs].sort((a, b) => a.rps - b.rps)[Math.floor(rs.length / 2)];
   const backendCell = (b) => (b ? `${b.postgres.toFixed(0)}, ${b['nats-server'].toFixed(0)}` : ''); // none off Linux
@@ -231,6 +250,13 @@ async function main() {
           .join(', ')}`,
       );
   }
+  if (peakMemory.size)
+    console.log(
+      `\npeak resident memory: ${[...peakMemory]
+        .filter(([, mib]) => mib !== undefined)
+        .map(([name, mib]) => `${name} ${mib.toFixed(0)} MiB`)
+        .join('; ')}`,
+    );
   if (counts.length > 1) {
     // Each target at the count where its median rate was highest: a server's rate is what it
     // sustains when kept busy, and the two reach theirs at different depths.
