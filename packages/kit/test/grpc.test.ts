@@ -135,7 +135,8 @@ describe.each([
     const before = started.length;
     const inFlight = c.verifyKey({ keyHash: 'slow400' }, { principalToken: token });
     // In flight: the server holds it (a fixed sleep was too short for a new channel on a loaded machine).
-    while (started.length === before) await sleep(5);
+    for (const end = Date.now() + 10_000; started.length === before && Date.now() < end;) await sleep(5);
+    expect(started.length).toBeGreaterThan(before);
     const stopped = other.stop(3000);
     const late = await codeOf(c.verifyKey({ keyHash: 'ok' }, { principalToken: token }));
     expect(late).toMatch(/^unavailable\//);
