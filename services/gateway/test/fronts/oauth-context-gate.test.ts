@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { EventEmitter } from 'node:events';
 
 import { oidcProviderStore, providerContextGate } from '../../dist/fronts/oauth/context-gate.js';
 
@@ -42,6 +43,28 @@ test('a request that fails counts as answered; where async context is cheap noth
   const cheap = providerContextGate(counted, false);
   await cheap(async () => undefined);
   expect(disabled).toBe(1);
+});
+
+test('a request whose response closes counts as answered though its work never settles, and only once', async () => {
+  let disabled = 0;
+  const gate = providerContextGate({ disable: () => void disabled++ }, true);
+  const response = new EventEmitter();
+  let settle!: () => void;
+  const hung = gate(() => new Promise<void>((r) => (settle = r)), response as never);
+  await tick();
+  expect(disabled).toBe(0);
+  // The client went (the server's request timeout, or it hung up): the store is off at once.
+  response.emit('close');
+  expect(disabled).toBe(1);
+  // A request in flight keeps it on; the hung one settling later does not count again.
+  let release!: () => void;
+  const other = gate(() => new Promise<void>((r) => (release = r)));
+  settle();
+  await hung;
+  expect(disabled).toBe(1);
+  release();
+  await other;
+  expect(disabled).toBe(2);
 });
 
 test("the gate's store is the one oidc-provider enters (checked against Provider.ctx)", async () => {

@@ -33,7 +33,7 @@ const invalidToken = (message: string) => new DomainError('unauthenticated', 'in
  */
 export class OauthServer {
   private made?: Promise<Provider>;
-  private gate?: Promise<<T>(work: () => Promise<T>) => Promise<T>>;
+  private gate?: Promise<<T>(work: () => Promise<T>, response?: ServerResponse) => Promise<T>>;
   private base?: string;
   private resourcesOf?: Record<ResourceName, ProtectedResource>;
 
@@ -72,7 +72,7 @@ export class OauthServer {
       return (work) => work();
     });
     const gate = await this.gate;
-    await gate(() => provider.callback()(req, res));
+    await gate(() => provider.callback()(req, res), res);
   }
 
   /** The challenge of a refusal on a resource (RFC 6750 with RFC 9728's resource_metadata). */
