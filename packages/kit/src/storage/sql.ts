@@ -62,6 +62,9 @@ export function sessionOptions(settings: Record<string, string> = {}, env = proc
   return [env?.trim(), ...parts].filter(Boolean).join(' ');
 }
 
+/** How recent an answered statement must be for ping() to take it as the database's answer. */
+const PING_FRESH_MS = 5000;
+
 export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
   // Loaded here, not at the top: the embedded stack (PGlite) never needs it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -87,12 +90,20 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
   pool.on('error', () => {});
   observePool(pool, options.applicationName ?? 'svc');
   const named = statementNames();
+  // When the server last answered a statement (ms since the epoch): what ping() trusts first.
+  let answered = 0;
   const wrap = (c: pg.Pool | pg.PoolClient, inTransaction: boolean): Queryable => ({
     async query<R>(text: string, params?: unknown[]) {
       const name = params ? named(text) : undefined;
-      if (!name) return (await c.query(text, params as unknown[])).rows as R[];
+      if (!name) {
+        const { rows } = await c.query(text, params as unknown[]);
+        answered = Date.now();
+        return rows as R[];
+      }
       try {
-        return (await c.query({ name, text, values: params })).rows as R[];
+        const { rows } = await c.query({ name, text, values: params });
+        answered = Date.now();
+        return rows as R[];
       } catch (err) {
         // A migration changed a table under a statement a connection prepared ("cached plan must
         // not change result type"): run it unprepared, from now on. Inside a transaction the
@@ -165,9 +176,17 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
         client.release(broken ? (broken as Error) : undefined);
       }
     },
+    /**
+     * A statement answered within PING_FRESH_MS proves the database reachable. Under a tenant's
+     * heavy load every connection of the pool is busy and a `SELECT 1` would wait its turn behind
+     * them: the health check (every 5 s, service.ts) would then fail, and a busy but healthy
+     * replica be taken out of its Service. Only a pool that has answered nothing lately is asked.
+     */
     async ping() {
+      if (Date.now() - answered < PING_FRESH_MS) return;
       try {
         await pool.query('SELECT 1');
+        answered = Date.now();
       } catch (err) {
         throw outage(err);
       }

@@ -28,6 +28,8 @@ test('a database that refuses connections is a 503 database_unavailable with a r
     expect(await outageOf(sql.query('SELECT $1::int AS n', [1]))).toEqual(expected);
     expect(await outageOf(sql.exec('SELECT 1'))).toEqual(expected);
     expect(await outageOf(sql.tx((q) => q.query('SELECT 1')))).toEqual(expected);
+    // Nothing answered lately: the ping asks the database, and says it is down.
+    expect(await outageOf(sql.ping())).toEqual(expected);
   } finally {
     await sql.close();
   }

@@ -529,3 +529,33 @@ describe.each(blobStores)('Blobs on %s', (_name, make) => {
     await expect(blobs.put('../etc/passwd', Buffer.from('x'))).rejects.toThrow(/bad blob key/);
   });
 });
+
+// PostgreSQL only: the embedded database has one connection, and its ping reports one held too long
+// (sql-guard.test.ts).
+(REAL.pg ? test : test.skip)('PostgreSQL: a ping while every connection of the pool is busy answers from the statements just answered', async () => {
+  const db = await createDatabase(REAL.pg!);
+  const sql = createPgSql(db.url, { max: 1 });
+  let release!: () => void;
+  try {
+    await sql.query('SELECT 1');
+    let opened!: () => void;
+    const open = new Promise<void>((r) => (opened = r));
+    const held = sql.tx(async (q) => {
+      await q.query('SELECT 1');
+      opened();
+      await new Promise<void>((r) => (release = r));
+    });
+    await open;
+    // A statement now waits for the one connection; the health check's ping must not.
+    const waiting = sql.query('SELECT 2 AS n');
+    const ping = await Promise.race([sql.ping().then(() => 'answered'), new Promise((r) => setTimeout(() => r('waited'), 1000))]);
+    expect(ping).toBe('answered');
+    release();
+    await held;
+    expect(await waiting).toEqual([{ n: 2 }]);
+  } finally {
+    release?.();
+    await sql.close();
+    await db.drop();
+  }
+});
