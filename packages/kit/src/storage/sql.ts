@@ -92,18 +92,17 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
   const named = statementNames();
   // When the server last answered a statement (ms since the epoch): what ping() trusts first.
   let answered = 0;
+  /** A statement's rows, noting that the server answered. */
+  const answer = <R>(result: pg.QueryResult): R[] => {
+    answered = Date.now();
+    return result.rows as R[];
+  };
   const wrap = (c: pg.Pool | pg.PoolClient, inTransaction: boolean): Queryable => ({
     async query<R>(text: string, params?: unknown[]) {
       const name = params ? named(text) : undefined;
-      if (!name) {
-        const { rows } = await c.query(text, params as unknown[]);
-        answered = Date.now();
-        return rows as R[];
-      }
+      if (!name) return answer<R>(await c.query(text, params as unknown[]));
       try {
-        const { rows } = await c.query({ name, text, values: params });
-        answered = Date.now();
-        return rows as R[];
+        return answer<R>(await c.query({ name, text, values: params }));
       } catch (err) {
         // A migration changed a table under a statement a connection prepared ("cached plan must
         // not change result type"): run it unprepared, from now on. Inside a transaction the
@@ -111,7 +110,7 @@ export function createPgSql(url: string, options: PgSqlOptions = {}): Sql {
         if ((err as { code?: string }).code !== '0A000') throw err;
         named.disable(text);
         if (inTransaction) throw err;
-        return (await c.query(text, params as unknown[])).rows as R[];
+        return answer<R>(await c.query(text, params as unknown[]));
       }
     },
     async exec(text: string) {

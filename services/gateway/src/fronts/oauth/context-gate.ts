@@ -23,10 +23,10 @@ export function providerContextGate(
   let inFlight = 0;
   return async (work, response) => {
     inFlight++;
-    let counted = true;
+    let inside = true;
     const answered = () => {
-      if (!counted) return;
-      counted = false;
+      if (!inside) return;
+      inside = false;
       if (--inFlight === 0 && costly) store.disable();
     };
     response?.once('close', answered);
