@@ -21,18 +21,21 @@ maybe('a run taken over after its worker is killed', () => {
     const port = await freePort();
     const dir = tempDir('svc-takeover-');
     dirs.push(dir);
-    const child = spawnSvc({
-      SVC_SERVICE: 'all',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      SVC_DATA_DIR: dir,
-      SVC_NAMESPACE: namespace,
-      SVC_BOOTSTRAP_KEY: bootstrap,
-      DATABASE_URL: db.url,
-      SVC_RUN_LEASE_MS: '3000',
-      ...(REAL.nats ? { NATS_URL: REAL.nats } : {}),
-      SVC_TRADING_ALPACA_URL: 'off',
-    });
+    const child = spawnSvc(
+      {
+        SVC_SERVICE: 'all',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        SVC_DATA_DIR: dir,
+        SVC_NAMESPACE: namespace,
+        SVC_BOOTSTRAP_KEY: bootstrap,
+        DATABASE_URL: db.url,
+        SVC_RUN_LEASE_MS: '3000',
+        ...(REAL.nats ? { NATS_URL: REAL.nats } : {}),
+        SVC_TRADING_ALPACA_URL: 'off',
+      },
+      { group: true },
+    );
     children.push(child);
     await waitFor(async () => ((await fetch(`http://127.0.0.1:${port}/ready`)).ok ? true : undefined), 60_000, 'the stack').catch((err) => {
       throw new Error(`${(err as Error).message}\n${child.output()}`);
@@ -85,12 +88,14 @@ maybe('a run taken over after its worker is killed', () => {
     const person = await call(a.port, 'POST', '/accounts', bootstrap, { kind: 'user', name: 'Ada' });
     const key = person.key as string;
     const agent = await call(a.port, 'POST', '/agents', key, { name: 'worker' });
-    // Long enough (and its time limit above it) that the kill below comes during the call even on a loaded machine.
-    const slow = '/tool run_code {"code":"const end = Date.now() + 12000; while (Date.now() < end) {} \\"finished\\"","timeoutMs":20000}';
+    // Long enough (and its time limit above it) that the kill below comes during the call even on a
+    // loaded machine (12 s was once not: the call had answered when the kill came); the kill ends the
+    // sandbox's process with the stack's, so the loop does not go on burning a core.
+    const slow = '/tool run_code {"code":"const end = Date.now() + 25000; while (Date.now() < end) {} \\"finished\\"","timeoutMs":30000}';
     const thread = await call(a.port, 'POST', '/threads', key, { agentId: agent.id, message: slow });
     const events = async (port: number) => (await call(port, 'GET', `/threads/${thread.id}/events?limit=200`, key)).events as any[];
     await waitFor(async () => ((await events(a.port)).some((e) => e.type === 'tool.called') ? true : undefined), 20_000, 'the tool call');
-    a.child.kill('SIGKILL');
+    process.kill(-a.child.pid!, 'SIGKILL');
     await exitCode(a.child);
 
     const b = await start();
@@ -119,7 +124,7 @@ maybe('a run taken over after its worker is killed', () => {
     const thread = await call(a.port, 'POST', '/threads', key, { agentId: agent.id, message: write });
     const events = async (port: number) => (await call(port, 'GET', `/threads/${thread.id}/events?limit=200`, key)).events as any[];
     const requested = await waitFor(async () => (await events(a.port)).find((e) => e.type === 'approval.requested'), 20_000, 'the approval request');
-    a.child.kill('SIGKILL');
+    process.kill(-a.child.pid!, 'SIGKILL');
     await exitCode(a.child);
 
     const b = await start();

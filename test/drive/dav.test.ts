@@ -13,8 +13,10 @@ import { withTools } from '../support/tools';
 // WebDAV at /dav with HTTP Basic (the API key as the password), on a stack whose blobs are an S3
 // peer (s3rver, started by the harness): content goes over the real S3 protocol here.
 let t: TestStack;
+// The stack's warnings and errors, so that a failing answer can be explained (printed with it).
+const logs: string[] = [];
 beforeAll(async () => {
-  t = await startTestStack({ S3_ENDPOINT: 'start' });
+  t = await startTestStack({ S3_ENDPOINT: 'start', LOG_LEVEL: 'warn' }, { logDestination: { write: (l: string) => void logs.push(l) } });
 }, 60_000);
 afterAll(() => t?.stop());
 
@@ -27,6 +29,8 @@ async function dav(method: string, p: string, opts: { key?: string | null; body?
   if (opts.key !== null) headers.authorization = basic(opts.key ?? t.bootstrapKey);
   const res = await fetch(t.url + p, { method, headers, body: opts.body });
   const bytes = Buffer.from(await res.arrayBuffer());
+  // A server error is never expected here: say what it was and what the stack logged.
+  if (res.status >= 500) console.error(`${method} ${p} answered ${res.status}: ${bytes.toString('utf8')}\n${logs.slice(-5).join('')}`);
   return { status: res.status, headers: res.headers, text: bytes.toString('utf8'), bytes };
 }
 
@@ -246,7 +250,15 @@ litmus.test(
       groups: ['basic', 'copymove', 'props', 'locks'],
       tail: '',
     });
-    for (const s of summaries) expect({ group: s.group, failed: s.failed }).toEqual({ group: s.group, failed: 0 });
+    // A failed check is named with litmus's reason and what the stack logged.
+    const failures = output.split('\n').filter((line) => /FAIL/.test(line));
+    for (const s of summaries) {
+      expect({ group: s.group, failed: s.failed, failures: s.failed ? [...failures, ...logs.slice(-5)] : [] }).toEqual({
+        group: s.group,
+        failed: 0,
+        failures: [],
+      });
+    }
   },
   300_000,
 );

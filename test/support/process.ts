@@ -12,10 +12,15 @@ export const ROOT = path.resolve(__dirname, '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const freePort: () => Promise<number> = require('../../scripts/faults/backends.js').freePort;
 
-/** Runs the image's entrypoint (`node --require tracing main.js`) as a child process. */
-export function spawnSvc(env: Record<string, string>): ChildProcess & { output: () => string } {
+/**
+ * Runs the image's entrypoint (`node --require tracing main.js`) as a child process. `group`: in a
+ * process group of its own (its pid is the group's), so that `process.kill(-pid)` ends it with the
+ * processes it started (the code sandbox's), as a container's kill would.
+ */
+export function spawnSvc(env: Record<string, string>, options: { group?: boolean } = {}): ChildProcess & { output: () => string } {
   const child = spawn(process.execPath, ['--require', './packages/kit/dist/tracing/register.js', './apps/stack/dist/main.js'], {
     cwd: ROOT,
+    detached: options.group ?? false,
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'warn',
