@@ -80,6 +80,36 @@ function remote(kind: 'profiles' | 'sites', name: string, key: string | null, pr
 let dirs = 0;
 const fresh = (name: string) => path.join(work, `${name}-${++dirs}`);
 
+/**
+ * The body of a push of `dir`'s main onto `head` as git sends it (the command, then the pack), cut
+ * to its first half when `half`.
+ */
+async function pushBody(dir: string, head: string, half: boolean): Promise<Buffer> {
+  const pack = execFileSync('git', ['pack-objects', '--stdout', '--revs', '--quiet'], { cwd: dir, input: `main\n^${head}\n` });
+  const command = `${head} ${await ok(['rev-parse', 'main'], dir)} refs/heads/main\0report-status side-band-64k\n`;
+  const pkt = (line: string) => (line.length + 4).toString(16).padStart(4, '0') + line;
+  return Buffer.concat([Buffer.from(`${pkt(command)}0000`), half ? pack.subarray(0, Math.floor(pack.length / 2)) : pack]);
+}
+
+/** A git-receive-pack POST of `body` announcing `length` bytes, written and left open (the caller ends or destroys it). */
+function rawPush(slug: string, key: string, body: Buffer, length: number): http.ClientRequest {
+  const u = new URL(t.url);
+  const req = http.request({
+    host: u.hostname,
+    port: u.port,
+    method: 'POST',
+    path: `/git/sites/${slug}.git/git-receive-pack`,
+    headers: {
+      authorization: `Basic ${Buffer.from(`x:${key}`).toString('base64')}`,
+      'content-type': 'application/x-git-receive-pack-request',
+      'content-length': String(length),
+    },
+  });
+  req.on('error', () => undefined);
+  req.write(body);
+  return req;
+}
+
 async function profileWithHistory(key: string) {
   const id = (await t.ok('POST', '/profiles', key, { name: 'Warm light' })).body.id as string;
   const url = `/profiles/${id}`;
@@ -331,27 +361,10 @@ describe('hosted sites by push', () => {
 
     // A push whose body stops halfway (the client gone): nothing deployed, the repository unchanged.
     const head = (await ok(['ls-remote', remote('sites', site.slug, alice), 'refs/heads/main'])).split('\t')[0]!;
-    const pack = execFileSync('git', ['pack-objects', '--stdout', '--revs', '--quiet'], { cwd: dir, input: `main\n^${head}\n` });
-    const command = `${head} ${await ok(['rev-parse', 'main'], dir)} refs/heads/main\0report-status side-band-64k\n`;
-    const pkt = (s: string) => (s.length + 4).toString(16).padStart(4, '0') + s;
-    const body = Buffer.concat([Buffer.from(`${pkt(command)}0000`), pack.subarray(0, Math.floor(pack.length / 2))]);
-    await new Promise<void>((resolve) => {
-      const u = new URL(t.url);
-      const req = http.request({
-        host: u.hostname,
-        port: u.port,
-        method: 'POST',
-        path: `/git/sites/${site.slug}.git/git-receive-pack`,
-        headers: {
-          authorization: `Basic ${Buffer.from(`x:${alice}`).toString('base64')}`,
-          'content-type': 'application/x-git-receive-pack-request',
-          'content-length': String(body.length * 2),
-        },
-      });
-      req.on('error', () => resolve());
-      req.on('response', () => resolve());
-      req.write(body, () => setTimeout(() => req.destroy(), 200));
-    });
+    const body = await pushBody(dir, head, true);
+    const cut = rawPush(site.slug, alice, body, body.length * 2);
+    await new Promise((r) => setTimeout(r, 300));
+    cut.destroy();
     await new Promise((r) => setTimeout(r, 300));
     expect((await t.ok('GET', `/sites/${site.id}`, alice)).body.currentDeploymentId).toBe(first);
     expect((await t.ok('GET', `/sites/${site.id}/deployments`, alice)).body.deployments).toHaveLength(1);
@@ -363,6 +376,35 @@ describe('hosted sites by push', () => {
     await ok(['push', '--quiet', '--force', remote('sites', site.slug, alice), 'main'], dir);
     expect(await (await fetch(`${t.url}/sites/${site.slug}/`)).text()).toBe('two');
   });
+
+  test('a push whose client goes away while it waits for the site is dropped, and the site takes the next push', async () => {
+    const site = (await t.ok('POST', '/sites', alice, { slug: `gone-${Date.now() % 100000}` })).body;
+    const dir = fresh('gone');
+    await ok(['init', '--quiet', '-b', 'main', dir]);
+    fs.writeFileSync(path.join(dir, 'index.html'), 'one');
+    await ok(['add', '.'], dir);
+    await ok(['commit', '--quiet', '-m', 'one'], dir);
+    await ok(['push', '--quiet', remote('sites', site.slug, alice), 'main'], dir);
+    const head = await ok(['rev-parse', 'main'], dir);
+    fs.writeFileSync(path.join(dir, 'index.html'), 'two');
+    await ok(['commit', '--quiet', '-am', 'two'], dir);
+    // The first push sends half its body and stays: it holds the site while git waits for the rest.
+    const half = await pushBody(dir, head, true);
+    const holding = rawPush(site.slug, alice, half, half.length * 2);
+    await new Promise((r) => setTimeout(r, 1500));
+    // The second sends all of its body while it waits for the site, and goes away before its turn.
+    const whole = await pushBody(dir, head, false);
+    const waiting = rawPush(site.slug, alice, whole, whole.length);
+    await new Promise((r) => setTimeout(r, 500));
+    waiting.destroy();
+    await new Promise((r) => setTimeout(r, 300));
+    // The first goes away too: the site passes to the second, whose client is gone (before the fix,
+    // its git waited for good for a body nobody could read, keeping the site and a Git slot).
+    holding.destroy();
+    await ok(['push', '--quiet', remote('sites', site.slug, alice), 'main'], dir);
+    expect(await (await fetch(`${t.url}/sites/${site.slug}/`)).text()).toBe('two');
+    expect((await t.ok('GET', `/sites/${site.id}/deployments`, alice)).body.deployments).toHaveLength(2);
+  }, 60_000);
 
   test('a site deployed through the API clones as one commit of its files, the same id every time; an agent key pushes', async () => {
     const site = (await t.ok('POST', '/sites', alice, { slug: `api-site-${Date.now() % 100000}` })).body;

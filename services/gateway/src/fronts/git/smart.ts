@@ -62,6 +62,10 @@ function stream(
   opts: { home: string; protocol?: string; input?: Readable; prefix?: Buffer; contentType: string },
 ): Promise<void> {
   return new Promise((resolve, reject) => {
+    // A client gone before git starts (the request waited for a repository's lock or its sync):
+    // nobody to answer, its 'close' has passed, and an input that would never end would keep git
+    // (and the account's Git slot) waiting for good.
+    if (res.destroyed) return resolve();
     const child = spawn('git', args, { env: env(opts.home, opts.protocol), stdio: ['pipe', 'pipe', 'pipe'] });
     let started = false;
     let stderr = '';
@@ -133,6 +137,10 @@ export function receivePack(
   home: string,
 ): Promise<{ code: number | null; out: Buffer; stderr: string; aborted: boolean }> {
   return new Promise((resolve, reject) => {
+    // A client gone before git starts (the push waited for the site's lock or its sync): its body
+    // can no longer be read and its 'close' has passed, so nothing would end git's input; git would
+    // wait for good, holding the site's lock and the account's Git slot.
+    if (req.destroyed && !req.readableEnded) return resolve({ code: null, out: Buffer.alloc(0), stderr: '', aborted: true });
     const child = spawn('git', ['receive-pack', '--stateless-rpc', gitdir], { env: env(home, protocolOf(req)), stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     let size = 0;
@@ -151,8 +159,10 @@ export function receivePack(
       aborted = true;
       child.kill('SIGKILL');
     });
+    // Gone before its whole body reached git (not only before it was sent: a body received but not
+    // yet read is dropped with the request), git's input would never end.
     req.on('close', () => {
-      if (!req.complete) {
+      if (!req.readableEnded) {
         aborted = true;
         child.kill('SIGKILL');
       }
