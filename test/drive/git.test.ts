@@ -401,7 +401,16 @@ describe('hosted sites by push', () => {
     // The first goes away too: the site passes to the second, whose client is gone (before the fix,
     // its git waited for good for a body nobody could read, keeping the site and a Git slot).
     holding.destroy();
-    await ok(['push', '--quiet', remote('sites', site.slug, alice), 'main'], dir);
+    // Both are let go as soon as the gateway sees them gone; until then (a moment on a loaded
+    // machine) they count against the account's two Git requests, and a push is refused 429.
+    // Before the fix the second never was: the push was refused until this loop gave up.
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const push = await git(['push', '--quiet', remote('sites', site.slug, alice), 'main'], dir);
+      if (push.code === 0) break;
+      if (!push.stderr.includes('limit git_builds') || Date.now() > until) throw new Error(`git push failed (${push.code}):\n${push.stderr}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
     expect(await (await fetch(`${t.url}/sites/${site.slug}/`)).text()).toBe('two');
     expect((await t.ok('GET', `/sites/${site.id}/deployments`, alice)).body.deployments).toHaveLength(2);
   }, 60_000);
