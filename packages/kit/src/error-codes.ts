@@ -218,7 +218,7 @@ export const ERROR_CODES = {
   body_too_large: e(413, 'The body is larger than the limit.'),
   code_too_large: e(413, 'The code is larger than the limit.'),
   content_too_large: e(413, 'The content is larger than the limit.'),
-  diff_too_large: e(413, 'The files differ in too many lines to diff.'),
+  diff_too_large: e(413, 'The difference is too large to answer (files that differ in too many lines, or profile states in too many items).'),
   file_too_large: e(413, 'The file is larger than the limit.'),
   folder_too_large: e(413, 'The folder holds more than the limit.'),
   inputs_too_large: e(413, 'The inputs are larger than the limit.'),

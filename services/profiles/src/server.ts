@@ -71,7 +71,7 @@ export function handlers(domain: ProfilesDomain, limits: { mergesPerAccount: num
       return { json: JSON.stringify(await domain.log(ctx.principal, req.id, req)), etag: '' };
     },
     async getDiff(req, ctx) {
-      return { json: JSON.stringify(await merges.run(ctx.principal, () => domain.diff(ctx.principal, req.id, req))), etag: '' };
+      return { json: await merges.run(ctx.principal, () => domain.diff(ctx.principal, req.id, req)), etag: '' };
     },
     async getVersion(req, ctx) {
       return { json: await domain.version(ctx.principal, req.id, req.versionId), etag: '' };

@@ -36276,6 +36276,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The difference is more than about 4 MiB of JSON (`diff_too_large`, with `maxBytes`): compare nearer versions, or read the versions themselves. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many requests. */
             429: {
                 headers: {

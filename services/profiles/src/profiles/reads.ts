@@ -1,8 +1,8 @@
 import { DomainError, type Principal } from '@svc/kit';
 
 import { type ProfileCore, profileNotFound, scopeOf, versionNotFound } from './core.js';
+import { diffText } from './diff-text.js';
 import { chain } from './history.js';
-import { diffSnapshots } from './merge.js';
 import { snapshotText } from './snapshots.js';
 import { decodeCursor, encodeCursor, versionJson, versionView } from './views.js';
 
@@ -46,9 +46,11 @@ export async function version(core: ProfileCore, p: Principal, id: string, versi
  * What changed between two states, per item: `from` and `to` are version ids or branch ids
  * (their heads). `to` defaults to the current branch's head and `from` to the parent of `to`.
  */
-export async function diff(core: ProfileCore, p: Principal, id: string, input: { from?: string; to?: string }) {
+export async function diff(core: ProfileCore, p: Principal, id: string, input: { from?: string; to?: string }): Promise<string> {
   const scope = scopeOf(p);
-  return core.read(async (q) => {
+  // The snapshots are read in the transaction and compared after it: the comparison can take a
+  // while (diff-text.ts), and on the embedded database a transaction holds its one connection.
+  const { from, to, a, b } = await core.read(async (q) => {
     const l = await core.loadFor(q, id, scope);
     const resolve = (ref: string): string | null => {
       if (l.history.versions.some((v) => v.id === ref)) return ref;
@@ -60,8 +62,9 @@ export async function diff(core: ProfileCore, p: Principal, id: string, input: {
     const from = input.from !== undefined ? resolve(input.from) : to ? (l.history.versions.find((v) => v.id === to)?.parentVersionId ?? null) : null;
     const a = await core.snapshotOf(q, l.row.id, from);
     const b = await core.snapshotOf(q, l.row.id, to);
-    return { from, to, ...diffSnapshots(a, b) };
+    return { from, to, a, b };
   });
+  return diffText({ from, to }, a, b);
 }
 
 /** The most snapshot text one ExportHistory answer carries, unless asked for less. */

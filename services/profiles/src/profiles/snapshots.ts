@@ -340,15 +340,16 @@ export function itemKey(item: unknown): string {
 /** Keys of a list; items without an id that repeat get an occurrence suffix. */
 export function keyed(items: unknown[]): Array<[string, unknown]> {
   const seen = new Map<string, number>();
-  return items.map((it) => {
-    let k = itemKey(it);
-    if (k.startsWith('content:')) {
-      const n = (seen.get(k) ?? 0) + 1;
-      seen.set(k, n);
-      if (n > 1) k = `${k}#${n}`;
-    }
-    return [k, it];
-  });
+  return items.map((it) => [listKey(it, seen), it]);
+}
+
+/** An item's key in its list, taken in order: `seen` counts the content keys, so that a repeat gets `#n`. */
+export function listKey(item: unknown, seen: Map<string, number>): string {
+  const k = itemKey(item);
+  if (!k.startsWith('content:')) return k;
+  const n = (seen.get(k) ?? 0) + 1;
+  seen.set(k, n);
+  return n > 1 ? `${k}#${n}` : k;
 }
 
 /** The first item id that appears twice in a list, if any. */

@@ -295,13 +295,13 @@ describe('first-class operations', () => {
     // Removing through working changes.
     await d.update(A, id, { profileData: { workingChanges: { constraints: [{ id: 'b', $remove: true }] } } });
     const c3 = await d.commit(A, id, { message: 'drop b' });
-    const diff = await d.diff(A, id, { from: c1.result.id, to: c3.result.id });
+    const diff = JSON.parse(await d.diff(A, id, { from: c1.result.id, to: c3.result.id }));
     expect(diff.constraints).toEqual({
       added: [],
       removed: [],
       changed: [{ id: 'a', from: { id: 'a', question: 'Warm?', answer: 'yes' }, to: { id: 'a', question: 'Warm?', answer: 'no' } }],
     });
-    expect((await d.diff(A, id, {})).constraints.removed).toEqual([{ id: 'b', question: 'Grain?' }]);
+    expect(JSON.parse(await d.diff(A, id, {})).constraints.removed).toEqual([{ id: 'b', question: 'Grain?' }]);
 
     // Rollback: a new version restoring c1's state, history kept.
     const rb = await d.rollback(A, id, { versionId: c1.result.id });

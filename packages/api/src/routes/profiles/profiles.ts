@@ -396,10 +396,13 @@ export const profilesRoutes = [
   route({
     ...common,
     id: 'profiles.diff',
+    statuses: {
+      413: 'The difference is more than about 4 MiB of JSON (`diff_too_large`, with `maxBytes`): compare nearer versions, or read the versions themselves.',
+    },
     method: 'get',
     path: '/profiles/:id/diff',
     summary: 'Per-item difference (added, removed, changed) between two versions or branch heads.',
-    errors: ['profile_not_found'],
+    errors: ['profile_not_found', 'diff_too_large'],
     params: IdParams,
     query: z.object({
       from: RefId.optional().describe('A version or branch id; default: the parent of `to`.'),

@@ -1,0 +1,137 @@
+/**
+ * The diff answer (GET /profiles/:id/diff) as JSON text, computed in slices. A profile may hold
+ * 100,000 items per kind: comparing two such snapshots and writing their differences is hundreds
+ * of milliseconds of CPU, and on the service's event loop (in the all-in-one process, every
+ * tenant's) it held every other request for as long (measured: another account's key listings
+ * went from 1 ms to 400–650 ms while one account ran two diffs of 60,000 changed items; docs/profiles.md,
+ * "Performance"). Here the work gives the event loop back every millisecond, and the answer is bounded: past
+ * DIFF_MAX_BYTES (4 MiB) it stops and answers 413 `diff_too_large`, where a 16 MiB answer used to fail
+ * as a 500 between the services after all the work was done.
+ *
+ * The text is what `JSON.stringify({from, to, ...diffSnapshots(a, b)})` writes (merge.ts), key
+ * for key; the tests hold the two to each other.
+ */
+import { DomainError } from '@svc/kit';
+
+import { deepEqual, ITEM_KINDS, type ItemKind, listKey, type Snapshot } from './snapshots.js';
+
+/**
+ * About the most UTF-8 bytes a diff answers with (each piece and its separator counted): the
+ * order of the service's other large answers (a version's snapshot, 3 MB of snapshots in a GET,
+ * 4 MiB of history per export call), well under the 16 MiB of a message between services. What
+ * is left in one piece (the answer's protobuf encoding and decoding, its write) grows with it.
+ */
+export const DIFF_MAX_BYTES = 4 * 1024 * 1024;
+/** How long a slice of the work may hold the event loop before it yields (ms): 4 left others waiting ~6 times as long. */
+const SLICE_MS = 1;
+/** How many items between two looks at the clock. */
+const CHECK_EVERY = 128;
+
+const items = (s: Snapshot, k: ItemKind): unknown[] => (Array.isArray(s[k]) ? (s[k] as unknown[]) : []);
+const scores = (s: Snapshot): Record<string, unknown> =>
+  s.latentScores && typeof s.latentScores === 'object' && !Array.isArray(s.latentScores) ? (s.latentScores as Record<string, unknown>) : {};
+const publicId = (key: string, item: unknown) => (key.startsWith('id:') ? (item as { id: unknown }).id : null);
+const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Counts the work and the answer's bytes; yields when a slice has run its time. */
+class Budget {
+  private bytes = 0;
+  private steps = 0;
+  private sliceStart = performance.now();
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** Adds a piece of the answer; refuses once the answer would pass its bound. */
+  add(out: string[], piece: string): void {
+    // The piece and the comma or bracket after it.
+    this.bytes += Buffer.byteLength(piece) + 1;
+    if (this.bytes > this.maxBytes) {
+      throw new DomainError(
+        'too_large',
+        'diff_too_large',
+        `The difference between these two states is more than ${this.maxBytes} bytes of JSON: ` +
+          'compare nearer versions (from and to), or read the versions themselves (GET /profiles/:id/versions/:versionId).',
+        { maxBytes: this.maxBytes },
+      );
+    }
+    out.push(piece);
+  }
+
+  /** Called once per item: every CHECK_EVERY items, yields if the slice has run SLICE_MS. */
+  step(): Promise<void> | undefined {
+    if (++this.steps % CHECK_EVERY !== 0) return undefined;
+    if (performance.now() - this.sliceStart < SLICE_MS) return undefined;
+    return yieldTurn().then(() => {
+      this.sliceStart = performance.now();
+    });
+  }
+}
+
+async function keyedMap(list: unknown[], budget: Budget): Promise<Map<string, unknown>> {
+  const map = new Map<string, unknown>();
+  const seen = new Map<string, number>();
+  for (const item of list) {
+    map.set(listKey(item, seen), item);
+    const y = budget.step();
+    if (y) await y;
+  }
+  return map;
+}
+
+/** A JSON array of pieces already written as JSON. */
+const array = (pieces: string[]) => `[${pieces.join(',')}]`;
+
+/**
+ * The diff of two snapshots with its refs, as JSON text: per kind `{added, removed, changed}`,
+ * then `latentScores` by key. Throws 413 `diff_too_large` past `maxBytes`.
+ */
+export async function diffText(
+  refs: { from: string | null; to: string | null },
+  from: Snapshot,
+  to: Snapshot,
+  maxBytes = DIFF_MAX_BYTES,
+): Promise<string> {
+  const budget = new Budget(maxBytes);
+  const parts: string[] = [];
+  budget.add(parts, `{"from":${JSON.stringify(refs.from)},"to":${JSON.stringify(refs.to)}`);
+  for (const k of ITEM_KINDS) {
+    const a = await keyedMap(items(from, k), budget);
+    const b = await keyedMap(items(to, k), budget);
+    const added: string[] = [];
+    const removed: string[] = [];
+    const changed: string[] = [];
+    for (const [key, item] of b) {
+      if (!a.has(key)) budget.add(added, JSON.stringify(item));
+      else {
+        const old = a.get(key);
+        if (!deepEqual(old, item)) budget.add(changed, JSON.stringify({ id: publicId(key, item), from: old, to: item }));
+      }
+      const y = budget.step();
+      if (y) await y;
+    }
+    for (const [key, item] of a) {
+      if (!b.has(key)) budget.add(removed, JSON.stringify(item));
+      const y = budget.step();
+      if (y) await y;
+    }
+    parts.push(`,${JSON.stringify(k)}:{"added":${array(added)},"removed":${array(removed)},"changed":${array(changed)}}`);
+  }
+  const a = scores(from);
+  const b = scores(to);
+  const added: string[] = [];
+  const removed: string[] = [];
+  const changed: string[] = [];
+  for (const [key, v] of Object.entries(b)) {
+    if (!(key in a)) budget.add(added, `${JSON.stringify(key)}:${JSON.stringify(v)}`);
+    else if (!deepEqual(a[key], v)) budget.add(changed, `${JSON.stringify(key)}:${JSON.stringify({ from: a[key], to: v })}`);
+    const y = budget.step();
+    if (y) await y;
+  }
+  for (const [key, v] of Object.entries(a)) {
+    if (!(key in b)) budget.add(removed, `${JSON.stringify(key)}:${JSON.stringify(v)}`);
+    const y = budget.step();
+    if (y) await y;
+  }
+  parts.push(`,"latentScores":{"added":{${added.join(',')}},"removed":{${removed.join(',')}},"changed":{${changed.join(',')}}}}`);
+  return parts.join('');
+}
