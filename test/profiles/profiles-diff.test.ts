@@ -1,8 +1,9 @@
 import { startTestStack, type TestStack } from '../support/stack';
 
 /**
- * A profile diff larger than its bound (services/profiles/src/profiles/diff-text.ts) through the
- * gateway: a clear 413, not a failure between the services; nearer versions and another tenant answered.
+ * Large diffs and merges through the gateway (services/profiles/src/profiles/diff-text.ts,
+ * merging.ts): a diff past its bound is a clear 413, a merge's answer leaves out what passes its
+ * bounds and says so, never a failure between the services; nearer versions and another tenant answered.
  */
 let t: TestStack;
 beforeAll(async () => {
@@ -60,5 +61,68 @@ describe('profiles: a diff past its bound', () => {
       latentScores: { added: {}, removed: {}, changed: {} },
     });
     expect((await t.call('GET', `${url}/diff?from=${versions[5]}&to=${versions[6]}`, { key: other.key })).status).toBe(404);
+  });
+});
+
+describe('profiles: a merge past the bounds of its answer', () => {
+  const big = (prefix: string, n: number, answer: string) =>
+    Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, question: `Item ${prefix}${i}?`, answer: answer.repeat(2000) }));
+  const commit = async (url: string, constraints: unknown[], message: string) => {
+    ok(await call('PATCH', `${url}?snapshots=false`, { profileData: { workingChanges: { constraints, exemplars: [], comparisons: [] } } }));
+    return ok(await call('POST', `${url}/commits`, { message }), 201);
+  };
+
+  test('changes over 4 MiB are left out (changesOmitted), and the merge is answered, not failed', async () => {
+    const { id } = ok(await call('POST', '/v1/profiles', { name: 'merge-large' }), 201);
+    const url = `/v1/profiles/${id}`;
+    const base = await commit(url, [{ id: 'seed' }], 'seed');
+    const br = ok(await call('POST', `${url}/branches`, { name: 'wide' }), 201);
+    ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: br.id }));
+    for (let c = 0; c < 6; c++) await commit(url, big(`b${c}-`, 400, 'y'), `wide ${c}`);
+    ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: 'main' }));
+
+    const dry = ok(await call('POST', `${url}/merge`, { sourceBranchId: br.id, dryRun: true }));
+    expect(dry).toMatchObject({ dryRun: true, merged: false, changes: null, changesOmitted: true, conflicts: [], conflictsOmitted: 0 });
+    const merged = ok(await call('POST', `${url}/merge`, { sourceBranchId: br.id }));
+    expect(merged).toMatchObject({ merged: true, changes: null, changesOmitted: true, mergeBaseVersionId: base.id });
+    const log = ok(await call('GET', `${url}/log?limit=1`));
+    expect(log.versions[0]).toMatchObject({ id: merged.version.id, message: `Merge branch wide into main` });
+    // What it left out is the diff's to answer, under the same bound.
+    expect((await call('GET', `${url}/diff?from=${base.id}&to=${merged.version.id}`)).status).toBe(413);
+    // A small merge lists its changes as before.
+    ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: br.id }));
+    await commit(url, [{ id: 'late' }], 'late');
+    ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: 'main' }));
+    const small = ok(await call('POST', `${url}/merge`, { sourceBranchId: br.id }));
+    expect(small).toMatchObject({
+      merged: true,
+      changesOmitted: false,
+      changes: { constraints: { added: [{ id: 'late' }], removed: [], changed: [] } },
+    });
+  });
+
+  test('conflicts are listed up to about 1 MiB and counted; a 409 lists the first 100', async () => {
+    const { id } = ok(await call('POST', '/v1/profiles', { name: 'merge-conflicts' }), 201);
+    const url = `/v1/profiles/${id}`;
+    await commit(url, big('c', 400, 'a'), 'base');
+    const br = ok(await call('POST', `${url}/branches`, { name: 'theirs' }), 201);
+    await commit(url, big('c', 400, 'o'), 'ours');
+    ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: br.id }));
+    await commit(url, big('c', 400, 't'), 'theirs');
+    ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: 'main' }));
+
+    // 400 conflicts of three 2 KB items each: 2.4 MB.
+    const refused = await call('POST', `${url}/merge`, { sourceBranchId: br.id });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'merge_conflict', details: { conflictCount: 400 } });
+    expect(refused.body.error.details.conflicts).toHaveLength(100);
+    expect(refused.body.error.message).toMatch(/the first 100/);
+    const merged = ok(await call('POST', `${url}/merge`, { sourceBranchId: br.id, strategy: 'theirs' }));
+    expect(merged.merged).toBe(true);
+    expect(merged.conflicts.length).toBeGreaterThan(100);
+    expect(merged.conflicts.length).toBeLessThan(400);
+    expect(merged.conflicts.length + merged.conflictsOmitted).toBe(400);
+    expect(merged.conflicts[0]).toMatchObject({ kind: 'constraints', id: 'c0', resolution: 'theirs' });
+    expect(JSON.stringify(merged.conflicts).length).toBeLessThanOrEqual(1024 * 1024);
   });
 });

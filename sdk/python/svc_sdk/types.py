@@ -1935,8 +1935,10 @@ class ProfileMergeResult(TypedDict):
     merged: bool
     upToDate: bool
     conflicts: List[ProfileMergeResultConflictsItem]
+    conflictsOmitted: int
     version: Optional[ProfileVersion]
     changes: Optional[ProfileSnapshotDiff]
+    changesOmitted: bool
 
 
 class ProfileMergeResultConflictsItem(TypedDict):

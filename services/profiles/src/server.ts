@@ -65,7 +65,7 @@ export function handlers(domain: ProfilesDomain, limits: { mergesPerAccount: num
       return reply(await domain.rollback(ctx.principal, req.id, input, req.ifMatch));
     },
     async merge(req, ctx) {
-      return reply(await merges.run(ctx.principal, () => domain.merge(ctx.principal, req.id, parseJson(req.bodyJson), req.ifMatch)));
+      return merges.run(ctx.principal, () => domain.merge(ctx.principal, req.id, parseJson(req.bodyJson), req.ifMatch));
     },
     async getLog(req, ctx) {
       return { json: JSON.stringify(await domain.log(ctx.principal, req.id, req)), etag: '' };

@@ -7612,10 +7612,17 @@ export interface components {
                 /** @default null */
                 resolution: ("ours" | "theirs") | null;
             }[];
+            /** @description Conflicts not listed: the answer lists them up to about 1 MiB of JSON (a 409 lists the first 100, with conflictCount). */
+            conflictsOmitted: number;
             /** @default null */
             version: components["schemas"]["ProfileVersion"] | null;
-            /** @default null */
+            /**
+             * @description What the merge does to the target head, per item; null when up to date, or when omitted.
+             * @default null
+             */
             changes: components["schemas"]["ProfileSnapshotDiff"] | null;
+            /** @description True when the changes pass about 4 MiB of JSON and are left out: read them with GET …/diff. */
+            changesOmitted: boolean;
         };
         ProfileSnapshotDiff: {
             constraints: {

@@ -82,18 +82,19 @@ async function keyedMap(list: unknown[], budget: Budget): Promise<Map<string, un
 const array = (pieces: string[]) => `[${pieces.join(',')}]`;
 
 /**
- * The diff of two snapshots with its refs, as JSON text: per kind `{added, removed, changed}`,
+ * The diff of two snapshots, as JSON text: its refs when given (the diff operation's answer;
+ * without, a merge's `changes`), then per kind `{added, removed, changed}`,
  * then `latentScores` by key. Throws 413 `diff_too_large` past `maxBytes`.
  */
 export async function diffText(
-  refs: { from: string | null; to: string | null },
+  refs: { from: string | null; to: string | null } | null,
   from: Snapshot,
   to: Snapshot,
   maxBytes = DIFF_MAX_BYTES,
 ): Promise<string> {
   const budget = new Budget(maxBytes);
   const parts: string[] = [];
-  budget.add(parts, `{"from":${JSON.stringify(refs.from)},"to":${JSON.stringify(refs.to)}`);
+  budget.add(parts, refs ? `{"from":${JSON.stringify(refs.from)},"to":${JSON.stringify(refs.to)},` : '{');
   for (const k of ITEM_KINDS) {
     const a = await keyedMap(items(from, k), budget);
     const b = await keyedMap(items(to, k), budget);
@@ -114,7 +115,7 @@ export async function diffText(
       const y = budget.step();
       if (y) await y;
     }
-    parts.push(`,${JSON.stringify(k)}:{"added":${array(added)},"removed":${array(removed)},"changed":${array(changed)}}`);
+    parts.push(`${JSON.stringify(k)}:{"added":${array(added)},"removed":${array(removed)},"changed":${array(changed)}},`);
   }
   const a = scores(from);
   const b = scores(to);
@@ -132,6 +133,6 @@ export async function diffText(
     const y = budget.step();
     if (y) await y;
   }
-  parts.push(`,"latentScores":{"added":{${added.join(',')}},"removed":{${removed.join(',')}},"changed":{${changed.join(',')}}}}`);
+  parts.push(`"latentScores":{"added":{${added.join(',')}},"removed":{${removed.join(',')}},"changed":{${changed.join(',')}}}}`);
   return parts.join('');
 }

@@ -367,9 +367,9 @@ describe('first-class operations', () => {
     await d.commit(A, id, { message: 'theirs', branchId: br.id });
 
     const { etag } = await d.get(A, id);
-    const dry = await d.merge(A, id, { sourceBranchId: br.id, dryRun: true });
-    expect(dry.result.merged).toBe(false);
-    expect(dry.result.conflicts).toEqual([
+    const dry = JSON.parse((await d.merge(A, id, { sourceBranchId: br.id, dryRun: true })).json);
+    expect(dry.merged).toBe(false);
+    expect(dry.conflicts).toEqual([
       { kind: 'constraints', id: 'a', base: { id: 'a', v: 1 }, ours: { id: 'a', v: 2 }, theirs: { id: 'a', v: 3 }, resolution: null },
     ]);
     expect((await d.get(A, id)).etag).toBe(etag);
@@ -377,9 +377,9 @@ describe('first-class operations', () => {
     expect([blocked.kind, blocked.code]).toEqual(['conflict', 'merge_conflict']);
     expect((blocked.details as any).conflicts).toHaveLength(1);
 
-    const merged = await d.merge(A, id, { sourceBranchId: br.id, resolutions: { constraints: { a: 'theirs' } } });
-    expect(merged.result.merged).toBe(true);
-    expect(merged.result.conflicts[0]!.resolution).toBe('theirs');
+    const merged = JSON.parse((await d.merge(A, id, { sourceBranchId: br.id, resolutions: { constraints: { a: 'theirs' } } })).json);
+    expect(merged.merged).toBe(true);
+    expect(merged.conflicts[0]!.resolution).toBe('theirs');
     const p = doc(await d.get(A, id));
     expect(p.effectiveSnapshot.constraints).toEqual([
       { id: 'a', v: 3 },
@@ -389,9 +389,9 @@ describe('first-class operations', () => {
     ]);
     expect(p.effectiveSnapshot.latentScores).toEqual({ warm: 0.5, cool: 1 });
     expect(p.profileData.versions.at(-1)).toMatchObject({ branchId: 'main', parentVersionId: ours.id });
-    expect(p.profileData.branches[0].headVersionId).toBe(merged.result.version!.id);
+    expect(p.profileData.branches[0].headVersionId).toBe(merged.version.id);
     // Merging again is a no-op: the source head is already in the target's history.
-    expect((await d.merge(A, id, { sourceBranchId: br.id })).result.upToDate).toBe(true);
+    expect(JSON.parse((await d.merge(A, id, { sourceBranchId: br.id })).json).upToDate).toBe(true);
   });
 });
 

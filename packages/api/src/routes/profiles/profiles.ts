@@ -113,8 +113,13 @@ export const MergeResult = z
         resolution: Nullable(Side),
       }),
     ),
+    conflictsOmitted: z
+      .number()
+      .int()
+      .describe('Conflicts not listed: the answer lists them up to about 1 MiB of JSON (a 409 lists the first 100, with conflictCount).'),
     version: Nullable(ProfileVersion),
-    changes: Nullable(SnapshotDiff),
+    changes: Nullable(SnapshotDiff).describe('What the merge does to the target head, per item; null when up to date, or when omitted.'),
+    changesOmitted: z.boolean().describe('True when the changes pass about 4 MiB of JSON and are left out: read them with GET …/diff.'),
   })
   .meta({ id: 'ProfileMergeResult' });
 
