@@ -11,7 +11,7 @@ export { migrations } from './migrations/index.js';
 export { DIFF_MAX_BYTES, diffText } from './profiles/diff-text.js';
 export { buildCommitSnapshot, etagOf, ProfilesDomain } from './profiles/index.js';
 export { parseJson } from './profiles/input.js';
-export { diffSnapshots } from './profiles/merge.js';
+export { diffSnapshots, mergeSnapshots } from './profiles/merge.js';
 export { canonical, chunkItems, deepEqual, MAX_DEPTH, nextManifest, snapshotParts, toManifest } from './profiles/snapshots.js';
 export { SCHEMA } from './profiles/store.js';
 export { profilesSettingsSchema } from './settings.js';

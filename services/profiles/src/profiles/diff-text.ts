@@ -13,7 +13,9 @@
  */
 import { DomainError } from '@svc/kit';
 
-import { deepEqual, ITEM_KINDS, type ItemKind, listKey, type Snapshot } from './snapshots.js';
+import { items, publicId, scores } from './merge.js';
+import { keyedPaced, Pacer } from './pace.js';
+import { deepEqual, ITEM_KINDS, type Snapshot } from './snapshots.js';
 
 /**
  * About the most UTF-8 bytes a diff answers with (each piece and its separator counted): the
@@ -22,24 +24,14 @@ import { deepEqual, ITEM_KINDS, type ItemKind, listKey, type Snapshot } from './
  * is left in one piece (the answer's protobuf encoding and decoding, its write) grows with it.
  */
 export const DIFF_MAX_BYTES = 4 * 1024 * 1024;
-/** How long a slice of the work may hold the event loop before it yields (ms): 4 left others waiting ~6 times as long. */
-const SLICE_MS = 1;
-/** How many items between two looks at the clock. */
-const CHECK_EVERY = 128;
 
-const items = (s: Snapshot, k: ItemKind): unknown[] => (Array.isArray(s[k]) ? (s[k] as unknown[]) : []);
-const scores = (s: Snapshot): Record<string, unknown> =>
-  s.latentScores && typeof s.latentScores === 'object' && !Array.isArray(s.latentScores) ? (s.latentScores as Record<string, unknown>) : {};
-const publicId = (key: string, item: unknown) => (key.startsWith('id:') ? (item as { id: unknown }).id : null);
-const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Counts the work and the answer's bytes; yields when a slice has run its time. */
-class Budget {
+/** Counts the answer's bytes; paces the work (pace.ts). */
+class Budget extends Pacer {
   private bytes = 0;
-  private steps = 0;
-  private sliceStart = performance.now();
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(private readonly maxBytes: number) {
+    super();
+  }
 
   /** Adds a piece of the answer; refuses once the answer would pass its bound. */
   add(out: string[], piece: string): void {
@@ -56,27 +48,9 @@ class Budget {
     }
     out.push(piece);
   }
-
-  /** Called once per item: every CHECK_EVERY items, yields if the slice has run SLICE_MS. */
-  step(): Promise<void> | undefined {
-    if (++this.steps % CHECK_EVERY !== 0) return undefined;
-    if (performance.now() - this.sliceStart < SLICE_MS) return undefined;
-    return yieldTurn().then(() => {
-      this.sliceStart = performance.now();
-    });
-  }
 }
 
-async function keyedMap(list: unknown[], budget: Budget): Promise<Map<string, unknown>> {
-  const map = new Map<string, unknown>();
-  const seen = new Map<string, number>();
-  for (const item of list) {
-    map.set(listKey(item, seen), item);
-    const y = budget.step();
-    if (y) await y;
-  }
-  return map;
-}
+const keyedMap = async (list: unknown[], budget: Budget) => new Map(await keyedPaced(list, budget));
 
 /** A JSON array of pieces already written as JSON. */
 const array = (pieces: string[]) => `[${pieces.join(',')}]`;

@@ -1,14 +1,15 @@
+import { keyedPaced, Pacer } from './pace.js';
 import { computeDerived, deepEqual, ITEM_KINDS, type ItemKind, keyed, type Snapshot } from './snapshots.js';
 
 /** Kinds that diff and merge compare: the item arrays (by item id) and latentScores (by key). */
 export type MergeKind = ItemKind | 'latentScores';
 export type Side = 'ours' | 'theirs';
 
-const items = (s: Snapshot, k: ItemKind): unknown[] => (Array.isArray(s[k]) ? (s[k] as unknown[]) : []);
-const scores = (s: Snapshot): Record<string, unknown> =>
+export const items = (s: Snapshot, k: ItemKind): unknown[] => (Array.isArray(s[k]) ? (s[k] as unknown[]) : []);
+export const scores = (s: Snapshot): Record<string, unknown> =>
   s.latentScores && typeof s.latentScores === 'object' && !Array.isArray(s.latentScores) ? (s.latentScores as Record<string, unknown>) : {};
 
-const publicId = (key: string, item: unknown) => (key.startsWith('id:') ? (item as { id: unknown }).id : null);
+export const publicId = (key: string, item: unknown) => (key.startsWith('id:') ? (item as { id: unknown }).id : null);
 
 export interface ItemDiff {
   added: unknown[];
@@ -70,16 +71,18 @@ const same = (a: Maybe, b: Maybe) => (present(a) && present(b) ? deepEqual(a, b)
 
 /**
  * Three-way merge of one keyed collection. Returns the merged entries (ours' order, then what
- * theirs added, in theirs' order) and the conflicts, resolved where the caller said how.
+ * theirs added, in theirs' order) and the conflicts, resolved where the caller said how. Paced
+ * (pace.ts): a merge of large branches gives the event loop back as it goes.
  */
-function merge3(
+async function merge3(
   kind: MergeKind,
   base: Array<[string, unknown]>,
   ours: Array<[string, unknown]>,
   theirs: Array<[string, unknown]>,
   resolve: (kind: MergeKind, key: string, id: unknown) => Side | undefined,
   conflicts: Conflict[],
-): Array<[string, unknown]> {
+  pace: Pacer,
+): Promise<Array<[string, unknown]>> {
   const b = new Map(base);
   const o = new Map(ours);
   const t = new Map(theirs);
@@ -98,24 +101,27 @@ function merge3(
   };
   const out: Array<[string, unknown]> = [];
   const done = new Set<string>();
-  for (const [key] of ours) {
+  const take = (key: string) => {
     done.add(key);
     const v = decide(key);
     if (present(v)) out.push([key, v]);
+    return pace.step();
+  };
+  for (const [key] of ours) {
+    const y = take(key);
+    if (y) await y;
   }
   for (const [key] of theirs) {
     if (done.has(key)) continue;
-    done.add(key);
-    const v = decide(key);
-    if (present(v)) out.push([key, v]);
+    const y = take(key);
+    if (y) await y;
   }
   // Deleted on both sides, or on ours with theirs unchanged: decide() keeps them out; a base item
   // ours deleted while theirs changed it is a conflict even though neither list holds it twice.
   for (const [key] of base) {
     if (done.has(key)) continue;
-    done.add(key);
-    const v = decide(key);
-    if (present(v)) out.push([key, v]);
+    const y = take(key);
+    if (y) await y;
   }
   return out;
 }
@@ -125,8 +131,14 @@ export interface MergeOutcome {
   conflicts: Conflict[];
 }
 
-/** Three-way merge of two snapshots against their common ancestor. */
-export function mergeSnapshots(base: Snapshot, ours: Snapshot, theirs: Snapshot, opts: { strategy?: Side; resolutions?: Resolutions }): MergeOutcome {
+/** Three-way merge of two snapshots against their common ancestor, in slices (pace.ts) unless told not to yield. */
+export async function mergeSnapshots(
+  base: Snapshot,
+  ours: Snapshot,
+  theirs: Snapshot,
+  opts: { strategy?: Side; resolutions?: Resolutions; pace?: Pacer },
+): Promise<MergeOutcome> {
+  const pace = opts.pace ?? new Pacer();
   const resolve = (kind: MergeKind, key: string, id: unknown): Side | undefined => {
     const r = opts.resolutions?.[kind];
     const byId = r && (id !== null && id !== undefined ? r[String(id)] : undefined);
@@ -134,11 +146,13 @@ export function mergeSnapshots(base: Snapshot, ours: Snapshot, theirs: Snapshot,
   };
   const conflicts: Conflict[] = [];
   const out: Snapshot = { ...ours };
+  const keyedOf = (s: Snapshot, k: ItemKind) => keyedPaced(items(s, k), pace);
   for (const k of ITEM_KINDS) {
-    out[k] = merge3(k, keyed(items(base, k)), keyed(items(ours, k)), keyed(items(theirs, k)), resolve, conflicts).map(([, v]) => v);
+    const merged = await merge3(k, await keyedOf(base, k), await keyedOf(ours, k), await keyedOf(theirs, k), resolve, conflicts, pace);
+    out[k] = merged.map(([, v]) => v);
   }
   const entries = (s: Snapshot) => Object.entries(scores(s));
-  out.latentScores = Object.fromEntries(merge3('latentScores', entries(base), entries(ours), entries(theirs), resolve, conflicts));
+  out.latentScores = Object.fromEntries(await merge3('latentScores', entries(base), entries(ours), entries(theirs), resolve, conflicts, pace));
   Object.assign(out, computeDerived(out));
   return { snapshot: out, conflicts };
 }

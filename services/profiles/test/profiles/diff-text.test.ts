@@ -1,7 +1,23 @@
 import { DomainError } from '@svc/kit';
-import { diffSnapshots, diffText } from '@svc/profiles';
+import { diffSnapshots, diffText, mergeSnapshots } from '@svc/profiles';
 
 /** The diff answer written in slices (diff-text.ts) against the one-piece diff (merge.ts). */
+/** The work's result, and how many turns of the event loop other work had while it ran. */
+async function countTurns<T>(work: Promise<T>): Promise<[T, number]> {
+  let turns = 0;
+  let done = false;
+  const tick = () => {
+    turns++;
+    if (!done) setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    return [await work, turns];
+  } finally {
+    done = true;
+  }
+}
+
 const item = (id: number | string, text: string) => ({ id, question: `Question ${id}?`, answer: text, weight: { w: [1, 2, 3] } });
 
 describe('profiles: the diff as sliced text', () => {
@@ -44,18 +60,25 @@ describe('profiles: the diff as sliced text', () => {
     const big = (tag: string) => Array.from({ length: 30_000 }, (_, i) => item(i, `${tag} ${i}`));
     const a = { constraints: big('a'), exemplars: big('a'), comparisons: big('a') };
     const b = { constraints: big('b'), exemplars: big('b'), comparisons: big('b') };
-    let turns = 0;
-    let done = false;
-    const tick = () => {
-      turns++;
-      if (!done) setImmediate(tick);
-    };
-    setImmediate(tick);
-    const text = await diffText({ from: null, to: null }, a, b, 64 * 1024 * 1024);
-    done = true;
+    const [text, turns] = await countTurns(diffText({ from: null, to: null }, a, b, 64 * 1024 * 1024));
     expect(JSON.parse(text).comparisons.changed).toHaveLength(30_000);
     // Other work ran in between: at least one turn per slice of a few milliseconds.
     expect(turns).toBeGreaterThan(5);
+  });
+
+  test('a merge of large branches gives the event loop back too, and merges as before', async () => {
+    const big = (tag: string) => Array.from({ length: 30_000 }, (_, i) => item(i, i % 3 === 0 ? tag : 'base'));
+    const base = { constraints: big('base'), exemplars: big('base'), latentScores: { a: 1, b: 2 } };
+    const ours = { constraints: big('ours'), exemplars: big('base'), latentScores: { a: 1, b: 3 } };
+    const theirs = { constraints: big('theirs'), exemplars: big('theirs'), latentScores: { a: 5, b: 2 } };
+    const [outcome, turns] = await countTurns(mergeSnapshots(base, ours, theirs, { strategy: 'theirs' }));
+    expect(turns).toBeGreaterThan(5);
+    // Every third constraint changed on both sides: a conflict, settled by the strategy.
+    expect(outcome.conflicts).toHaveLength(10_000);
+    expect(outcome.conflicts.every((c) => c.kind === 'constraints' && c.resolution === 'theirs')).toBe(true);
+    expect(outcome.snapshot.constraints).toEqual(theirs.constraints);
+    expect(outcome.snapshot.exemplars).toEqual(theirs.exemplars);
+    expect(outcome.snapshot.latentScores).toEqual({ a: 5, b: 3 });
   });
 
   test('stops at its bound with 413 diff_too_large', async () => {
