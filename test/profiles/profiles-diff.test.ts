@@ -126,3 +126,46 @@ describe('profiles: a merge past the bounds of its answer', () => {
     expect(JSON.stringify(merged.conflicts).length).toBeLessThanOrEqual(1024 * 1024);
   });
 });
+
+describe('profiles: a merge and a commit at once', () => {
+  test('the merge compares outside its write, and a commit that lands meanwhile is never lost', async () => {
+    const { id } = ok(await call('POST', '/v1/profiles', { name: 'merge-race' }), 201);
+    const url = `/v1/profiles/${id}`;
+    const commit = async (constraints: unknown[], message: string) => {
+      ok(await call('PATCH', `${url}?snapshots=false`, { profileData: { workingChanges: { constraints, exemplars: [], comparisons: [] } } }));
+      return ok(await call('POST', `${url}/commits`, { message }), 201);
+    };
+    await commit([{ id: 'seed' }], 'seed');
+    const br = ok(await call('POST', `${url}/branches`, { name: 'many' }), 201);
+    ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: br.id }));
+    for (let c = 0; c < 3; c++)
+      await commit(
+        Array.from({ length: 3000 }, (_, i) => ({ id: `m${c}-${i}`, q: `Item ${i}?` })),
+        `many ${c}`,
+      );
+    ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: 'main' }));
+    for (let round = 0; round < 3; round++) {
+      // Staged first: the commit below applies it to main's head, whichever lands first.
+      ok(
+        await call('PATCH', `${url}?snapshots=false`, {
+          profileData: { workingChanges: { constraints: [{ id: `late${round}` }], exemplars: [], comparisons: [] } },
+        }),
+      );
+      const [merged, committed] = await Promise.all([
+        call('POST', `${url}/merge`, { sourceBranchId: br.id }),
+        call('POST', `${url}/commits`, { message: `late ${round}` }),
+      ]);
+      expect(committed.status).toBe(201);
+      expect(merged.status).toBe(200);
+      const head = ok(await call('GET', `${url}?snapshots=false`)).effectiveSnapshot.constraints.map((c: { id: string }) => c.id);
+      // Whatever the order, main's head holds the staged item of every round and the branch's items:
+      for (let r = 0; r <= round; r++) expect(head).toContain(`late${r}`);
+      // seed, the branch's 9,000, each round's staged item, and the branch's later ones.
+      expect(head).toHaveLength(1 + 9000 + (round + 1) + round);
+      // The next round merges new work of the branch.
+      ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: br.id }));
+      await commit([{ id: `m-next${round}`, q: 'next' }], `next ${round}`);
+      ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: 'main' }));
+    }
+  });
+});

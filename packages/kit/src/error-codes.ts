@@ -159,7 +159,7 @@ export const ERROR_CODES = {
   approval_expired: e(409, 'The approval expired; it counts as rejected.'),
   approval_not_pending: e(409, 'The approval was decided already.'),
   branch_name_taken: e(409, 'A branch of that name exists already.'),
-  changed_concurrently: e(409, 'The drive changed while the operation ran; try again.'),
+  changed_concurrently: e(409, 'What the operation read changed while it ran (the drive, a profile’s branches); try again.'),
   cherry_pick_conflict: e(409, 'The changes of the version conflict with the branch’s head; nothing was applied.'),
   client_message_id_conflict: e(409, 'The clientMessageId already names another message of the thread.'),
   client_order_id_conflict: e(409, 'The clientOrderId already names another order.'),

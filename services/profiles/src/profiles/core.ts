@@ -10,6 +10,10 @@ import { branchView, etagOf, type ProfileDoc, toBranch, toMeta, versionJson } fr
  * a profile's history, chunks and snapshots through the caches, events, and the profile as JSON.
  */
 
+/** 412: a write's If-Match names another state of the profile. */
+export const etagMismatch = () =>
+  new DomainError('precondition_failed', 'etag_mismatch', 'The profile has changed since you read it (If-Match does not match its ETag).');
+
 /** GET includes every version's snapshot on its own while they total at most this (JSON characters). */
 export const AUTO_SNAPSHOTS_BUDGET = 1024 * 1024;
 /** ...and at most this when asked to (`?snapshots=true`). */
@@ -105,13 +109,7 @@ export class ProfileCore {
     const out = await this.sql.tx(async (q) => {
       const row = await this.store.profile(q, id, scope, true);
       if (!row) throw profileNotFound();
-      if (ifMatch !== undefined && !ifMatchPasses(ifMatch, etagOf(row))) {
-        throw new DomainError(
-          'precondition_failed',
-          'etag_mismatch',
-          'The profile has changed since you read it (If-Match does not match its ETag).',
-        );
-      }
+      if (ifMatch !== undefined && !ifMatchPasses(ifMatch, etagOf(row))) throw etagMismatch();
       return fn(q, await this.load(q, row, opts));
     });
     this.outbox()?.kick();

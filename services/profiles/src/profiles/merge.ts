@@ -131,14 +131,14 @@ export interface MergeOutcome {
   conflicts: Conflict[];
 }
 
-/** Three-way merge of two snapshots against their common ancestor, in slices (pace.ts) unless told not to yield. */
+/** Three-way merge of two snapshots against their common ancestor, in slices (pace.ts). */
 export async function mergeSnapshots(
   base: Snapshot,
   ours: Snapshot,
   theirs: Snapshot,
-  opts: { strategy?: Side; resolutions?: Resolutions; pace?: Pacer },
+  opts: { strategy?: Side; resolutions?: Resolutions },
 ): Promise<MergeOutcome> {
-  const pace = opts.pace ?? new Pacer();
+  const pace = new Pacer();
   const resolve = (kind: MergeKind, key: string, id: unknown): Side | undefined => {
     const r = opts.resolutions?.[kind];
     const byId = r && (id !== null && id !== undefined ? r[String(id)] : undefined);

@@ -2,7 +2,9 @@
  * Long comparisons in slices: a profile may hold 100,000 items per kind, and comparing or merging
  * two such snapshots is hundreds of milliseconds of CPU on the service's event loop (in the
  * all-in-one process, every tenant's). A pacer is called once per item and gives the event loop
- * back whenever its slice has run SLICE_MS (docs/profiles.md, "Performance").
+ * back whenever its slice has run SLICE_MS (docs/profiles.md, "Performance"). Never inside a
+ * transaction: on the embedded database one holds the connection every tenant's statements wait
+ * for, and pacing a merge there made them wait longer.
  */
 import { listKey } from './snapshots.js';
 
@@ -17,12 +19,9 @@ export class Pacer {
   private steps = 0;
   private sliceStart = performance.now();
 
-  /** `yields` false: work that must not give the loop back (one holding the embedded database's connection). */
-  constructor(private readonly yields = true) {}
-
   /** Once per item: every CHECK_EVERY items, a promise to await if the slice has run its time. */
   step(): Promise<void> | undefined {
-    if (!this.yields || ++this.steps % CHECK_EVERY !== 0) return undefined;
+    if (++this.steps % CHECK_EVERY !== 0) return undefined;
     if (performance.now() - this.sliceStart < SLICE_MS) return undefined;
     return yieldTurn().then(() => {
       this.sliceStart = performance.now();

@@ -371,7 +371,7 @@ export const profilesRoutes = [
     effect: 'updates',
     path: '/profiles/:id/merge',
     summary: 'Three-way merge of a branch into another, item by item, with ours/theirs resolutions and a dry run (409 on open conflicts).',
-    errors: ['merge_conflict', 'profile_not_found'],
+    errors: ['changed_concurrently', 'merge_conflict', 'profile_not_found'],
     params: IdParams,
     headers: IfMatch,
     body: MergeBody,
