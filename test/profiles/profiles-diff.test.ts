@@ -168,4 +168,28 @@ describe('profiles: a merge and a commit at once', () => {
       ok(await call('POST', `${url}/checkout?snapshots=false`, { branchId: 'main' }));
     }
   });
+
+  test('a revert, too, and a commit that lands meanwhile is never lost', async () => {
+    const { id } = ok(await call('POST', '/v1/profiles', { name: 'revert-race' }), 201);
+    const url = `/v1/profiles/${id}`;
+    const stage = (constraints: unknown[]) =>
+      call('PATCH', `${url}?snapshots=false`, { profileData: { workingChanges: { constraints, exemplars: [], comparisons: [] } } });
+    ok(await stage(Array.from({ length: 9000 }, (_, i) => ({ id: `a${i}`, q: `Item ${i}?` }))));
+    ok(await call('POST', `${url}/commits`, { message: 'many' }), 201);
+    for (let round = 0; round < 3; round++) {
+      ok(await stage([{ id: `x${round}` }]));
+      const x = ok(await call('POST', `${url}/commits`, { message: `x ${round}` }), 201);
+      ok(await stage([{ id: `late${round}` }]));
+      const [reverted, committed] = await Promise.all([
+        call('POST', `${url}/revert`, { versionId: x.id }),
+        call('POST', `${url}/commits`, { message: `late ${round}` }),
+      ]);
+      expect([reverted.status, committed.status]).toEqual([201, 201]);
+      const head = ok(await call('GET', `${url}?snapshots=false`)).effectiveSnapshot.constraints.map((c: { id: string }) => c.id);
+      // The revert took x out, and the commit's item stayed, whichever landed first.
+      expect(head).not.toContain(`x${round}`);
+      for (let r = 0; r <= round; r++) expect(head).toContain(`late${r}`);
+      expect(head).toHaveLength(9000 + round + 1);
+    }
+  });
 });

@@ -1,13 +1,13 @@
 import { PROFILE_LIMITS, ProfileBranchName, ProfileMessage } from '@svc/contract';
-import { DomainError, newId, type Principal } from '@svc/kit';
+import { DomainError, ifMatchPasses, newId, type Principal } from '@svc/kit';
 
-import { type ProfileCore, scopeOf, versionNotFound } from './core.js';
+import { etagMismatch, type ProfileCore, scopeOf, versionNotFound } from './core.js';
 import { chain, type Change, unprocessable, type VersionMeta } from './history.js';
 import { parse } from './input.js';
 import { diffSnapshots, type SnapshotDiff } from './merge.js';
 import { persist } from './persist.js';
 import { canonical, computeDerived, deepEqual, ITEM_KINDS, itemKey, type Snapshot } from './snapshots.js';
-import { versionView } from './views.js';
+import { etagOf, versionView } from './views.js';
 
 /** Reading a profile's content (search, statistics), copying a profile, and reverting one version. */
 
@@ -231,10 +231,15 @@ function applyDiff(head: Snapshot, d: SnapshotDiff): { out: Snapshot; conflicts:
   return { out, conflicts };
 }
 
+/** How many times a revert or cherry-pick reads and compares again when the branch moved meanwhile. */
+const APPLY_ATTEMPTS = 3;
+
 /**
  * A new version on a branch head (the current branch by default) applying what one version changed
  * from its parent: forward (cherry-pick: that change onto another branch) or backward (revert: undo
- * it). An item changed otherwise since is a conflict (409) and nothing is written.
+ * it). An item changed otherwise since is a conflict (409) and nothing is written. As a merge does
+ * (merging.ts), it reads in a read transaction, compares outside any, and writes in a short one
+ * that checks the branch head is still the one it compared (again if not, then 409 `changed_concurrently`).
  */
 export async function applyVersion(
   core: ProfileCore,
@@ -245,45 +250,64 @@ export async function applyVersion(
 ) {
   const message = input.message === undefined ? undefined : parse(ProfileMessage, input.message, 'body.message');
   const revert = input.direction === 'revert';
-  return core.operate(p, id, ifMatch, async (q, l) => {
-    const branch = core.branch(l, input.branchId ?? l.row.current_branch_id);
-    const target = l.history.versions.find((v) => v.id === input.versionId);
-    if (!target) throw versionNotFound(input.versionId);
-    if (revert && !branch.headVersionId) throw unprocessable('branch_empty', `Branch ${branch.id} has no version to revert on.`);
-    if (!revert && chain(new Map(l.history.versions.map((v) => [v.id, v])), branch.headVersionId).some((v) => v.id === target.id)) {
-      throw unprocessable('version_in_history', `Version ${target.id} is in the history of branch ${branch.id} already.`);
-    }
-    const before = await core.snapshotOf(q, l.row.id, target.parentVersionId);
-    const after = await core.snapshotOf(q, l.row.id, target.id);
-    const head = await core.snapshotOf(q, l.row.id, branch.headVersionId);
-    const d = diffSnapshots(before, after);
-    const { out, conflicts } = applyDiff(head, revert ? invert(d) : d);
+  for (let attempt = 1; ; attempt++) {
+    const plan = await core.read(async (q) => {
+      const l = await core.loadFor(q, id, scopeOf(p));
+      if (ifMatch !== undefined && !ifMatchPasses(ifMatch, etagOf(l.row))) throw etagMismatch();
+      const branch = core.branch(l, input.branchId ?? l.row.current_branch_id);
+      const target = l.history.versions.find((v) => v.id === input.versionId);
+      if (!target) throw versionNotFound(input.versionId);
+      if (revert && !branch.headVersionId) throw unprocessable('branch_empty', `Branch ${branch.id} has no version to revert on.`);
+      if (!revert && chain(new Map(l.history.versions.map((v) => [v.id, v])), branch.headVersionId).some((v) => v.id === target.id)) {
+        throw unprocessable('version_in_history', `Version ${target.id} is in the history of branch ${branch.id} already.`);
+      }
+      const before = await core.snapshotOf(q, l.row.id, target.parentVersionId);
+      const after = await core.snapshotOf(q, l.row.id, target.id);
+      const head = await core.snapshotOf(q, l.row.id, branch.headVersionId);
+      return { branchId: branch.id, headVersionId: branch.headVersionId, target, before, after, head };
+    });
+    const d = await diffSnapshots(plan.before, plan.after);
+    const { out, conflicts } = applyDiff(plan.head, revert ? invert(d) : d);
+    const { target } = plan;
     if (conflicts.length) {
       const code = revert ? 'revert_conflict' : 'cherry_pick_conflict';
       throw new DomainError('conflict', code, `Changed otherwise since ${target.id}, so not applied: ${conflicts.slice(0, 10).join(', ')}.`);
     }
     Object.assign(out, computeDerived(out));
-    const meta: VersionMeta = {
-      id: newId('ver'),
-      branchId: branch.id,
-      parentVersionId: branch.headVersionId,
-      message: message ?? (revert ? `Revert ${target.id}: ${target.message}` : target.message).slice(0, PROFILE_LIMITS.message),
-      createdAt: new Date(),
-    };
-    const change: Change = {
-      newVersions: [meta],
-      branches: l.history.branches.map((b) => (b.id === branch.id ? { ...b, headVersionId: meta.id } : b)),
-      currentBranchId: l.row.current_branch_id,
-    };
-    const row = await persist(core, q, p, l, change, [{ meta, snapshot: out }], {
-      operation: input.direction,
-      events: [
-        {
-          subject: `profiles.${revert ? 'revert' : 'cherry_pick'}.created`,
-          data: { profileId: l.row.id, branchId: branch.id, versionId: meta.id, sourceVersionId: target.id },
-        },
-      ],
+    const done = await core.operate(p, id, ifMatch, async (q, l) => {
+      const branch = core.branch(l, plan.branchId);
+      // The branch moved since the read: the change was applied to another head than this one.
+      if (branch.headVersionId !== plan.headVersionId) return { row: null, result: null };
+      const meta: VersionMeta = {
+        id: newId('ver'),
+        branchId: branch.id,
+        parentVersionId: branch.headVersionId,
+        message: message ?? (revert ? `Revert ${target.id}: ${target.message}` : target.message).slice(0, PROFILE_LIMITS.message),
+        createdAt: new Date(),
+      };
+      const change: Change = {
+        newVersions: [meta],
+        branches: l.history.branches.map((b) => (b.id === branch.id ? { ...b, headVersionId: meta.id } : b)),
+        currentBranchId: l.row.current_branch_id,
+      };
+      const row = await persist(core, q, p, l, change, [{ meta, snapshot: out }], {
+        operation: input.direction,
+        events: [
+          {
+            subject: `profiles.${revert ? 'revert' : 'cherry_pick'}.created`,
+            data: { profileId: l.row.id, branchId: branch.id, versionId: meta.id, sourceVersionId: target.id },
+          },
+        ],
+      });
+      return { row, result: versionView(meta) };
     });
-    return { row, result: versionView(meta) };
-  });
+    if (done.result) return { result: done.result, etag: done.etag };
+    if (attempt >= APPLY_ATTEMPTS) {
+      throw new DomainError(
+        'conflict',
+        'changed_concurrently',
+        `The branch changed while the ${revert ? 'revert' : 'cherry-pick'} compared it, ${attempt} times: try again.`,
+      );
+    }
+  }
 }

@@ -1,5 +1,5 @@
 import { keyedPaced, Pacer } from './pace.js';
-import { computeDerived, deepEqual, ITEM_KINDS, type ItemKind, keyed, type Snapshot } from './snapshots.js';
+import { computeDerived, deepEqual, ITEM_KINDS, type ItemKind, type Snapshot } from './snapshots.js';
 
 /** Kinds that diff and merge compare: the item arrays (by item id) and latentScores (by key). */
 export type MergeKind = ItemKind | 'latentScores';
@@ -23,19 +23,26 @@ export interface ScoreDiff {
 }
 export type SnapshotDiff = Record<ItemKind, ItemDiff> & { latentScores: ScoreDiff };
 
-/** Per item (matched by id, or by content for items without one): added, removed, changed. */
-export function diffSnapshots(from: Snapshot, to: Snapshot): SnapshotDiff {
+/** Per item (matched by id, or by content for items without one): added, removed, changed; in slices (pace.ts). */
+export async function diffSnapshots(from: Snapshot, to: Snapshot): Promise<SnapshotDiff> {
+  const pace = new Pacer();
   const out = {} as SnapshotDiff;
   for (const k of ITEM_KINDS) {
-    const a = new Map(keyed(items(from, k)));
-    const b = new Map(keyed(items(to, k)));
+    const a = new Map(await keyedPaced(items(from, k), pace));
+    const b = new Map(await keyedPaced(items(to, k), pace));
     const d: ItemDiff = { added: [], removed: [], changed: [] };
     for (const [key, item] of b) {
       const old = a.get(key);
       if (!a.has(key)) d.added.push(item);
       else if (!deepEqual(old, item)) d.changed.push({ id: publicId(key, item), from: old, to: item });
+      const y = pace.step();
+      if (y) await y;
     }
-    for (const [key, item] of a) if (!b.has(key)) d.removed.push(item);
+    for (const [key, item] of a) {
+      if (!b.has(key)) d.removed.push(item);
+      const y = pace.step();
+      if (y) await y;
+    }
     out[k] = d;
   }
   const a = scores(from);

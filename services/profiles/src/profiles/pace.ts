@@ -29,7 +29,7 @@ export class Pacer {
   }
 }
 
-/** keyed() of snapshots.ts in slices: each item with its key in the list. */
+/** Each item of a list with its key (listKey: items without an id that repeat get an occurrence suffix), in slices. */
 export async function keyedPaced(list: unknown[], pace: Pacer): Promise<Array<[string, unknown]>> {
   const out: Array<[string, unknown]> = [];
   const seen = new Map<string, number>();

@@ -337,12 +337,6 @@ export function itemKey(item: unknown): string {
   return `content:${createHash('sha256').update(canonical(item)).digest('base64url').slice(0, 22)}`;
 }
 
-/** Keys of a list; items without an id that repeat get an occurrence suffix. */
-export function keyed(items: unknown[]): Array<[string, unknown]> {
-  const seen = new Map<string, number>();
-  return items.map((it) => [listKey(it, seen), it]);
-}
-
 /** An item's key in its list, taken in order: `seen` counts the content keys, so that a repeat gets `#n`. */
 export function listKey(item: unknown, seen: Map<string, number>): string {
   const k = itemKey(item);

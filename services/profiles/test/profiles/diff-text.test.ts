@@ -41,7 +41,7 @@ describe('profiles: the diff as sliced text', () => {
       [{}, {}],
     ] as const) {
       const text = await diffText({ from: 'ver_a', to: null }, a, b);
-      expect(text).toBe(JSON.stringify({ from: 'ver_a', to: null, ...diffSnapshots(a, b) }));
+      expect(text).toBe(JSON.stringify({ from: 'ver_a', to: null, ...(await diffSnapshots(a, b)) }));
     }
     const d = JSON.parse(await diffText({ from: null, to: 'ver_b' }, from, to));
     expect(d.constraints.changed).toEqual([{ id: 'b', from: item('b', 'no'), to: item('b', 'changed') }]);
@@ -84,7 +84,7 @@ describe('profiles: the diff as sliced text', () => {
   test('stops at its bound with 413 diff_too_large', async () => {
     const a = { constraints: Array.from({ length: 1000 }, (_, i) => item(i, 'a')) };
     const b = { constraints: Array.from({ length: 1000 }, (_, i) => item(i, 'b')) };
-    const whole = JSON.stringify({ from: null, to: null, ...diffSnapshots(a, b) });
+    const whole = JSON.stringify({ from: null, to: null, ...(await diffSnapshots(a, b)) });
     await expect(diffText({ from: null, to: null }, a, b, Buffer.byteLength(whole))).resolves.toBe(whole);
     const err = await diffText({ from: null, to: null }, a, b, 20_000).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DomainError);

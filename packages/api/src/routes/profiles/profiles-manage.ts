@@ -289,7 +289,7 @@ export const profilesOpsRoutes = [
     effect: 'creates',
     path: '/profiles/:id/revert',
     summary: 'Undo one version: a new version on the branch head reverting what it changed, item by item (409 revert_conflict if changed since).',
-    errors: ['profile_not_found', 'revert_conflict', 'version_not_found'],
+    errors: ['changed_concurrently', 'profile_not_found', 'revert_conflict', 'version_not_found'],
     params: IdParams,
     headers: IfMatch,
     body: z
@@ -315,7 +315,7 @@ export const profilesOpsRoutes = [
     effect: 'updates',
     path: '/profiles/:id/cherry-pick',
     summary: 'Apply what one version changed (from its parent) onto a branch head, as a new version (409 cherry_pick_conflict if the items differ).',
-    errors: ['cherry_pick_conflict', 'profile_not_found', 'version_in_history'],
+    errors: ['changed_concurrently', 'cherry_pick_conflict', 'profile_not_found', 'version_in_history'],
     params: IdParams,
     headers: IfMatch,
     body: z
