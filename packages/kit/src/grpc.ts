@@ -86,12 +86,23 @@ const ERROR_KIND_KEY = 'svc-error-kind';
 const ERROR_CODE_KEY = 'svc-error-code';
 const REQUEST_ID_KEY = 'x-request-id';
 
+/**
+ * The most an error's details may take (JSON bytes): they travel in the call's trailers, and
+ * trailers past the peer's header list limit broke the call (a 504 at the gateway) and the
+ * connection with it (503s for the calls after). Larger details are left out, with a warning.
+ */
+export const ERROR_DETAILS_MAX_BYTES = 8 * 1024;
+
 function toServiceError(err: unknown, log: Logger, method: string): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
   if (err instanceof DomainError) {
     metadata.set(ERROR_KIND_KEY, err.kind);
     metadata.set(ERROR_CODE_KEY, err.code);
-    if (err.details) metadata.set('svc-error-details-bin', Buffer.from(JSON.stringify(err.details)));
+    if (err.details) {
+      const details = Buffer.from(JSON.stringify(err.details));
+      if (details.length <= ERROR_DETAILS_MAX_BYTES) metadata.set('svc-error-details-bin', details);
+      else log.warn({ method, code: err.code, bytes: details.length }, 'error details over their bound left out');
+    }
     return { code: ERROR_KINDS[err.kind].grpc, details: err.message, metadata };
   }
   log.error({ err, method }, 'unhandled error in gRPC handler');

@@ -18,6 +18,7 @@ const handlers = {
   async verifyKey(req, ctx) {
     if (req.keyHash === 'missing') throw new DomainError('not_found', 'key_not_found', 'API key not found.');
     if (req.keyHash === 'limited') throw new DomainError('rate_limited', 'too_many', 'Slow down.', { retryAfterSeconds: 3, bucket: 'b' });
+    if (req.keyHash === 'wordy') throw new DomainError('conflict', 'merge_conflict', 'Too much to tell.', { items: 'x'.repeat(600_000) });
     if (req.keyHash === 'store') return { key: { ...blank, id: String(store.getStore() ?? 'none') } };
     if (req.keyHash === 'keep-signal') {
       kept.push(ctx.signal);
@@ -118,6 +119,10 @@ describe.each([
     expect(limited).toMatchObject({ kind: 'rate_limited', code: 'too_many', message: 'Slow down.', details: { retryAfterSeconds: 3, bucket: 'b' } });
     const crash = await codeOf(client.verifyKey({ keyHash: 'crash' }, { principalToken: token }));
     expect(crash).toBe('internal/internal_error: Internal error.');
+    // Details past their bound are left out, and the connection serves the next call.
+    const wordy = await client.verifyKey({ keyHash: 'wordy' }, { principalToken: token }).catch((err: DomainError) => err);
+    expect(wordy).toMatchObject({ kind: 'conflict', code: 'merge_conflict', message: 'Too much to tell.', details: undefined });
+    expect((await client.verifyKey({ keyHash: 'ok' }, { principalToken: token })).key).toMatchObject({ id: 'acct_me' });
   });
 
   test('deadlines end slow calls', async () => {

@@ -14,8 +14,12 @@ import { etagOf, type VersionView, versionView } from './views.js';
 
 /** The most of a merge's conflicts its answer lists, in JSON bytes; the rest are counted in `conflictsOmitted`. */
 const CONFLICTS_MAX_BYTES = 1024 * 1024;
-/** The most conflicts a 409 merge_conflict lists in its details. */
+/**
+ * The most conflicts a 409 merge_conflict lists in its details, and their most JSON bytes: details
+ * travel in a call's trailers, bounded by kit's ERROR_DETAILS_MAX_BYTES (8 KiB).
+ */
 const REFUSAL_CONFLICTS = 100;
+const REFUSAL_CONFLICTS_BYTES = 6 * 1024;
 
 export interface MergeResult {
   sourceBranchId: string;
@@ -144,13 +148,14 @@ export async function merge(core: ProfileCore, p: Principal, id: string, body: u
     }
     const open = outcome.conflicts.filter((c) => c.resolution === null);
     if (open.length) {
-      const listed = listConflicts(open, CONFLICTS_MAX_BYTES, REFUSAL_CONFLICTS);
+      const listed = listConflicts(open, REFUSAL_CONFLICTS_BYTES, REFUSAL_CONFLICTS);
+      const which = !listed.omitted ? 'them' : listed.texts.length ? `the first ${listed.texts.length}` : 'none, too large to list here';
       throw new DomainError(
         'conflict',
         'merge_conflict',
         `${open.length} item${open.length === 1 ? '' : 's'} changed on both branches: resolve ` +
-          `${open.length === 1 ? 'it' : 'them'} with resolutions or a strategy (details.conflicts lists ` +
-          `${listed.omitted ? `the first ${listed.texts.length}` : 'them'}).`,
+          `${open.length === 1 ? 'it' : 'them'} with resolutions or a strategy (details.conflicts lists ${which}` +
+          `${listed.omitted ? '; a dry run lists them all' : ''}).`,
         { conflicts: listed.texts.map((t) => JSON.parse(t) as Conflict), conflictCount: open.length },
       );
     }
