@@ -11,7 +11,7 @@ import { branchView, etagOf, type ProfileDoc, toBranch, toMeta, versionJson } fr
  */
 
 /** 412: a write's If-Match names another state of the profile. */
-export const etagMismatch = () =>
+const etagMismatch = () =>
   new DomainError('precondition_failed', 'etag_mismatch', 'The profile has changed since you read it (If-Match does not match its ETag).');
 
 /** GET includes every version's snapshot on its own while they total at most this (JSON characters). */
@@ -152,6 +152,16 @@ export class ProfileCore {
       versions,
       history: { versions: versions.map(toMeta), branches: branches.map(toBranch), currentBranchId: row.current_branch_id },
     };
+  }
+
+  /**
+   * What a write that compares before it writes (merge, revert, cherry-pick) reads first: the
+   * profile as loadFor loads it, refused 412 as write() refuses it when If-Match does not match.
+   */
+  async loadForWrite(q: Queryable, p: Principal, id: string, ifMatch: string | undefined): Promise<Loaded> {
+    const l = await this.loadFor(q, id, scopeOf(p));
+    if (ifMatch !== undefined && !ifMatchPasses(ifMatch, etagOf(l.row))) throw etagMismatch();
+    return l;
   }
 
   async loadFor(q: Queryable, id: string, scope: Scope): Promise<Loaded> {

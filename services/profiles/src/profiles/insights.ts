@@ -1,13 +1,13 @@
 import { PROFILE_LIMITS, ProfileBranchName, ProfileMessage } from '@svc/contract';
-import { DomainError, ifMatchPasses, newId, type Principal } from '@svc/kit';
+import { DomainError, newId, type Principal } from '@svc/kit';
 
-import { etagMismatch, type ProfileCore, scopeOf, versionNotFound } from './core.js';
+import { type ProfileCore, scopeOf, versionNotFound } from './core.js';
 import { chain, type Change, unprocessable, type VersionMeta } from './history.js';
 import { parse } from './input.js';
 import { diffSnapshots, type SnapshotDiff } from './merge.js';
 import { persist } from './persist.js';
 import { canonical, computeDerived, deepEqual, ITEM_KINDS, itemKey, type Snapshot } from './snapshots.js';
-import { etagOf, versionView } from './views.js';
+import { versionView } from './views.js';
 
 /** Reading a profile's content (search, statistics), copying a profile, and reverting one version. */
 
@@ -252,8 +252,7 @@ export async function applyVersion(
   const revert = input.direction === 'revert';
   for (let attempt = 1; ; attempt++) {
     const plan = await core.read(async (q) => {
-      const l = await core.loadFor(q, id, scopeOf(p));
-      if (ifMatch !== undefined && !ifMatchPasses(ifMatch, etagOf(l.row))) throw etagMismatch();
+      const l = await core.loadForWrite(q, p, id, ifMatch);
       const branch = core.branch(l, input.branchId ?? l.row.current_branch_id);
       const target = l.history.versions.find((v) => v.id === input.versionId);
       if (!target) throw versionNotFound(input.versionId);

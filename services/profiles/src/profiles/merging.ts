@@ -1,7 +1,7 @@
 import { MergeProfileBody } from '@svc/contract';
-import { DomainError, ifMatchPasses, newId, type Principal } from '@svc/kit';
+import { DomainError, newId, type Principal } from '@svc/kit';
 
-import { etagMismatch, type ProfileCore, scopeOf } from './core.js';
+import type { ProfileCore } from './core.js';
 import { diffText } from './diff-text.js';
 import { ancestors, type Change, mergeBase, unprocessable, type VersionMeta } from './history.js';
 import { parse } from './input.js';
@@ -95,8 +95,7 @@ interface MergePlan {
 /** Reads what a merge compares, in a read transaction (If-Match checked as a write checks it). */
 function readPlan(core: ProfileCore, p: Principal, id: string, input: MergeProfileInput, ifMatch: string | undefined): Promise<MergePlan> {
   return core.read(async (q) => {
-    const l = await core.loadFor(q, id, scopeOf(p));
-    if (ifMatch !== undefined && !ifMatchPasses(ifMatch, etagOf(l.row))) throw etagMismatch();
+    const l = await core.loadForWrite(q, p, id, ifMatch);
     const target = core.branch(l, input.targetBranchId ?? l.row.current_branch_id);
     const source = core.branch(l, input.sourceBranchId);
     if (source.id === target.id) throw unprocessable('merge_same_branch', 'A branch cannot be merged into itself.');
